@@ -1,0 +1,241 @@
+import { ErrorCode, fromWire, InternalError, ServiceUnavailableError, SvcError, TimeoutError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
+import {
+  errors as natsErrors,
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from "@nats-io/transport-node";
+import { Header } from "./headers.js";
+import { type Broadcast, type BroadcastMap, ownerOf, type ReplyOf, type RequestOf, type Subject } from "./subjects.js";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+export interface RequestOptions {
+  /** Overrides the default timeout. The deadline sent is now + timeout, unless `deadline` is given. */
+  readonly timeoutMs?: number;
+  /** Absolute deadline (epoch ms) inherited from an upstream request. */
+  readonly deadline?: number;
+  readonly requestId?: string;
+}
+
+/** What a handler knows about the request besides its payload. */
+export interface HandlerContext {
+  readonly subject: string;
+  readonly requestId: string | undefined;
+  /** Epoch ms after which the caller has given up. */
+  readonly deadline: number;
+  readonly log: Logger;
+}
+
+export type Handler<S extends Subject> = (
+  request: RequestOf<S>,
+  context: HandlerContext,
+) => Promise<ReplyOf<S>> | ReplyOf<S>;
+
+export interface ServeOptions<S extends Subject> {
+  /** Queue group; defaults to the bus's service name so replicas share the load. */
+  readonly queue?: string;
+  /** Checks and narrows the decoded payload; throw a ValidationError to reject it. */
+  readonly decode?: (payload: unknown) => RequestOf<S>;
+}
+
+export interface BusOptions {
+  readonly nc: NatsConnection;
+  /** First subject token of this deployment (`svc`). */
+  readonly prefix: string;
+  /** This service's name, the default queue group. */
+  readonly service: string;
+  readonly logger: Logger;
+  readonly defaultTimeoutMs: number;
+}
+
+/**
+ * Typed request/reply and broadcast over NATS. Errors cross the wire in exactly one way: an error reply
+ * carries the `Svc-Error-Code` header and a problem body, and the caller turns it back into the same
+ * SvcError. NATS failures become 503 (no responder, connection gone) or 504 (deadline passed).
+ */
+export class Bus {
+  readonly nc: NatsConnection;
+  readonly prefix: string;
+  readonly service: string;
+  private readonly log: Logger;
+  private readonly defaultTimeoutMs: number;
+  private readonly subscriptions: Subscription[] = [];
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(options: BusOptions) {
+    this.nc = options.nc;
+    this.prefix = options.prefix;
+    this.service = options.service;
+    this.log = options.logger;
+    this.defaultTimeoutMs = options.defaultTimeoutMs;
+  }
+
+  /** The full NATS subject of a map entry. */
+  subject(name: string): string {
+    return `${this.prefix}.${name}`;
+  }
+
+  /** Sends a request and decodes the reply. */
+  async request<S extends Subject>(subject: S, request: RequestOf<S>, options?: RequestOptions): Promise<ReplyOf<S>> {
+    const data = await this.requestRaw(subject, request, options);
+    return JSON.parse(decoder.decode(data)) as ReplyOf<S>;
+  }
+
+  /**
+   * Sends a request and returns the reply's bytes undecoded (a gateway can pass them through as the HTTP
+   * body). Throws an SvcError for an error reply or a transport failure.
+   */
+  async requestRaw<S extends Subject>(subject: S, request: RequestOf<S>, options?: RequestOptions): Promise<Uint8Array> {
+    const now = Date.now();
+    const deadline = options?.deadline ?? now + (options?.timeoutMs ?? this.defaultTimeoutMs);
+    const timeout = Math.max(1, deadline - now);
+    const h = natsHeaders();
+    h.set(Header.Deadline, String(deadline));
+    if (options?.requestId !== undefined) h.set(Header.RequestId, options.requestId);
+    let reply: Msg;
+    try {
+      reply = await this.nc.request(this.subject(subject), encodeJson(request), { timeout, headers: h });
+    } catch (error) {
+      throw this.transportError(subject, timeout, error);
+    }
+    const code = reply.headers?.get(Header.ErrorCode);
+    if (code !== undefined && code !== "") {
+      let body: unknown;
+      try {
+        body = JSON.parse(decoder.decode(reply.data));
+      } catch {
+        body = undefined;
+      }
+      throw fromWire(code, body);
+    }
+    return reply.data;
+  }
+
+  private transportError(subject: string, timeoutMs: number, error: unknown): SvcError {
+    const service = ownerOf(subject);
+    if (error instanceof natsErrors.TimeoutError || (error as Error)?.cause instanceof natsErrors.TimeoutError) {
+      return new TimeoutError(service, timeoutMs, { cause: error });
+    }
+    if (
+      error instanceof natsErrors.NoRespondersError ||
+      (error instanceof natsErrors.RequestError && error.isNoResponders()) ||
+      error instanceof natsErrors.ClosedConnectionError ||
+      error instanceof natsErrors.DrainingConnectionError ||
+      error instanceof natsErrors.RequestError
+    ) {
+      return new ServiceUnavailableError(service, { cause: error });
+    }
+    return new InternalError({ cause: error });
+  }
+
+  /** Answers requests on a subject, in this service's queue group. */
+  serve<S extends Subject>(subject: S, handler: Handler<S>, options: ServeOptions<S> = {}): void {
+    const full = this.subject(subject);
+    const sub = this.nc.subscribe(full, {
+      queue: options.queue ?? this.service,
+      callback: (err, msg) => {
+        if (err !== null) {
+          this.log.error({ err, subject: full }, "subscription failed");
+          return;
+        }
+        this.track(this.handle(subject, msg, handler, options));
+      },
+    });
+    this.subscriptions.push(sub);
+  }
+
+  private async handle<S extends Subject>(subject: S, msg: Msg, handler: Handler<S>, options: ServeOptions<S>) {
+    const requestId = msg.headers?.get(Header.RequestId) || undefined;
+    const deadlineHeader = Number(msg.headers?.get(Header.Deadline));
+    const deadline = Number.isFinite(deadlineHeader) && deadlineHeader > 0 ? deadlineHeader : Date.now() + 30_000;
+    const context: HandlerContext = {
+      subject: msg.subject,
+      requestId,
+      deadline,
+      log: requestId === undefined ? this.log : this.log.child({ requestId }),
+    };
+    if (Date.now() > deadline) {
+      // The caller has already given up; doing the work would only add load.
+      context.log.debug({ subject: msg.subject }, "request past its deadline, skipped");
+      return;
+    }
+    try {
+      let payload: unknown;
+      try {
+        payload = msg.data.length === 0 ? {} : JSON.parse(decoder.decode(msg.data));
+      } catch (cause) {
+        throw new SvcError(ErrorCode.ValidationFailed, "The request payload is not valid JSON.", { cause });
+      }
+      const request = options.decode ? options.decode(payload) : (payload as RequestOf<S>);
+      const result = await handler(request, context);
+      if (msg.reply) msg.respond(encodeJson(result));
+    } catch (error) {
+      if (!(error instanceof SvcError) || error.code === ErrorCode.Internal) {
+        context.log.error({ err: error, subject: msg.subject }, "handler failed");
+      }
+      if (msg.reply) this.respondError(msg, error);
+    }
+  }
+
+  private respondError(msg: Msg, error: unknown): void {
+    const svcError = error instanceof SvcError ? error : new InternalError();
+    const h: MsgHdrs = natsHeaders();
+    h.set(Header.ErrorCode, svcError.code);
+    msg.respond(encodeJson({ detail: svcError.message, ...svcError.extensions }), { headers: h });
+  }
+
+  /** Publishes a fan-out notification. */
+  broadcast<B extends Broadcast>(subject: B, payload: BroadcastMap[B]): void {
+    this.nc.publish(this.subject(subject), encodeJson(payload));
+  }
+
+  /** Receives every fan-out notification on a subject (no queue group: every replica gets it). */
+  onBroadcast<B extends Broadcast>(subject: B, handler: (payload: BroadcastMap[B]) => void | Promise<void>): void {
+    const full = this.subject(subject);
+    const sub = this.nc.subscribe(full, {
+      callback: (err, msg) => {
+        if (err !== null) return;
+        let payload: BroadcastMap[B];
+        try {
+          payload = JSON.parse(decoder.decode(msg.data)) as BroadcastMap[B];
+        } catch {
+          this.log.warn({ subject: full }, "ignored a malformed broadcast");
+          return;
+        }
+        this.track(Promise.resolve().then(() => handler(payload)));
+      },
+    });
+    this.subscriptions.push(sub);
+  }
+
+  private track(promise: Promise<unknown>): void {
+    const tracked = promise.catch((err: unknown) => this.log.error({ err }, "background handler failed"));
+    this.inFlight.add(tracked);
+    void tracked.finally(() => this.inFlight.delete(tracked));
+  }
+
+  /** Number of handlers still running. */
+  get pending(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Stops taking new messages, lets handlers already running finish and reply, then drains and closes the
+   * connection. Messages the server had already sent to this replica are processed by the drain.
+   */
+  async drain(): Promise<void> {
+    if (this.nc.isClosed()) return;
+    await Promise.all(this.subscriptions.map((s) => s.drain().catch(() => undefined)));
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    if (!this.nc.isClosed() && !this.nc.isDraining()) await this.nc.drain();
+  }
+}

@@ -1,0 +1,50 @@
+import type { Logger } from "@svc/observability";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+
+export interface ConnectOptions {
+  readonly url: string;
+  /** Connection name shown by the NATS server's monitoring (`<service>@<host>`). */
+  readonly name: string;
+  readonly logger: Logger;
+}
+
+/**
+ * Connects to NATS and keeps reconnecting for ever: a service outlives a NATS restart, and /ready tells
+ * the orchestrator while it is cut off.
+ */
+export async function connectNats(options: ConnectOptions): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: options.url.split(",").map((s) => s.trim()),
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: false,
+    timeout: 5_000,
+  });
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
+        options.logger.warn({ nats: status.type }, "nats connection status changed");
+      }
+    }
+  })().catch(() => undefined);
+  return nc;
+}
+
+/** True when a round trip to the NATS server completes within the timeout. */
+export async function natsIsReachable(nc: NatsConnection, timeoutMs: number): Promise<boolean> {
+  if (nc.isClosed()) return false;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      nc.rtt().then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      }),
+    ]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}

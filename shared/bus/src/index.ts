@@ -1,0 +1,17 @@
+export { Bus, type BusOptions, encodeJson, type Handler, type HandlerContext, type RequestOptions, type ServeOptions } from "./bus.js";
+export { type ConnectOptions, connectNats, natsIsReachable } from "./connect.js";
+export { Header } from "./headers.js";
+export { type EventsStreamOptions, ensureEventsStream, eventsSubject } from "./streams.js";
+export {
+  type Broadcast,
+  type BroadcastMap,
+  ownerOf,
+  type PingReply,
+  type ReplyOf,
+  type RequestOf,
+  type ResolveRequest,
+  type ResolveResult,
+  ServiceName,
+  type Subject,
+  type SubjectMap,
+} from "./subjects.js";

@@ -1,0 +1,256 @@
+import { buildSettingTree, getSetting, getSettingArray, type SettingTree } from "./settings-tree.js";
+
+export const NodeEnv = { Development: "development", Test: "test", Production: "production" } as const;
+export type NodeEnv = (typeof NodeEnv)[keyof typeof NodeEnv];
+
+export const LogLevel = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LogLevel)[number];
+
+/** Product settings, read from `BackendHost__*` environment variables (spec form). */
+export interface BackendHostSettings {
+  /** Deadline of a gateway → service request over NATS, in ms. */
+  readonly requestTimeoutMs: number;
+  /** When set, only workspaces of this tenant are visible (spec 2.1.2). */
+  readonly defaultTenantKey: string | null;
+  /** Base of problem-document `type` URLs (spec 2.5 `{problems_base_url}`). */
+  readonly problemsBaseUrl: string;
+  /** How long the gateway may serve a cached workspace resolution, in ms (0 disables the cache). */
+  readonly resolveCacheTtlMs: number;
+  /** How many host/path resolutions the gateway keeps cached. */
+  readonly resolveCacheSize: number;
+  /** Largest accepted HTTP request body, in bytes. */
+  readonly maxRequestBodyBytes: number;
+  readonly rateLimitAuthPerMinute: number;
+  readonly rateLimitApiPerMinute: number;
+}
+
+export interface Config {
+  readonly nodeEnv: NodeEnv;
+  readonly logLevel: LogLevel;
+  readonly natsUrl: string;
+  readonly databaseUrl: string;
+  readonly databasePoolSize: number;
+  readonly gatewayHost: string;
+  readonly gatewayPort: number;
+  /** First token of every NATS subject (`svc`); tests use their own so runs never collide. */
+  readonly subjectPrefix: string;
+  /** Name of the JetStream stream that holds `<prefix>.events.>`. */
+  readonly eventsStream: string;
+  /** How long a service may take to drain on SIGTERM before it is forced to exit, in ms. */
+  readonly shutdownTimeoutMs: number;
+  readonly backendHost: BackendHostSettings;
+  /** Every `X__Y` variable as a case-insensitive tree, for settings read by later features. */
+  readonly settings: SettingTree;
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+/** The defaults, in one place. */
+export const defaults = {
+  nodeEnv: NodeEnv.Development,
+  logLevel: "info",
+  natsUrl: "nats://127.0.0.1:4222",
+  databaseUrl: "postgres://postgres@127.0.0.1:5432/svc",
+  databasePoolSize: 10,
+  gatewayHost: "0.0.0.0",
+  gatewayPort: 8080,
+  subjectPrefix: "svc",
+  eventsStream: "SVC_EVENTS",
+  shutdownTimeoutMs: 10_000,
+  backendHost: {
+    requestTimeoutMs: 5_000,
+    defaultTenantKey: null,
+    problemsBaseUrl: "/problems",
+    resolveCacheTtlMs: 5_000,
+    resolveCacheSize: 10_000,
+    maxRequestBodyBytes: 1_048_576,
+    rateLimitAuthPerMinute: 5,
+    rateLimitApiPerMinute: 600,
+  },
+} as const satisfies Omit<Config, "settings">;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Collects every problem instead of stopping at the first, so one run lists all bad variables. */
+class Reader {
+  readonly problems: string[] = [];
+  constructor(
+    private readonly env: Env,
+    private readonly tree: SettingTree,
+  ) {}
+
+  private raw(name: string): { label: string; value: string } | undefined {
+    if (name.includes(":")) {
+      const value = getSetting(this.tree, name);
+      if (value === undefined) return undefined;
+      const label = name.replaceAll(":", "__");
+      if (typeof value !== "string") {
+        this.problems.push(`${label}: expected a single value`);
+        return undefined;
+      }
+      return { label, value };
+    }
+    const value = this.env[name];
+    return value === undefined || value === "" ? undefined : { label: name, value };
+  }
+
+  string(name: string, fallback: string, check?: (v: string) => string | null): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const problem = check?.(raw.value) ?? null;
+    if (problem !== null) {
+      this.problems.push(`${raw.label}: ${problem} (got ${JSON.stringify(redact(raw.label, raw.value))})`);
+      return fallback;
+    }
+    return raw.value;
+  }
+
+  optionalString(name: string): string | null {
+    const raw = this.raw(name);
+    return raw === undefined || raw.value.trim() === "" ? null : raw.value.trim();
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw.value);
+    if (!/^-?\d+$/.test(raw.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      this.problems.push(`${raw.label}: expected an integer from ${min} to ${max} (got ${JSON.stringify(raw.value)})`);
+      return fallback;
+    }
+    return value;
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const value = raw.value.trim().toLowerCase() as T;
+    if (!allowed.includes(value)) {
+      this.problems.push(`${raw.label}: expected one of ${allowed.join(", ")} (got ${JSON.stringify(raw.value)})`);
+      return fallback;
+    }
+    return value;
+  }
+
+  array(name: string): string[] {
+    return getSettingArray(this.tree, name) ?? [];
+  }
+}
+
+const SECRET_NAME = /key|secret|password|token/i;
+function redact(label: string, value: string): string {
+  return SECRET_NAME.test(label) ? "<redacted>" : value;
+}
+
+function urlCheck(protocols: readonly string[]) {
+  return (value: string): string | null => {
+    try {
+      const url = new URL(value);
+      return protocols.includes(url.protocol) ? null : `expected a ${protocols.join(" or ")} URL`;
+    } catch {
+      return "expected an absolute URL";
+    }
+  };
+}
+
+const SUBJECT_TOKEN = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Parses the environment once into a typed, frozen configuration. Throws ConfigError listing every bad
+ * variable; the service entry points print it and exit non-zero.
+ */
+export function parseConfig(env: Env = process.env): Config {
+  const { tree } = buildSettingTree(env);
+  const r = new Reader(env, tree);
+  const d = defaults;
+  const config: Config = {
+    nodeEnv: r.oneOf("NODE_ENV", d.nodeEnv, Object.values(NodeEnv)),
+    logLevel: r.oneOf("LOG_LEVEL", d.logLevel, LogLevel),
+    natsUrl: r.string("NATS_URL", d.natsUrl, (v) =>
+      v.split(",").every((u) => urlCheck(["nats:", "tls:", "ws:", "wss:"])(u.trim()) === null)
+        ? null
+        : "expected nats:// URL(s), comma-separated",
+    ),
+    databaseUrl: r.string("DATABASE_URL", d.databaseUrl, urlCheck(["postgres:", "postgresql:"])),
+    databasePoolSize: r.int("DATABASE_POOL_SIZE", d.databasePoolSize, 1, 500),
+    gatewayHost: r.string("GATEWAY_HOST", d.gatewayHost),
+    gatewayPort: r.int("GATEWAY_PORT", d.gatewayPort, 0, 65_535),
+    subjectPrefix: r.string("SVC_SUBJECT_PREFIX", d.subjectPrefix, (v) =>
+      SUBJECT_TOKEN.test(v) ? null : "expected one subject token (letters, digits, _ and -)",
+    ),
+    eventsStream: r.string("SVC_EVENTS_STREAM", d.eventsStream, (v) =>
+      SUBJECT_TOKEN.test(v) ? null : "expected a stream name (letters, digits, _ and -)",
+    ),
+    shutdownTimeoutMs: r.int("SHUTDOWN_TIMEOUT_MS", d.shutdownTimeoutMs, 100, 600_000),
+    backendHost: {
+      requestTimeoutMs: r.int("BackendHost:RequestTimeoutMs", d.backendHost.requestTimeoutMs, 10, 600_000),
+      defaultTenantKey: r.optionalString("BackendHost:DefaultTenantKey"),
+      problemsBaseUrl: r.string("BackendHost:ProblemsBaseUrl", d.backendHost.problemsBaseUrl),
+      resolveCacheTtlMs: r.int("BackendHost:ResolveCacheTtlMs", d.backendHost.resolveCacheTtlMs, 0, 3_600_000),
+      resolveCacheSize: r.int("BackendHost:ResolveCacheSize", d.backendHost.resolveCacheSize, 1, 10_000_000),
+      maxRequestBodyBytes: r.int(
+        "BackendHost:MaxRequestBodyBytes",
+        d.backendHost.maxRequestBodyBytes,
+        1024,
+        1024 * 1024 * 1024,
+      ),
+      rateLimitAuthPerMinute: r.int(
+        "BackendHost:RateLimitAuthPerMinute",
+        d.backendHost.rateLimitAuthPerMinute,
+        0,
+        1_000_000,
+      ),
+      rateLimitApiPerMinute: r.int(
+        "BackendHost:RateLimitApiPerMinute",
+        d.backendHost.rateLimitApiPerMinute,
+        0,
+        1_000_000_000,
+      ),
+    },
+    settings: tree,
+  };
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+let cached: Config | undefined;
+
+/** The process's configuration, parsed on first use. */
+export function getConfig(): Config {
+  cached ??= parseConfig(process.env);
+  return cached;
+}
+
+/** Forgets the cached configuration (tests). */
+export function resetConfigCache(): void {
+  cached = undefined;
+}
+
+/** Parses the environment or prints every problem and exits with status 78 (EX_CONFIG). */
+export function loadConfigOrExit(env: Env = process.env): Config {
+  try {
+    cached = parseConfig(env);
+    return cached;
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+}
+
+export { getSettingArray };

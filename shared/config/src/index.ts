@@ -1,0 +1,13 @@
+export {
+  type BackendHostSettings,
+  type Config,
+  ConfigError,
+  defaults,
+  getConfig,
+  LogLevel,
+  loadConfigOrExit,
+  NodeEnv,
+  parseConfig,
+  resetConfigCache,
+} from "./config.js";
+export { buildSettingTree, getSetting, getSettingArray, type SettingTree, type SettingValue } from "./settings-tree.js";

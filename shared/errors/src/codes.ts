@@ -1,0 +1,46 @@
+/**
+ * The registry of stable error codes. A code is part of the public contract: it travels in the
+ * `Svc-Error-Code` reply header and in the `code` member of problem documents. Retired codes are never
+ * reused; mark them retired here instead of deleting them.
+ */
+export const ErrorCode = {
+  /** Input failed validation; the problem lists each violation. */
+  ValidationFailed: "SVC_VALIDATION_FAILED",
+  /** No credentials, or credentials that could not be verified. */
+  Unauthenticated: "SVC_UNAUTHENTICATED",
+  /** The caller lacks a permission key (spec 2.5). */
+  Forbidden: "SVC_FORBIDDEN",
+  /** The resource does not exist or is not visible to the caller. */
+  NotFound: "SVC_NOT_FOUND",
+  /** The request conflicts with the current state (duplicate key, stale version). */
+  Conflict: "SVC_CONFLICT",
+  /** The request body exceeds the size limit. */
+  PayloadTooLarge: "SVC_PAYLOAD_TOO_LARGE",
+  /** The client exceeded its rate limit. */
+  RateLimited: "SVC_RATE_LIMITED",
+  /** The owning service is not running or not reachable. */
+  ServiceUnavailable: "SVC_SERVICE_UNAVAILABLE",
+  /** The owning service did not answer within the request deadline. */
+  Timeout: "SVC_TIMEOUT",
+  /** An unexpected failure; details are logged, never returned. */
+  Internal: "SVC_INTERNAL",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** HTTP status, problem-type slug and title of each code: the one place errors become HTTP semantics. */
+export const errorCatalogue: Readonly<Record<ErrorCode, { status: number; slug: string; title: string }>> = {
+  [ErrorCode.ValidationFailed]: { status: 400, slug: "validation-failed", title: "Bad Request" },
+  [ErrorCode.Unauthenticated]: { status: 401, slug: "unauthenticated", title: "Unauthorized" },
+  [ErrorCode.Forbidden]: { status: 403, slug: "forbidden", title: "Forbidden" },
+  [ErrorCode.NotFound]: { status: 404, slug: "not-found", title: "Not Found" },
+  [ErrorCode.Conflict]: { status: 409, slug: "conflict", title: "Conflict" },
+  [ErrorCode.PayloadTooLarge]: { status: 413, slug: "payload-too-large", title: "Payload Too Large" },
+  [ErrorCode.RateLimited]: { status: 429, slug: "rate-limited", title: "Too Many Requests" },
+  [ErrorCode.ServiceUnavailable]: { status: 503, slug: "service-unavailable", title: "Service Unavailable" },
+  [ErrorCode.Timeout]: { status: 504, slug: "timeout", title: "Gateway Timeout" },
+  [ErrorCode.Internal]: { status: 500, slug: "internal", title: "Internal Server Error" },
+};
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.hasOwn(errorCatalogue, value);
+}

@@ -1,0 +1,105 @@
+import { ErrorCode, errorCatalogue } from "./codes.js";
+
+/** One violation of an input schema, as listed in a 400 problem document. */
+export interface Violation {
+  /** JSON pointer-ish location, e.g. `/body/eventName` or `/query/limit`. */
+  readonly field: string;
+  readonly message: string;
+}
+
+export interface SvcErrorOptions extends ErrorOptions {
+  /** Extension members added to the problem document (must be safe to show to the caller). */
+  readonly extensions?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The base of every error that is allowed to reach a caller. Its `detail` and `extensions` are shown to
+ * the caller as they are, so they must never contain secrets. Anything that is not an SvcError becomes a
+ * generic 500 whose detail is logged, not returned.
+ */
+export class SvcError extends Error {
+  override readonly name: string = "SvcError";
+  readonly code: ErrorCode;
+  readonly extensions: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, detail: string, options: SvcErrorOptions = {}) {
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.extensions = options.extensions ?? {};
+  }
+
+  get status(): number {
+    return errorCatalogue[this.code].status;
+  }
+}
+
+export class ValidationError extends SvcError {
+  override readonly name = "ValidationError";
+  readonly violations: readonly Violation[];
+  constructor(violations: readonly Violation[], options: ErrorOptions = {}) {
+    const detail =
+      violations.length === 1
+        ? `Invalid input: ${violations[0]?.field} ${violations[0]?.message}`
+        : `Invalid input: ${violations.length} violations`;
+    super(ErrorCode.ValidationFailed, detail, { ...options, extensions: { errors: violations } });
+    this.violations = violations;
+  }
+}
+
+export class UnauthenticatedError extends SvcError {
+  override readonly name = "UnauthenticatedError";
+  constructor(detail = "Authentication is required.", options: ErrorOptions = {}) {
+    super(ErrorCode.Unauthenticated, detail, options);
+  }
+}
+
+export class ForbiddenError extends SvcError {
+  override readonly name = "ForbiddenError";
+  constructor(missingPermission: string, options: ErrorOptions = {}) {
+    super(ErrorCode.Forbidden, `The permission '${missingPermission}' is required.`, {
+      ...options,
+      extensions: { missingPermission },
+    });
+  }
+}
+
+export class NotFoundError extends SvcError {
+  override readonly name = "NotFoundError";
+  constructor(detail = "The resource was not found.", options: ErrorOptions = {}) {
+    super(ErrorCode.NotFound, detail, options);
+  }
+}
+
+export class ConflictError extends SvcError {
+  override readonly name = "ConflictError";
+  constructor(detail: string, options: ErrorOptions = {}) {
+    super(ErrorCode.Conflict, detail, options);
+  }
+}
+
+export class ServiceUnavailableError extends SvcError {
+  override readonly name = "ServiceUnavailableError";
+  constructor(service: string, options: ErrorOptions = {}) {
+    super(ErrorCode.ServiceUnavailable, `The ${service} service is not available.`, {
+      ...options,
+      extensions: { service },
+    });
+  }
+}
+
+export class TimeoutError extends SvcError {
+  override readonly name = "TimeoutError";
+  constructor(service: string, timeoutMs: number, options: ErrorOptions = {}) {
+    super(ErrorCode.Timeout, `The ${service} service did not answer within ${timeoutMs} ms.`, {
+      ...options,
+      extensions: { service },
+    });
+  }
+}
+
+export class InternalError extends SvcError {
+  override readonly name = "InternalError";
+  constructor(options: ErrorOptions = {}) {
+    super(ErrorCode.Internal, "An unexpected error occurred.", options);
+  }
+}

@@ -1,0 +1,15 @@
+export { ErrorCode, errorCatalogue, isErrorCode } from "./codes.js";
+export {
+  ConflictError,
+  ForbiddenError,
+  InternalError,
+  NotFoundError,
+  ServiceUnavailableError,
+  SvcError,
+  type SvcErrorOptions,
+  TimeoutError,
+  UnauthenticatedError,
+  ValidationError,
+  type Violation,
+} from "./errors.js";
+export { fromWire, PROBLEM_CONTENT_TYPE, type ProblemDocument, toProblem } from "./problem.js";

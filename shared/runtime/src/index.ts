@@ -1,0 +1,10 @@
+export {
+  HOST_VERSION,
+  type RunningService,
+  runServiceMain,
+  type ServiceDefinition,
+  type ServiceDeps,
+  type ServiceHooks,
+  type StartOptions,
+  startService,
+} from "./service.js";

@@ -1,0 +1,140 @@
+import { hostname } from "node:os";
+import { Bus, connectNats, ensureEventsStream, type PingReply, type ServiceName } from "@svc/bus";
+import { type Config, loadConfigOrExit } from "@svc/config";
+import { createDbPool, type DatabasePool } from "@svc/db";
+import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+/** The host version, fixed at build time (spec 9.2). */
+export const HOST_VERSION = "0.1.0";
+
+/** Everything a service's modules may depend on; passed in, never imported as globals. */
+export interface ServiceDeps {
+  readonly name: ServiceName;
+  readonly instance: string;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly nc: NatsConnection;
+  readonly bus: Bus;
+  readonly pool: DatabasePool;
+  readonly metrics: Registry;
+}
+
+/** What a service's start function may hand back: work to do when it is told to stop. */
+export interface ServiceHooks {
+  /** Stop taking new work from outside NATS (an HTTP listener); runs before the bus drains. */
+  readonly beforeDrain?: () => Promise<void>;
+  /** Stop background loops; runs after the bus drained and before the pool closes. */
+  readonly afterDrain?: () => Promise<void>;
+}
+
+export interface ServiceDefinition {
+  readonly name: ServiceName;
+  /** Registers handlers and starts background work. */
+  readonly start: (deps: ServiceDeps) => Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
+}
+
+export interface RunningService {
+  readonly deps: ServiceDeps;
+  readonly hooks: ServiceHooks;
+  /** Drains and closes everything; resolves when the service holds no resource any more. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly logger?: Logger;
+  /** Collect default process metrics (off in tests that start several services in one process). */
+  readonly processMetrics?: boolean;
+}
+
+/**
+ * Starts one service: connects NATS and PostgreSQL, provisions the events stream, answers
+ * `<service>.ping`, then lets the definition register its handlers.
+ */
+export async function startService(
+  definition: ServiceDefinition,
+  config: Config,
+  options: StartOptions = {},
+): Promise<RunningService> {
+  const instance = `${definition.name}@${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  const log = options.logger ?? createLogger(definition.name, config.logLevel);
+  const startedAt = Date.now();
+  const nc = await connectNats({ url: config.natsUrl, name: instance, logger: log });
+  let pool: DatabasePool | undefined;
+  try {
+    pool = await createDbPool({
+      databaseUrl: config.databaseUrl,
+      maximumPoolSize: config.databasePoolSize,
+      applicationName: definition.name,
+    });
+    await ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix });
+    const bus = new Bus({
+      nc,
+      prefix: config.subjectPrefix,
+      service: definition.name,
+      logger: log,
+      defaultTimeoutMs: config.backendHost.requestTimeoutMs,
+    });
+    const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
+    const deps: ServiceDeps = { name: definition.name, instance, config, log, nc, bus, pool, metrics };
+    bus.serve(
+      `${definition.name}.ping`,
+      (): PingReply => ({ service: definition.name, instance, version: HOST_VERSION, uptimeMs: Date.now() - startedAt }),
+    );
+    const hooks = (await definition.start(deps)) ?? {};
+    log.info({ instance }, "service started");
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= (async () => {
+        log.info("service stopping");
+        await hooks.beforeDrain?.();
+        await bus.drain();
+        await hooks.afterDrain?.();
+        await deps.pool.end();
+        log.info("service stopped");
+      })();
+      return stopping;
+    };
+    return { deps, hooks, stop };
+  } catch (error) {
+    await pool?.end().catch(() => undefined);
+    await nc.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * The body of every service's `main.ts`: parse the configuration (exit 78 on a bad one), start, and on
+ * SIGTERM or SIGINT drain and exit within the shutdown timeout (forced exit 1 past it).
+ */
+export async function runServiceMain(definition: ServiceDefinition): Promise<void> {
+  const config = loadConfigOrExit();
+  const log = createLogger(definition.name, config.logLevel);
+  let running: RunningService;
+  try {
+    running = await startService(definition, config, { logger: log });
+  } catch (error) {
+    log.fatal({ err: error }, "service failed to start");
+    process.exit(1);
+  }
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = true;
+    log.info({ signal }, "shutdown requested");
+    const force = setTimeout(() => {
+      log.error({ timeoutMs: config.shutdownTimeoutMs }, "shutdown timed out, exiting");
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    force.unref();
+    running.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}

@@ -4,6 +4,8 @@
  * reused; mark them retired here instead of deleting them.
  */
 export const ErrorCode = {
+  /** The request is malformed in a way no schema names (unparsable JSON, bad header). */
+  BadRequest: "SVC_BAD_REQUEST",
   /** Input failed validation; the problem lists each violation. */
   ValidationFailed: "SVC_VALIDATION_FAILED",
   /** No credentials, or credentials that could not be verified. */
@@ -12,10 +14,14 @@ export const ErrorCode = {
   Forbidden: "SVC_FORBIDDEN",
   /** The resource does not exist or is not visible to the caller. */
   NotFound: "SVC_NOT_FOUND",
+  /** The route exists but not for this HTTP method. */
+  MethodNotAllowed: "SVC_METHOD_NOT_ALLOWED",
   /** The request conflicts with the current state (duplicate key, stale version). */
   Conflict: "SVC_CONFLICT",
   /** The request body exceeds the size limit. */
   PayloadTooLarge: "SVC_PAYLOAD_TOO_LARGE",
+  /** The request body's media type is not accepted. */
+  UnsupportedMediaType: "SVC_UNSUPPORTED_MEDIA_TYPE",
   /** The client exceeded its rate limit. */
   RateLimited: "SVC_RATE_LIMITED",
   /** The owning service is not running or not reachable. */
@@ -29,12 +35,19 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** HTTP status, problem-type slug and title of each code: the one place errors become HTTP semantics. */
 export const errorCatalogue: Readonly<Record<ErrorCode, { status: number; slug: string; title: string }>> = {
+  [ErrorCode.BadRequest]: { status: 400, slug: "bad-request", title: "Bad Request" },
   [ErrorCode.ValidationFailed]: { status: 400, slug: "validation-failed", title: "Bad Request" },
   [ErrorCode.Unauthenticated]: { status: 401, slug: "unauthenticated", title: "Unauthorized" },
   [ErrorCode.Forbidden]: { status: 403, slug: "forbidden", title: "Forbidden" },
   [ErrorCode.NotFound]: { status: 404, slug: "not-found", title: "Not Found" },
+  [ErrorCode.MethodNotAllowed]: { status: 405, slug: "method-not-allowed", title: "Method Not Allowed" },
   [ErrorCode.Conflict]: { status: 409, slug: "conflict", title: "Conflict" },
   [ErrorCode.PayloadTooLarge]: { status: 413, slug: "payload-too-large", title: "Payload Too Large" },
+  [ErrorCode.UnsupportedMediaType]: {
+    status: 415,
+    slug: "unsupported-media-type",
+    title: "Unsupported Media Type",
+  },
   [ErrorCode.RateLimited]: { status: 429, slug: "rate-limited", title: "Too Many Requests" },
   [ErrorCode.ServiceUnavailable]: { status: 503, slug: "service-unavailable", title: "Service Unavailable" },
   [ErrorCode.Timeout]: { status: 504, slug: "timeout", title: "Gateway Timeout" },

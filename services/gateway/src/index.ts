@@ -1,0 +1,2 @@
+export { buildGateway, type GatewayDeps } from "./app.js";
+export { gatewayService } from "./service.js";

@@ -1,0 +1,4 @@
+import { runServiceMain } from "@svc/runtime";
+import { gatewayService } from "./service.js";
+
+await runServiceMain(gatewayService);

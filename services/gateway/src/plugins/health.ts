@@ -1,0 +1,41 @@
+import { natsIsReachable } from "@svc/bus";
+import { type DatabasePool, dbIsReachable } from "@svc/db";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+
+export interface HealthOptions {
+  readonly pool: DatabasePool;
+  readonly nc: NatsConnection;
+  /** Each dependency check gives up after this long, ms. */
+  readonly checkTimeoutMs?: number;
+}
+
+type CheckState = "up" | "down";
+
+/**
+ * `GET /health`: liveness, checks nothing (a live process answers). `GET /ready`: readiness, checks
+ * PostgreSQL (`SELECT 1`) and NATS (a round trip) in parallel; 503 names what is down.
+ */
+export const healthPlugin = fp<HealthOptions>(
+  async (app: FastifyInstance, { pool, nc, checkTimeoutMs = 2_000 }) => {
+    app.get("/health", async (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
+    app.get("/ready", async (_request, reply) => {
+      const [postgres, nats] = await Promise.all([
+        dbIsReachable(pool, checkTimeoutMs),
+        natsIsReachable(nc, checkTimeoutMs),
+      ]);
+      const checks: Record<string, CheckState> = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };
+      const ready = postgres && nats;
+      return reply
+        .code(ready ? 200 : 503)
+        .header("cache-control", "no-store")
+        .send({
+          status: ready ? "ready" : "unavailable",
+          checks,
+          ...(ready ? {} : { down: Object.keys(checks).filter((k) => checks[k] === "down") }),
+        });
+    });
+  },
+  { name: "svc-health", fastify: "5.x" },
+);

@@ -1,0 +1,64 @@
+import { ErrorCode, PROBLEM_CONTENT_TYPE, SvcError, toProblem, ValidationError, type Violation } from "@svc/errors";
+import type { Logger } from "@svc/observability";
+import type { FastifyError, FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+
+export interface ProblemsOptions {
+  readonly problemsBaseUrl: string;
+  readonly log: Logger;
+}
+
+/** Fastify's own client errors (body too large, bad JSON, bad media type) as our errors. */
+function fromFastifyError(error: FastifyError): SvcError | undefined {
+  if (error.validation) {
+    const violations: Violation[] = error.validation.map((v) => ({
+      field: `/${error.validationContext ?? "request"}${v.instancePath}${
+        v.keyword === "required" ? `/${String((v.params as { missingProperty?: string }).missingProperty)}` : ""
+      }`,
+      message: v.message ?? "is invalid",
+    }));
+    return new ValidationError(violations);
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 500) return undefined;
+  const code =
+    status === 413
+      ? ErrorCode.PayloadTooLarge
+      : status === 415
+        ? ErrorCode.UnsupportedMediaType
+        : status === 404
+          ? ErrorCode.NotFound
+          : status === 405
+            ? ErrorCode.MethodNotAllowed
+            : ErrorCode.BadRequest;
+  // Fastify's messages for client errors are fixed texts, safe to show.
+  return new SvcError(code, error.message);
+}
+
+/**
+ * The one place where errors become HTTP: every error reply is an RFC 9457 problem document
+ * (`application/problem+json`). Unexpected errors are logged with their stack and answered with a
+ * generic 500 that reveals nothing.
+ */
+export const problemsPlugin = fp<ProblemsOptions>(
+  async (app: FastifyInstance, options) => {
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      const svcError = error instanceof SvcError ? error : fromFastifyError(error);
+      if (svcError === undefined || svcError.code === ErrorCode.Internal) {
+        options.log.error({ err: error, method: request.method, url: request.url }, "request failed");
+      }
+      const problem = toProblem(svcError ?? error, options.problemsBaseUrl, request.url.split("?")[0]);
+      if (problem.status === 429) reply.header("retry-after", "60");
+      return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem);
+    });
+    app.setNotFoundHandler((request, reply) => {
+      const problem = toProblem(
+        new SvcError(ErrorCode.NotFound, `No route for ${request.method} ${request.url.split("?")[0]}.`),
+        options.problemsBaseUrl,
+        request.url.split("?")[0],
+      );
+      return reply.code(404).type(PROBLEM_CONTENT_TYPE).send(problem);
+    });
+  },
+  { name: "svc-problems", fastify: "5.x" },
+);

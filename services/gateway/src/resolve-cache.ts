@@ -1,0 +1,61 @@
+import { LRUCache } from "lru-cache";
+
+/**
+ * Cached workspace resolutions, keyed by normalised host and path, holding the resolver's reply bytes as
+ * they are sent to the client.
+ *
+ * Coherence: every entry lives at most `ttlMs`; on a `resolver.cache.invalidate` broadcast the whole cache
+ * is dropped and the generation advances. A lookup that started before an invalidation does not store its
+ * (possibly stale) answer. Concurrent misses for one key share a single upstream request.
+ */
+export class ResolveCache {
+  private readonly entries: LRUCache<string, Uint8Array> | undefined;
+  private readonly pending = new Map<string, Promise<Uint8Array>>();
+  private generation = 0;
+  hits = 0;
+  misses = 0;
+
+  constructor(ttlMs: number, maxEntries: number) {
+    this.entries = ttlMs > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs, ttlAutopurge: false }) : undefined;
+  }
+
+  get(key: string): Uint8Array | undefined {
+    const value = this.entries?.get(key);
+    if (value !== undefined) this.hits++;
+    return value;
+  }
+
+  /** Answers from the cache or runs `load` once for all concurrent callers of the same key. */
+  load(key: string, load: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    const cached = this.get(key);
+    if (cached !== undefined) return Promise.resolve(cached);
+    const inFlight = this.pending.get(key);
+    if (inFlight !== undefined) return inFlight;
+    this.misses++;
+    const generation = this.generation;
+    const promise = load().then(
+      (value) => {
+        this.pending.delete(key);
+        if (generation === this.generation) this.entries?.set(key, value);
+        return value;
+      },
+      (error: unknown) => {
+        this.pending.delete(key);
+        throw error;
+      },
+    );
+    this.pending.set(key, promise);
+    return promise;
+  }
+
+  invalidate(): void {
+    this.generation++;
+    this.entries?.clear();
+    // Waiters keep their answer; it is just not stored.
+    this.pending.clear();
+  }
+
+  get size(): number {
+    return this.entries?.size ?? 0;
+  }
+}

@@ -1,0 +1,56 @@
+import type { Bus, ReplyOf } from "@svc/bus";
+import { Counter, type Registry } from "@svc/observability";
+import { normaliseHost, normalisePath } from "@svc/workspace";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { ResolveCache } from "../resolve-cache.js";
+
+export interface PublicWorkspaceOptions {
+  readonly bus: Bus;
+  readonly registry: Registry;
+  readonly cacheTtlMs: number;
+  readonly cacheSize: number;
+}
+
+const UNRESOLVED_BODY = Buffer.from(JSON.stringify({ resolved: false, workspaceKey: null } satisfies ReplyOf<"resolver.workspace.resolve">));
+const JSON_TYPE = "application/json; charset=utf-8";
+
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The anonymous public workspace routes (spec 4.1). This issue delivers `GET /workspace/public/resolve`:
+ * host from `X-Forwarded-Host` or `Host`, path from `X-Forwarded-Uri` (else `/`), answered by the resolver
+ * over NATS and cached here (see ResolveCache). Always 200 with a ResolveResult.
+ */
+export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
+  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize }) => {
+    const cache = new ResolveCache(cacheTtlMs, cacheSize);
+    bus.onBroadcast("resolver.cache.invalidate", () => cache.invalidate());
+    const lookups = new Counter({
+      name: "svc_gateway_resolve_cache_lookups_total",
+      help: "Workspace resolutions at the gateway, by whether the cache answered.",
+      labelNames: ["result"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ result: "hit" }, cache.hits);
+        this.inc({ result: "miss" }, cache.misses);
+      },
+    });
+    void lookups;
+
+    app.get("/workspace/public/resolve", async (request, reply) => {
+      const host = normaliseHost(firstHeader(request.headers["x-forwarded-host"]) ?? request.headers.host);
+      reply.header("content-type", JSON_TYPE).header("cache-control", "no-store");
+      if (host === null) return reply.send(UNRESOLVED_BODY);
+      const path = normalisePath(firstHeader(request.headers["x-forwarded-uri"]));
+      const body = await cache.load(`${host}\n${path}`, () =>
+        bus.requestRaw("resolver.workspace.resolve", { host, path }, { requestId: request.id }),
+      );
+      return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+    });
+  },
+  { name: "svc-public-workspace", fastify: "5.x" },
+);

@@ -1,0 +1,1 @@
+export { jobReaperService } from "./service.js";

@@ -1,0 +1,4 @@
+import { runServiceMain } from "@svc/runtime";
+import { jobReaperService } from "./service.js";
+
+await runServiceMain(jobReaperService);

@@ -1,0 +1,1 @@
+export { pluginRegistryService } from "./service.js";

@@ -1,0 +1,1 @@
+export { rbacService } from "./service.js";

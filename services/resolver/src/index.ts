@@ -1,0 +1,1 @@
+export { resolverService } from "./service.js";

@@ -1,0 +1,4 @@
+import { runServiceMain } from "@svc/runtime";
+import { resolverService } from "./service.js";
+
+await runServiceMain(resolverService);

@@ -1,0 +1,17 @@
+import { ServiceName } from "@svc/bus";
+import type { ServiceDefinition } from "@svc/runtime";
+import { startChangeListener } from "./change-listener.js";
+import { decodeResolveRequest, resolveWorkspace } from "./handlers.js";
+
+/** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
+export const resolverService: ServiceDefinition = {
+  name: ServiceName.Resolver,
+  start({ bus, pool, config, log }) {
+    const tenant = config.backendHost.defaultTenantKey;
+    bus.serve("resolver.workspace.resolve", (request) => resolveWorkspace(pool, tenant, request), {
+      decode: decodeResolveRequest,
+    });
+    const listener = startChangeListener(config.databaseUrl, bus, log);
+    return { afterDrain: () => listener.stop() };
+  },
+};

@@ -1,0 +1,4 @@
+import { runServiceMain } from "@svc/runtime";
+import { webhookDispatcherService } from "./service.js";
+
+await runServiceMain(webhookDispatcherService);

@@ -1,0 +1,119 @@
+/**
+ * Once per `vitest run`: finds PostgreSQL and NATS (DATABASE_URL / NATS_URL, else the local defaults, else
+ * containers via testcontainers), creates this run's migrated template database, and afterwards drops every
+ * database and JetStream stream this run created. Names carry a run id, so concurrent runs never collide;
+ * leftovers of crashed runs older than six hours are dropped too.
+ */
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { hostPort, migrateAll, tcpReachable } from "../../scripts/lib/stack.js";
+import { DB_PREFIX, STREAM_PREFIX, type TestEnvironment } from "./names.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    svcTest: TestEnvironment;
+  }
+}
+
+const STALE_AFTER_MS = 6 * 3_600_000;
+
+async function startContainers(needPostgres: boolean, needNats: boolean) {
+  const stops: Array<() => Promise<unknown>> = [];
+  const { GenericContainer, Wait } = await import("testcontainers");
+  let postgresUrl: string | undefined;
+  let natsUrl: string | undefined;
+  if (needPostgres) {
+    const c = await new GenericContainer("postgres:16-alpine")
+      .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: "trust" })
+      .withExposedPorts(5432)
+      .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))
+      .start();
+    postgresUrl = `postgres://postgres@${c.getHost()}:${c.getMappedPort(5432)}/postgres`;
+    stops.push(() => c.stop());
+  }
+  if (needNats) {
+    const c = await new GenericContainer("nats:2.10-alpine").withCommand(["-js"]).withExposedPorts(4222).start();
+    natsUrl = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
+    stops.push(() => c.stop());
+  }
+  return { postgresUrl, natsUrl, stop: () => Promise.all(stops.map((s) => s())) };
+}
+
+function serverUrl(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = "/postgres";
+  return url.toString();
+}
+
+function runIdAge(name: string, prefix: string): number | undefined {
+  const stamp = name.slice(prefix.length).split("_")[0];
+  const time = stamp ? Number.parseInt(stamp.slice(0, 9), 36) : Number.NaN;
+  return Number.isFinite(time) ? Date.now() - time : undefined;
+}
+
+async function dropDatabases(adminUrl: string, match: (name: string) => boolean) {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>(
+      "SELECT datname FROM pg_database WHERE datname LIKE $1",
+      [`${DB_PREFIX}%`],
+    );
+    for (const { datname } of rows.filter((r) => match(r.datname))) {
+      await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function deleteStreams(natsUrl: string, match: (name: string) => boolean) {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for await (const name of jsm.streams.names()) {
+      if (name.startsWith(STREAM_PREFIX) && match(name)) await jsm.streams.delete(name).catch(() => undefined);
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+export default async function setup(project: TestProject) {
+  // Nine base-36 digits of the clock, then randomness: sortable, and unique across concurrent runs.
+  const runId = `${Date.now().toString(36).padStart(9, "0")}${Math.random().toString(36).slice(2, 6)}`;
+  let databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  let natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+  const pgAddr = hostPort(databaseUrl, 5432);
+  const natsAddr = hostPort(natsUrl, 4222);
+  const pgUp = await tcpReachable(pgAddr.host, pgAddr.port);
+  const natsUp = await tcpReachable(natsAddr.host, natsAddr.port);
+  let stopContainers: (() => Promise<unknown>) | undefined;
+  if (!pgUp || !natsUp) {
+    const started = await startContainers(!pgUp, !natsUp);
+    databaseUrl = started.postgresUrl ?? databaseUrl;
+    natsUrl = started.natsUrl ?? natsUrl;
+    stopContainers = started.stop;
+  }
+  const adminUrl = serverUrl(databaseUrl);
+  const isStale = (name: string, prefix: string) => (runIdAge(name, prefix) ?? 0) > STALE_AFTER_MS;
+  await dropDatabases(adminUrl, (name) => isStale(name, DB_PREFIX)).catch(() => undefined);
+  await deleteStreams(natsUrl, (name) => isStale(name.toLowerCase(), STREAM_PREFIX.toLowerCase())).catch(
+    () => undefined,
+  );
+
+  const templateDatabase = `${DB_PREFIX}${runId}_template`;
+  const templateUrl = new URL(adminUrl);
+  templateUrl.pathname = `/${templateDatabase}`;
+  await migrateAll(templateUrl.toString());
+
+  project.provide("svcTest", { runId, adminUrl, natsUrl, templateDatabase });
+
+  return async () => {
+    await dropDatabases(adminUrl, (name) => name.startsWith(`${DB_PREFIX}${runId}_`));
+    await deleteStreams(natsUrl, (name) => name.startsWith(`${STREAM_PREFIX}${runId.toUpperCase()}`));
+    await stopContainers?.();
+  };
+}

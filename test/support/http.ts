@@ -1,0 +1,37 @@
+import { request } from "node:http";
+
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  json<T = unknown>(): T;
+}
+
+/**
+ * A plain HTTP request with the headers exactly as given. `fetch` cannot be used where the test sets
+ * `Host`: it replaces that header with the URL's host.
+ */
+export function http(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
+): Promise<HttpResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text,
+          json: <T>() => JSON.parse(text) as T,
+        });
+      });
+      res.on("error", reject);
+    });
+    req.setTimeout(options.timeoutMs ?? 15_000, () => req.destroy(new Error("request timed out")));
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}

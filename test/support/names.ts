@@ -1,0 +1,12 @@
+/** What the global setup hands every test file. */
+export interface TestEnvironment {
+  readonly runId: string;
+  /** URL of the `postgres` database of the server under test (for CREATE/DROP DATABASE). */
+  readonly adminUrl: string;
+  readonly natsUrl: string;
+  /** Migrated template that each test file clones. */
+  readonly templateDatabase: string;
+}
+
+export const DB_PREFIX = "svc_test_";
+export const STREAM_PREFIX = "SVC_EVENTS_T";

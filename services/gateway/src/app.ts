@@ -1,6 +1,6 @@
 import type { Bus } from "@svc/bus";
 import type { Config } from "@svc/config";
-import type { DatabasePool } from "@svc/db";
+import type { Db } from "@svc/db";
 import type { Logger, Registry } from "@svc/observability";
 import type { NatsConnection } from "@nats-io/transport-node";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -14,7 +14,7 @@ export interface GatewayDeps {
   readonly log: Logger;
   readonly bus: Bus;
   readonly nc: NatsConnection;
-  readonly pool: DatabasePool;
+  readonly db: Db;
   readonly metrics: Registry;
 }
 
@@ -42,7 +42,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
   await app.register(metricsPlugin, { registry: deps.metrics });
-  await app.register(healthPlugin, { pool: deps.pool, nc: deps.nc });
+  await app.register(healthPlugin, { db: deps.db, nc: deps.nc });
   await app.register(publicWorkspacePlugin, {
     bus: deps.bus,
     registry: deps.metrics,

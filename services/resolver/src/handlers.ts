@@ -1,5 +1,5 @@
 import type { ResolveRequest, ResolveResult } from "@svc/bus";
-import type { DatabasePool } from "@svc/db";
+import type { Queries } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
 import { findVisibleWorkspace } from "./repository.js";
@@ -22,12 +22,12 @@ export function decodeResolveRequest(payload: unknown): ResolveRequest {
 
 /** Spec 4.1 `GET /workspace/public/resolve`: never fails for an unknown host, it answers unresolved. */
 export async function resolveWorkspace(
-  pool: DatabasePool,
+  db: Queries,
   defaultTenantKey: string | null,
   request: ResolveRequest,
 ): Promise<ResolveResult> {
   const host = normaliseHost(request.host);
   if (host === null) return UNRESOLVED;
-  const key = await findVisibleWorkspace(pool, host, normalisePath(request.path), defaultTenantKey);
+  const key = await findVisibleWorkspace(db, host, normalisePath(request.path), defaultTenantKey);
   return key === null ? UNRESOLVED : { resolved: true, workspaceKey: key };
 }

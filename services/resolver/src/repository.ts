@@ -1,7 +1,4 @@
-import { type DatabasePool, sql } from "@svc/db";
-import { z } from "zod";
-
-const resolvedRow = z.object({ key: z.string() });
+import { type Queries, sql } from "@svc/db";
 
 /**
  * The visible workspace bound to this host whose path prefix is the longest one covering the path.
@@ -10,12 +7,12 @@ const resolvedRow = z.object({ key: z.string() });
  * `/shop` leaves `/shop` to the workspace bound at `/`.
  */
 export async function findVisibleWorkspace(
-  pool: DatabasePool,
+  db: Queries,
   host: string,
   path: string,
   defaultTenantKey: string | null,
 ): Promise<string | null> {
-  const row = await pool.maybeOne(sql.type(resolvedRow)`
+  const row = await db.maybeOne<{ key: string }>(sql`
     SELECT w.key
     FROM resolver.workspace_bindings b
     JOIN resolver.workspaces w ON w.key = b.workspace_key

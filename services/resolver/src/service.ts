@@ -6,9 +6,9 @@ import { decodeResolveRequest, resolveWorkspace } from "./handlers.js";
 /** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
 export const resolverService: ServiceDefinition = {
   name: ServiceName.Resolver,
-  start({ bus, pool, config, log }) {
+  start({ bus, db, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;
-    bus.serve("resolver.workspace.resolve", (request) => resolveWorkspace(pool, tenant, request), {
+    bus.serve("resolver.workspace.resolve", (request) => resolveWorkspace(db, tenant, request), {
       decode: decodeResolveRequest,
     });
     const listener = startChangeListener(config.databaseUrl, bus, log);

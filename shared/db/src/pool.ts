@@ -1,4 +1,5 @@
-import { createPool, type DatabasePool, sql } from "slonik";
+import pg from "pg";
+import type { Sql } from "sql-template-tag";
 
 export interface PoolOptions {
   readonly databaseUrl: string;
@@ -7,35 +8,99 @@ export interface PoolOptions {
   readonly applicationName: string;
   /** Per-statement limit, ms. */
   readonly statementTimeoutMs?: number;
+  /** Called when an idle connection fails (the pool drops it and opens a new one when needed). */
+  readonly onIdleError?: (error: Error) => void;
+}
+
+/** What a query runs on: the pool, or one connection inside a transaction. */
+interface Queryable {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
 /**
- * A slonik pool with bounded waits everywhere: a connection attempt, a statement and an idle transaction
- * each time out, so a stuck database shows up as an error (and a 503 at /ready), never as a hang.
+ * Typed queries over a node-postgres pool. Every statement is an `sql` template (values always travel
+ * as parameters, never spliced into text); rows are typed by the caller. See ADR 0002 for why this is not
+ * slonik.
  */
-export async function createDbPool(options: PoolOptions): Promise<DatabasePool> {
-  const url = new URL(options.databaseUrl);
-  url.searchParams.set("application_name", options.applicationName);
-  return createPool(url.toString(), {
-    maximumPoolSize: options.maximumPoolSize,
-    connectionTimeout: 3_000,
-    idleTimeout: 30_000,
-    statementTimeout: options.statementTimeoutMs ?? 30_000,
-    idleInTransactionSessionTimeout: 60_000,
-    // Retries are ours (withRetry), limited to what PostgreSQL says is retryable.
-    connectionRetryLimit: 1,
-    queryRetryLimit: 0,
-    transactionRetryLimit: 0,
-    captureStackTrace: false,
+export class Queries {
+  constructor(protected readonly target: Queryable) {}
+
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(statement: Sql): Promise<pg.QueryResult<R>> {
+    return this.target.query<R>(statement.text, statement.values);
+  }
+
+  async any<R extends pg.QueryResultRow>(statement: Sql): Promise<R[]> {
+    return (await this.query<R>(statement)).rows;
+  }
+
+  /** The one row, or null; more than one row is a programming error. */
+  async maybeOne<R extends pg.QueryResultRow>(statement: Sql): Promise<R | null> {
+    const { rows } = await this.query<R>(statement);
+    if (rows.length > 1) throw new Error(`expected at most one row, got ${rows.length}`);
+    return rows[0] ?? null;
+  }
+
+  async one<R extends pg.QueryResultRow>(statement: Sql): Promise<R> {
+    const row = await this.maybeOne<R>(statement);
+    if (row === null) throw new Error("expected one row, got none");
+    return row;
+  }
+}
+
+export type Transaction = Queries;
+
+export class Db extends Queries {
+  constructor(readonly pool: pg.Pool) {
+    super(pool);
+  }
+
+  /** Runs `work` in a transaction: COMMIT when it resolves, ROLLBACK when it throws. */
+  async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await work(new Queries(client));
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/**
+ * A pool with bounded waits everywhere: a connection attempt, a statement and an idle transaction each time
+ * out, so a stuck database shows up as an error (and a 503 at /ready), never as a hang. A connection that
+ * dies while idle is dropped and reported, never crashes the process.
+ */
+export function createDb(options: PoolOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    application_name: options.applicationName,
+    max: options.maximumPoolSize,
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    idle_in_transaction_session_timeout: 60_000,
+    keepAlive: true,
   });
+  pool.on("error", (error) => options.onIdleError?.(error));
+  return new Db(pool);
 }
 
 /** True when `SELECT 1` answers within the timeout. */
-export async function dbIsReachable(pool: DatabasePool, timeoutMs: number): Promise<boolean> {
+export async function dbIsReachable(db: Db, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      pool.oneFirst(sql.unsafe`SELECT 1`).then(() => true),
+      db.pool.query("SELECT 1").then(() => true),
       new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), timeoutMs);
       }),

@@ -7,15 +7,15 @@ import pRetry from "p-retry";
 const RETRYABLE_SQLSTATES = new Set(["40001", "40P01", "57P03", "08000", "08003", "08006", "08001", "08004"]);
 const RETRYABLE_NODE_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"]);
 
-/** Walks the cause chain (slonik wraps driver errors) looking for a retryable code. */
+/** Walks the cause chain (wrapped driver errors) looking for a retryable code. */
 export function isRetryableDbError(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current !== null && typeof current === "object"; depth++) {
-    const e = current as { code?: unknown; name?: unknown; cause?: unknown };
+    const e = current as { code?: unknown; message?: unknown; cause?: unknown };
     if (typeof e.code === "string" && (RETRYABLE_SQLSTATES.has(e.code) || RETRYABLE_NODE_CODES.has(e.code))) {
       return true;
     }
-    if (e.name === "BackendTerminatedUnexpectedlyError" || e.name === "ConnectionError") return true;
+    if (typeof e.message === "string" && e.message.startsWith("Connection terminated")) return true;
     current = e.cause;
   }
   return false;

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { Bus, connectNats, ensureEventsStream, type PingReply, type ServiceName } from "@svc/bus";
 import { type Config, loadConfigOrExit } from "@svc/config";
-import { createDbPool, type DatabasePool } from "@svc/db";
+import { createDb, type Db } from "@svc/db";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 import type { NatsConnection } from "@nats-io/transport-node";
 
@@ -16,7 +16,7 @@ export interface ServiceDeps {
   readonly log: Logger;
   readonly nc: NatsConnection;
   readonly bus: Bus;
-  readonly pool: DatabasePool;
+  readonly db: Db;
   readonly metrics: Registry;
 }
 
@@ -62,12 +62,13 @@ export async function startService(
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   const startedAt = Date.now();
   const nc = await connectNats({ url: config.natsUrl, name: instance, logger: log });
-  let pool: DatabasePool | undefined;
+  let db: Db | undefined;
   try {
-    pool = await createDbPool({
+    db = createDb({
       databaseUrl: config.databaseUrl,
       maximumPoolSize: config.databasePoolSize,
       applicationName: definition.name,
+      onIdleError: (err) => log.warn({ err }, "an idle database connection failed"),
     });
     await ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix });
     const bus = new Bus({
@@ -78,7 +79,7 @@ export async function startService(
       defaultTimeoutMs: config.backendHost.requestTimeoutMs,
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
-    const deps: ServiceDeps = { name: definition.name, instance, config, log, nc, bus, pool, metrics };
+    const deps: ServiceDeps = { name: definition.name, instance, config, log, nc, bus, db, metrics };
     bus.serve(
       `${definition.name}.ping`,
       (): PingReply => ({ service: definition.name, instance, version: HOST_VERSION, uptimeMs: Date.now() - startedAt }),
@@ -92,14 +93,14 @@ export async function startService(
         await hooks.beforeDrain?.();
         await bus.drain();
         await hooks.afterDrain?.();
-        await deps.pool.end();
+        await deps.db.end();
         log.info("service stopped");
       })();
       return stopping;
     };
     return { deps, hooks, stop };
   } catch (error) {
-    await pool?.end().catch(() => undefined);
+    await db?.end().catch(() => undefined);
     await nc.close().catch(() => undefined);
     throw error;
   }

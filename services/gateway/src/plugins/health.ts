@@ -1,11 +1,11 @@
 import { natsIsReachable } from "@svc/bus";
-import { type DatabasePool, dbIsReachable } from "@svc/db";
+import { type Db, dbIsReachable } from "@svc/db";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
 export interface HealthOptions {
-  readonly pool: DatabasePool;
+  readonly db: Db;
   readonly nc: NatsConnection;
   /** Each dependency check gives up after this long, ms. */
   readonly checkTimeoutMs?: number;
@@ -18,11 +18,11 @@ type CheckState = "up" | "down";
  * PostgreSQL (`SELECT 1`) and NATS (a round trip) in parallel; 503 names what is down.
  */
 export const healthPlugin = fp<HealthOptions>(
-  async (app: FastifyInstance, { pool, nc, checkTimeoutMs = 2_000 }) => {
+  async (app: FastifyInstance, { db, nc, checkTimeoutMs = 2_000 }) => {
     app.get("/health", async (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
     app.get("/ready", async (_request, reply) => {
       const [postgres, nats] = await Promise.all([
-        dbIsReachable(pool, checkTimeoutMs),
+        dbIsReachable(db, checkTimeoutMs),
         natsIsReachable(nc, checkTimeoutMs),
       ]);
       const checks: Record<string, CheckState> = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };

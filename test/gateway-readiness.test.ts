@@ -1,0 +1,63 @@
+/**
+ * Issue 2: `/health` checks nothing; `/ready` turns 503 within 5 s of PostgreSQL becoming unreachable,
+ * naming it, and 200 again when it returns.
+ */
+import { gatewayService } from "@svc/service-gateway";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { TcpProxy } from "./support/tcp-proxy.js";
+
+const h = await createHarness();
+const target = new URL(h.db.url);
+const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+let base: string;
+
+beforeAll(async () => {
+  const port = await proxy.open();
+  const viaProxy = new URL(h.db.url);
+  viaProxy.port = String(port);
+  const gateway = await h.start(gatewayService, { DATABASE_URL: viaProxy.toString() });
+  base = gateway.hooks.httpAddress as string;
+});
+
+afterAll(async () => {
+  await proxy.open().catch(() => undefined);
+  await h.stopAll();
+  await proxy.close();
+});
+
+async function waitForStatus(path: string, status: number, withinMs: number) {
+  const started = Date.now();
+  for (;;) {
+    const response = await http(`${base}${path}`);
+    if (response.status === status) return { response, elapsedMs: Date.now() - started };
+    if (Date.now() - started > withinMs) throw new Error(`${path} still ${response.status} after ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("health and readiness", () => {
+  it("is live and ready while PostgreSQL and NATS are up", async () => {
+    expect((await http(`${base}/health`)).status).toBe(200);
+    const ready = await http(`${base}/ready`);
+    expect(ready.status).toBe(200);
+    expect(ready.json()).toEqual({ status: "ready", checks: { postgres: "up", nats: "up" } });
+  });
+
+  it("turns 503 within 5 s when PostgreSQL becomes unreachable, and 200 when it returns", async () => {
+    await proxy.close();
+    const down = await waitForStatus("/ready", 503, 5_000);
+    expect(down.elapsedMs).toBeLessThan(5_000);
+    expect(down.response.json()).toEqual({
+      status: "unavailable",
+      checks: { postgres: "down", nats: "up" },
+      down: ["postgres"],
+    });
+    // Liveness does not depend on the database.
+    expect((await http(`${base}/health`)).status).toBe(200);
+
+    await proxy.open();
+    await waitForStatus("/ready", 200, 10_000);
+  });
+});

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { ResolveCache } from "./resolve-cache.js";
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+describe("ResolveCache", () => {
+  it("loads once and then answers from the cache", async () => {
+    const cache = new ResolveCache(60_000, 10);
+    let loads = 0;
+    const load = async () => {
+      loads++;
+      return bytes("a");
+    };
+    await cache.load("k", load);
+    await cache.load("k", load);
+    expect(loads).toBe(1);
+    expect(cache.hits).toBe(1);
+  });
+
+  it("shares one upstream load between concurrent misses", async () => {
+    const cache = new ResolveCache(60_000, 10);
+    let loads = 0;
+    const load = () => new Promise<Uint8Array>((r) => setTimeout(() => r(bytes(String(++loads))), 10));
+    const results = await Promise.all([cache.load("k", load), cache.load("k", load), cache.load("k", load)]);
+    expect(loads).toBe(1);
+    expect(new Set(results.map((b) => new TextDecoder().decode(b)))).toEqual(new Set(["1"]));
+  });
+
+  it("does not store an answer that was loading when the cache was invalidated", async () => {
+    const cache = new ResolveCache(60_000, 10);
+    let release: (v: Uint8Array) => void = () => undefined;
+    const pending = cache.load("k", () => new Promise((r) => (release = r)));
+    cache.invalidate();
+    release(bytes("stale"));
+    await pending;
+    let loads = 0;
+    await cache.load("k", async () => {
+      loads++;
+      return bytes("fresh");
+    });
+    expect(loads).toBe(1);
+  });
+
+  it("does not cache failures", async () => {
+    const cache = new ResolveCache(60_000, 10);
+    await expect(cache.load("k", () => Promise.reject(new Error("down")))).rejects.toThrow("down");
+    expect(new TextDecoder().decode(await cache.load("k", async () => bytes("ok")))).toBe("ok");
+  });
+
+  it("caches nothing with a TTL of 0", async () => {
+    const cache = new ResolveCache(0, 10);
+    let loads = 0;
+    const load = async () => bytes(String(++loads));
+    await cache.load("k", load);
+    await cache.load("k", load);
+    expect(loads).toBe(2);
+  });
+});

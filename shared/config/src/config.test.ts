@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, defaults, parseConfig } from "./config.js";
+import { buildSettingTree, getSetting, getSettingArray } from "./settings-tree.js";
+
+describe("settings tree", () => {
+  it("maps A__B to A:B, case-insensitively, and __0/__1 to arrays", () => {
+    const { tree } = buildSettingTree({
+      BackendHost__RateLimitApiPerMinute: "10",
+      BackendHost__ApiKeys__1: "second",
+      BackendHost__ApiKeys__0: "first",
+      BackendHost__ApiKeys__10: "eleventh",
+      PATH: "/usr/bin",
+    });
+    expect(getSetting(tree, "backendhost:ratelimitapiperminute")).toBe("10");
+    expect(getSettingArray(tree, "BackendHost:ApiKeys")).toEqual(["first", "second", "eleventh"]);
+    expect(getSetting(tree, "PATH")).toBeUndefined();
+  });
+
+  it("accepts a comma list where an array is expected", () => {
+    const { tree } = buildSettingTree({ BackendHost__ApiKeys: "a, b,,c" });
+    expect(getSettingArray(tree, "BackendHost:ApiKeys")).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("parseConfig", () => {
+  it("gives the defaults for an empty environment, frozen", () => {
+    const config = parseConfig({});
+    expect(config.gatewayPort).toBe(8080);
+    expect(config.natsUrl).toBe(defaults.natsUrl);
+    expect(config.backendHost.rateLimitApiPerMinute).toBe(600);
+    expect(config.backendHost.rateLimitAuthPerMinute).toBe(5);
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.backendHost)).toBe(true);
+  });
+
+  it("reads spec-form settings and plain variables", () => {
+    const config = parseConfig({
+      GATEWAY_PORT: "9090",
+      NODE_ENV: "production",
+      BackendHost__RateLimitApiPerMinute: "0",
+      backendhost__defaulttenantkey: "acme",
+    });
+    expect(config.gatewayPort).toBe(9090);
+    expect(config.nodeEnv).toBe("production");
+    expect(config.backendHost.rateLimitApiPerMinute).toBe(0);
+    expect(config.backendHost.defaultTenantKey).toBe("acme");
+  });
+
+  it("lists every bad variable at once", () => {
+    let error: unknown;
+    try {
+      parseConfig({
+        GATEWAY_PORT: "http",
+        NATS_URL: "redis://x",
+        BackendHost__RequestTimeoutMs: "1.5",
+        LOG_LEVEL: "loud",
+        SVC_SUBJECT_PREFIX: "a.b",
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join("\n");
+    for (const name of ["GATEWAY_PORT", "NATS_URL", "BackendHost__RequestTimeoutMs", "LOG_LEVEL", "SVC_SUBJECT_PREFIX"]) {
+      expect(problems).toContain(name);
+    }
+    expect((error as ConfigError).problems).toHaveLength(5);
+  });
+
+  it("never echoes a secret-looking value in an error", () => {
+    expect(() => parseConfig({ BackendHost__SigningKey: "x", BackendHost__RequestTimeoutMs: "soon" })).toThrow(
+      /RequestTimeoutMs/,
+    );
+    try {
+      parseConfig({ DATABASE_URL: "not a url with password hunter2" });
+    } catch (e) {
+      expect((e as Error).message).toContain("DATABASE_URL");
+    }
+  });
+});

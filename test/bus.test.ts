@@ -1,0 +1,193 @@
+/**
+ * Issue 2: the bus on a real NATS server: typed request/reply, errors crossing the wire as the same
+ * SvcError, queue groups sharing load between replicas, the deadline travelling with the request, drain
+ * finishing in-flight work, and idempotent provisioning of the events stream.
+ */
+import { Bus, connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
+import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
+import { createLogger } from "@svc/observability";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, describe, expect, it } from "vitest";
+import { createHarness } from "./support/harness.js";
+
+const h = await createHarness({ seed: false });
+const log = createLogger("bus-test", "silent");
+const connections: NatsConnection[] = [];
+
+async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
+  const nc = await connectNats({ url: h.env.NATS_URL as string, name: service, logger: log });
+  connections.push(nc);
+  return new Bus({ nc, prefix: h.env.SVC_SUBJECT_PREFIX as string, service, logger: log, defaultTimeoutMs });
+}
+
+afterAll(async () => {
+  await Promise.all(connections.map((nc) => (nc.isClosed() ? undefined : nc.close())));
+});
+
+describe("request/reply", () => {
+  it("answers a typed request", async () => {
+    const server = await newBus("resolver");
+    server.serve("resolver.workspace.resolve", (req) => ({ resolved: req.host === "a", workspaceKey: req.path }));
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    expect(await client.request("resolver.workspace.resolve", { host: "a", path: "/x" })).toEqual({
+      resolved: true,
+      workspaceKey: "/x",
+    });
+    await server.drain();
+  });
+
+  it("carries an SvcError across the wire with its code, detail and extensions", async () => {
+    const server = await newBus("resolver");
+    server.serve("resolver.workspace.resolve", (req) => {
+      if (req.host === "missing") throw new NotFoundError("No such workspace.");
+      throw new ValidationError([{ field: "/host", message: "is odd" }]);
+    });
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    const notFound = await client.request("resolver.workspace.resolve", { host: "missing", path: "/" }).catch((e) => e);
+    expect(notFound).toBeInstanceOf(SvcError);
+    expect(notFound).toMatchObject({ code: ErrorCode.NotFound, message: "No such workspace.", status: 404 });
+    const invalid = await client.request("resolver.workspace.resolve", { host: "x", path: "/" }).catch((e) => e);
+    expect(invalid).toMatchObject({ code: ErrorCode.ValidationFailed, status: 400 });
+    expect(invalid.extensions).toEqual({ errors: [{ field: "/host", message: "is odd" }] });
+    await server.drain();
+  });
+
+  it("turns an unexpected handler failure into a generic internal error without its message", async () => {
+    const server = await newBus("resolver");
+    server.serve("resolver.workspace.resolve", () => {
+      throw new Error("password=hunter2 leaked in a message");
+    });
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    const error = await client.request("resolver.workspace.resolve", { host: "x", path: "/" }).catch((e) => e);
+    expect(error).toMatchObject({ code: ErrorCode.Internal, status: 500 });
+    expect(String(error.message)).not.toContain("hunter2");
+    await server.drain();
+  });
+
+  it("rejects a payload that fails the handler's decoder with a validation error", async () => {
+    const server = await newBus("resolver");
+    server.serve("resolver.workspace.resolve", () => ({ resolved: false, workspaceKey: null }), {
+      decode: () => {
+        throw new ValidationError([{ field: "/host", message: "must be a string" }]);
+      },
+    });
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    const error = await client.request("resolver.workspace.resolve", { host: "x", path: "/" }).catch((e) => e);
+    expect(error).toMatchObject({ code: ErrorCode.ValidationFailed });
+    await server.drain();
+  });
+
+  it("answers 503 at once when nobody serves the subject", async () => {
+    const client = await newBus("gateway");
+    const started = Date.now();
+    const error = await client.request("rbac.ping", {}).catch((e) => e);
+    expect(error).toMatchObject({ code: ErrorCode.ServiceUnavailable, extensions: { service: "rbac" } });
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("shares requests between replicas of one queue group", async () => {
+    const counts = [0, 0];
+    const replicas = [await newBus("resolver"), await newBus("resolver")];
+    replicas.forEach((bus, i) => {
+      bus.serve("resolver.workspace.resolve", () => {
+        counts[i] = (counts[i] ?? 0) + 1;
+        return { resolved: false, workspaceKey: null };
+      });
+    });
+    await Promise.all(replicas.map((r) => r.nc.flush()));
+    const client = await newBus("gateway");
+    await Promise.all(
+      Array.from({ length: 200 }, () => client.request("resolver.workspace.resolve", { host: "h", path: "/" })),
+    );
+    expect((counts[0] ?? 0) + (counts[1] ?? 0)).toBe(200);
+    // Each replica took a real share (NATS picks at random; 200 requests make a lopsided split implausible).
+    expect(Math.min(...counts)).toBeGreaterThan(40);
+    await Promise.all(replicas.map((r) => r.drain()));
+  });
+
+  it("passes the caller's deadline to the handler", async () => {
+    const server = await newBus("resolver");
+    let seenDeadline = 0;
+    server.serve("resolver.workspace.resolve", (_req, ctx) => {
+      seenDeadline = ctx.deadline;
+      return { resolved: false, workspaceKey: null };
+    });
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    const before = Date.now();
+    await client.request("resolver.workspace.resolve", { host: "h", path: "/" }, { timeoutMs: 1_234 });
+    expect(seenDeadline).toBeGreaterThanOrEqual(before + 1_234);
+    expect(seenDeadline).toBeLessThanOrEqual(Date.now() + 1_234);
+    await server.drain();
+  });
+
+  it("finishes a handler that is running when the service drains", async () => {
+    const server = await newBus("resolver");
+    let release: () => void = () => undefined;
+    const started = new Promise<void>((resolveStarted) => {
+      server.serve("resolver.workspace.resolve", async () => {
+        resolveStarted();
+        await new Promise<void>((r) => {
+          release = r;
+        });
+        return { resolved: true, workspaceKey: "late" };
+      });
+    });
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    const reply = client.request("resolver.workspace.resolve", { host: "h", path: "/" });
+    await started;
+    const drained = server.drain();
+    setTimeout(() => release(), 200);
+    expect(await reply).toEqual({ resolved: true, workspaceKey: "late" });
+    await drained;
+    expect(server.nc.isClosed()).toBe(true);
+  });
+});
+
+describe("broadcasts", () => {
+  it("reach every subscriber, not one of a group", async () => {
+    const a = await newBus("gateway");
+    const b = await newBus("gateway");
+    const seen: string[] = [];
+    a.onBroadcast("resolver.cache.invalidate", (p) => {
+      seen.push(`a:${p.reason}`);
+    });
+    b.onBroadcast("resolver.cache.invalidate", (p) => {
+      seen.push(`b:${p.reason}`);
+    });
+    await Promise.all([a.nc.flush(), b.nc.flush()]);
+    const sender = await newBus("resolver");
+    sender.broadcast("resolver.cache.invalidate", { reason: "test" });
+    await sender.nc.flush();
+    const until = Date.now() + 2_000;
+    while (seen.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    expect(seen.sort()).toEqual(["a:test", "b:test"]);
+  });
+});
+
+describe("events stream", () => {
+  it("is provisioned idempotently, even by concurrent starters", async () => {
+    const nc = (await newBus("provisioner")).nc;
+    const name = `${h.env.SVC_EVENTS_STREAM}_IDEM`;
+    const prefix = `${h.env.SVC_SUBJECT_PREFIX}idem`;
+    await Promise.all([1, 2, 3].map(() => ensureEventsStream(nc, { name, prefix })));
+    await ensureEventsStream(nc, { name, prefix });
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(name);
+    expect(info.config.subjects).toEqual([eventsSubject(prefix)]);
+    expect(info.config.duplicate_window).toBe(120_000 * 1_000_000);
+    // An event published on the subject lands in the stream, and a repeated Nats-Msg-Id is dropped.
+    const js = jsm.jetstream();
+    const first = await js.publish(eventsSubject(prefix, "user.created"), "{}", { msgID: "evt-1" });
+    const again = await js.publish(eventsSubject(prefix, "user.created"), "{}", { msgID: "evt-1" });
+    expect(again.duplicate).toBe(true);
+    expect(again.seq).toBe(first.seq);
+    await jsm.streams.delete(name);
+  });
+});

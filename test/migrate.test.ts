@@ -1,0 +1,64 @@
+/** Issue 2: numbered per-service migrations, applied once, in order, under a lock; edits are refused. */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { migrate } from "@svc/db";
+import { afterAll, describe, expect, it } from "vitest";
+import { migrationSources } from "../scripts/lib/stack.js";
+import { createHarness } from "./support/harness.js";
+
+const h = await createHarness({ seed: false });
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+describe("migrations", () => {
+  it("gave every service its own schema in the template", async () => {
+    const rows = await h.sql<{ schema_name: string }>(
+      "SELECT schema_name FROM information_schema.schemata WHERE schema_name = ANY($1) ORDER BY 1",
+      [["resolver", "rbac", "plugin_registry", "webhook_dispatcher", "job_reaper"]],
+    );
+    expect(rows.map((r) => r.schema_name)).toEqual([
+      "job_reaper",
+      "plugin_registry",
+      "rbac",
+      "resolver",
+      "webhook_dispatcher",
+    ]);
+  });
+
+  it("applies nothing when the database is up to date", async () => {
+    expect(await migrate(h.db.url, migrationSources())).toEqual([]);
+  });
+
+  it("applies new files in order, once, even when two migrators race", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
+    dirs.push(dir);
+    await writeFile(join(dir, "0001_create.sql"), "CREATE SCHEMA demo_mig; CREATE TABLE demo_mig.t (n int);");
+    await writeFile(join(dir, "0002_fill.sql"), "INSERT INTO demo_mig.t VALUES (1), (2);");
+    const source = [{ service: "demo-mig", directory: dir }];
+    const [a, b] = await Promise.all([migrate(h.db.url, source), migrate(h.db.url, source)]);
+    expect([...(a ?? []), ...(b ?? [])].map((m) => m.version)).toEqual([1, 2]);
+    expect(await h.sql("SELECT count(*)::int AS n FROM demo_mig.t")).toEqual([{ n: 2 }]);
+  });
+
+  it("refuses to run when an applied migration was edited", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
+    dirs.push(dir);
+    await writeFile(join(dir, "0001_create.sql"), "CREATE TABLE public.edited_mig (n int);");
+    const source = [{ service: "edited-mig", directory: dir }];
+    await migrate(h.db.url, source);
+    await writeFile(join(dir, "0001_create.sql"), "CREATE TABLE public.edited_mig (n bigint);");
+    await expect(migrate(h.db.url, source)).rejects.toThrow(/changed after it was applied/);
+  });
+
+  it("rolls back a failing migration and records nothing", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
+    dirs.push(dir);
+    await writeFile(join(dir, "0001_bad.sql"), "CREATE TABLE public.half_done (n int); SELECT no_such_function();");
+    await expect(migrate(h.db.url, [{ service: "bad-mig", directory: dir }])).rejects.toThrow(/failed/);
+    expect(await h.sql("SELECT to_regclass('public.half_done') AS t")).toEqual([{ t: null }]);
+    expect(await h.sql("SELECT * FROM public.svc_schema_migrations WHERE service = 'bad-mig'")).toEqual([]);
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * Issue 2: every service runs as its own process, answers on NATS, and on SIGTERM drains and exits 0
+ * within 10 seconds; a bad configuration lists every bad variable and exits non-zero.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { Bus, connectNats, type PingReply, type Subject } from "@svc/bus";
+import { createLogger } from "@svc/observability";
+import { afterAll, describe, expect, it } from "vitest";
+import { repoRoot, SERVICES } from "../scripts/lib/stack.js";
+import { createHarness } from "./support/harness.js";
+
+const h = await createHarness();
+const children = new Set<ChildProcess>();
+
+function spawnService(name: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  let stderr = "";
+  child.stderr?.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  child.stdout?.resume();
+  const exited = new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
+    child.once("exit", (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal, stderr });
+    });
+  });
+  return { child, exited };
+}
+
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+describe("service processes", () => {
+  it("all six start, answer their ping over NATS, and exit 0 within 10 s of SIGTERM", async () => {
+    const log = createLogger("test", "silent");
+    const nc = await connectNats({ url: h.env.NATS_URL as string, name: "probe", logger: log });
+    const bus = new Bus({ nc, prefix: h.env.SVC_SUBJECT_PREFIX as string, service: "probe", logger: log, defaultTimeoutMs: 1_000 });
+    const started = SERVICES.map((name) => ({ name, ...spawnService(name, h.env) }));
+    try {
+      for (const { name } of started) {
+        const until = Date.now() + 30_000;
+        let reply: PingReply | undefined;
+        while (reply === undefined) {
+          reply = await bus.request(`${name}.ping` as Subject & `${string}.ping`, {}).catch(() => undefined);
+          if (reply === undefined) {
+            if (Date.now() > until) throw new Error(`${name} did not answer its ping`);
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+        expect(reply.service).toBe(name);
+      }
+      const stopAt = Date.now();
+      for (const { child } of started) child.kill("SIGTERM");
+      const results = await Promise.all(started.map((s) => s.exited));
+      expect(Date.now() - stopAt).toBeLessThan(10_000);
+      for (const result of results) expect(result).toMatchObject({ code: 0, signal: null });
+    } finally {
+      await nc.close();
+    }
+  }, 60_000);
+
+  it("refuses a bad configuration, naming every bad variable, with exit status 78", async () => {
+    const { exited } = spawnService("rbac", {
+      ...h.env,
+      GATEWAY_PORT: "eighty",
+      DATABASE_URL: "mysql://nope",
+      BackendHost__RateLimitApiPerMinute: "-5",
+      NODE_ENV: "staging",
+    });
+    const result = await exited;
+    expect(result.code).toBe(78);
+    for (const variable of ["GATEWAY_PORT", "DATABASE_URL", "BackendHost__RateLimitApiPerMinute", "NODE_ENV"]) {
+      expect(result.stderr).toContain(variable);
+    }
+  }, 30_000);
+});

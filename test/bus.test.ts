@@ -3,12 +3,13 @@
  * SvcError, queue groups sharing load between replicas, the deadline travelling with the request, drain
  * finishing in-flight work, and idempotent provisioning of the events stream.
  */
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { Bus, connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
 import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 import { createLogger } from "@svc/observability";
-import { jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
+
 import { createHarness } from "./support/harness.js";
 
 const h = await createHarness({ seed: false });
@@ -22,13 +23,16 @@ async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
 }
 
 afterAll(async () => {
-  await Promise.all(connections.map((nc) => (nc.isClosed() ? undefined : nc.close())));
+  await Promise.all(connections.filter((nc) => !nc.isClosed()).map((nc) => nc.close()));
 });
 
 describe("request/reply", () => {
   it("answers a typed request", async () => {
     const server = await newBus("resolver");
-    server.serve("resolver.workspace.resolve", (req) => ({ resolved: req.host === "a", workspaceKey: req.path }));
+    server.serve("resolver.workspace.resolve", (req) => ({
+      resolved: req.host === "a",
+      workspaceKey: req.path,
+    }));
     const client = await newBus("gateway");
     await server.nc.flush();
     expect(await client.request("resolver.workspace.resolve", { host: "a", path: "/x" })).toEqual({
@@ -46,10 +50,14 @@ describe("request/reply", () => {
     });
     const client = await newBus("gateway");
     await server.nc.flush();
-    const notFound = await client.request("resolver.workspace.resolve", { host: "missing", path: "/" }).catch((e) => e);
+    const notFound = await client
+      .request("resolver.workspace.resolve", { host: "missing", path: "/" })
+      .catch((e) => e);
     expect(notFound).toBeInstanceOf(SvcError);
     expect(notFound).toMatchObject({ code: ErrorCode.NotFound, message: "No such workspace.", status: 404 });
-    const invalid = await client.request("resolver.workspace.resolve", { host: "x", path: "/" }).catch((e) => e);
+    const invalid = await client
+      .request("resolver.workspace.resolve", { host: "x", path: "/" })
+      .catch((e) => e);
     expect(invalid).toMatchObject({ code: ErrorCode.ValidationFailed, status: 400 });
     expect(invalid.extensions).toEqual({ errors: [{ field: "/host", message: "is odd" }] });
     await server.drain();
@@ -62,7 +70,9 @@ describe("request/reply", () => {
     });
     const client = await newBus("gateway");
     await server.nc.flush();
-    const error = await client.request("resolver.workspace.resolve", { host: "x", path: "/" }).catch((e) => e);
+    const error = await client
+      .request("resolver.workspace.resolve", { host: "x", path: "/" })
+      .catch((e) => e);
     expect(error).toMatchObject({ code: ErrorCode.Internal, status: 500 });
     expect(String(error.message)).not.toContain("hunter2");
     await server.drain();
@@ -77,7 +87,9 @@ describe("request/reply", () => {
     });
     const client = await newBus("gateway");
     await server.nc.flush();
-    const error = await client.request("resolver.workspace.resolve", { host: "x", path: "/" }).catch((e) => e);
+    const error = await client
+      .request("resolver.workspace.resolve", { host: "x", path: "/" })
+      .catch((e) => e);
     expect(error).toMatchObject({ code: ErrorCode.ValidationFailed });
     await server.drain();
   });
@@ -102,7 +114,9 @@ describe("request/reply", () => {
     await Promise.all(replicas.map((r) => r.nc.flush()));
     const client = await newBus("gateway");
     await Promise.all(
-      Array.from({ length: 200 }, () => client.request("resolver.workspace.resolve", { host: "h", path: "/" })),
+      Array.from({ length: 200 }, () =>
+        client.request("resolver.workspace.resolve", { host: "h", path: "/" }),
+      ),
     );
     expect((counts[0] ?? 0) + (counts[1] ?? 0)).toBe(200);
     // Each replica took a real share (NATS picks at random; 200 requests make a lopsided split implausible).

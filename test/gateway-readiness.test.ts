@@ -4,6 +4,7 @@
  */
 import { gatewayService } from "@svc/service-gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
@@ -32,7 +33,8 @@ async function waitForStatus(path: string, status: number, withinMs: number) {
   for (;;) {
     const response = await http(`${base}${path}`);
     if (response.status === status) return { response, elapsedMs: Date.now() - started };
-    if (Date.now() - started > withinMs) throw new Error(`${path} still ${response.status} after ${withinMs} ms`);
+    if (Date.now() - started > withinMs)
+      throw new Error(`${path} still ${response.status} after ${withinMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -5,6 +5,7 @@
 import { gatewayService } from "@svc/service-gateway";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 
@@ -110,7 +111,10 @@ describe("GET /workspace/public/resolve", () => {
 describe("default tenant key (rule 2.1.2)", () => {
   it("hides workspaces of other tenants when a default tenant key is configured", async () => {
     // Its own subject prefix, so that only the resolver configured with the default tenant answers it.
-    const scoped = { BackendHost__DefaultTenantKey: "acme", SVC_SUBJECT_PREFIX: `${h.env.SVC_SUBJECT_PREFIX}dt` };
+    const scoped = {
+      BackendHost__DefaultTenantKey: "acme",
+      SVC_SUBJECT_PREFIX: `${h.env.SVC_SUBJECT_PREFIX}dt`,
+    };
     const resolver = await h.start(resolverService, scoped);
     const gateway = await h.start(gatewayService, scoped);
     try {

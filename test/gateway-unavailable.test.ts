@@ -1,11 +1,12 @@
 /**
  * Issue 2: a service that does not answer gives a 503 or 504 problem document quickly, never a hang.
  */
+import { connect } from "@nats-io/transport-node";
 import { Header } from "@svc/bus";
 import { gatewayService } from "@svc/service-gateway";
 import { resolverService } from "@svc/service-resolver";
-import { connect } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
+
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 

@@ -2,8 +2,10 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
 import { migrate } from "@svc/db";
 import { afterAll, describe, expect, it } from "vitest";
+
 import { migrationSources } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
 
@@ -56,7 +58,10 @@ describe("migrations", () => {
   it("rolls back a failing migration and records nothing", async () => {
     const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
     dirs.push(dir);
-    await writeFile(join(dir, "0001_bad.sql"), "CREATE TABLE public.half_done (n int); SELECT no_such_function();");
+    await writeFile(
+      join(dir, "0001_bad.sql"),
+      "CREATE TABLE public.half_done (n int); SELECT no_such_function();",
+    );
     await expect(migrate(h.db.url, [{ service: "bad-mig", directory: dir }])).rejects.toThrow(/failed/);
     expect(await h.sql("SELECT to_regclass('public.half_done') AS t")).toEqual([{ t: null }]);
     expect(await h.sql("SELECT * FROM public.svc_schema_migrations WHERE service = 'bad-mig'")).toEqual([]);

@@ -4,9 +4,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { Bus, connectNats, type PingReply, type Subject } from "@svc/bus";
+
+import { Bus, connectNats, type PingReply } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import { afterAll, describe, expect, it } from "vitest";
+
 import { repoRoot, SERVICES } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
 
@@ -42,14 +44,20 @@ describe("service processes", () => {
   it("all six start, answer their ping over NATS, and exit 0 within 10 s of SIGTERM", async () => {
     const log = createLogger("test", "silent");
     const nc = await connectNats({ url: h.env.NATS_URL as string, name: "probe", logger: log });
-    const bus = new Bus({ nc, prefix: h.env.SVC_SUBJECT_PREFIX as string, service: "probe", logger: log, defaultTimeoutMs: 1_000 });
+    const bus = new Bus({
+      nc,
+      prefix: h.env.SVC_SUBJECT_PREFIX as string,
+      service: "probe",
+      logger: log,
+      defaultTimeoutMs: 1_000,
+    });
     const started = SERVICES.map((name) => ({ name, ...spawnService(name, h.env) }));
     try {
       for (const { name } of started) {
         const until = Date.now() + 30_000;
         let reply: PingReply | undefined;
         while (reply === undefined) {
-          reply = await bus.request(`${name}.ping` as Subject & `${string}.ping`, {}).catch(() => undefined);
+          reply = await bus.request(`${name}.ping`, {}).catch(() => undefined);
           if (reply === undefined) {
             if (Date.now() > until) throw new Error(`${name} did not answer its ping`);
             await new Promise((r) => setTimeout(r, 200));
@@ -77,7 +85,12 @@ describe("service processes", () => {
     });
     const result = await exited;
     expect(result.code).toBe(78);
-    for (const variable of ["GATEWAY_PORT", "DATABASE_URL", "BackendHost__RateLimitApiPerMinute", "NODE_ENV"]) {
+    for (const variable of [
+      "GATEWAY_PORT",
+      "DATABASE_URL",
+      "BackendHost__RateLimitApiPerMinute",
+      "NODE_ENV",
+    ]) {
       expect(result.stderr).toContain(variable);
     }
   }, 30_000);

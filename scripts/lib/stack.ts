@@ -6,19 +6,28 @@ import { existsSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type MigrationSource, migrate as runMigrations, ensureDatabase } from "@svc/db";
+
+import { ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
 import pg from "pg";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** The six services, in start order. */
-export const SERVICES = ["resolver", "rbac", "plugin-registry", "webhook-dispatcher", "job-reaper", "gateway"] as const;
+export const SERVICES = [
+  "resolver",
+  "rbac",
+  "plugin-registry",
+  "webhook-dispatcher",
+  "job-reaper",
+  "gateway",
+] as const;
 export type ServiceDir = (typeof SERVICES)[number];
 
 export function migrationSources(): MigrationSource[] {
-  return SERVICES.map((service) => ({ service, directory: join(repoRoot, "services", service, "migrations") })).filter(
-    (s) => existsSync(s.directory),
-  );
+  return SERVICES.map((service) => ({
+    service,
+    directory: join(repoRoot, "services", service, "migrations"),
+  })).filter((s) => existsSync(s.directory));
 }
 
 /** Creates the database if needed and applies every service's pending migrations. */

@@ -8,6 +8,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+
 import { hostPort, migrateAll, tcpReachable } from "../../scripts/lib/stack.js";
 import { DB_PREFIX, STREAM_PREFIX, type TestEnvironment } from "./names.js";
 
@@ -34,7 +35,10 @@ async function startContainers(needPostgres: boolean, needNats: boolean) {
     stops.push(() => c.stop());
   }
   if (needNats) {
-    const c = await new GenericContainer("nats:2.10-alpine").withCommand(["-js"]).withExposedPorts(4222).start();
+    const c = await new GenericContainer("nats:2.10-alpine")
+      .withCommand(["-js"])
+      .withExposedPorts(4222)
+      .start();
     natsUrl = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
     stops.push(() => c.stop());
   }
@@ -74,7 +78,8 @@ async function deleteStreams(natsUrl: string, match: (name: string) => boolean) 
   try {
     const jsm = await jetstreamManager(nc);
     for await (const name of jsm.streams.names()) {
-      if (name.startsWith(STREAM_PREFIX) && match(name)) await jsm.streams.delete(name).catch(() => undefined);
+      if (name.startsWith(STREAM_PREFIX) && match(name))
+        await jsm.streams.delete(name).catch(() => undefined);
     }
   } finally {
     await nc.close();

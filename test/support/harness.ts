@@ -9,6 +9,7 @@ import { createLogger } from "@svc/observability";
 import { type RunningService, type ServiceDefinition, startService } from "@svc/runtime";
 import pg from "pg";
 import { afterAll, inject } from "vitest";
+
 import { seedDemo } from "../../scripts/lib/stack.js";
 import { DB_PREFIX, STREAM_PREFIX } from "./names.js";
 
@@ -82,11 +83,10 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
         logger: createLogger(definition.name, cfg.logLevel),
         processMetrics: false,
       });
-      const stop = service.stop;
       const tracked: RunningService = {
         ...service,
         stop: async () => {
-          await stop();
+          await service.stop();
           running.delete(tracked);
         },
       };

@@ -1,9 +1,10 @@
+import type { NatsConnection } from "@nats-io/transport-node";
 import type { Bus } from "@svc/bus";
 import type { Config } from "@svc/config";
 import type { Db } from "@svc/db";
 import type { Logger, Registry } from "@svc/observability";
-import type { NatsConnection } from "@nats-io/transport-node";
 import Fastify, { type FastifyInstance } from "fastify";
+
 import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { problemsPlugin } from "./plugins/problems.js";

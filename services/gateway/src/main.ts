@@ -1,4 +1,5 @@
 import { runServiceMain } from "@svc/runtime";
+
 import { gatewayService } from "./service.js";
 
 await runServiceMain(gatewayService);

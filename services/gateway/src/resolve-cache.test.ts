@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { ResolveCache } from "./resolve-cache.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);

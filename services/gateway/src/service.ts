@@ -1,5 +1,6 @@
 import { ServiceName } from "@svc/bus";
 import type { ServiceDefinition } from "@svc/runtime";
+
 import { buildGateway } from "./app.js";
 
 /** The gateway as it runs: the application of app.ts listening on GATEWAY_HOST:GATEWAY_PORT. */

@@ -1,4 +1,5 @@
 import { runServiceMain } from "@svc/runtime";
+
 import { jobReaperService } from "./service.js";
 
 await runServiceMain(jobReaperService);

@@ -1,4 +1,5 @@
 import { runServiceMain } from "@svc/runtime";
+
 import { pluginRegistryService } from "./service.js";
 
 await runServiceMain(pluginRegistryService);

@@ -22,7 +22,9 @@ export function startChangeListener(databaseUrl: string, bus: Bus, log: Logger):
       log.warn({ err }, "resolver change listener lost its connection");
       schedule();
     });
-    c.on("notification", (n) => bus.broadcast("resolver.cache.invalidate", { reason: n.payload ?? "change" }));
+    c.on("notification", (n) =>
+      bus.broadcast("resolver.cache.invalidate", { reason: n.payload ?? "change" }),
+    );
     try {
       await c.connect();
       await c.query(`LISTEN ${CHANNEL}`);

@@ -2,6 +2,7 @@ import type { ResolveRequest, ResolveResult } from "@svc/bus";
 import type { Queries } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
+
 import { findVisibleWorkspace } from "./repository.js";
 
 const UNRESOLVED: ResolveResult = Object.freeze({ resolved: false, workspaceKey: null });

@@ -1,4 +1,5 @@
 import { runServiceMain } from "@svc/runtime";
+
 import { resolverService } from "./service.js";
 
 await runServiceMain(resolverService);

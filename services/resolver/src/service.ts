@@ -1,5 +1,6 @@
 import { ServiceName } from "@svc/bus";
 import type { ServiceDefinition } from "@svc/runtime";
+
 import { startChangeListener } from "./change-listener.js";
 import { decodeResolveRequest, resolveWorkspace } from "./handlers.js";
 

@@ -1,4 +1,5 @@
 import { runServiceMain } from "@svc/runtime";
+
 import { webhookDispatcherService } from "./service.js";
 
 await runServiceMain(webhookDispatcherService);

@@ -1,5 +1,3 @@
-import { ErrorCode, fromWire, InternalError, ServiceUnavailableError, SvcError, TimeoutError } from "@svc/errors";
-import type { Logger } from "@svc/observability";
 import {
   errors as natsErrors,
   headers as natsHeaders,
@@ -8,8 +6,25 @@ import {
   type NatsConnection,
   type Subscription,
 } from "@nats-io/transport-node";
+import {
+  ErrorCode,
+  fromWire,
+  InternalError,
+  ServiceUnavailableError,
+  SvcError,
+  TimeoutError,
+} from "@svc/errors";
+import type { Logger } from "@svc/observability";
+
 import { Header } from "./headers.js";
-import { type Broadcast, type BroadcastMap, ownerOf, type ReplyOf, type RequestOf, type Subject } from "./subjects.js";
+import {
+  type Broadcast,
+  type BroadcastMap,
+  ownerOf,
+  type ReplyOf,
+  type RequestOf,
+  type Subject,
+} from "./subjects.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -85,7 +100,11 @@ export class Bus {
   }
 
   /** Sends a request and decodes the reply. */
-  async request<S extends Subject>(subject: S, request: RequestOf<S>, options?: RequestOptions): Promise<ReplyOf<S>> {
+  async request<S extends Subject>(
+    subject: S,
+    request: RequestOf<S>,
+    options?: RequestOptions,
+  ): Promise<ReplyOf<S>> {
     const data = await this.requestRaw(subject, request, options);
     return JSON.parse(decoder.decode(data)) as ReplyOf<S>;
   }
@@ -94,7 +113,11 @@ export class Bus {
    * Sends a request and returns the reply's bytes undecoded (a gateway can pass them through as the HTTP
    * body). Throws an SvcError for an error reply or a transport failure.
    */
-  async requestRaw<S extends Subject>(subject: S, request: RequestOf<S>, options?: RequestOptions): Promise<Uint8Array> {
+  async requestRaw<S extends Subject>(
+    subject: S,
+    request: RequestOf<S>,
+    options?: RequestOptions,
+  ): Promise<Uint8Array> {
     const now = Date.now();
     const deadline = options?.deadline ?? now + (options?.timeoutMs ?? this.defaultTimeoutMs);
     const timeout = Math.max(1, deadline - now);
@@ -122,7 +145,10 @@ export class Bus {
 
   private transportError(subject: string, timeoutMs: number, error: unknown): SvcError {
     const service = ownerOf(subject);
-    if (error instanceof natsErrors.TimeoutError || (error as Error)?.cause instanceof natsErrors.TimeoutError) {
+    if (
+      error instanceof natsErrors.TimeoutError ||
+      (error as Error)?.cause instanceof natsErrors.TimeoutError
+    ) {
       return new TimeoutError(service, timeoutMs, { cause: error });
     }
     if (
@@ -153,10 +179,16 @@ export class Bus {
     this.subscriptions.push(sub);
   }
 
-  private async handle<S extends Subject>(subject: S, msg: Msg, handler: Handler<S>, options: ServeOptions<S>) {
+  private async handle<S extends Subject>(
+    subject: S,
+    msg: Msg,
+    handler: Handler<S>,
+    options: ServeOptions<S>,
+  ) {
     const requestId = msg.headers?.get(Header.RequestId) || undefined;
     const deadlineHeader = Number(msg.headers?.get(Header.Deadline));
-    const deadline = Number.isFinite(deadlineHeader) && deadlineHeader > 0 ? deadlineHeader : Date.now() + 30_000;
+    const deadline =
+      Number.isFinite(deadlineHeader) && deadlineHeader > 0 ? deadlineHeader : Date.now() + 30_000;
     const context: HandlerContext = {
       subject: msg.subject,
       requestId,
@@ -199,7 +231,10 @@ export class Bus {
   }
 
   /** Receives every fan-out notification on a subject (no queue group: every replica gets it). */
-  onBroadcast<B extends Broadcast>(subject: B, handler: (payload: BroadcastMap[B]) => void | Promise<void>): void {
+  onBroadcast<B extends Broadcast>(
+    subject: B,
+    handler: (payload: BroadcastMap[B]) => void | Promise<void>,
+  ): void {
     const full = this.subject(subject);
     const sub = this.nc.subscribe(full, {
       callback: (err, msg) => {

@@ -1,5 +1,5 @@
-import type { Logger } from "@svc/observability";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "@svc/observability";
 
 export interface ConnectOptions {
   readonly url: string;

@@ -1,7 +1,15 @@
-export { Bus, type BusOptions, encodeJson, type Handler, type HandlerContext, type RequestOptions, type ServeOptions } from "./bus.js";
-export { type ConnectOptions, connectNats, natsIsReachable } from "./connect.js";
+export {
+  Bus,
+  type BusOptions,
+  encodeJson,
+  type Handler,
+  type HandlerContext,
+  type RequestOptions,
+  type ServeOptions,
+} from "./bus.js";
+export { connectNats, type ConnectOptions, natsIsReachable } from "./connect.js";
 export { Header } from "./headers.js";
-export { type EventsStreamOptions, ensureEventsStream, eventsSubject } from "./streams.js";
+export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./streams.js";
 export {
   type Broadcast,
   type BroadcastMap,

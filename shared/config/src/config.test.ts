@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { ConfigError, defaults, parseConfig } from "./config.js";
 import { buildSettingTree, getSetting, getSettingArray } from "./settings-tree.js";
 
@@ -61,16 +62,22 @@ describe("parseConfig", () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems.join("\n");
-    for (const name of ["GATEWAY_PORT", "NATS_URL", "BackendHost__RequestTimeoutMs", "LOG_LEVEL", "SVC_SUBJECT_PREFIX"]) {
+    for (const name of [
+      "GATEWAY_PORT",
+      "NATS_URL",
+      "BackendHost__RequestTimeoutMs",
+      "LOG_LEVEL",
+      "SVC_SUBJECT_PREFIX",
+    ]) {
       expect(problems).toContain(name);
     }
     expect((error as ConfigError).problems).toHaveLength(5);
   });
 
   it("never echoes a secret-looking value in an error", () => {
-    expect(() => parseConfig({ BackendHost__SigningKey: "x", BackendHost__RequestTimeoutMs: "soon" })).toThrow(
-      /RequestTimeoutMs/,
-    );
+    expect(() =>
+      parseConfig({ BackendHost__SigningKey: "x", BackendHost__RequestTimeoutMs: "soon" }),
+    ).toThrow(/RequestTimeoutMs/);
     try {
       parseConfig({ DATABASE_URL: "not a url with password hunter2" });
     } catch (e) {

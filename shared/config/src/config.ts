@@ -120,7 +120,9 @@ class Reader {
     if (raw === undefined) return fallback;
     const value = Number(raw.value);
     if (!/^-?\d+$/.test(raw.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      this.problems.push(`${raw.label}: expected an integer from ${min} to ${max} (got ${JSON.stringify(raw.value)})`);
+      this.problems.push(
+        `${raw.label}: expected an integer from ${min} to ${max} (got ${JSON.stringify(raw.value)})`,
+      );
       return fallback;
     }
     return value;
@@ -131,7 +133,9 @@ class Reader {
     if (raw === undefined) return fallback;
     const value = raw.value.trim().toLowerCase() as T;
     if (!allowed.includes(value)) {
-      this.problems.push(`${raw.label}: expected one of ${allowed.join(", ")} (got ${JSON.stringify(raw.value)})`);
+      this.problems.push(
+        `${raw.label}: expected one of ${allowed.join(", ")} (got ${JSON.stringify(raw.value)})`,
+      );
       return fallback;
     }
     return value;
@@ -191,7 +195,12 @@ export function parseConfig(env: Env = process.env): Config {
       requestTimeoutMs: r.int("BackendHost:RequestTimeoutMs", d.backendHost.requestTimeoutMs, 10, 600_000),
       defaultTenantKey: r.optionalString("BackendHost:DefaultTenantKey"),
       problemsBaseUrl: r.string("BackendHost:ProblemsBaseUrl", d.backendHost.problemsBaseUrl),
-      resolveCacheTtlMs: r.int("BackendHost:ResolveCacheTtlMs", d.backendHost.resolveCacheTtlMs, 0, 3_600_000),
+      resolveCacheTtlMs: r.int(
+        "BackendHost:ResolveCacheTtlMs",
+        d.backendHost.resolveCacheTtlMs,
+        0,
+        3_600_000,
+      ),
       resolveCacheSize: r.int("BackendHost:ResolveCacheSize", d.backendHost.resolveCacheSize, 1, 10_000_000),
       maxRequestBodyBytes: r.int(
         "BackendHost:MaxRequestBodyBytes",

@@ -4,10 +4,16 @@ export {
   ConfigError,
   defaults,
   getConfig,
-  LogLevel,
   loadConfigOrExit,
+  LogLevel,
   NodeEnv,
   parseConfig,
   resetConfigCache,
 } from "./config.js";
-export { buildSettingTree, getSetting, getSettingArray, type SettingTree, type SettingValue } from "./settings-tree.js";
+export {
+  buildSettingTree,
+  getSetting,
+  getSettingArray,
+  type SettingTree,
+  type SettingValue,
+} from "./settings-tree.js";

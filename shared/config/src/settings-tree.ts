@@ -48,7 +48,7 @@ export function getSetting(tree: SettingTree, path: string): SettingValue | unde
   let node: SettingValue | undefined = tree;
   for (const segment of path.toLowerCase().split(":")) {
     if (typeof node !== "object" || node === null || Array.isArray(node)) return undefined;
-    node = (node as SettingTree)[segment];
+    node = node[segment];
   }
   return node;
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+
 import pg from "pg";
 
 /** One service's numbered migrations: `NNNN_description.sql` files applied in order. */
@@ -30,7 +31,8 @@ async function listMigrations(source: MigrationSource) {
   for (const file of files.sort()) {
     const match = FILE_PATTERN.exec(file);
     if (!match) {
-      if (file.endsWith(".sql")) throw new Error(`migration ${source.service}/${file}: name must be NNNN_name.sql`);
+      if (file.endsWith(".sql"))
+        throw new Error(`migration ${source.service}/${file}: name must be NNNN_name.sql`);
       continue;
     }
     const text = await readFile(join(source.directory, file), "utf8");
@@ -48,7 +50,10 @@ async function listMigrations(source: MigrationSource) {
  * Applies every pending migration of every source, each in its own transaction, under one advisory lock.
  * An applied migration whose file has changed since is an error: migrations are append-only.
  */
-export async function migrate(databaseUrl: string, sources: readonly MigrationSource[]): Promise<AppliedMigration[]> {
+export async function migrate(
+  databaseUrl: string,
+  sources: readonly MigrationSource[],
+): Promise<AppliedMigration[]> {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: "svc-migrate" });
   await client.connect();
   const applied: AppliedMigration[] = [];

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { isRetryableDbError, withRetry } from "./retry.js";
 
 const pgError = (code: string) => Object.assign(new Error(`pg ${code}`), { code });

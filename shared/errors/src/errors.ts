@@ -1,4 +1,4 @@
-import { ErrorCode, errorCatalogue } from "./codes.js";
+import { errorCatalogue, ErrorCode } from "./codes.js";
 
 /** One violation of an input schema, as listed in a 400 problem document. */
 export interface Violation {

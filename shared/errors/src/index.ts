@@ -1,4 +1,4 @@
-export { ErrorCode, errorCatalogue, isErrorCode } from "./codes.js";
+export { errorCatalogue, ErrorCode, isErrorCode } from "./codes.js";
 export {
   ConflictError,
   ForbiddenError,

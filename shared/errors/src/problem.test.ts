@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { ErrorCode } from "./codes.js";
 import { ForbiddenError, NotFoundError, ValidationError } from "./errors.js";
 import { fromWire, toProblem } from "./problem.js";
@@ -16,13 +17,23 @@ describe("toProblem", () => {
   });
 
   it("lists validation violations", () => {
-    const problem = toProblem(new ValidationError([{ field: "/body/eventName", message: "is required" }]), "/p");
-    expect(problem).toMatchObject({ status: 400, errors: [{ field: "/body/eventName", message: "is required" }] });
+    const problem = toProblem(
+      new ValidationError([{ field: "/body/eventName", message: "is required" }]),
+      "/p",
+    );
+    expect(problem).toMatchObject({
+      status: 400,
+      errors: [{ field: "/body/eventName", message: "is required" }],
+    });
   });
 
   it("hides the message of an unexpected error", () => {
     const problem = toProblem(new Error("connection string postgres://u:secret@h"), "/p");
-    expect(problem).toMatchObject({ status: 500, code: ErrorCode.Internal, detail: "An unexpected error occurred." });
+    expect(problem).toMatchObject({
+      status: 500,
+      code: ErrorCode.Internal,
+      detail: "An unexpected error occurred.",
+    });
     expect(JSON.stringify(problem)).not.toContain("secret");
   });
 });
@@ -31,7 +42,12 @@ describe("fromWire", () => {
   it("rebuilds the same error from code and body", () => {
     const original = new NotFoundError("gone");
     const rebuilt = fromWire(original.code, { detail: "gone", extra: 1 });
-    expect(rebuilt).toMatchObject({ code: ErrorCode.NotFound, message: "gone", status: 404, extensions: { extra: 1 } });
+    expect(rebuilt).toMatchObject({
+      code: ErrorCode.NotFound,
+      message: "gone",
+      status: 404,
+      extensions: { extra: 1 },
+    });
   });
 
   it("treats an unknown code as internal", () => {

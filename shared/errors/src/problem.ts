@@ -1,4 +1,4 @@
-import { ErrorCode, errorCatalogue, isErrorCode } from "./codes.js";
+import { errorCatalogue, ErrorCode, isErrorCode } from "./codes.js";
 import { InternalError, SvcError } from "./errors.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";

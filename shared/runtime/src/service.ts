@@ -1,9 +1,10 @@
 import { hostname } from "node:os";
+
+import type { NatsConnection } from "@nats-io/transport-node";
 import { Bus, connectNats, ensureEventsStream, type PingReply, type ServiceName } from "@svc/bus";
 import { type Config, loadConfigOrExit } from "@svc/config";
 import { createDb, type Db } from "@svc/db";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
-import type { NatsConnection } from "@nats-io/transport-node";
 
 /** The host version, fixed at build time (spec 9.2). */
 export const HOST_VERSION = "0.1.0";
@@ -80,10 +81,12 @@ export async function startService(
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     const deps: ServiceDeps = { name: definition.name, instance, config, log, nc, bus, db, metrics };
-    bus.serve(
-      `${definition.name}.ping`,
-      (): PingReply => ({ service: definition.name, instance, version: HOST_VERSION, uptimeMs: Date.now() - startedAt }),
-    );
+    bus.serve(`${definition.name}.ping`, (): PingReply => ({
+      service: definition.name,
+      instance,
+      version: HOST_VERSION,
+      uptimeMs: Date.now() - startedAt,
+    }));
     const hooks = (await definition.start(deps)) ?? {};
     log.info({ instance }, "service started");
     let stopping: Promise<void> | undefined;

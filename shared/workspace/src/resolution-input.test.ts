@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+
 import { normaliseHost, normalisePath, pathHasPrefix } from "./resolution-input.js";
 
 describe("normaliseHost", () => {

@@ -1,6 +1,6 @@
+import type { NatsConnection } from "@nats-io/transport-node";
 import { natsIsReachable } from "@svc/bus";
 import { type Db, dbIsReachable } from "@svc/db";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
@@ -19,13 +19,18 @@ type CheckState = "up" | "down";
  */
 export const healthPlugin = fp<HealthOptions>(
   async (app: FastifyInstance, { db, nc, checkTimeoutMs = 2_000 }) => {
-    app.get("/health", async (_request, reply) => reply.header("cache-control", "no-store").send({ status: "ok" }));
+    app.get("/health", async (_request, reply) =>
+      reply.header("cache-control", "no-store").send({ status: "ok" }),
+    );
     app.get("/ready", async (_request, reply) => {
       const [postgres, nats] = await Promise.all([
         dbIsReachable(db, checkTimeoutMs),
         natsIsReachable(nc, checkTimeoutMs),
       ]);
-      const checks: Record<string, CheckState> = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };
+      const checks: Record<string, CheckState> = {
+        postgres: postgres ? "up" : "down",
+        nats: nats ? "up" : "down",
+      };
       const ready = postgres && nats;
       return reply
         .code(ready ? 200 : 503)

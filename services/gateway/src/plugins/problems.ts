@@ -1,4 +1,11 @@
-import { ErrorCode, PROBLEM_CONTENT_TYPE, SvcError, toProblem, ValidationError, type Violation } from "@svc/errors";
+import {
+  ErrorCode,
+  PROBLEM_CONTENT_TYPE,
+  SvcError,
+  toProblem,
+  ValidationError,
+  type Violation,
+} from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { FastifyError, FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
@@ -13,7 +20,9 @@ function fromFastifyError(error: FastifyError): SvcError | undefined {
   if (error.validation) {
     const violations: Violation[] = error.validation.map((v) => ({
       field: `/${error.validationContext ?? "request"}${v.instancePath}${
-        v.keyword === "required" ? `/${String((v.params as { missingProperty?: string }).missingProperty)}` : ""
+        v.keyword === "required"
+          ? `/${String((v.params as { missingProperty?: string }).missingProperty)}`
+          : ""
       }`,
       message: v.message ?? "is invalid",
     }));

@@ -3,6 +3,7 @@ import { Counter, type Registry } from "@svc/observability";
 import { normaliseHost, normalisePath } from "@svc/workspace";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
+
 import { ResolveCache } from "../resolve-cache.js";
 
 export interface PublicWorkspaceOptions {
@@ -12,7 +13,9 @@ export interface PublicWorkspaceOptions {
   readonly cacheSize: number;
 }
 
-const UNRESOLVED_BODY = Buffer.from(JSON.stringify({ resolved: false, workspaceKey: null } satisfies ReplyOf<"resolver.workspace.resolve">));
+const UNRESOLVED_BODY = Buffer.from(
+  JSON.stringify({ resolved: false, workspaceKey: null } satisfies ReplyOf<"resolver.workspace.resolve">),
+);
 const JSON_TYPE = "application/json; charset=utf-8";
 
 function firstHeader(value: string | string[] | undefined): string | undefined {

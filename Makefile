@@ -1,0 +1,49 @@
+# The two commands of the quick start are `make dev` and `make test`; the rest serve them.
+SHELL := /bin/bash
+NODE_RUN := node --import tsx
+
+.PHONY: dev test test-unit test-integration migrate lint format typecheck check bench build clean
+
+node_modules/.install-stamp: package.json package-lock.json
+	npm ci
+	@touch $@
+
+## Installs dependencies, starts NATS/PostgreSQL when needed, migrates, seeds, runs all six services.
+dev: node_modules/.install-stamp
+	$(NODE_RUN) scripts/dev.ts
+
+## Runs every test (unit and integration against real NATS and PostgreSQL).
+test: node_modules/.install-stamp
+	npx vitest run $(VITEST_ARGS)
+
+test-unit: node_modules/.install-stamp
+	npx vitest run --project unit
+
+test-integration: node_modules/.install-stamp
+	npx vitest run --project integration
+
+## Applies every service's pending migrations to DATABASE_URL (creating the database if needed).
+migrate: node_modules/.install-stamp
+	$(NODE_RUN) scripts/migrate.ts
+
+lint: node_modules/.install-stamp
+	npx eslint . && npx prettier --check .
+
+format: node_modules/.install-stamp
+	npx prettier --write . && npx eslint --fix .
+
+typecheck: node_modules/.install-stamp
+	npx tsc -p tsconfig.json --noEmit
+
+check: lint typecheck test
+
+## Prints throughput and latency of the public route next to bare Fastify and moleculer-web.
+bench: node_modules/.install-stamp
+	$(NODE_RUN) bench/src/main.ts $(BENCH_ARGS)
+
+## Bundles each service into dist/ for the container image.
+build: node_modules/.install-stamp
+	node scripts/build.mjs
+
+clean:
+	rm -rf dist .dev node_modules/.install-stamp

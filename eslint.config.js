@@ -1,0 +1,37 @@
+// Type-aware linting (typescript-eslint) with sorted imports; formatting is Prettier's (see .prettierrc.json).
+import js from "@eslint/js";
+import simpleImportSort from "eslint-plugin-simple-import-sort";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["**/node_modules/**", "**/dist/**", ".dev/**", "deploy/**", "scripts/build.mjs"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    plugins: { "simple-import-sort": simpleImportSort },
+    rules: {
+      "simple-import-sort/imports": "error",
+      "simple-import-sort/exports": "error",
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
+      "@typescript-eslint/switch-exhaustiveness-check": "error",
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/only-throw-error": "error",
+      "no-console": ["error", { allow: ["error", "warn"] }],
+      // Fastify plugins and handlers are async by convention even when they await nothing.
+      "@typescript-eslint/require-await": "off",
+    },
+  },
+  {
+    files: ["scripts/**", "bench/**", "test/**", "**/*.test.ts"],
+    rules: {
+      "no-console": "off",
+      "@typescript-eslint/no-unsafe-assignment": "off",
+      "@typescript-eslint/no-unsafe-member-access": "off",
+      "@typescript-eslint/no-unsafe-argument": "off",
+      "@typescript-eslint/no-unsafe-call": "off",
+      "@typescript-eslint/no-unsafe-return": "off",
+    },
+  },
+  { files: ["eslint.config.js"], ...tseslint.configs.disableTypeChecked },
+);

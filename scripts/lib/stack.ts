@@ -10,7 +10,17 @@ import { fileURLToPath } from "node:url";
 import { ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
 import pg from "pg";
 
-export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** The repository (or image) root: the nearest folder above this module that holds `services/`. */
+function findRoot(start: string): string {
+  let dir = start;
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(join(dir, "services"))) return dir;
+    dir = dirname(dir);
+  }
+  return start;
+}
+
+export const repoRoot = findRoot(dirname(fileURLToPath(import.meta.url)));
 
 /** The six services, in start order. */
 export const SERVICES = [

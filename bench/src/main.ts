@@ -1,0 +1,214 @@
+/**
+ * `make bench`: throughput and latency of `GET /workspace/public/resolve` through the gateway, next to
+ * two references measured the same way in the same run:
+ *   - bare Fastify returning the same JSON (one process, no hop: the ceiling);
+ *   - moleculer-web forwarding to a moleculer action over the same NATS (the peer a Node user would pick).
+ * Also the gateway with its resolution cache off (every request crosses NATS to the resolver and
+ * PostgreSQL), and the idle resident memory of each of the six services.
+ *
+ * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
+ * when installed, else autocannon).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import pg from "pg";
+import { migrateAll, repoRoot, SERVICES, seedDemo, waitFor } from "../../scripts/lib/stack.js";
+import { hasWrk, load, type LoadResult } from "./load.js";
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "50" },
+    tool: { type: "string" },
+    warmup: { type: "string", default: "2" },
+  },
+});
+const durationSeconds = Number(args.duration);
+const connections = Number(args.connections);
+const warmupSeconds = Number(args.warmup);
+const tool = (args.tool ?? ((await hasWrk()) ? "wrk" : "autocannon")) as "wrk" | "autocannon";
+const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+const serverUrl = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
+const stamp = Date.now().toString(36);
+const dbName = `svc_bench_${stamp}`;
+const dbUrl = new URL(serverUrl);
+dbUrl.pathname = `/${dbName}`;
+const prefix = `bench${stamp}`;
+const stream = `SVC_EVENTS_BENCH${stamp.toUpperCase()}`;
+const children: ChildProcess[] = [];
+
+function log(message: string) {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+function start(args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  child.stdout?.resume();
+  children.push(child);
+  return child;
+}
+
+async function httpReady(url: string, timeoutMs = 30_000) {
+  await waitFor(url, async () => (await fetch(url).catch(() => undefined))?.ok === true, timeoutMs);
+}
+
+async function stop(child: ChildProcess) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
+  });
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function measure(name: string, url: string): Promise<LoadResult & { name: string }> {
+  const options = { connections, tool };
+  await load(url, { ...options, durationSeconds: warmupSeconds });
+  const result = await load(url, { ...options, durationSeconds });
+  log(
+    `${name}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`,
+  );
+  return { name, ...result };
+}
+
+async function cleanup() {
+  await Promise.all(children.map(stop));
+  const admin = new pg.Client({ connectionString: serverUrl.toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
+  await admin.end();
+  const nc = await connect({ servers: natsUrl });
+  await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
+  await nc.close();
+}
+
+const results: Array<LoadResult & { name: string }> = [];
+const memory: Array<{ service: string; rssMb: number }> = [];
+try {
+  log(
+    `load tool: ${tool}, ${connections} connections, ${durationSeconds} s per run after ${warmupSeconds} s warm-up`,
+  );
+  execFileSync(process.execPath, [join(repoRoot, "scripts", "build.mjs")], {
+    cwd: repoRoot,
+    stdio: "ignore",
+  });
+  await migrateAll(dbUrl.toString());
+  await seedDemo(dbUrl.toString());
+  const stackEnv = {
+    NODE_ENV: "production",
+    LOG_LEVEL: "warn",
+    DATABASE_URL: dbUrl.toString(),
+    NATS_URL: natsUrl,
+    SVC_SUBJECT_PREFIX: prefix,
+    SVC_EVENTS_STREAM: stream,
+    GATEWAY_HOST: "127.0.0.1",
+  };
+  const gatewayPort = await freePort();
+  const services = SERVICES.map((name) => ({
+    name,
+    child: start([join("dist", `${name}.mjs`)], { ...stackEnv, GATEWAY_PORT: String(gatewayPort) }),
+  }));
+  const gateway = `http://127.0.0.1:${gatewayPort}`;
+  await httpReady(`${gateway}/ready`);
+  await new Promise((r) => setTimeout(r, 3_000));
+  for (const { name, child } of services) memory.push({ service: name, rssMb: rssMb(child.pid as number) });
+
+  // 1. Bare Fastify.
+  const barePort = await freePort();
+  const bare = start(["--import", "tsx", "bench/src/bare-fastify.ts"], { PORT: String(barePort) });
+  await httpReady(`http://127.0.0.1:${barePort}/workspace/public/resolve`);
+  results.push(
+    await measure("bare Fastify (no hop)", `http://127.0.0.1:${barePort}/workspace/public/resolve`),
+  );
+  await stop(bare);
+
+  // 2. moleculer-web → NATS → moleculer action.
+  const molPort = await freePort();
+  const molEnv = { NATS_URL: natsUrl, NAMESPACE: `bench${stamp}`, PORT: String(molPort) };
+  const molService = start(["--import", "tsx", "bench/src/moleculer-node.ts"], {
+    ...molEnv,
+    ROLE: "service",
+  });
+  const molWeb = start(["--import", "tsx", "bench/src/moleculer-node.ts"], { ...molEnv, ROLE: "web" });
+  await httpReady(`http://127.0.0.1:${molPort}/workspace/public/resolve`);
+  results.push(
+    await measure("moleculer-web → NATS → action", `http://127.0.0.1:${molPort}/workspace/public/resolve`),
+  );
+  await Promise.all([stop(molWeb), stop(molService)]);
+
+  // 3. Our gateway as configured by default (resolution cache on).
+  results.push(await measure("svc gateway (default, cached)", `${gateway}/workspace/public/resolve`));
+
+  // 4. A second gateway with the cache off: every request crosses NATS to the resolver and PostgreSQL.
+  const uncachedPort = await freePort();
+  const uncached = start([join("dist", "gateway.mjs")], {
+    ...stackEnv,
+    GATEWAY_PORT: String(uncachedPort),
+    BackendHost__ResolveCacheTtlMs: "0",
+  });
+  await httpReady(`http://127.0.0.1:${uncachedPort}/ready`);
+  results.push(
+    await measure(
+      "svc gateway (cache off, NATS hop)",
+      `http://127.0.0.1:${uncachedPort}/workspace/public/resolve`,
+    ),
+  );
+  await stop(uncached);
+} finally {
+  await cleanup();
+}
+
+const [bare, mol, ours, oursUncached] = results;
+const pad = (s: string, n: number) => s.padEnd(n);
+const num = (n: number) => n.toFixed(n < 10 ? 2 : 0);
+console.log(`\nGET /workspace/public/resolve, ${connections} connections, ${durationSeconds} s, ${tool}`);
+console.log(`${pad("target", 36)}${pad("req/s", 10)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}errors/non-2xx`);
+for (const r of results) {
+  console.log(
+    `${pad(r.name, 36)}${pad(num(r.requestsPerSecond), 10)}${pad(num(r.p50Ms), 9)}${pad(num(r.p99Ms), 9)}${r.errors}/${r.non2xx}`,
+  );
+}
+if (bare && mol && ours && oursUncached) {
+  const ratio = ours.requestsPerSecond / mol.requestsPerSecond;
+  console.log("\nratios (throughput)");
+  console.log(
+    `  svc cached   / moleculer-web : ${ratio.toFixed(2)}x   (target >= 1.30x: ${ratio >= 1.3 ? "met" : "NOT met"})`,
+  );
+  console.log(
+    `  svc cached   / bare Fastify  : ${(ours.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}x`,
+  );
+  console.log(
+    `  svc no cache / moleculer-web : ${(oursUncached.requestsPerSecond / mol.requestsPerSecond).toFixed(2)}x`,
+  );
+  console.log(
+    `  svc cached p99 ${num(ours.p99Ms)} ms (target < 10 ms: ${ours.p99Ms < 10 ? "met" : "NOT met"})`,
+  );
+}
+console.log("\nidle resident memory (target < 100 MB each)");
+for (const m of memory)
+  console.log(`  ${pad(m.service, 20)}${m.rssMb.toFixed(1)} MB ${m.rssMb < 100 ? "" : "(over)"}`);

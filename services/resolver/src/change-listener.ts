@@ -19,7 +19,7 @@ export function startChangeListener(databaseUrl: string, bus: Bus, log: Logger):
     if (stopped) return;
     const c = new pg.Client({ connectionString: databaseUrl, application_name: "resolver-listener" });
     c.on("error", (err) => {
-      log.warn({ err }, "resolver change listener lost its connection");
+      log.warn({ error: err.message }, "resolver change listener lost its connection");
       schedule();
     });
     c.on("notification", (n) =>
@@ -35,7 +35,7 @@ export function startChangeListener(databaseUrl: string, bus: Bus, log: Logger):
       client = c;
       bus.broadcast("resolver.cache.invalidate", { reason: "listener-connected" });
     } catch (err) {
-      log.warn({ err }, "resolver change listener could not connect");
+      log.warn({ error: (err as Error).message }, "resolver change listener could not connect");
       await c.end().catch(() => undefined);
       schedule();
     }

@@ -271,6 +271,13 @@ export class Bus {
     if (this.nc.isClosed()) return;
     await Promise.all(this.subscriptions.map((s) => s.drain().catch(() => undefined)));
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-    if (!this.nc.isClosed() && !this.nc.isDraining()) await this.nc.drain();
+    if (this.nc.isClosed() || this.nc.isDraining()) return;
+    try {
+      await this.nc.drain();
+    } catch (error) {
+      // The server is gone (its own shutdown, a network cut): nothing is left to flush, just close.
+      this.log.warn({ err: error }, "nats drain failed; closing the connection");
+      await this.nc.close().catch(() => undefined);
+    }
   }
 }

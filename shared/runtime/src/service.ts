@@ -69,7 +69,12 @@ export async function startService(
       databaseUrl: config.databaseUrl,
       maximumPoolSize: config.databasePoolSize,
       applicationName: definition.name,
-      onIdleError: (err) => log.warn({ err }, "an idle database connection failed"),
+      // Only code and message: node-postgres errors carry the client, with connection parameters.
+      onIdleError: (err) =>
+        log.warn(
+          { code: (err as { code?: string }).code, error: err.message },
+          "an idle database connection failed",
+        ),
     });
     await ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix });
     const bus = new Bus({

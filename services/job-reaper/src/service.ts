@@ -1,13 +1,28 @@
 import { ServiceName } from "@svc/bus";
+import { queueDepth } from "@svc/jobs";
+import { Gauge } from "@svc/observability";
 import type { ServiceDefinition } from "@svc/runtime";
 
-/**
- * The job engine's sweeper (expired leases, dead letters) and the jobs list.
- * This foundation answers `job-reaper.ping` and owns its schema; its handlers arrive with the issues that build it.
- */
+import { listJobsFor } from "./jobs-list.js";
+import { startReaper } from "./reaper.js";
+
+/** The job engine's sweeper (expired leases, dead letters), the jobs list and the queue-depth gauge. */
 export const jobReaperService: ServiceDefinition = {
   name: ServiceName.JobReaper,
-  start() {
-    return undefined;
+  start({ bus, db, config, log, metrics }) {
+    bus.serve("job-reaper.jobs.list", ({ principal, query }) => listJobsFor(db, principal, query));
+    const depth = new Gauge({
+      name: "svc_jobs_queue_depth",
+      help: "Jobs by type and status.",
+      labelNames: ["type", "status"] as const,
+      registers: [metrics],
+      async collect() {
+        this.reset();
+        for (const row of await queueDepth(db)) this.set({ type: row.type, status: row.status }, row.count);
+      },
+    });
+    void depth;
+    const reaper = startReaper(db, config.backendHost.jobReaperIntervalMs, log, metrics);
+    return { afterDrain: () => reaper.stop() };
   },
 };

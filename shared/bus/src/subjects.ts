@@ -34,7 +34,53 @@ export interface PingReply {
   readonly uptimeMs: number;
 }
 
+/** Session scope (spec 5.2). */
+export const Scope = { Platform: "platform", Workspace: "workspace" } as const;
+export type Scope = (typeof Scope)[keyof typeof Scope];
+
+/**
+ * Who is calling, as the gateway established it; travels with every operator request so that the owning
+ * service applies the caller's reach (scope and workspace) to what it returns.
+ */
+export interface Principal {
+  readonly subject: string;
+  /** null: no scope claim, which never grants platform reach (spec 5.2.4). */
+  readonly scope: Scope | null;
+  readonly workspaceKey: string | null;
+  readonly permissions: readonly string[];
+  readonly roles: readonly string[];
+}
+
+/** `GET /api/jobs` query (issue 4). */
+export interface JobsListQuery {
+  readonly status?: string;
+  readonly type?: string;
+  readonly workspaceKey?: string;
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export interface JobsListReply {
+  readonly items: ReadonlyArray<{
+    readonly id: string;
+    readonly type: string;
+    readonly status: string;
+    readonly workspaceKey: string | null;
+    readonly attempts: number;
+    readonly maxAttempts: number;
+    readonly scheduledAtUtc: string;
+    readonly createdAtUtc: string;
+    readonly startedAtUtc: string | null;
+    readonly completedAtUtc: string | null;
+    readonly lastError: string | null;
+  }>;
+  /** Pass as `cursor` to get the next page; null on the last page. */
+  readonly nextCursor: string | null;
+}
+
 export interface SubjectMap {
+  /** The jobs list, newest first, limited to the caller's reach (spec 2.4, 8). */
+  "job-reaper.jobs.list": { request: { principal: Principal; query: JobsListQuery }; reply: JobsListReply };
   /** Resolves the visible workspace for a host and path (spec 2.1.1–2.1.3). */
   "resolver.workspace.resolve": { request: ResolveRequest; reply: ResolveResult };
   /** Any replica of the gateway answers with its identity. */

@@ -22,6 +22,12 @@ export interface BackendHostSettings {
   readonly maxRequestBodyBytes: number;
   readonly rateLimitAuthPerMinute: number;
   readonly rateLimitApiPerMinute: number;
+  /** Lease a job claim grants (spec 3.1: five minutes), ms. */
+  readonly jobLeaseMs: number;
+  /** How often the reaper sweeps expired leases, ms. */
+  readonly jobReaperIntervalMs: number;
+  /** Backstop poll of workers for due jobs (scheduled, retried), ms. */
+  readonly jobPollIntervalMs: number;
 }
 
 export interface Config {
@@ -71,6 +77,9 @@ export const defaults = {
     maxRequestBodyBytes: 1_048_576,
     rateLimitAuthPerMinute: 5,
     rateLimitApiPerMinute: 600,
+    jobLeaseMs: 300_000,
+    jobReaperIntervalMs: 10_000,
+    jobPollIntervalMs: 2_000,
   },
 } as const satisfies Omit<Config, "settings">;
 
@@ -219,6 +228,19 @@ export function parseConfig(env: Env = process.env): Config {
         d.backendHost.rateLimitApiPerMinute,
         0,
         1_000_000_000,
+      ),
+      jobLeaseMs: r.int("BackendHost:JobLeaseMs", d.backendHost.jobLeaseMs, 100, 86_400_000),
+      jobReaperIntervalMs: r.int(
+        "BackendHost:JobReaperIntervalMs",
+        d.backendHost.jobReaperIntervalMs,
+        50,
+        3_600_000,
+      ),
+      jobPollIntervalMs: r.int(
+        "BackendHost:JobPollIntervalMs",
+        d.backendHost.jobPollIntervalMs,
+        50,
+        3_600_000,
       ),
     },
     settings: tree,

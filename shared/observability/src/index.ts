@@ -1,2 +1,2 @@
 export { createLogger, type Logger } from "./logger.js";
-export { Counter, createMetricsRegistry, Histogram, Registry } from "./metrics.js";
+export { Counter, createMetricsRegistry, Gauge, Histogram, Registry } from "./metrics.js";

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /**
  * Each service owns one registry (no global default registry), so several services started in one
@@ -11,4 +11,4 @@ export function createMetricsRegistry(service: string, withDefaults = true): Reg
   return registry;
 }
 
-export { Counter, Histogram, Registry };
+export { Counter, Gauge, Histogram, Registry };

@@ -1,0 +1,22 @@
+export { BACKOFF_BASE_MS, retryDelayMs } from "./backoff.js";
+export { createJobMetrics, type JobMetrics } from "./metrics.js";
+export { type ListFilter, listJobs, queueDepth, reapExpiredLeases, type ReapResult } from "./queries.js";
+export { enqueue, type Enqueued, enqueueMany, type EnqueueOptions, type JobRequest } from "./queue.js";
+export {
+  type ClaimedJob,
+  isJobStatus,
+  type JobPayloads,
+  JobStatus,
+  type JobType,
+  jobTypeDefaults,
+  type JobView,
+} from "./types.js";
+export {
+  type HandlerRegistration,
+  type JobContext,
+  JobWorker,
+  NOTIFY_CHANNEL,
+  RetryLaterError,
+  type WorkerOptions,
+  type WorkerStats,
+} from "./worker.js";

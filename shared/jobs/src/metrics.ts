@@ -1,0 +1,32 @@
+import { Counter, Histogram, type Registry } from "@svc/observability";
+
+/** The job engine's metrics (issue 4); queue depth is a gauge collected by the job-reaper service. */
+export interface JobMetrics {
+  readonly attempts: Counter<"type" | "outcome">;
+  readonly claimLatency: Histogram<"type">;
+  readonly staleWritebacks: Counter<"type">;
+}
+
+export function createJobMetrics(registry: Registry): JobMetrics {
+  return {
+    attempts: new Counter({
+      name: "svc_jobs_attempts_total",
+      help: "Job attempts by type and outcome (succeeded, retried, dead, stale).",
+      labelNames: ["type", "outcome"] as const,
+      registers: [registry],
+    }),
+    claimLatency: new Histogram({
+      name: "svc_jobs_claim_latency_seconds",
+      help: "Time from when a job was due to when a worker started it.",
+      labelNames: ["type"] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    staleWritebacks: new Counter({
+      name: "svc_jobs_stale_writebacks_total",
+      help: "Completions, failures or lease renewals refused because another claim holds the job.",
+      labelNames: ["type"] as const,
+      registers: [registry],
+    }),
+  };
+}

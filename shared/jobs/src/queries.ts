@@ -1,0 +1,307 @@
+/**
+ * The engine's SQL, next to the functions that run it. Batches use `unnest` so that one statement claims,
+ * completes or fails many jobs; every write-back names the fencing token it holds and only touches rows
+ * whose token still matches.
+ */
+import { type Queries, sql } from "@svc/db";
+
+import type { ClaimedJob, JobStatus, JobType, JobView } from "./types.js";
+
+export interface NewJob {
+  readonly type: string;
+  readonly payload: unknown;
+  readonly workspaceKey: string | null;
+  readonly maxAttempts: number;
+  readonly runAt: Date | null;
+  readonly idempotencyKey: string | null;
+}
+
+/** Inserts jobs; a job whose (type, idempotency key) exists already is not inserted again. */
+export async function insertJobs(
+  db: Queries,
+  jobs: readonly NewJob[],
+): Promise<Array<{ id: string; created: boolean }>> {
+  if (jobs.length === 0) return [];
+  const inserted = await db.any<{
+    id: string;
+    type: string;
+    idempotency_key: string | null;
+    ord: number;
+  }>(sql`
+    INSERT INTO job_reaper.jobs (type, payload, workspace_key, max_attempts, run_at, idempotency_key)
+    SELECT type, payload, workspace_key, max_attempts, coalesce(run_at, now()), idempotency_key
+    FROM unnest(
+      ${jobs.map((j) => j.type)}::text[],
+      ${jobs.map((j) => JSON.stringify(j.payload ?? {}))}::jsonb[],
+      ${jobs.map((j) => j.workspaceKey)}::text[],
+      ${jobs.map((j) => j.maxAttempts)}::int[],
+      ${jobs.map((j) => j.runAt?.toISOString() ?? null)}::timestamptz[],
+      ${jobs.map((j) => j.idempotencyKey)}::text[]
+    ) WITH ORDINALITY AS n(type, payload, workspace_key, max_attempts, run_at, idempotency_key, ord)
+    ORDER BY ord
+    ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id::text, type, idempotency_key, 0 AS ord`);
+  if (inserted.length === jobs.length) return inserted.map((r) => ({ id: r.id, created: true }));
+  // Some were duplicates: find the existing ids, and answer in the caller's order.
+  const createdByKey = new Map(inserted.map((r) => [`${r.type}\n${r.idempotency_key}`, r.id]));
+  const createdWithoutKey = inserted.filter((r) => r.idempotency_key === null).map((r) => r.id);
+  const missing = jobs.filter(
+    (j) => j.idempotencyKey !== null && !createdByKey.has(`${j.type}\n${j.idempotencyKey}`),
+  );
+  const existing = await db.any<{ id: string; type: string; idempotency_key: string }>(sql`
+    SELECT id::text, type, idempotency_key FROM job_reaper.jobs
+    WHERE (type, idempotency_key) IN (
+      SELECT * FROM unnest(${missing.map((j) => j.type)}::text[], ${missing.map((j) => j.idempotencyKey)}::text[]))`);
+  const existingByKey = new Map(existing.map((r) => [`${r.type}\n${r.idempotency_key}`, r.id]));
+  let withoutKey = 0;
+  return jobs.map((j) => {
+    if (j.idempotencyKey === null) return { id: createdWithoutKey[withoutKey++] as string, created: true };
+    const key = `${j.type}\n${j.idempotencyKey}`;
+    const created = createdByKey.get(key);
+    return created !== undefined
+      ? { id: created, created: true }
+      : { id: existingByKey.get(key) as string, created: false };
+  });
+}
+
+interface ClaimRow {
+  id: string;
+  type: string;
+  payload: unknown;
+  workspace_key: string | null;
+  attempts: number;
+  max_attempts: number;
+  token: string;
+  run_at: Date;
+  lease_expires_at: Date;
+}
+
+/**
+ * Claims up to `limit` due jobs of one type: each gets a new fencing token and a lease. SKIP LOCKED lets
+ * concurrent claimers take disjoint rows without waiting on each other.
+ */
+export async function claimJobs(
+  db: Queries,
+  type: string,
+  limit: number,
+  leaseMs: number,
+  workerId: string,
+): Promise<ClaimedJob[]> {
+  const rows = await db.any<ClaimRow>(sql`
+    WITH due AS (
+      SELECT id FROM job_reaper.jobs
+      WHERE status = 'Pending' AND type = ${type} AND run_at <= now()
+      ORDER BY run_at, id
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE job_reaper.jobs AS j
+    SET status = 'Running',
+        attempts = j.attempts + 1,
+        lease_token = nextval('job_reaper.fencing_tokens'),
+        lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}),
+        started_at = now(),
+        locked_by = ${workerId}
+    FROM due
+    WHERE j.id = due.id
+    RETURNING j.id::text, j.type, j.payload, j.workspace_key, j.attempts, j.max_attempts,
+              j.lease_token::text AS token, j.run_at, j.lease_expires_at`);
+  return rows.map((r) => ({
+    id: r.id,
+    type: r.type as JobType,
+    payload: r.payload as never,
+    workspaceKey: r.workspace_key,
+    attempt: r.attempts,
+    maxAttempts: r.max_attempts,
+    token: r.token,
+    runAt: r.run_at,
+    leaseExpiresAt: r.lease_expires_at,
+  }));
+}
+
+export interface Completion {
+  readonly id: string;
+  readonly token: string;
+}
+
+/** Marks jobs Succeeded; returns the ids whose token was still current (the rest are stale). */
+export async function completeJobs(db: Queries, done: readonly Completion[]): Promise<Set<string>> {
+  if (done.length === 0) return new Set();
+  const rows = await db.any<{ id: string }>(sql`
+    UPDATE job_reaper.jobs AS j
+    SET status = 'Succeeded', completed_at = now(), lease_token = NULL, lease_expires_at = NULL,
+        locked_by = NULL, last_error = NULL
+    FROM unnest(${done.map((d) => d.id)}::bigint[], ${done.map((d) => d.token)}::bigint[]) AS c(id, token)
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
+    RETURNING j.id::text`);
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface Failure extends Completion {
+  readonly error: string;
+  /** When the next attempt may run, if attempts remain. */
+  readonly retryAt: Date;
+}
+
+/**
+ * Records failed attempts: back to Pending at `retryAt` while attempts remain, else Failed (a dead
+ * letter). Returns the ids whose token was still current, with the state each went to.
+ */
+export async function failJobs(db: Queries, failed: readonly Failure[]): Promise<Map<string, JobStatus>> {
+  if (failed.length === 0) return new Map();
+  const rows = await db.any<{ id: string; status: JobStatus }>(sql`
+    UPDATE job_reaper.jobs AS j
+    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'Failed' ELSE 'Pending' END,
+        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE f.retry_at END,
+        completed_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
+        last_error = left(f.error, 2000),
+        lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
+    FROM unnest(
+      ${failed.map((f) => f.id)}::bigint[],
+      ${failed.map((f) => f.token)}::bigint[],
+      ${failed.map((f) => f.error)}::text[],
+      ${failed.map((f) => f.retryAt.toISOString())}::timestamptz[]
+    ) AS f(id, token, error, retry_at)
+    WHERE j.id = f.id AND j.lease_token = f.token AND j.status = 'Running'
+    RETURNING j.id::text, j.status`);
+  return new Map(rows.map((r) => [r.id, r.status]));
+}
+
+/** Extends a lease; false when the token is stale (another claim owns the job now). */
+export async function renewLease(db: Queries, job: Completion, leaseMs: number): Promise<boolean> {
+  const row = await db.maybeOne<{ id: string }>(sql`
+    UPDATE job_reaper.jobs SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+    WHERE id = ${job.id} AND lease_token = ${job.token} AND status = 'Running'
+    RETURNING id::text`);
+  return row !== null;
+}
+
+/**
+ * Gives claimed but unstarted jobs back (graceful shutdown): Pending again, the attempt not counted, and
+ * other workers told at once.
+ */
+export async function releaseJobs(db: Queries, type: string, jobs: readonly Completion[]): Promise<number> {
+  if (jobs.length === 0) return 0;
+  const rows = await db.any<{ id: string }>(sql`
+    UPDATE job_reaper.jobs AS j
+    SET status = 'Pending', attempts = j.attempts - 1, lease_token = NULL, lease_expires_at = NULL,
+        locked_by = NULL, started_at = NULL
+    FROM unnest(${jobs.map((d) => d.id)}::bigint[], ${jobs.map((d) => d.token)}::bigint[]) AS c(id, token)
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
+    RETURNING j.id::text`);
+  if (rows.length > 0) await db.query(sql`SELECT pg_notify('svc_jobs', ${type})`);
+  return rows.length;
+}
+
+/** Extends the leases of many held jobs at once; returns the ids whose token was still current. */
+export async function renewLeases(
+  db: Queries,
+  held: readonly Completion[],
+  leaseMs: number,
+): Promise<Set<string>> {
+  if (held.length === 0) return new Set();
+  const rows = await db.any<{ id: string }>(sql`
+    UPDATE job_reaper.jobs AS j
+    SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+    FROM unnest(${held.map((d) => d.id)}::bigint[], ${held.map((d) => d.token)}::bigint[]) AS c(id, token)
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
+    RETURNING j.id::text`);
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface ReapResult {
+  /** Expired leases with attempts left, made claimable again. */
+  readonly released: number;
+  /** Expired leases with attempts exhausted, now Failed. */
+  readonly failed: number;
+}
+
+/**
+ * The reaper's sweep (spec 3.1): expired leases become Pending again (reclaimable at once, the old token
+ * stale) or, with attempts exhausted, Failed for good. Idempotent and safe to run from every replica at
+ * once: rows are locked with SKIP LOCKED and each row's new state depends only on the row.
+ */
+export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<ReapResult> {
+  const rows = await db.any<{ status: JobStatus; type: string }>(sql`
+    WITH expired AS (
+      SELECT id FROM job_reaper.jobs
+      WHERE status = 'Running' AND lease_expires_at < now()
+      ORDER BY lease_expires_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE job_reaper.jobs AS j
+    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'Failed' ELSE 'Pending' END,
+        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE now() END,
+        completed_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
+        last_error = 'lease expired (worker ' || coalesce(j.locked_by, 'unknown') || ')',
+        lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
+    FROM expired
+    WHERE j.id = expired.id
+    RETURNING j.status, j.type`);
+  const types = [...new Set(rows.filter((r) => r.status === "Pending").map((r) => r.type))];
+  if (types.length > 0)
+    await db.query(sql`SELECT pg_notify('svc_jobs', t) FROM unnest(${types}::text[]) AS t`);
+  return {
+    released: rows.filter((r) => r.status === "Pending").length,
+    failed: rows.filter((r) => r.status === "Failed").length,
+  };
+}
+
+export interface ListFilter {
+  readonly status?: JobStatus;
+  readonly type?: string;
+  /** Exact workspace filter (a caller's own scope, or an operator's choice). */
+  readonly workspaceKey?: string;
+  /** Return ids below this one (the cursor). */
+  readonly beforeId?: string;
+  readonly limit: number;
+}
+
+interface JobRow {
+  id: string;
+  type: string;
+  status: JobStatus;
+  workspace_key: string | null;
+  attempts: number;
+  max_attempts: number;
+  run_at: Date;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  last_error: string | null;
+}
+
+/** Newest first, keyset-paged by id (stable while jobs are added). */
+export async function listJobs(db: Queries, filter: ListFilter): Promise<JobView[]> {
+  const rows = await db.any<JobRow>(sql`
+    SELECT id::text, type, status, workspace_key, attempts, max_attempts, run_at, created_at, started_at,
+           completed_at, last_error
+    FROM job_reaper.jobs
+    WHERE (${filter.status ?? null}::text IS NULL OR status = ${filter.status ?? null}::text)
+      AND (${filter.type ?? null}::text IS NULL OR type = ${filter.type ?? null}::text)
+      AND (${filter.workspaceKey ?? null}::text IS NULL OR workspace_key = ${filter.workspaceKey ?? null}::text)
+      AND (${filter.beforeId ?? null}::bigint IS NULL OR id < ${filter.beforeId ?? null}::bigint)
+    ORDER BY id DESC
+    LIMIT ${filter.limit}`);
+  return rows.map((r) => ({
+    id: r.id,
+    type: r.type,
+    status: r.status,
+    workspaceKey: r.workspace_key,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    scheduledAtUtc: r.run_at.toISOString(),
+    createdAtUtc: r.created_at.toISOString(),
+    startedAtUtc: r.started_at?.toISOString() ?? null,
+    completedAtUtc: r.completed_at?.toISOString() ?? null,
+    lastError: r.last_error,
+  }));
+}
+
+/** Counts by type and status, for the queue-depth gauge. */
+export async function queueDepth(
+  db: Queries,
+): Promise<Array<{ type: string; status: JobStatus; count: number }>> {
+  return db.any(sql`SELECT type, status, count(*)::int AS count FROM job_reaper.jobs GROUP BY type, status`);
+}

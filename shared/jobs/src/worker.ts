@@ -1,0 +1,410 @@
+/**
+ * The worker: runs handlers for registered job types with bounded concurrency, on jobs claimed in batches.
+ *
+ * Per job type a lane keeps a small local queue of claimed jobs (each already leased to this worker with
+ * its own fencing token) and runs up to `concurrency` of them at once. The lane claims again when its
+ * queue runs low, when PostgreSQL NOTIFYs that jobs of its type were inserted, and on a slow poll (the
+ * backstop for scheduled and retried jobs). Write-backs are batched: every completion and failure that
+ * happens while a write is in flight goes out in the next single UPDATE, and only rows whose token still
+ * matches are changed; the others are counted as stale. The leases of every held job are renewed in one
+ * statement every third of the lease, so long jobs keep their claim and a job whose claim was taken over
+ * is aborted.
+ *
+ * Stopping: lanes stop claiming, queued (unstarted) jobs are released back to Pending without counting
+ * the attempt, running jobs finish within the grace period, pending write-backs are flushed.
+ */
+import type { Db } from "@svc/db";
+import type { Logger } from "@svc/observability";
+import pg from "pg";
+
+import { retryDelayMs } from "./backoff.js";
+import type { JobMetrics } from "./metrics.js";
+import {
+  claimJobs,
+  completeJobs,
+  type Completion,
+  failJobs,
+  type Failure,
+  releaseJobs,
+  renewLeases,
+} from "./queries.js";
+import type { ClaimedJob, JobType } from "./types.js";
+
+export const NOTIFY_CHANNEL = "svc_jobs";
+
+export interface JobContext {
+  /** Aborted when the worker stops past its grace period or the job's claim was taken over. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+/** A handler's failure may ask for a later retry (a receiver's Retry-After). */
+export class RetryLaterError extends Error {
+  override readonly name = "RetryLaterError";
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export interface HandlerRegistration<T extends JobType> {
+  readonly handler: (job: ClaimedJob<T>, context: JobContext) => Promise<void>;
+  /** Jobs of this type run at once in this process. */
+  readonly concurrency?: number;
+}
+
+export interface WorkerOptions {
+  readonly db: Db;
+  /** For the LISTEN connection. */
+  readonly databaseUrl: string;
+  readonly workerId: string;
+  readonly log: Logger;
+  readonly metrics?: JobMetrics;
+  /** Lease granted by a claim (default five minutes, spec 3.1). */
+  readonly leaseMs?: number;
+  /** Backstop poll for due jobs without a notification, ms. */
+  readonly pollIntervalMs?: number;
+  /** Most jobs one claim takes and one lane holds unstarted. */
+  readonly batchSize?: number;
+  /** How long stop() lets running jobs finish before aborting them, ms. */
+  readonly shutdownGraceMs?: number;
+}
+
+export interface WorkerStats {
+  succeeded: number;
+  retried: number;
+  dead: number;
+  stale: number;
+  released: number;
+}
+
+/** Groups write-backs so that everything finished during one database round trip goes in the next. */
+class WriteBatcher {
+  private completions: Array<Completion & { type: string; resolve: (ok: boolean) => void }> = [];
+  private failures: Array<Failure & { type: string; resolve: (ok: boolean) => void }> = [];
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly worker: JobWorker,
+    private readonly db: Db,
+  ) {}
+
+  complete(job: ClaimedJob): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.completions.push({ id: job.id, token: job.token, type: job.type, resolve });
+      this.schedule();
+    });
+  }
+
+  fail(job: ClaimedJob, failure: Omit<Failure, "id" | "token">): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.failures.push({ id: job.id, token: job.token, type: job.type, ...failure, resolve });
+      this.schedule();
+    });
+  }
+
+  private schedule() {
+    if (this.flushing === undefined) this.flushing = this.flushLoop();
+  }
+
+  private async flushLoop() {
+    // Let every job that finishes in this turn of the event loop join the first batch.
+    await new Promise((r) => setImmediate(r));
+    while (this.completions.length > 0 || this.failures.length > 0) {
+      const completions = this.completions;
+      const failures = this.failures;
+      this.completions = [];
+      this.failures = [];
+      await Promise.all([this.writeCompletions(completions), this.writeFailures(failures)]);
+    }
+    this.flushing = undefined;
+  }
+
+  private async writeCompletions(
+    batch: Array<Completion & { type: string; resolve: (ok: boolean) => void }>,
+  ) {
+    if (batch.length === 0) return;
+    let accepted: Set<string>;
+    try {
+      accepted = await completeJobs(this.db, batch);
+    } catch (err) {
+      // The outcome is unknown; the lease will expire and the job run again (at-least-once).
+      this.worker.log.error({ err, count: batch.length }, "could not record job completions");
+      for (const c of batch) c.resolve(false);
+      return;
+    }
+    for (const c of batch) {
+      const ok = accepted.has(c.id);
+      this.worker.recordOutcome(c.type, ok ? "succeeded" : "stale");
+      c.resolve(ok);
+    }
+  }
+
+  private async writeFailures(batch: Array<Failure & { type: string; resolve: (ok: boolean) => void }>) {
+    if (batch.length === 0) return;
+    let states: Map<string, string>;
+    try {
+      states = await failJobs(this.db, batch);
+    } catch (err) {
+      this.worker.log.error({ err, count: batch.length }, "could not record job failures");
+      for (const f of batch) f.resolve(false);
+      return;
+    }
+    for (const f of batch) {
+      const state = states.get(f.id);
+      this.worker.recordOutcome(
+        f.type,
+        state === undefined ? "stale" : state === "Failed" ? "dead" : "retried",
+      );
+      f.resolve(state !== undefined);
+    }
+  }
+
+  async idle(): Promise<void> {
+    while (this.flushing !== undefined) await this.flushing;
+  }
+}
+
+class Lane {
+  readonly queue: ClaimedJob[] = [];
+  readonly running = new Map<string, { job: ClaimedJob; abort: AbortController; done: Promise<void> }>();
+  private fetching = false;
+  private fetchAgain = false;
+  stopping = false;
+
+  constructor(
+    readonly type: JobType,
+    private readonly registration: HandlerRegistration<JobType>,
+    private readonly worker: JobWorker,
+    readonly concurrency: number,
+    private readonly batchSize: number,
+  ) {}
+
+  /** Claims more when the local queue is short, unless a claim is already in flight. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.fetching) {
+      this.fetchAgain = true;
+      return;
+    }
+    if (this.queue.length > this.concurrency) return;
+    void this.fetch();
+  }
+
+  private async fetch() {
+    this.fetching = true;
+    try {
+      do {
+        this.fetchAgain = false;
+        const wanted = this.batchSize - this.queue.length;
+        if (wanted <= 0 || this.stopping) break;
+        let jobs: ClaimedJob[];
+        try {
+          jobs = await claimJobs(
+            this.worker.db,
+            this.type,
+            wanted,
+            this.worker.leaseMs,
+            this.worker.workerId,
+          );
+        } catch (err) {
+          this.worker.log.error({ err, type: this.type }, "claiming jobs failed");
+          break;
+        }
+        if (this.stopping) {
+          await this.worker.release(this.type, jobs);
+          break;
+        }
+        this.queue.push(...jobs);
+        this.pump();
+        // A full batch means more are probably due: claim again while the first ones run.
+        if (jobs.length === wanted) this.fetchAgain = true;
+      } while (this.fetchAgain && this.queue.length <= this.concurrency);
+    } finally {
+      this.fetching = false;
+    }
+  }
+
+  pump(): void {
+    while (!this.stopping && this.running.size < this.concurrency && this.queue.length > 0) {
+      const job = this.queue.shift() as ClaimedJob;
+      this.start(job);
+    }
+    if (this.queue.length <= this.concurrency) this.wake();
+  }
+
+  private start(job: ClaimedJob) {
+    const abort = new AbortController();
+    this.worker.metrics?.claimLatency.observe(
+      { type: job.type },
+      Math.max(0, Date.now() - job.runAt.getTime()) / 1000,
+    );
+    const done = this.run(job, abort).finally(() => {
+      this.running.delete(job.id);
+      this.pump();
+    });
+    this.running.set(job.id, { job, abort, done });
+  }
+
+  private async run(job: ClaimedJob, abort: AbortController) {
+    try {
+      await this.registration.handler(job, { signal: abort.signal, log: this.worker.log });
+      await this.worker.batcher.complete(job);
+    } catch (error) {
+      const retryAfterMs = error instanceof RetryLaterError ? error.retryAfterMs : undefined;
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      await this.worker.batcher.fail(job, {
+        error: message,
+        retryAt: new Date(Date.now() + retryDelayMs(job.attempt, Math.random, retryAfterMs)),
+      });
+    }
+  }
+}
+
+export class JobWorker {
+  readonly db: Db;
+  readonly log: Logger;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly metrics: JobMetrics | undefined;
+  readonly batcher: WriteBatcher;
+  readonly stats: WorkerStats = { succeeded: 0, retried: 0, dead: 0, stale: 0, released: 0 };
+  private readonly lanes = new Map<string, Lane>();
+  private readonly options: WorkerOptions;
+  private listener: pg.Client | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private started = false;
+  private stopped = false;
+
+  constructor(options: WorkerOptions) {
+    this.options = options;
+    this.db = options.db;
+    this.log = options.log;
+    this.workerId = options.workerId;
+    this.leaseMs = options.leaseMs ?? 5 * 60_000;
+    this.metrics = options.metrics;
+    this.batcher = new WriteBatcher(this, options.db);
+  }
+
+  register<T extends JobType>(type: T, registration: HandlerRegistration<T>): this {
+    if (this.started) throw new Error("register handlers before start()");
+    const concurrency = registration.concurrency ?? 1;
+    const batchSize = Math.max(this.options.batchSize ?? concurrency * 2, concurrency);
+    this.lanes.set(
+      type,
+      new Lane(type, registration as unknown as HandlerRegistration<JobType>, this, concurrency, batchSize),
+    );
+    return this;
+  }
+
+  recordOutcome(type: string, outcome: "succeeded" | "retried" | "dead" | "stale") {
+    this.stats[outcome]++;
+    this.metrics?.attempts.inc({ type, outcome });
+    if (outcome === "stale") {
+      this.metrics?.staleWritebacks.inc({ type });
+      this.log.warn({ type }, "a job write-back was refused: its claim was taken over");
+    }
+  }
+
+  async start(): Promise<void> {
+    this.started = true;
+    await this.listen();
+    for (const lane of this.lanes.values()) lane.wake();
+    const poll = this.options.pollIntervalMs ?? 2_000;
+    this.pollTimer = setInterval(() => {
+      for (const lane of this.lanes.values()) lane.wake();
+    }, poll);
+    this.pollTimer.unref();
+    this.renewTimer = setInterval(() => void this.renewHeld(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.renewTimer.unref();
+  }
+
+  private async listen() {
+    if (this.stopped) return;
+    const client = new pg.Client({
+      connectionString: this.options.databaseUrl,
+      application_name: "job-listener",
+    });
+    client.on("notification", (n) => this.lanes.get(n.payload ?? "")?.wake());
+    client.on("error", (err) => {
+      this.log.warn({ error: err.message }, "job listener lost its connection; polling until it is back");
+      this.listener = undefined;
+      void client.end().catch(() => undefined);
+      setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+      this.listener = client;
+    } catch (err) {
+      this.log.warn({ error: (err as Error).message }, "job listener could not connect; polling");
+      await client.end().catch(() => undefined);
+      setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
+    }
+  }
+
+  /** Extends the leases of all held jobs; aborts running jobs whose claim was taken over. */
+  private async renewHeld() {
+    const held: ClaimedJob[] = [];
+    for (const lane of this.lanes.values()) {
+      held.push(...lane.queue);
+      for (const r of lane.running.values()) held.push(r.job);
+    }
+    if (held.length === 0) return;
+    let current: Set<string>;
+    try {
+      current = await renewLeases(this.db, held, this.leaseMs);
+    } catch (err) {
+      this.log.warn({ err }, "lease renewal failed");
+      return;
+    }
+    for (const lane of this.lanes.values()) {
+      for (const r of lane.running.values()) {
+        if (!current.has(r.job.id)) r.abort.abort(new Error("the job's claim was taken over"));
+      }
+      const kept = lane.queue.filter((j) => current.has(j.id));
+      lane.queue.splice(0, lane.queue.length, ...kept);
+    }
+  }
+
+  async release(type: string, jobs: readonly ClaimedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    try {
+      this.stats.released += await releaseJobs(this.db, type, jobs);
+    } catch (err) {
+      this.log.warn({ err }, "could not release jobs; their leases will expire");
+    }
+  }
+
+  /** Graceful stop: see the module comment. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    clearInterval(this.renewTimer);
+    const lanes = [...this.lanes.values()];
+    for (const lane of lanes) lane.stopping = true;
+    await Promise.all(lanes.map((lane) => this.release(lane.type, lane.queue.splice(0))));
+    const running = lanes.flatMap((lane) => [...lane.running.values()]);
+    const grace = this.options.shutdownGraceMs ?? 8_000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(running.map((r) => r.done)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          for (const r of running) r.abort.abort(new Error("worker stopping"));
+          resolve();
+        }, grace);
+      }),
+    ]);
+    clearTimeout(timer);
+    await Promise.allSettled(running.map((r) => r.done));
+    await this.batcher.idle();
+    await this.listener?.end().catch(() => undefined);
+    this.listener = undefined;
+  }
+}

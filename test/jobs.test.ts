@@ -1,0 +1,427 @@
+/**
+ * Issue 4: the job engine on real PostgreSQL: the transitions of spec 3.1, fencing tokens, the reaper,
+ * the backoff schedule, a worker process killed or frozen mid-job, concurrency, dead letters and the
+ * jobs list's visibility by scope.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+
+import type { Principal } from "@svc/bus";
+import { createDb, type Db, sql } from "@svc/db";
+import { enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredLeases } from "@svc/jobs";
+import { createLogger } from "@svc/observability";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+
+import { repoRoot } from "../scripts/lib/stack.js";
+// Internal SQL of the engine, reached by path: the tests drive single transitions directly.
+import { claimJobs, completeJobs, failJobs } from "../shared/jobs/src/queries.js";
+import { createHarness } from "./support/harness.js";
+
+const h = await createHarness({ seed: false });
+const db: Db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 8, applicationName: "jobs-test" });
+const log = createLogger("jobs-test", "silent");
+const workers: JobWorker[] = [];
+const children = new Set<ChildProcess>();
+
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await Promise.all(workers.map((w) => w.stop()));
+  await h.stopAll();
+  await db.end();
+});
+
+beforeEach(async () => {
+  await db.query(sql`TRUNCATE job_reaper.jobs`);
+});
+
+interface Row {
+  status: JobStatus;
+  attempts: number;
+  max_attempts: number;
+  lease_token: string | null;
+  last_error: string | null;
+  run_at: Date;
+  completed_at: Date | null;
+  delay_ms: number;
+}
+
+async function row(id: string): Promise<Row> {
+  return db.one<Row>(sql`
+    SELECT status, attempts, max_attempts, lease_token::text, last_error, run_at, completed_at,
+           (extract(epoch FROM run_at - now()) * 1000)::int AS delay_ms
+    FROM job_reaper.jobs WHERE id = ${id}`);
+}
+
+function newWorker(options: Partial<ConstructorParameters<typeof JobWorker>[0]> = {}) {
+  const worker = new JobWorker({
+    db,
+    databaseUrl: h.db.url,
+    workerId: `w${workers.length}`,
+    log,
+    ...options,
+  });
+  workers.push(worker);
+  return worker;
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("transitions (spec 3.1)", () => {
+  it("Pending → claim → Running with a lease and a fresh token; success → Succeeded", async () => {
+    const { id } = await enqueue(db, "noop", {});
+    expect((await row(id)).status).toBe(JobStatus.Pending);
+    const [claimed] = await claimJobs(db, "noop", 10, 300_000, "t");
+    expect(claimed).toMatchObject({ id, attempt: 1 });
+    const running = await row(id);
+    expect(running.status).toBe(JobStatus.Running);
+    expect(running.lease_token).toBe(claimed?.token);
+    const leaseMs = (claimed?.leaseExpiresAt.getTime() ?? 0) - Date.now();
+    expect(leaseMs).toBeGreaterThan(290_000);
+    expect(leaseMs).toBeLessThanOrEqual(300_000);
+    expect(await completeJobs(db, [{ id, token: claimed?.token as string }])).toEqual(new Set([id]));
+    expect(await row(id)).toMatchObject({ status: JobStatus.Succeeded, lease_token: null });
+  });
+
+  it("a failure with attempts left goes back to Pending with backoff and keeps the error", async () => {
+    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 3 });
+    const [c] = await claimJobs(db, "noop", 1, 60_000, "t");
+    const retryAt = new Date(Date.now() + 30_000);
+    const states = await failJobs(db, [{ id, token: c?.token as string, error: "boom", retryAt }]);
+    expect(states.get(id)).toBe(JobStatus.Pending);
+    const r = await row(id);
+    expect(r).toMatchObject({
+      status: JobStatus.Pending,
+      attempts: 1,
+      last_error: "boom",
+      lease_token: null,
+    });
+    expect(Math.abs(r.run_at.getTime() - retryAt.getTime())).toBeLessThan(5);
+    // Not due yet: nothing to claim.
+    expect(await claimJobs(db, "noop", 1, 60_000, "t")).toEqual([]);
+  });
+
+  it("a failure at max attempts is a dead letter that is never claimed again", async () => {
+    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 1 });
+    const [c] = await claimJobs(db, "noop", 1, 60_000, "t");
+    await failJobs(db, [{ id, token: c?.token as string, error: "fatal", retryAt: new Date() }]);
+    expect(await row(id)).toMatchObject({ status: JobStatus.Failed, attempts: 1, last_error: "fatal" });
+    expect(await claimJobs(db, "noop", 1, 60_000, "t")).toEqual([]);
+  });
+
+  it("an expired lease with attempts left is released by the reaper and the old token is stale", async () => {
+    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 3 });
+    const [first] = await claimJobs(db, "noop", 1, 100, "first");
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await reapExpiredLeases(db)).toEqual({ released: 1, failed: 0 });
+    expect((await row(id)).status).toBe(JobStatus.Pending);
+    const [second] = await claimJobs(db, "noop", 1, 60_000, "second");
+    expect(second?.attempt).toBe(2);
+    expect(BigInt(second?.token as string)).toBeGreaterThan(BigInt(first?.token as string));
+    // The first worker's late write-back is refused; the second's counts.
+    expect(await completeJobs(db, [{ id, token: first?.token as string }])).toEqual(new Set());
+    expect((await row(id)).status).toBe(JobStatus.Running);
+    expect(await completeJobs(db, [{ id, token: second?.token as string }])).toEqual(new Set([id]));
+    expect((await row(id)).status).toBe(JobStatus.Succeeded);
+  });
+
+  it("an expired lease with attempts exhausted is failed by the reaper and never reclaimed", async () => {
+    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 1 });
+    await claimJobs(db, "noop", 1, 50, "t");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await reapExpiredLeases(db)).toEqual({ released: 0, failed: 1 });
+    expect(await row(id)).toMatchObject({ status: JobStatus.Failed });
+    expect((await row(id)).last_error).toMatch(/lease expired/);
+    expect(await claimJobs(db, "noop", 1, 60_000, "t")).toEqual([]);
+    expect(await reapExpiredLeases(db)).toEqual({ released: 0, failed: 0 });
+  });
+
+  it("enqueueing the same idempotency key twice makes one job", async () => {
+    const a = await enqueue(db, "noop", { n: 1 }, { idempotencyKey: "k-1" });
+    const b = await enqueue(db, "noop", { n: 2 }, { idempotencyKey: "k-1" });
+    expect(a.created).toBe(true);
+    expect(b).toEqual({ id: a.id, created: false });
+    const many = await enqueueMany(db, [
+      { type: "noop", payload: {}, idempotencyKey: "k-1" },
+      { type: "noop", payload: {}, idempotencyKey: "k-2" },
+      { type: "noop", payload: {} },
+    ]);
+    expect(many[0]).toEqual({ id: a.id, created: false });
+    expect(many[1]?.created).toBe(true);
+    expect(many[2]?.created).toBe(true);
+    expect(await db.one(sql`SELECT count(*)::int AS n FROM job_reaper.jobs`)).toEqual({ n: 3 });
+  });
+});
+
+describe("the worker", () => {
+  it("retries with exponential backoff from 30 s, doubling, then dead-letters", async () => {
+    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 5 });
+    const worker = newWorker({ pollIntervalMs: 50 });
+    worker.register("noop", {
+      handler: async () => {
+        throw new Error("receiver said no");
+      },
+    });
+    await worker.start();
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      await until(async () => {
+        const r = await row(id);
+        return r.attempts === attempt && r.status === JobStatus.Pending;
+      });
+      delays.push((await row(id)).delay_ms);
+      // Make it due now instead of waiting: the schedule is what was asserted.
+      await db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE id = ${id}`);
+    }
+    await until(async () => (await row(id)).status === JobStatus.Failed);
+    const nominal = [30_000, 60_000, 120_000, 240_000];
+    delays.forEach((delay, i) => {
+      expect(delay).toBeGreaterThan((nominal[i] as number) * 0.9 - 1_000);
+      expect(delay).toBeLessThan((nominal[i] as number) * 1.1 + 100);
+    });
+    expect(await row(id)).toMatchObject({
+      status: JobStatus.Failed,
+      attempts: 5,
+      last_error: "Error: receiver said no",
+    });
+    expect(worker.stats).toMatchObject({ retried: 4, dead: 1 });
+    await worker.stop();
+  });
+
+  it("concurrent workers never run one job twice", async () => {
+    await db.query(
+      sql`CREATE TABLE IF NOT EXISTS public.job_runs (job_id bigint NOT NULL, worker text NOT NULL)`,
+    );
+    await db.query(sql`TRUNCATE public.job_runs`);
+    await enqueueMany(
+      db,
+      Array.from({ length: 300 }, (_, n) => ({ type: "noop" as const, payload: { n } })),
+    );
+    const started = [newWorker(), newWorker(), newWorker()].map((w, i) => {
+      w.register("noop", {
+        concurrency: 5,
+        handler: async (job) => {
+          await db.query(sql`INSERT INTO public.job_runs VALUES (${job.id}, ${`w${i}`})`);
+        },
+      });
+      return w;
+    });
+    await Promise.all(started.map((w) => w.start()));
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status = 'Succeeded'`,
+          )
+        ).n === 300,
+    );
+    const runs = await db.any<{ job_id: string; n: number }>(
+      sql`SELECT job_id::text, count(*)::int AS n FROM public.job_runs GROUP BY job_id`,
+    );
+    expect(runs).toHaveLength(300);
+    expect(runs.every((r) => r.n === 1)).toBe(true);
+    const perWorker = await db.any<{ worker: string }>(sql`SELECT DISTINCT worker FROM public.job_runs`);
+    expect(perWorker.length).toBeGreaterThan(1);
+    await Promise.all(started.map((w) => w.stop()));
+  });
+
+  it("wakes on a new job at once (NOTIFY), not on the slow poll", async () => {
+    const worker = newWorker({ pollIntervalMs: 60_000 });
+    const startedAt: number[] = [];
+    worker.register("noop", { handler: async () => void startedAt.push(Date.now()) });
+    await worker.start();
+    await new Promise((r) => setTimeout(r, 100));
+    const enqueuedAt = Date.now();
+    await enqueue(db, "noop", {});
+    await until(async () => startedAt.length === 1, 5_000);
+    expect((startedAt[0] as number) - enqueuedAt).toBeLessThan(1_000);
+    await worker.stop();
+  });
+
+  it("on stop, releases claimed jobs it has not started, without counting the attempt", async () => {
+    await enqueueMany(
+      db,
+      Array.from({ length: 6 }, () => ({ type: "noop" as const, payload: {} })),
+    );
+    const worker = newWorker({ batchSize: 6 });
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    worker.register("noop", { concurrency: 1, handler: () => gate });
+    await worker.start();
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status = 'Running'`,
+          )
+        ).n === 6,
+    );
+    const stopping = worker.stop();
+    setTimeout(release, 100);
+    await stopping;
+    const states = await db.any<{ status: string; attempts: number; n: number }>(
+      sql`SELECT status, attempts, count(*)::int AS n FROM job_reaper.jobs GROUP BY 1, 2 ORDER BY 1`,
+    );
+    expect(states).toEqual([
+      { status: "Pending", attempts: 0, n: 5 },
+      { status: "Succeeded", attempts: 1, n: 1 },
+    ]);
+  });
+});
+
+describe("a worker process that dies or freezes mid-job", () => {
+  function spawnWorker(leaseMs: number) {
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join("test", "support", "job-worker-process.ts")],
+      {
+        cwd: repoRoot,
+        env: { PATH: process.env.PATH ?? "", DATABASE_URL: h.db.url, LEASE_MS: String(leaseMs) },
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
+    children.add(child);
+    child.once("exit", () => children.delete(child));
+    const lines: string[] = [];
+    child.stdout?.on("data", (c: Buffer) => lines.push(...c.toString().split("\n").filter(Boolean)));
+    return { child, lines };
+  }
+
+  it("a killed worker's job is finished by another worker after the lease, exactly once", async () => {
+    const { id } = await enqueue(db, "noop", { sleepMs: 60_000 });
+    const { child, lines } = spawnWorker(1_000);
+    await until(async () => lines.includes(`started ${id}`), 20_000);
+    child.kill("SIGKILL");
+    const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
+    const worker = newWorker({ pollIntervalMs: 100 });
+    const ran: string[] = [];
+    worker.register("noop", { handler: async (job) => void ran.push(job.id) });
+    await worker.start();
+    await until(async () => (await row(id)).status === JobStatus.Succeeded, 15_000);
+    expect(ran).toEqual([id]);
+    expect(await row(id)).toMatchObject({ status: JobStatus.Succeeded, attempts: 2 });
+    await worker.stop();
+    await reaper.stop();
+  }, 40_000);
+
+  it("a frozen worker's late write-back is rejected by the fencing token", async () => {
+    const { id } = await enqueue(db, "noop", { sleepMs: 1_500 });
+    const { child, lines } = spawnWorker(800);
+    await until(async () => lines.includes(`started ${id}`), 20_000);
+    child.kill("SIGSTOP");
+    // While it is frozen its lease lapses; the reaper frees the job and another worker completes it.
+    const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
+    const worker = newWorker({ pollIntervalMs: 100 });
+    worker.register("noop", { handler: async () => undefined });
+    await worker.start();
+    await until(async () => (await row(id)).status === JobStatus.Succeeded, 15_000);
+    const completedAt = (await row(id)).completed_at;
+    await worker.stop();
+    await reaper.stop();
+    child.kill("SIGCONT");
+    // The thawed worker finishes its handler and tries to complete with its old token.
+    await until(
+      async () => lines.some((l) => l.startsWith("stats") && JSON.parse(l.slice(6)).stale === 1),
+      15_000,
+    );
+    expect(await row(id)).toMatchObject({
+      status: JobStatus.Succeeded,
+      attempts: 2,
+      completed_at: completedAt,
+    });
+    child.kill("SIGKILL");
+  }, 40_000);
+});
+
+describe("the jobs list (job-reaper.jobs.list)", () => {
+  const platform: Principal = {
+    subject: "op",
+    scope: "platform",
+    workspaceKey: null,
+    permissions: ["job.read"],
+    roles: [],
+  };
+  const inA: Principal = {
+    subject: "a",
+    scope: "workspace",
+    workspaceKey: "a",
+    permissions: ["job.read"],
+    roles: [],
+  };
+  const noScope: Principal = {
+    subject: "x",
+    scope: null,
+    workspaceKey: null,
+    permissions: ["job.read"],
+    roles: [],
+  };
+
+  it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
+    const service = await h.start(jobReaperService);
+    const bus = service.deps.bus;
+    await enqueueMany(db, [
+      ...Array.from({ length: 5 }, () => ({ type: "noop" as const, payload: {}, workspaceKey: "a" })),
+      ...Array.from({ length: 3 }, () => ({ type: "noop" as const, payload: {}, workspaceKey: "b" })),
+    ]);
+    const { id: deadId } = await enqueue(db, "noop", {}, { workspaceKey: "a", maxAttempts: 1 });
+    const [c] = await claimJobs(db, "noop", 100, 60_000, "t").then((all) =>
+      all.filter((j) => j.id === deadId),
+    );
+    await failJobs(db, [{ id: deadId, token: c?.token as string, error: "gave up", retryAt: new Date() }]);
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await bus.request("job-reaper.jobs.list", {
+        principal: platform,
+        query: { limit: 4, ...(cursor ? { cursor } : {}) },
+      });
+      expect(page.items.length).toBeLessThanOrEqual(4);
+      seen.push(...page.items.map((j) => j.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    expect(seen).toHaveLength(9);
+    expect(new Set(seen).size).toBe(9);
+    expect([...seen].sort((x, y) => Number(y) - Number(x))).toEqual(seen);
+
+    const dead = await bus.request("job-reaper.jobs.list", {
+      principal: platform,
+      query: { status: "Failed" },
+    });
+    expect(dead.items).toEqual([
+      expect.objectContaining({ id: deadId, status: "Failed", lastError: "gave up", workspaceKey: "a" }),
+    ]);
+
+    const mine = await bus.request("job-reaper.jobs.list", { principal: inA, query: {} });
+    expect(mine.items).toHaveLength(6);
+    expect(mine.items.every((j) => j.workspaceKey === "a")).toBe(true);
+    const onlyB = await bus.request("job-reaper.jobs.list", {
+      principal: platform,
+      query: { workspaceKey: "b" },
+    });
+    expect(onlyB.items).toHaveLength(3);
+
+    await expect(
+      bus.request("job-reaper.jobs.list", { principal: inA, query: { workspaceKey: "b" } }),
+    ).rejects.toMatchObject({ status: 404 });
+    await expect(
+      bus.request("job-reaper.jobs.list", { principal: noScope, query: {} }),
+    ).rejects.toMatchObject({ status: 403 });
+    await expect(
+      bus.request("job-reaper.jobs.list", { principal: platform, query: { limit: 101 } }),
+    ).rejects.toMatchObject({
+      status: 400,
+      extensions: { errors: [expect.objectContaining({ field: "/query/limit" })] },
+    });
+    await expect(
+      bus.request("job-reaper.jobs.list", { principal: platform, query: { cursor: "bm9wZQ" } }),
+    ).rejects.toMatchObject({ status: 400 });
+    await service.stop();
+  });
+});

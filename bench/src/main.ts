@@ -6,8 +6,10 @@
  * Also the gateway with its resolution cache off (every request crosses NATS to the resolver and
  * PostgreSQL), and the idle resident memory of each of the six services.
  *
+ * Then the job engine next to graphile-worker (jobs.ts).
+ *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon).
+ * when installed, else autocannon), --only http|jobs, --jobs N (default 20000), --rounds N (default 3).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -20,6 +22,7 @@ import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 
 import { migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
+import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
 
 const { values: args } = parseArgs({
@@ -28,6 +31,9 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "50" },
     tool: { type: "string" },
     warmup: { type: "string", default: "2" },
+    only: { type: "string" },
+    jobs: { type: "string", default: "20000" },
+    rounds: { type: "string", default: "3" },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -111,106 +117,122 @@ async function cleanup() {
 
 const results: Array<LoadResult & { name: string }> = [];
 const memory: Array<{ service: string; rssMb: number }> = [];
-try {
-  log(
-    `load tool: ${tool}, ${connections} connections, ${durationSeconds} s per run after ${warmupSeconds} s warm-up`,
-  );
-  execFileSync(process.execPath, [join(repoRoot, "scripts", "build.mjs")], {
-    cwd: repoRoot,
-    stdio: "ignore",
-  });
-  await migrateAll(dbUrl.toString());
-  await seedDemo(dbUrl.toString());
-  const stackEnv = {
-    NODE_ENV: "production",
-    LOG_LEVEL: "warn",
-    DATABASE_URL: dbUrl.toString(),
-    NATS_URL: natsUrl,
-    SVC_SUBJECT_PREFIX: prefix,
-    SVC_EVENTS_STREAM: stream,
-    GATEWAY_HOST: "127.0.0.1",
-  };
-  const gatewayPort = await freePort();
-  const services = SERVICES.map((name) => ({
-    name,
-    child: start([join("dist", `${name}.mjs`)], { ...stackEnv, GATEWAY_PORT: String(gatewayPort) }),
-  }));
-  const gateway = `http://127.0.0.1:${gatewayPort}`;
-  await httpReady(`${gateway}/ready`);
-  await new Promise((r) => setTimeout(r, 3_000));
-  for (const { name, child } of services) memory.push({ service: name, rssMb: rssMb(child.pid as number) });
 
-  // 1. Bare Fastify.
-  const barePort = await freePort();
-  const bare = start(["--import", "tsx", "bench/src/bare-fastify.ts"], { PORT: String(barePort) });
-  await httpReady(`http://127.0.0.1:${barePort}/workspace/public/resolve`);
-  results.push(
-    await measure("bare Fastify (no hop)", `http://127.0.0.1:${barePort}/workspace/public/resolve`),
-  );
-  await stop(bare);
+async function httpBench() {
+  try {
+    log(
+      `load tool: ${tool}, ${connections} connections, ${durationSeconds} s per run after ${warmupSeconds} s warm-up`,
+    );
+    execFileSync(process.execPath, [join(repoRoot, "scripts", "build.mjs")], {
+      cwd: repoRoot,
+      stdio: "ignore",
+    });
+    await migrateAll(dbUrl.toString());
+    await seedDemo(dbUrl.toString());
+    const stackEnv = {
+      NODE_ENV: "production",
+      LOG_LEVEL: "warn",
+      DATABASE_URL: dbUrl.toString(),
+      NATS_URL: natsUrl,
+      SVC_SUBJECT_PREFIX: prefix,
+      SVC_EVENTS_STREAM: stream,
+      GATEWAY_HOST: "127.0.0.1",
+    };
+    const gatewayPort = await freePort();
+    const services = SERVICES.map((name) => ({
+      name,
+      child: start([join("dist", `${name}.mjs`)], { ...stackEnv, GATEWAY_PORT: String(gatewayPort) }),
+    }));
+    const gateway = `http://127.0.0.1:${gatewayPort}`;
+    await httpReady(`${gateway}/ready`);
+    await new Promise((r) => setTimeout(r, 3_000));
+    for (const { name, child } of services) memory.push({ service: name, rssMb: rssMb(child.pid as number) });
 
-  // 2. moleculer-web → NATS → moleculer action.
-  const molPort = await freePort();
-  const molEnv = { NATS_URL: natsUrl, NAMESPACE: `bench${stamp}`, PORT: String(molPort) };
-  const molService = start(["--import", "tsx", "bench/src/moleculer-node.ts"], {
-    ...molEnv,
-    ROLE: "service",
-  });
-  const molWeb = start(["--import", "tsx", "bench/src/moleculer-node.ts"], { ...molEnv, ROLE: "web" });
-  await httpReady(`http://127.0.0.1:${molPort}/workspace/public/resolve`);
-  results.push(
-    await measure("moleculer-web → NATS → action", `http://127.0.0.1:${molPort}/workspace/public/resolve`),
-  );
-  await Promise.all([stop(molWeb), stop(molService)]);
+    // 1. Bare Fastify.
+    const barePort = await freePort();
+    const bare = start(["--import", "tsx", "bench/src/bare-fastify.ts"], { PORT: String(barePort) });
+    await httpReady(`http://127.0.0.1:${barePort}/workspace/public/resolve`);
+    results.push(
+      await measure("bare Fastify (no hop)", `http://127.0.0.1:${barePort}/workspace/public/resolve`),
+    );
+    await stop(bare);
 
-  // 3. Our gateway as configured by default (resolution cache on).
-  results.push(await measure("svc gateway (default, cached)", `${gateway}/workspace/public/resolve`));
+    // 2. moleculer-web → NATS → moleculer action.
+    const molPort = await freePort();
+    const molEnv = { NATS_URL: natsUrl, NAMESPACE: `bench${stamp}`, PORT: String(molPort) };
+    const molService = start(["--import", "tsx", "bench/src/moleculer-node.ts"], {
+      ...molEnv,
+      ROLE: "service",
+    });
+    const molWeb = start(["--import", "tsx", "bench/src/moleculer-node.ts"], { ...molEnv, ROLE: "web" });
+    await httpReady(`http://127.0.0.1:${molPort}/workspace/public/resolve`);
+    results.push(
+      await measure("moleculer-web → NATS → action", `http://127.0.0.1:${molPort}/workspace/public/resolve`),
+    );
+    await Promise.all([stop(molWeb), stop(molService)]);
 
-  // 4. A second gateway with the cache off: every request crosses NATS to the resolver and PostgreSQL.
-  const uncachedPort = await freePort();
-  const uncached = start([join("dist", "gateway.mjs")], {
-    ...stackEnv,
-    GATEWAY_PORT: String(uncachedPort),
-    BackendHost__ResolveCacheTtlMs: "0",
-  });
-  await httpReady(`http://127.0.0.1:${uncachedPort}/ready`);
-  results.push(
-    await measure(
-      "svc gateway (cache off, NATS hop)",
-      `http://127.0.0.1:${uncachedPort}/workspace/public/resolve`,
-    ),
-  );
-  await stop(uncached);
-} finally {
-  await cleanup();
+    // 3. Our gateway as configured by default (resolution cache on).
+    results.push(await measure("svc gateway (default, cached)", `${gateway}/workspace/public/resolve`));
+
+    // 4. A second gateway with the cache off: every request crosses NATS to the resolver and PostgreSQL.
+    const uncachedPort = await freePort();
+    const uncached = start([join("dist", "gateway.mjs")], {
+      ...stackEnv,
+      GATEWAY_PORT: String(uncachedPort),
+      BackendHost__ResolveCacheTtlMs: "0",
+    });
+    await httpReady(`http://127.0.0.1:${uncachedPort}/ready`);
+    results.push(
+      await measure(
+        "svc gateway (cache off, NATS hop)",
+        `http://127.0.0.1:${uncachedPort}/workspace/public/resolve`,
+      ),
+    );
+    await stop(uncached);
+  } finally {
+    await cleanup();
+  }
 }
 
-const [bare, mol, ours, oursUncached] = results;
-const pad = (s: string, n: number) => s.padEnd(n);
-const num = (n: number) => n.toFixed(n < 10 ? 2 : 0);
-console.log(`\nGET /workspace/public/resolve, ${connections} connections, ${durationSeconds} s, ${tool}`);
-console.log(`${pad("target", 36)}${pad("req/s", 10)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}errors/non-2xx`);
-for (const r of results) {
-  console.log(
-    `${pad(r.name, 36)}${pad(num(r.requestsPerSecond), 10)}${pad(num(r.p50Ms), 9)}${pad(num(r.p99Ms), 9)}${r.errors}/${r.non2xx}`,
-  );
+function printHttp() {
+  const [bare, mol, ours, oursUncached] = results;
+  const pad = (s: string, n: number) => s.padEnd(n);
+  const num = (n: number) => n.toFixed(n < 10 ? 2 : 0);
+  console.log(`\nGET /workspace/public/resolve, ${connections} connections, ${durationSeconds} s, ${tool}`);
+  console.log(`${pad("target", 36)}${pad("req/s", 10)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}errors/non-2xx`);
+  for (const r of results) {
+    console.log(
+      `${pad(r.name, 36)}${pad(num(r.requestsPerSecond), 10)}${pad(num(r.p50Ms), 9)}${pad(num(r.p99Ms), 9)}${r.errors}/${r.non2xx}`,
+    );
+  }
+  if (bare && mol && ours && oursUncached) {
+    const ratio = ours.requestsPerSecond / mol.requestsPerSecond;
+    console.log("\nratios (throughput)");
+    console.log(
+      `  svc cached   / moleculer-web : ${ratio.toFixed(2)}x   (target >= 1.30x: ${ratio >= 1.3 ? "met" : "NOT met"})`,
+    );
+    console.log(
+      `  svc cached   / bare Fastify  : ${(ours.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}x`,
+    );
+    console.log(
+      `  svc no cache / moleculer-web : ${(oursUncached.requestsPerSecond / mol.requestsPerSecond).toFixed(2)}x`,
+    );
+    console.log(
+      `  svc cached p99 ${num(ours.p99Ms)} ms (target < 10 ms: ${ours.p99Ms < 10 ? "met" : "NOT met"})`,
+    );
+  }
+  console.log("\nidle resident memory (target < 100 MB each)");
+  for (const m of memory)
+    console.log(`  ${pad(m.service, 20)}${m.rssMb.toFixed(1)} MB ${m.rssMb < 100 ? "" : "(over)"}`);
 }
-if (bare && mol && ours && oursUncached) {
-  const ratio = ours.requestsPerSecond / mol.requestsPerSecond;
-  console.log("\nratios (throughput)");
-  console.log(
-    `  svc cached   / moleculer-web : ${ratio.toFixed(2)}x   (target >= 1.30x: ${ratio >= 1.3 ? "met" : "NOT met"})`,
-  );
-  console.log(
-    `  svc cached   / bare Fastify  : ${(ours.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}x`,
-  );
-  console.log(
-    `  svc no cache / moleculer-web : ${(oursUncached.requestsPerSecond / mol.requestsPerSecond).toFixed(2)}x`,
-  );
-  console.log(
-    `  svc cached p99 ${num(ours.p99Ms)} ms (target < 10 ms: ${ours.p99Ms < 10 ? "met" : "NOT met"})`,
-  );
+
+const only = args.only;
+if (only === undefined || only === "http") {
+  await httpBench();
+  printHttp();
 }
-console.log("\nidle resident memory (target < 100 MB each)");
-for (const m of memory)
-  console.log(`  ${pad(m.service, 20)}${m.rssMb.toFixed(1)} MB ${m.rssMb < 100 ? "" : "(over)"}`);
+if (only === undefined || only === "jobs") {
+  const jobs = Number(args.jobs);
+  const jobResults = await runJobsBench(serverUrl, stamp, jobs, 10, Number(args.rounds));
+  printJobsResults(jobResults, jobs, 10);
+}

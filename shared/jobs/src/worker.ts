@@ -174,6 +174,8 @@ class Lane {
   private fetching = false;
   private fetchAgain = false;
   stopping = false;
+  /** Claim again when this few are left unstarted, so the next batch arrives before the queue runs dry. */
+  private readonly lowWater: number;
 
   constructor(
     readonly type: JobType,
@@ -181,7 +183,9 @@ class Lane {
     private readonly worker: JobWorker,
     readonly concurrency: number,
     private readonly batchSize: number,
-  ) {}
+  ) {
+    this.lowWater = Math.max(concurrency, Math.floor(batchSize / 2));
+  }
 
   /** Claims more when the local queue is short, unless a claim is already in flight. */
   wake(): void {
@@ -190,7 +194,7 @@ class Lane {
       this.fetchAgain = true;
       return;
     }
-    if (this.queue.length > this.concurrency) return;
+    if (this.queue.length > this.lowWater) return;
     void this.fetch();
   }
 
@@ -199,7 +203,7 @@ class Lane {
     try {
       do {
         this.fetchAgain = false;
-        const wanted = this.batchSize - this.queue.length;
+        const wanted = Math.min(this.batchSize, this.batchSize + this.lowWater - this.queue.length);
         if (wanted <= 0 || this.stopping) break;
         let jobs: ClaimedJob[];
         try {
@@ -222,7 +226,7 @@ class Lane {
         this.pump();
         // A full batch means more are probably due: claim again while the first ones run.
         if (jobs.length === wanted) this.fetchAgain = true;
-      } while (this.fetchAgain && this.queue.length <= this.concurrency);
+      } while (this.fetchAgain && this.queue.length <= this.lowWater);
     } finally {
       this.fetching = false;
     }
@@ -233,7 +237,7 @@ class Lane {
       const job = this.queue.shift() as ClaimedJob;
       this.start(job);
     }
-    if (this.queue.length <= this.concurrency) this.wake();
+    if (this.queue.length <= this.lowWater) this.wake();
   }
 
   private start(job: ClaimedJob) {
@@ -249,14 +253,18 @@ class Lane {
     this.running.set(job.id, { job, abort, done });
   }
 
+  /**
+   * Runs the handler; the slot is free as soon as it returns. The write-back joins the next batch and is
+   * tracked by the batcher (stop() waits for it), so a slow database round trip does not idle the slots.
+   */
   private async run(job: ClaimedJob, abort: AbortController) {
     try {
       await this.registration.handler(job, { signal: abort.signal, log: this.worker.log });
-      await this.worker.batcher.complete(job);
+      void this.worker.batcher.complete(job);
     } catch (error) {
       const retryAfterMs = error instanceof RetryLaterError ? error.retryAfterMs : undefined;
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      await this.worker.batcher.fail(job, {
+      void this.worker.batcher.fail(job, {
         error: message,
         retryAt: new Date(Date.now() + retryDelayMs(job.attempt, Math.random, retryAfterMs)),
       });

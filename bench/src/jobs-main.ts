@@ -1,5 +1,6 @@
 /** Runs only the job-engine part of `make bench` (see jobs.ts); used by main.ts too. */
 import pg from "pg";
+
 import { migrateAll } from "../../scripts/lib/stack.js";
 import { benchGraphile, benchOurs, type JobsBenchResult } from "./jobs.js";
 

@@ -42,7 +42,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     },
   });
   await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
-  await app.register(metricsPlugin, { registry: deps.metrics });
+  await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });
   await app.register(healthPlugin, { db: deps.db, nc: deps.nc });
   await app.register(publicWorkspacePlugin, {
     bus: deps.bus,

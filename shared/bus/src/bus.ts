@@ -58,6 +58,8 @@ export type Handler<S extends Subject> = (
 export interface ServeOptions<S extends Subject> {
   /** Queue group; defaults to the bus's service name so replicas share the load. */
   readonly queue?: string;
+  /** Every replica answers (no queue group), for scatter-gather requests (`requestAll`). */
+  readonly fanOut?: boolean;
   /** Checks and narrows the decoded payload; throw a ValidationError to reject it. */
   readonly decode?: (payload: unknown) => RequestOf<S>;
 }
@@ -167,7 +169,7 @@ export class Bus {
   serve<S extends Subject>(subject: S, handler: Handler<S>, options: ServeOptions<S> = {}): void {
     const full = this.subject(subject);
     const sub = this.nc.subscribe(full, {
-      queue: options.queue ?? this.service,
+      ...(options.fanOut ? {} : { queue: options.queue ?? this.service }),
       callback: (err, msg) => {
         if (err !== null) {
           this.log.error({ err, subject: full }, "subscription failed");
@@ -223,6 +225,37 @@ export class Bus {
     const h: MsgHdrs = natsHeaders();
     h.set(Header.ErrorCode, svcError.code);
     msg.respond(encodeJson({ detail: svcError.message, ...svcError.extensions }), { headers: h });
+  }
+
+  /**
+   * Scatter-gather: sends one request that every fan-out responder answers, and collects the replies
+   * until none has arrived for `stallMs` (or `maxWaitMs` passed). Error replies are skipped.
+   */
+  async requestAll<S extends Subject>(
+    subject: S,
+    request: RequestOf<S>,
+    options: { maxWaitMs?: number; stallMs?: number } = {},
+  ): Promise<Array<ReplyOf<S>>> {
+    const replies: Array<ReplyOf<S>> = [];
+    try {
+      const iterable = await this.nc.requestMany(this.subject(subject), encodeJson(request), {
+        strategy: "stall",
+        maxWait: options.maxWaitMs ?? 1_000,
+        stall: options.stallMs ?? 100,
+      });
+      for await (const msg of iterable) {
+        if (msg.headers?.get(Header.ErrorCode)) continue;
+        try {
+          replies.push(JSON.parse(decoder.decode(msg.data)) as ReplyOf<S>);
+        } catch {
+          // a malformed reply is skipped
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof natsErrors.RequestError || error instanceof natsErrors.NoRespondersError))
+        throw error;
+    }
+    return replies;
   }
 
   /** Publishes a fan-out notification. */

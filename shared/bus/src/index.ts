@@ -15,6 +15,7 @@ export {
   type BroadcastMap,
   type JobsListQuery,
   type JobsListReply,
+  type MetricsReply,
   ownerOf,
   type PingReply,
   type Principal,

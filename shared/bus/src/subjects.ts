@@ -78,7 +78,16 @@ export interface JobsListReply {
   readonly nextCursor: string | null;
 }
 
+/** One replica's metrics, as prom-client's `getMetricsAsJSON()`. */
+export interface MetricsReply {
+  readonly service: string;
+  readonly instance: string;
+  readonly metrics: readonly unknown[];
+}
+
 export interface SubjectMap {
+  /** Every replica of every service answers (fan-out, no queue group): the gateway's /metrics gathers them. */
+  "metrics.collect": { request: Record<string, never>; reply: MetricsReply };
   /** The jobs list, newest first, limited to the caller's reach (spec 2.4, 8). */
   "job-reaper.jobs.list": { request: { principal: Principal; query: JobsListQuery }; reply: JobsListReply };
   /** Resolves the visible workspace for a host and path (spec 2.1.1–2.1.3). */

@@ -92,6 +92,11 @@ export async function startService(
       version: HOST_VERSION,
       uptimeMs: Date.now() - startedAt,
     }));
+    bus.serve(
+      "metrics.collect",
+      async () => ({ service: definition.name, instance, metrics: await metrics.getMetricsAsJSON() }),
+      { fanOut: true },
+    );
     const hooks = (await definition.start(deps)) ?? {};
     log.info({ instance }, "service started");
     let stopping: Promise<void> | undefined;

@@ -1,17 +1,25 @@
+import type { Bus } from "@svc/bus";
 import { Histogram, type Registry } from "@svc/observability";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
+import { AggregatorRegistry } from "prom-client";
 
 export interface MetricsOptions {
   readonly registry: Registry;
+  readonly bus: Bus;
 }
 
 /**
  * Prometheus text at `GET /metrics` and a request-duration histogram labelled by route pattern (not the raw
  * URL, so cardinality stays bounded) and status code.
+ *
+ * The other services have no HTTP port, so /metrics also gathers their metrics over NATS
+ * (`metrics.collect`, answered by every replica) and merges them with the gateway's own. Series with the
+ * same labels from several replicas of one service are summed, as prom-client's cluster aggregation does;
+ * every series carries its `service` label.
  */
 export const metricsPlugin = fp<MetricsOptions>(
-  async (app: FastifyInstance, { registry }) => {
+  async (app: FastifyInstance, { registry, bus }) => {
     const duration = new Histogram({
       name: "svc_http_request_duration_seconds",
       help: "HTTP request duration at the gateway, by method, route pattern and status code.",
@@ -31,8 +39,14 @@ export const metricsPlugin = fp<MetricsOptions>(
       done();
     });
     app.get("/metrics", { config: { public: true } }, async (_request, reply) => {
-      const body = await registry.metrics();
-      return reply.type(registry.contentType).send(body);
+      const replies = await bus.requestAll("metrics.collect", {}, { maxWaitMs: 2_000, stallMs: 150 });
+      // Gateways are scraped one by one (each its own target), so their replies are left out here.
+      const others = replies.filter((r) => r.service !== "gateway");
+      const merged = AggregatorRegistry.aggregate([
+        await registry.getMetricsAsJSON(),
+        ...others.map((r) => r.metrics as object[]),
+      ]);
+      return reply.type(registry.contentType).send(await merged.metrics());
     });
   },
   { name: "svc-metrics", fastify: "5.x" },

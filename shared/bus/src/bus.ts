@@ -23,6 +23,8 @@ import {
   ownerOf,
   type ReplyOf,
   type RequestOf,
+  type RouteReply,
+  type RouteRequest,
   type Subject,
 } from "./subjects.js";
 
@@ -99,6 +101,23 @@ export class Bus {
   /** The full NATS subject of a map entry. */
   subject(name: string): string {
     return `${this.prefix}.${name}`;
+  }
+
+  /**
+   * Forwards an operator route to the service that owns `subject` (a catalogue entry of the gateway, not
+   * a SubjectMap key: route handlers type their input through the route's schemas).
+   */
+  async requestRoute(subject: string, request: RouteRequest, options?: RequestOptions): Promise<RouteReply> {
+    const data = await this.requestRaw(subject as Subject, request as never, options);
+    return JSON.parse(decoder.decode(data)) as RouteReply;
+  }
+
+  /** Serves an operator route forwarded by the gateway. */
+  serveRoute<P = Record<string, string>, Q = Record<string, unknown>, B = unknown>(
+    subject: string,
+    handler: (request: RouteRequest<P, Q, B>, context: HandlerContext) => Promise<RouteReply> | RouteReply,
+  ): void {
+    this.serve(subject as Subject, handler as unknown as Handler<Subject>);
   }
 
   /** Sends a request and decodes the reply. */

@@ -8,6 +8,8 @@ export const Header = {
   ErrorCode: "Svc-Error-Code",
   /** Workspace key of an event (null-workspace events omit it). */
   WorkspaceKey: "Svc-Workspace-Key",
+  /** When the event happened (ISO 8601); defaults to when it was published. */
+  OccurredAt: "Svc-Occurred-At",
   /** JetStream de-duplication id of a published event. */
   MsgId: "Nats-Msg-Id",
 } as const;

@@ -8,13 +8,17 @@ export {
   type ServeOptions,
 } from "./bus.js";
 export { connectNats, type ConnectOptions, natsIsReachable } from "./connect.js";
+export { createEventPublisher, EVENT_NAME_PATTERN, type EventPublisher, type PublishedEvent } from "./events.js";
 export { Header } from "./headers.js";
+export { ensureBucket } from "./kv.js";
 export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./streams.js";
 export {
   type Broadcast,
   type BroadcastMap,
   type JobsListQuery,
   type JobsListReply,
+  type LoginReply,
+  type LoginRequest,
   type MetricsReply,
   ownerOf,
   type PingReply,
@@ -23,6 +27,8 @@ export {
   type RequestOf,
   type ResolveRequest,
   type ResolveResult,
+  type RouteReply,
+  type RouteRequest,
   Scope,
   ServiceName,
   type Subject,

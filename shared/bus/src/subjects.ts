@@ -51,6 +51,28 @@ export interface Principal {
   readonly roles: readonly string[];
 }
 
+/**
+ * What the gateway sends a service for an operator route: the authenticated principal and the validated
+ * route parameters, query and body. The route's schemas (in the gateway's catalogue) give their shapes.
+ */
+export interface RouteRequest<
+  P = Record<string, string>,
+  Q = Record<string, unknown>,
+  B = unknown,
+> {
+  readonly principal: Principal;
+  readonly params: P;
+  readonly query: Q;
+  readonly body: B;
+}
+
+/** A service's answer to an operator route; errors travel as SvcErrors instead. */
+export interface RouteReply<T = unknown> {
+  readonly status: number;
+  readonly body?: T;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
 /** `GET /api/jobs` query (issue 4). */
 export interface JobsListQuery {
   readonly status?: string;
@@ -85,7 +107,26 @@ export interface MetricsReply {
   readonly metrics: readonly unknown[];
 }
 
+/** `POST /api/auth/login` body. */
+export interface LoginRequest {
+  readonly userName: string;
+  readonly password: string;
+  readonly workspaceKey?: string | null;
+}
+
+export interface LoginReply {
+  readonly accessToken: string;
+  readonly tokenType: "Bearer";
+  readonly expiresIn: number;
+}
+
 export interface SubjectMap {
+  /** Signs a user in and issues an access token (spec 5, issue 3). */
+  "rbac.auth.login": { request: LoginRequest; reply: LoginReply };
+  /** The public keys that verify access tokens (served at /.well-known/jwks.json). */
+  "rbac.keys.jwks": { request: Record<string, never>; reply: { keys: ReadonlyArray<Record<string, unknown>> } };
+  /** A role's current permission keys (the gateway asks for host.api's, the API-key role). */
+  "rbac.roles.grants": { request: { role: string }; reply: { role: string; permissions: readonly string[] } };
   /** Every replica of every service answers (fan-out, no queue group): the gateway's /metrics gathers them. */
   "metrics.collect": { request: Record<string, never>; reply: MetricsReply };
   /** The jobs list, newest first, limited to the caller's reach (spec 2.4, 8). */
@@ -111,6 +152,8 @@ export type ReplyOf<S extends Subject> = SubjectMap[S]["reply"];
 
 /** Fan-out notifications (core NATS publish, every subscriber gets each one, nothing durable). */
 export interface BroadcastMap {
+  /** A role's grants changed: drop cached grants. */
+  "rbac.roles.changed": { role: string };
   /** Tenants, workspaces or bindings changed: drop cached resolutions. */
   "resolver.cache.invalidate": { reason: string };
 }

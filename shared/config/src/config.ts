@@ -28,7 +28,34 @@ export interface BackendHostSettings {
   readonly jobReaperIntervalMs: number;
   /** Backstop poll of workers for due jobs (scheduled, retried), ms. */
   readonly jobPollIntervalMs: number;
+  /** PKCS#8 PEM of the ES256 token-signing key; the built-in development key when unset (refused outside development). */
+  readonly jwtSigningKey: string;
+  /** True when jwtSigningKey is the well-known development key. */
+  readonly jwtSigningKeyIsDefault: boolean;
+  readonly jwtIssuer: string;
+  readonly accessTokenLifetimeSeconds: number;
+  readonly enableBootstrapApiKeys: boolean;
+  /** Break-glass API keys (header X-Svc-Api-Key). */
+  readonly apiKeys: readonly string[];
+  /** After this instant the bootstrap API keys stop working; null: no expiry. */
+  readonly bootstrapApiKeysExpireAtUtc: Date | null;
+  /** Peers (IPs or CIDRs) whose X-Forwarded-For is believed for rate limiting. */
+  readonly trustedProxies: readonly string[];
+  /** Extra roles: name → permission keys (BackendHost__RbacRoles__N__Name / __Permissions__M). */
+  readonly rbacRoles: ReadonlyArray<{ readonly name: string; readonly permissions: readonly string[] }>;
 }
+
+/**
+ * The well-known development signing key and API key. They exist so that `make dev` and the tests work
+ * with no set-up; parseConfig refuses them when NODE_ENV is production.
+ */
+export const DEVELOPMENT_JWT_SIGNING_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg6orW49KfUrgpQakd
+jF56beH45fBmz8ZJ3+Chbc5efl+hRANCAAQA3taoJgx9hilwTS45wRoBPlqq267D
+MF54wT8cQho9pPTolyyTww//zEXbZihe/h6ctJUau0skpNLT4irzDe+8
+-----END PRIVATE KEY-----
+`;
+export const DEVELOPMENT_API_KEY = "svc-dev-bootstrap-key-change-me";
 
 export interface Config {
   readonly nodeEnv: NodeEnv;
@@ -80,6 +107,15 @@ export const defaults = {
     jobLeaseMs: 300_000,
     jobReaperIntervalMs: 10_000,
     jobPollIntervalMs: 2_000,
+    jwtSigningKey: DEVELOPMENT_JWT_SIGNING_KEY,
+    jwtSigningKeyIsDefault: true,
+    jwtIssuer: "svc",
+    accessTokenLifetimeSeconds: 3_600,
+    enableBootstrapApiKeys: false,
+    apiKeys: [],
+    bootstrapApiKeysExpireAtUtc: null,
+    trustedProxies: [],
+    rbacRoles: [],
   },
 } as const satisfies Omit<Config, "settings">;
 
@@ -152,6 +188,48 @@ class Reader {
 
   array(name: string): string[] {
     return getSettingArray(this.tree, name) ?? [];
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const v = raw.value.trim().toLowerCase();
+    if (v === "true" || v === "1") return true;
+    if (v === "false" || v === "0") return false;
+    this.problems.push(`${raw.label}: expected true or false (got ${JSON.stringify(raw.value)})`);
+    return fallback;
+  }
+
+  date(name: string): Date | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return null;
+    const d = new Date(raw.value);
+    if (Number.isNaN(d.getTime())) {
+      this.problems.push(`${raw.label}: expected an ISO 8601 date-time (got ${JSON.stringify(raw.value)})`);
+      return null;
+    }
+    return d;
+  }
+
+  /** `Name` + `Permissions` objects under an array setting. */
+  roles(name: string): Array<{ name: string; permissions: string[] }> {
+    const node = getSetting(this.tree, name);
+    if (node === undefined) return [];
+    if (typeof node !== "object" || Array.isArray(node)) {
+      this.problems.push(`${name.replaceAll(":", "__")}: expected __N__Name and __N__Permissions__M entries`);
+      return [];
+    }
+    const roles: Array<{ name: string; permissions: string[] }> = [];
+    for (const [index, entry] of Object.entries(node)) {
+      const label = `${name.replaceAll(":", "__")}__${index}`;
+      const roleName = typeof entry === "object" && !Array.isArray(entry) ? entry.name : undefined;
+      if (typeof roleName !== "string" || !/^[a-z][a-z0-9._-]{0,62}$/.test(roleName)) {
+        this.problems.push(`${label}__Name: expected a role name (lower case letters, digits, . _ -)`);
+        continue;
+      }
+      roles.push({ name: roleName, permissions: getSettingArray(this.tree, `${name}:${index}:permissions`) ?? [] });
+    }
+    return roles;
   }
 }
 
@@ -242,9 +320,35 @@ export function parseConfig(env: Env = process.env): Config {
         50,
         3_600_000,
       ),
+      jwtSigningKey: r.optionalString("BackendHost:JwtSigningKey")?.replaceAll("\\n", "\n") ?? DEVELOPMENT_JWT_SIGNING_KEY,
+      jwtSigningKeyIsDefault: r.optionalString("BackendHost:JwtSigningKey") === null,
+      jwtIssuer: r.string("BackendHost:JwtIssuer", d.backendHost.jwtIssuer),
+      accessTokenLifetimeSeconds: r.int(
+        "BackendHost:AccessTokenLifetimeSeconds",
+        d.backendHost.accessTokenLifetimeSeconds,
+        30,
+        7 * 86_400,
+      ),
+      enableBootstrapApiKeys: r.bool("BackendHost:EnableBootstrapApiKeys", d.backendHost.enableBootstrapApiKeys),
+      apiKeys: r.array("BackendHost:ApiKeys"),
+      bootstrapApiKeysExpireAtUtc: r.date("BackendHost:BootstrapApiKeysExpireAtUtc"),
+      trustedProxies: r.array("BackendHost:TrustedProxies"),
+      rbacRoles: r.roles("BackendHost:RbacRoles"),
     },
     settings: tree,
   };
+  if (config.nodeEnv === NodeEnv.Production) {
+    // Spec 5.1: the built-in signing key and the well-known API key are for development only.
+    if (config.backendHost.jwtSigningKeyIsDefault) {
+      r.problems.push("BackendHost__JwtSigningKey: must be set in production (the built-in development key is refused)");
+    }
+    if (config.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
+      r.problems.push("BackendHost__ApiKeys: the well-known development key is refused in production");
+    }
+  }
+  for (const key of config.backendHost.apiKeys) {
+    if (key.length < 16) r.problems.push("BackendHost__ApiKeys: every key must have at least 16 characters");
+  }
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return deepFreeze(config);
 }

@@ -3,6 +3,8 @@ export {
   type Config,
   ConfigError,
   defaults,
+  DEVELOPMENT_API_KEY,
+  DEVELOPMENT_JWT_SIGNING_KEY,
   getConfig,
   loadConfigOrExit,
   LogLevel,

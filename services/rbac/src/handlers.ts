@@ -1,0 +1,472 @@
+/**
+ * rbac's handlers: sign-in, roles and grants, users, memberships and member roles, integrations, the
+ * permission-key catalogue and session revocation. Every operator handler receives the principal the
+ * gateway authenticated; the gateway has already checked the permission key, platform-only routes and
+ * the workspace in the path, so handlers apply only reach (what a workspace session may see).
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import {
+  type AccessClaims,
+  CORE_PERMISSION_KEYS,
+  filterWorkspaceKeys,
+  SYSTEM_ROLES,
+  SystemRole,
+  WILDCARD,
+} from "@svc/access";
+import type { EventPublisher, Principal, RouteReply, RouteRequest } from "@svc/bus";
+import type { Config } from "@svc/config";
+import { type Db, type Queries, sql } from "@svc/db";
+import {
+  ConflictError,
+  ErrorCode,
+  NotFoundError,
+  SvcError,
+  UnauthenticatedError,
+  ValidationError,
+} from "@svc/errors";
+import type { Logger } from "@svc/observability";
+import type { KV } from "@nats-io/kv";
+import { decoyHash, hashPassword, verifyPassword } from "./passwords.js";
+import {
+  findRole,
+  findUser,
+  findUserByName,
+  isMember,
+  listRoles,
+  memberRoleKeys,
+  type RoleRow,
+  roleView,
+  sessionsHoldingRole,
+  sessionsOfUser,
+  type UserRow,
+  userView,
+} from "./repository.js";
+import type { TokenIssuer } from "./tokens.js";
+
+export interface RbacDeps {
+  readonly db: Db;
+  readonly config: Config;
+  readonly issuer: TokenIssuer;
+  readonly events: EventPublisher;
+  readonly revoked: KV;
+  readonly log: Logger;
+}
+
+const ok = (body: unknown, status = 200): RouteReply => ({ status, body });
+const noContent = (): RouteReply => ({ status: 204 });
+
+const INVALID_LOGIN = "Invalid user name or password.";
+
+/** Seeds (idempotently, at every start) the core keys, the system roles and roles from settings. */
+export async function seedAccess(db: Db, config: Config): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query(sql`
+      INSERT INTO rbac.permission_keys (key, source)
+      SELECT k, 'core' FROM unnest(${[...CORE_PERMISSION_KEYS]}::text[]) AS k
+      ON CONFLICT (key) DO NOTHING`);
+    for (const role of SYSTEM_ROLES) {
+      // superadmin and admin keep their seeded grants; host.api's grants are the operators' to change.
+      await tx.query(sql`
+        INSERT INTO rbac.roles (name, description, scope, permissions, source)
+        VALUES (${role.name}, ${role.description}, ${role.scope}, ${[...role.permissions]}::text[], 'system')
+        ON CONFLICT (name) DO UPDATE SET
+          permissions = CASE WHEN rbac.roles.name = 'host.api' THEN rbac.roles.permissions ELSE excluded.permissions END,
+          scope = excluded.scope, source = 'system'`);
+    }
+    for (const role of config.backendHost.rbacRoles) {
+      await tx.query(sql`
+        INSERT INTO rbac.roles (name, description, scope, permissions, source)
+        VALUES (${role.name}, 'Configured in BackendHost:RbacRoles', 'platform', ${[...role.permissions]}::text[], 'config')
+        ON CONFLICT (name) DO UPDATE SET permissions = excluded.permissions, updated_at = now()
+        WHERE rbac.roles.source <> 'system'`);
+    }
+  });
+}
+
+async function revoke(deps: RbacDeps, sessions: ReadonlyArray<{ id: string; expires_at: Date }>) {
+  for (const s of sessions) await deps.revoked.put(s.id, String(s.expires_at.getTime()));
+  if (sessions.length > 0) deps.log.info({ count: sessions.length }, "sessions revoked");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sign-in
+
+export interface LoginRequest {
+  readonly userName: string;
+  readonly password: string;
+  readonly workspaceKey?: string | null;
+}
+
+export async function login(deps: RbacDeps, request: LoginRequest) {
+  const { db, config, issuer } = deps;
+  const user = await findUserByName(db, request.userName);
+  // Verify against a decoy hash for unknown users, so timing does not tell which part was wrong.
+  const valid = await verifyPassword(request.password, user?.password_hash ?? (await decoyHash()));
+  if (!valid || user === null || !user.is_active) throw new UnauthenticatedError(INVALID_LOGIN);
+
+  let scope: "platform" | "workspace" | undefined;
+  let roles: string[] = [];
+  let permissions: string[] = [];
+  const workspaceKey = request.workspaceKey?.trim() || undefined;
+  if (workspaceKey !== undefined) {
+    if (!(await isMember(db, workspaceKey, user.id))) throw new UnauthenticatedError(INVALID_LOGIN);
+    const rows = await memberRoleKeys(db, workspaceKey, user.id);
+    roles = rows.map((r) => r.role);
+    // Plugin keys need the plugin registry (a later issue): no plugin counts as active yet.
+    permissions = filterWorkspaceKeys(rows.flatMap((r) => r.permissions), new Set());
+    scope = "workspace";
+  } else if (user.global_role !== null) {
+    const role = await findRole(db, user.global_role);
+    if (role !== null) {
+      roles = [role.name];
+      permissions = role.permissions;
+      scope = "platform";
+    }
+  }
+  const lifetime = config.backendHost.accessTokenLifetimeSeconds;
+  const sid = randomUUID();
+  await db.query(sql`
+    INSERT INTO rbac.sessions (id, user_id, workspace_key, roles, expires_at)
+    VALUES (${sid}, ${user.id}, ${workspaceKey ?? null}, ${roles}::text[], now() + make_interval(secs => ${lifetime}))`);
+  const claims: AccessClaims = {
+    sub: user.id,
+    ...(scope ? { svc_scope: scope } : {}),
+    ...(workspaceKey ? { workspace_key: workspaceKey } : {}),
+    permission: permissions,
+    role: roles,
+    sid,
+    name: user.user_name,
+  };
+  return { accessToken: await issuer.sign(claims, lifetime), tokenType: "Bearer" as const, expiresIn: lifetime };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Roles, grants and the key catalogue
+
+async function knownKeys(db: Queries): Promise<Set<string>> {
+  const rows = await db.any<{ key: string }>(sql`SELECT key FROM rbac.permission_keys`);
+  return new Set([WILDCARD, ...rows.map((r) => r.key)]);
+}
+
+export async function putRole(
+  deps: RbacDeps,
+  req: RouteRequest<{ role: string }, Record<string, never>, { permissions: string[]; description?: string; scope?: "platform" | "workspace" }>,
+) {
+  const name = req.params.role;
+  if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
+  const known = await knownKeys(deps.db);
+  const unknown = req.body.permissions.filter((k) => !known.has(k));
+  if (unknown.length > 0) {
+    throw new ValidationError(unknown.map((k) => ({ field: "/body/permissions", message: `unknown permission key '${k}'` })));
+  }
+  const { role, existed } = await deps.db.transaction(async (tx) => {
+    const before = await findRole(tx, name);
+    const row = await tx.one<RoleRow>(sql`
+      INSERT INTO rbac.roles (name, description, scope, permissions, source)
+      VALUES (${name}, ${req.body.description ?? ""}, ${req.body.scope ?? "platform"}, ${req.body.permissions}::text[], 'api')
+      ON CONFLICT (name) DO UPDATE SET
+        permissions = excluded.permissions,
+        description = coalesce(${req.body.description ?? null}, rbac.roles.description),
+        scope = CASE WHEN rbac.roles.source = 'system' THEN rbac.roles.scope ELSE coalesce(${req.body.scope ?? null}, rbac.roles.scope) END,
+        updated_at = now()
+      RETURNING *`);
+    return { role: row, existed: before !== null };
+  });
+  if (existed) await revoke(deps, await sessionsHoldingRole(deps.db, name));
+  return ok(roleView(role), existed ? 200 : 201);
+}
+
+export async function deleteRole(deps: RbacDeps, req: RouteRequest<{ role: string }>) {
+  const role = await findRole(deps.db, req.params.role);
+  if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
+  if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
+  // Revoke first: afterwards the role's holders can no longer be found.
+  await revoke(deps, await sessionsHoldingRole(deps.db, role.name));
+  await deps.db.query(sql`DELETE FROM rbac.roles WHERE name = ${role.name}`);
+  return noContent();
+}
+
+export async function listPermissionKeys(db: Queries) {
+  return ok(await db.any(sql`SELECT key, source, description FROM rbac.permission_keys ORDER BY key`));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Paging (users, assignments, members): keyset on the lower-cased user name.
+
+const MAX_PAGE = 100;
+function page(query: { limit?: number; cursor?: string }) {
+  const limit = query.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+    throw new ValidationError([{ field: "/query/limit", message: `must be an integer from 1 to ${MAX_PAGE}` }]);
+  }
+  let after: string | null = null;
+  if (query.cursor !== undefined) {
+    const text = Buffer.from(query.cursor, "base64url").toString("utf8");
+    if (!text.startsWith("u:")) throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
+    after = text.slice(2);
+  }
+  return { limit, after };
+}
+function nextCursor(rows: UserRow[], limit: number) {
+  const last = rows[limit - 1];
+  return rows.length > limit && last ? Buffer.from(`u:${last.user_name.toLowerCase()}`).toString("base64url") : null;
+}
+
+/** Which users a principal reaches: all for platform sessions; members of its workspace otherwise. */
+function reachFilter(principal: Principal) {
+  if (principal.scope === "platform") return sql`TRUE`;
+  if (principal.scope === "workspace" && principal.workspaceKey !== null) {
+    return sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${principal.workspaceKey})`;
+  }
+  return sql`FALSE`;
+}
+
+async function listUserRows(db: Queries, principal: Principal, query: { limit?: number; cursor?: string }, extra = sql`TRUE`) {
+  const { limit, after } = page(query);
+  const rows = await db.any<UserRow>(sql`
+    SELECT u.* FROM rbac.users u
+    WHERE ${reachFilter(principal)} AND ${extra} AND (${after}::text IS NULL OR lower(u.user_name) > ${after}::text)
+    ORDER BY lower(u.user_name) LIMIT ${limit + 1}`);
+  return { items: rows.slice(0, limit), nextCursor: nextCursor(rows, limit) };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Users
+
+type UserBody = { userName?: string; password?: string; displayName?: string; email?: string | null };
+
+async function reachableUser(deps: RbacDeps, principal: Principal, userId: string): Promise<UserRow> {
+  const user = await findUser(deps.db, userId);
+  const visible =
+    user !== null &&
+    (principal.scope === "platform" ||
+      (principal.scope === "workspace" && principal.workspaceKey !== null && (await isMember(deps.db, principal.workspaceKey, user.id))));
+  if (!visible || user === null) throw new NotFoundError(`User '${userId}' was not found.`);
+  return user;
+}
+
+function publicUser(u: UserRow) {
+  return { userId: u.id, userName: u.user_name, displayName: u.display_name, email: u.email };
+}
+
+export async function createUser(deps: RbacDeps, req: RouteRequest<Record<string, string>, Record<string, never>, UserBody>) {
+  const body = req.body;
+  const hash = await hashPassword(body.password as string);
+  let user: UserRow;
+  try {
+    user = await deps.db.one<UserRow>(sql`
+      INSERT INTO rbac.users (id, user_name, display_name, email, password_hash)
+      VALUES (${randomUUID()}, ${body.userName}, ${body.displayName ?? ""}, ${body.email ?? null}, ${hash})
+      RETURNING *`);
+  } catch (error) {
+    if ((error as { code?: string }).code === "23505") throw new ConflictError(`The user name '${body.userName}' is taken.`);
+    throw error;
+  }
+  await deps.events.publish("user.created", null, publicUser(user));
+  return ok(userView(user), 201);
+}
+
+export async function updateUser(deps: RbacDeps, req: RouteRequest<{ userId: string }, Record<string, never>, UserBody>) {
+  const existing = await reachableUser(deps, req.principal, req.params.userId);
+  const body = req.body;
+  const hash = body.password === undefined ? null : await hashPassword(body.password);
+  const user = await deps.db.one<UserRow>(sql`
+    UPDATE rbac.users SET
+      display_name = coalesce(${body.displayName ?? null}, display_name),
+      email = CASE WHEN ${body.email !== undefined} THEN ${body.email ?? null} ELSE email END,
+      password_hash = coalesce(${hash}, password_hash),
+      updated_at = now()
+    WHERE id = ${existing.id} RETURNING *`);
+  if (hash !== null) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  await deps.events.publish("user.updated", null, publicUser(user));
+  return ok(userView(user));
+}
+
+export async function setUserActivation(deps: RbacDeps, req: RouteRequest<{ userId: string }, { isActive: boolean }>) {
+  const existing = await reachableUser(deps, req.principal, req.params.userId);
+  const user = await deps.db.one<UserRow>(sql`
+    UPDATE rbac.users SET is_active = ${req.query.isActive}, updated_at = now() WHERE id = ${existing.id} RETURNING *`);
+  if (!user.is_active) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  await deps.events.publish("user.updated", null, { ...publicUser(user), isActive: user.is_active });
+  return ok(userView(user));
+}
+
+export async function deleteUser(deps: RbacDeps, req: RouteRequest<{ userId: string }>) {
+  const user = await reachableUser(deps, req.principal, req.params.userId);
+  await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  await deps.db.query(sql`DELETE FROM rbac.users WHERE id = ${user.id}`);
+  await deps.events.publish("user.deleted", null, { userId: user.id, userName: user.user_name });
+  return noContent();
+}
+
+export async function exportUser(deps: RbacDeps, req: RouteRequest<{ userId: string }>) {
+  const user = await reachableUser(deps, req.principal, req.params.userId);
+  const memberships = await deps.db.any(sql`
+    SELECT m.workspace_key AS "workspaceKey", m.created_at AS "createdAtUtc",
+           coalesce(array_agg(mr.role ORDER BY mr.role) FILTER (WHERE mr.role IS NOT NULL), '{}') AS roles
+    FROM rbac.memberships m
+    LEFT JOIN rbac.membership_roles mr USING (workspace_key, user_id)
+    WHERE m.user_id = ${user.id} GROUP BY m.workspace_key, m.created_at ORDER BY m.workspace_key`);
+  const sessions = await deps.db.any(sql`
+    SELECT id, workspace_key AS "workspaceKey", roles, created_at AS "createdAtUtc", expires_at AS "expiresAtUtc",
+           revoked_at AS "revokedAtUtc"
+    FROM rbac.sessions WHERE user_id = ${user.id} ORDER BY created_at`);
+  return ok({ exportedAtUtc: new Date().toISOString(), user: userView(user), memberships, sessions });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Global role assignments
+
+export async function putAssignment(deps: RbacDeps, req: RouteRequest<{ userId: string }, Record<string, never>, { role: string }>) {
+  const user = await findUser(deps.db, req.params.userId);
+  if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
+  const role = await findRole(deps.db, req.body.role);
+  if (role === null) throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
+  await deps.db.query(sql`UPDATE rbac.users SET global_role = ${role.name}, updated_at = now() WHERE id = ${user.id}`);
+  if (user.global_role !== role.name) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  return ok({ userId: user.id, userName: user.user_name, role: role.name });
+}
+
+export async function deleteAssignment(deps: RbacDeps, req: RouteRequest<{ userId: string }>) {
+  const user = await findUser(deps.db, req.params.userId);
+  if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
+  await deps.db.query(sql`UPDATE rbac.users SET global_role = NULL, updated_at = now() WHERE id = ${user.id}`);
+  if (user.global_role !== null) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  return noContent();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Memberships and member roles (the gateway already limited a workspace session to its own workspace)
+
+type WkUser = { workspaceKey: string; userId: string };
+
+async function memberRoles(db: Queries, workspaceKey: string, userId: string) {
+  return (await memberRoleKeys(db, workspaceKey, userId)).map((r) => r.role);
+}
+
+export async function listMembers(deps: RbacDeps, req: RouteRequest<{ workspaceKey: string }, { limit?: number; cursor?: string }>) {
+  const wk = req.params.workspaceKey;
+  const { items, nextCursor } = await listUserRows(
+    deps.db,
+    { ...req.principal, scope: "platform" },
+    req.query,
+    sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${wk})`,
+  );
+  const withRoles = await Promise.all(
+    items.map(async (u) => ({ ...userView(u), roles: await memberRoles(deps.db, wk, u.id) })),
+  );
+  return ok({ items: withRoles, nextCursor });
+}
+
+export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
+  const { workspaceKey, userId } = req.params;
+  const user = await findUser(deps.db, userId);
+  if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
+  const inserted = await deps.db.maybeOne(sql`
+    INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
+    ON CONFLICT DO NOTHING RETURNING 1 AS created`);
+  if (inserted !== null) {
+    await deps.events.publish("workspace.member-assigned", workspaceKey, { workspaceKey, userId, userName: user.user_name });
+  }
+  return ok({ workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) }, inserted ? 201 : 200);
+}
+
+export async function deleteMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
+  const { workspaceKey, userId } = req.params;
+  const deleted = await deps.db.maybeOne(sql`
+    DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
+  if (deleted === null) throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
+  const sessions = await deps.db.any<{ id: string; expires_at: Date }>(sql`
+    UPDATE rbac.sessions SET revoked_at = now()
+    WHERE user_id = ${userId} AND workspace_key = ${workspaceKey} AND revoked_at IS NULL AND expires_at > now()
+    RETURNING id::text, expires_at`);
+  await revoke(deps, sessions);
+  await deps.events.publish("workspace.member-removed", workspaceKey, { workspaceKey, userId });
+  return noContent();
+}
+
+export async function getMemberRoles(deps: RbacDeps, req: RouteRequest<WkUser>) {
+  const { workspaceKey, userId } = req.params;
+  if (!(await isMember(deps.db, workspaceKey, userId))) {
+    throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
+  }
+  return ok({ userId, roles: await memberRoles(deps.db, workspaceKey, userId) });
+}
+
+export async function putMemberRoles(deps: RbacDeps, req: RouteRequest<WkUser, Record<string, never>, { roles: string[] }>) {
+  const { workspaceKey, userId } = req.params;
+  if (!(await isMember(deps.db, workspaceKey, userId))) {
+    throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
+  }
+  const existing = new Set((await listRoles(deps.db)).map((r) => r.name));
+  const unknown = req.body.roles.filter((r) => !existing.has(r));
+  if (unknown.length > 0) {
+    throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
+  }
+  await deps.db.transaction(async (tx) => {
+    await tx.query(sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`);
+    await tx.query(sql`
+      INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
+      SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
+  });
+  // The member's sessions in this workspace carry the old keys: end them (the new set applies at sign-in).
+  const sessions = await deps.db.any<{ id: string; expires_at: Date }>(sql`
+    UPDATE rbac.sessions SET revoked_at = now()
+    WHERE user_id = ${userId} AND workspace_key = ${workspaceKey} AND revoked_at IS NULL AND expires_at > now()
+    RETURNING id::text, expires_at`);
+  await revoke(deps, sessions);
+  return ok({ userId, roles: [...req.body.roles].sort() });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Integrations (API clients): the secret is shown once, stored as a SHA-256 digest (it is 256 random bits).
+
+export async function listIntegrations(deps: RbacDeps, req: RouteRequest) {
+  const p = req.principal;
+  const rows = await deps.db.any(sql`
+    SELECT id, name, client_id AS "clientId", workspace_key AS "workspaceKey", permissions, created_at AS "createdAtUtc"
+    FROM rbac.integrations
+    WHERE ${p.scope === "platform" ? sql`TRUE` : p.scope === "workspace" ? sql`workspace_key = ${p.workspaceKey}` : sql`FALSE`}
+    ORDER BY created_at`);
+  return ok(rows);
+}
+
+export async function createIntegration(
+  deps: RbacDeps,
+  req: RouteRequest<Record<string, string>, Record<string, never>, { name: string; workspaceKey?: string | null; permissions?: string[] }>,
+) {
+  const p = req.principal;
+  const workspaceKey = p.scope === "platform" ? (req.body.workspaceKey ?? null) : p.workspaceKey;
+  if (p.scope !== "platform" && req.body.workspaceKey != null && req.body.workspaceKey !== p.workspaceKey) {
+    throw new NotFoundError(`Workspace '${req.body.workspaceKey}' was not found.`);
+  }
+  const permissions = req.body.permissions ?? [];
+  const known = await knownKeys(deps.db);
+  const unknown = permissions.filter((k) => !known.has(k) || k === WILDCARD);
+  if (unknown.length > 0) {
+    throw new ValidationError(unknown.map((k) => ({ field: "/body/permissions", message: `unknown or disallowed key '${k}'` })));
+  }
+  const id = randomUUID();
+  const clientId = `svc_${randomBytes(9).toString("base64url")}`;
+  const secret = randomBytes(32).toString("base64url");
+  const digest = createHash("sha256").update(secret).digest("hex");
+  await deps.db.query(sql`
+    INSERT INTO rbac.integrations (id, name, client_id, secret_hash, workspace_key, permissions)
+    VALUES (${id}, ${req.body.name}, ${clientId}, ${digest}, ${workspaceKey}, ${permissions}::text[])`);
+  return ok({ id, name: req.body.name, clientId, clientSecret: secret, workspaceKey, permissions }, 201);
+}
+
+export async function deleteIntegration(deps: RbacDeps, req: RouteRequest<{ id: string }>) {
+  const p = req.principal;
+  const row = await deps.db.maybeOne(sql`
+    DELETE FROM rbac.integrations WHERE id = ${req.params.id}
+      AND ${p.scope === "platform" ? sql`TRUE` : sql`workspace_key = ${p.workspaceKey}`}
+    RETURNING 1 AS gone`);
+  if (row === null) throw new NotFoundError(`Integration '${req.params.id}' was not found.`);
+  return noContent();
+}
+
+export { listRoles, listUserRows, roleView, userView };
+export function noScope(): never {
+  throw new SvcError(ErrorCode.Forbidden, "The session has no scope.");
+}

@@ -1,0 +1,46 @@
+import { randomUUID } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { encodeJson } from "./bus.js";
+import { Header } from "./headers.js";
+import { eventsSubject } from "./streams.js";
+
+export const EVENT_NAME_PATTERN = /^[\w.-]{1,120}$/;
+
+export interface PublishedEvent {
+  readonly eventId: string;
+  readonly seq: number;
+  /** True when the stream had seen this event id already (a safe re-publish). */
+  readonly duplicate: boolean;
+}
+
+/**
+ * The publisher contract of spec 6.2: event name, workspace key (null: platform-wide), payload. It is an
+ * interface so that plugins can decorate it (wrap `publish`). The wire form is in docs/wire-contract.md.
+ */
+export interface EventPublisher {
+  publish(
+    eventName: string,
+    workspaceKey: string | null,
+    payload: unknown,
+    options?: { eventId?: string; occurredAt?: Date },
+  ): Promise<PublishedEvent>;
+}
+
+export function createEventPublisher(nc: NatsConnection, prefix: string): EventPublisher {
+  const js = jetstream(nc);
+  return {
+    async publish(eventName, workspaceKey, payload, options = {}) {
+      if (!EVENT_NAME_PATTERN.test(eventName)) throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
+      const eventId = options.eventId ?? randomUUID();
+      const h = natsHeaders();
+      if (workspaceKey !== null) h.set(Header.WorkspaceKey, workspaceKey);
+      h.set(Header.OccurredAt, (options.occurredAt ?? new Date()).toISOString());
+      const ack = await js.publish(eventsSubject(prefix, eventName), encodeJson(payload ?? {}), {
+        msgID: eventId,
+        headers: h,
+      });
+      return { eventId, seq: ack.seq, duplicate: ack.duplicate };
+    },
+  };
+}

@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 
 import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
+import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
 
@@ -50,5 +51,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     cacheTtlMs: config.backendHost.resolveCacheTtlMs,
     cacheSize: config.backendHost.resolveCacheSize,
   });
+  await app.register(operatorApiPlugin, { bus: deps.bus, nc: deps.nc, config, log: deps.log });
   return app;
 }

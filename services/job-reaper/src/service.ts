@@ -11,6 +11,11 @@ export const jobReaperService: ServiceDefinition = {
   name: ServiceName.JobReaper,
   start({ bus, db, config, log, metrics }) {
     bus.serve("job-reaper.jobs.list", ({ principal, query }) => listJobsFor(db, principal, query));
+    // GET /api/jobs through the gateway (the same list, as an operator route).
+    bus.serveRoute("job-reaper.jobs.route", async ({ principal, query }) => ({
+      status: 200,
+      body: await listJobsFor(db, principal, query),
+    }));
     const depth = new Gauge({
       name: "svc_jobs_queue_depth",
       help: "Jobs by type and status.",

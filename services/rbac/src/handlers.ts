@@ -5,6 +5,8 @@
  * the workspace in the path, so handlers apply only reach (what a workspace session may see).
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
+
+import type { KV } from "@nats-io/kv";
 import {
   type AccessClaims,
   CORE_PERMISSION_KEYS,
@@ -25,7 +27,7 @@ import {
   ValidationError,
 } from "@svc/errors";
 import type { Logger } from "@svc/observability";
-import type { KV } from "@nats-io/kv";
+
 import { decoyHash, hashPassword, verifyPassword } from "./passwords.js";
 import {
   findRole,
@@ -111,9 +113,12 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
   if (workspaceKey !== undefined) {
     if (!(await isMember(db, workspaceKey, user.id))) throw new UnauthenticatedError(INVALID_LOGIN);
     const rows = await memberRoleKeys(db, workspaceKey, user.id);
-    roles = rows.map((r) => r.role);
+    roles = rows.map((r) => r.role).filter((r) => r !== SystemRole.SuperAdmin);
     // Plugin keys need the plugin registry (a later issue): no plugin counts as active yet.
-    permissions = filterWorkspaceKeys(rows.flatMap((r) => r.permissions), new Set());
+    permissions = filterWorkspaceKeys(
+      rows.flatMap((r) => r.permissions),
+      new Set(),
+    );
     scope = "workspace";
   } else if (user.global_role !== null) {
     const role = await findRole(db, user.global_role);
@@ -137,7 +142,11 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
     sid,
     name: user.user_name,
   };
-  return { accessToken: await issuer.sign(claims, lifetime), tokenType: "Bearer" as const, expiresIn: lifetime };
+  return {
+    accessToken: await issuer.sign(claims, lifetime),
+    tokenType: "Bearer" as const,
+    expiresIn: lifetime,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -150,14 +159,20 @@ async function knownKeys(db: Queries): Promise<Set<string>> {
 
 export async function putRole(
   deps: RbacDeps,
-  req: RouteRequest<{ role: string }, Record<string, never>, { permissions: string[]; description?: string; scope?: "platform" | "workspace" }>,
+  req: RouteRequest<
+    { role: string },
+    Record<string, never>,
+    { permissions: string[]; description?: string; scope?: "platform" | "workspace" }
+  >,
 ) {
   const name = req.params.role;
   if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
   const known = await knownKeys(deps.db);
   const unknown = req.body.permissions.filter((k) => !known.has(k));
   if (unknown.length > 0) {
-    throw new ValidationError(unknown.map((k) => ({ field: "/body/permissions", message: `unknown permission key '${k}'` })));
+    throw new ValidationError(
+      unknown.map((k) => ({ field: "/body/permissions", message: `unknown permission key '${k}'` })),
+    );
   }
   const { role, existed } = await deps.db.transaction(async (tx) => {
     const before = await findRole(tx, name);
@@ -197,19 +212,24 @@ const MAX_PAGE = 100;
 function page(query: { limit?: number; cursor?: string }) {
   const limit = query.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
-    throw new ValidationError([{ field: "/query/limit", message: `must be an integer from 1 to ${MAX_PAGE}` }]);
+    throw new ValidationError([
+      { field: "/query/limit", message: `must be an integer from 1 to ${MAX_PAGE}` },
+    ]);
   }
   let after: string | null = null;
   if (query.cursor !== undefined) {
     const text = Buffer.from(query.cursor, "base64url").toString("utf8");
-    if (!text.startsWith("u:")) throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
+    if (!text.startsWith("u:"))
+      throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
     after = text.slice(2);
   }
   return { limit, after };
 }
 function nextCursor(rows: UserRow[], limit: number) {
   const last = rows[limit - 1];
-  return rows.length > limit && last ? Buffer.from(`u:${last.user_name.toLowerCase()}`).toString("base64url") : null;
+  return rows.length > limit && last
+    ? Buffer.from(`u:${last.user_name.toLowerCase()}`).toString("base64url")
+    : null;
 }
 
 /** Which users a principal reaches: all for platform sessions; members of its workspace otherwise. */
@@ -221,7 +241,12 @@ function reachFilter(principal: Principal) {
   return sql`FALSE`;
 }
 
-async function listUserRows(db: Queries, principal: Principal, query: { limit?: number; cursor?: string }, extra = sql`TRUE`) {
+async function listUserRows(
+  db: Queries,
+  principal: Principal,
+  query: { limit?: number; cursor?: string },
+  extra = sql`TRUE`,
+) {
   const { limit, after } = page(query);
   const rows = await db.any<UserRow>(sql`
     SELECT u.* FROM rbac.users u
@@ -240,7 +265,9 @@ async function reachableUser(deps: RbacDeps, principal: Principal, userId: strin
   const visible =
     user !== null &&
     (principal.scope === "platform" ||
-      (principal.scope === "workspace" && principal.workspaceKey !== null && (await isMember(deps.db, principal.workspaceKey, user.id))));
+      (principal.scope === "workspace" &&
+        principal.workspaceKey !== null &&
+        (await isMember(deps.db, principal.workspaceKey, user.id))));
   if (!visible || user === null) throw new NotFoundError(`User '${userId}' was not found.`);
   return user;
 }
@@ -249,7 +276,10 @@ function publicUser(u: UserRow) {
   return { userId: u.id, userName: u.user_name, displayName: u.display_name, email: u.email };
 }
 
-export async function createUser(deps: RbacDeps, req: RouteRequest<Record<string, string>, Record<string, never>, UserBody>) {
+export async function createUser(
+  deps: RbacDeps,
+  req: RouteRequest<Record<string, string>, Record<string, never>, UserBody>,
+) {
   const body = req.body;
   const hash = await hashPassword(body.password as string);
   let user: UserRow;
@@ -259,14 +289,18 @@ export async function createUser(deps: RbacDeps, req: RouteRequest<Record<string
       VALUES (${randomUUID()}, ${body.userName}, ${body.displayName ?? ""}, ${body.email ?? null}, ${hash})
       RETURNING *`);
   } catch (error) {
-    if ((error as { code?: string }).code === "23505") throw new ConflictError(`The user name '${body.userName}' is taken.`);
+    if ((error as { code?: string }).code === "23505")
+      throw new ConflictError(`The user name '${body.userName}' is taken.`);
     throw error;
   }
   await deps.events.publish("user.created", null, publicUser(user));
   return ok(userView(user), 201);
 }
 
-export async function updateUser(deps: RbacDeps, req: RouteRequest<{ userId: string }, Record<string, never>, UserBody>) {
+export async function updateUser(
+  deps: RbacDeps,
+  req: RouteRequest<{ userId: string }, Record<string, never>, UserBody>,
+) {
   const existing = await reachableUser(deps, req.principal, req.params.userId);
   const body = req.body;
   const hash = body.password === undefined ? null : await hashPassword(body.password);
@@ -282,7 +316,10 @@ export async function updateUser(deps: RbacDeps, req: RouteRequest<{ userId: str
   return ok(userView(user));
 }
 
-export async function setUserActivation(deps: RbacDeps, req: RouteRequest<{ userId: string }, { isActive: boolean }>) {
+export async function setUserActivation(
+  deps: RbacDeps,
+  req: RouteRequest<{ userId: string }, { isActive: boolean }>,
+) {
   const existing = await reachableUser(deps, req.principal, req.params.userId);
   const user = await deps.db.one<UserRow>(sql`
     UPDATE rbac.users SET is_active = ${req.query.isActive}, updated_at = now() WHERE id = ${existing.id} RETURNING *`);
@@ -317,12 +354,18 @@ export async function exportUser(deps: RbacDeps, req: RouteRequest<{ userId: str
 // ---------------------------------------------------------------------------------------------------------
 // Global role assignments
 
-export async function putAssignment(deps: RbacDeps, req: RouteRequest<{ userId: string }, Record<string, never>, { role: string }>) {
+export async function putAssignment(
+  deps: RbacDeps,
+  req: RouteRequest<{ userId: string }, Record<string, never>, { role: string }>,
+) {
   const user = await findUser(deps.db, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
   const role = await findRole(deps.db, req.body.role);
-  if (role === null) throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
-  await deps.db.query(sql`UPDATE rbac.users SET global_role = ${role.name}, updated_at = now() WHERE id = ${user.id}`);
+  if (role === null)
+    throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
+  await deps.db.query(
+    sql`UPDATE rbac.users SET global_role = ${role.name}, updated_at = now() WHERE id = ${user.id}`,
+  );
   if (user.global_role !== role.name) await revoke(deps, await sessionsOfUser(deps.db, user.id));
   return ok({ userId: user.id, userName: user.user_name, role: role.name });
 }
@@ -330,7 +373,9 @@ export async function putAssignment(deps: RbacDeps, req: RouteRequest<{ userId: 
 export async function deleteAssignment(deps: RbacDeps, req: RouteRequest<{ userId: string }>) {
   const user = await findUser(deps.db, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
-  await deps.db.query(sql`UPDATE rbac.users SET global_role = NULL, updated_at = now() WHERE id = ${user.id}`);
+  await deps.db.query(
+    sql`UPDATE rbac.users SET global_role = NULL, updated_at = now() WHERE id = ${user.id}`,
+  );
   if (user.global_role !== null) await revoke(deps, await sessionsOfUser(deps.db, user.id));
   return noContent();
 }
@@ -344,7 +389,10 @@ async function memberRoles(db: Queries, workspaceKey: string, userId: string) {
   return (await memberRoleKeys(db, workspaceKey, userId)).map((r) => r.role);
 }
 
-export async function listMembers(deps: RbacDeps, req: RouteRequest<{ workspaceKey: string }, { limit?: number; cursor?: string }>) {
+export async function listMembers(
+  deps: RbacDeps,
+  req: RouteRequest<{ workspaceKey: string }, { limit?: number; cursor?: string }>,
+) {
   const wk = req.params.workspaceKey;
   const { items, nextCursor } = await listUserRows(
     deps.db,
@@ -366,9 +414,16 @@ export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
     INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
     ON CONFLICT DO NOTHING RETURNING 1 AS created`);
   if (inserted !== null) {
-    await deps.events.publish("workspace.member-assigned", workspaceKey, { workspaceKey, userId, userName: user.user_name });
+    await deps.events.publish("workspace.member-assigned", workspaceKey, {
+      workspaceKey,
+      userId,
+      userName: user.user_name,
+    });
   }
-  return ok({ workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) }, inserted ? 201 : 200);
+  return ok(
+    { workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) },
+    inserted ? 201 : 200,
+  );
 }
 
 export async function deleteMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
@@ -393,18 +448,26 @@ export async function getMemberRoles(deps: RbacDeps, req: RouteRequest<WkUser>) 
   return ok({ userId, roles: await memberRoles(deps.db, workspaceKey, userId) });
 }
 
-export async function putMemberRoles(deps: RbacDeps, req: RouteRequest<WkUser, Record<string, never>, { roles: string[] }>) {
+export async function putMemberRoles(
+  deps: RbacDeps,
+  req: RouteRequest<WkUser, Record<string, never>, { roles: string[] }>,
+) {
   const { workspaceKey, userId } = req.params;
   if (!(await isMember(deps.db, workspaceKey, userId))) {
     throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
   }
-  const existing = new Set((await listRoles(deps.db)).map((r) => r.name));
+  // superadmin is a platform role: as a member role it would pass every check inside the workspace.
+  const existing = new Set(
+    (await listRoles(deps.db)).map((r) => r.name).filter((r) => r !== SystemRole.SuperAdmin),
+  );
   const unknown = req.body.roles.filter((r) => !existing.has(r));
   if (unknown.length > 0) {
     throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
   }
   await deps.db.transaction(async (tx) => {
-    await tx.query(sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`);
+    await tx.query(
+      sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
+    );
     await tx.query(sql`
       INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
       SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
@@ -433,7 +496,11 @@ export async function listIntegrations(deps: RbacDeps, req: RouteRequest) {
 
 export async function createIntegration(
   deps: RbacDeps,
-  req: RouteRequest<Record<string, string>, Record<string, never>, { name: string; workspaceKey?: string | null; permissions?: string[] }>,
+  req: RouteRequest<
+    Record<string, string>,
+    Record<string, never>,
+    { name: string; workspaceKey?: string | null; permissions?: string[] }
+  >,
 ) {
   const p = req.principal;
   const workspaceKey = p.scope === "platform" ? (req.body.workspaceKey ?? null) : p.workspaceKey;
@@ -444,7 +511,9 @@ export async function createIntegration(
   const known = await knownKeys(deps.db);
   const unknown = permissions.filter((k) => !known.has(k) || k === WILDCARD);
   if (unknown.length > 0) {
-    throw new ValidationError(unknown.map((k) => ({ field: "/body/permissions", message: `unknown or disallowed key '${k}'` })));
+    throw new ValidationError(
+      unknown.map((k) => ({ field: "/body/permissions", message: `unknown or disallowed key '${k}'` })),
+    );
   }
   const id = randomUUID();
   const clientId = `svc_${randomBytes(9).toString("base64url")}`;

@@ -35,20 +35,30 @@ export function userView(u: UserRow) {
 }
 
 export function roleView(r: RoleRow) {
-  return { name: r.name, description: r.description, scope: r.scope, permissions: r.permissions, source: r.source };
+  return {
+    name: r.name,
+    description: r.description,
+    scope: r.scope,
+    permissions: r.permissions,
+    source: r.source,
+  };
 }
 
 export const findUserByName = (db: Queries, userName: string) =>
   db.maybeOne<UserRow>(sql`SELECT * FROM rbac.users WHERE lower(user_name) = lower(${userName})`);
 
-export const findUser = (db: Queries, id: string) => db.maybeOne<UserRow>(sql`SELECT * FROM rbac.users WHERE id = ${id}`);
+export const findUser = (db: Queries, id: string) =>
+  db.maybeOne<UserRow>(sql`SELECT * FROM rbac.users WHERE id = ${id}`);
 
-export const findRole = (db: Queries, name: string) => db.maybeOne<RoleRow>(sql`SELECT * FROM rbac.roles WHERE name = ${name}`);
+export const findRole = (db: Queries, name: string) =>
+  db.maybeOne<RoleRow>(sql`SELECT * FROM rbac.roles WHERE name = ${name}`);
 
 export const listRoles = (db: Queries) => db.any<RoleRow>(sql`SELECT * FROM rbac.roles ORDER BY name`);
 
 export async function isMember(db: Queries, workspaceKey: string, userId: string): Promise<boolean> {
-  const row = await db.maybeOne(sql`SELECT 1 FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`);
+  const row = await db.maybeOne(
+    sql`SELECT 1 FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
+  );
   return row !== null;
 }
 

@@ -1,5 +1,6 @@
-import { type AccessClaims, TOKEN_AUDIENCE } from "@svc/access";
 import { createPrivateKey, createPublicKey } from "node:crypto";
+
+import { type AccessClaims, TOKEN_AUDIENCE } from "@svc/access";
 import { calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from "jose";
 
 export interface TokenIssuer {

@@ -1,5 +1,6 @@
-import { describe, expect, it } from "vitest";
 import type { Principal } from "@svc/bus";
+import { describe, expect, it } from "vitest";
+
 import { filterWorkspaceKeys, hasPermission } from "./permissions.js";
 
 const principal = (over: Partial<Principal>): Principal => ({
@@ -29,7 +30,10 @@ describe("hasPermission (spec 5.3)", () => {
 describe("filterWorkspaceKeys (spec 5.6.3)", () => {
   it("keeps what a workspace admin could hold and drops platform keys and *", () => {
     expect(
-      filterWorkspaceKeys(["membership.read", "tenant.create", "user.update", "*", "user.read", "webhook.manage"], new Set()),
+      filterWorkspaceKeys(
+        ["membership.read", "tenant.create", "user.update", "*", "user.read", "webhook.manage"],
+        new Set(),
+      ),
     ).toEqual(["membership.read", "user.read", "webhook.manage"]);
   });
   it("keeps plugin keys only for plugins active in the workspace", () => {

@@ -66,14 +66,24 @@ export const SYSTEM_ROLES: ReadonlyArray<{
   permissions: readonly string[];
   description: string;
 }> = [
-  { name: SystemRole.SuperAdmin, scope: "platform", permissions: [WILDCARD], description: "Passes every permission check." },
+  {
+    name: SystemRole.SuperAdmin,
+    scope: "platform",
+    permissions: [WILDCARD],
+    description: "Passes every permission check.",
+  },
   {
     name: SystemRole.Admin,
     scope: "workspace",
     permissions: ["membership.read", "membership.update", "membership.delete", "user.read"],
     description: "Workspace administrator; rights come per workspace through membership.",
   },
-  { name: SystemRole.HostApi, scope: "platform", permissions: [], description: "API-key host access: scope, not authority." },
+  {
+    name: SystemRole.HostApi,
+    scope: "platform",
+    permissions: [],
+    description: "API-key host access: scope, not authority.",
+  },
 ];
 
 /**

@@ -1,13 +1,17 @@
-import { ensureBucket } from "@svc/bus";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { ensureBucket } from "@svc/bus";
 
 /** The bucket holding revoked session ids; every gateway replica watches it. */
 export function revocationBucketName(prefix: string): string {
   return `${prefix}_revoked_sessions`;
 }
 
-export async function openRevocationBucket(nc: NatsConnection, prefix: string, maxTokenLifetimeMs: number): Promise<KV> {
+export async function openRevocationBucket(
+  nc: NatsConnection,
+  prefix: string,
+  maxTokenLifetimeMs: number,
+): Promise<KV> {
   // Entries outlive the longest token, after which a revoked token is expired anyway.
   return ensureBucket(nc, revocationBucketName(prefix), { history: 1, ttl: maxTokenLifetimeMs + 60_000 });
 }

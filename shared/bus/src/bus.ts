@@ -108,7 +108,7 @@ export class Bus {
    * a SubjectMap key: route handlers type their input through the route's schemas).
    */
   async requestRoute(subject: string, request: RouteRequest, options?: RequestOptions): Promise<RouteReply> {
-    const data = await this.requestRaw(subject as Subject, request as never, options);
+    const data = await this.requestRaw(subject as Subject, request, options);
     return JSON.parse(decoder.decode(data)) as RouteReply;
   }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
+
 import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+
 import { encodeJson } from "./bus.js";
 import { Header } from "./headers.js";
 import { eventsSubject } from "./streams.js";
@@ -31,7 +33,8 @@ export function createEventPublisher(nc: NatsConnection, prefix: string): EventP
   const js = jetstream(nc);
   return {
     async publish(eventName, workspaceKey, payload, options = {}) {
-      if (!EVENT_NAME_PATTERN.test(eventName)) throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
+      if (!EVENT_NAME_PATTERN.test(eventName))
+        throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
       const eventId = options.eventId ?? randomUUID();
       const h = natsHeaders();
       if (workspaceKey !== null) h.set(Header.WorkspaceKey, workspaceKey);

@@ -8,7 +8,12 @@ export {
   type ServeOptions,
 } from "./bus.js";
 export { connectNats, type ConnectOptions, natsIsReachable } from "./connect.js";
-export { createEventPublisher, EVENT_NAME_PATTERN, type EventPublisher, type PublishedEvent } from "./events.js";
+export {
+  createEventPublisher,
+  EVENT_NAME_PATTERN,
+  type EventPublisher,
+  type PublishedEvent,
+} from "./events.js";
 export { Header } from "./headers.js";
 export { ensureBucket } from "./kv.js";
 export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./streams.js";

@@ -55,11 +55,7 @@ export interface Principal {
  * What the gateway sends a service for an operator route: the authenticated principal and the validated
  * route parameters, query and body. The route's schemas (in the gateway's catalogue) give their shapes.
  */
-export interface RouteRequest<
-  P = Record<string, string>,
-  Q = Record<string, unknown>,
-  B = unknown,
-> {
+export interface RouteRequest<P = Record<string, string>, Q = Record<string, unknown>, B = unknown> {
   readonly principal: Principal;
   readonly params: P;
   readonly query: Q;
@@ -124,7 +120,10 @@ export interface SubjectMap {
   /** Signs a user in and issues an access token (spec 5, issue 3). */
   "rbac.auth.login": { request: LoginRequest; reply: LoginReply };
   /** The public keys that verify access tokens (served at /.well-known/jwks.json). */
-  "rbac.keys.jwks": { request: Record<string, never>; reply: { keys: ReadonlyArray<Record<string, unknown>> } };
+  "rbac.keys.jwks": {
+    request: Record<string, never>;
+    reply: { keys: ReadonlyArray<Record<string, unknown>> };
+  };
   /** A role's current permission keys (the gateway asks for host.api's, the API-key role). */
   "rbac.roles.grants": { request: { role: string }; reply: { role: string; permissions: readonly string[] } };
   /** Every replica of every service answers (fan-out, no queue group): the gateway's /metrics gathers them. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { ConfigError, defaults, parseConfig } from "./config.js";
+import { ConfigError, defaults, DEVELOPMENT_API_KEY, parseConfig } from "./config.js";
 import { buildSettingTree, getSetting, getSettingArray } from "./settings-tree.js";
 
 describe("settings tree", () => {
@@ -38,6 +38,7 @@ describe("parseConfig", () => {
     const config = parseConfig({
       GATEWAY_PORT: "9090",
       NODE_ENV: "production",
+      BackendHost__JwtSigningKey: "-----BEGIN PRIVATE KEY-----\\nnot-parsed-here\\n-----END PRIVATE KEY-----",
       BackendHost__RateLimitApiPerMinute: "0",
       backendhost__defaulttenantkey: "acme",
     });
@@ -72,6 +73,35 @@ describe("parseConfig", () => {
       expect(problems).toContain(name);
     }
     expect((error as ConfigError).problems).toHaveLength(5);
+  });
+
+  it("refuses the development signing key and API key in production", () => {
+    expect(() => parseConfig({ NODE_ENV: "production" })).toThrow(/JwtSigningKey/);
+    expect(() =>
+      parseConfig({
+        NODE_ENV: "production",
+        BackendHost__JwtSigningKey: "pem",
+        BackendHost__ApiKeys__0: DEVELOPMENT_API_KEY,
+      }),
+    ).toThrow(/well-known development key/);
+    expect(parseConfig({ NODE_ENV: "development" }).backendHost.jwtSigningKeyIsDefault).toBe(true);
+  });
+
+  it("reads roles and API keys in the spec's array form", () => {
+    const config = parseConfig({
+      BackendHost__RbacRoles__0__Name: "auditor",
+      BackendHost__RbacRoles__0__Permissions__0: "job.read",
+      BackendHost__RbacRoles__0__Permissions__1: "webhook.read",
+      BackendHost__ApiKeys__0: "a-long-enough-api-key-1",
+      BackendHost__EnableBootstrapApiKeys: "true",
+      BackendHost__BootstrapApiKeysExpireAtUtc: "2030-01-01T00:00:00Z",
+    });
+    expect(config.backendHost.rbacRoles).toEqual([
+      { name: "auditor", permissions: ["job.read", "webhook.read"] },
+    ]);
+    expect(config.backendHost.apiKeys).toEqual(["a-long-enough-api-key-1"]);
+    expect(config.backendHost.enableBootstrapApiKeys).toBe(true);
+    expect(config.backendHost.bootstrapApiKeysExpireAtUtc?.toISOString()).toBe("2030-01-01T00:00:00.000Z");
   });
 
   it("never echoes a secret-looking value in an error", () => {

@@ -227,7 +227,10 @@ class Reader {
         this.problems.push(`${label}__Name: expected a role name (lower case letters, digits, . _ -)`);
         continue;
       }
-      roles.push({ name: roleName, permissions: getSettingArray(this.tree, `${name}:${index}:permissions`) ?? [] });
+      roles.push({
+        name: roleName,
+        permissions: getSettingArray(this.tree, `${name}:${index}:permissions`) ?? [],
+      });
     }
     return roles;
   }
@@ -320,7 +323,8 @@ export function parseConfig(env: Env = process.env): Config {
         50,
         3_600_000,
       ),
-      jwtSigningKey: r.optionalString("BackendHost:JwtSigningKey")?.replaceAll("\\n", "\n") ?? DEVELOPMENT_JWT_SIGNING_KEY,
+      jwtSigningKey:
+        r.optionalString("BackendHost:JwtSigningKey")?.replaceAll("\\n", "\n") ?? DEVELOPMENT_JWT_SIGNING_KEY,
       jwtSigningKeyIsDefault: r.optionalString("BackendHost:JwtSigningKey") === null,
       jwtIssuer: r.string("BackendHost:JwtIssuer", d.backendHost.jwtIssuer),
       accessTokenLifetimeSeconds: r.int(
@@ -329,7 +333,10 @@ export function parseConfig(env: Env = process.env): Config {
         30,
         7 * 86_400,
       ),
-      enableBootstrapApiKeys: r.bool("BackendHost:EnableBootstrapApiKeys", d.backendHost.enableBootstrapApiKeys),
+      enableBootstrapApiKeys: r.bool(
+        "BackendHost:EnableBootstrapApiKeys",
+        d.backendHost.enableBootstrapApiKeys,
+      ),
       apiKeys: r.array("BackendHost:ApiKeys"),
       bootstrapApiKeysExpireAtUtc: r.date("BackendHost:BootstrapApiKeysExpireAtUtc"),
       trustedProxies: r.array("BackendHost:TrustedProxies"),
@@ -340,7 +347,9 @@ export function parseConfig(env: Env = process.env): Config {
   if (config.nodeEnv === NodeEnv.Production) {
     // Spec 5.1: the built-in signing key and the well-known API key are for development only.
     if (config.backendHost.jwtSigningKeyIsDefault) {
-      r.problems.push("BackendHost__JwtSigningKey: must be set in production (the built-in development key is refused)");
+      r.problems.push(
+        "BackendHost__JwtSigningKey: must be set in production (the built-in development key is refused)",
+      );
     }
     if (config.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
       r.problems.push("BackendHost__ApiKeys: the well-known development key is refused in production");

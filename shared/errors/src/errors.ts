@@ -103,3 +103,13 @@ export class InternalError extends SvcError {
     super(ErrorCode.Internal, "An unexpected error occurred.", options);
   }
 }
+
+export class RateLimitedError extends SvcError {
+  override readonly name = "RateLimitedError";
+  constructor(policy: string, options: ErrorOptions = {}) {
+    super(ErrorCode.RateLimited, `Too many requests (policy '${policy}'); try again later.`, {
+      ...options,
+      extensions: { policy },
+    });
+  }
+}

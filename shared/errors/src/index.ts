@@ -4,6 +4,7 @@ export {
   ForbiddenError,
   InternalError,
   NotFoundError,
+  RateLimitedError,
   ServiceUnavailableError,
   SvcError,
   type SvcErrorOptions,

@@ -86,18 +86,19 @@ export async function startService(
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     const deps: ServiceDeps = { name: definition.name, instance, config, log, nc, bus, db, metrics };
-    bus.serve(`${definition.name}.ping`, (): PingReply => ({
-      service: definition.name,
-      instance,
-      version: HOST_VERSION,
-      uptimeMs: Date.now() - startedAt,
-    }));
     bus.serve(
       "metrics.collect",
       async () => ({ service: definition.name, instance, metrics: await metrics.getMetricsAsJSON() }),
       { fanOut: true },
     );
     const hooks = (await definition.start(deps)) ?? {};
+    // Last: a replica that answers its ping has every handler in place.
+    bus.serve(`${definition.name}.ping`, (): PingReply => ({
+      service: definition.name,
+      instance,
+      version: HOST_VERSION,
+      uptimeMs: Date.now() - startedAt,
+    }));
     log.info({ instance }, "service started");
     let stopping: Promise<void> | undefined;
     const stop = () => {
@@ -126,14 +127,18 @@ export async function startService(
 export async function runServiceMain(definition: ServiceDefinition): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger(definition.name, config.logLevel);
-  let running: RunningService;
-  try {
-    running = await startService(definition, config, { logger: log });
-  } catch (error) {
-    log.fatal({ err: error }, "service failed to start");
-    process.exit(1);
-  }
+  let running: RunningService | undefined;
   let signalled = false;
+  const stopAndExit = (service: RunningService) => {
+    service.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  // Installed before start: a signal during start-up stops the service as soon as it is up.
   const onSignal = (signal: NodeJS.Signals) => {
     if (signalled) return;
     signalled = true;
@@ -143,14 +148,15 @@ export async function runServiceMain(definition: ServiceDefinition): Promise<voi
       process.exit(1);
     }, config.shutdownTimeoutMs);
     force.unref();
-    running.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        log.error({ err: error }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    if (running !== undefined) stopAndExit(running);
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  try {
+    running = await startService(definition, config, { logger: log });
+  } catch (error) {
+    log.fatal({ err: error }, "service failed to start");
+    process.exit(1);
+  }
+  if (signalled) stopAndExit(running);
 }

@@ -1,0 +1,177 @@
+/**
+ * Who is calling: a bearer token (ES256 JWT issued by rbac, verified against its JWKS) or the break-glass
+ * API key (`X-Svc-Api-Key`, role host.api, platform scope, only the grants given to host.api).
+ *
+ * Verified tokens are cached until they expire, so the signature is checked once per token, not once per
+ * request; revocation is checked on every request against the replica's revocation list.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+
+import { type AccessClaims, type RevocationList, SystemRole, TOKEN_AUDIENCE } from "@svc/access";
+import type { Bus, Principal } from "@svc/bus";
+import { type Config, DEVELOPMENT_API_KEY } from "@svc/config";
+import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
+import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from "jose";
+import { LRUCache } from "lru-cache";
+
+type KeySet = ReturnType<typeof createLocalJWKSet>;
+
+interface CachedToken {
+  readonly principal: Principal;
+  readonly sessionId: string;
+  readonly expiresAtMs: number;
+}
+
+const sha256 = (value: string) => createHash("sha256").update(value).digest();
+
+function stringArray(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every((v) => typeof v === "string") ? value : null;
+}
+
+export class Authenticator {
+  private keySet: KeySet | undefined;
+  private keySetLoading: Promise<KeySet> | undefined;
+  private readonly tokens = new LRUCache<string, CachedToken>({ max: 50_000 });
+  private readonly apiKeyDigests: Buffer[];
+  private hostApiGrants: { permissions: readonly string[]; atMs: number } | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly config: Config,
+    private readonly revocations: RevocationList,
+  ) {
+    const b = config.backendHost;
+    const keys =
+      b.apiKeys.length > 0 ? b.apiKeys : config.nodeEnv === "development" ? [DEVELOPMENT_API_KEY] : [];
+    this.apiKeyDigests = b.enableBootstrapApiKeys ? keys.map(sha256) : [];
+    bus.onBroadcast("rbac.roles.changed", ({ role }) => {
+      if (role === SystemRole.HostApi) this.hostApiGrants = undefined;
+    });
+  }
+
+  /** The public keys, fetched from rbac once and again when a token names a key we do not know. */
+  async jwks(refresh = false): Promise<KeySet> {
+    if (this.keySet !== undefined && !refresh) return this.keySet;
+    this.keySetLoading ??= this.bus
+      .request("rbac.keys.jwks", {})
+      .then((jwks) => {
+        this.keySet = createLocalJWKSet(jwks as unknown as JSONWebKeySet);
+        return this.keySet;
+      })
+      .finally(() => {
+        this.keySetLoading = undefined;
+      });
+    return this.keySetLoading;
+  }
+
+  /** Returns the principal, or null when the request carries no credentials at all. */
+  async authenticate(
+    authorization: string | undefined,
+    apiKey: string | undefined,
+  ): Promise<Principal | null> {
+    if (authorization !== undefined) {
+      const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(authorization.trim());
+      if (!match?.[1]) throw new UnauthenticatedError("The Authorization header must be 'Bearer <token>'.");
+      return this.fromToken(match[1]);
+    }
+    if (apiKey !== undefined) return this.fromApiKey(apiKey);
+    return null;
+  }
+
+  private async fromToken(token: string): Promise<Principal> {
+    const now = Date.now();
+    let cached = this.tokens.get(token);
+    if (cached === undefined || cached.expiresAtMs <= now) {
+      cached = await this.verify(token);
+      this.tokens.set(token, cached);
+    }
+    if (!this.revocations.ready) {
+      throw new SvcError(ErrorCode.ServiceUnavailable, "Session revocations are not loaded yet.");
+    }
+    if (this.revocations.isRevoked(cached.sessionId))
+      throw new UnauthenticatedError("The session has been revoked.");
+    return cached.principal;
+  }
+
+  private async verify(token: string): Promise<CachedToken> {
+    const options = {
+      algorithms: ["ES256"],
+      issuer: this.config.backendHost.jwtIssuer,
+      audience: TOKEN_AUDIENCE,
+      clockTolerance: 5,
+    };
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token, await this.jwks(), options));
+    } catch (error) {
+      if (error instanceof SvcError) throw error;
+      const code = (error as { code?: string }).code;
+      if (code !== "ERR_JWKS_NO_MATCHING_KEY") {
+        throw new UnauthenticatedError(
+          code === "ERR_JWT_EXPIRED" ? "The access token has expired." : "The access token is not valid.",
+        );
+      }
+      try {
+        ({ payload } = await jwtVerify(token, await this.jwks(true), options));
+      } catch {
+        throw new UnauthenticatedError("The access token is not valid.");
+      }
+    }
+    const claims = payload as Partial<AccessClaims> & { exp?: number };
+    const permissions = stringArray(claims.permission);
+    const roles = stringArray(claims.role);
+    if (
+      typeof claims.sub !== "string" ||
+      typeof claims.sid !== "string" ||
+      !permissions ||
+      !roles ||
+      typeof claims.exp !== "number"
+    ) {
+      throw new UnauthenticatedError("The access token is not valid.");
+    }
+    const scope =
+      claims.svc_scope === "platform" || claims.svc_scope === "workspace" ? claims.svc_scope : null;
+    const workspaceKey = typeof claims.workspace_key === "string" ? claims.workspace_key : null;
+    return {
+      principal: Object.freeze({
+        subject: claims.sub,
+        // A workspace scope without its workspace reaches nothing.
+        scope: scope === "workspace" && workspaceKey === null ? null : scope,
+        workspaceKey,
+        permissions: Object.freeze(permissions),
+        roles: Object.freeze(roles),
+      }),
+      sessionId: claims.sid,
+      expiresAtMs: claims.exp * 1000,
+    };
+  }
+
+  private async fromApiKey(presented: string): Promise<Principal> {
+    const b = this.config.backendHost;
+    const digest = sha256(presented);
+    // Compare against every configured key in constant time, without stopping at the first match.
+    let matched = false;
+    for (const key of this.apiKeyDigests) matched = timingSafeEqual(digest, key) || matched;
+    if (!matched) throw new UnauthenticatedError("The API key is not valid.");
+    if (b.bootstrapApiKeysExpireAtUtc !== null && Date.now() >= b.bootstrapApiKeysExpireAtUtc.getTime()) {
+      throw new UnauthenticatedError("The API key has expired.");
+    }
+    return {
+      subject: "api-key",
+      scope: "platform",
+      workspaceKey: null,
+      permissions: await this.hostApiPermissions(),
+      roles: [SystemRole.HostApi],
+    };
+  }
+
+  /** host.api's grants, cached for five seconds and dropped at once when the role changes. */
+  private async hostApiPermissions(): Promise<readonly string[]> {
+    const now = Date.now();
+    if (this.hostApiGrants === undefined || now - this.hostApiGrants.atMs > 5_000) {
+      const { permissions } = await this.bus.request("rbac.roles.grants", { role: SystemRole.HostApi });
+      this.hostApiGrants = { permissions, atMs: now };
+    }
+    return this.hostApiGrants.permissions;
+  }
+}

@@ -1,0 +1,221 @@
+/**
+ * Fixed-window rate limits per client (spec 8), counted across every gateway replica in a NATS KV bucket
+ * (memory storage; entries expire after two windows). Key: `<policy>.<minute>.<client digest>`.
+ *
+ * - `auth` (login, 5/min by default) counts exactly: each attempt is a compare-and-set increment of the
+ *   shared counter before the request proceeds. When the bucket cannot be reached, login fails closed.
+ * - `api` (600/min) counts locally first: a request is admitted when the shared total last seen plus
+ *   this replica's not-yet-written hits stay under the limit. Hits are written with compare-and-set every
+ *   100 ms, and every replica watches the current window's keys, so each sees the others' counts within a
+ *   sync interval. Across N replicas a client can overshoot by at most what N replicas admit in 100 ms
+ *   before they see each other; the hot path never waits on the network. When the bucket is unreachable
+ *   the api policy keeps counting per replica (fails open), so an outage of NATS KV does not stop the API.
+ */
+import { createHash } from "node:crypto";
+
+import type { KV, KvWatchEntry } from "@nats-io/kv";
+import type { Logger } from "@svc/observability";
+import ipaddr from "ipaddr.js";
+
+export type Policy = "auth" | "api";
+
+const WINDOW_MS = 60_000;
+const SYNC_MS = 100;
+
+interface Counter {
+  /** Shared total last seen (written by all replicas, this one included). */
+  shared: number;
+  /** Hits this replica admitted and has not written yet. */
+  pending: number;
+}
+
+export interface LimitDecision {
+  readonly allowed: boolean;
+}
+
+function windowOf(now: number): number {
+  return Math.floor(now / WINDOW_MS);
+}
+
+function clientDigest(client: string): string {
+  return createHash("sha256").update(client).digest("base64url").slice(0, 22).replaceAll("-", "_");
+}
+
+export class RateLimiter {
+  private readonly counters = new Map<string, Counter>();
+  private window = windowOf(Date.now());
+  private syncTimer: NodeJS.Timeout | undefined;
+  private watchStop: (() => void) | undefined;
+  private syncing = false;
+
+  constructor(
+    private readonly kv: KV,
+    private readonly limits: Readonly<Record<Policy, number>>,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.watchWindow(this.window);
+    this.syncTimer = setInterval(() => void this.sync(), SYNC_MS);
+    this.syncTimer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.syncTimer);
+    this.watchStop?.();
+  }
+
+  private key(policy: Policy, window: number, client: string): string {
+    return `${policy}.${window}.${clientDigest(client)}`;
+  }
+
+  private async watchWindow(window: number) {
+    this.watchStop?.();
+    try {
+      const iterator = await this.kv.watch({ key: `api.${window}.>` });
+      this.watchStop = () => iterator.stop();
+      void (async () => {
+        for await (const entry of iterator as AsyncIterable<KvWatchEntry>) {
+          if (entry.operation !== "PUT") continue;
+          const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0 };
+          counter.shared = Math.max(counter.shared, Number(entry.string()) || 0);
+          this.counters.set(entry.key, counter);
+        }
+      })().catch(() => undefined);
+    } catch (err) {
+      this.log.warn({ error: (err as Error).message }, "rate-limit watch failed; counting per replica");
+    }
+  }
+
+  /** Rolls the window over: the previous minute's counters are dropped. */
+  private roll(now: number) {
+    const window = windowOf(now);
+    if (window === this.window) return;
+    this.window = window;
+    this.counters.clear();
+    void this.watchWindow(window);
+  }
+
+  /** The api policy: admitted or not, without waiting on the network. */
+  hit(policy: "api", client: string): LimitDecision {
+    const limit = this.limits[policy];
+    if (limit === 0) return { allowed: true };
+    const now = Date.now();
+    this.roll(now);
+    const key = this.key(policy, this.window, client);
+    let counter = this.counters.get(key);
+    if (counter === undefined) {
+      counter = { shared: 0, pending: 0 };
+      this.counters.set(key, counter);
+    }
+    if (counter.shared + counter.pending >= limit) return { allowed: false };
+    counter.pending++;
+    return { allowed: true };
+  }
+
+  /** Writes pending hits to the shared counters. */
+  private async sync() {
+    if (this.syncing) return;
+    this.syncing = true;
+    try {
+      for (const [key, counter] of this.counters) {
+        if (counter.pending === 0) continue;
+        const add = counter.pending;
+        counter.pending = 0;
+        try {
+          counter.shared = await this.addShared(key, add);
+        } catch {
+          counter.pending += add; // try again next round; meanwhile keep counting locally
+        }
+      }
+    } finally {
+      this.syncing = false;
+    }
+  }
+
+  /** Compare-and-set increment; returns the new shared total. */
+  private async addShared(key: string, add: number): Promise<number> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const entry = await this.kv.get(key);
+      if (entry === null || entry.operation !== "PUT") {
+        try {
+          await this.kv.create(key, String(add));
+          return add;
+        } catch {
+          continue; // created by another replica meanwhile
+        }
+      }
+      const total = (Number(entry.string()) || 0) + add;
+      try {
+        await this.kv.update(key, String(total), entry.revision);
+        return total;
+      } catch {
+        // another replica wrote first: read again
+      }
+    }
+    throw new Error("rate-limit counter contended");
+  }
+
+  /**
+   * The auth policy: counts exactly across replicas before admitting. Throws when the shared store is
+   * unreachable (login fails closed).
+   */
+  async hitExact(policy: "auth", client: string): Promise<LimitDecision> {
+    const limit = this.limits[policy];
+    if (limit === 0) return { allowed: true };
+    const key = this.key(policy, windowOf(Date.now()), client);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const entry = await this.kv.get(key);
+      const current = entry === null || entry.operation !== "PUT" ? 0 : Number(entry.string()) || 0;
+      if (current >= limit) return { allowed: false };
+      try {
+        if (entry === null || entry.operation !== "PUT") await this.kv.create(key, "1");
+        else await this.kv.update(key, String(current + 1), entry.revision);
+        return { allowed: true };
+      } catch {
+        // lost a race with another attempt: read again
+      }
+    }
+    throw new Error("rate-limit counter contended");
+  }
+}
+
+/** Trusted proxies as parsed CIDR ranges. */
+export type ProxyList = Array<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
+
+export function parseTrustedProxies(entries: readonly string[]): ProxyList {
+  return entries.map((entry) => {
+    if (entry.includes("/")) return ipaddr.parseCIDR(entry);
+    const address = ipaddr.parse(entry);
+    return [address, address.kind() === "ipv4" ? 32 : 128];
+  });
+}
+
+function normalise(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  try {
+    const parsed = ipaddr.parse(address.trim());
+    return parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()
+      ? (parsed as ipaddr.IPv6).toIPv4Address()
+      : parsed;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The client a limit counts against (spec 8): the first X-Forwarded-For address when the connection comes
+ * from a trusted proxy, else the connection's own address. From anyone else the header is ignored, so a
+ * client cannot choose its own bucket.
+ */
+export function clientAddress(remote: string, forwardedFor: string | undefined, trusted: ProxyList): string {
+  const peer = normalise(remote);
+  if (peer === null) return remote;
+  if (
+    forwardedFor !== undefined &&
+    trusted.some(([range, bits]) => peer.kind() === range.kind() && peer.match(range, bits))
+  ) {
+    const first = normalise(forwardedFor.split(",")[0] ?? "");
+    if (first !== null) return first.toString();
+  }
+  return peer.toString();
+}

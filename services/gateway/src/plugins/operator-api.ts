@@ -1,0 +1,169 @@
+/**
+ * The operator API: every route of the catalogue behind the guard, sign-in, the JWKS and the OpenAPI
+ * description. Per request, in this order: rate limit (api policy) → authentication → guard (permission,
+ * platform scope, workspace reach), all in `onRequest` so that an anonymous or forbidden caller learns
+ * nothing from input validation; then schema validation (400 listing each violation); then forwarding to
+ * the owning service over NATS (503/504 when it is missing or slow).
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import { Type } from "@sinclair/typebox";
+import { openRevocationBucket, RevocationList } from "@svc/access";
+import { type Bus, ensureBucket, type Principal } from "@svc/bus";
+import type { Config } from "@svc/config";
+import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+
+import { Authenticator } from "../auth/authenticator.js";
+import { authorise } from "../auth/guard.js";
+import { clientAddress, parseTrustedProxies, RateLimiter } from "../auth/rate-limiter.js";
+import { OPERATOR_ROUTES, type OperatorRoute } from "../routes/catalogue.js";
+import { buildOpenApi } from "../routes/openapi.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    operatorRoute?: OperatorRoute;
+  }
+}
+
+export interface OperatorApiOptions {
+  readonly bus: Bus;
+  readonly nc: NatsConnection;
+  readonly config: Config;
+  readonly log: Logger;
+}
+
+const LoginBody = Type.Object(
+  {
+    username: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    userName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    password: Type.String({ minLength: 1, maxLength: 200 }),
+    workspaceKey: Type.Optional(Type.Union([Type.String({ maxLength: 63 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+export const operatorApiPlugin = fp<OperatorApiOptions>(
+  async (app: FastifyInstance, { bus, nc, config, log }) => {
+    const b = config.backendHost;
+    const revocations = new RevocationList();
+    await revocations.start(
+      await openRevocationBucket(nc, config.subjectPrefix, b.accessTokenLifetimeSeconds * 1000),
+    );
+    const limitsKv = await ensureBucket(nc, `${config.subjectPrefix}_rate_limits`, {
+      history: 1,
+      ttl: 120_000,
+      storage: "memory",
+    });
+    const limiter = new RateLimiter(
+      limitsKv,
+      { auth: b.rateLimitAuthPerMinute, api: b.rateLimitApiPerMinute },
+      log,
+    );
+    await limiter.start();
+    const trusted = parseTrustedProxies(b.trustedProxies);
+    const authenticator = new Authenticator(bus, config, revocations);
+    app.addHook("onClose", async () => {
+      limiter.stop();
+      revocations.stop();
+    });
+    app.decorateRequest("principal", null);
+
+    const client = (request: FastifyRequest) => {
+      const xff = request.headers["x-forwarded-for"];
+      return clientAddress(request.socket.remoteAddress ?? "", Array.isArray(xff) ? xff[0] : xff, trusted);
+    };
+    const header = (request: FastifyRequest, name: string) => {
+      const value = request.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+
+    for (const route of OPERATOR_ROUTES) {
+      app.route({
+        method: route.method,
+        url: route.path,
+        config: { operatorRoute: route },
+        schema: {
+          ...(route.schemas?.params ? { params: route.schemas.params } : {}),
+          ...(route.schemas?.querystring ? { querystring: route.schemas.querystring } : {}),
+          ...(route.schemas?.body ? { body: route.schemas.body } : {}),
+        },
+        onRequest: async (request) => {
+          if (!limiter.hit("api", client(request)).allowed) throw new RateLimitedError("api");
+          const principal = await authenticator.authenticate(
+            header(request, "authorization"),
+            header(request, "x-svc-api-key"),
+          );
+          if (principal === null) throw new UnauthenticatedError();
+          authorise(
+            principal,
+            route,
+            request.params as Record<string, unknown>,
+            request.query as Record<string, unknown>,
+          );
+          request.principal = principal;
+        },
+        handler: async (request, reply) => {
+          const result = await bus.requestRoute(
+            route.subject,
+            {
+              principal: request.principal as Principal,
+              params: (request.params ?? {}) as Record<string, string>,
+              query: (request.query ?? {}) as Record<string, unknown>,
+              body: request.body ?? null,
+            },
+            { requestId: request.id },
+          );
+          if (result.headers) void reply.headers(result.headers);
+          void reply.code(result.status);
+          return result.body === undefined ? reply.send() : reply.send(result.body);
+        },
+      });
+    }
+
+    app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {
+      let decision;
+      try {
+        decision = await limiter.hitExact("auth", client(request));
+      } catch (err) {
+        // Fail closed: without the shared counter, sign-in could be brute-forced across replicas.
+        log.warn({ error: (err as Error).message }, "login rate limiter unavailable");
+        throw new SvcError(ErrorCode.ServiceUnavailable, "Sign-in is unavailable; try again shortly.", {
+          extensions: { service: "rate-limiter" },
+        });
+      }
+      if (!decision.allowed) throw new RateLimitedError("auth");
+      const body = request.body as {
+        username?: string;
+        userName?: string;
+        password: string;
+        workspaceKey?: string | null;
+      };
+      const userName = body.username ?? body.userName;
+      if (userName === undefined) {
+        throw new SvcError(ErrorCode.ValidationFailed, "Invalid input: /body/username is required", {
+          extensions: { errors: [{ field: "/body/username", message: "is required" }] },
+        });
+      }
+      const result = await bus.request(
+        "rbac.auth.login",
+        { userName, password: body.password, workspaceKey: body.workspaceKey ?? null },
+        { requestId: request.id },
+      );
+      return reply.header("cache-control", "no-store").send(result);
+    });
+
+    app.get("/.well-known/jwks.json", async (_request, reply) => {
+      const jwks = await bus.request("rbac.keys.jwks", {});
+      return reply.header("cache-control", "public, max-age=300").send(jwks);
+    });
+
+    const openapi = buildOpenApi(OPERATOR_ROUTES);
+    app.get("/openapi.json", async (_request, reply) => reply.send(openapi));
+  },
+  { name: "svc-operator-api", fastify: "5.x" },
+);

@@ -1,0 +1,110 @@
+import type { TSchema } from "@sinclair/typebox";
+import { HOST_VERSION } from "@svc/runtime";
+
+import type { OperatorRoute } from "./catalogue.js";
+
+const problem = { $ref: "#/components/responses/Problem" };
+
+/** Strips TypeBox's symbol keys: plain JSON Schema (OpenAPI 3.1 uses JSON Schema 2020-12). */
+function plain(schema: TSchema): unknown {
+  return JSON.parse(JSON.stringify(schema));
+}
+
+function parameters(route: OperatorRoute) {
+  const out: unknown[] = [];
+  const add = (where: "path" | "query", schema: TSchema | undefined, names: string[]) => {
+    const props =
+      (schema as { properties?: Record<string, TSchema>; required?: string[] } | undefined)?.properties ?? {};
+    const required = new Set((schema as { required?: string[] } | undefined)?.required ?? []);
+    for (const name of names.length > 0 ? names : Object.keys(props)) {
+      out.push({
+        name,
+        in: where,
+        required: where === "path" || required.has(name),
+        schema: props[name] ? plain(props[name]) : { type: "string" },
+      });
+    }
+  };
+  const pathNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1] as string);
+  add("path", route.schemas?.params, pathNames);
+  if (route.schemas?.querystring) add("query", route.schemas.querystring, []);
+  return out;
+}
+
+/**
+ * The OpenAPI 3.1 description of the operator API, derived from the same catalogue as the routes and the
+ * guard; each operation names its permission key (`x-svc-permission`). Public routes are excluded, as spec
+ * 4.1 requires.
+ */
+export function buildOpenApi(routes: readonly OperatorRoute[]) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    const keys = typeof route.permission === "string" ? [route.permission] : [...route.permission];
+    paths[path] ??= {};
+    (paths[path])[route.method.toLowerCase()] = {
+      operationId: route.subject,
+      summary: route.summary,
+      "x-svc-permission": keys[0],
+      ...(keys.length > 1 ? { "x-svc-permission-alternatives": keys.slice(1) } : {}),
+      ...(route.platformOnly ? { "x-svc-platform-scope-only": true } : {}),
+      security: [{ bearer: [] }, { apiKey: [] }],
+      parameters: parameters(route),
+      ...(route.schemas?.body
+        ? {
+            requestBody: {
+              required: true,
+              content: { "application/json": { schema: plain(route.schemas.body) } },
+            },
+          }
+        : {}),
+      responses: {
+        "200": {
+          description: "Success",
+          ...(route.schemas?.response
+            ? { content: { "application/json": { schema: plain(route.schemas.response) } } }
+            : {}),
+        },
+        "400": problem,
+        "401": problem,
+        "403": problem,
+        "404": problem,
+        "429": problem,
+        "503": problem,
+        "504": problem,
+      },
+    };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "svc operator API", version: HOST_VERSION },
+    paths,
+    components: {
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+        apiKey: { type: "apiKey", in: "header", name: "X-Svc-Api-Key" },
+      },
+      responses: {
+        Problem: {
+          description: "An RFC 9457 problem document",
+          content: {
+            "application/problem+json": {
+              schema: {
+                type: "object",
+                required: ["type", "title", "status"],
+                properties: {
+                  type: { type: "string" },
+                  title: { type: "string" },
+                  status: { type: "integer" },
+                  detail: { type: "string" },
+                  code: { type: "string" },
+                  missingPermission: { type: "string" },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}

@@ -8,6 +8,7 @@ import { jobReaperService } from "@svc/service-job-reaper";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
@@ -37,7 +38,7 @@ function url(route: OperatorRoute): string {
 }
 
 function keyOf(route: OperatorRoute): string {
-  return typeof route.permission === "string" ? route.permission : (route.permission[0] as string);
+  return typeof route.permission === "string" ? route.permission : (route.permission[0]);
 }
 
 async function call(route: OperatorRoute, headers: Record<string, string>) {
@@ -52,7 +53,9 @@ async function call(route: OperatorRoute, headers: Record<string, string>) {
 const backed: string[] = [];
 const unbacked: string[] = [];
 
-const bearer = async (claims: Parameters<typeof mintToken>[0]) => ({ authorization: `Bearer ${await mintToken(claims)}` });
+const bearer = async (claims: Parameters<typeof mintToken>[0]) => ({
+  authorization: `Bearer ${await mintToken(claims)}`,
+});
 
 beforeAll(async () => {
   const env = {
@@ -93,7 +96,10 @@ describe("every operator route (spec 5.4)", () => {
     expect(anonymous.headers["content-type"]).toMatch(/^application\/problem\+json/);
 
     // a token lacking the key: exactly the problem document of spec 2.5
-    const lacking = await call(route, await bearer({ scope: "platform", permissions: ["snippet.read"].filter((k) => k !== key) }));
+    const lacking = await call(
+      route,
+      await bearer({ scope: "platform", permissions: ["snippet.read"].filter((k) => k !== key) }),
+    );
     expect(lacking.status).toBe(403);
     expect(lacking.headers["content-type"]).toMatch(/^application\/problem\+json/);
     expect(lacking.json()).toMatchObject({
@@ -102,7 +108,7 @@ describe("every operator route (spec 5.4)", () => {
       status: 403,
       missingPermission: key,
     });
-    expect((lacking.json() as { detail: string }).detail).toContain(key);
+    expect(lacking.json<{ detail: string }>().detail).toContain(key);
 
     // a token holding the key, `*`, and superadmin
     allowed((await call(route, await bearer({ scope: "platform", permissions: [key] }))).status);
@@ -115,11 +121,17 @@ describe("every operator route (spec 5.4)", () => {
 
     // a workspace-scoped token, holding the key, on another workspace
     if (route.path.includes(":workspaceKey")) {
-      const scoped = await call(route, await bearer({ scope: "workspace", workspaceKey: "ws-mine", permissions: [key] }));
+      const scoped = await call(
+        route,
+        await bearer({ scope: "workspace", workspaceKey: "ws-mine", permissions: [key] }),
+      );
       expect(scoped.status).toBe(404);
     }
     if (route.platformOnly) {
-      const scoped = await call(route, await bearer({ scope: "workspace", workspaceKey: "ws-mine", permissions: [key] }));
+      const scoped = await call(
+        route,
+        await bearer({ scope: "workspace", workspaceKey: "ws-mine", permissions: [key] }),
+      );
       expect(scoped.status).toBe(403);
     }
   });
@@ -128,7 +140,9 @@ describe("every operator route (spec 5.4)", () => {
 describe("coverage of the walk", () => {
   it("exercised the guard on every route rbac and job-reaper serve", () => {
     const served = OPERATOR_ROUTES.filter(
-      (r) => (r.subject.startsWith("rbac.") && !r.subject.startsWith("rbac.notifications")) || r.subject.startsWith("job-reaper.jobs"),
+      (r) =>
+        (r.subject.startsWith("rbac.") && !r.subject.startsWith("rbac.notifications")) ||
+        r.subject.startsWith("job-reaper.jobs"),
     );
     for (const r of served) expect(backed).toContain(`${r.method} ${r.path}`);
     expect(backed.length + unbacked.length).toBe(OPERATOR_ROUTES.length);
@@ -137,7 +151,10 @@ describe("coverage of the walk", () => {
 
 describe("the OpenAPI description", () => {
   it("lists every operator route with its permission key and no public route", async () => {
-    const doc = (await http(`${base}/openapi.json`)).json<{ openapi: string; paths: Record<string, Record<string, { "x-svc-permission": string }>> }>();
+    const doc = (await http(`${base}/openapi.json`)).json<{
+      openapi: string;
+      paths: Record<string, Record<string, { "x-svc-permission": string }>>;
+    }>();
     expect(doc.openapi).toBe("3.1.0");
     for (const route of OPERATOR_ROUTES) {
       const op = doc.paths[route.path.replace(/:(\w+)/g, "{$1}")]?.[route.method.toLowerCase()];

@@ -8,6 +8,7 @@ import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { createLocalJWKSet, decodeJwt, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
@@ -16,15 +17,31 @@ const h = await createHarness();
 const API_KEY = "identity-test-api-key-0123456789";
 let base: string;
 
-const json = (body: unknown) => ({ headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-async function api(method: string, path: string, token: string | null, body?: unknown, extra: Record<string, string> = {}) {
+const json = (body: unknown) => ({
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
+async function api(
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+  extra: Record<string, string> = {},
+) {
   const headers: Record<string, string> = { ...extra };
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
-  return http(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return http(`${base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 async function login(username: string, password: string, workspaceKey?: string) {
-  return http(`${base}/api/auth/login`, { method: "POST", ...json({ username, password, ...(workspaceKey ? { workspaceKey } : {}) }) });
+  return http(`${base}/api/auth/login`, {
+    method: "POST",
+    ...json({ username, password, ...(workspaceKey ? { workspaceKey } : {}) }),
+  });
 }
 
 let operator: string;
@@ -40,10 +57,16 @@ beforeAll(async () => {
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   // Bootstrap an operator the way the operator CLI does: a user with the superadmin global role.
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  const created = await api("POST", "/api/users", operator, { userName: "alice", password: "correct horse battery", displayName: "Alice" });
+  const created = await api("POST", "/api/users", operator, {
+    userName: "alice",
+    password: "correct horse battery",
+    displayName: "Alice",
+  });
   expect(created.status).toBe(201);
   const alice = created.json<{ id: string }>();
-  expect((await api("PUT", `/api/rbac/users/${alice.id}`, operator, { role: "superadmin" })).status).toBe(200);
+  expect((await api("PUT", `/api/rbac/users/${alice.id}`, operator, { role: "superadmin" })).status).toBe(
+    200,
+  );
 });
 afterAll(() => h.stopAll());
 
@@ -54,7 +77,9 @@ describe("sign-in", () => {
     const body = response.json<{ accessToken: string; tokenType: string; expiresIn: number }>();
     expect(body.tokenType).toBe("Bearer");
     expect(body.expiresIn).toBe(3600);
-    const jwks = (await http(`${base}/.well-known/jwks.json`)).json<{ keys: Array<{ kty: string; alg: string; d?: string }> }>();
+    const jwks = (await http(`${base}/.well-known/jwks.json`)).json<{
+      keys: Array<{ kty: string; alg: string; d?: string }>;
+    }>();
     expect(jwks.keys[0]).toMatchObject({ kty: "EC", alg: "ES256" });
     expect(jwks.keys[0]?.d).toBeUndefined();
     const { payload, protectedHeader } = await jwtVerify(body.accessToken, createLocalJWKSet(jwks as never));
@@ -70,13 +95,18 @@ describe("sign-in", () => {
     expect(wrongPassword.status).toBe(401);
     expect(unknownUser.status).toBe(401);
     expect(wrongPassword.headers["content-type"]).toMatch(/^application\/problem\+json/);
-    expect(wrongPassword.json<{ detail: string }>().detail).toBe(unknownUser.json<{ detail: string }>().detail);
+    expect(wrongPassword.json<{ detail: string }>().detail).toBe(
+      unknownUser.json<{ detail: string }>().detail,
+    );
   });
 
   it("rejects a malformed body with a 400 listing the violation", async () => {
     const response = await http(`${base}/api/auth/login`, { method: "POST", ...json({ username: "alice" }) });
     expect(response.status).toBe(400);
-    expect(response.json()).toMatchObject({ status: 400, errors: [expect.objectContaining({ field: expect.stringContaining("password") })] });
+    expect(response.json()).toMatchObject({
+      status: 400,
+      errors: [expect.objectContaining({ field: expect.stringContaining("password") })],
+    });
   });
 });
 
@@ -98,14 +128,23 @@ describe("tokens the gateway refuses", () => {
   });
 
   it("an expired token, and one from another issuer", async () => {
-    const expired = await api("GET", "/api/rbac/roles", await mintToken({ roles: ["superadmin"], expiresIn: -60 }));
+    const expired = await api(
+      "GET",
+      "/api/rbac/roles",
+      await mintToken({ roles: ["superadmin"], expiresIn: -60 }),
+    );
     expect(expired.status).toBe(401);
     expect(expired.json<{ detail: string }>().detail).toMatch(/expired/);
-    expect((await api("GET", "/api/rbac/roles", await mintToken({ roles: ["superadmin"], issuer: "evil" }))).status).toBe(401);
+    expect(
+      (await api("GET", "/api/rbac/roles", await mintToken({ roles: ["superadmin"], issuer: "evil" })))
+        .status,
+    ).toBe(401);
   });
 
   it("a malformed Authorization header", async () => {
-    expect((await http(`${base}/api/rbac/roles`, { headers: { authorization: "Basic abc" } })).status).toBe(401);
+    expect((await http(`${base}/api/rbac/roles`, { headers: { authorization: "Basic abc" } })).status).toBe(
+      401,
+    );
   });
 });
 
@@ -113,8 +152,12 @@ describe("the break-glass API key", () => {
   it("is host.api: platform reach, no authority until host.api is granted a key", async () => {
     const headers = { "x-svc-api-key": API_KEY };
     expect((await api("GET", "/api/rbac/roles", null, undefined, headers)).status).toBe(403);
-    expect((await api("GET", "/api/rbac/roles", null, undefined, { "x-svc-api-key": `${API_KEY}x` })).status).toBe(401);
-    expect((await api("PUT", "/api/rbac/roles/host.api", operator, { permissions: ["role.read"] })).status).toBe(200);
+    expect(
+      (await api("GET", "/api/rbac/roles", null, undefined, { "x-svc-api-key": `${API_KEY}x` })).status,
+    ).toBe(401);
+    expect(
+      (await api("PUT", "/api/rbac/roles/host.api", operator, { permissions: ["role.read"] })).status,
+    ).toBe(200);
     // The grant reaches the gateway's cache through the rbac.roles.changed broadcast.
     const until = Date.now() + 3_000;
     let status = 0;
@@ -129,31 +172,59 @@ describe("the break-glass API key", () => {
 
 describe("users, memberships and member roles", () => {
   it("signs a member in to a workspace with filtered member-role keys and reaches only that workspace", async () => {
-    const bob = (await api("POST", "/api/users", operator, { userName: "bob", password: "bob's long password" })).json<{ id: string }>();
+    const bob = (
+      await api("POST", "/api/users", operator, { userName: "bob", password: "bob's long password" })
+    ).json<{ id: string }>();
     // Not a member yet: a workspace sign-in fails like bad credentials.
     expect((await login("bob", "bob's long password", "acme")).status).toBe(401);
     expect((await api("PUT", `/api/workspaces/acme/members/${bob.id}`, operator)).status).toBe(201);
-    expect((await api("PUT", "/api/rbac/roles/acme-ops", operator, { permissions: ["tenant.create", "webhook.read", "user.update", "*"] })).status).toBe(201);
-    const roles = await api("PUT", `/api/workspaces/acme/members/${bob.id}/roles`, operator, { roles: ["admin", "acme-ops"] });
+    expect(
+      (
+        await api("PUT", "/api/rbac/roles/acme-ops", operator, {
+          permissions: ["tenant.create", "webhook.read", "user.update", "*"],
+        })
+      ).status,
+    ).toBe(201);
+    const roles = await api("PUT", `/api/workspaces/acme/members/${bob.id}/roles`, operator, {
+      roles: ["admin", "acme-ops"],
+    });
     expect(roles.json()).toEqual({ userId: bob.id, roles: ["acme-ops", "admin"] });
-    expect((await api("GET", `/api/workspaces/acme/members/${bob.id}/roles`, operator)).json()).toEqual({ userId: bob.id, roles: ["acme-ops", "admin"] });
+    expect((await api("GET", `/api/workspaces/acme/members/${bob.id}/roles`, operator)).json()).toEqual({
+      userId: bob.id,
+      roles: ["acme-ops", "admin"],
+    });
     // superadmin cannot be a member role.
-    expect((await api("PUT", `/api/workspaces/acme/members/${bob.id}/roles`, operator, { roles: ["superadmin"] })).status).toBe(400);
+    expect(
+      (await api("PUT", `/api/workspaces/acme/members/${bob.id}/roles`, operator, { roles: ["superadmin"] }))
+        .status,
+    ).toBe(400);
 
     const signIn = await login("bob", "bob's long password", "acme");
     expect(signIn.status).toBe(200);
     const token = signIn.json<{ accessToken: string }>().accessToken;
     const claims = decodeJwt(token);
-    expect(claims).toMatchObject({ svc_scope: "workspace", workspace_key: "acme", role: ["acme-ops", "admin"] });
+    expect(claims).toMatchObject({
+      svc_scope: "workspace",
+      workspace_key: "acme",
+      role: ["acme-ops", "admin"],
+    });
     // tenant.create, user.update and * never survive (spec 5.6.3).
-    expect(claims.permission).toEqual(["membership.delete", "membership.read", "membership.update", "user.read", "webhook.read"]);
+    expect(claims.permission).toEqual([
+      "membership.delete",
+      "membership.read",
+      "membership.update",
+      "user.read",
+      "webhook.read",
+    ]);
 
     // Reach: its own workspace's members, another workspace is 404, user writes are platform-only.
     expect((await api("GET", "/api/workspaces/acme/members", token)).status).toBe(200);
     expect((await api("GET", "/api/workspaces/other/members", token)).status).toBe(404);
     const users = (await api("GET", "/api/users", token)).json<{ items: Array<{ userName: string }> }>();
     expect(users.items.map((u) => u.userName)).toEqual(["bob"]);
-    const alice = (await api("GET", "/api/users", operator)).json<{ items: Array<{ id: string; userName: string }> }>().items.find((u) => u.userName === "alice");
+    const alice = (await api("GET", "/api/users", operator))
+      .json<{ items: Array<{ id: string; userName: string }> }>()
+      .items.find((u) => u.userName === "alice");
     expect((await api("GET", `/api/users/${alice?.id}`, token)).status).toBe(404);
     expect((await api("GET", `/api/users/${bob.id}/data-export`, token)).status).toBe(403);
 
@@ -161,18 +232,30 @@ describe("users, memberships and member roles", () => {
     expect((await api("DELETE", `/api/workspaces/acme/members/${bob.id}`, operator)).status).toBe(204);
     const until = Date.now() + 2_000;
     let status = 200;
-    while (Date.now() < until && status !== 401) status = (await api("GET", "/api/workspaces/acme/members", token)).status;
+    while (Date.now() < until && status !== 401)
+      status = (await api("GET", "/api/workspaces/acme/members", token)).status;
     expect(status).toBe(401);
   });
 
   it("exports a user's data for platform operators and publishes user and membership events", async () => {
-    const carol = (await api("POST", "/api/users", operator, { userName: "carol", password: "carol's long password", email: "carol@example.com" })).json<{ id: string }>();
+    const carol = (
+      await api("POST", "/api/users", operator, {
+        userName: "carol",
+        password: "carol's long password",
+        email: "carol@example.com",
+      })
+    ).json<{ id: string }>();
     expect((await api("PUT", `/api/workspaces/acme/members/${carol.id}`, operator)).status).toBe(201);
     const exported = await api("GET", `/api/users/${carol.id}/data-export`, operator);
     expect(exported.status).toBe(200);
-    expect(exported.json()).toMatchObject({ user: { userName: "carol", email: "carol@example.com" }, memberships: [{ workspaceKey: "acme" }] });
+    expect(exported.json()).toMatchObject({
+      user: { userName: "carol", email: "carol@example.com" },
+      memberships: [{ workspaceKey: "acme" }],
+    });
     expect(exported.text).not.toContain("scrypt");
-    expect((await api("PUT", `/api/users/${carol.id}`, operator, { displayName: "Carol C" })).json()).toMatchObject({ displayName: "Carol C" });
+    expect(
+      (await api("PUT", `/api/users/${carol.id}`, operator, { displayName: "Carol C" })).json(),
+    ).toMatchObject({ displayName: "Carol C" });
     expect((await api("DELETE", `/api/users/${carol.id}`, operator)).status).toBe(204);
     expect((await api("GET", `/api/users/${carol.id}`, operator)).status).toBe(404);
 
@@ -185,7 +268,9 @@ describe("users, memberships and member roles", () => {
         const msg = await jsm.streams.getMessage(stream, { last_by_subj: `${prefix}.events.${event}` });
         expect(msg).not.toBeNull();
       }
-      const assigned = await jsm.streams.getMessage(stream, { last_by_subj: `${prefix}.events.workspace.member-assigned` });
+      const assigned = await jsm.streams.getMessage(stream, {
+        last_by_subj: `${prefix}.events.workspace.member-assigned`,
+      });
       expect(assigned?.header.get("Svc-Workspace-Key")).toBe("acme");
       expect(assigned?.json()).toMatchObject({ workspaceKey: "acme", userId: carol.id });
       const created = await jsm.streams.getMessage(stream, { last_by_subj: `${prefix}.events.user.created` });
@@ -196,13 +281,20 @@ describe("users, memberships and member roles", () => {
   });
 
   it("refuses unknown permission keys in a role with 400 per key", async () => {
-    const response = await api("PUT", "/api/rbac/roles/bad-role", operator, { permissions: ["job.read", "nope.read"] });
+    const response = await api("PUT", "/api/rbac/roles/bad-role", operator, {
+      permissions: ["job.read", "nope.read"],
+    });
     expect(response.status).toBe(400);
-    expect(response.json()).toMatchObject({ errors: [{ field: "/body/permissions", message: "unknown permission key 'nope.read'" }] });
+    expect(response.json()).toMatchObject({
+      errors: [{ field: "/body/permissions", message: "unknown permission key 'nope.read'" }],
+    });
   });
 
   it("shows an integration's secret once and never again", async () => {
-    const created = await api("POST", "/api/security/integrations", operator, { name: "crm", permissions: ["job.read"] });
+    const created = await api("POST", "/api/security/integrations", operator, {
+      name: "crm",
+      permissions: ["job.read"],
+    });
     expect(created.status).toBe(201);
     const secret = created.json<{ clientSecret: string }>().clientSecret;
     expect(secret.length).toBeGreaterThan(30);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createPrivateKey } from "node:crypto";
+
 import { TOKEN_AUDIENCE } from "@svc/access";
 import { DEVELOPMENT_JWT_SIGNING_KEY } from "@svc/config";
 import { SignJWT } from "jose";

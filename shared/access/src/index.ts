@@ -8,5 +8,5 @@ export {
   SystemRole,
   WILDCARD,
 } from "./permissions.js";
-export { openRevocationBucket, revocationBucketName,RevocationList } from "./revocation.js";
+export { openRevocationBucket, revocationBucketName, RevocationList } from "./revocation.js";
 export { type AccessClaims, TOKEN_AUDIENCE } from "./tokens.js";

@@ -42,7 +42,7 @@ export function buildOpenApi(routes: readonly OperatorRoute[]) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
     const keys = typeof route.permission === "string" ? [route.permission] : [...route.permission];
     paths[path] ??= {};
-    (paths[path])[route.method.toLowerCase()] = {
+    paths[path][route.method.toLowerCase()] = {
       operationId: route.subject,
       summary: route.summary,
       "x-svc-permission": keys[0],

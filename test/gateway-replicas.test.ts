@@ -1,0 +1,158 @@
+/**
+ * Issue 3: what must hold across gateway replicas: a revoked session is refused by every replica within a
+ * second, and rate limits count across replicas (429 with Retry-After: 60); X-Forwarded-For is believed
+ * only from trusted proxies.
+ */
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+let operator: string;
+
+const send = (
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+) =>
+  http(`${base}${path}`, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+beforeAll(async () => {
+  await h.start(rbacService);
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+});
+afterAll(() => h.stopAll());
+
+async function waitForStatus(check: () => Promise<number>, status: number, withinMs: number) {
+  const started = Date.now();
+  for (;;) {
+    if ((await check()) === status) return Date.now() - started;
+    if (Date.now() - started > withinMs) throw new Error(`not ${status} within ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("session revocation across two gateways", () => {
+  it("changing a role revokes its holders' sessions on every replica within a second", async () => {
+    const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__RateLimitAuthPerMinute: "0" };
+    const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const auth = { authorization: `Bearer ${operator}` };
+    expect(
+      (await send(a, "PUT", "/api/rbac/roles/auditor", auth, { permissions: ["role.read"] })).status,
+    ).toBe(201);
+    const dave = (
+      await send(a, "POST", "/api/users", auth, { userName: "dave", password: "dave's long password" })
+    ).json<{ id: string }>();
+    expect((await send(a, "PUT", `/api/rbac/users/${dave.id}`, auth, { role: "auditor" })).status).toBe(200);
+    const token = (
+      await send(b, "POST", "/api/auth/login", {}, { username: "dave", password: "dave's long password" })
+    ).json<{ accessToken: string }>().accessToken;
+    const daves = { authorization: `Bearer ${token}` };
+    expect((await send(a, "GET", "/api/rbac/roles", daves)).status).toBe(200);
+    expect((await send(b, "GET", "/api/rbac/roles", daves)).status).toBe(200);
+
+    const changedAt = Date.now();
+    expect(
+      (await send(a, "PUT", "/api/rbac/roles/auditor", auth, { permissions: ["role.read", "job.read"] }))
+        .status,
+    ).toBe(200);
+    const [onA, onB] = await Promise.all([
+      waitForStatus(async () => (await send(a, "GET", "/api/rbac/roles", daves)).status, 401, 1_000),
+      waitForStatus(async () => (await send(b, "GET", "/api/rbac/roles", daves)).status, 401, 1_000),
+    ]);
+    expect(Math.max(onA, onB)).toBeLessThan(1_000);
+    expect(Date.now() - changedAt).toBeLessThan(1_500);
+
+    // A new sign-in gets a working token with the new grants; deleting the role revokes it too.
+    const fresh = (
+      await send(a, "POST", "/api/auth/login", {}, { username: "dave", password: "dave's long password" })
+    ).json<{ accessToken: string }>().accessToken;
+    const freshAuth = { authorization: `Bearer ${fresh}` };
+    expect((await send(b, "GET", "/api/rbac/roles", freshAuth)).status).toBe(200);
+    expect((await send(a, "DELETE", "/api/rbac/roles/auditor", auth)).status).toBe(204);
+    await waitForStatus(async () => (await send(b, "GET", "/api/rbac/roles", freshAuth)).status, 401, 1_000);
+  });
+});
+
+describe("rate limits across two gateways", () => {
+  it("the api policy counts one client's requests on both replicas, answering 429 with Retry-After: 60", async () => {
+    const env = {
+      BackendHost__RateLimitApiPerMinute: "10",
+      SVC_SUBJECT_PREFIX: h.env.SVC_SUBJECT_PREFIX as string,
+    };
+    const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const auth = { authorization: `Bearer ${operator}` };
+    // Align to a fresh window when the minute is about to roll over.
+    if (Date.now() % 60_000 > 55_000)
+      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await send(a, "GET", "/api/rbac/roles", auth)).status);
+    await new Promise((r) => setTimeout(r, 300)); // past a sync interval
+    for (let i = 0; i < 6; i++) statuses.push((await send(b, "GET", "/api/rbac/roles", auth)).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.slice(-2)).toEqual([429, 429]);
+    // A has seen B's hits once they are written (within a sync interval).
+    await new Promise((r) => setTimeout(r, 300));
+    const limited = await send(a, "GET", "/api/rbac/roles", auth);
+    expect(limited.status).toBe(429);
+    expect(limited.headers["retry-after"]).toBe("60");
+    expect(limited.json()).toMatchObject({ status: 429, code: "SVC_RATE_LIMITED" });
+  });
+
+  it("the auth policy counts sign-in attempts exactly across replicas", async () => {
+    const env = { BackendHost__RateLimitAuthPerMinute: "5" };
+    const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    if (Date.now() % 60_000 > 55_000)
+      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    // A distinct client per test, through a trusted proxy.
+    const from = { "x-forwarded-for": "198.51.100.7" };
+    const attempt = (base: string) =>
+      send(base, "POST", "/api/auth/login", from, { username: "nobody", password: "wrong" });
+    const statuses = [];
+    for (const base of [a, b, a, b, a, b, a]) statuses.push((await attempt(base)).status);
+    // The gateways do not trust 127.0.0.1 as a proxy here, so all attempts count for 127.0.0.1.
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+  });
+
+  it("believes X-Forwarded-For only from a trusted proxy", async () => {
+    const trusted = (
+      await h.start(gatewayService, {
+        BackendHost__RateLimitApiPerMinute: "2",
+        BackendHost__TrustedProxies__0: "127.0.0.1",
+        SVC_SUBJECT_PREFIX: `${h.env.SVC_SUBJECT_PREFIX}xf`,
+      })
+    ).hooks.httpAddress as string;
+    const auth = { authorization: `Bearer ${operator}` };
+    const as = (ip: string) => ({ ...auth, "x-forwarded-for": `${ip}, 10.0.0.1` });
+    const t = [];
+    for (const ip of ["203.0.113.1", "203.0.113.1", "203.0.113.1", "203.0.113.2"])
+      t.push((await send(trusted, "GET", "/api/rbac/roles", as(ip))).status);
+    // Clients are told apart by their forwarded address (no rbac on this prefix: 503 once admitted).
+    expect(t).toEqual([503, 503, 429, 503]);
+
+    const untrusted = (
+      await h.start(gatewayService, {
+        BackendHost__RateLimitApiPerMinute: "2",
+        SVC_SUBJECT_PREFIX: `${h.env.SVC_SUBJECT_PREFIX}xu`,
+      })
+    ).hooks.httpAddress as string;
+    const u = [];
+    for (const ip of ["203.0.113.1", "203.0.113.2", "203.0.113.3"])
+      u.push((await send(untrusted, "GET", "/api/rbac/roles", as(ip))).status);
+    // A forged header from an untrusted peer changes nothing: all three count for the same client.
+    expect(u).toEqual([503, 503, 429]);
+  });
+});

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: dev test test-unit test-integration migrate lint format typecheck check bench build clean
+.PHONY: bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench build clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -25,6 +25,10 @@ test-integration: node_modules/.install-stamp
 ## Applies every service's pending migrations to DATABASE_URL (creating the database if needed).
 migrate: node_modules/.install-stamp
 	$(NODE_RUN) scripts/migrate.ts
+
+## One-time creation of the first platform operator: make bootstrap-operator USERNAME=alice
+bootstrap-operator: node_modules/.install-stamp
+	$(NODE_RUN) scripts/bootstrap-operator.ts --username "$(USERNAME)"
 
 lint: node_modules/.install-stamp
 	npx eslint . && npx prettier --check .

@@ -22,15 +22,16 @@ await Promise.all(
     }),
   ),
 );
-await build({
-  entryPoints: ["scripts/migrate.ts"],
-  outfile: "dist/migrate.mjs",
-  bundle: true,
-  platform: "node",
-  target: "node20",
-  format: "esm",
-  sourcemap: true,
-  external,
-  logLevel: "warning",
-});
-console.log(`built ${services.length} services and the migrator into dist/`);
+for (const script of ["migrate", "bootstrap-operator"])
+  await build({
+    entryPoints: [`scripts/${script}.ts`],
+    outfile: `dist/${script}.mjs`,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    sourcemap: true,
+    external,
+    logLevel: "warning",
+  });
+console.log(`built ${services.length} services, the migrator and the operator bootstrap into dist/`);

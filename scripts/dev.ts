@@ -175,7 +175,7 @@ try {
   await ensurePostgres(config.databaseUrl);
   const applied = await migrateAll(config.databaseUrl);
   say(`migrations: ${applied.length === 0 ? "up to date" : `applied ${applied.length}`}`);
-  await seedDemo(config.databaseUrl);
+  await seedDemo(config.databaseUrl, { withAdmin: config.nodeEnv === "development" });
   say(`seeded tenant '${DEMO.tenantKey}' and workspace '${DEMO.workspaceKey}' on ${DEMO.hosts.join(", ")}`);
 
   say("building the services (esbuild)");
@@ -204,6 +204,15 @@ try {
   say(`  resolve         curl -H 'Host: localhost' ${base}/workspace/public/resolve`);
   say(`  health, ready   ${base}/health  ${base}/ready`);
   say(`  metrics         ${base}/metrics`);
+  say(`  OpenAPI         ${base}/openapi.json`);
+  if (config.nodeEnv === "development") {
+    say(
+      `  demo operator   user '${DEMO.adminUserName}', password '${DEMO.adminPassword}' (superadmin; development only)`,
+    );
+    say(
+      `  sign in         curl -s -X POST ${base}/api/auth/login -H 'content-type: application/json' -d '{"username":"${DEMO.adminUserName}","password":"${DEMO.adminPassword}"}'`,
+    );
+  }
   say("Ctrl-C stops everything.");
 } catch (error) {
   process.stderr.write(`[dev] ${(error as Error).message}\n`);

@@ -38,7 +38,7 @@ function url(route: OperatorRoute): string {
 }
 
 function keyOf(route: OperatorRoute): string {
-  return typeof route.permission === "string" ? route.permission : (route.permission[0]);
+  return typeof route.permission === "string" ? route.permission : route.permission[0];
 }
 
 async function call(route: OperatorRoute, headers: Record<string, string>) {

@@ -2,6 +2,7 @@
  * What the dev stack, the migrate command, the test harness and the benchmark share: where the services
  * and their migrations are, how to wait for a server, and the demo seed.
  */
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { dirname, join } from "node:path";
@@ -78,10 +79,17 @@ export const DEMO = {
   tenantKey: "demo",
   workspaceKey: "default",
   hosts: ["localhost", "127.0.0.1"],
+  /** The demo operator (superadmin) of the development stack; never seeded outside development. */
+  adminUserName: "admin",
+  adminPassword: "admin-dev-password",
 } as const;
 
-/** The demo tenant and the visible workspace `default` bound to localhost. Idempotent. */
-export async function seedDemo(databaseUrl: string): Promise<void> {
+/**
+ * The demo tenant, the visible workspace `default` bound to localhost, and (with `withAdmin`) the demo
+ * operator: user `admin` with the superadmin global role and a member of `default` with the admin role.
+ * Idempotent.
+ */
+export async function seedDemo(databaseUrl: string, options: { withAdmin?: boolean } = {}): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -101,6 +109,34 @@ export async function seedDemo(databaseUrl: string): Promise<void> {
        ON CONFLICT (host, path_prefix) DO NOTHING`,
       [DEMO.workspaceKey, DEMO.hosts],
     );
+    if (options.withAdmin) {
+      const { hashPassword } = await import("@svc/service-rbac");
+      // The role rows exist before rbac first starts; rbac refreshes their grants at every start.
+      await client.query(`
+        INSERT INTO rbac.roles (name, scope, permissions, source) VALUES
+          ('superadmin', 'platform', '{*}', 'system'),
+          ('admin', 'workspace', '{membership.read,membership.update,membership.delete,user.read}', 'system')
+        ON CONFLICT (name) DO NOTHING`);
+      const existing = await client.query("SELECT id FROM rbac.users WHERE lower(user_name) = $1", [
+        DEMO.adminUserName,
+      ]);
+      const id = existing.rows[0]?.id ?? randomUUID();
+      if (existing.rowCount === 0) {
+        await client.query(
+          `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
+           VALUES ($1, $2, 'Demo operator', $3, 'superadmin')`,
+          [id, DEMO.adminUserName, await hashPassword(DEMO.adminPassword)],
+        );
+      }
+      await client.query(
+        "INSERT INTO rbac.memberships (workspace_key, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        [DEMO.workspaceKey, id],
+      );
+      await client.query(
+        "INSERT INTO rbac.membership_roles (workspace_key, user_id, role) VALUES ($1, $2, 'admin') ON CONFLICT DO NOTHING",
+        [DEMO.workspaceKey, id],
+      );
+    }
     await client.query("COMMIT");
   } catch (error) {
     await client.query("ROLLBACK");

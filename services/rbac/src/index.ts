@@ -1,1 +1,2 @@
+export { hashPassword } from "./passwords.js";
 export { rbacService } from "./service.js";

@@ -174,7 +174,11 @@ export class Bus {
     }
     if (
       error instanceof natsErrors.NoRespondersError ||
-      (error instanceof natsErrors.RequestError && error.isNoResponders()) ||
+      (error instanceof natsErrors.RequestError && error.isNoResponders())
+    ) {
+      return new ServiceUnavailableError(service, { cause: error, operation: subject });
+    }
+    if (
       error instanceof natsErrors.ClosedConnectionError ||
       error instanceof natsErrors.DrainingConnectionError ||
       error instanceof natsErrors.RequestError

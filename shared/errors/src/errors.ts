@@ -79,11 +79,12 @@ export class ConflictError extends SvcError {
 
 export class ServiceUnavailableError extends SvcError {
   override readonly name = "ServiceUnavailableError";
-  constructor(service: string, options: ErrorOptions = {}) {
-    super(ErrorCode.ServiceUnavailable, `The ${service} service is not available.`, {
-      ...options,
-      extensions: { service },
-    });
+  constructor(service: string, options: ErrorOptions & { operation?: string } = {}) {
+    const detail =
+      options.operation === undefined
+        ? `The ${service} service is not available.`
+        : `No replica of the ${service} service answers '${options.operation}': it is not running, or it does not provide this operation yet.`;
+    super(ErrorCode.ServiceUnavailable, detail, { ...options, extensions: { service } });
   }
 }
 

@@ -12,6 +12,7 @@
  * when installed, else autocannon), --only http|jobs, --jobs N (default 20000), --rounds N (default 3).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -21,7 +22,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 
-import { migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
+import { DEMO, migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
 
@@ -94,8 +95,12 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function measure(name: string, url: string): Promise<LoadResult & { name: string }> {
-  const options = { connections, tool };
+async function measure(
+  name: string,
+  url: string,
+  headers?: Record<string, string>,
+): Promise<LoadResult & { name: string }> {
+  const options = { connections, tool, ...(headers ? { headers } : {}) };
   await load(url, { ...options, durationSeconds: warmupSeconds });
   const result = await load(url, { ...options, durationSeconds });
   log(
@@ -128,7 +133,7 @@ async function httpBench() {
       stdio: "ignore",
     });
     await migrateAll(dbUrl.toString());
-    await seedDemo(dbUrl.toString());
+    await seedDemo(dbUrl.toString(), { withAdmin: true });
     const stackEnv = {
       NODE_ENV: "production",
       LOG_LEVEL: "warn",
@@ -137,6 +142,12 @@ async function httpBench() {
       SVC_SUBJECT_PREFIX: prefix,
       SVC_EVENTS_STREAM: stream,
       GATEWAY_HOST: "127.0.0.1",
+      // Production refuses the development key: a fresh one for this run.
+      BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
+        .privateKey.export({ type: "pkcs8", format: "pem" })
+        .toString(),
+      // The shared limiter runs (counting across replicas through NATS KV) but never rejects the one client.
+      BackendHost__RateLimitApiPerMinute: "1000000000",
     };
     const gatewayPort = await freePort();
     const services = SERVICES.map((name) => ({
@@ -189,13 +200,31 @@ async function httpBench() {
       ),
     );
     await stop(uncached);
+
+    // 5. An authenticated operator GET: token verification, shared rate limit, guard, forward, database read.
+    const login = await fetch(`${gateway}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }),
+    });
+    const { accessToken } = (await login.json()) as { accessToken: string };
+    const seedDb = new pg.Client({ connectionString: dbUrl.toString() });
+    await seedDb.connect();
+    await seedDb.query(`INSERT INTO job_reaper.jobs (type, max_attempts, workspace_key, status)
+      SELECT 'noop', 3, 'default', 'Succeeded' FROM generate_series(1, 200)`);
+    await seedDb.end();
+    results.push(
+      await measure("svc operator GET /api/jobs (auth)", `${gateway}/api/jobs?limit=10`, {
+        authorization: `Bearer ${accessToken}`,
+      }),
+    );
   } finally {
     await cleanup();
   }
 }
 
 function printHttp() {
-  const [bare, mol, ours, oursUncached] = results;
+  const [bare, mol, ours, oursUncached, operatorGet] = results;
   const pad = (s: string, n: number) => s.padEnd(n);
   const num = (n: number) => n.toFixed(n < 10 ? 2 : 0);
   console.log(`\nGET /workspace/public/resolve, ${connections} connections, ${durationSeconds} s, ${tool}`);
@@ -220,6 +249,15 @@ function printHttp() {
     console.log(
       `  svc cached p99 ${num(ours.p99Ms)} ms (target < 10 ms: ${ours.p99Ms < 10 ? "met" : "NOT met"})`,
     );
+    if (operatorGet) {
+      const authRatio = operatorGet.requestsPerSecond / oursUncached.requestsPerSecond;
+      console.log(
+        `  operator GET (auth) / public forward (no cache) : ${authRatio.toFixed(2)}x   (target >= 0.80x: ${authRatio >= 0.8 ? "met" : "NOT met"}; both cross NATS and read PostgreSQL)`,
+      );
+      console.log(
+        `  operator GET (auth) / public route (cached)     : ${(operatorGet.requestsPerSecond / ours.requestsPerSecond).toFixed(2)}x`,
+      );
+    }
   }
   console.log("\nidle resident memory (target < 100 MB each)");
   for (const m of memory)

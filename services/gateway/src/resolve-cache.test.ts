@@ -48,6 +48,14 @@ describe("ResolveCache", () => {
     expect(new TextDecoder().decode(await cache.load("k", async () => bytes("ok")))).toBe("ok");
   });
 
+  it("shares nothing with a TTL of 0, not even concurrent misses", async () => {
+    const cache = new ResolveCache(0, 10);
+    let loads = 0;
+    const load = () => new Promise<Uint8Array>((r) => setTimeout(() => r(bytes(String(++loads))), 5));
+    await Promise.all([cache.load("k", load), cache.load("k", load)]);
+    expect(loads).toBe(2);
+  });
+
   it("caches nothing with a TTL of 0", async () => {
     const cache = new ResolveCache(0, 10);
     let loads = 0;

@@ -25,8 +25,15 @@ export class ResolveCache {
     return value;
   }
 
-  /** Answers from the cache or runs `load` once for all concurrent callers of the same key. */
+  /**
+   * Answers from the cache or runs `load` once for all concurrent callers of the same key. With the cache
+   * off (TTL 0) every call runs `load`: nothing is shared, not even concurrent misses.
+   */
   load(key: string, load: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    if (this.entries === undefined) {
+      this.misses++;
+      return load();
+    }
     const cached = this.get(key);
     if (cached !== undefined) return Promise.resolve(cached);
     const inFlight = this.pending.get(key);

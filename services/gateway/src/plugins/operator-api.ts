@@ -162,8 +162,13 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return reply.header("cache-control", "public, max-age=300").send(jwks);
     });
 
-    const openapi = buildOpenApi(OPERATOR_ROUTES);
-    app.get("/openapi.json", async (_request, reply) => reply.send(openapi));
+    const openapi = JSON.stringify(buildOpenApi(OPERATOR_ROUTES));
+    app.get("/openapi.json", async (_request, reply) =>
+      reply
+        .type("application/json; charset=utf-8")
+        .header("cache-control", "public, max-age=300")
+        .send(openapi),
+    );
   },
   { name: "svc-operator-api", fastify: "5.x" },
 );

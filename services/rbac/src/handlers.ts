@@ -260,15 +260,16 @@ async function listUserRows(
 
 type UserBody = { userName?: string; password?: string; displayName?: string; email?: string | null };
 
-async function reachableUser(deps: RbacDeps, principal: Principal, userId: string): Promise<UserRow> {
-  const user = await findUser(deps.db, userId);
-  const visible =
-    user !== null &&
-    (principal.scope === "platform" ||
-      (principal.scope === "workspace" &&
-        principal.workspaceKey !== null &&
-        (await isMember(deps.db, principal.workspaceKey, user.id))));
-  if (!visible || user === null) throw new NotFoundError(`User '${userId}' was not found.`);
+/** The user if the principal reaches it (one query): any user for platform sessions, members otherwise. */
+export async function reachableUser(
+  deps: Pick<RbacDeps, "db">,
+  principal: Principal,
+  userId: string,
+): Promise<UserRow> {
+  const user = await deps.db.maybeOne<UserRow>(
+    sql`SELECT u.* FROM rbac.users u WHERE u.id = ${userId} AND ${reachFilter(principal)}`,
+  );
+  if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
   return user;
 }
 

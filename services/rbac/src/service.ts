@@ -91,10 +91,10 @@ export const rbacService: ServiceDefinition = {
         return { status: 200, body: { items: items.map(h.userView), nextCursor } };
       },
     );
-    bus.serveRoute("rbac.users.get", async (req: Parameters<typeof h.exportUser>[1]) => {
-      const exported = await h.exportUser(deps, req);
-      return { status: 200, body: (exported.body as { user: unknown }).user };
-    });
+    bus.serveRoute("rbac.users.get", async (req: Parameters<typeof h.exportUser>[1]) => ({
+      status: 200,
+      body: h.userView(await h.reachableUser(deps, req.principal, req.params.userId)),
+    }));
     bus.serveRoute("rbac.users.export", (req: Parameters<typeof h.exportUser>[1]) => h.exportUser(deps, req));
     bus.serveRoute("rbac.users.update", (req: Parameters<typeof h.updateUser>[1]) => h.updateUser(deps, req));
     bus.serveRoute("rbac.users.activation", (req: Parameters<typeof h.setUserActivation>[1]) =>

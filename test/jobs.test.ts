@@ -425,3 +425,42 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
     await service.stop();
   });
 });
+
+describe("GET /api/jobs through the gateway", () => {
+  it("lists by the caller's reach and rejects an oversized limit with a 400 problem", async () => {
+    const { gatewayService } = await import("@svc/service-gateway");
+    const { rbacService } = await import("@svc/service-rbac");
+    const { mintToken } = await import("./support/tokens.js");
+    const { http } = await import("./support/http.js");
+    await h.start(rbacService);
+    await h.start(jobReaperService);
+    const base = (await h.start(gatewayService)).hooks.httpAddress as string;
+    await enqueueMany(db, [
+      { type: "noop", payload: {}, workspaceKey: "a" },
+      { type: "noop", payload: {}, workspaceKey: "b" },
+    ]);
+    const get = async (path: string, claims: Parameters<typeof mintToken>[0]) =>
+      http(`${base}${path}`, { headers: { authorization: `Bearer ${await mintToken(claims)}` } });
+    const operator = await get("/api/jobs", { scope: "platform", permissions: ["job.read"] });
+    expect(operator.json<{ items: unknown[] }>().items).toHaveLength(2);
+    const inA = await get("/api/jobs", { scope: "workspace", workspaceKey: "a", permissions: ["job.read"] });
+    expect(inA.json<{ items: Array<{ workspaceKey: string }> }>().items.map((j) => j.workspaceKey)).toEqual([
+      "a",
+    ]);
+    expect(
+      (
+        await get("/api/jobs?workspaceKey=b", {
+          scope: "workspace",
+          workspaceKey: "a",
+          permissions: ["job.read"],
+        })
+      ).status,
+    ).toBe(404);
+    const tooMany = await get("/api/jobs?limit=500", { scope: "platform", permissions: ["job.read"] });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.json()).toMatchObject({
+      errors: [expect.objectContaining({ field: expect.stringContaining("limit") })],
+    });
+    await h.stopAll();
+  });
+});

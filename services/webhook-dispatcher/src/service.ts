@@ -1,13 +1,88 @@
-import { ServiceName } from "@svc/bus";
+import { ensureBucket, ServiceName } from "@svc/bus";
+import { sql } from "@svc/db";
+import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
 
-/**
- * Webhook subscriptions, event matching, masking and signed delivery.
- * This foundation answers `webhook-dispatcher.ping` and owns its schema; its handlers arrive with the issues that build it.
- */
+import { CircuitBreaker } from "./circuit-breaker.js";
+import { deliver } from "./deliver.js";
+import { createTargetPolicy } from "./http-client.js";
+import { startMatcher } from "./matcher.js";
+import { createSecretBox } from "./secrets.js";
+import * as subs from "./subscriptions.js";
+
+/** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
 export const webhookDispatcherService: ServiceDefinition = {
   name: ServiceName.WebhookDispatcher,
-  start() {
-    return undefined;
+  async start({ bus, db, config, log, nc, metrics, instance }) {
+    const b = config.backendHost;
+    const secrets = createSecretBox(b.secretsEncryptionKey);
+    bus.serveRoute(
+      "webhook-dispatcher.webhooks.create",
+      (req: Parameters<typeof subs.createSubscription>[2]) => subs.createSubscription(db, secrets, req),
+    );
+    bus.serveRoute("webhook-dispatcher.webhooks.list", (req: Parameters<typeof subs.listSubscriptions>[1]) =>
+      subs.listSubscriptions(db, req),
+    );
+    bus.serveRoute(
+      "webhook-dispatcher.webhooks.activation",
+      (req: Parameters<typeof subs.setActivation>[1]) => subs.setActivation(db, req),
+    );
+    bus.serveRoute(
+      "webhook-dispatcher.webhooks.delete",
+      (req: Parameters<typeof subs.deleteSubscription>[1]) => subs.deleteSubscription(db, req),
+    );
+    bus.serveRoute("webhook-dispatcher.events.catalog", () => subs.eventCatalog(db));
+
+    const breaker = new CircuitBreaker(
+      await ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 }),
+      b.webhookCircuitFailureThreshold,
+      b.webhookCircuitOpenMs,
+      log,
+    );
+    await breaker.start();
+    let sensitive: { names: Set<string>; at: number } | undefined;
+    const sensitiveFields = async () => {
+      if (sensitive === undefined || Date.now() - sensitive.at > 5_000) {
+        const rows = await db.any<{ field_name: string }>(
+          sql`SELECT DISTINCT field_name FROM webhook_dispatcher.sensitive_fields`,
+        );
+        sensitive = { names: new Set(rows.map((r) => r.field_name)), at: Date.now() };
+      }
+      return sensitive.names;
+    };
+    const worker = new JobWorker({
+      db,
+      databaseUrl: config.databaseUrl,
+      workerId: instance,
+      log,
+      metrics: createJobMetrics(metrics),
+      leaseMs: b.jobLeaseMs,
+      pollIntervalMs: b.jobPollIntervalMs,
+      batchSize: 100,
+    });
+    const deliverDeps = {
+      db,
+      secrets,
+      breaker,
+      allowed: createTargetPolicy(b.webhookAllowedNetworks),
+      timeoutMs: b.webhookTimeoutMs,
+      maxResponseBytes: b.webhookMaxResponseBytes,
+      sensitiveFields,
+    };
+    worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(deliverDeps, job) });
+    await worker.start();
+    const matcher = await startMatcher(nc, db, {
+      stream: config.eventsStream,
+      prefix: config.subjectPrefix,
+      log,
+    });
+    return {
+      // Stop taking events first, then let running deliveries finish and release queued ones.
+      beforeDrain: async () => {
+        await matcher.stop();
+        await worker.stop();
+        breaker.stop();
+      },
+    };
   },
 };

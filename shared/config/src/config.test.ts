@@ -39,6 +39,7 @@ describe("parseConfig", () => {
       GATEWAY_PORT: "9090",
       NODE_ENV: "production",
       BackendHost__JwtSigningKey: "-----BEGIN PRIVATE KEY-----\\nnot-parsed-here\\n-----END PRIVATE KEY-----",
+      BackendHost__SecretsEncryptionKey: Buffer.alloc(32, 7).toString("base64"),
       BackendHost__RateLimitApiPerMinute: "0",
       backendhost__defaulttenantkey: "acme",
     });
@@ -81,6 +82,7 @@ describe("parseConfig", () => {
       parseConfig({
         NODE_ENV: "production",
         BackendHost__JwtSigningKey: "pem",
+        BackendHost__SecretsEncryptionKey: Buffer.alloc(32, 7).toString("base64"),
         BackendHost__ApiKeys__0: DEVELOPMENT_API_KEY,
       }),
     ).toThrow(/well-known development key/);

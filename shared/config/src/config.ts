@@ -43,7 +43,20 @@ export interface BackendHostSettings {
   readonly trustedProxies: readonly string[];
   /** Extra roles: name → permission keys (BackendHost__RbacRoles__N__Name / __Permissions__M). */
   readonly rbacRoles: ReadonlyArray<{ readonly name: string; readonly permissions: readonly string[] }>;
+  /** 32 bytes (base64) that encrypt stored secrets (webhook secrets); a development default when unset. */
+  readonly secretsEncryptionKey: string;
+  readonly secretsEncryptionKeyIsDefault: boolean;
+  /** Networks (CIDR) webhook targets may resolve to although private/loopback (development, tests). */
+  readonly webhookAllowedNetworks: readonly string[];
+  readonly webhookTimeoutMs: number;
+  readonly webhookMaxResponseBytes: number;
+  /** Consecutive failures of one receiver that open its circuit. */
+  readonly webhookCircuitFailureThreshold: number;
+  /** How long an open circuit stays open before a trial delivery, ms. */
+  readonly webhookCircuitOpenMs: number;
 }
+
+export const DEVELOPMENT_SECRETS_KEY = Buffer.from("svc-development-secrets-key-0000").toString("base64");
 
 /**
  * The well-known development signing key and API key. They exist so that `make dev` and the tests work
@@ -116,6 +129,13 @@ export const defaults = {
     bootstrapApiKeysExpireAtUtc: null,
     trustedProxies: [],
     rbacRoles: [],
+    secretsEncryptionKey: DEVELOPMENT_SECRETS_KEY,
+    secretsEncryptionKeyIsDefault: true,
+    webhookAllowedNetworks: [],
+    webhookTimeoutMs: 10_000,
+    webhookMaxResponseBytes: 65_536,
+    webhookCircuitFailureThreshold: 5,
+    webhookCircuitOpenMs: 30_000,
   },
 } as const satisfies Omit<Config, "settings">;
 
@@ -341,6 +361,30 @@ export function parseConfig(env: Env = process.env): Config {
       bootstrapApiKeysExpireAtUtc: r.date("BackendHost:BootstrapApiKeysExpireAtUtc"),
       trustedProxies: r.array("BackendHost:TrustedProxies"),
       rbacRoles: r.roles("BackendHost:RbacRoles"),
+      secretsEncryptionKey: r.string("BackendHost:SecretsEncryptionKey", DEVELOPMENT_SECRETS_KEY, (v) =>
+        Buffer.from(v, "base64").length === 32 ? null : "expected 32 bytes, base64-encoded",
+      ),
+      secretsEncryptionKeyIsDefault: r.optionalString("BackendHost:SecretsEncryptionKey") === null,
+      webhookAllowedNetworks: r.array("BackendHost:WebhookAllowedNetworks"),
+      webhookTimeoutMs: r.int("BackendHost:WebhookTimeoutMs", d.backendHost.webhookTimeoutMs, 100, 120_000),
+      webhookMaxResponseBytes: r.int(
+        "BackendHost:WebhookMaxResponseBytes",
+        d.backendHost.webhookMaxResponseBytes,
+        0,
+        10_485_760,
+      ),
+      webhookCircuitFailureThreshold: r.int(
+        "BackendHost:WebhookCircuitFailureThreshold",
+        d.backendHost.webhookCircuitFailureThreshold,
+        1,
+        1_000,
+      ),
+      webhookCircuitOpenMs: r.int(
+        "BackendHost:WebhookCircuitOpenMs",
+        d.backendHost.webhookCircuitOpenMs,
+        100,
+        3_600_000,
+      ),
     },
     settings: tree,
   };
@@ -349,6 +393,11 @@ export function parseConfig(env: Env = process.env): Config {
     if (config.backendHost.jwtSigningKeyIsDefault) {
       r.problems.push(
         "BackendHost__JwtSigningKey: must be set in production (the built-in development key is refused)",
+      );
+    }
+    if (config.backendHost.secretsEncryptionKeyIsDefault) {
+      r.problems.push(
+        "BackendHost__SecretsEncryptionKey: must be set in production (32 random bytes, base64)",
       );
     }
     if (config.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {

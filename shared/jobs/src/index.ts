@@ -16,6 +16,7 @@ export {
   type JobContext,
   JobWorker,
   NOTIFY_CHANNEL,
+  PermanentJobError,
   RetryLaterError,
   type WorkerOptions,
   type WorkerStats,

@@ -141,6 +141,8 @@ export interface Failure extends Completion {
   readonly error: string;
   /** When the next attempt may run, if attempts remain. */
   readonly retryAt: Date;
+  /** No further attempt can succeed: dead-letter now, whatever attempts remain. */
+  readonly final?: boolean;
 }
 
 /**
@@ -151,17 +153,18 @@ export async function failJobs(db: Queries, failed: readonly Failure[]): Promise
   if (failed.length === 0) return new Map();
   const rows = await db.any<{ id: string; status: JobStatus }>(sql`
     UPDATE job_reaper.jobs AS j
-    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'Failed' ELSE 'Pending' END,
-        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE f.retry_at END,
-        completed_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
+    SET status = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN 'Failed' ELSE 'Pending' END,
+        run_at = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN j.run_at ELSE f.retry_at END,
+        completed_at = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN now() ELSE NULL END,
         last_error = left(f.error, 2000),
         lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
     FROM unnest(
       ${failed.map((f) => f.id)}::bigint[],
       ${failed.map((f) => f.token)}::bigint[],
       ${failed.map((f) => f.error)}::text[],
-      ${failed.map((f) => f.retryAt.toISOString())}::timestamptz[]
-    ) AS f(id, token, error, retry_at)
+      ${failed.map((f) => f.retryAt.toISOString())}::timestamptz[],
+      ${failed.map((f) => f.final === true)}::boolean[]
+    ) AS f(id, token, error, retry_at, final)
     WHERE j.id = f.id AND j.lease_token = f.token AND j.status = 'Running'
     RETURNING j.id::text, j.status`);
   return new Map(rows.map((r) => [r.id, r.status]));

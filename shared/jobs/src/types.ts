@@ -16,8 +16,17 @@ export function isJobStatus(value: unknown): value is JobStatus {
  * SubjectMap). A wrong payload is a compile error.
  */
 export interface JobPayloads {
-  /** Deliver one event to one webhook subscription (events issue). */
-  "webhook.deliver": { subscriptionId: string; deliveryId: string; eventId: string };
+  /** Deliver one event to one webhook subscription (spec 6.3). */
+  "webhook.deliver": {
+    subscriptionId: string;
+    /** Generated once at enqueue; the X-Svc-Delivery header of every attempt. */
+    deliveryId: string;
+    eventId: string;
+    event: string;
+    workspaceKey: string | null;
+    occurredAtUtc: string;
+    data: unknown;
+  };
   /** A job that does nothing: used by tests and the benchmark. */
   noop: Record<string, unknown>;
 }

@@ -50,6 +50,11 @@ export class RetryLaterError extends Error {
   }
 }
 
+/** A failure no retry can mend (a refused target, a malformed payload): the job is dead-lettered now. */
+export class PermanentJobError extends Error {
+  override readonly name = "PermanentJobError";
+}
+
 export interface HandlerRegistration<T extends JobType> {
   readonly handler: (job: ClaimedJob<T>, context: JobContext) => Promise<void>;
   /** Jobs of this type run at once in this process. */
@@ -267,6 +272,7 @@ class Lane {
       void this.worker.batcher.fail(job, {
         error: message,
         retryAt: new Date(Date.now() + retryDelayMs(job.attempt, Math.random, retryAfterMs)),
+        final: error instanceof PermanentJobError,
       });
     }
   }

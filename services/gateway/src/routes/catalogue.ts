@@ -78,6 +78,17 @@ const PageQuery = Type.Object(
   { additionalProperties: false },
 );
 
+const SubscriptionView = Type.Object({
+  id: Uuid,
+  workspaceKey: Type.Union([Type.String(), Type.Null()]),
+  eventName: Type.String(),
+  targetUrl: Type.String(),
+  isActive: Type.Boolean(),
+  includeSensitiveData: Type.Boolean(),
+  createdAtUtc: Type.String(),
+  matchesKnownEvent: Type.Boolean(),
+});
+
 const r = (
   method: HttpMethod,
   path: string,
@@ -261,13 +272,44 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   r("GET", "/api/config/effective", "config.read", "resolver.config.effective", "Effective configuration"),
   r("PUT", "/api/config/values", "config.update", "resolver.config.put", "Set configuration values"),
   // Webhooks and events (webhook-dispatcher)
-  r("GET", "/api/webhooks", "webhook.read", "webhook-dispatcher.webhooks.list", "List webhook subscriptions"),
+  r(
+    "GET",
+    "/api/webhooks",
+    "webhook.read",
+    "webhook-dispatcher.webhooks.list",
+    "List webhook subscriptions (newest first)",
+    {
+      schemas: {
+        querystring: Type.Object(
+          {
+            workspaceKey: Type.Optional(Type.String({ maxLength: 63 })),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+            cursor: Type.Optional(Type.String({ maxLength: 300 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: Page(SubscriptionView),
+      },
+    },
+  ),
   r(
     "POST",
     "/api/webhooks",
     "webhook.manage",
     "webhook-dispatcher.webhooks.create",
     "Create a webhook subscription",
+    {
+      schemas: {
+        body: Type.Object(
+          {},
+          {
+            additionalProperties: true,
+            description: "eventName, targetUrl, secret (required); workspaceKey, includeSensitiveData",
+          },
+        ),
+        response: SubscriptionView,
+      },
+    },
   ),
   r(
     "PUT",
@@ -275,6 +317,13 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "webhook.manage",
     "webhook-dispatcher.webhooks.activation",
     "Enable or disable a subscription",
+    {
+      schemas: {
+        params: Type.Object({ id: Uuid }),
+        querystring: Type.Object({ isActive: Type.Boolean() }, { additionalProperties: false }),
+        response: SubscriptionView,
+      },
+    },
   ),
   r(
     "DELETE",
@@ -282,6 +331,9 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "webhook.manage",
     "webhook-dispatcher.webhooks.delete",
     "Delete a subscription",
+    {
+      schemas: { params: Type.Object({ id: Uuid }) },
+    },
   ),
   r("GET", "/api/events/catalog", "flow.read", "webhook-dispatcher.events.catalog", "The event catalogue"),
   // Notifications (rbac)

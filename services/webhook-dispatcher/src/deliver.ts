@@ -1,0 +1,97 @@
+/**
+ * The `webhook.deliver` job (spec 6.3): POST the envelope, signed with the subscription's secret, to its
+ * target. A disabled or deleted subscription makes the job a no-op. Any 2xx completes the job; anything
+ * else fails the attempt (the engine retries with backoff up to 5 attempts, then dead-letters it); a
+ * receiver's Retry-After, when longer, sets the next attempt's time.
+ */
+import { createHmac } from "node:crypto";
+
+import { type Db, sql } from "@svc/db";
+import { type ClaimedJob, PermanentJobError, RetryLaterError } from "@svc/jobs";
+
+import type { CircuitBreaker } from "./circuit-breaker.js";
+import { post, type TargetPolicy,TargetRefusedError } from "./http-client.js";
+import { maskPayload } from "./masking.js";
+import type { SecretBox } from "./secrets.js";
+
+export interface DeliverDeps {
+  readonly db: Db;
+  readonly secrets: SecretBox;
+  readonly breaker: CircuitBreaker;
+  readonly allowed: TargetPolicy;
+  readonly timeoutMs: number;
+  readonly maxResponseBytes: number;
+  /** The current sensitive-field set (baseline and plugin-registered names). */
+  readonly sensitiveFields: () => Promise<ReadonlySet<string>>;
+}
+
+interface SubscriptionRow {
+  target_url: string;
+  secret_encrypted: string;
+  is_active: boolean;
+  include_sensitive_data: boolean;
+}
+
+export function signature(secret: string, body: Buffer): string {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+/** Retry-After as seconds or an HTTP date, in ms from now; undefined when absent or unparsable. */
+export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined) return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.deliver">): Promise<void> {
+  const p = job.payload;
+  const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
+    SELECT target_url, secret_encrypted, is_active, include_sensitive_data
+    FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
+  // Spec 3.2: a disabled or deleted subscription's queued delivery does nothing.
+  if (sub === null || !sub.is_active) return;
+
+  const url = new URL(sub.target_url);
+  const origin = url.origin;
+  const blocked = deps.breaker.blockedFor(origin);
+  if (blocked > 0) throw new RetryLaterError(`circuit open for ${origin}`, blocked);
+
+  const data = sub.include_sensitive_data ? p.data : maskPayload(p.data, await deps.sensitiveFields());
+  const body = Buffer.from(
+    JSON.stringify({ event: p.event, workspaceKey: p.workspaceKey, occurredAtUtc: p.occurredAtUtc, data }),
+  );
+  const headers = {
+    "content-type": "application/json",
+    "user-agent": "svc-webhooks/1",
+    "x-svc-event": p.event,
+    "x-svc-delivery": p.deliveryId,
+    "x-svc-signature": signature(deps.secrets.open(sub.secret_encrypted), body),
+  };
+  let status: number;
+  let retryAfter: number | undefined;
+  try {
+    const response = await post({
+      url,
+      body,
+      headers,
+      timeoutMs: deps.timeoutMs,
+      maxResponseBytes: deps.maxResponseBytes,
+      allowed: deps.allowed,
+    });
+    status = response.status;
+    retryAfter = retryAfterMs(response.headers["retry-after"]);
+  } catch (error) {
+    if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
+    await deps.breaker.recordFailure(origin);
+    throw error;
+  }
+  if (status >= 200 && status < 300) {
+    await deps.breaker.recordSuccess(origin);
+    return;
+  }
+  await deps.breaker.recordFailure(origin);
+  const message = `receiver answered ${status}`;
+  throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
+}

@@ -1,0 +1,26 @@
+/**
+ * Spec 6.4: every property whose name is in the sensitive set, at any depth, has its value masked: longer
+ * than 5 characters → first 3, `***`, last 2; otherwise `***`. Non-string values are masked through their
+ * JSON text (a number or an object named `email` is still personal data).
+ */
+export function maskValue(value: unknown): string {
+  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "");
+  const chars = [...text]; // by code point, so a surrogate pair is never split
+  return chars.length > 5 ? `${chars.slice(0, 3).join("")}***${chars.slice(-2).join("")}` : "***";
+}
+
+export function maskPayload(value: unknown, sensitive: ReadonlySet<string>, depth = 0): unknown {
+  if (depth > 64) return "***"; // a pathological depth is not walked further, and not leaked either
+  if (Array.isArray(value)) return value.map((v) => maskPayload(v, sensitive, depth + 1));
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, v] of Object.entries(value)) {
+      out[key] =
+        sensitive.has(key) && v !== null && v !== undefined
+          ? maskValue(v)
+          : maskPayload(v, sensitive, depth + 1);
+    }
+    return out;
+  }
+  return value;
+}

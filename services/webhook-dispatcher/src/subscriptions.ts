@@ -1,0 +1,223 @@
+/** Subscription management (spec 4.2, 2.3) and matching of published events to subscriptions (6.2). */
+import { randomUUID } from "node:crypto";
+
+import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
+import { type Db, type Queries, sql } from "@svc/db";
+import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
+
+import type { SecretBox } from "./secrets.js";
+
+export const EVENT_PATTERN = /^[\w.\-*]{1,120}$/;
+const MAX_PAGE = 100;
+
+interface Row {
+  id: string;
+  workspace_key: string | null;
+  event_name: string;
+  target_url: string;
+  is_active: boolean;
+  include_sensitive_data: boolean;
+  created_at: Date;
+}
+
+/** Spec 2.3: only `*` is a wildcard; everything else is literal. */
+export function patternMatches(pattern: string, eventName: string): boolean {
+  if (!pattern.includes("*")) return pattern === eventName;
+  const regex = new RegExp(
+    `^${pattern
+      .split("*")
+      .map((part) => part.replace(/[.+?^${}()|[\]\\-]/g, "\\$&"))
+      .join(".*")}$`,
+  );
+  return regex.test(eventName);
+}
+
+async function catalogNames(db: Queries): Promise<string[]> {
+  return (
+    await db.any<{ event_name: string }>(sql`SELECT event_name FROM webhook_dispatcher.event_catalog`)
+  ).map((r) => r.event_name);
+}
+
+function view(row: Row, catalog: readonly string[]) {
+  return {
+    id: row.id,
+    workspaceKey: row.workspace_key,
+    eventName: row.event_name,
+    targetUrl: row.target_url,
+    isActive: row.is_active,
+    includeSensitiveData: row.include_sensitive_data,
+    createdAtUtc: row.created_at.toISOString(),
+    // Computed on read, never stored (spec 2.3).
+    matchesKnownEvent: catalog.some((name) => patternMatches(row.event_name, name)),
+  };
+}
+
+/** Which subscriptions a principal reaches: all for platform sessions, its workspace's otherwise. */
+function reach(principal: Principal) {
+  if (principal.scope === "platform") return sql`TRUE`;
+  if (principal.scope === "workspace" && principal.workspaceKey !== null)
+    return sql`workspace_key = ${principal.workspaceKey}`;
+  return sql`FALSE`;
+}
+
+export interface CreateBody {
+  eventName?: unknown;
+  targetUrl?: unknown;
+  secret?: unknown;
+  workspaceKey?: unknown;
+  includeSensitiveData?: unknown;
+}
+
+export function validateCreate(body: CreateBody): Violation[] {
+  const v: Violation[] = [];
+  if (typeof body.eventName !== "string" || !EVENT_PATTERN.test(body.eventName)) {
+    v.push({ field: "/body/eventName", message: "is required and must match ^[\\w.\\-*]{1,120}$" });
+  }
+  let url: URL | undefined;
+  try {
+    url = typeof body.targetUrl === "string" ? new URL(body.targetUrl) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (
+    url === undefined ||
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    url.username ||
+    url.password
+  ) {
+    v.push({
+      field: "/body/targetUrl",
+      message: "is required and must be an absolute http(s) URL without credentials",
+    });
+  }
+  if (typeof body.secret !== "string" || body.secret.length === 0 || body.secret.length > 500) {
+    v.push({ field: "/body/secret", message: "is required (1 to 500 characters)" });
+  }
+  if (
+    body.workspaceKey !== undefined &&
+    body.workspaceKey !== null &&
+    typeof body.workspaceKey !== "string"
+  ) {
+    v.push({ field: "/body/workspaceKey", message: "must be a string or null" });
+  }
+  if (body.includeSensitiveData !== undefined && typeof body.includeSensitiveData !== "boolean") {
+    v.push({ field: "/body/includeSensitiveData", message: "must be a boolean" });
+  }
+  return v;
+}
+
+export async function createSubscription(
+  db: Db,
+  secrets: SecretBox,
+  req: RouteRequest<Record<string, string>, Record<string, never>, CreateBody>,
+): Promise<RouteReply> {
+  const body = req.body ?? {};
+  const violations = validateCreate(body);
+  if (violations.length > 0) throw new ValidationError(violations);
+  const p = req.principal;
+  let workspaceKey = (body.workspaceKey as string | null | undefined) ?? null;
+  if (p.scope !== "platform") {
+    // A workspace session subscribes its own workspace; naming another is as if it did not exist.
+    if (workspaceKey !== null && workspaceKey !== p.workspaceKey)
+      throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
+    workspaceKey = p.workspaceKey;
+    if (workspaceKey === null) throw new NotFoundError("The session reaches no workspace.");
+  }
+  const row = await db.one<Row>(sql`
+    INSERT INTO webhook_dispatcher.subscriptions
+      (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data)
+    VALUES (${randomUUID()}, ${workspaceKey}, ${body.eventName}, ${body.targetUrl},
+            ${secrets.seal(body.secret as string)}, ${body.includeSensitiveData === true})
+    RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
+  return {
+    status: 201,
+    body: view(row, await catalogNames(db)),
+    headers: { location: `/api/webhooks/${row.id}` },
+  };
+}
+
+/** Paged newest first by (created_at, id); `cursor` is the opaque `nextCursor` of the previous page. */
+export async function listSubscriptions(
+  db: Db,
+  req: RouteRequest<Record<string, string>, { workspaceKey?: string; limit?: number; cursor?: string }>,
+): Promise<RouteReply> {
+  const q = req.query ?? {};
+  const limit = q.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+    throw new ValidationError([
+      { field: "/query/limit", message: `must be an integer from 1 to ${MAX_PAGE}` },
+    ]);
+  }
+  let after: { at: string; id: string } | null = null;
+  if (q.cursor !== undefined) {
+    try {
+      after = JSON.parse(Buffer.from(q.cursor, "base64url").toString()) as { at: string; id: string };
+      if (typeof after.at !== "string" || typeof after.id !== "string" || Number.isNaN(Date.parse(after.at)))
+        throw new Error();
+    } catch {
+      throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
+    }
+  }
+  const workspaceKey =
+    q.workspaceKey === undefined ? null : q.workspaceKey.trim() === "" ? "default" : q.workspaceKey;
+  const rows = await db.any<Row>(sql`
+    SELECT id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at
+    FROM webhook_dispatcher.subscriptions
+    WHERE ${reach(req.principal)}
+      AND (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
+      AND (${after?.at ?? null}::timestamptz IS NULL
+           OR (created_at, id) < (${after?.at ?? null}::timestamptz, ${after?.id ?? null}::uuid))
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${limit + 1}`);
+  const catalog = await catalogNames(db);
+  const items = rows.slice(0, limit).map((r) => view(r, catalog));
+  const last = rows[limit - 1];
+  const nextCursor =
+    rows.length > limit && last
+      ? Buffer.from(JSON.stringify({ at: last.created_at.toISOString(), id: last.id })).toString("base64url")
+      : null;
+  return { status: 200, body: { items, nextCursor } };
+}
+
+export async function setActivation(
+  db: Db,
+  req: RouteRequest<{ id: string }, { isActive?: boolean | string }>,
+): Promise<RouteReply> {
+  const raw = req.query?.isActive;
+  const isActive =
+    raw === true || raw === "true" ? true : raw === false || raw === "false" ? false : undefined;
+  if (isActive === undefined)
+    throw new ValidationError([{ field: "/query/isActive", message: "is required: true or false" }]);
+  const row = await db.maybeOne<Row>(sql`
+    UPDATE webhook_dispatcher.subscriptions SET is_active = ${isActive}, updated_at = now()
+    WHERE id = ${req.params.id} AND ${reach(req.principal)}
+    RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
+  if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+  return { status: 200, body: view(row, await catalogNames(db)) };
+}
+
+export async function deleteSubscription(db: Db, req: RouteRequest<{ id: string }>): Promise<RouteReply> {
+  const row = await db.maybeOne(sql`
+    DELETE FROM webhook_dispatcher.subscriptions WHERE id = ${req.params.id} AND ${reach(req.principal)} RETURNING id`);
+  if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+  return { status: 204 };
+}
+
+export async function eventCatalog(db: Db): Promise<RouteReply> {
+  const rows = await db.any(sql`
+    SELECT event_name AS "eventName", source, description FROM webhook_dispatcher.event_catalog ORDER BY event_name`);
+  return { status: 200, body: rows };
+}
+
+/** Active subscriptions an event reaches (spec 6.2.3): same name or `*`, in the event's workspace scope. */
+export async function matchingSubscriptions(
+  db: Queries,
+  eventName: string,
+  workspaceKey: string | null,
+): Promise<string[]> {
+  const rows = await db.any<{ id: string }>(sql`
+    SELECT id::text FROM webhook_dispatcher.subscriptions
+    WHERE is_active AND (event_name = ${eventName} OR event_name = '*')
+      AND (workspace_key IS NULL OR workspace_key = ${workspaceKey}::text)`);
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,50 @@
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+
+export interface Received {
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly at: number;
+}
+
+/**
+ * A real HTTP receiver for webhook tests: records every request and answers with what `respond` says
+ * (status and headers), or never answers when it returns "hang".
+ */
+export class Receiver {
+  readonly received: Received[] = [];
+  respond: (r: Received) => { status: number; headers?: Record<string, string> } | "hang" = () => ({
+    status: 200,
+  });
+  private server: Server | undefined;
+  url = "";
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const r = { headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
+        this.received.push(r);
+        const answer = this.respond(r);
+        if (answer === "hang") return;
+        res.writeHead(answer.status, answer.headers).end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", () => resolve()));
+    this.url = `http://127.0.0.1:${(this.server?.address() as { port: number }).port}/hook`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  async waitFor(count: number, timeoutMs = 10_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (this.received.length < count) {
+      if (Date.now() > until) throw new Error(`receiver got ${this.received.length} of ${count} requests`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}

@@ -1,0 +1,335 @@
+/**
+ * Issue 5: publish → match → mask → sign → deliver to a real local receiver, with retries, dead letters,
+ * the circuit breaker, disabled and deleted subscriptions, and subscription management via the gateway.
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import { verify } from "@octokit/webhooks-methods";
+import { connectNats, createEventPublisher, type EventPublisher } from "@svc/bus";
+import { createDb, type Db, sql } from "@svc/db";
+import { enqueue } from "@svc/jobs";
+import { createLogger } from "@svc/observability";
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { Receiver } from "./support/receiver.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+const receiver = new Receiver();
+const db: Db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 4, applicationName: "webhooks-test" });
+let base: string;
+let operator: string;
+let nc: NatsConnection;
+let events: EventPublisher;
+let receiverUnderTest: Receiver | undefined;
+
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  BackendHost__JobPollIntervalMs: "100",
+  BackendHost__WebhookCircuitFailureThreshold: "3",
+  BackendHost__WebhookCircuitOpenMs: "1500",
+  BackendHost__WebhookTimeoutMs: "2000",
+};
+
+async function api(method: string, path: string, body?: unknown, token = operator) {
+  return http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function subscribe(body: Record<string, unknown>) {
+  const response = await api("POST", "/api/webhooks", {
+    targetUrl: receiver.url,
+    secret: "s3cret-value",
+    ...body,
+  });
+  expect(response.status).toBe(201);
+  return response.json<{ id: string }>();
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Makes a retried delivery due now: the schedule itself is asserted by the job engine's tests. */
+const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
+
+beforeAll(async () => {
+  await receiver.start();
+  await h.start(rbacService, env);
+  await h.start(webhookDispatcherService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({
+    scope: "platform",
+    permissions: ["webhook.read", "webhook.manage", "flow.read"],
+  });
+  nc = await connectNats({
+    url: h.env.NATS_URL as string,
+    name: "publisher",
+    logger: createLogger("t", "silent"),
+  });
+  events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+});
+
+beforeEach(async () => {
+  await db.query(sql`DELETE FROM webhook_dispatcher.subscriptions`);
+  await db.query(sql`TRUNCATE job_reaper.jobs`);
+  receiver.received.length = 0;
+  receiver.respond = () => ({ status: 200 });
+});
+
+afterAll(async () => {
+  await h.stopAll();
+  await nc.close();
+  await db.end();
+  await receiver.stop();
+  if (receiverUnderTest) await receiverUnderTest.stop().catch(() => undefined);
+});
+
+describe("subscriptions", () => {
+  it("rejects an invalid create request listing each invalid field", async () => {
+    const response = await api("POST", "/api/webhooks", {
+      eventName: "user.created\r\nX-Evil: 1",
+      targetUrl: "/relative",
+    });
+    expect(response.status).toBe(400);
+    const fields = response
+      .json<{ errors: Array<{ field: string }> }>()
+      .errors.map((e) => e.field)
+      .sort();
+    expect(fields).toEqual(["/body/eventName", "/body/secret", "/body/targetUrl"]);
+  });
+
+  it("never returns the secret, and computes matchesKnownEvent on read", async () => {
+    const created = await api("POST", "/api/webhooks", {
+      eventName: "user.created",
+      targetUrl: receiver.url,
+      secret: "top-secret-1",
+    });
+    expect(created.text).not.toContain("top-secret-1");
+    await subscribe({ eventName: "workspace.*" });
+    await subscribe({ eventName: "call.started" });
+    await subscribe({ eventName: "*" });
+    const list = await api("GET", "/api/webhooks");
+    expect(list.text).not.toContain("s3cret-value");
+    const byName = Object.fromEntries(
+      list
+        .json<{ items: Array<{ eventName: string; matchesKnownEvent: boolean }> }>()
+        .items.map((s) => [s.eventName, s.matchesKnownEvent]),
+    );
+    expect(byName).toEqual({ "user.created": true, "workspace.*": true, "call.started": false, "*": true });
+    const catalog = (await api("GET", "/api/events/catalog")).json<Array<{ eventName: string }>>();
+    expect(catalog.map((e) => e.eventName)).toContain("workspace.member-assigned");
+  });
+
+  it("pages with a cursor and limits a workspace session to its workspace", async () => {
+    for (let i = 0; i < 5; i++)
+      await subscribe({ eventName: `e${i}`, workspaceKey: i < 3 ? "acme" : "other" });
+    const first = (await api("GET", "/api/webhooks?limit=2")).json<{
+      items: unknown[];
+      nextCursor: string;
+    }>();
+    const second = (await api("GET", `/api/webhooks?limit=2&cursor=${first.nextCursor}`)).json<{
+      items: unknown[];
+      nextCursor: string;
+    }>();
+    const third = (await api("GET", `/api/webhooks?limit=2&cursor=${second.nextCursor}`)).json<{
+      items: unknown[];
+      nextCursor: string | null;
+    }>();
+    expect([first.items.length, second.items.length, third.items.length]).toEqual([2, 2, 1]);
+    expect(third.nextCursor).toBeNull();
+    const scoped = await mintToken({
+      scope: "workspace",
+      workspaceKey: "acme",
+      permissions: ["webhook.read", "webhook.manage"],
+    });
+    const mine = (await api("GET", "/api/webhooks", undefined, scoped)).json<{
+      items: Array<{ workspaceKey: string }>;
+    }>();
+    expect(mine.items.map((s) => s.workspaceKey)).toEqual(["acme", "acme", "acme"]);
+    expect((await api("GET", "/api/webhooks?workspaceKey=other", undefined, scoped)).status).toBe(404);
+    const theirs = (await api("GET", "/api/webhooks?workspaceKey=other")).json<{
+      items: Array<{ id: string }>;
+    }>().items[0];
+    expect((await api("DELETE", `/api/webhooks/${theirs?.id}`, undefined, scoped)).status).toBe(404);
+  });
+});
+
+describe("delivery", () => {
+  it("delivers a signed envelope that an independent verifier accepts, masking sensitive fields at depth", async () => {
+    const masked = await subscribe({ eventName: "user.created" });
+    const raw = await subscribe({ eventName: "*", includeSensitiveData: true });
+    const payload = {
+      userId: "u1",
+      email: "alice@example.com",
+      profile: { contacts: [{ displayName: "Alice Liddell", note: "n" }] },
+    };
+    await events.publish("user.created", "acme", payload);
+    await receiver.waitFor(2);
+    const bySub = new Map<string, (typeof receiver.received)[number]>();
+    for (const r of receiver.received) {
+      expect(await verify("s3cret-value", r.body, r.headers["x-svc-signature"] as string)).toBe(true);
+      expect(await verify("wrong-secret", r.body, r.headers["x-svc-signature"] as string)).toBe(false);
+      expect(r.headers["x-svc-event"]).toBe("user.created");
+      expect(r.headers["x-svc-delivery"]).toMatch(/^[0-9a-f-]{36}$/);
+      bySub.set(JSON.parse(r.body).data.email === payload.email ? raw.id : masked.id, r);
+    }
+    const maskedBody = JSON.parse(bySub.get(masked.id)?.body ?? "{}");
+    expect(maskedBody).toMatchObject({
+      event: "user.created",
+      workspaceKey: "acme",
+      data: {
+        userId: "u1",
+        email: "ali***om",
+        profile: { contacts: [{ displayName: "Ali***ll", note: "n" }] },
+      },
+    });
+    expect(Number.isNaN(Date.parse(maskedBody.occurredAtUtc))).toBe(false);
+    expect(JSON.parse(bySub.get(raw.id)?.body ?? "{}").data).toEqual(payload);
+  });
+
+  it("matches by workspace scope: a workspace subscription ignores other workspaces' events", async () => {
+    await subscribe({ eventName: "user.updated", workspaceKey: "acme" });
+    await events.publish("user.updated", "other", { n: 1 });
+    await events.publish("user.updated", "acme", { n: 2 });
+    await receiver.waitFor(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received.map((r) => JSON.parse(r.body).data.n)).toEqual([2]);
+  });
+
+  it("keeps the delivery id across attempts and completes on the first 2xx", async () => {
+    await subscribe({ eventName: "user.deleted" });
+    let calls = 0;
+    receiver.respond = () => ({ status: ++calls < 3 ? 503 : 204 });
+    await events.publish("user.deleted", null, { userId: "u2" });
+    for (let n = 1; n <= 3; n++) {
+      await receiver.waitFor(n);
+      await hurry();
+    }
+    const ids = new Set(receiver.received.map((r) => r.headers["x-svc-delivery"]));
+    expect(ids.size).toBe(1);
+    await until(
+      async () =>
+        (await db.one<{ status: string }>(sql`SELECT status FROM job_reaper.jobs`)).status === "Succeeded",
+    );
+  });
+
+  it("dead-letters after 5 failed attempts", async () => {
+    await subscribe({ eventName: "user.deleted", targetUrl: receiver.url.replace("/hook", "/fail") });
+    receiver.respond = () => ({ status: 500 });
+    await events.publish("user.deleted", null, { userId: "u3" });
+    for (let n = 1; n <= 5; n++) {
+      await receiver.waitFor(n);
+      await until(
+        async () =>
+          (await db.one<{ attempts: number }>(sql`SELECT attempts FROM job_reaper.jobs`)).attempts === n,
+      );
+      // Between attempts the circuit may open (threshold 3): wait it out, then make the retry due.
+      await new Promise((r) => setTimeout(r, n >= 3 ? 1_600 : 50));
+      await hurry();
+    }
+    await until(
+      async () =>
+        (await db.one<{ status: string }>(sql`SELECT status FROM job_reaper.jobs`)).status === "Failed",
+    );
+    const job = await db.one<{ attempts: number; last_error: string }>(
+      sql`SELECT attempts, last_error FROM job_reaper.jobs`,
+    );
+    expect(job).toMatchObject({ attempts: 5, last_error: expect.stringContaining("500") });
+    expect(receiver.received).toHaveLength(5);
+  }, 30_000);
+
+  it("opens the receiver's circuit after repeated failures and closes it after a successful trial", async () => {
+    // A receiver of its own: circuits are per receiver, and the previous tests' failures are not its.
+    const own = new Receiver();
+    await own.start();
+    receiverUnderTest = own;
+    await subscribe({ eventName: "user.created", targetUrl: own.url });
+    own.respond = () => ({ status: 500 });
+    for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });
+    await own.waitFor(3);
+    // Open: further deliveries fail without calling the receiver.
+    await hurry();
+    await events.publish("user.created", null, { i: 3 });
+    await new Promise((r) => setTimeout(r, 500));
+    await hurry();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(own.received).toHaveLength(3);
+    const blocked = await db.any<{ last_error: string }>(
+      sql`SELECT last_error FROM job_reaper.jobs WHERE last_error LIKE '%circuit open%'`,
+    );
+    expect(blocked.length).toBeGreaterThan(0);
+    // After the open period a trial goes through; success closes the circuit and the rest follow.
+    own.respond = () => ({ status: 200 });
+    await new Promise((r) => setTimeout(r, 1_600));
+    await hurry();
+    await until(async () => {
+      await hurry();
+      return (
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status = 'Succeeded'`,
+          )
+        ).n === 4
+      );
+    }, 10_000);
+    await own.stop();
+  }, 20_000);
+
+  it("delivers nothing for a disabled or deleted subscription's queued job", async () => {
+    const sub = await subscribe({ eventName: "user.created" });
+    expect((await api("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`)).json()).toMatchObject({
+      isActive: false,
+    });
+    const queued = {
+      subscriptionId: sub.id,
+      eventId: "e1",
+      event: "user.created",
+      workspaceKey: null,
+      occurredAtUtc: new Date().toISOString(),
+      data: {},
+    };
+    await enqueue(db, "webhook.deliver", { ...queued, deliveryId: "00000000-0000-4000-8000-000000000011" });
+    expect((await api("DELETE", `/api/webhooks/${sub.id}`)).status).toBe(204);
+    await enqueue(db, "webhook.deliver", { ...queued, deliveryId: "00000000-0000-4000-8000-000000000012" });
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status = 'Succeeded'`,
+          )
+        ).n === 2,
+    );
+    // And events published while disabled produce no job at all.
+    const other = await subscribe({ eventName: "user.updated" });
+    await api("PUT", `/api/webhooks/${other.id}/activation?isActive=false`);
+    await events.publish("user.updated", null, {});
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  it("enqueues one delivery per event and subscription, even when the event is published twice", async () => {
+    await subscribe({ eventName: "user.created" });
+    await events.publish("user.created", null, { n: 1 }, { eventId: "fixed-event-id" });
+    await events.publish("user.created", null, { n: 1 }, { eventId: "fixed-event-id" });
+    await receiver.waitFor(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received).toHaveLength(1);
+    expect(await db.one(sql`SELECT count(*)::int AS n FROM job_reaper.jobs`)).toEqual({ n: 1 });
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * Issue 5: targets on loopback/private/metadata addresses are refused at delivery time unless allowed;
+ * a dispatcher process killed in the middle of a delivery loses nothing.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+
+import { connectNats, createEventPublisher } from "@svc/bus";
+import { createDb, type Db, sql } from "@svc/db";
+import { createLogger } from "@svc/observability";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { afterAll, describe, expect, it } from "vitest";
+
+import { repoRoot } from "../scripts/lib/stack.js";
+// Internal helpers reached by path: the policy and the subscription insert without the HTTP layer.
+import { createTargetPolicy } from "../services/webhook-dispatcher/src/http-client.js";
+import { createSecretBox } from "../services/webhook-dispatcher/src/secrets.js";
+import { createHarness } from "./support/harness.js";
+import { Receiver } from "./support/receiver.js";
+
+const h = await createHarness();
+const db: Db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 4, applicationName: "webhooks-safety" });
+const children = new Set<ChildProcess>();
+const receivers: Receiver[] = [];
+afterAll(async () => {
+  for (const c of children) c.kill("SIGKILL");
+  await h.stopAll();
+  await db.end();
+  for (const r of receivers) await r.stop().catch(() => undefined);
+});
+
+async function addSubscription(eventName: string, targetUrl: string) {
+  const box = createSecretBox(h.config().backendHost.secretsEncryptionKey);
+  await db.query(sql`
+    INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted)
+    VALUES (gen_random_uuid(), ${eventName}, ${targetUrl}, ${box.seal("k")})`);
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 15_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("the target policy", () => {
+  it("allows public unicast addresses only, unless a network is allowed", () => {
+    const strict = createTargetPolicy([]);
+    for (const refused of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.16.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "::1",
+      "fd00::1",
+      "0.0.0.0",
+      "::ffff:127.0.0.1",
+      "100.64.0.1",
+    ]) {
+      expect(strict(refused)).toBe(false);
+    }
+    expect(strict("93.184.216.34")).toBe(true);
+    expect(createTargetPolicy(["127.0.0.0/8"])("127.0.0.1")).toBe(true);
+  });
+});
+
+describe("delivery safety", () => {
+  it("refuses a loopback target at delivery time and dead-letters the job", async () => {
+    const receiver = new Receiver();
+    receivers.push(receiver);
+    await receiver.start();
+    // No allowed networks: 127.0.0.1 is refused. The host name resolves to it, checked on connection.
+    await h.start(webhookDispatcherService, { BackendHost__JobPollIntervalMs: "100" });
+    await addSubscription("user.created", receiver.url.replace("127.0.0.1", "localhost"));
+    await addSubscription("user.updated", "http://169.254.169.254/latest/meta-data");
+    const nc = await connectNats({
+      url: h.env.NATS_URL as string,
+      name: "p",
+      logger: createLogger("t", "silent"),
+    });
+    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    await events.publish("user.created", null, {});
+    await events.publish("user.updated", null, {});
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status = 'Failed'`,
+          )
+        ).n === 2,
+    );
+    const jobs = await db.any<{ attempts: number; last_error: string }>(
+      sql`SELECT attempts, last_error FROM job_reaper.jobs`,
+    );
+    for (const job of jobs)
+      expect(job).toMatchObject({ attempts: 1, last_error: expect.stringMatching(/refused/) });
+    expect(receiver.received).toHaveLength(0);
+    await nc.close();
+    await h.stopAll();
+    await db.query(sql`DELETE FROM webhook_dispatcher.subscriptions`);
+  });
+
+  it("a dispatcher killed mid-delivery loses nothing: another delivers after the lease, same delivery id", async () => {
+    const receiver = new Receiver();
+    receivers.push(receiver);
+    await receiver.start();
+    receiver.respond = () => (receiver.received.length === 1 ? "hang" : { status: 200 });
+    await db.query(sql`TRUNCATE job_reaper.jobs`);
+    await addSubscription("user.deleted", receiver.url);
+    const env = {
+      ...h.env,
+      PATH: process.env.PATH ?? "",
+      BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+      BackendHost__JobLeaseMs: "1500",
+      BackendHost__JobPollIntervalMs: "100",
+      BackendHost__WebhookTimeoutMs: "60000",
+    };
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join("services", "webhook-dispatcher", "src", "main.ts")],
+      {
+        cwd: repoRoot,
+        env,
+        stdio: "ignore",
+      },
+    );
+    children.add(child);
+    const nc = await connectNats({
+      url: h.env.NATS_URL as string,
+      name: "p",
+      logger: createLogger("t", "silent"),
+    });
+    // The child's consumer takes the event, enqueues the job and starts delivering it.
+    await until(async () => {
+      await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish(
+        "user.deleted",
+        null,
+        { n: 1 },
+        { eventId: "kill-test" },
+      );
+      return receiver.received.length === 1;
+    }, 30_000);
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    const extra = {
+      BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+      BackendHost__JobLeaseMs: "1500",
+      BackendHost__JobPollIntervalMs: "100",
+      BackendHost__JobReaperIntervalMs: "100",
+    };
+    await h.start(jobReaperService, extra);
+    await h.start(webhookDispatcherService, extra);
+    await receiver.waitFor(2, 20_000);
+    expect(receiver.received[1]?.headers["x-svc-delivery"]).toBe(
+      receiver.received[0]?.headers["x-svc-delivery"],
+    );
+    await until(
+      async () =>
+        (await db.one<{ status: string }>(sql`SELECT status FROM job_reaper.jobs`)).status === "Succeeded",
+    );
+    expect(await db.one(sql`SELECT count(*)::int AS n FROM job_reaper.jobs`)).toEqual({ n: 1 });
+    await nc.close();
+  }, 60_000);
+});

@@ -7,6 +7,7 @@ import { gatewayService, OPERATOR_ROUTES, type OperatorRoute } from "@svc/servic
 import { jobReaperService } from "@svc/service-job-reaper";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
@@ -66,6 +67,7 @@ beforeAll(async () => {
   await h.start(rbacService, env);
   await h.start(resolverService, env);
   await h.start(jobReaperService, env);
+  await h.start(webhookDispatcherService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
 });
 afterAll(() => h.stopAll());
@@ -142,7 +144,9 @@ describe("coverage of the walk", () => {
     const served = OPERATOR_ROUTES.filter(
       (r) =>
         (r.subject.startsWith("rbac.") && !r.subject.startsWith("rbac.notifications")) ||
-        r.subject.startsWith("job-reaper.jobs"),
+        r.subject.startsWith("job-reaper.jobs") ||
+        r.subject.startsWith("webhook-dispatcher.webhooks") ||
+        r.subject === "webhook-dispatcher.events.catalog",
     );
     for (const r of served) expect(backed).toContain(`${r.method} ${r.path}`);
     expect(backed.length + unbacked.length).toBe(OPERATOR_ROUTES.length);

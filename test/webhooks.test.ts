@@ -229,6 +229,30 @@ describe("delivery", () => {
     );
   });
 
+  it("honours a receiver's longer Retry-After when scheduling the next attempt", async () => {
+    const own = new Receiver();
+    await own.start();
+    own.respond = () => ({ status: 503, headers: { "retry-after": "120" } });
+    await subscribe({ eventName: "user.created", targetUrl: own.url });
+    await events.publish("user.created", null, {});
+    await own.waitFor(1);
+    await until(
+      async () =>
+        (
+          await db.one<{ attempts: number; status: string }>(
+            sql`SELECT attempts, status FROM job_reaper.jobs`,
+          )
+        ).status === "Pending",
+    );
+    const { delay_ms } = await db.one<{ delay_ms: number }>(
+      sql`SELECT (extract(epoch FROM run_at - now()) * 1000)::int AS delay_ms FROM job_reaper.jobs`,
+    );
+    // 120 s, not the 30 s (±10 %) of the first backoff step.
+    expect(delay_ms).toBeGreaterThan(115_000);
+    expect(delay_ms).toBeLessThanOrEqual(120_000);
+    await own.stop();
+  });
+
   it("dead-letters after 5 failed attempts", async () => {
     await subscribe({ eventName: "user.deleted", targetUrl: receiver.url.replace("/hook", "/fail") });
     receiver.respond = () => ({ status: 500 });

@@ -9,10 +9,10 @@
  * Then the job engine next to graphile-worker (jobs.ts).
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|jobs, --jobs N (default 20000), --rounds N (default 3).
+ * when installed, else autocannon), --only http|webhooks|jobs, --jobs N (default 20000), --rounds N (default 3).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -25,6 +25,7 @@ import pg from "pg";
 import { DEMO, migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
+import { printWebhooksResults, runWebhooksBench } from "./webhooks.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -146,6 +147,7 @@ async function httpBench() {
       BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
         .privateKey.export({ type: "pkcs8", format: "pem" })
         .toString(),
+      BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
       // The shared limiter runs (counting across replicas through NATS KV) but never rejects the one client.
       BackendHost__RateLimitApiPerMinute: "1000000000",
     };
@@ -266,6 +268,9 @@ const only = args.only;
 if (only === undefined || only === "http") {
   await httpBench();
   printHttp();
+}
+if (only === undefined || only === "webhooks") {
+  printWebhooksResults(await runWebhooksBench(serverUrl, stamp));
 }
 if (only === undefined || only === "jobs") {
   const jobs = Number(args.jobs);

@@ -10,7 +10,7 @@ import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, PermanentJobError, RetryLaterError } from "@svc/jobs";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
-import { post, type TargetPolicy,TargetRefusedError } from "./http-client.js";
+import { post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
 import { maskPayload } from "./masking.js";
 import type { SecretBox } from "./secrets.js";
 

@@ -6,8 +6,8 @@
  * allowed (development and tests). Connection failures are retried twice within the attempt.
  */
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { type IncomingHttpHeaders,request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { Agent as HttpAgent, type IncomingHttpHeaders, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 
 import ipaddr from "ipaddr.js";
@@ -59,6 +59,13 @@ export interface PostOptions {
   readonly allowed: TargetPolicy;
 }
 
+/**
+ * Keep-alive connections per receiver. The address check runs when a connection is opened, so a reused
+ * connection is one whose address passed it.
+ */
+const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
+const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
+
 const TRANSIENT = new Set([
   "ECONNRESET",
   "ECONNREFUSED",
@@ -97,7 +104,7 @@ function postOnce(o: PostOptions): Promise<DeliveryResponse> {
         headers: { ...o.headers, "content-length": String(o.body.length) },
         lookup: checkedLookup,
         timeout: o.timeoutMs,
-        agent: false,
+        agent: o.url.protocol === "https:" ? httpsAgent : httpAgent,
       },
       (response) => {
         let received = 0;

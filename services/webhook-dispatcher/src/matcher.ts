@@ -21,7 +21,7 @@ import type { Db } from "@svc/db";
 import { enqueueMany } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
 
-import { matchingSubscriptions } from "./subscriptions.js";
+import { matchingSubscriptionsMany } from "./subscriptions.js";
 
 export const CONSUMER_NAME = "webhook-dispatcher";
 
@@ -54,53 +54,93 @@ export async function startMatcher(
   const consumer = await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME);
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 200 });
 
-  const handle = async (m: JsMsg) => {
+  interface Parsed {
+    readonly m: JsMsg;
+    readonly eventName: string;
+    readonly eventId: string;
+    readonly workspaceKey: string | null;
+    readonly occurredAtUtc: string;
+    readonly data: unknown;
+  }
+
+  const parse = (m: JsMsg): Parsed | null => {
     const eventName = m.subject.startsWith(eventsPrefix) ? m.subject.slice(eventsPrefix.length) : m.subject;
-    const eventId = m.headers?.get(Header.MsgId) || `seq-${m.seq}`;
-    const workspaceKey = m.headers?.get(Header.WorkspaceKey) || null;
-    const occurredAtUtc =
-      m.headers?.get(Header.OccurredAt) || new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString();
-    let data: unknown;
     try {
-      data = m.data.length === 0 ? {} : m.json();
+      return {
+        m,
+        eventName,
+        eventId: m.headers?.get(Header.MsgId) || `seq-${m.seq}`,
+        workspaceKey: m.headers?.get(Header.WorkspaceKey) || null,
+        occurredAtUtc:
+          m.headers?.get(Header.OccurredAt) ||
+          new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString(),
+        data: m.data.length === 0 ? {} : m.json(),
+      };
     } catch {
-      options.log.warn({ eventName, eventId }, "ignored an event whose payload is not JSON");
+      options.log.warn({ eventName }, "ignored an event whose payload is not JSON");
       m.term();
-      return;
+      return null;
     }
-    const subscriptions = await matchingSubscriptions(db, eventName, workspaceKey);
-    if (subscriptions.length > 0) {
-      await enqueueMany(
-        db,
-        subscriptions.map((subscriptionId) => ({
-          type: "webhook.deliver" as const,
-          workspaceKey,
-          idempotencyKey: `${eventId}:${subscriptionId}`,
-          payload: {
-            subscriptionId,
-            deliveryId: randomUUID(),
-            eventId,
-            event: eventName,
-            workspaceKey,
-            occurredAtUtc,
-            data,
-          },
-        })),
-      );
+  };
+
+  /** One batch: one matching query for its distinct (name, workspace) pairs, one insert, then the acks. */
+  const handleBatch = async (batch: JsMsg[]) => {
+    const events = batch.map(parse).filter((e): e is Parsed => e !== null);
+    const pairKey = (e: { eventName: string; workspaceKey: string | null }) =>
+      `${e.eventName}\n${e.workspaceKey ?? ""}`;
+    const pairs = [
+      ...new Map(
+        events.map((e) => [pairKey(e), { eventName: e.eventName, workspaceKey: e.workspaceKey }]),
+      ).values(),
+    ];
+    const matches =
+      pairs.length === 0 ? new Map<number, string[]>() : await matchingSubscriptionsMany(db, pairs);
+    const byPair = new Map(pairs.map((p, i) => [pairKey(p), matches.get(i) ?? []]));
+    const jobs = events.flatMap((e) =>
+      (byPair.get(pairKey(e)) ?? []).map((subscriptionId) => ({
+        type: "webhook.deliver" as const,
+        workspaceKey: e.workspaceKey,
+        idempotencyKey: `${e.eventId}:${subscriptionId}`,
+        payload: {
+          subscriptionId,
+          deliveryId: randomUUID(),
+          eventId: e.eventId,
+          event: e.eventName,
+          workspaceKey: e.workspaceKey,
+          occurredAtUtc: e.occurredAtUtc,
+          data: e.data,
+        },
+      })),
+    );
+    if (jobs.length > 0) await enqueueMany(db, jobs);
+    for (const e of events) e.m.ack();
+  };
+
+  // Messages that arrive while a batch is being written join the next batch.
+  let pending: JsMsg[] = [];
+  let flushing: Promise<void> | undefined;
+  const flush = async () => {
+    await new Promise((r) => setImmediate(r));
+    while (pending.length > 0) {
+      const batch = pending.slice(0, 500);
+      pending = pending.slice(batch.length);
+      try {
+        await handleBatch(batch);
+      } catch (err) {
+        // Not acknowledged: redelivered, and enqueueing is idempotent.
+        options.log.error({ err, count: batch.length }, "could not match events; they will be redelivered");
+        for (const m of batch) m.nak(1_000);
+      }
     }
-    m.ack();
+    flushing = undefined;
   };
 
   const loop = (async () => {
     for await (const m of messages) {
-      try {
-        await handle(m);
-      } catch (err) {
-        // Not acknowledged: redelivered after ack_wait, and enqueueing is idempotent.
-        options.log.error({ err, subject: m.subject }, "could not match an event; it will be redelivered");
-        m.nak(1_000);
-      }
+      pending.push(m);
+      flushing ??= flush();
     }
+    await flushing;
   })();
 
   return {

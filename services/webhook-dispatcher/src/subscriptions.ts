@@ -209,6 +209,28 @@ export async function eventCatalog(db: Db): Promise<RouteReply> {
   return { status: 200, body: rows };
 }
 
+/**
+ * For many (event name, workspace) pairs at once: the active subscriptions each reaches, by pair index.
+ */
+export async function matchingSubscriptionsMany(
+  db: Queries,
+  pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
+): Promise<Map<number, string[]>> {
+  const rows = await db.any<{ ord: string; id: string }>(sql`
+    SELECT e.ord::text, s.id::text
+    FROM unnest(${pairs.map((p) => p.eventName)}::text[], ${pairs.map((p) => p.workspaceKey)}::text[])
+      WITH ORDINALITY AS e(name, ws, ord)
+    JOIN webhook_dispatcher.subscriptions s
+      ON s.is_active AND (s.event_name = e.name OR s.event_name = '*')
+     AND (s.workspace_key IS NULL OR s.workspace_key = e.ws)`);
+  const out = new Map<number, string[]>();
+  for (const r of rows) {
+    const index = Number(r.ord) - 1;
+    out.set(index, [...(out.get(index) ?? []), r.id]);
+  }
+  return out;
+}
+
 /** Active subscriptions an event reaches (spec 6.2.3): same name or `*`, in the event's workspace scope. */
 export async function matchingSubscriptions(
   db: Queries,

@@ -1,0 +1,193 @@
+/**
+ * End-to-end webhook figures: events published on JetStream → matched → `webhook.deliver` jobs → signed
+ * POSTs received by a local HTTP receiver. Measures the publish rate, sustained deliveries per second for
+ * a burst, and publish-to-receipt latency at a steady 500 events/s.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import { join } from "node:path";
+
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { createEventPublisher } from "@svc/bus";
+import pg from "pg";
+
+import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
+
+export interface WebhooksBenchResult {
+  readonly burstEvents: number;
+  readonly publishPerSecond: number;
+  readonly deliveriesPerSecond: number;
+  readonly steadyRate: number;
+  readonly steadyEvents: number;
+  readonly latencyP50Ms: number;
+  readonly latencyP99Ms: number;
+  readonly steadyReceived: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+export async function runWebhooksBench(
+  serverUrl: URL,
+  stamp: string,
+  burst = 10_000,
+  steadySeconds = 10,
+): Promise<WebhooksBenchResult> {
+  const dbName = `svc_bench_hooks_${stamp}`;
+  const dbUrl = new URL(serverUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+  const prefix = `benchhooks${stamp}`;
+  const stream = `SVC_EVENTS_BENCHHOOKS${stamp.toUpperCase()}`;
+  await migrateAll(dbUrl.toString());
+  execFileSync(process.execPath, [join(repoRoot, "scripts", "build.mjs")], {
+    cwd: repoRoot,
+    stdio: "ignore",
+  });
+
+  // The receiver: records receipt time against the publish time carried in the payload.
+  const receipts: Array<{ sentAt: number; at: number; phase: string }> = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = Date.now();
+      const envelope = JSON.parse(Buffer.concat(chunks).toString()) as {
+        data: { sentAt: number; phase: string };
+      };
+      receipts.push({ sentAt: envelope.data.sentAt, at, phase: envelope.data.phase });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const target = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+
+  const env = {
+    ...process.env,
+    NODE_ENV: "production",
+    LOG_LEVEL: "warn",
+    DATABASE_URL: dbUrl.toString(),
+    NATS_URL: natsUrl,
+    SVC_SUBJECT_PREFIX: prefix,
+    SVC_EVENTS_STREAM: stream,
+    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
+      .privateKey.export({ type: "pkcs8", format: "pem" })
+      .toString(),
+    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  };
+  const children: ChildProcess[] = [];
+  const admin = new pg.Client({ connectionString: dbUrl.toString() });
+  await admin.connect();
+  const nc = await connect({ servers: natsUrl });
+  try {
+    // The dispatcher seals secrets with the key above; insert the subscription the way it would.
+    const { createSecretBox } = await import("../../services/webhook-dispatcher/src/secrets.js");
+    const sealed = createSecretBox(env.BackendHost__SecretsEncryptionKey).seal("bench-secret");
+    await admin.query(
+      `INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted) VALUES ($1, 'bench.tick', $2, $3)`,
+      [randomUUID(), target, sealed],
+    );
+    children.push(
+      spawn(process.execPath, ["--enable-source-maps", join("dist", "webhook-dispatcher.mjs")], {
+        cwd: repoRoot,
+        env,
+        stdio: ["ignore", "ignore", "inherit"],
+      }),
+    );
+    // Ready when its consumer exists on the stream.
+    const jsm = await jetstreamManager(nc);
+    for (let i = 0; ; i++) {
+      if (
+        await jsm.consumers.info(stream, "webhook-dispatcher").then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
+      if (i > 300) throw new Error("dispatcher did not start");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const events = createEventPublisher(nc, prefix);
+
+    // Burst: publish as fast as acknowledgements allow, then wait for every delivery.
+    const t0 = Date.now();
+    for (let i = 0; i < burst; i += 500) {
+      await Promise.all(
+        Array.from({ length: Math.min(500, burst - i) }, () =>
+          events.publish("bench.tick", "default", { sentAt: Date.now(), phase: "burst" }),
+        ),
+      );
+    }
+    const publishSeconds = (Date.now() - t0) / 1000;
+    const deadline = Date.now() + 300_000;
+    while (receipts.filter((r) => r.phase === "burst").length < burst && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    const burstReceipts = receipts.filter((r) => r.phase === "burst");
+    const lastAt = Math.max(...burstReceipts.map((r) => r.at));
+    const deliveriesPerSecond = burstReceipts.length / ((lastAt - t0) / 1000);
+
+    // Steady: 500 events/s for `steadySeconds`, in 10 ms ticks of 5 events.
+    const rate = 500;
+    const steadyEvents = rate * steadySeconds;
+    const start = Date.now();
+    for (let sent = 0; sent < steadyEvents; sent += 5) {
+      const due = start + (sent / rate) * 1000;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      for (let k = 0; k < 5; k++)
+        void events.publish("bench.tick", "default", { sentAt: Date.now(), phase: "steady" });
+    }
+    const steadyDeadline = Date.now() + 30_000;
+    while (
+      receipts.filter((r) => r.phase === "steady").length < steadyEvents &&
+      Date.now() < steadyDeadline
+    ) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const latencies = receipts
+      .filter((r) => r.phase === "steady")
+      .map((r) => r.at - r.sentAt)
+      .sort((a, b) => a - b);
+    return {
+      burstEvents: burst,
+      publishPerSecond: burst / publishSeconds,
+      deliveriesPerSecond,
+      steadyRate: rate,
+      steadyEvents,
+      latencyP50Ms: percentile(latencies, 50),
+      latencyP99Ms: percentile(latencies, 99),
+      steadyReceived: latencies.length,
+    };
+  } finally {
+    for (const c of children) {
+      await new Promise<void>((resolve) => {
+        c.once("exit", () => resolve());
+        c.kill("SIGTERM");
+        setTimeout(() => c.kill("SIGKILL"), 12_000).unref();
+      });
+    }
+    server.closeAllConnections();
+    server.close();
+    await admin.end();
+    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
+    await nc.close();
+    const root = new pg.Client({ connectionString: serverUrl.toString() });
+    await root.connect();
+    await root.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
+    await root.end();
+  }
+}
+
+export function printWebhooksResults(r: WebhooksBenchResult) {
+  console.log(`\nWebhooks end to end (one subscription, local receiver, signed deliveries)`);
+  console.log(
+    `  burst of ${r.burstEvents} events: published ${r.publishPerSecond.toFixed(0)}/s, delivered ${r.deliveriesPerSecond.toFixed(0)}/s (target >= 1000/s: ${r.deliveriesPerSecond >= 1000 ? "met" : "NOT met"})`,
+  );
+  console.log(
+    `  steady ${r.steadyRate} events/s for ${r.steadyEvents} events: publish-to-receipt p50 ${r.latencyP50Ms} ms (target < 20: ${r.latencyP50Ms < 20 ? "met" : "NOT met"}), p99 ${r.latencyP99Ms} ms (target < 100: ${r.latencyP99Ms < 100 ? "met" : "NOT met"}), received ${r.steadyReceived}`,
+  );
+}

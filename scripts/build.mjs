@@ -7,31 +7,22 @@ const services = ["gateway", "rbac", "resolver", "plugin-registry", "webhook-dis
 const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
 const external = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
 
+const common = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "esm",
+  sourcemap: true,
+  external,
+  logLevel: "warning",
+};
+
 await Promise.all(
   services.map((name) =>
-    build({
-      entryPoints: [`services/${name}/src/main.ts`],
-      outfile: `dist/${name}.mjs`,
-      bundle: true,
-      platform: "node",
-      target: "node20",
-      format: "esm",
-      sourcemap: true,
-      external,
-      logLevel: "warning",
-    }),
+    build({ ...common, entryPoints: [`services/${name}/src/main.ts`], outfile: `dist/${name}.mjs` }),
   ),
 );
-for (const script of ["migrate", "bootstrap-operator"])
-  await build({
-    entryPoints: [`scripts/${script}.ts`],
-    outfile: `dist/${script}.mjs`,
-    bundle: true,
-    platform: "node",
-    target: "node20",
-    format: "esm",
-    sourcemap: true,
-    external,
-    logLevel: "warning",
-  });
+for (const script of ["migrate", "bootstrap-operator"]) {
+  await build({ ...common, entryPoints: [`scripts/${script}.ts`], outfile: `dist/${script}.mjs` });
+}
 console.log(`built ${services.length} services, the migrator and the operator bootstrap into dist/`);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness();
 let base: string;
@@ -17,15 +18,6 @@ async function resolve(headers: Record<string, string>) {
   expect(response.status).toBe(200);
   expect(response.headers["content-type"]).toMatch(/^application\/json/);
   return response.json<{ resolved: boolean; workspaceKey: string | null }>();
-}
-
-/** Polls until `check` holds: cache invalidation travels PostgreSQL NOTIFY → resolver → NATS → gateway. */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000) {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 beforeAll(async () => {
@@ -85,26 +77,26 @@ describe("GET /workspace/public/resolve", () => {
     const headers = { host: "other.example" };
     expect(await resolve(headers)).toEqual({ resolved: true, workspaceKey: "other-ws" });
     await h.sql(`UPDATE resolver.workspaces SET is_active = false WHERE key = 'other-ws'`);
-    await eventually(async () => (await resolve(headers)).resolved === false);
+    await until(async () => (await resolve(headers)).resolved === false);
     await h.sql(`UPDATE resolver.workspaces SET is_active = true WHERE key = 'other-ws'`);
-    await eventually(async () => (await resolve(headers)).resolved === true);
+    await until(async () => (await resolve(headers)).resolved === true);
   });
 
   it("hides every workspace of a suspended tenant", async () => {
     const headers = { host: "acme.example", "x-forwarded-uri": "/shop" };
     expect(await resolve(headers)).toEqual({ resolved: true, workspaceKey: "acme-shop" });
     await h.sql(`UPDATE resolver.tenants SET is_active = false WHERE key = 'acme'`);
-    await eventually(async () => (await resolve(headers)).resolved === false);
+    await until(async () => (await resolve(headers)).resolved === false);
     await h.sql(`UPDATE resolver.tenants SET is_active = true WHERE key = 'acme'`);
-    await eventually(async () => (await resolve(headers)).resolved === true);
+    await until(async () => (await resolve(headers)).resolved === true);
   });
 
   it("falls back to the shorter prefix when the longer one's workspace is invisible", async () => {
     const headers = { host: "acme.example", "x-forwarded-uri": "/shop" };
     await h.sql(`UPDATE resolver.workspaces SET is_active = false WHERE key = 'acme-shop'`);
-    await eventually(async () => (await resolve(headers)).workspaceKey === "acme-main");
+    await until(async () => (await resolve(headers)).workspaceKey === "acme-main");
     await h.sql(`UPDATE resolver.workspaces SET is_active = true WHERE key = 'acme-shop'`);
-    await eventually(async () => (await resolve(headers)).workspaceKey === "acme-shop");
+    await until(async () => (await resolve(headers)).workspaceKey === "acme-shop");
   });
 });
 

@@ -17,6 +17,7 @@ import { repoRoot } from "../scripts/lib/stack.js";
 // Internal SQL of the engine, reached by path: the tests drive single transitions directly.
 import { claimJobs, completeJobs, failJobs } from "../shared/jobs/src/queries.js";
 import { createHarness } from "./support/harness.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness({ seed: false });
 const db: Db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 8, applicationName: "jobs-test" });
@@ -63,14 +64,6 @@ function newWorker(options: Partial<ConstructorParameters<typeof JobWorker>[0]> 
   });
   workers.push(worker);
   return worker;
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 describe("transitions (spec 3.1)", () => {

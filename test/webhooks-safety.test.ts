@@ -18,6 +18,7 @@ import { createTargetPolicy } from "../services/webhook-dispatcher/src/http-clie
 import { createSecretBox } from "../services/webhook-dispatcher/src/secrets.js";
 import { createHarness } from "./support/harness.js";
 import { Receiver } from "./support/receiver.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness();
 const db: Db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 4, applicationName: "webhooks-safety" });
@@ -35,14 +36,6 @@ async function addSubscription(eventName: string, targetUrl: string) {
   await db.query(sql`
     INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted)
     VALUES (gen_random_uuid(), ${eventName}, ${targetUrl}, ${box.seal("k")})`);
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 15_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 describe("the target policy", () => {

@@ -17,6 +17,7 @@ import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness();
 const receiver = new Receiver();
@@ -55,14 +56,6 @@ async function subscribe(body: Record<string, unknown>) {
   });
   expect(response.status).toBe(201);
   return response.json<{ id: string }>();
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Makes a retried delivery due now: the schedule itself is asserted by the job engine's tests. */

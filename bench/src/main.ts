@@ -12,7 +12,6 @@
  * when installed, else autocannon), --only http|webhooks|jobs, --jobs N (default 20000), --rounds N (default 3).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -23,6 +22,7 @@ import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 
 import { DEMO, migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
+import { productionEnv } from "./env.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
 import { printWebhooksResults, runWebhooksBench } from "./webhooks.js";
@@ -136,18 +136,8 @@ async function httpBench() {
     await migrateAll(dbUrl.toString());
     await seedDemo(dbUrl.toString(), { withAdmin: true });
     const stackEnv = {
-      NODE_ENV: "production",
-      LOG_LEVEL: "warn",
-      DATABASE_URL: dbUrl.toString(),
-      NATS_URL: natsUrl,
-      SVC_SUBJECT_PREFIX: prefix,
-      SVC_EVENTS_STREAM: stream,
+      ...productionEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
       GATEWAY_HOST: "127.0.0.1",
-      // Production refuses the development key: a fresh one for this run.
-      BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
-        .privateKey.export({ type: "pkcs8", format: "pem" })
-        .toString(),
-      BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
       // The shared limiter runs (counting across replicas through NATS KV) but never rejects the one client.
       BackendHost__RateLimitApiPerMinute: "1000000000",
     };

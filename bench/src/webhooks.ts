@@ -4,7 +4,7 @@
  * a burst, and publish-to-receipt latency at a steady 500 events/s.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { join } from "node:path";
 
@@ -14,6 +14,7 @@ import { createEventPublisher } from "@svc/bus";
 import pg from "pg";
 
 import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
+import { productionEnv } from "./env.js";
 
 export interface WebhooksBenchResult {
   readonly burstEvents: number;
@@ -67,16 +68,7 @@ export async function runWebhooksBench(
 
   const env = {
     ...process.env,
-    NODE_ENV: "production",
-    LOG_LEVEL: "warn",
-    DATABASE_URL: dbUrl.toString(),
-    NATS_URL: natsUrl,
-    SVC_SUBJECT_PREFIX: prefix,
-    SVC_EVENTS_STREAM: stream,
-    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
-      .privateKey.export({ type: "pkcs8", format: "pem" })
-      .toString(),
-    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+    ...productionEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
   };
   const children: ChildProcess[] = [];

@@ -136,7 +136,8 @@ describe("rate limits across two gateways", () => {
       })
     ).hooks.httpAddress as string;
     const auth = { authorization: `Bearer ${operator}` };
-    const as = (ip: string) => ({ ...auth, "x-forwarded-for": `${ip}, 10.0.0.1` });
+    // The proxy (127.0.0.1, trusted) appended the client's address; anything before it is the client's.
+    const as = (ip: string) => ({ ...auth, "x-forwarded-for": `198.51.100.99, ${ip}` });
     const t = [];
     for (const ip of ["203.0.113.1", "203.0.113.1", "203.0.113.1", "203.0.113.2"])
       t.push((await send(trusted, "GET", "/api/rbac/roles", as(ip))).status);

@@ -85,9 +85,18 @@ export async function seedAccess(db: Db, config: Config): Promise<void> {
   });
 }
 
+/**
+ * Revokes sessions: first in the KV bucket every gateway watches, then marked in PostgreSQL. If a KV write
+ * fails the request fails and the sessions are still unmarked, so a retry revokes them again; nothing is
+ * ever marked revoked without the gateways having been told.
+ */
 async function revoke(deps: RbacDeps, sessions: ReadonlyArray<{ id: string; expires_at: Date }>) {
-  for (const s of sessions) await deps.revoked.put(s.id, String(s.expires_at.getTime()));
-  if (sessions.length > 0) deps.log.info({ count: sessions.length }, "sessions revoked");
+  if (sessions.length === 0) return;
+  await Promise.all(sessions.map((s) => deps.revoked.put(s.id, String(s.expires_at.getTime()))));
+  await deps.db.query(
+    sql`UPDATE rbac.sessions SET revoked_at = now() WHERE id = ANY(${sessions.map((s) => s.id)}::uuid[])`,
+  );
+  deps.log.info({ count: sessions.length }, "sessions revoked");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -432,11 +441,7 @@ export async function deleteMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
   const deleted = await deps.db.maybeOne(sql`
     DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
   if (deleted === null) throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
-  const sessions = await deps.db.any<{ id: string; expires_at: Date }>(sql`
-    UPDATE rbac.sessions SET revoked_at = now()
-    WHERE user_id = ${userId} AND workspace_key = ${workspaceKey} AND revoked_at IS NULL AND expires_at > now()
-    RETURNING id::text, expires_at`);
-  await revoke(deps, sessions);
+  await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
   await deps.events.publish("workspace.member-removed", workspaceKey, { workspaceKey, userId });
   return noContent();
 }
@@ -474,11 +479,7 @@ export async function putMemberRoles(
       SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
   });
   // The member's sessions in this workspace carry the old keys: end them (the new set applies at sign-in).
-  const sessions = await deps.db.any<{ id: string; expires_at: Date }>(sql`
-    UPDATE rbac.sessions SET revoked_at = now()
-    WHERE user_id = ${userId} AND workspace_key = ${workspaceKey} AND revoked_at IS NULL AND expires_at > now()
-    RETURNING id::text, expires_at`);
-  await revoke(deps, sessions);
+  await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
   return ok({ userId, roles: [...req.body.roles].sort() });
 }
 

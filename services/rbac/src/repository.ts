@@ -72,17 +72,17 @@ export async function memberRoleKeys(db: Queries, workspaceKey: string, userId: 
 /** Sessions still valid whose holder has the role (globally or as a member role). */
 export async function sessionsHoldingRole(db: Queries, role: string) {
   return db.any<{ id: string; expires_at: Date }>(sql`
-    UPDATE rbac.sessions SET revoked_at = now()
+    SELECT id::text, expires_at FROM rbac.sessions
     WHERE revoked_at IS NULL AND expires_at > now()
       AND (roles @> ARRAY[${role}]::text[]
            OR user_id IN (SELECT id FROM rbac.users WHERE global_role = ${role})
-           OR user_id IN (SELECT user_id FROM rbac.membership_roles WHERE role = ${role}))
-    RETURNING id::text, expires_at`);
+           OR user_id IN (SELECT user_id FROM rbac.membership_roles WHERE role = ${role}))`);
 }
 
-export async function sessionsOfUser(db: Queries, userId: string) {
+/** Sessions still valid of one user (optionally: in one workspace only). */
+export async function sessionsOfUser(db: Queries, userId: string, workspaceKey?: string) {
   return db.any<{ id: string; expires_at: Date }>(sql`
-    UPDATE rbac.sessions SET revoked_at = now()
+    SELECT id::text, expires_at FROM rbac.sessions
     WHERE revoked_at IS NULL AND expires_at > now() AND user_id = ${userId}
-    RETURNING id::text, expires_at`);
+      AND (${workspaceKey ?? null}::text IS NULL OR workspace_key = ${workspaceKey ?? null}::text)`);
 }

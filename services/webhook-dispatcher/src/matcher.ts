@@ -113,26 +113,38 @@ export async function startMatcher(
       })),
     );
     if (jobs.length > 0) await enqueueMany(db, jobs);
-    for (const e of events) e.m.ack();
+    for (const e of events) settle(() => e.m.ack());
+  };
+
+  /** An ack or nak on a closed connection throws; the server then redelivers, which is safe here. */
+  const settle = (action: () => void) => {
+    try {
+      action();
+    } catch {
+      // redelivered after ack_wait; enqueueing is idempotent
+    }
   };
 
   // Messages that arrive while a batch is being written join the next batch.
   let pending: JsMsg[] = [];
   let flushing: Promise<void> | undefined;
   const flush = async () => {
-    await new Promise((r) => setImmediate(r));
-    while (pending.length > 0) {
-      const batch = pending.slice(0, 500);
-      pending = pending.slice(batch.length);
-      try {
-        await handleBatch(batch);
-      } catch (err) {
-        // Not acknowledged: redelivered, and enqueueing is idempotent.
-        options.log.error({ err, count: batch.length }, "could not match events; they will be redelivered");
-        for (const m of batch) m.nak(1_000);
+    try {
+      await new Promise((r) => setImmediate(r));
+      while (pending.length > 0) {
+        const batch = pending.slice(0, 500);
+        pending = pending.slice(batch.length);
+        try {
+          await handleBatch(batch);
+        } catch (err) {
+          // Not acknowledged: redelivered after a pause, and enqueueing is idempotent.
+          options.log.error({ err, count: batch.length }, "could not match events; they will be redelivered");
+          for (const m of batch) settle(() => m.nak(1_000));
+        }
       }
+    } finally {
+      flushing = undefined;
     }
-    flushing = undefined;
   };
 
   const loop = (async () => {
@@ -141,7 +153,7 @@ export async function startMatcher(
       flushing ??= flush();
     }
     await flushing;
-  })();
+  })().catch((err: unknown) => options.log.error({ err }, "the event consumer stopped"));
 
   return {
     async stop() {

@@ -18,37 +18,41 @@ export async function openRevocationBucket(
 
 /**
  * A replica's view of revoked sessions, kept current by a KV watch: a revocation written by rbac reaches
- * every gateway in milliseconds (the issue asks for within one second). Until the watch has delivered the
- * bucket's current contents, `ready` is false and the guard answers 503 rather than trust a token.
+ * every gateway in milliseconds (the issue asks for within one second). `ready` turns true only once the
+ * watch has delivered every entry the bucket held when it started; until then the guard answers 503 rather
+ * than trust a token. Each entry's value is the session's expiry (epoch ms): expired entries are pruned
+ * locally, since a bucket's age-based expiry sends watchers no event.
  */
 export class RevocationList {
-  private readonly revoked = new Set<string>();
+  private readonly revoked = new Map<string, number>();
   ready = false;
   private stopWatch: (() => void) | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
 
   async start(kv: KV): Promise<void> {
+    const status = await kv.status();
     const iterator = await kv.watch({ key: ">" });
     this.stopWatch = () => iterator.stop();
-    let initialDone = false;
-    const initial = new Promise<void>((resolve) => {
-      void (async () => {
-        for await (const entry of iterator) {
-          if (entry.operation === "PUT") this.revoked.add(entry.key);
-          else this.revoked.delete(entry.key);
-          if (!initialDone && entry.delta === 0) {
-            initialDone = true;
-            resolve();
-          }
-        }
-      })();
-      // An empty bucket delivers nothing: consider it loaded after a short wait.
-      setTimeout(() => {
-        initialDone = true;
-        resolve();
-      }, 250).unref();
+    let resolveLoaded: () => void = () => undefined;
+    const loaded = new Promise<void>((resolve) => {
+      resolveLoaded = resolve;
     });
-    await initial;
+    if (status.values === 0) resolveLoaded();
+    void (async () => {
+      for await (const entry of iterator) {
+        if (entry.operation === "PUT")
+          this.revoked.set(entry.key, Number(entry.string()) || Number.MAX_SAFE_INTEGER);
+        else this.revoked.delete(entry.key);
+        if (entry.delta === 0) resolveLoaded();
+      }
+    })().catch(() => undefined);
+    await loaded;
     this.ready = true;
+    this.pruneTimer = setInterval(() => {
+      const now = Date.now();
+      for (const [sid, expiresAt] of this.revoked) if (expiresAt < now) this.revoked.delete(sid);
+    }, 60_000);
+    this.pruneTimer.unref();
   }
 
   isRevoked(sessionId: string): boolean {
@@ -57,5 +61,6 @@ export class RevocationList {
 
   stop(): void {
     this.stopWatch?.();
+    clearInterval(this.pruneTimer);
   }
 }

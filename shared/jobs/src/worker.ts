@@ -348,16 +348,20 @@ export class JobWorker {
       this.log.warn({ error: err.message }, "job listener lost its connection; polling until it is back");
       this.listener = undefined;
       void client.end().catch(() => undefined);
-      setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
+      if (!this.stopped) setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+      if (this.stopped) {
+        await client.end().catch(() => undefined);
+        return;
+      }
       this.listener = client;
     } catch (err) {
       this.log.warn({ error: (err as Error).message }, "job listener could not connect; polling");
       await client.end().catch(() => undefined);
-      setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
+      if (!this.stopped) setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
     }
   }
 
@@ -376,11 +380,14 @@ export class JobWorker {
       this.log.warn({ err }, "lease renewal failed");
       return;
     }
+    // Judge only the claims that were renewed: jobs claimed while the renewal ran were not in it.
+    const asked = new Set(held.map((j) => `${j.id}:${j.token}`));
+    const lost = (j: ClaimedJob) => asked.has(`${j.id}:${j.token}`) && !current.has(j.id);
     for (const lane of this.lanes.values()) {
       for (const r of lane.running.values()) {
-        if (!current.has(r.job.id)) r.abort.abort(new Error("the job's claim was taken over"));
+        if (lost(r.job)) r.abort.abort(new Error("the job's claim was taken over"));
       }
-      const kept = lane.queue.filter((j) => current.has(j.id));
+      const kept = lane.queue.filter((j) => !lost(j));
       lane.queue.splice(0, lane.queue.length, ...kept);
     }
   }

@@ -34,6 +34,9 @@ export class Authenticator {
   private readonly tokens = new LRUCache<string, CachedToken>({ max: 50_000 });
   private readonly apiKeyDigests: Buffer[];
   private hostApiGrants: { permissions: readonly string[]; atMs: number } | undefined;
+  /** Advanced by every host.api change: a grants fetch that straddles one is not cached. */
+  private grantsGeneration = 0;
+  private lastKeyRefreshMs = 0;
 
   constructor(
     private readonly bus: Bus,
@@ -45,7 +48,10 @@ export class Authenticator {
       b.apiKeys.length > 0 ? b.apiKeys : config.nodeEnv === "development" ? [DEVELOPMENT_API_KEY] : [];
     this.apiKeyDigests = b.enableBootstrapApiKeys ? keys.map(sha256) : [];
     bus.onBroadcast("rbac.roles.changed", ({ role }) => {
-      if (role === SystemRole.HostApi) this.hostApiGrants = undefined;
+      if (role === SystemRole.HostApi) {
+        this.hostApiGrants = undefined;
+        this.grantsGeneration++;
+      }
     });
   }
 
@@ -111,8 +117,15 @@ export class Authenticator {
           code === "ERR_JWT_EXPIRED" ? "The access token has expired." : "The access token is not valid.",
         );
       }
+      // An unknown key id may mean rbac has a new key: refetch, but at most every 30 s, so tokens with
+      // made-up key ids cannot drive a request to rbac each.
+      const now = Date.now();
+      if (now - this.lastKeyRefreshMs < 30_000)
+        throw new UnauthenticatedError("The access token is not valid.");
+      this.lastKeyRefreshMs = now;
+      const keys = await this.jwks(true); // a 503 from rbac surfaces as such
       try {
-        ({ payload } = await jwtVerify(token, await this.jwks(true), options));
+        ({ payload } = await jwtVerify(token, keys, options));
       } catch {
         throw new UnauthenticatedError("The access token is not valid.");
       }
@@ -169,7 +182,9 @@ export class Authenticator {
   private async hostApiPermissions(): Promise<readonly string[]> {
     const now = Date.now();
     if (this.hostApiGrants === undefined || now - this.hostApiGrants.atMs > 5_000) {
+      const generation = this.grantsGeneration;
       const { permissions } = await this.bus.request("rbac.roles.grants", { role: SystemRole.HostApi });
+      if (generation !== this.grantsGeneration) return permissions;
       this.hostApiGrants = { permissions, atMs: now };
     }
     return this.hostApiGrants.permissions;

@@ -55,6 +55,19 @@ describe("authorise", () => {
       expect.objectContaining({ status: 404 }),
     );
   });
+  it("checks the path and every query value, arrays included", () => {
+    const ws = p({ scope: "workspace", workspaceKey: "a", permissions: ["plugin.assign"] });
+    expect(() =>
+      authorise(ws, { permission: "plugin.assign" }, { workspaceKey: "a" }, { workspaceKey: "b" }),
+    ).toThrow(expect.objectContaining({ status: 404 }));
+    expect(() => authorise(ws, { permission: "plugin.assign" }, {}, { workspaceKey: ["a", "b"] })).toThrow(
+      expect.objectContaining({ status: 404 }),
+    );
+    expect(() =>
+      authorise(ws, { permission: "plugin.assign" }, {}, { workspaceKey: ["a", "a"] }),
+    ).not.toThrow();
+  });
+
   it("a blank workspaceKey query means default", () => {
     const ws = p({ scope: "workspace", workspaceKey: "default", permissions: ["webhook.read"] });
     expect(() => authorise(ws, { permission: "webhook.read" }, {}, { workspaceKey: " " })).not.toThrow();

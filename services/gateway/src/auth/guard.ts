@@ -4,23 +4,39 @@ import { ErrorCode, ForbiddenError, NotFoundError, SvcError } from "@svc/errors"
 
 import type { OperatorRoute } from "../routes/catalogue.js";
 
-/** Spec 2.1.4: where a `workspaceKey` query parameter is accepted, a blank value means `default`. */
-export function requestedWorkspace(
+const INVALID = "\u0000invalid";
+
+/**
+ * Every workspace a request names: the `{workspaceKey}` path parameter and each `workspaceKey` query value
+ * (spec 2.1.4: a blank query value means `default`). A value that is not a string names no workspace the
+ * caller could own.
+ */
+export function requestedWorkspaces(
   params: Record<string, unknown>,
   query: Record<string, unknown>,
-): string | undefined {
-  if (typeof params.workspaceKey === "string") return params.workspaceKey;
-  if (typeof query.workspaceKey === "string")
-    return query.workspaceKey.trim() === "" ? "default" : query.workspaceKey;
-  return undefined;
+): string[] {
+  const named: string[] = [];
+  const add = (value: unknown, isQuery: boolean) => {
+    if (value === undefined) return;
+    if (Array.isArray(value)) {
+      for (const v of value) add(v, isQuery);
+      return;
+    }
+    if (typeof value !== "string") named.push(INVALID);
+    else named.push(isQuery && value.trim() === "" ? "default" : value);
+  };
+  add(params.workspaceKey, false);
+  add(query.workspaceKey, true);
+  return named;
 }
 
 /**
  * The guard, identical for every operator route (and, later, plugin routes):
  * 1. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key;
  * 2. platform-only routes (user writes, data export) → 403 for any session that is not platform-scoped;
- * 3. reach: a session that is not platform-scoped naming a workspace other than its own → 404, as if the
- *    workspace did not exist (a session without a scope reaches no workspace at all).
+ * 3. reach: a session that is not platform-scoped naming, in the path or in any `workspaceKey` query
+ *    value, a workspace other than its own → 404, as if the workspace did not exist (a session without a
+ *    scope reaches no workspace at all).
  */
 export function authorise(
   principal: Principal,
@@ -39,10 +55,12 @@ export function authorise(
       },
     );
   }
-  const workspace = requestedWorkspace(params, query);
-  if (workspace !== undefined && principal.scope !== "platform") {
+  if (principal.scope === "platform") return;
+  for (const workspace of requestedWorkspaces(params, query)) {
     if (principal.scope !== "workspace" || principal.workspaceKey !== workspace) {
-      throw new NotFoundError(`Workspace '${workspace}' was not found.`);
+      throw new NotFoundError(
+        workspace === INVALID ? "Workspace not found." : `Workspace '${workspace}' was not found.`,
+      );
     }
   }
 }

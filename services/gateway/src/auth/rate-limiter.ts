@@ -203,19 +203,27 @@ function normalise(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
 }
 
 /**
- * The client a limit counts against (spec 8): the first X-Forwarded-For address when the connection comes
- * from a trusted proxy, else the connection's own address. From anyone else the header is ignored, so a
- * client cannot choose its own bucket.
+ * The client a limit counts against (spec 8): from a trusted proxy, the X-Forwarded-For address the
+ * proxies vouch for; otherwise the connection's own address (from anyone else the header is ignored).
+ *
+ * The spec names the first X-Forwarded-For address. A client can put any addresses at the front of the
+ * header and proxies append to it, so the list is read from the right, skipping trusted proxies: the
+ * first address that is not a trusted proxy is the client. For a chain built by trusted proxies that is
+ * the first address, as the spec says; a forged prefix cannot pick a fresh rate-limit bucket.
  */
 export function clientAddress(remote: string, forwardedFor: string | undefined, trusted: ProxyList): string {
   const peer = normalise(remote);
   if (peer === null) return remote;
-  if (
-    forwardedFor !== undefined &&
-    trusted.some(([range, bits]) => peer.kind() === range.kind() && peer.match(range, bits))
-  ) {
-    const first = normalise(forwardedFor.split(",")[0] ?? "");
-    if (first !== null) return first.toString();
+  const isTrusted = (ip: ipaddr.IPv4 | ipaddr.IPv6) =>
+    trusted.some(([range, bits]) => ip.kind() === range.kind() && ip.match(range, bits));
+  if (forwardedFor === undefined || !isTrusted(peer)) return peer.toString();
+  const hops = forwardedFor.split(",").map((h) => normalise(h));
+  let client = peer;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i];
+    if (hop === null || hop === undefined) break; // an unparsable entry: stop at the last good one
+    client = hop;
+    if (!isTrusted(hop)) break;
   }
-  return peer.toString();
+  return client.toString();
 }

@@ -110,46 +110,63 @@ export interface LoginRequest {
 
 export async function login(deps: RbacDeps, request: LoginRequest) {
   const { db, config, issuer } = deps;
-  const user = await findUserByName(db, request.userName);
+  const found = await findUserByName(db, request.userName);
   // Verify against a decoy hash for unknown users, so timing does not tell which part was wrong.
-  const valid = await verifyPassword(request.password, user?.password_hash ?? (await decoyHash()));
-  if (!valid || user === null || !user.is_active) throw new UnauthenticatedError(INVALID_LOGIN);
-
-  let scope: "platform" | "workspace" | undefined;
-  let roles: string[] = [];
-  let permissions: string[] = [];
+  const valid = await verifyPassword(request.password, found?.password_hash ?? (await decoyHash()));
+  if (!valid || found === null || !found.is_active) throw new UnauthenticatedError(INVALID_LOGIN);
   const workspaceKey = request.workspaceKey?.trim() || undefined;
-  if (workspaceKey !== undefined) {
-    if (!(await isMember(db, workspaceKey, user.id))) throw new UnauthenticatedError(INVALID_LOGIN);
-    const rows = await memberRoleKeys(db, workspaceKey, user.id);
-    roles = rows.map((r) => r.role).filter((r) => r !== SystemRole.SuperAdmin);
-    // Plugin keys need the plugin registry (a later issue): no plugin counts as active yet.
-    permissions = filterWorkspaceKeys(
-      rows.flatMap((r) => r.permissions),
-      new Set(),
-    );
-    scope = "workspace";
-  } else if (user.global_role !== null) {
-    const role = await findRole(db, user.global_role);
-    if (role !== null) {
-      roles = [role.name];
-      permissions = role.permissions;
-      scope = "platform";
-    }
-  }
   const lifetime = config.backendHost.accessTokenLifetimeSeconds;
   const sid = randomUUID();
-  await db.query(sql`
-    INSERT INTO rbac.sessions (id, user_id, workspace_key, roles, expires_at)
-    VALUES (${sid}, ${user.id}, ${workspaceKey ?? null}, ${roles}::text[], now() + make_interval(secs => ${lifetime}))`);
+
+  // The session is created under share locks on what it is derived from (the user, the membership, the
+  // roles), after checking they are unchanged since the password was verified. A concurrent deactivation,
+  // password change, membership removal or role change either commits first (and the sign-in fails or
+  // sees the new state) or waits for this commit (and then revokes this session too).
+  const { scope, roles, permissions } = await db.transaction(async (tx) => {
+    const user = await tx.maybeOne<UserRow>(sql`SELECT * FROM rbac.users WHERE id = ${found.id} FOR SHARE`);
+    if (user === null || !user.is_active || user.password_hash !== found.password_hash) {
+      throw new UnauthenticatedError(INVALID_LOGIN);
+    }
+    let scope: "platform" | "workspace" | undefined;
+    let roles: string[] = [];
+    let permissions: string[] = [];
+    if (workspaceKey !== undefined) {
+      const member = await tx.maybeOne(sql`
+        SELECT 1 AS one FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${user.id} FOR SHARE`);
+      if (member === null) throw new UnauthenticatedError(INVALID_LOGIN);
+      const rows = await tx.any<{ role: string; permissions: string[] }>(sql`
+        SELECT r.name AS role, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
+        WHERE mr.workspace_key = ${workspaceKey} AND mr.user_id = ${user.id} ORDER BY r.name FOR SHARE OF r`);
+      roles = rows.map((r) => r.role).filter((r) => r !== SystemRole.SuperAdmin);
+      // Plugin keys need the plugin registry (a later issue): no plugin counts as active yet.
+      permissions = filterWorkspaceKeys(
+        rows.flatMap((r) => r.permissions),
+        new Set(),
+      );
+      scope = "workspace";
+    } else if (user.global_role !== null) {
+      const role = await tx.maybeOne<RoleRow>(
+        sql`SELECT * FROM rbac.roles WHERE name = ${user.global_role} FOR SHARE`,
+      );
+      if (role !== null) {
+        roles = [role.name];
+        permissions = role.permissions;
+        scope = "platform";
+      }
+    }
+    await tx.query(sql`
+      INSERT INTO rbac.sessions (id, user_id, workspace_key, roles, expires_at)
+      VALUES (${sid}, ${user.id}, ${workspaceKey ?? null}, ${roles}::text[], now() + make_interval(secs => ${lifetime}))`);
+    return { scope, roles, permissions };
+  });
   const claims: AccessClaims = {
-    sub: user.id,
+    sub: found.id,
     ...(scope ? { svc_scope: scope } : {}),
     ...(workspaceKey ? { workspace_key: workspaceKey } : {}),
     permission: permissions,
     role: roles,
     sid,
-    name: user.user_name,
+    name: found.user_name,
   };
   return {
     accessToken: await issuer.sign(claims, lifetime),
@@ -204,9 +221,10 @@ export async function deleteRole(deps: RbacDeps, req: RouteRequest<{ role: strin
   const role = await findRole(deps.db, req.params.role);
   if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
   if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
-  // Revoke first: afterwards the role's holders can no longer be found.
-  await revoke(deps, await sessionsHoldingRole(deps.db, role.name));
+  // Delete first (it waits for sign-ins holding the role's row), then revoke every session that carries
+  // the role: sessions record their roles, so they are found after the role is gone.
   await deps.db.query(sql`DELETE FROM rbac.roles WHERE name = ${role.name}`);
+  await revoke(deps, await sessionsHoldingRole(deps.db, role.name));
   return noContent();
 }
 

@@ -17,6 +17,18 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
     secretKeyRef:
       name: {{ default (printf "%s-database" (include "svc.fullname" .)) .Values.database.existingSecret }}
       key: {{ .Values.database.existingSecretKey }}
+{{- if .Values.keys.existingSecret }}
+- name: BackendHost__JwtSigningKey
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.keys.existingSecret }}
+      key: JWT_SIGNING_KEY
+- name: BackendHost__SecretsEncryptionKey
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.keys.existingSecret }}
+      key: SECRETS_ENCRYPTION_KEY
+{{- end }}
 {{- range $name, $value := .Values.env }}
 - name: {{ $name }}
   value: {{ $value | quote }}

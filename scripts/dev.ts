@@ -183,7 +183,12 @@ try {
     cwd: repoRoot,
     stdio: "inherit",
   });
-  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? "development" };
+  const env = {
+    // Webhooks to local receivers are normal while developing; deployments allow nothing by default.
+    BackendHost__WebhookAllowedNetworks__0: "127.0.0.0/8",
+    ...process.env,
+    NODE_ENV: process.env.NODE_ENV ?? "development",
+  };
   for (const service of SERVICES) startService(service, env);
 
   const port = config.gatewayPort || defaults.gatewayPort;

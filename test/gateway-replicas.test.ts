@@ -157,3 +157,27 @@ describe("rate limits across two gateways", () => {
     expect(u).toEqual([503, 503, 429]);
   });
 });
+
+describe("when the limiter's store is unreachable", () => {
+  it("sign-in fails closed with a 503 problem, while the API keeps answering", async () => {
+    const prefix = `${h.env.SVC_SUBJECT_PREFIX}lc`;
+    await h.start(rbacService, { SVC_SUBJECT_PREFIX: prefix });
+    const base = (await h.start(gatewayService, { SVC_SUBJECT_PREFIX: prefix })).hooks.httpAddress as string;
+    // The shared counters disappear from under the running gateway.
+    const { connect } = await import("@nats-io/transport-node");
+    const { jetstreamManager } = await import("@nats-io/jetstream");
+    const nc = await connect({ servers: h.env.NATS_URL as string });
+    try {
+      await (await jetstreamManager(nc)).streams.delete(`KV_${prefix}_rate_limits`);
+    } finally {
+      await nc.close();
+    }
+    const login = await send(base, "POST", "/api/auth/login", {}, { username: "nobody", password: "wrong" });
+    expect(login.status).toBe(503);
+    expect(login.json()).toMatchObject({ status: 503, code: "SVC_SERVICE_UNAVAILABLE" });
+    // The api policy counts per replica meanwhile (fails open): operators are not locked out.
+    expect((await send(base, "GET", "/api/rbac/roles", { authorization: `Bearer ${operator}` })).status).toBe(
+      200,
+    );
+  });
+});

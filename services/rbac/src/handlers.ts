@@ -18,14 +18,7 @@ import {
 import type { EventPublisher, Principal, RouteReply, RouteRequest } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { type Db, type Queries, sql } from "@svc/db";
-import {
-  ConflictError,
-  ErrorCode,
-  NotFoundError,
-  SvcError,
-  UnauthenticatedError,
-  ValidationError,
-} from "@svc/errors";
+import { ConflictError, NotFoundError, UnauthenticatedError, ValidationError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
 import { decoyHash, hashPassword, verifyPassword } from "./passwords.js";
@@ -556,6 +549,3 @@ export async function deleteIntegration(deps: RbacDeps, req: RouteRequest<{ id: 
 }
 
 export { listRoles, listUserRows, roleView, userView };
-export function noScope(): never {
-  throw new SvcError(ErrorCode.Forbidden, "The session has no scope.");
-}

@@ -57,11 +57,6 @@ export class CircuitBreaker {
     return Math.max(0, state.openUntil - Date.now());
   }
 
-  isOpen(origin: string): boolean {
-    const state = this.states.get(CircuitBreaker.key(origin));
-    return state !== undefined && state.failures >= this.threshold;
-  }
-
   async recordSuccess(origin: string): Promise<void> {
     const key = CircuitBreaker.key(origin);
     const state = this.states.get(key);

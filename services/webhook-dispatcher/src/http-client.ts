@@ -103,7 +103,6 @@ function postOnce(o: PostOptions): Promise<DeliveryResponse> {
         method: "POST",
         headers: { ...o.headers, "content-length": String(o.body.length) },
         lookup: checkedLookup,
-        timeout: o.timeoutMs,
         agent: o.url.protocol === "https:" ? httpsAgent : httpAgent,
       },
       (response) => {
@@ -119,14 +118,12 @@ function postOnce(o: PostOptions): Promise<DeliveryResponse> {
         response.on("error", done);
       },
     );
+    // One deadline for the whole exchange (connect, send, answer); it also bounds an idle socket.
     const timer = setTimeout(
       () => request.destroy(Object.assign(new Error("webhook request timed out"), { code: "ETIMEDOUT" })),
       o.timeoutMs,
     );
     request.on("close", () => clearTimeout(timer));
-    request.on("timeout", () =>
-      request.destroy(Object.assign(new Error("webhook request timed out"), { code: "ETIMEDOUT" })),
-    );
     request.on("error", reject);
     request.end(o.body);
   });

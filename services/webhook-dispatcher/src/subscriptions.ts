@@ -230,16 +230,3 @@ export async function matchingSubscriptionsMany(
   }
   return out;
 }
-
-/** Active subscriptions an event reaches (spec 6.2.3): same name or `*`, in the event's workspace scope. */
-export async function matchingSubscriptions(
-  db: Queries,
-  eventName: string,
-  workspaceKey: string | null,
-): Promise<string[]> {
-  const rows = await db.any<{ id: string }>(sql`
-    SELECT id::text FROM webhook_dispatcher.subscriptions
-    WHERE is_active AND (event_name = ${eventName} OR event_name = '*')
-      AND (workspace_key IS NULL OR workspace_key = ${workspaceKey}::text)`);
-  return rows.map((r) => r.id);
-}

@@ -170,15 +170,6 @@ export async function failJobs(db: Queries, failed: readonly Failure[]): Promise
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
-/** Extends a lease; false when the token is stale (another claim owns the job now). */
-export async function renewLease(db: Queries, job: Completion, leaseMs: number): Promise<boolean> {
-  const row = await db.maybeOne<{ id: string }>(sql`
-    UPDATE job_reaper.jobs SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
-    WHERE id = ${job.id} AND lease_token = ${job.token} AND status = 'Running'
-    RETURNING id::text`);
-  return row !== null;
-}
-
 /**
  * Gives claimed but unstarted jobs back (graceful shutdown): Pending again, the attempt not counted, and
  * other workers told at once.

@@ -13,9 +13,8 @@
  * Stopping: lanes stop claiming, queued (unstarted) jobs are released back to Pending without counting
  * the attempt, running jobs finish within the grace period, pending write-backs are flushed.
  */
-import type { Db } from "@svc/db";
+import { type Db, type Listener, listenForNotifications } from "@svc/db";
 import type { Logger } from "@svc/observability";
-import pg from "pg";
 
 import { retryDelayMs } from "./backoff.js";
 import type { JobMetrics } from "./metrics.js";
@@ -288,7 +287,7 @@ export class JobWorker {
   readonly stats: WorkerStats = { succeeded: 0, retried: 0, dead: 0, stale: 0, released: 0 };
   private readonly lanes = new Map<string, Lane>();
   private readonly options: WorkerOptions;
-  private listener: pg.Client | undefined;
+  private listener: Listener | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private started = false;
@@ -337,32 +336,16 @@ export class JobWorker {
     this.renewTimer.unref();
   }
 
-  private async listen() {
-    if (this.stopped) return;
-    const client = new pg.Client({
-      connectionString: this.options.databaseUrl,
-      application_name: "job-listener",
+  private listen() {
+    this.listener = listenForNotifications({
+      databaseUrl: this.options.databaseUrl,
+      channel: NOTIFY_CHANNEL,
+      applicationName: "job-listener",
+      log: this.log,
+      // While it is away, the slow poll finds due jobs.
+      onNotification: (type) => this.lanes.get(type)?.wake(),
     });
-    client.on("notification", (n) => this.lanes.get(n.payload ?? "")?.wake());
-    client.on("error", (err) => {
-      this.log.warn({ error: err.message }, "job listener lost its connection; polling until it is back");
-      this.listener = undefined;
-      void client.end().catch(() => undefined);
-      if (!this.stopped) setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-      if (this.stopped) {
-        await client.end().catch(() => undefined);
-        return;
-      }
-      this.listener = client;
-    } catch (err) {
-      this.log.warn({ error: (err as Error).message }, "job listener could not connect; polling");
-      await client.end().catch(() => undefined);
-      if (!this.stopped) setTimeout(() => void this.listen().catch(() => undefined), 1_000).unref();
-    }
+    return this.listener.ready;
   }
 
   /** Extends the leases of all held jobs; aborts running jobs whose claim was taken over. */
@@ -425,7 +408,7 @@ export class JobWorker {
     clearTimeout(timer);
     await Promise.allSettled(running.map((r) => r.done));
     await this.batcher.idle();
-    await this.listener?.end().catch(() => undefined);
+    await this.listener?.stop();
     this.listener = undefined;
   }
 }

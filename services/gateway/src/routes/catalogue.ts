@@ -42,14 +42,12 @@ export interface OperatorRoute {
 }
 
 const WorkspaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
-const Id = Type.String({ minLength: 1, maxLength: 100 });
 const Uuid = Type.String({ format: "uuid" });
 const PermissionKeyString = Type.String({
   pattern: "^(\\*|[a-z0-9][a-z0-9-]*(\\.[a-z0-9][a-z0-9-]*)+)$",
   maxLength: 200,
 });
 const RoleName = Type.String({ pattern: "^[a-z][a-z0-9._-]{0,62}$" });
-const Problem = Type.Object({}, { additionalProperties: true });
 
 export const UserView = Type.Object({
   id: Uuid,
@@ -790,5 +788,3 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   ),
   r("DELETE", "/api/snippets/:snippetKey", "snippet.update", "resolver.snippets.delete", "Delete a snippet"),
 ];
-
-export { Id, Problem };

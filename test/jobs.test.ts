@@ -224,6 +224,33 @@ describe("the worker", () => {
     await Promise.all(started.map((w) => w.stop()));
   });
 
+  it("an idle worker makes only its slow-poll claims, not a busy loop (issue 8, point 0)", async () => {
+    // A pool of its own whose statements are counted: the claim query is the one with SKIP LOCKED.
+    const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "idle-test" });
+    let claims = 0;
+    const query = counted.pool.query.bind(counted.pool) as (...args: unknown[]) => unknown;
+    (counted.pool as { query: unknown }).query = (...args: unknown[]) => {
+      const text = (args[0] as { text?: string } | string | undefined) ?? "";
+      if ((typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) claims++;
+      return query(...args);
+    };
+    const worker = newWorker({ db: counted, pollIntervalMs: 500 });
+    worker.register("noop", { concurrency: 4, handler: async () => undefined });
+    worker.register("webhook.deliver", { concurrency: 4, handler: async () => undefined });
+    await worker.start();
+    // One job, so the lane has run, emptied its queue and gone idle again.
+    await enqueue(db, "noop", {});
+    await until(async () => worker.stats.succeeded === 1);
+    const before = claims;
+    await new Promise((r) => setTimeout(r, 3_000));
+    const during = claims - before;
+    await worker.stop();
+    await counted.end();
+    // Two lanes, one poll every 500 ms each: about 12 in 3 s; the busy loop made thousands.
+    expect(during).toBeGreaterThan(0);
+    expect(during).toBeLessThanOrEqual(20);
+  });
+
   it("wakes on a new job at once (NOTIFY), not on the slow poll", async () => {
     const worker = newWorker({ pollIntervalMs: 60_000 });
     const startedAt: number[] = [];

@@ -56,7 +56,23 @@ describe("the target policy", () => {
       expect(strict(refused)).toBe(false);
     }
     expect(strict("93.184.216.34")).toBe(true);
+    expect(strict("2606:4700::1111")).toBe(true);
     expect(createTargetPolicy(["127.0.0.0/8"])("127.0.0.1")).toBe(true);
+  });
+
+  it("refuses IPv6 addresses that embed an IPv4 one (issue 8, point 7: SSRF gap)", () => {
+    const strict = createTargetPolicy([]);
+    for (const refused of [
+      "::a9fe:a9fe", // ::169.254.169.254, IPv4-compatible
+      "::7f00:1", // ::127.0.0.1
+      "::0a01:0203",
+      "::808:808", // even a public address: ::/96 is deprecated, no receiver lives there
+      "64:ff9b::7f00:1", // NAT64
+      "2002:7f00:1::", // 6to4
+      "2001::1", // Teredo
+    ]) {
+      expect(strict(refused), refused).toBe(false);
+    }
   });
 });
 

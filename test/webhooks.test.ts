@@ -26,7 +26,8 @@ let base: string;
 let operator: string;
 let nc: NatsConnection;
 let events: EventPublisher;
-let receiverUnderTest: Receiver | undefined;
+/** Receivers of single tests, stopped at the end even when a test fails. */
+const ownReceivers: Receiver[] = [];
 
 const env = {
   BackendHost__RateLimitApiPerMinute: "0",
@@ -61,6 +62,30 @@ async function subscribe(body: Record<string, unknown>) {
 /** Makes a retried delivery due now: the schedule itself is asserted by the job engine's tests. */
 const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
 
+/** The only delivery job, or a stand-in while the matcher has not enqueued it yet. */
+async function onlyJob() {
+  const job = await db.maybeOne<{ status: string; attempts: number; last_error: string | null }>(
+    sql`SELECT status, attempts, last_error FROM job_reaper.jobs`,
+  );
+  return job ?? { status: "not enqueued", attempts: 0, last_error: null };
+}
+
+/**
+ * Waits until attempt `attempt` of the only job has failed and been written back (Pending with that many
+ * attempts), optionally lets `pauseMs` pass, then makes the retry due now. Waiting for the write-back,
+ * not for the receiver, is what makes this independent of the machine's load.
+ */
+async function retryNow(attempt: number, pauseMs = 0) {
+  await until(async () => {
+    const job = await onlyJob();
+    return job.status === "Pending" && job.attempts === attempt;
+  }, 15_000);
+  if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  await db.query(
+    sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending' AND attempts = ${attempt}`,
+  );
+}
+
 beforeAll(async () => {
   await receiver.start();
   await h.start(rbacService, env);
@@ -90,7 +115,7 @@ afterAll(async () => {
   await nc.close();
   await db.end();
   await receiver.stop();
-  if (receiverUnderTest) await receiverUnderTest.stop().catch(() => undefined);
+  for (const r of ownReceivers) await r.stop().catch(() => undefined);
 });
 
 describe("subscriptions", () => {
@@ -207,19 +232,39 @@ describe("delivery", () => {
 
   it("keeps the delivery id across attempts and completes on the first 2xx", async () => {
     await subscribe({ eventName: "user.deleted" });
+    // Attempt 1: three tries, all 503 (two transport retries); attempt 2: 503, then 204.
     let calls = 0;
-    receiver.respond = () => ({ status: ++calls < 3 ? 503 : 204 });
+    receiver.respond = () => ({ status: ++calls < 5 ? 503 : 204 });
     await events.publish("user.deleted", null, { userId: "u2" });
-    for (let n = 1; n <= 3; n++) {
-      await receiver.waitFor(n);
-      await hurry();
-    }
+    await retryNow(1);
+    await until(async () => (await onlyJob()).status === "Succeeded");
+    expect(await onlyJob()).toMatchObject({ status: "Succeeded", attempts: 2 });
+    expect(receiver.received).toHaveLength(5);
     const ids = new Set(receiver.received.map((r) => r.headers["x-svc-delivery"]));
     expect(ids.size).toBe(1);
-    await until(
-      async () =>
-        (await db.one<{ status: string }>(sql`SELECT status FROM job_reaper.jobs`)).status === "Succeeded",
-    );
+  });
+
+  it("retries 408, 429 and 5xx twice inside one attempt with a short backoff (issue 8, point 10)", async () => {
+    await subscribe({ eventName: "user.deleted" });
+    const answers = [408, 429, 200];
+    receiver.respond = () => ({ status: answers[receiver.received.length - 1] ?? 200 });
+    await events.publish("user.deleted", null, { userId: "u4" });
+    await until(async () => (await onlyJob()).status === "Succeeded");
+    // One attempt, three requests, the same delivery id, with a backoff between them.
+    expect(await onlyJob()).toMatchObject({ attempts: 1 });
+    expect(receiver.received).toHaveLength(3);
+    expect(new Set(receiver.received.map((r) => r.headers["x-svc-delivery"])).size).toBe(1);
+    const [a, b, c] = receiver.received.map((r) => r.at) as [number, number, number];
+    expect(b - a).toBeGreaterThanOrEqual(90);
+    expect(c - b).toBeGreaterThanOrEqual(290);
+  });
+
+  it("does not retry a 4xx other than 408 and 429 inside the attempt", async () => {
+    await subscribe({ eventName: "user.deleted" });
+    receiver.respond = () => ({ status: 410 });
+    await events.publish("user.deleted", null, { userId: "u5" });
+    await until(async () => (await onlyJob()).status === "Pending" && (await onlyJob()).attempts === 1);
+    expect(receiver.received).toHaveLength(1);
   });
 
   it("honours a receiver's longer Retry-After when scheduling the next attempt", async () => {
@@ -243,50 +288,61 @@ describe("delivery", () => {
     // 120 s, not the 30 s (±10 %) of the first backoff step.
     expect(delay_ms).toBeGreaterThan(115_000);
     expect(delay_ms).toBeLessThanOrEqual(120_000);
+    // A Retry-After longer than the short backoff ends the attempt: no transport retry.
+    expect(own.received).toHaveLength(1);
     await own.stop();
   });
 
-  it("dead-letters after 5 failed attempts", async () => {
-    await subscribe({ eventName: "user.deleted", targetUrl: receiver.url.replace("/hook", "/fail") });
-    receiver.respond = () => ({ status: 500 });
+  it("dead-letters after 5 failed attempts of 3 tries each", async () => {
+    // A receiver of its own: the circuit is per receiver, and earlier tests' failures must not count.
+    const own = new Receiver();
+    await own.start();
+    ownReceivers.push(own);
+    await subscribe({ eventName: "user.deleted", targetUrl: own.url });
+    own.respond = () => ({ status: 500 });
     await events.publish("user.deleted", null, { userId: "u3" });
-    for (let n = 1; n <= 5; n++) {
-      await receiver.waitFor(n);
-      await until(
-        async () =>
-          (await db.one<{ attempts: number }>(sql`SELECT attempts FROM job_reaper.jobs`)).attempts === n,
-      );
-      // Between attempts the circuit may open (threshold 3): wait it out, then make the retry due.
-      await new Promise((r) => setTimeout(r, n >= 3 ? 1_600 : 50));
-      await hurry();
+    for (let n = 1; n <= 4; n++) {
+      // Between attempts the circuit may open (threshold 3): let it pass before the retry is due.
+      await retryNow(n, n >= 3 ? 1_600 : 0);
     }
-    await until(
-      async () =>
-        (await db.one<{ status: string }>(sql`SELECT status FROM job_reaper.jobs`)).status === "Failed",
-    );
-    const job = await db.one<{ attempts: number; last_error: string }>(
-      sql`SELECT attempts, last_error FROM job_reaper.jobs`,
-    );
-    expect(job).toMatchObject({ attempts: 5, last_error: expect.stringContaining("500") });
-    expect(receiver.received).toHaveLength(5);
-  }, 30_000);
+    await until(async () => (await onlyJob()).status === "Failed", 15_000);
+    expect(await onlyJob()).toMatchObject({ attempts: 5, last_error: expect.stringContaining("500") });
+    // Spec 6.3: up to 5 × 3 arrivals of one event.
+    expect(own.received).toHaveLength(15);
+    expect(new Set(own.received.map((r) => r.headers["x-svc-delivery"])).size).toBe(1);
+    await own.stop();
+  }, 40_000);
 
   it("opens the receiver's circuit after repeated failures and closes it after a successful trial", async () => {
     // A receiver of its own: circuits are per receiver, and the previous tests' failures are not its.
     const own = new Receiver();
     await own.start();
-    receiverUnderTest = own;
+    ownReceivers.push(own);
     await subscribe({ eventName: "user.created", targetUrl: own.url });
     own.respond = () => ({ status: 500 });
     for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });
-    await own.waitFor(3);
+    // Three failed attempts (three tries each), each recorded by the breaker before it was written back.
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status = 'Pending' AND attempts = 1`,
+          )
+        ).n === 3,
+    );
+    expect(own.received).toHaveLength(9);
     // Open: further deliveries fail without calling the receiver.
     await hurry();
     await events.publish("user.created", null, { i: 3 });
-    await new Promise((r) => setTimeout(r, 500));
-    await hurry();
-    await new Promise((r) => setTimeout(r, 300));
-    expect(own.received).toHaveLength(3);
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(
+            sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE last_error LIKE '%circuit open%'`,
+          )
+        ).n >= 1,
+    );
+    expect(own.received).toHaveLength(9);
     const blocked = await db.any<{ last_error: string }>(
       sql`SELECT last_error FROM job_reaper.jobs WHERE last_error LIKE '%circuit open%'`,
     );

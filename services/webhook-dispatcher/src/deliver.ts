@@ -2,7 +2,8 @@
  * The `webhook.deliver` job (spec 6.3): POST the envelope, signed with the subscription's secret, to its
  * target. A disabled or deleted subscription makes the job a no-op. Any 2xx completes the job; anything
  * else fails the attempt (the engine retries with backoff up to 5 attempts, then dead-letters it); a
- * receiver's Retry-After, when longer, sets the next attempt's time.
+ * receiver's Retry-After, when longer, sets the next attempt's time. Within an attempt the client retries
+ * connection failures and 408/429/5xx answers twice (http-client.ts).
  */
 import { createHmac } from "node:crypto";
 
@@ -72,14 +73,18 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
   let status: number;
   let retryAfter: number | undefined;
   try {
-    const response = await post({
-      url,
-      body,
-      headers,
-      timeoutMs: deps.timeoutMs,
-      maxResponseBytes: deps.maxResponseBytes,
-      allowed: deps.allowed,
-    });
+    const response = await post(
+      {
+        url,
+        body,
+        headers,
+        timeoutMs: deps.timeoutMs,
+        maxResponseBytes: deps.maxResponseBytes,
+        allowed: deps.allowed,
+      },
+      2,
+      (r) => retryAfterMs(r.headers["retry-after"]),
+    );
     status = response.status;
     retryAfter = retryAfterMs(response.headers["retry-after"]);
   } catch (error) {

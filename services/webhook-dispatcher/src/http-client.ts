@@ -3,7 +3,13 @@
  * checked where it matters: on the address actually connected to (the DNS lookup of the connection
  * itself), so a name that resolves to a loopback, private, link-local or metadata address is refused even
  * if it resolved elsewhere a moment before. Networks listed in BackendHost__WebhookAllowedNetworks are
- * allowed (development and tests). Connection failures are retried twice within the attempt.
+ * allowed (development and tests). IPv6 addresses that embed an IPv4 address (IPv4-compatible `::/96`,
+ * NAT64, 6to4, Teredo) are refused, whatever the embedded address: none is a receiver's real address.
+ *
+ * Transport retries (spec 6.3): within one attempt, a connection failure or a transient answer (408, 429,
+ * 5xx) is retried twice with a short backoff, so one event can arrive up to 5 × 3 times, each time with
+ * the same X-Svc-Delivery. A transient answer whose Retry-After asks for longer than the short backoff
+ * ends the attempt at once instead (the job engine schedules the next attempt after it).
  */
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { Agent as HttpAgent, type IncomingHttpHeaders, request as httpRequest } from "node:http";
@@ -17,6 +23,9 @@ export class TargetRefusedError extends Error {
 }
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+/** IPv4-compatible IPv6 (deprecated, RFC 4291 2.5.5.1): `::a.b.c.d` would reach a.b.c.d on some stacks. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR("::/96");
 
 function normalise(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
   const parsed = ipaddr.parse(address);
@@ -40,10 +49,17 @@ export function createTargetPolicy(allowedNetworks: readonly string[]) {
       return false;
     }
     if (allowed.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits))) return true;
+    if (ip.kind() === "ipv6" && ip.match(IPV4_COMPATIBLE)) return false;
     return ip.range() === "unicast";
   };
 }
 export type TargetPolicy = ReturnType<typeof createTargetPolicy>;
+
+/** True when the URL's host is an IP literal the policy refuses (names are judged on connection). */
+export function isLiteralAddressRefused(url: URL, allowed: TargetPolicy): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  return ipaddr.isValid(host) && !allowed(host);
+}
 
 export interface DeliveryResponse {
   readonly status: number;
@@ -92,9 +108,8 @@ function postOnce(o: PostOptions): Promise<DeliveryResponse> {
     });
   };
   return new Promise((resolve, reject) => {
-    const host = o.url.hostname.replace(/^\[|\]$/g, "");
-    if (ipaddr.isValid(host) && !o.allowed(host)) {
-      reject(new TargetRefusedError(`target address ${host} is refused`));
+    if (isLiteralAddressRefused(o.url, o.allowed)) {
+      reject(new TargetRefusedError(`target address ${o.url.hostname} is refused`));
       return;
     }
     const request = (o.url.protocol === "https:" ? httpsRequest : httpRequest)(
@@ -129,16 +144,42 @@ function postOnce(o: PostOptions): Promise<DeliveryResponse> {
   });
 }
 
-/** One delivery attempt: the POST plus up to two transport retries on connection failures. */
-export async function post(o: PostOptions, transportRetries = 2): Promise<DeliveryResponse> {
-  for (let attempt = 0; ; attempt++) {
+/** Answers worth asking again within the attempt: timeout, too many requests, server errors. */
+export function isTransientStatus(status: number): boolean {
+  return status === 408 || status === 429 || (status >= 500 && status <= 599);
+}
+
+/** The short backoff between transport retries: 100 ms, then 300 ms. */
+export const transportBackoffMs = (retry: number) => 100 * 3 ** retry;
+
+export interface PostResult extends DeliveryResponse {
+  /** Requests sent in this attempt (1 to 1 + transportRetries). */
+  readonly tries: number;
+}
+
+/**
+ * One delivery attempt: the POST plus up to `transportRetries` retries on a connection failure or a
+ * transient answer. Returns the last answer; throws the last connection error.
+ */
+export async function post(
+  o: PostOptions,
+  transportRetries = 2,
+  retryAfterOf: (r: DeliveryResponse) => number | undefined = () => undefined,
+): Promise<PostResult> {
+  for (let retry = 0; ; retry++) {
+    const backoff = transportBackoffMs(retry);
     try {
-      return await postOnce(o);
+      const response = await postOnce(o);
+      if (retry >= transportRetries || !isTransientStatus(response.status)) {
+        return { ...response, tries: retry + 1 };
+      }
+      const asked = retryAfterOf(response);
+      if (asked !== undefined && asked > backoff) return { ...response, tries: retry + 1 };
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (error instanceof TargetRefusedError || attempt >= transportRetries || !code || !TRANSIENT.has(code))
+      if (error instanceof TargetRefusedError || retry >= transportRetries || !code || !TRANSIENT.has(code))
         throw error;
-      await new Promise((r) => setTimeout(r, 100 * 3 ** attempt));
     }
+    await new Promise((r) => setTimeout(r, backoff));
   }
 }

@@ -16,9 +16,11 @@ export const webhookDispatcherService: ServiceDefinition = {
   async start({ bus, db, config, log, nc, metrics, instance }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
+    const allowed = createTargetPolicy(b.webhookAllowedNetworks);
     bus.serveRoute(
       "webhook-dispatcher.webhooks.create",
-      (req: Parameters<typeof subs.createSubscription>[2]) => subs.createSubscription(db, secrets, req),
+      (req: Parameters<typeof subs.createSubscription>[3]) =>
+        subs.createSubscription(db, secrets, allowed, req),
     );
     bus.serveRoute("webhook-dispatcher.webhooks.list", (req: Parameters<typeof subs.listSubscriptions>[1]) =>
       subs.listSubscriptions(db, req),
@@ -64,7 +66,7 @@ export const webhookDispatcherService: ServiceDefinition = {
       db,
       secrets,
       breaker,
-      allowed: createTargetPolicy(b.webhookAllowedNetworks),
+      allowed,
       timeoutMs: b.webhookTimeoutMs,
       maxResponseBytes: b.webhookMaxResponseBytes,
       sensitiveFields,

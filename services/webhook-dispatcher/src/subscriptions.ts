@@ -5,6 +5,7 @@ import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
 import { type Db, type Queries, sql } from "@svc/db";
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
+import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import type { SecretBox } from "./secrets.js";
 
 export const EVENT_PATTERN = /^[\w.\-*]{1,120}$/;
@@ -68,7 +69,10 @@ export interface CreateBody {
   includeSensitiveData?: unknown;
 }
 
-export function validateCreate(body: CreateBody): Violation[] {
+/** Longest target URL stored (the column allows 2,048 characters). */
+export const MAX_TARGET_URL = 2_048;
+
+export function validateCreate(body: CreateBody, allowed?: TargetPolicy): Violation[] {
   const v: Violation[] = [];
   if (typeof body.eventName !== "string" || !EVENT_PATTERN.test(body.eventName)) {
     v.push({ field: "/body/eventName", message: "is required and must match ^[\\w.\\-*]{1,120}$" });
@@ -88,6 +92,14 @@ export function validateCreate(body: CreateBody): Violation[] {
     v.push({
       field: "/body/targetUrl",
       message: "is required and must be an absolute http(s) URL without credentials",
+    });
+  } else if ((body.targetUrl as string).length > MAX_TARGET_URL) {
+    v.push({ field: "/body/targetUrl", message: `must be at most ${MAX_TARGET_URL} characters` });
+  } else if (allowed !== undefined && isLiteralAddressRefused(url, allowed)) {
+    // Names are checked again on every connection; a literal address can be judged now.
+    v.push({
+      field: "/body/targetUrl",
+      message: "names an address webhooks may not reach (loopback, private, link-local or reserved)",
     });
   }
   if (typeof body.secret !== "string" || body.secret.length === 0 || body.secret.length > 500) {
@@ -109,10 +121,11 @@ export function validateCreate(body: CreateBody): Violation[] {
 export async function createSubscription(
   db: Db,
   secrets: SecretBox,
+  allowed: TargetPolicy,
   req: RouteRequest<Record<string, string>, Record<string, never>, CreateBody>,
 ): Promise<RouteReply> {
   const body = req.body ?? {};
-  const violations = validateCreate(body);
+  const violations = validateCreate(body, allowed);
   if (violations.length > 0) throw new ValidationError(violations);
   const p = req.principal;
   let workspaceKey = (body.workspaceKey as string | null | undefined) ?? null;

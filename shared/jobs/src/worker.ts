@@ -227,7 +227,9 @@ class Lane {
           break;
         }
         this.queue.push(...jobs);
-        this.pump();
+        // Start what was claimed without waking this loop: an empty claim must end it, or an idle lane
+        // would claim again at once, forever.
+        this.startQueued();
         // A full batch means more are probably due: claim again while the first ones run.
         if (jobs.length === wanted) this.fetchAgain = true;
       } while (this.fetchAgain && this.queue.length <= this.lowWater);
@@ -236,12 +238,17 @@ class Lane {
     }
   }
 
+  /** Starts queued jobs while slots are free, then claims more if the queue is short. */
   pump(): void {
+    this.startQueued();
+    if (this.queue.length <= this.lowWater) this.wake();
+  }
+
+  private startQueued(): void {
     while (!this.stopping && this.running.size < this.concurrency && this.queue.length > 0) {
       const job = this.queue.shift() as ClaimedJob;
       this.start(job);
     }
-    if (this.queue.length <= this.lowWater) this.wake();
   }
 
   private start(job: ClaimedJob) {

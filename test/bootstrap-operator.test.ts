@@ -18,7 +18,7 @@ afterAll(() => h.stopAll());
 const bootstrap = (username: string) =>
   run(process.execPath, ["--import", "tsx", "scripts/bootstrap-operator.ts", "--username", username], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? "", DATABASE_URL: h.db.url, NODE_ENV: "test", LOG_LEVEL: "silent" },
+    env: { PATH: process.env.PATH ?? "", ...h.env },
   });
 
 describe("bootstrap-operator", () => {

@@ -4,6 +4,8 @@
  * database and JetStream stream this run created. Names carry a run id, so concurrent runs never collide;
  * leftovers of crashed runs older than six hours are dropped too.
  */
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
@@ -114,7 +116,18 @@ export default async function setup(project: TestProject) {
   templateUrl.pathname = `/${templateDatabase}`;
   await migrateAll(templateUrl.toString());
 
-  project.provide("svcTest", { runId, adminUrl, natsUrl, templateDatabase });
+  const jwtSigningKey = generateKeyPairSync("ec", { namedCurve: "P-256" })
+    .privateKey.export({ type: "pkcs8", format: "pem" })
+    .toString();
+  const secretsEncryptionKey = randomBytes(32).toString("base64");
+  project.provide("svcTest", {
+    runId,
+    adminUrl,
+    natsUrl,
+    templateDatabase,
+    jwtSigningKey,
+    secretsEncryptionKey,
+  });
 
   return async () => {
     await dropDatabases(adminUrl, (name) => name.startsWith(`${DB_PREFIX}${runId}_`));

@@ -67,6 +67,8 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     GATEWAY_HOST: "127.0.0.1",
     GATEWAY_PORT: "0",
     DATABASE_POOL_SIZE: "4",
+    BackendHost__JwtSigningKey: testEnv.jwtSigningKey,
+    BackendHost__SecretsEncryptionKey: testEnv.secretsEncryptionKey,
   };
   const running = new Set<RunningService>();
   const config = (extra: Record<string, string> = {}) => parseConfig({ ...env, ...extra });

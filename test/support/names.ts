@@ -6,6 +6,10 @@ export interface TestEnvironment {
   readonly natsUrl: string;
   /** Migrated template that each test file clones. */
   readonly templateDatabase: string;
+  /** This run's ES256 token-signing key (PKCS#8 PEM): outside development the built-in one is refused. */
+  readonly jwtSigningKey: string;
+  /** This run's key for stored secrets (32 bytes, base64). */
+  readonly secretsEncryptionKey: string;
 }
 
 export const DB_PREFIX = "svc_test_";

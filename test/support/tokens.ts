@@ -2,10 +2,12 @@ import { randomUUID } from "node:crypto";
 import { createPrivateKey } from "node:crypto";
 
 import { TOKEN_AUDIENCE } from "@svc/access";
-import { DEVELOPMENT_JWT_SIGNING_KEY } from "@svc/config";
 import { SignJWT } from "jose";
+import { inject } from "vitest";
 
-const key = createPrivateKey(DEVELOPMENT_JWT_SIGNING_KEY);
+/** The run's signing key, the one the test stack's rbac signs with (see global-setup.ts). */
+let cachedKey: ReturnType<typeof createPrivateKey> | undefined;
+const key = () => (cachedKey ??= createPrivateKey(inject("svcTest").jwtSigningKey));
 
 export interface MintOptions {
   readonly sub?: string;
@@ -20,7 +22,7 @@ export interface MintOptions {
 }
 
 /**
- * Mints an access token with the development signing key that the test stack's rbac uses, for guard
+ * Mints an access token with the run's signing key, the one the test stack's rbac uses, for guard
  * tests that need arbitrary claims. Sign-in itself is tested through POST /api/auth/login.
  */
 export function mintToken(o: MintOptions = {}): Promise<string> {
@@ -38,5 +40,5 @@ export function mintToken(o: MintOptions = {}): Promise<string> {
     .setAudience(TOKEN_AUDIENCE)
     .setIssuedAt(now - 60)
     .setExpirationTime(now + (o.expiresIn ?? 600))
-    .sign(key);
+    .sign(key());
 }

@@ -76,8 +76,18 @@ describe("parseConfig", () => {
     expect((error as ConfigError).problems).toHaveLength(5);
   });
 
-  it("refuses the development signing key and API key in production", () => {
+  it("refuses the development signing key and API key in every mode but development (issue 8, point 9)", () => {
     expect(() => parseConfig({ NODE_ENV: "production" })).toThrow(/JwtSigningKey/);
+    expect(() => parseConfig({ NODE_ENV: "test" })).toThrow(/JwtSigningKey/);
+    expect(() => parseConfig({ NODE_ENV: "test" })).toThrow(/SecretsEncryptionKey/);
+    expect(() =>
+      parseConfig({
+        NODE_ENV: "test",
+        BackendHost__JwtSigningKey: "pem",
+        BackendHost__SecretsEncryptionKey: Buffer.alloc(32, 7).toString("base64"),
+        BackendHost__ApiKeys__0: DEVELOPMENT_API_KEY,
+      }),
+    ).toThrow(/well-known development key/);
     expect(() =>
       parseConfig({
         NODE_ENV: "production",

@@ -60,7 +60,7 @@ export const DEVELOPMENT_SECRETS_KEY = Buffer.from("svc-development-secrets-key-
 
 /**
  * The well-known development signing key and API key. They exist so that `make dev` and the tests work
- * with no set-up; parseConfig refuses them when NODE_ENV is production.
+ * with no set-up; parseConfig refuses them in every mode but development (tests make their own).
  */
 export const DEVELOPMENT_JWT_SIGNING_KEY = `-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg6orW49KfUrgpQakd
@@ -388,20 +388,23 @@ export function parseConfig(env: Env = process.env): Config {
     },
     settings: tree,
   };
-  if (config.nodeEnv === NodeEnv.Production) {
-    // Spec 5.1: the built-in signing key and the well-known API key are for development only.
+  if (config.nodeEnv !== NodeEnv.Development) {
+    // Spec 5.1: the built-in signing key and the well-known keys are for development only; tests and
+    // production bring their own.
     if (config.backendHost.jwtSigningKeyIsDefault) {
       r.problems.push(
-        "BackendHost__JwtSigningKey: must be set in production (the built-in development key is refused)",
+        `BackendHost__JwtSigningKey: must be set when NODE_ENV is ${config.nodeEnv} (the built-in development key is refused outside development)`,
       );
     }
     if (config.backendHost.secretsEncryptionKeyIsDefault) {
       r.problems.push(
-        "BackendHost__SecretsEncryptionKey: must be set in production (32 random bytes, base64)",
+        `BackendHost__SecretsEncryptionKey: must be set when NODE_ENV is ${config.nodeEnv} (32 random bytes, base64)`,
       );
     }
     if (config.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
-      r.problems.push("BackendHost__ApiKeys: the well-known development key is refused in production");
+      r.problems.push(
+        "BackendHost__ApiKeys: the well-known development key is refused outside development",
+      );
     }
   }
   for (const key of config.backendHost.apiKeys) {

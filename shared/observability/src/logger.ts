@@ -1,17 +1,42 @@
-import { type Logger, pino } from "pino";
+import { type DestinationStream, type Logger, pino } from "pino";
 
 export type { Logger };
 
 /**
- * Structured JSON logs (pino) with the service name on every line. Anything that could carry a secret is
- * redacted by path, so a logged request or config object never leaks credentials.
+ * Fields of a PostgreSQL error (node-postgres `DatabaseError`) that can quote row data: `detail` holds
+ * "Failing row contains (…)" or "Key (…)=(…) already exists", `where` and `internalQuery` can quote
+ * values too. They are dropped from every logged error, at any depth of `cause`.
  */
-export function createLogger(service: string, level: string): Logger {
-  return pino({
+const ROW_DATA_FIELDS = ["detail", "where", "internalQuery", "parameters"] as const;
+
+/** pino's error serializer, without the fields that can carry row data (and so secrets). */
+export function serializeError(error: unknown): unknown {
+  const serialized = pino.stdSerializers.err(error as Error) as unknown;
+  const scrub = (value: unknown, depth: number): void => {
+    if (typeof value !== "object" || value === null || depth > 8) return;
+    const record = value as Record<string, unknown>;
+    for (const field of ROW_DATA_FIELDS) {
+      if (field in record) record[field] = "[redacted]";
+    }
+    scrub(record.cause, depth + 1);
+    if (Array.isArray(record.aggregateErrors)) for (const e of record.aggregateErrors) scrub(e, depth + 1);
+  };
+  scrub(serialized, 0);
+  return serialized;
+}
+
+/**
+ * Structured JSON logs (pino) with the service name on every line. Anything that could carry a secret is
+ * redacted by path, so a logged request or config object never leaks credentials, and a logged database
+ * error never quotes a row.
+ */
+export function createLogger(service: string, level: string, destination?: DestinationStream): Logger {
+  const options = {
     name: service,
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
+    serializers: { err: serializeError, error: serializeError },
     redact: {
       paths: [
         "password",
@@ -27,5 +52,6 @@ export function createLogger(service: string, level: string): Logger {
       ],
       censor: "[redacted]",
     },
-  });
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }

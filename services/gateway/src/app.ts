@@ -5,6 +5,7 @@ import type { Db } from "@svc/db";
 import type { Logger, Registry } from "@svc/observability";
 import Fastify, { type FastifyInstance } from "fastify";
 
+import { edgeFactoryOptions, edgePlugin } from "./plugins/edge.js";
 import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
@@ -34,6 +35,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     bodyLimit: config.backendHost.maxRequestBodyBytes,
     requestTimeout: 60_000,
     return503OnClosing: true,
+    // Framework and HTTP-parser errors are problem documents too (plugins/edge.ts).
+    ...edgeFactoryOptions(config.backendHost.problemsBaseUrl),
     // A caller's id is kept when it looks like one; otherwise a cheap process-unique id.
     genReqId: (request) => {
       const incoming = request.headers["x-request-id"];
@@ -42,6 +45,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
         : `${process.pid.toString(36)}-${(++requestCounter).toString(36)}`;
     },
   });
+  await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
   await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
   await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });
   await app.register(healthPlugin, { db: deps.db, nc: deps.nc });

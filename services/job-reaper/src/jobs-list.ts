@@ -1,19 +1,20 @@
 import type { JobsListQuery, JobsListReply, Principal } from "@svc/bus";
-import type { Queries } from "@svc/db";
+import { decodeCursor as decode, encodeCursor as encode, type Queries } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } from "@svc/errors";
 import { isJobStatus, JobStatus, listJobs } from "@svc/jobs";
 
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;
 
-/** Cursors are opaque to callers: base64url of the last id seen. */
+const JOBS_CURSOR = "jobs";
+
+/** Cursors are opaque to callers: the last id seen, strictly checked (an int8) when it comes back. */
 export function encodeCursor(id: string): string {
-  return Buffer.from(`j:${id}`).toString("base64url");
+  return encode(JOBS_CURSOR, [id]);
 }
 
 export function decodeCursor(cursor: string): string | null {
-  const text = Buffer.from(cursor, "base64url").toString("utf8");
-  return /^j:\d{1,19}$/.test(text) ? text.slice(2) : null;
+  return decode(cursor, JOBS_CURSOR, ["bigint"])?.[0] ?? null;
 }
 
 /** Checks the query; every violation is listed (400). Over-large limits are rejected, not clamped. */

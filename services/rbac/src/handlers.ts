@@ -9,15 +9,18 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import {
   type AccessClaims,
+  assertPlatform,
+  assertReachesWorkspace,
   CORE_PERMISSION_KEYS,
   filterWorkspaceKeys,
+  reachOf,
   SYSTEM_ROLES,
   SystemRole,
   WILDCARD,
 } from "@svc/access";
 import type { EventPublisher, Principal, RouteReply, RouteRequest } from "@svc/bus";
 import type { Config } from "@svc/config";
-import { type Db, type Queries, sql } from "@svc/db";
+import { type Db, decodeCursor, encodeCursor, type Queries, sql } from "@svc/db";
 import { ConflictError, NotFoundError, UnauthenticatedError, ValidationError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
@@ -184,6 +187,7 @@ export async function putRole(
     { permissions: string[]; description?: string; scope?: "platform" | "workspace" }
   >,
 ) {
+  assertPlatform(req.principal, "role.update");
   const name = req.params.role;
   if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
   const known = await knownKeys(deps.db);
@@ -211,6 +215,7 @@ export async function putRole(
 }
 
 export async function deleteRole(deps: RbacDeps, req: RouteRequest<{ role: string }>) {
+  assertPlatform(req.principal, "role.update");
   const role = await findRole(deps.db, req.params.role);
   if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
   if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
@@ -229,6 +234,7 @@ export async function listPermissionKeys(db: Queries) {
 // Paging (users, assignments, members): keyset on the lower-cased user name.
 
 const MAX_PAGE = 100;
+const USERS_CURSOR = "users";
 function page(query: { limit?: number; cursor?: string }) {
   const limit = query.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
@@ -238,25 +244,24 @@ function page(query: { limit?: number; cursor?: string }) {
   }
   let after: string | null = null;
   if (query.cursor !== undefined) {
-    const text = Buffer.from(query.cursor, "base64url").toString("utf8");
-    if (!text.startsWith("u:"))
+    const values = decodeCursor(query.cursor, USERS_CURSOR, ["text"]);
+    if (values === null)
       throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
-    after = text.slice(2);
+    after = values[0] as string;
   }
   return { limit, after };
 }
 function nextCursor(rows: UserRow[], limit: number) {
   const last = rows[limit - 1];
-  return rows.length > limit && last
-    ? Buffer.from(`u:${last.user_name.toLowerCase()}`).toString("base64url")
-    : null;
+  return rows.length > limit && last ? encodeCursor(USERS_CURSOR, [last.user_name.toLowerCase()]) : null;
 }
 
 /** Which users a principal reaches: all for platform sessions; members of its workspace otherwise. */
 function reachFilter(principal: Principal) {
-  if (principal.scope === "platform") return sql`TRUE`;
-  if (principal.scope === "workspace" && principal.workspaceKey !== null) {
-    return sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${principal.workspaceKey})`;
+  const reach = reachOf(principal);
+  if (reach.kind === "platform") return sql`TRUE`;
+  if (reach.kind === "workspace") {
+    return sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${reach.workspaceKey})`;
   }
   return sql`FALSE`;
 }
@@ -379,6 +384,7 @@ export async function putAssignment(
   deps: RbacDeps,
   req: RouteRequest<{ userId: string }, Record<string, never>, { role: string }>,
 ) {
+  assertPlatform(req.principal, "role.update");
   const user = await findUser(deps.db, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
   const role = await findRole(deps.db, req.body.role);
@@ -392,6 +398,7 @@ export async function putAssignment(
 }
 
 export async function deleteAssignment(deps: RbacDeps, req: RouteRequest<{ userId: string }>) {
+  assertPlatform(req.principal, "role.update");
   const user = await findUser(deps.db, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
   await deps.db.query(
@@ -402,7 +409,8 @@ export async function deleteAssignment(deps: RbacDeps, req: RouteRequest<{ userI
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Memberships and member roles (the gateway already limited a workspace session to its own workspace)
+// Memberships and member roles: the gateway limits a workspace session to its own workspace, and every
+// handler checks the same again with the caller's principal.
 
 type WkUser = { workspaceKey: string; userId: string };
 
@@ -415,9 +423,10 @@ export async function listMembers(
   req: RouteRequest<{ workspaceKey: string }, { limit?: number; cursor?: string }>,
 ) {
   const wk = req.params.workspaceKey;
+  assertReachesWorkspace(req.principal, wk);
   const { items, nextCursor } = await listUserRows(
     deps.db,
-    { ...req.principal, scope: "platform" },
+    req.principal,
     req.query,
     sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${wk})`,
   );
@@ -429,6 +438,7 @@ export async function listMembers(
 
 export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
   const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
   const user = await findUser(deps.db, userId);
   if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
   const inserted = await deps.db.maybeOne(sql`
@@ -449,6 +459,7 @@ export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
 
 export async function deleteMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
   const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
   const deleted = await deps.db.maybeOne(sql`
     DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
   if (deleted === null) throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
@@ -459,6 +470,7 @@ export async function deleteMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
 
 export async function getMemberRoles(deps: RbacDeps, req: RouteRequest<WkUser>) {
   const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
   if (!(await isMember(deps.db, workspaceKey, userId))) {
     throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
   }
@@ -470,6 +482,7 @@ export async function putMemberRoles(
   req: RouteRequest<WkUser, Record<string, never>, { roles: string[] }>,
 ) {
   const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
   if (!(await isMember(deps.db, workspaceKey, userId))) {
     throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
   }
@@ -497,12 +510,18 @@ export async function putMemberRoles(
 // ---------------------------------------------------------------------------------------------------------
 // Integrations (API clients): the secret is shown once, stored as a SHA-256 digest (it is 256 random bits).
 
+function integrationReach(principal: Principal) {
+  const reach = reachOf(principal);
+  if (reach.kind === "platform") return sql`TRUE`;
+  if (reach.kind === "workspace") return sql`workspace_key = ${reach.workspaceKey}`;
+  return sql`FALSE`;
+}
+
 export async function listIntegrations(deps: RbacDeps, req: RouteRequest) {
-  const p = req.principal;
   const rows = await deps.db.any(sql`
     SELECT id, name, client_id AS "clientId", workspace_key AS "workspaceKey", permissions, created_at AS "createdAtUtc"
     FROM rbac.integrations
-    WHERE ${p.scope === "platform" ? sql`TRUE` : p.scope === "workspace" ? sql`workspace_key = ${p.workspaceKey}` : sql`FALSE`}
+    WHERE ${integrationReach(req.principal)}
     ORDER BY created_at`);
   return ok(rows);
 }
@@ -515,11 +534,14 @@ export async function createIntegration(
     { name: string; workspaceKey?: string | null; permissions?: string[] }
   >,
 ) {
-  const p = req.principal;
-  const workspaceKey = p.scope === "platform" ? (req.body.workspaceKey ?? null) : p.workspaceKey;
-  if (p.scope !== "platform" && req.body.workspaceKey != null && req.body.workspaceKey !== p.workspaceKey) {
-    throw new NotFoundError(`Workspace '${req.body.workspaceKey}' was not found.`);
+  const reach = reachOf(req.principal);
+  // A workspace session creates integrations of its own workspace; a session without a scope, none.
+  if (reach.kind === "none") throw new NotFoundError("The session reaches no workspace.");
+  const requested = req.body.workspaceKey ?? null;
+  if (reach.kind === "workspace" && requested !== null && requested !== reach.workspaceKey) {
+    throw new NotFoundError(`Workspace '${requested}' was not found.`);
   }
+  const workspaceKey = reach.kind === "platform" ? requested : reach.workspaceKey;
   const permissions = req.body.permissions ?? [];
   const known = await knownKeys(deps.db);
   const unknown = permissions.filter((k) => !known.has(k) || k === WILDCARD);
@@ -539,10 +561,8 @@ export async function createIntegration(
 }
 
 export async function deleteIntegration(deps: RbacDeps, req: RouteRequest<{ id: string }>) {
-  const p = req.principal;
   const row = await deps.db.maybeOne(sql`
-    DELETE FROM rbac.integrations WHERE id = ${req.params.id}
-      AND ${p.scope === "platform" ? sql`TRUE` : sql`workspace_key = ${p.workspaceKey}`}
+    DELETE FROM rbac.integrations WHERE id = ${req.params.id} AND ${integrationReach(req.principal)}
     RETURNING 1 AS gone`);
   if (row === null) throw new NotFoundError(`Integration '${req.params.id}' was not found.`);
   return noContent();

@@ -1,5 +1,5 @@
-import { openRevocationBucket } from "@svc/access";
-import { createEventPublisher, ServiceName } from "@svc/bus";
+import { assertPlatform, openRevocationBucket } from "@svc/access";
+import { createEventPublisher, type Principal, ServiceName } from "@svc/bus";
 import { ValidationError } from "@svc/errors";
 import type { ServiceDefinition } from "@svc/runtime";
 
@@ -41,11 +41,14 @@ export const rbacService: ServiceDefinition = {
     }));
 
     const announce = (role: string) => bus.broadcast("rbac.roles.changed", { role });
-    bus.serveRoute("rbac.roles.list", async () => ({
-      status: 200,
-      body: (await h.listRoles(db)).map(h.roleView),
-    }));
-    bus.serveRoute("rbac.permissions.list", () => h.listPermissionKeys(db));
+    bus.serveRoute("rbac.roles.list", async (req) => {
+      assertPlatform(req.principal, "role.read");
+      return { status: 200, body: (await h.listRoles(db)).map(h.roleView) };
+    });
+    bus.serveRoute("rbac.permissions.list", (req) => {
+      assertPlatform(req.principal, "role.read");
+      return h.listPermissionKeys(db);
+    });
     bus.serveRoute("rbac.roles.put", async (req: Parameters<typeof h.putRole>[1]) => {
       const reply = await h.putRole(deps, req);
       announce(req.params.role);
@@ -58,12 +61,10 @@ export const rbacService: ServiceDefinition = {
     });
     bus.serveRoute(
       "rbac.role-assignments.list",
-      async (req: { query: { limit?: number; cursor?: string } }) => {
-        const { items, nextCursor } = await h.listUserRows(
-          db,
-          { subject: "", scope: "platform", workspaceKey: null, permissions: [], roles: [] },
-          req.query,
-        );
+      async (req: { principal: Principal; query: { limit?: number; cursor?: string } }) => {
+        // Global role assignments are the platform's: the caller's own principal decides, never a stand-in.
+        assertPlatform(req.principal, "role.read");
+        const { items, nextCursor } = await h.listUserRows(db, req.principal, req.query);
         return {
           status: 200,
           body: {

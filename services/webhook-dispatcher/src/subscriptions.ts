@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 
 import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
-import { type Db, type Queries, sql } from "@svc/db";
+import { type Db, decodeCursor, encodeCursor, type Queries, sql } from "@svc/db";
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
@@ -10,6 +10,7 @@ import type { SecretBox } from "./secrets.js";
 
 export const EVENT_PATTERN = /^[\w.\-*]{1,120}$/;
 const MAX_PAGE = 100;
+const SUBSCRIPTIONS_CURSOR = "webhooks";
 
 interface Row {
   id: string;
@@ -163,18 +164,16 @@ export async function listSubscriptions(
   }
   let after: { at: string; id: string } | null = null;
   if (q.cursor !== undefined) {
-    try {
-      after = JSON.parse(Buffer.from(q.cursor, "base64url").toString()) as { at: string; id: string };
-      if (typeof after.at !== "string" || typeof after.id !== "string" || Number.isNaN(Date.parse(after.at)))
-        throw new Error();
-    } catch {
+    const values = decodeCursor(q.cursor, SUBSCRIPTIONS_CURSOR, ["timestamp", "uuid"]);
+    if (values === null)
       throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
-    }
+    after = { at: values[0] as string, id: values[1] as string };
   }
   const workspaceKey =
     q.workspaceKey === undefined ? null : q.workspaceKey.trim() === "" ? "default" : q.workspaceKey;
-  const rows = await db.any<Row>(sql`
-    SELECT id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at
+  const rows = await db.any<Row & { created_at_us: string }>(sql`
+    SELECT id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at,
+           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us
     FROM webhook_dispatcher.subscriptions
     WHERE ${reach(req.principal)}
       AND (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
@@ -185,10 +184,10 @@ export async function listSubscriptions(
   const catalog = await catalogNames(db);
   const items = rows.slice(0, limit).map((r) => view(r, catalog));
   const last = rows[limit - 1];
+  // The cursor keeps created_at to the microsecond: at millisecond precision rows created in the same
+  // millisecond as the page's last one would be skipped.
   const nextCursor =
-    rows.length > limit && last
-      ? Buffer.from(JSON.stringify({ at: last.created_at.toISOString(), id: last.id })).toString("base64url")
-      : null;
+    rows.length > limit && last ? encodeCursor(SUBSCRIPTIONS_CURSOR, [last.created_at_us, last.id]) : null;
   return { status: 200, body: { items, nextCursor } };
 }
 

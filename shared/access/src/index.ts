@@ -8,5 +8,6 @@ export {
   SystemRole,
   WILDCARD,
 } from "./permissions.js";
+export { assertPlatform, assertReachesWorkspace, type Reach, reachesWorkspace, reachOf } from "./reach.js";
 export { openRevocationBucket, revocationBucketName, RevocationList } from "./revocation.js";
 export { type AccessClaims, TOKEN_AUDIENCE } from "./tokens.js";

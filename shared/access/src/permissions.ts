@@ -89,7 +89,8 @@ export const SYSTEM_ROLES: ReadonlyArray<{
 /**
  * Core keys a workspace administrator could hold (spec 5.6.3): member-role keys outside this set are
  * dropped at workspace sign-in. Left out: everything that acts on the platform as a whole (tenants,
- * installing or removing plugins, global users, roles, integrations, diagnostics), and never `*`.
+ * installing, removing, activating or deactivating plugins, global users, global roles and their
+ * assignments, platform configuration, integrations, diagnostics), and never `*`.
  */
 const PLATFORM_ONLY_KEYS: ReadonlySet<string> = new Set([
   "tenant.create",
@@ -101,7 +102,10 @@ const PLATFORM_ONLY_KEYS: ReadonlySet<string> = new Set([
   "user.create",
   "user.update",
   "user.delete",
+  "role.read",
   "role.update",
+  "plugin.execute",
+  "config.update",
   "integration.manage",
   "diagnostics.record",
   "workspace.create",

@@ -402,9 +402,7 @@ export function parseConfig(env: Env = process.env): Config {
       );
     }
     if (config.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
-      r.problems.push(
-        "BackendHost__ApiKeys: the well-known development key is refused outside development",
-      );
+      r.problems.push("BackendHost__ApiKeys: the well-known development key is refused outside development");
     }
   }
   for (const key of config.backendHost.apiKeys) {

@@ -1,3 +1,4 @@
+export { type CursorFieldKind, decodeCursor, encodeCursor } from "./cursor.js";
 export { type Listener, listenForNotifications, type ListenOptions } from "./listen.js";
 export { type AppliedMigration, ensureDatabase, migrate, type MigrationSource } from "./migrate.js";
 export { createDb, Db, dbIsReachable, type PoolOptions, Queries, type Transaction } from "./pool.js";

@@ -18,6 +18,12 @@ export const ErrorCode = {
   MethodNotAllowed: "SVC_METHOD_NOT_ALLOWED",
   /** The request conflicts with the current state (duplicate key, stale version). */
   Conflict: "SVC_CONFLICT",
+  /** A path segment is longer than any identifier the API has. */
+  UriTooLong: "SVC_URI_TOO_LONG",
+  /** The request line and headers exceed the server's limit. */
+  HeadersTooLarge: "SVC_HEADERS_TOO_LARGE",
+  /** The request was not received in time. */
+  RequestTimeout: "SVC_REQUEST_TIMEOUT",
   /** The request body exceeds the size limit. */
   PayloadTooLarge: "SVC_PAYLOAD_TOO_LARGE",
   /** The request body's media type is not accepted. */
@@ -42,6 +48,13 @@ export const errorCatalogue: Readonly<Record<ErrorCode, { status: number; slug: 
   [ErrorCode.NotFound]: { status: 404, slug: "not-found", title: "Not Found" },
   [ErrorCode.MethodNotAllowed]: { status: 405, slug: "method-not-allowed", title: "Method Not Allowed" },
   [ErrorCode.Conflict]: { status: 409, slug: "conflict", title: "Conflict" },
+  [ErrorCode.UriTooLong]: { status: 414, slug: "uri-too-long", title: "URI Too Long" },
+  [ErrorCode.HeadersTooLarge]: {
+    status: 431,
+    slug: "headers-too-large",
+    title: "Request Header Fields Too Large",
+  },
+  [ErrorCode.RequestTimeout]: { status: 408, slug: "request-timeout", title: "Request Timeout" },
   [ErrorCode.PayloadTooLarge]: { status: 413, slug: "payload-too-large", title: "Payload Too Large" },
   [ErrorCode.UnsupportedMediaType]: {
     status: 415,

@@ -92,7 +92,9 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           ...(route.schemas?.querystring ? { querystring: route.schemas.querystring } : {}),
           ...(route.schemas?.body ? { body: route.schemas.body } : {}),
         },
-        onRequest: async (request) => {
+        onRequest: async (request, reply) => {
+          // Operator answers carry personal data: never stored by a cache, errors included.
+          void reply.header("cache-control", "no-store");
           if (!limiter.hit("api", client(request)).allowed) throw new RateLimitedError("api");
           const principal = await authenticator.authenticate(
             header(request, "authorization"),

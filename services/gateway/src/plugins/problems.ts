@@ -58,15 +58,30 @@ export const problemsPlugin = fp<ProblemsOptions>(
       }
       const problem = toProblem(svcError ?? error, options.problemsBaseUrl, request.url.split("?")[0]);
       if (problem.status === 429) reply.header("retry-after", "60");
+      if (problem.status === 401) {
+        // RFC 6750: name the scheme; say the token was refused when one was sent.
+        reply.header(
+          "www-authenticate",
+          request.headers.authorization === undefined
+            ? 'Bearer realm="svc"'
+            : 'Bearer realm="svc", error="invalid_token"',
+        );
+      }
       return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem);
     });
     app.setNotFoundHandler((request, reply) => {
-      const problem = toProblem(
-        new SvcError(ErrorCode.NotFound, `No route for ${request.method} ${request.url.split("?")[0]}.`),
-        options.problemsBaseUrl,
-        request.url.split("?")[0],
-      );
-      return reply.code(404).type(PROBLEM_CONTENT_TYPE).send(problem);
+      const path = request.url.split("?")[0] ?? "/";
+      // A known path asked with another method: 405 naming the methods it has (RFC 9110 15.5.6).
+      const allowed = app.allowedMethods(request.url);
+      const error =
+        allowed.length > 0
+          ? new SvcError(ErrorCode.MethodNotAllowed, `${request.method} is not allowed on ${path}.`, {
+              extensions: { allow: allowed },
+            })
+          : new SvcError(ErrorCode.NotFound, `No route for ${request.method} ${path}.`);
+      const problem = toProblem(error, options.problemsBaseUrl, path);
+      if (allowed.length > 0) reply.header("allow", allowed.join(", "));
+      return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem);
     });
   },
   { name: "svc-problems", fastify: "5.x" },

@@ -486,9 +486,11 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
   ),
   // Roles (rbac)
   r("GET", "/api/rbac/roles", "role.read", "rbac.roles.list", "List roles", {
+    platformOnly: true,
     schemas: { response: Type.Array(RoleView) },
   }),
   r("GET", "/api/rbac/permissions", "role.read", "rbac.permissions.list", "List permission keys", {
+    platformOnly: true,
     schemas: { response: Type.Array(Type.Object({ key: Type.String(), source: Type.String() })) },
   }),
   r(
@@ -498,6 +500,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "rbac.role-assignments.list",
     "List users' global role assignments",
     {
+      platformOnly: true,
       schemas: {
         querystring: PageQuery,
         response: Page(
@@ -517,6 +520,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "rbac.roles.put",
     "Create or replace a role (revokes its holders' sessions)",
     {
+      platformOnly: true,
       schemas: {
         params: Type.Object({ role: RoleName }),
         body: Type.Object(
@@ -538,6 +542,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "rbac.roles.delete",
     "Delete a role (revokes its holders' sessions)",
     {
+      platformOnly: true,
       schemas: { params: Type.Object({ role: RoleName }) },
     },
   ),
@@ -548,6 +553,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "rbac.role-assignments.put",
     "Set a user's global role",
     {
+      platformOnly: true,
       schemas: { params: userParams, body: Type.Object({ role: RoleName }, { additionalProperties: false }) },
     },
   ),
@@ -558,6 +564,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "rbac.role-assignments.delete",
     "Remove a user's global role",
     {
+      platformOnly: true,
       schemas: { params: userParams },
     },
   ),
@@ -776,6 +783,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     "role.read",
     "rbac.permissions.list",
     "Every permission key, plugin-declared ones included",
+    { platformOnly: true },
   ),
   // Snippets (resolver)
   r("GET", "/api/snippets", "snippet.read", "resolver.snippets.list", "List snippets"),

@@ -1,0 +1,155 @@
+/**
+ * What the gateway refuses before any route sees a request, and the shape of every refusal: each one is an
+ * RFC 9457 problem document, including the errors Fastify and Node's HTTP parser raise themselves.
+ *
+ * - Input that cannot be stored or forwarded safely: a NUL character in any path, query or body string
+ *   (PostgreSQL text cannot hold it), and JSON nested deeper than MAX_DEPTH (it would overflow the stack
+ *   of the validators and of the bus encoder). 400, naming the field.
+ * - Framework errors: a URL whose %-encoding is invalid (400), a path parameter longer than the router
+ *   accepts (414); Node's own client errors: header section too large, e.g. a 70 KB query (431), request
+ *   timeout (408), malformed request (400).
+ * - A known path with an unsupported method: 405 with `Allow`, instead of 404.
+ * - Security headers on every response (@fastify/helmet: `X-Content-Type-Options: nosniff` and the rest).
+ */
+import type { Socket } from "node:net";
+
+import helmet from "@fastify/helmet";
+import { ErrorCode, PROBLEM_CONTENT_TYPE, SvcError, toProblem, ValidationError } from "@svc/errors";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import FindMyWay, { type HTTPMethod } from "find-my-way";
+
+/** Deepest JSON the API accepts; no body of the API is deeper than a handful of levels. */
+export const MAX_DEPTH = 32;
+
+interface Finding {
+  readonly field: string;
+  readonly message: string;
+}
+
+/**
+ * The first NUL or over-deep value in `value`, walked without recursion (a hostile body can be deeper than
+ * the stack). Keys are checked like values.
+ */
+export function findUnsafeInput(value: unknown, root: string): Finding | undefined {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: root, depth: 0 }];
+  while (stack.length > 0) {
+    const item = stack.pop() as { value: unknown; path: string; depth: number };
+    if (typeof item.value === "string") {
+      if (item.value.includes("\u0000")) return { field: item.path, message: "must not contain NUL" };
+      continue;
+    }
+    if (typeof item.value !== "object" || item.value === null) continue;
+    if (item.depth >= MAX_DEPTH) {
+      return { field: item.path, message: `is nested deeper than ${MAX_DEPTH} levels` };
+    }
+    const entries = Array.isArray(item.value)
+      ? item.value.map((v, i) => [String(i), v] as const)
+      : Object.entries(item.value);
+    for (const [key, child] of entries) {
+      const path = `${item.path}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+      if (key.includes("\u0000")) return { field: item.path, message: "has a property name containing NUL" };
+      stack.push({ value: child, path, depth: item.depth + 1 });
+    }
+  }
+  return undefined;
+}
+
+/** The problem for one of Fastify's framework errors (bad URL encoding, over-long path parameter). */
+function frameworkProblem(error: FastifyError): SvcError {
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") {
+    return new SvcError(ErrorCode.UriTooLong, "A path segment is longer than any identifier of this API.");
+  }
+  if (error.code === "FST_ERR_BAD_URL") {
+    return new SvcError(ErrorCode.BadRequest, "The URL is not validly %-encoded.");
+  }
+  return new SvcError(ErrorCode.BadRequest, "The request could not be routed.");
+}
+
+/** Node's client errors, answered on the raw socket (no request object exists yet). */
+function clientErrorReply(error: NodeJS.ErrnoException & { code?: string }): SvcError {
+  if (error.code === "HPE_HEADER_OVERFLOW") {
+    return new SvcError(
+      ErrorCode.HeadersTooLarge,
+      "The request line and headers are too large (the query string counts).",
+    );
+  }
+  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    return new SvcError(ErrorCode.RequestTimeout, "The request was not received in time.");
+  }
+  return new SvcError(ErrorCode.BadRequest, "The request is not valid HTTP.");
+}
+
+export interface EdgeOptions {
+  readonly problemsBaseUrl: string;
+}
+
+/** Options for the Fastify factory: framework errors and client errors as problem documents. */
+export function edgeFactoryOptions(problemsBaseUrl: string) {
+  return {
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const problem = toProblem(frameworkProblem(error), problemsBaseUrl);
+      void reply
+        .code(problem.status)
+        .header("x-content-type-options", "nosniff")
+        .type(PROBLEM_CONTENT_TYPE)
+        .send(problem);
+    },
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
+      if (error.code === "ECONNRESET" || socket.destroyed) return;
+      if (socket.writable) {
+        const problem = toProblem(clientErrorReply(error), problemsBaseUrl);
+        const body = JSON.stringify(problem);
+        socket.write(
+          `HTTP/1.1 ${problem.status} ${problem.title}\r\n` +
+            `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+            "X-Content-Type-Options: nosniff\r\n" +
+            `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+            "Connection: close\r\n\r\n" +
+            body,
+        );
+      }
+      socket.destroy();
+    },
+  };
+}
+
+const METHODS: HTTPMethod[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+export const edgePlugin = fp<EdgeOptions>(
+  async (app: FastifyInstance) => {
+    // JSON API responses, later also server-rendered surfaces: helmet's defaults (nosniff, frame and
+    // referrer policies, a same-origin CSP) fit both.
+    await app.register(helmet, { global: true });
+
+    // Every route is also entered here, so that a 404 can tell "no such path" from "not this method".
+    const paths = FindMyWay({ ignoreTrailingSlash: false, maxParamLength: 100 });
+    app.addHook("onRoute", (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      for (const method of methods) {
+        const m = method.toUpperCase() as HTTPMethod;
+        if (METHODS.includes(m) && !paths.hasRoute(m, route.url)) paths.on(m, route.url, () => undefined);
+      }
+    });
+    app.decorate("allowedMethods", (url: string): HTTPMethod[] => {
+      const path = url.split("?")[0] ?? url;
+      return METHODS.filter((m) => paths.find(m, path) !== null);
+    });
+
+    app.addHook("preValidation", async (request) => {
+      const finding =
+        findUnsafeInput(request.params, "/params") ??
+        findUnsafeInput(request.query, "/query") ??
+        findUnsafeInput(request.body, "/body");
+      if (finding !== undefined) throw new ValidationError([finding]);
+    });
+  },
+  { name: "svc-edge", fastify: "5.x" },
+);
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The methods a path is served with (empty when no route has the path). */
+    allowedMethods(url: string): HTTPMethod[];
+  }
+}

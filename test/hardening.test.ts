@@ -1,0 +1,296 @@
+/**
+ * Issue 8: regressions of what was seen from outside, each named after its point: reach leaks (3), input
+ * that reached PostgreSQL as a 500 (4), errors that were not problem documents (5), SSRF targets accepted
+ * at create time (7) and the security headers (8).
+ */
+import { connect } from "node:net";
+
+import { gatewayService } from "@svc/service-gateway";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { rbacService } from "@svc/service-rbac";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http, type HttpResponse } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+let base: string;
+let operator: string;
+
+const ALL = [
+  "user.create",
+  "user.read",
+  "user.update",
+  "role.read",
+  "role.update",
+  "job.read",
+  "webhook.read",
+  "webhook.manage",
+  "membership.read",
+  "membership.update",
+  "integration.read",
+  "integration.manage",
+];
+
+async function api(method: string, path: string, token: string | null = operator, body?: unknown) {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  return http(`${base}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+function expectProblem(response: HttpResponse, status: number) {
+  expect(response.status, response.text).toBe(status);
+  expect(response.headers["content-type"]).toMatch(/^application\/problem\+json/);
+  const problem = response.json<{ status: number; type: string; title: string; detail: string }>();
+  expect(problem.status).toBe(status);
+  expect(typeof problem.detail).toBe("string");
+  return problem as typeof problem & { errors?: Array<{ field: string }> };
+}
+
+/** A request written as raw bytes, for what an HTTP client library would refuse or repair. */
+function raw(text: string): Promise<{ status: number; head: string; body: string }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    let data = "";
+    socket.on("data", (c: Buffer) => (data += c.toString()));
+    socket.on("end", () => {
+      const [head = "", body = ""] = data.split("\r\n\r\n");
+      resolve({ status: Number(head.split(" ")[1]), head, body });
+    });
+    socket.on("error", reject);
+    socket.write(text);
+  });
+}
+
+afterAll(() => h.stopAll());
+
+beforeAll(async () => {
+  const env = { BackendHost__RateLimitApiPerMinute: "0" };
+  await h.start(rbacService, env);
+  await h.start(webhookDispatcherService, env);
+  await h.start(jobReaperService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", permissions: ALL });
+  // Two users, one a member of `default`.
+  for (const userName of ["member-one", "outsider-two"]) {
+    const created = await api("POST", "/api/users", operator, { userName, password: "long-enough-pass" });
+    expect(created.status).toBe(201);
+    if (userName === "member-one") {
+      const id = created.json<{ id: string }>().id;
+      expect((await api("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
+    }
+  }
+});
+
+describe("issue 8, point 3: reach leaks", () => {
+  it("a workspace session holding role.read gets 403 from the global role assignments, not every user", async () => {
+    const scoped = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ALL });
+    const problem = expectProblem(await api("GET", "/api/rbac/users", scoped), 403);
+    expect(problem).toMatchObject({ requiredScope: "platform" });
+    expect(JSON.stringify(problem)).not.toContain("outsider-two");
+    expectProblem(await api("GET", "/api/rbac/roles", scoped), 403);
+  });
+
+  it("a session with no scope claim never gets platform reach", async () => {
+    const noScope = await mintToken({ permissions: ALL });
+    expectProblem(await api("GET", "/api/rbac/users", noScope), 403);
+    const users = await api("GET", "/api/users", noScope);
+    expect(users.status).toBe(200);
+    expect(users.json<{ items: unknown[] }>().items).toEqual([]);
+    expect((await api("GET", "/api/webhooks", noScope)).json<{ items: unknown[] }>().items).toEqual([]);
+    expectProblem(await api("GET", "/api/workspaces/default/members", noScope), 404);
+    // An integration made by a session with no scope would be a platform-wide one.
+    expectProblem(await api("POST", "/api/security/integrations", noScope, { name: "x" }), 404);
+    const platformMade = await api("POST", "/api/security/integrations", operator, { name: "y" });
+    expect(platformMade.status).toBe(201);
+  });
+
+  it("a workspace session sees only its own workspace's members among users", async () => {
+    const scoped = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ALL });
+    const names = (await api("GET", "/api/users", scoped))
+      .json<{ items: Array<{ userName: string }> }>()
+      .items.map((u) => u.userName);
+    expect(names).toContain("member-one");
+    expect(names).not.toContain("outsider-two");
+  });
+
+  it("role.read, plugin.execute and config.update do not survive the workspace-admin key filter", async () => {
+    const { filterWorkspaceKeys } = await import("@svc/access");
+    expect(
+      filterWorkspaceKeys(["role.read", "plugin.execute", "config.update", "membership.read"], new Set()),
+    ).toEqual(["membership.read"]);
+  });
+});
+
+describe("issue 8, point 4: input that reached PostgreSQL", () => {
+  it("refuses NUL in query, path and body strings with a 400 naming the field", async () => {
+    const query = expectProblem(await api("GET", "/api/jobs?workspaceKey=%00"), 400);
+    expect(query.errors?.[0]?.field).toBe("/query/workspaceKey");
+    const body = expectProblem(
+      await api("POST", "/api/users", operator, {
+        userName: "nul-user",
+        password: "long-enough-pass",
+        displayName: "a\u0000b",
+      }),
+      400,
+    );
+    expect(body.errors?.[0]?.field).toBe("/body/displayName");
+    const path = expectProblem(await api("GET", "/api/workspaces/%00/members"), 400);
+    expect(path.errors?.[0]?.field).toBe("/params/workspaceKey");
+    const resolve = await http(`${base}/workspace/public/resolve?workspaceKey=%00`, {
+      headers: { host: "localhost" },
+    });
+    expectProblem(resolve, 400);
+  });
+
+  it("refuses hand-made paging cursors with a 400 naming the cursor", async () => {
+    const b64 = (text: string) => Buffer.from(text).toString("base64url");
+    for (const [path, cursor] of [
+      ["/api/users", b64("u:\u0000")],
+      ["/api/users", b64(JSON.stringify(["users", "a\u0000"]))],
+      ["/api/jobs", b64("j:99999999999999999999")],
+      ["/api/jobs", b64(JSON.stringify(["jobs", "9223372036854775808"]))],
+      ["/api/webhooks", b64(JSON.stringify(["webhooks", "2026-01-01T00:00:00.000Z", "not-a-uuid"]))],
+      [
+        "/api/webhooks",
+        b64(
+          JSON.stringify(["webhooks", "+275760-09-13T00:00:00.000Z", "00000000-0000-0000-0000-000000000000"]),
+        ),
+      ],
+      ["/api/webhooks", b64(JSON.stringify({ at: "2026-99-99", id: "x" }))],
+      ["/api/webhooks", "%%%"],
+    ] as const) {
+      const problem = expectProblem(await api("GET", `${path}?cursor=${encodeURIComponent(cursor)}`), 400);
+      expect(problem.errors?.[0]?.field, `${path} ${cursor}`).toBe("/query/cursor");
+    }
+  });
+
+  it("pages users through the cursor it issued", async () => {
+    const first = (await api("GET", "/api/users?limit=1")).json<{ items: unknown[]; nextCursor: string }>();
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await api("GET", `/api/users?limit=1&cursor=${first.nextCursor}`);
+    expect(second.status).toBe(200);
+    expect(second.json<{ items: unknown[] }>().items).toHaveLength(1);
+  });
+
+  it("refuses a targetUrl longer than the column holds, naming the field", async () => {
+    const problem = expectProblem(
+      await api("POST", "/api/webhooks", operator, {
+        eventName: "user.created",
+        targetUrl: `https://example.com/${"a".repeat(2_100)}`,
+        secret: "s",
+      }),
+      400,
+    );
+    expect(problem.errors?.map((e) => e.field)).toContain("/body/targetUrl");
+  });
+
+  it("refuses JSON nested deeper than the limit, without a stack overflow", async () => {
+    const deep = `{"eventName":"user.created","secret":"s","targetUrl":"https://example.com","x":${"[".repeat(10_000)}${"]".repeat(10_000)}}`;
+    const problem = expectProblem(await api("POST", "/api/webhooks", operator, deep), 400);
+    expect(problem.detail).toMatch(/nested deeper/);
+    // The gateway still answers.
+    expect((await api("GET", "/api/webhooks")).status).toBe(200);
+  });
+});
+
+describe("issue 8, point 5: every error is a problem document", () => {
+  it("bad %-encoding is a 400 problem", async () => {
+    expectProblem(await api("GET", "/api/users/%FF%FE"), 400);
+  });
+
+  it("a 5,000-character path parameter is a 414 problem", async () => {
+    expectProblem(await api("GET", `/api/users/${"a".repeat(5_000)}`), 414);
+  });
+
+  it("a 70 KB query is a 431 problem", async () => {
+    const response = await raw(
+      `GET /api/users?q=${"a".repeat(70_000)} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+    );
+    expect(response.status).toBe(431);
+    expect(response.head.toLowerCase()).toContain("content-type: application/problem+json");
+    expect(JSON.parse(response.body)).toMatchObject({ status: 431, code: "SVC_HEADERS_TOO_LARGE" });
+  });
+
+  it("an unsupported method on a known path is 405 with Allow", async () => {
+    const response = await api("PATCH", "/api/users");
+    expectProblem(response, 405);
+    expect(String(response.headers.allow).split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
+    const item = await api("POST", "/api/users/00000000-0000-0000-0000-000000000000");
+    expectProblem(item, 405);
+    expect(String(item.headers.allow)).toContain("DELETE");
+    // An unknown path stays 404.
+    expectProblem(await api("PATCH", "/api/nothing-here"), 404);
+  });
+
+  it("unparsable JSON and an unsupported media type are problems", async () => {
+    expectProblem(await api("POST", "/api/webhooks", operator, "{not json"), 400);
+    const wrongType = await http(`${base}/api/webhooks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "text/csv" },
+      body: "a,b",
+    });
+    expectProblem(wrongType, 415);
+  });
+});
+
+describe("issue 8, point 7: SSRF targets refused at create time", () => {
+  it("refuses literal loopback, metadata and IPv4-compatible IPv6 targets", async () => {
+    for (const targetUrl of [
+      "http://127.0.0.1/hook",
+      "http://169.254.169.254/latest/meta-data",
+      "http://[::a9fe:a9fe]/",
+      "http://[::7f00:1]/",
+      "http://[::ffff:10.0.0.1]/",
+      "http://0x7f.1/",
+    ]) {
+      const problem = expectProblem(
+        await api("POST", "/api/webhooks", operator, { eventName: "user.created", targetUrl, secret: "s" }),
+        400,
+      );
+      expect(
+        problem.errors?.map((e) => e.field),
+        targetUrl,
+      ).toEqual(["/body/targetUrl"]);
+    }
+    // Names are judged when connecting, not here.
+    const named = await api("POST", "/api/webhooks", operator, {
+      eventName: "user.created",
+      targetUrl: "https://hooks.example.com/x",
+      secret: "s",
+    });
+    expect(named.status).toBe(201);
+  });
+});
+
+describe("issue 8, point 8: headers", () => {
+  it("sends nosniff everywhere, no-store on operator answers and WWW-Authenticate on 401", async () => {
+    const ok = await api("GET", "/api/users");
+    expect(ok.headers["x-content-type-options"]).toBe("nosniff");
+    expect(ok.headers["cache-control"]).toBe("no-store");
+    const forbidden = await api("GET", "/api/users", await mintToken({ scope: "platform" }));
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.headers["cache-control"]).toBe("no-store");
+    const anonymous = await api("GET", "/api/users", null);
+    expectProblem(anonymous, 401);
+    expect(anonymous.headers["www-authenticate"]).toBe('Bearer realm="svc"');
+    const badToken = await api("GET", "/api/users", "not-a-token");
+    expect(badToken.headers["www-authenticate"]).toBe('Bearer realm="svc", error="invalid_token"');
+    for (const path of ["/health", "/ready", "/metrics", "/openapi.json", "/nowhere"]) {
+      expect((await http(`${base}${path}`)).headers["x-content-type-options"], path).toBe("nosniff");
+    }
+    const resolve = await http(`${base}/workspace/public/resolve`, { headers: { host: "localhost" } });
+    expect(resolve.headers["x-content-type-options"]).toBe("nosniff");
+    expect((await api("GET", `/api/users/${"a".repeat(5_000)}`)).headers["x-content-type-options"]).toBe(
+      "nosniff",
+    );
+  });
+});

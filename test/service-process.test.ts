@@ -2,7 +2,8 @@
  * Issue 2: every service runs as its own process, answers on NATS, and on SIGTERM drains and exits 0
  * within 10 seconds; a bad configuration lists every bad variable and exits non-zero.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
 import { join } from "node:path";
 
 import { Bus, connectNats, type PingReply } from "@svc/bus";
@@ -36,12 +37,23 @@ function spawnService(name: string, env: Record<string, string>) {
   return { child, exited };
 }
 
+/** promtool (Debian: apt-get install prometheus); CI installs it, so there its absence is a failure. */
+const promtool = spawnSync("promtool", ["--version"]).status === 0;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 afterAll(() => {
   for (const child of children) child.kill("SIGKILL");
 });
 
 describe("service processes", () => {
-  it("all six start, answer their ping over NATS, and exit 0 within 10 s of SIGTERM", async () => {
+  it("all six start, answer their ping over NATS, serve promtool-clean /metrics (issue 8, point 11), and exit 0 within 10 s of SIGTERM", async () => {
     const log = createLogger("test", "silent");
     const nc = await connectNats({ url: h.env.NATS_URL as string, name: "probe", logger: log });
     const bus = new Bus({
@@ -51,7 +63,11 @@ describe("service processes", () => {
       logger: log,
       defaultTimeoutMs: 1_000,
     });
-    const started = SERVICES.map((name) => ({ name, ...spawnService(name, h.env) }));
+    const port = await freePort();
+    const started = SERVICES.map((name) => ({
+      name,
+      ...spawnService(name, { ...h.env, GATEWAY_PORT: String(port) }),
+    }));
     try {
       for (const { name } of started) {
         const until = Date.now() + 30_000;
@@ -64,6 +80,14 @@ describe("service processes", () => {
           }
         }
         expect(reply.service).toBe(name);
+      }
+      // Every service's metrics, process defaults included, gathered by the gateway.
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain('service="job-reaper"');
+      expect(metrics).toContain("process_cpu_user_seconds_total");
+      if (promtool || process.env.CI) {
+        // Throws (and fails the test) with promtool's findings when it refuses the exposition.
+        execFileSync("promtool", ["check", "metrics"], { input: metrics, stdio: ["pipe", "pipe", "pipe"] });
       }
       const stopAt = Date.now();
       for (const { child } of started) child.kill("SIGTERM");

@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 
 import { defaults, loadConfigOrExit } from "@svc/config";
 
@@ -25,7 +25,8 @@ import {
 } from "./lib/stack.js";
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
-const stateDir = join(repoRoot, ".dev");
+/** Where the servers this script starts keep their data (SVC_DEV_DIR, default `.dev/` in the checkout). */
+const stateDir = resolve(process.env.SVC_DEV_DIR ?? join(repoRoot, ".dev"));
 /** Servers this script started (stopped last) and the services (stopped first). */
 const servers: ChildProcess[] = [];
 const children: ChildProcess[] = [];
@@ -105,7 +106,8 @@ async function ensurePostgres(url: string): Promise<void> {
         PG_DATA_DIR: dataDir,
         PG_PORT: String(port),
         PG_USER: decodeURIComponent(u.username || "postgres"),
-        PG_PASSWORD: decodeURIComponent(u.password || "postgres"),
+        // No password in DATABASE_URL: the embedded server trusts local connections (loopback only).
+        PG_PASSWORD: decodeURIComponent(u.password),
       },
       stdio: ["ignore", "inherit", "inherit"],
       detached: true,
@@ -119,11 +121,30 @@ async function ensurePostgres(url: string): Promise<void> {
   await waitFor(
     "the embedded PostgreSQL",
     async () => {
-      if (exited) throw new Error("the embedded PostgreSQL exited during start-up (see its output above)");
+      if (exited) {
+        throw new Error(
+          "the embedded PostgreSQL exited during start-up; its last line above says what to do",
+        );
+      }
       return tcpReachable(host, port);
     },
     120_000,
   );
+}
+
+/** A first connection's failure, with what to do about it. */
+function explainDatabaseError(error: unknown, url: string): Error {
+  const { host, port } = hostPort(url, 5432);
+  const code = (error as { code?: string }).code;
+  const message = (error as Error).message ?? String(error);
+  if (code === "28P01" || code === "28000" || /password/i.test(message)) {
+    return new Error(
+      `PostgreSQL at ${host}:${port} refused the credentials in DATABASE_URL (${message}). ` +
+        "Put the right user and password in DATABASE_URL; for the embedded server, use the DATABASE_URL " +
+        `its data folder was created with, or delete ${join(stateDir, "postgres")} to start afresh.`,
+    );
+  }
+  return new Error(`PostgreSQL at ${host}:${port}: ${message}`);
 }
 
 /** Runs the bundle of scripts/build.mjs: what the container image runs, and half the memory of tsx. */
@@ -173,7 +194,9 @@ try {
   mkdirSync(stateDir, { recursive: true });
   await ensureNats(config.natsUrl);
   await ensurePostgres(config.databaseUrl);
-  const applied = await migrateAll(config.databaseUrl);
+  const applied = await migrateAll(config.databaseUrl).catch((error: unknown) => {
+    throw explainDatabaseError(error, config.databaseUrl);
+  });
   say(`migrations: ${applied.length === 0 ? "up to date" : `applied ${applied.length}`}`);
   await seedDemo(config.databaseUrl, { withAdmin: config.nodeEnv === "development" });
   say(`seeded tenant '${DEMO.tenantKey}' and workspace '${DEMO.workspaceKey}' on ${DEMO.hosts.join(", ")}`);

@@ -1,0 +1,127 @@
+/**
+ * Issue 8, point 1: the README's first command on a machine with no PostgreSQL: `make dev` (scripts/dev.ts)
+ * against ports where nothing listens starts its own NATS and an embedded PostgreSQL, serves the resolve
+ * route, and stops cleanly; reusing the embedded data folder with another password says what to do.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, describe, expect, it } from "vitest";
+
+import { repoRoot } from "../scripts/lib/stack.js";
+import { http } from "./support/http.js";
+
+// Readable by others: as root, the embedded server runs as user postgres, which must reach the folder.
+const stateDir = mkdtempSync(join(tmpdir(), "svc-dev-test-"));
+chmodSync(stateDir, 0o755);
+const running = new Set<ChildProcess>();
+
+afterAll(() => {
+  for (const child of running) child.kill("SIGKILL");
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function startDev(env: Record<string, string>) {
+  const child = spawn(process.execPath, ["--import", "tsx", join("scripts", "dev.ts")], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/root",
+      SVC_DEV_DIR: stateDir,
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(child);
+  let output = "";
+  child.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+  child.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
+  const waitForOutput = async (pattern: RegExp, timeoutMs: number) => {
+    const end = Date.now() + timeoutMs;
+    while (!pattern.test(output)) {
+      if (Date.now() > end || child.exitCode !== null) {
+        throw new Error(`dev stack did not print ${pattern}:\n${output.slice(-4_000)}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  return { child, exited, output: () => output, waitForOutput };
+}
+
+describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
+  it("starts NATS and an embedded PostgreSQL on unused ports, serves the resolve route, stops on Ctrl-C", async () => {
+    const [pgPort, natsPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
+    // The default-shaped URL: no password.
+    const dev = startDev({
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/svc`,
+      NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      GATEWAY_PORT: String(gatewayPort),
+      LOG_LEVEL: "warn",
+    });
+    await dev.waitForOutput(/\[dev\] ready:/, 150_000);
+    expect(dev.output()).toContain(`starting an embedded server on port ${pgPort}`);
+    const resolved = await http(`http://127.0.0.1:${gatewayPort}/workspace/public/resolve`, {
+      headers: { host: "localhost" },
+    });
+    expect(resolved.json()).toEqual({ resolved: true, workspaceKey: "default" });
+    const login = await http(`http://127.0.0.1:${gatewayPort}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
+    });
+    expect(login.status).toBe(200);
+    dev.child.kill("SIGINT");
+    expect(await dev.exited).toBe(0);
+    expect(dev.output()).toContain("[dev] stopped");
+
+    // The same data folder with a password in DATABASE_URL: a message that says what to do.
+    const again = startDev({
+      DATABASE_URL: `postgres://postgres:other-secret@127.0.0.1:${pgPort}/svc`,
+      NATS_URL: `nats://127.0.0.1:${natsPort}`,
+      GATEWAY_PORT: String(gatewayPort),
+      LOG_LEVEL: "warn",
+    });
+    expect(await again.exited).toBe(1);
+    expect(again.output()).toMatch(/embedded PostgreSQL: the data folder .* was initialised .* no password/);
+    expect(again.output()).toMatch(/Use the DATABASE_URL it was created with, or delete/);
+    expect(again.output()).not.toContain("other-secret");
+  }, 240_000);
+
+  it.runIf(process.getuid?.() === 0)(
+    "as root, a data folder the postgres user cannot reach fails with a message that says what to do",
+    async () => {
+      const closed = mkdtempSync(join(tmpdir(), "svc-dev-closed-"));
+      chmodSync(closed, 0o700);
+      try {
+        const dev = startDev({
+          SVC_DEV_DIR: join(closed, "state"),
+          DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/svc`,
+          NATS_URL: `nats://127.0.0.1:${await freePort()}`,
+          GATEWAY_PORT: String(await freePort()),
+        });
+        expect(await dev.exited).toBe(1);
+        expect(dev.output()).toMatch(/embedded PostgreSQL: .*cannot enter .*Set SVC_DEV_DIR/);
+      } finally {
+        rmSync(closed, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
+});

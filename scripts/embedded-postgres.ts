@@ -12,8 +12,8 @@
  *
  * Environment: PG_DATA_DIR, PG_PORT, PG_USER, PG_PASSWORD (empty: trust).
  */
-import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 

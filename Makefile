@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench build clean
+.PHONY: bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos build clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -44,6 +44,10 @@ check: lint typecheck test
 ## Prints throughput and latency of the public route next to bare Fastify and moleculer-web.
 bench: node_modules/.install-stamp
 	$(NODE_RUN) bench/src/main.ts $(BENCH_ARGS)
+
+## Kills each service, NATS and the database connections under webhook load; fails on lost or duplicated work.
+chaos: node_modules/.install-stamp
+	$(NODE_RUN) scripts/chaos.ts $(CHAOS_ARGS)
 
 ## Bundles each service into dist/ for the container image.
 build: node_modules/.install-stamp

@@ -1,0 +1,99 @@
+/**
+ * Steady load: events published straight onto JetStream through the project's publisher, at a fixed rate,
+ * each with its own event id and a sequence number in its data. A publish that fails (NATS down, no
+ * JetStream yet) is retried with the same event id (the stream's duplicate window drops a repeat); an
+ * event counts as published once JetStream acknowledged it.
+ */
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import type { EventPublisher } from "@svc/bus";
+
+export const CHAOS_EVENT = "chaos.tick";
+
+export interface ChaosEvent {
+  readonly seq: number;
+  readonly eventId: string;
+  /** When the harness first tried to publish it. */
+  readonly createdAt: number;
+  /** When JetStream acknowledged it; undefined while it is not (or never was). */
+  ackedAt: number | undefined;
+  attempts: number;
+  /** JetStream said it had the event already (an earlier try was stored, its ack lost). */
+  duplicateAck: boolean;
+}
+
+export class SteadyLoad {
+  readonly events: ChaosEvent[] = [];
+  publishErrors = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private giveUpAt = Number.POSITIVE_INFINITY;
+
+  constructor(
+    private readonly publisher: EventPublisher,
+    private readonly ratePerSecond: number,
+    private readonly workspaceKey: string,
+    private readonly runId: string,
+  ) {}
+
+  /** Creates events at the rate (ticks of 20 ms, catching up on timer lag) until stop(). */
+  start(): void {
+    const t0 = Date.now();
+    this.timer = setInterval(() => {
+      const due = Math.floor(((Date.now() - t0) / 1000) * this.ratePerSecond);
+      while (this.events.length < due) this.publish(this.create());
+    }, 20);
+  }
+
+  private create(): ChaosEvent {
+    const event: ChaosEvent = {
+      seq: this.events.length,
+      eventId: randomUUID(),
+      createdAt: Date.now(),
+      ackedAt: undefined,
+      attempts: 0,
+      duplicateAck: false,
+    };
+    this.events.push(event);
+    return event;
+  }
+
+  private publish(e: ChaosEvent): void {
+    const task = (async () => {
+      for (;;) {
+        e.attempts++;
+        try {
+          const ack = await this.publisher.publish(
+            CHAOS_EVENT,
+            this.workspaceKey,
+            { seq: e.seq, eventId: e.eventId, run: this.runId },
+            { eventId: e.eventId, occurredAt: new Date(e.createdAt) },
+          );
+          e.ackedAt = Date.now();
+          e.duplicateAck = ack.duplicate;
+          return;
+        } catch {
+          this.publishErrors++;
+          if (Date.now() >= this.giveUpAt) return;
+          await sleep(250);
+        }
+      }
+    })();
+    this.inFlight.add(task);
+    void task.finally(() => this.inFlight.delete(task));
+  }
+
+  /** Events not yet acknowledged are being retried. */
+  get pending(): number {
+    return this.inFlight.size;
+  }
+
+  /** Stops creating events; publishes still unacknowledged after `graceMs` are given up. */
+  async stop(graceMs: number): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.giveUpAt = Date.now() + graceMs;
+    await Promise.all([...this.inFlight]);
+  }
+}

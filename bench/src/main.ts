@@ -4,7 +4,8 @@
  *   - bare Fastify returning the same JSON (one process, no hop: the ceiling);
  *   - moleculer-web forwarding to a moleculer action over the same NATS (the peer a Node user would pick).
  * Also the gateway with its resolution cache off (every request crosses NATS to the resolver and
- * PostgreSQL), and the idle resident memory of each of the six services.
+ * PostgreSQL), and the idle resident memory and CPU of each of the six services (with the database's
+ * transactions per second while idle).
  *
  * Then the job engine next to graphile-worker (jobs.ts).
  *
@@ -91,6 +92,44 @@ async function stop(child: ChildProcess) {
   });
 }
 
+/** User + system CPU time of a process so far, in seconds (from /proc; clock ticks are 100 Hz on Linux). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name, which is in parentheses and may contain spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function committedTransactions(): Promise<number> {
+  const admin = new pg.Client({ connectionString: serverUrl.toString() });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query<{ n: string }>(
+      "SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1",
+      [dbName],
+    );
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** CPU share of each idle service and the database's transactions per second, over `seconds`. */
+async function measureIdle(services: Array<{ name: string; child: ChildProcess }>, seconds: number) {
+  const before = services.map(({ child }) => cpuSeconds(child.pid as number));
+  const xactBefore = await committedTransactions();
+  await new Promise((r) => setTimeout(r, seconds * 1_000));
+  const xactAfter = await committedTransactions();
+  services.forEach(({ name, child }, i) => {
+    idle.push({
+      service: name,
+      cpuPercent: ((cpuSeconds(child.pid as number) - (before[i] as number)) / seconds) * 100,
+    });
+  });
+  // pg_stat_database is updated when a backend reports (at most every second or so): a long window smooths it.
+  idleTransactionsPerSecond = (xactAfter - xactBefore) / seconds;
+}
+
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
@@ -123,6 +162,8 @@ async function cleanup() {
 
 const results: Array<LoadResult & { name: string }> = [];
 const memory: Array<{ service: string; rssMb: number }> = [];
+const idle: Array<{ service: string; cpuPercent: number }> = [];
+let idleTransactionsPerSecond = 0;
 
 async function httpBench() {
   try {
@@ -150,6 +191,8 @@ async function httpBench() {
     await httpReady(`${gateway}/ready`);
     await new Promise((r) => setTimeout(r, 3_000));
     for (const { name, child } of services) memory.push({ service: name, rssMb: rssMb(child.pid as number) });
+    log("measuring the idle stack for 10 s");
+    await measureIdle(services, 10);
 
     // 1. Bare Fastify.
     const barePort = await freePort();
@@ -252,6 +295,12 @@ function printHttp() {
   console.log("\nidle resident memory (target < 100 MB each)");
   for (const m of memory)
     console.log(`  ${pad(m.service, 20)}${m.rssMb.toFixed(1)} MB ${m.rssMb < 100 ? "" : "(over)"}`);
+  console.log("\nidle CPU over 10 s, no request and no job (target < 2 % each)");
+  for (const c of idle)
+    console.log(`  ${pad(c.service, 20)}${c.cpuPercent.toFixed(2)} % ${c.cpuPercent < 2 ? "" : "(over)"}`);
+  console.log(
+    `  database: ${idleTransactionsPerSecond.toFixed(1)} transactions/s (slow polls, lease sweeps and heartbeats only)`,
+  );
 }
 
 const only = args.only;

@@ -259,8 +259,10 @@ describe("the worker", () => {
     await new Promise((r) => setTimeout(r, 100));
     const enqueuedAt = Date.now();
     await enqueue(db, "noop", {});
-    await until(async () => startedAt.length === 1, 5_000);
-    expect((startedAt[0] as number) - enqueuedAt).toBeLessThan(1_000);
+    await until(async () => startedAt.length === 1, 15_000);
+    // The slow poll is a minute away: anything well under it was the notification, however busy the
+    // machine (the latency itself is a benchmark figure, not a test's).
+    expect((startedAt[0] as number) - enqueuedAt).toBeLessThan(10_000);
     await worker.stop();
   });
 

@@ -143,6 +143,19 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
       400,
     );
     expect(body.errors?.[0]?.field).toBe("/body/displayName");
+    const surrogate = expectProblem(
+      await api(
+        "POST",
+        "/api/webhooks",
+        operator,
+        '{"eventName":"user.created","secret":"\\ud800x","targetUrl":"https://example.com"}',
+      ),
+      400,
+    );
+    expect(surrogate.errors?.[0]).toMatchObject({
+      field: "/body/secret",
+      message: expect.stringMatching(/surrogate/),
+    });
     const path = expectProblem(await api("GET", "/api/workspaces/%00/members"), 400);
     expect(path.errors?.[0]?.field).toBe("/params/workspaceKey");
     const resolve = await http(`${base}/workspace/public/resolve?workspaceKey=%00`, {

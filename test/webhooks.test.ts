@@ -230,6 +230,17 @@ describe("delivery", () => {
     expect(receiver.received.map((r) => JSON.parse(r.body).data.n)).toEqual([2]);
   });
 
+  it("drops an event holding NUL or a lone surrogate without holding back the others (issue 8, point 4)", async () => {
+    await subscribe({ eventName: "user.created" });
+    await events.publish("user.created", null, { name: "a\u0000b" });
+    await events.publish("user.created", null, { name: "x\ud800y" });
+    await events.publish("user.created", null, { name: "fine" });
+    await receiver.waitFor(1);
+    await until(async () => (await onlyJob()).status === "Succeeded");
+    expect(JSON.parse(receiver.received[0]?.body ?? "{}").data).toEqual({ name: "fine" });
+    expect(receiver.received).toHaveLength(1);
+  });
+
   it("keeps the delivery id across attempts and completes on the first 2xx", async () => {
     await subscribe({ eventName: "user.deleted" });
     // Attempt 1: three tries, all 503 (two transport retries); attempt 2: 503, then 204.

@@ -4,6 +4,11 @@
  * matching active subscription, with the idempotency key `<event id>:<subscription id>`, and only then
  * acknowledges. A redelivered event (a crash between enqueue and ack) enqueues nothing new, so each
  * (event, subscription) pair becomes exactly one job.
+ *
+ * Bad input never blocks the stream: an event whose payload is not JSON, holds a NUL or an unpaired
+ * surrogate, is nested too deep, or whose id or workspace header is unusable is dropped (terminated, with
+ * a warning). When a batch fails, its events are retried one by one, so that one event the database
+ * refuses (a data exception) is dropped alone and the others go through; other failures are redelivered.
  */
 import { randomUUID } from "node:crypto";
 
@@ -18,6 +23,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { eventsSubject, Header } from "@svc/bus";
 import type { Db } from "@svc/db";
+import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
 
@@ -63,10 +69,16 @@ export async function startMatcher(
     readonly data: unknown;
   }
 
+  const drop = (m: JsMsg, eventName: string, reason: string) => {
+    options.log.warn({ eventName, seq: m.seq, reason }, "dropped an event that cannot be delivered");
+    settle(() => m.term());
+  };
+
   const parse = (m: JsMsg): Parsed | null => {
     const eventName = m.subject.startsWith(eventsPrefix) ? m.subject.slice(eventsPrefix.length) : m.subject;
+    let parsed: Parsed;
     try {
-      return {
+      parsed = {
         m,
         eventName,
         eventId: m.headers?.get(Header.MsgId) || `seq-${m.seq}`,
@@ -77,10 +89,22 @@ export async function startMatcher(
         data: m.data.length === 0 ? {} : m.json(),
       };
     } catch {
-      options.log.warn({ eventName }, "ignored an event whose payload is not JSON");
-      m.term();
+      drop(m, eventName, "the payload is not JSON");
       return null;
     }
+    const unsafe = findUnsafeInput(
+      { eventName, eventId: parsed.eventId, workspaceKey: parsed.workspaceKey, data: parsed.data },
+      "",
+    );
+    if (unsafe !== undefined) {
+      drop(m, eventName, `${unsafe.field} ${unsafe.message}`);
+      return null;
+    }
+    if (parsed.eventId.length > 200 || (parsed.workspaceKey?.length ?? 0) > 200) {
+      drop(m, eventName, "the event id or workspace key is longer than 200 characters");
+      return null;
+    }
+    return parsed;
   };
 
   /** One batch: one matching query for its distinct (name, workspace) pairs, one insert, then the acks. */
@@ -125,6 +149,18 @@ export async function startMatcher(
     }
   };
 
+  const handleAlone = async (m: JsMsg) => {
+    try {
+      await handleBatch([m]);
+    } catch (err) {
+      if (isDataException(err)) drop(m, m.subject, `the database refused it (${sqlState(err)})`);
+      else {
+        options.log.error({ err }, "could not match an event; it will be redelivered");
+        settle(() => m.nak(1_000));
+      }
+    }
+  };
+
   // Messages that arrive while a batch is being written join the next batch.
   let pending: JsMsg[] = [];
   let flushing: Promise<void> | undefined;
@@ -137,6 +173,15 @@ export async function startMatcher(
         try {
           await handleBatch(batch);
         } catch (err) {
+          if (batch.length > 1 && isDataException(err)) {
+            // One event the database refuses must not hold back the others: one by one, then.
+            for (const m of batch) await handleAlone(m);
+            continue;
+          }
+          if (isDataException(err)) {
+            drop(batch[0] as JsMsg, batch[0]?.subject ?? "", `the database refused it (${sqlState(err)})`);
+            continue;
+          }
           // Not acknowledged: redelivered after a pause, and enqueueing is idempotent.
           options.log.error({ err, count: batch.length }, "could not match events; they will be redelivered");
           for (const m of batch) settle(() => m.nak(1_000));
@@ -161,4 +206,14 @@ export async function startMatcher(
       await loop.catch(() => undefined);
     },
   };
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** PostgreSQL's class 22 (data exception): this input will never be accepted, however often it is sent. */
+function isDataException(error: unknown): boolean {
+  return sqlState(error)?.startsWith("22") ?? false;
 }

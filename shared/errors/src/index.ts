@@ -14,3 +14,4 @@ export {
   type Violation,
 } from "./errors.js";
 export { fromWire, PROBLEM_CONTENT_TYPE, type ProblemDocument, toProblem } from "./problem.js";
+export { findUnsafeInput, MAX_DEPTH } from "./input-safety.js";

@@ -14,46 +14,17 @@
 import type { Socket } from "node:net";
 
 import helmet from "@fastify/helmet";
-import { ErrorCode, PROBLEM_CONTENT_TYPE, SvcError, toProblem, ValidationError } from "@svc/errors";
+import {
+  ErrorCode,
+  findUnsafeInput,
+  PROBLEM_CONTENT_TYPE,
+  SvcError,
+  toProblem,
+  ValidationError,
+} from "@svc/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import FindMyWay, { type HTTPMethod } from "find-my-way";
-
-/** Deepest JSON the API accepts; no body of the API is deeper than a handful of levels. */
-export const MAX_DEPTH = 32;
-
-interface Finding {
-  readonly field: string;
-  readonly message: string;
-}
-
-/**
- * The first NUL or over-deep value in `value`, walked without recursion (a hostile body can be deeper than
- * the stack). Keys are checked like values.
- */
-export function findUnsafeInput(value: unknown, root: string): Finding | undefined {
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: root, depth: 0 }];
-  while (stack.length > 0) {
-    const item = stack.pop() as { value: unknown; path: string; depth: number };
-    if (typeof item.value === "string") {
-      if (item.value.includes("\u0000")) return { field: item.path, message: "must not contain NUL" };
-      continue;
-    }
-    if (typeof item.value !== "object" || item.value === null) continue;
-    if (item.depth >= MAX_DEPTH) {
-      return { field: item.path, message: `is nested deeper than ${MAX_DEPTH} levels` };
-    }
-    const entries = Array.isArray(item.value)
-      ? item.value.map((v, i) => [String(i), v] as const)
-      : Object.entries(item.value);
-    for (const [key, child] of entries) {
-      const path = `${item.path}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-      if (key.includes("\u0000")) return { field: item.path, message: "has a property name containing NUL" };
-      stack.push({ value: child, path, depth: item.depth + 1 });
-    }
-  }
-  return undefined;
-}
 
 /** The problem for one of Fastify's framework errors (bad URL encoding, over-long path parameter). */
 function frameworkProblem(error: FastifyError): SvcError {

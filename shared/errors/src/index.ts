@@ -13,5 +13,5 @@ export {
   ValidationError,
   type Violation,
 } from "./errors.js";
-export { fromWire, PROBLEM_CONTENT_TYPE, type ProblemDocument, toProblem } from "./problem.js";
 export { findUnsafeInput, MAX_DEPTH } from "./input-safety.js";
+export { fromWire, PROBLEM_CONTENT_TYPE, type ProblemDocument, toProblem } from "./problem.js";

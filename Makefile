@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos build clean
+.PHONY: bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos fuzz build clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -48,6 +48,10 @@ bench: node_modules/.install-stamp
 ## Kills each service, NATS and the database connections under webhook load; fails on lost or duplicated work.
 chaos: node_modules/.install-stamp
 	$(NODE_RUN) scripts/chaos.ts $(CHAOS_ARGS)
+
+## Requests generated from the OpenAPI description, valid and mutated, for every kind of caller (bounded).
+fuzz: node_modules/.install-stamp
+	$(NODE_RUN) scripts/fuzz.ts $(FUZZ_ARGS)
 
 ## Bundles each service into dist/ for the container image.
 build: node_modules/.install-stamp

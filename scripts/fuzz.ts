@@ -4,7 +4,7 @@
  * time, printing its figures. Exit status 1 when any request failed (5xx other than a documented 503, a
  * hang over 5 s, an error that is not a problem document), 2 when the run itself failed.
  *
- * Options: --seconds N (default 60), --requests N (default 20000), --seed N (default: new each run,
+ * Options: --seconds N (default 60), --requests N (default 50000), --seed N (default: new each run,
  * printed), --concurrency N (default 8).
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
@@ -31,7 +31,7 @@ import { migrateAll, seedDemo } from "./lib/stack.js";
 const { values: args } = parseArgs({
   options: {
     seconds: { type: "string", default: "60" },
-    requests: { type: "string", default: "20000" },
+    requests: { type: "string", default: "50000" },
     seed: { type: "string" },
     concurrency: { type: "string", default: "8" },
   },

@@ -241,7 +241,7 @@ describe("delivery", () => {
     expect(receiver.received).toHaveLength(1);
   });
 
-  it("keeps the delivery id across attempts and completes on the first 2xx", async () => {
+  it("keeps the delivery id across attempts and completes on the first 2xx (issue 8, point 2: waits for the write-back)", async () => {
     await subscribe({ eventName: "user.deleted" });
     // Attempt 1: three tries, all 503 (two transport retries); attempt 2: 503, then 204.
     let calls = 0;
@@ -304,7 +304,7 @@ describe("delivery", () => {
     await own.stop();
   });
 
-  it("dead-letters after 5 failed attempts of 3 tries each", async () => {
+  it("dead-letters after 5 failed attempts of 3 tries each (issue 8, point 2: waits for the write-back)", async () => {
     // A receiver of its own: the circuit is per receiver, and earlier tests' failures must not count.
     const own = new Receiver();
     await own.start();

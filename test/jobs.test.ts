@@ -384,6 +384,25 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
     roles: [],
   };
 
+  it("pages through more than 1,000 jobs in numeric id order, each exactly once (issue 9, point 3)", async () => {
+    await enqueueMany(
+      db,
+      Array.from({ length: 1_050 }, (_, n) => ({ type: "noop" as const, payload: { n } })),
+    );
+    const { listJobsFor } = await import("../services/job-reaper/src/jobs-list.js");
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listJobsFor(db, platform, { limit: 100, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.items.map((j) => j.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    expect(seen).toHaveLength(1_050);
+    expect(new Set(seen).size).toBe(1_050);
+    const numeric = seen.map(BigInt);
+    expect(numeric.every((id, i) => i === 0 || id < (numeric[i - 1] as bigint))).toBe(true);
+  });
+
   it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
     const service = await h.start(jobReaperService);
     const bus = service.deps.bus;

@@ -269,14 +269,15 @@ interface JobRow {
 /** Newest first, keyset-paged by id (stable while jobs are added). */
 export async function listJobs(db: Queries, filter: ListFilter): Promise<JobView[]> {
   const rows = await db.any<JobRow>(sql`
-    SELECT id::text, type, status, workspace_key, attempts, max_attempts, run_at, created_at, started_at,
-           completed_at, last_error
-    FROM job_reaper.jobs
+    SELECT j.id::text AS id, type, status, workspace_key, attempts, max_attempts, run_at, created_at,
+           started_at, completed_at, last_error
+    FROM job_reaper.jobs j
     WHERE (${filter.status ?? null}::text IS NULL OR status = ${filter.status ?? null}::text)
       AND (${filter.type ?? null}::text IS NULL OR type = ${filter.type ?? null}::text)
       AND (${filter.workspaceKey ?? null}::text IS NULL OR workspace_key = ${filter.workspaceKey ?? null}::text)
-      AND (${filter.beforeId ?? null}::bigint IS NULL OR id < ${filter.beforeId ?? null}::bigint)
-    ORDER BY id DESC
+      AND (${filter.beforeId ?? null}::bigint IS NULL OR j.id < ${filter.beforeId ?? null}::bigint)
+    -- j.id, the bigint column: a bare "id" would name the text output column and sort "99" before "100".
+    ORDER BY j.id DESC
     LIMIT ${filter.limit}`);
   return rows.map((r) => ({
     id: r.id,

@@ -1,6 +1,15 @@
 export { type CursorFieldKind, decodeCursor, encodeCursor } from "./cursor.js";
 export { type Listener, listenForNotifications, type ListenOptions } from "./listen.js";
 export { type AppliedMigration, ensureDatabase, migrate, type MigrationSource } from "./migrate.js";
-export { createDb, Db, dbIsReachable, type PoolOptions, Queries, type Transaction } from "./pool.js";
+export {
+  createDb,
+  Db,
+  dbIsReachable,
+  isConnectionLost,
+  isReadOnly,
+  type PoolOptions,
+  Queries,
+  type Transaction,
+} from "./pool.js";
 export { isRetryableDbError, type RetryOptions, withRetry } from "./retry.js";
 export { empty, join, raw, type Sql, default as sql } from "sql-template-tag";

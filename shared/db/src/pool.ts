@@ -70,9 +70,48 @@ export class Queries {
 
 export type Transaction = Queries;
 
+/**
+ * The connection was lost under the statement: terminated by an administrator or a failover (57P01,
+ * 57P02), or dropped. The statement may or may not have run.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  if (e === null || typeof e !== "object") return false;
+  if (e.code === "57P01" || e.code === "57P02" || e.code === "ECONNRESET" || e.code === "EPIPE") return true;
+  return typeof e.message === "string" && /^Connection terminated/.test(e.message);
+}
+
+/** A statement that only reads: safe to run again whether or not the first try ran. */
+export function isReadOnly(text: string): boolean {
+  return (
+    /^\s*(SELECT|WITH|VALUES|SHOW)\b/i.test(text) &&
+    !/\b(INSERT|UPDATE|DELETE|MERGE|FOR\s+(NO\s+KEY\s+)?UPDATE|FOR\s+(KEY\s+)?SHARE|nextval|setval|pg_notify)\b/i.test(
+      text,
+    )
+  );
+}
+
 export class Db extends Queries {
   constructor(readonly pool: pg.Pool) {
     super(pool);
+  }
+
+  /**
+   * Outside a transaction, a read whose connection was lost (a failover, `pg_terminate_backend`) is run
+   * once more on a fresh connection instead of failing the request; writes are not, since they may have
+   * run.
+   */
+  override async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    statement: Sql,
+  ): Promise<pg.QueryResult<R>> {
+    for (let retry = 0; ; retry++) {
+      try {
+        return await super.query<R>(statement);
+      } catch (error) {
+        // Twice at most: the first retry can still meet another connection the same failover ended.
+        if (retry >= 2 || !isConnectionLost(error) || !isReadOnly(statement.text)) throw error;
+      }
+    }
   }
 
   /** Runs `work` in a transaction: COMMIT when it resolves, ROLLBACK when it throws. */

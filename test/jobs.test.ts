@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 import type { Principal } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
-import { enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredLeases } from "@svc/jobs";
+import { DeferJobError, enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredLeases } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
@@ -249,6 +249,23 @@ describe("the worker", () => {
     // Two lanes, one poll every 500 ms each: about 12 in 3 s; the busy loop made thousands.
     expect(during).toBeGreaterThan(0);
     expect(during).toBeLessThanOrEqual(20);
+  });
+
+  it("a deferred job runs later without spending an attempt (issue 9, point 6)", async () => {
+    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 1 });
+    const worker = newWorker({ pollIntervalMs: 50 });
+    let runs = 0;
+    worker.register("noop", {
+      handler: async () => {
+        if (++runs < 3) throw new DeferJobError("not now", 0);
+      },
+    });
+    await worker.start();
+    await until(async () => (await row(id)).status === JobStatus.Succeeded);
+    // Deferred twice, then run: one attempt in all, although only one was allowed.
+    expect(await row(id)).toMatchObject({ status: JobStatus.Succeeded, attempts: 1 });
+    expect(worker.stats).toMatchObject({ deferred: 2, succeeded: 1 });
+    await worker.stop();
   });
 
   it("wakes on a new job at once (NOTIFY), not on the slow poll", async () => {

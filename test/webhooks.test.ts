@@ -375,6 +375,44 @@ describe("delivery", () => {
     await own.stop();
   }, 20_000);
 
+  it("an open circuit defers deliveries without spending attempts, and half-open lets one trial through (issue 9, point 6)", async () => {
+    const own = new Receiver();
+    await own.start();
+    ownReceivers.push(own);
+    await subscribe({ eventName: "user.created", targetUrl: own.url });
+    own.respond = () => ({ status: 500 });
+    for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });
+    const count = async (where: ReturnType<typeof sql>) =>
+      (await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE ${where}`)).n;
+    await until(async () => (await count(sql`status = 'Pending' AND attempts = 1`)) === 3);
+    // Open. Five more events, and the first three made due: all deferred, no request, no attempt spent.
+    for (let i = 3; i < 8; i++) await events.publish("user.created", null, { i });
+    await hurry();
+    await until(async () => (await count(sql`last_error LIKE 'circuit open%'`)) === 8);
+    expect(own.received).toHaveLength(9);
+    expect(await count(sql`attempts = 0`)).toBe(5);
+    expect(await count(sql`attempts = 1`)).toBe(3);
+    // Half-open after 1.5 s: one trial request, which fails and opens the circuit again.
+    const before = own.received.length;
+    await own.waitFor(before + 3, 10_000);
+    // The trial (one attempt of three tries) is written back as failed; the circuit is open again.
+    await until(async () => (await count(sql`status = 'Pending' AND last_error LIKE '%answered 500'`)) === 1);
+    expect(own.received.length - before).toBe(3);
+    // The next trial succeeds and the rest follow, each delivered once.
+    own.respond = () => ({ status: 200 });
+    await until(async () => {
+      // The failed trial's own retry follows the backoff: made due here.
+      await db.query(
+        sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending' AND last_error LIKE '%answered 500'`,
+      );
+      return (await count(sql`status = 'Succeeded'`)) === 8;
+    }, 15_000);
+    // Deferrals spent nothing: the five later events were sent once each (attempt 1), but for the one that
+    // may have owned the failed trial; the first three spent their failed attempt, the trial's owner one more.
+    expect(await count(sql`attempts > 3`)).toBe(0);
+    expect(await count(sql`attempts = 1`)).toBeGreaterThanOrEqual(4);
+  }, 30_000);
+
   it("delivers nothing for a disabled or deleted subscription's queued job", async () => {
     const sub = await subscribe({ eventName: "user.created" });
     expect((await api("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`)).json()).toMatchObject({

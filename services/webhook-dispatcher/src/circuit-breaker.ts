@@ -1,8 +1,10 @@
 /**
  * A circuit breaker per receiver (origin), its state shared by every dispatcher replica through a NATS KV
  * bucket. `threshold` consecutive failures open it for `openMs`; while open, deliveries to that receiver
- * fail at once (the job retries later). When the time is up one delivery goes through as a trial: success
- * closes the circuit, failure opens it again. Each replica keeps a watched copy, so checking costs nothing.
+ * are deferred without a request (and without spending an attempt). When the time is up the circuit is
+ * half-open: exactly one delivery, across all replicas, takes the trial (a compare-and-set on the shared
+ * state, held for `trialMs` in case its process dies); the others wait. Success closes the circuit,
+ * failure opens it again. Each replica keeps a watched copy, so checking a closed circuit costs nothing.
  */
 import { createHash } from "node:crypto";
 
@@ -12,7 +14,13 @@ import type { Logger } from "@svc/observability";
 interface State {
   failures: number;
   openUntil: number;
+  /** While a trial delivery runs (half-open), the time its claim on the trial ends. */
+  trialUntil?: number;
 }
+
+export type Admission =
+  | { readonly allowed: true; readonly trial: boolean }
+  | { readonly allowed: false; readonly retryInMs: number };
 
 export class CircuitBreaker {
   private readonly states = new Map<string, State>();
@@ -23,6 +31,8 @@ export class CircuitBreaker {
     private readonly threshold: number,
     private readonly openMs: number,
     private readonly log: Logger,
+    /** How long a trial delivery holds the half-open circuit before another may try. */
+    private readonly trialMs = 60_000,
   ) {}
 
   static key(origin: string): string {
@@ -50,20 +60,59 @@ export class CircuitBreaker {
     this.stopWatch?.();
   }
 
-  /** Milliseconds until a delivery to this origin may be tried, 0 when it may go now. */
-  blockedFor(origin: string): number {
-    const state = this.states.get(CircuitBreaker.key(origin));
-    if (state === undefined) return 0;
-    return Math.max(0, state.openUntil - Date.now());
+  /**
+   * Whether a delivery to this origin may go now: always while the circuit is closed; never while it is
+   * open (retry when it half-opens); when half-open, only for the one delivery that wins the trial.
+   */
+  async admit(origin: string): Promise<Admission> {
+    const key = CircuitBreaker.key(origin);
+    const known = this.states.get(key);
+    if (known === undefined || known.failures < this.threshold) return { allowed: true, trial: false };
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const now = Date.now();
+      let entry;
+      try {
+        entry = await this.kv.get(key);
+      } catch {
+        // The shared state is out of reach: judge by the watched copy, and let no one through while open.
+        return known.openUntil > now
+          ? { allowed: false, retryInMs: known.openUntil - now }
+          : { allowed: true, trial: true };
+      }
+      if (entry === null || entry.operation !== "PUT") return { allowed: true, trial: false };
+      const state = JSON.parse(entry.string()) as State;
+      if (state.failures < this.threshold) return { allowed: true, trial: false };
+      if (state.openUntil > now) return { allowed: false, retryInMs: state.openUntil - now };
+      if ((state.trialUntil ?? 0) > now) {
+        // A trial is under way: look again when the circuit would half-open next if the trial fails.
+        return { allowed: false, retryInMs: Math.min((state.trialUntil ?? now) - now, this.openMs) };
+      }
+      try {
+        const next: State = { ...state, trialUntil: now + this.trialMs };
+        await this.kv.update(key, JSON.stringify(next), entry.revision);
+        this.states.set(key, next);
+        this.log.info({ origin }, "receiver circuit half-open: one trial delivery");
+        return { allowed: true, trial: true };
+      } catch {
+        // Another delivery took the trial meanwhile: read again.
+      }
+    }
+    return { allowed: false, retryInMs: 1_000 };
   }
 
-  async recordSuccess(origin: string): Promise<void> {
+  /**
+   * Resets the failure count; returns true when this closed an opened circuit. A trial's success always
+   * writes the closed state: the watched copy may not have caught up with the failures yet.
+   */
+  async recordSuccess(origin: string, trial = false): Promise<boolean> {
     const key = CircuitBreaker.key(origin);
     const state = this.states.get(key);
-    if (state === undefined || state.failures === 0) return;
+    if (!trial && (state === undefined || state.failures === 0)) return false;
+    const wasOpen = trial || (state?.failures ?? 0) >= this.threshold;
     this.states.set(key, { failures: 0, openUntil: 0 });
     await this.kv.put(key, JSON.stringify({ failures: 0, openUntil: 0 })).catch(() => undefined);
-    this.log.info({ origin }, "receiver circuit closed");
+    if (wasOpen) this.log.info({ origin }, "receiver circuit closed");
+    return wasOpen;
   }
 
   async recordFailure(origin: string): Promise<void> {

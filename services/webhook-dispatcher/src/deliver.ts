@@ -8,7 +8,7 @@
 import { createHmac } from "node:crypto";
 
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, PermanentJobError, RetryLaterError } from "@svc/jobs";
+import { type ClaimedJob, DeferJobError, PermanentJobError, RetryLaterError } from "@svc/jobs";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
@@ -46,6 +46,14 @@ export function retryAfterMs(value: string | string[] | undefined, now = Date.no
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
+/** Makes the deliveries deferred by this origin's circuit due now. */
+async function wakeDeferred(db: Db, origin: string): Promise<void> {
+  await db.query(sql`
+    UPDATE job_reaper.jobs SET run_at = now()
+    WHERE type = 'webhook.deliver' AND status = 'Pending' AND last_error = ${`circuit open for ${origin}`}`);
+  await db.query(sql`SELECT pg_notify('svc_jobs', 'webhook.deliver')`);
+}
+
 export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.deliver">): Promise<void> {
   const p = job.payload;
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
@@ -56,8 +64,9 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
 
   const url = new URL(sub.target_url);
   const origin = url.origin;
-  const blocked = deps.breaker.blockedFor(origin);
-  if (blocked > 0) throw new RetryLaterError(`circuit open for ${origin}`, blocked);
+  // An open circuit defers the delivery without spending one of its attempts (the receiver was not tried).
+  const admission = await deps.breaker.admit(origin);
+  if (!admission.allowed) throw new DeferJobError(`circuit open for ${origin}`, admission.retryInMs);
 
   const data = sub.include_sensitive_data ? p.data : maskPayload(p.data, await deps.sensitiveFields());
   const body = Buffer.from(
@@ -93,7 +102,8 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
     throw error;
   }
   if (status >= 200 && status < 300) {
-    await deps.breaker.recordSuccess(origin);
+    // A successful trial closed the circuit: the deliveries waiting for it may go now.
+    if (await deps.breaker.recordSuccess(origin, admission.trial)) await wakeDeferred(deps.db, origin);
     return;
   }
   await deps.breaker.recordFailure(origin);

@@ -40,6 +40,8 @@ export const webhookDispatcherService: ServiceDefinition = {
       b.webhookCircuitFailureThreshold,
       b.webhookCircuitOpenMs,
       log,
+      // A trial holds the half-open circuit for longer than one attempt can take (three tries).
+      b.webhookTimeoutMs * 3 + 5_000,
     );
     await breaker.start();
     let sensitive: { names: Set<string>; at: number } | undefined;

@@ -12,6 +12,7 @@ export {
   type JobView,
 } from "./types.js";
 export {
+  DeferJobError,
   type HandlerRegistration,
   type JobContext,
   JobWorker,

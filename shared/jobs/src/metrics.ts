@@ -11,7 +11,7 @@ export function createJobMetrics(registry: Registry): JobMetrics {
   return {
     attempts: new Counter({
       name: "svc_jobs_attempts_total",
-      help: "Job attempts by type and outcome (succeeded, retried, dead, stale).",
+      help: "Job attempts by type and outcome (succeeded, retried, dead, stale, deferred).",
       labelNames: ["type", "outcome"] as const,
       registers: [registry],
     }),

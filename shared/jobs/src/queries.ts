@@ -170,6 +170,34 @@ export async function failJobs(db: Queries, failed: readonly Failure[]): Promise
   return new Map(rows.map((r) => [r.id, r.status]));
 }
 
+export interface Deferral extends Completion {
+  readonly reason: string;
+  /** When the job may run again. */
+  readonly runAt: Date;
+}
+
+/**
+ * Puts jobs back to Pending at a later time without spending an attempt: the claim counted one, this
+ * takes it back. For a job that did not try (its receiver's circuit is open), not one that failed.
+ */
+export async function deferJobs(db: Queries, deferred: readonly Deferral[]): Promise<Set<string>> {
+  if (deferred.length === 0) return new Set();
+  const rows = await db.any<{ id: string }>(sql`
+    UPDATE job_reaper.jobs AS j
+    SET status = 'Pending', attempts = greatest(j.attempts - 1, 0), run_at = d.run_at,
+        last_error = left(d.reason, 2000), lease_token = NULL, lease_expires_at = NULL, locked_by = NULL,
+        started_at = NULL
+    FROM unnest(
+      ${deferred.map((d) => d.id)}::bigint[],
+      ${deferred.map((d) => d.token)}::bigint[],
+      ${deferred.map((d) => d.reason)}::text[],
+      ${deferred.map((d) => d.runAt.toISOString())}::timestamptz[]
+    ) AS d(id, token, reason, run_at)
+    WHERE j.id = d.id AND j.lease_token = d.token AND j.status = 'Running'
+    RETURNING j.id::text`);
+  return new Set(rows.map((r) => r.id));
+}
+
 /**
  * Gives claimed but unstarted jobs back (graceful shutdown): Pending again, the attempt not counted, and
  * other workers told at once.

@@ -22,6 +22,8 @@ import {
   claimJobs,
   completeJobs,
   type Completion,
+  deferJobs,
+  type Deferral,
   failJobs,
   type Failure,
   releaseJobs,
@@ -46,6 +48,20 @@ export class RetryLaterError extends Error {
     options?: ErrorOptions,
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * The job did not try and must not spend an attempt: it runs again after `delayMs` with its attempt count
+ * unchanged (a delivery whose receiver's circuit is open).
+ */
+export class DeferJobError extends Error {
+  override readonly name = "DeferJobError";
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
   }
 }
 
@@ -83,12 +99,14 @@ export interface WorkerStats {
   dead: number;
   stale: number;
   released: number;
+  deferred: number;
 }
 
 /** Groups write-backs so that everything finished during one database round trip goes in the next. */
 class WriteBatcher {
   private completions: Array<Completion & { type: string; resolve: (ok: boolean) => void }> = [];
   private failures: Array<Failure & { type: string; resolve: (ok: boolean) => void }> = [];
+  private deferrals: Array<Deferral & { type: string; resolve: (ok: boolean) => void }> = [];
   private flushing: Promise<void> | undefined;
 
   constructor(
@@ -110,6 +128,13 @@ class WriteBatcher {
     });
   }
 
+  defer(job: ClaimedJob, reason: string, runAt: Date): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.deferrals.push({ id: job.id, token: job.token, type: job.type, reason, runAt, resolve });
+      this.schedule();
+    });
+  }
+
   private schedule() {
     if (this.flushing === undefined) this.flushing = this.flushLoop();
   }
@@ -117,12 +142,18 @@ class WriteBatcher {
   private async flushLoop() {
     // Let every job that finishes in this turn of the event loop join the first batch.
     await new Promise((r) => setImmediate(r));
-    while (this.completions.length > 0 || this.failures.length > 0) {
+    while (this.completions.length > 0 || this.failures.length > 0 || this.deferrals.length > 0) {
       const completions = this.completions;
       const failures = this.failures;
+      const deferrals = this.deferrals;
       this.completions = [];
       this.failures = [];
-      await Promise.all([this.writeCompletions(completions), this.writeFailures(failures)]);
+      this.deferrals = [];
+      await Promise.all([
+        this.writeCompletions(completions),
+        this.writeFailures(failures),
+        this.writeDeferrals(deferrals),
+      ]);
     }
     this.flushing = undefined;
   }
@@ -164,6 +195,24 @@ class WriteBatcher {
         state === undefined ? "stale" : state === "Failed" ? "dead" : "retried",
       );
       f.resolve(state !== undefined);
+    }
+  }
+
+  private async writeDeferrals(batch: Array<Deferral & { type: string; resolve: (ok: boolean) => void }>) {
+    if (batch.length === 0) return;
+    let accepted: Set<string>;
+    try {
+      accepted = await deferJobs(this.db, batch);
+    } catch (err) {
+      // The lease will expire and the job run again; the attempt stays counted then.
+      this.worker.log.error({ err, count: batch.length }, "could not record job deferrals");
+      for (const d of batch) d.resolve(false);
+      return;
+    }
+    for (const d of batch) {
+      const ok = accepted.has(d.id);
+      this.worker.recordOutcome(d.type, ok ? "deferred" : "stale");
+      d.resolve(ok);
     }
   }
 
@@ -273,6 +322,10 @@ class Lane {
       await this.registration.handler(job, { signal: abort.signal, log: this.worker.log });
       void this.worker.batcher.complete(job);
     } catch (error) {
+      if (error instanceof DeferJobError) {
+        void this.worker.batcher.defer(job, error.message, new Date(Date.now() + Math.max(0, error.delayMs)));
+        return;
+      }
       const retryAfterMs = error instanceof RetryLaterError ? error.retryAfterMs : undefined;
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       void this.worker.batcher.fail(job, {
@@ -291,7 +344,7 @@ export class JobWorker {
   readonly leaseMs: number;
   readonly metrics: JobMetrics | undefined;
   readonly batcher: WriteBatcher;
-  readonly stats: WorkerStats = { succeeded: 0, retried: 0, dead: 0, stale: 0, released: 0 };
+  readonly stats: WorkerStats = { succeeded: 0, retried: 0, dead: 0, stale: 0, released: 0, deferred: 0 };
   private readonly lanes = new Map<string, Lane>();
   private readonly options: WorkerOptions;
   private listener: Listener | undefined;
@@ -321,7 +374,7 @@ export class JobWorker {
     return this;
   }
 
-  recordOutcome(type: string, outcome: "succeeded" | "retried" | "dead" | "stale") {
+  recordOutcome(type: string, outcome: "succeeded" | "retried" | "dead" | "stale" | "deferred") {
     this.stats[outcome]++;
     this.metrics?.attempts.inc({ type, outcome });
     if (outcome === "stale") {

@@ -3,6 +3,7 @@ import type { Bus } from "@svc/bus";
 import type { Config } from "@svc/config";
 import type { Db } from "@svc/db";
 import type { Logger, Registry } from "@svc/observability";
+import type { ServiceDeps } from "@svc/runtime";
 import Fastify, { type FastifyInstance } from "fastify";
 
 import { edgeFactoryOptions, edgePlugin } from "./plugins/edge.js";
@@ -19,6 +20,7 @@ export interface GatewayDeps {
   readonly nc: NatsConnection;
   readonly db: Db;
   readonly metrics: Registry;
+  readonly provision: ServiceDeps["provision"];
 }
 
 let requestCounter = 0;
@@ -55,6 +57,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     cacheTtlMs: config.backendHost.resolveCacheTtlMs,
     cacheSize: config.backendHost.resolveCacheSize,
   });
-  await app.register(operatorApiPlugin, { bus: deps.bus, nc: deps.nc, config, log: deps.log });
+  await app.register(operatorApiPlugin, {
+    bus: deps.bus,
+    nc: deps.nc,
+    config,
+    log: deps.log,
+    provision: deps.provision,
+  });
   return app;
 }

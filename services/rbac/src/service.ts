@@ -10,15 +10,15 @@ import { createTokenIssuer } from "./tokens.js";
 /** Users, credentials, roles, memberships, the permission-key catalogue, sessions and integrations. */
 export const rbacService: ServiceDefinition = {
   name: ServiceName.Rbac,
-  async start({ bus, db, config, log, nc }) {
+  async start({ bus, db, config, log, nc, provision }) {
     const issuer = await createTokenIssuer(config.backendHost.jwtSigningKey, config.backendHost.jwtIssuer);
     if (config.backendHost.jwtSigningKeyIsDefault)
       log.warn("signing tokens with the built-in development key");
-    const revoked = await openRevocationBucket(
-      nc,
-      config.subjectPrefix,
-      config.backendHost.accessTokenLifetimeSeconds * 1000,
-    );
+    const openRevoked = () =>
+      openRevocationBucket(nc, config.subjectPrefix, config.backendHost.accessTokenLifetimeSeconds * 1000);
+    const revoked = await openRevoked();
+    // After a NATS reconnect the bucket is created again if the server lost it (the handle stays valid).
+    await provision("revoked-sessions bucket", async () => void (await openRevoked()));
     const events = createEventPublisher(nc, config.subjectPrefix);
     const deps: h.RbacDeps = { db, config, issuer, events, revoked, log };
     await h.seedAccess(db, config);

@@ -60,6 +60,12 @@ export class CircuitBreaker {
     this.stopWatch?.();
   }
 
+  /** Watches the bucket again (after a NATS reconnect, the bucket provisioned anew). */
+  async restart(): Promise<void> {
+    this.stopWatch?.();
+    await this.start();
+  }
+
   /**
    * Whether a delivery to this origin may go now: always while the circuit is closed; never while it is
    * open (retry when it half-opens); when half-open, only for the one delivery that wins the trial.

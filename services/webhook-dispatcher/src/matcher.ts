@@ -38,9 +38,17 @@ export async function startMatcher(
 ) {
   const jsm = await jetstreamManager(nc);
   const eventsPrefix = `${options.prefix}.events.`;
-  try {
-    await jsm.consumers.info(options.stream, CONSUMER_NAME);
-  } catch {
+  /**
+   * Creates the durable consumer when it is missing (at start, and after a server lost its store); true
+   * when it had to.
+   */
+  const ensureConsumer = async (): Promise<boolean> => {
+    try {
+      await jsm.consumers.info(options.stream, CONSUMER_NAME);
+      return false;
+    } catch {
+      // missing: create it below
+    }
     await jsm.consumers
       .add(options.stream, {
         durable_name: CONSUMER_NAME,
@@ -56,9 +64,13 @@ export async function startMatcher(
           throw error;
         });
       });
-  }
-  const consumer = await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME);
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: 200 });
+    return true;
+  };
+  await ensureConsumer();
+  let stopped = false;
+  let messages: ConsumerMessages = await (
+    await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME)
+  ).consume({ max_messages: 200 });
 
   interface Parsed {
     readonly m: JsMsg;
@@ -192,16 +204,42 @@ export async function startMatcher(
     }
   };
 
+  // When the consumer's message iterator ends without a stop (the consumer or its stream was deleted,
+  // a server restarted without its store), bind again: to the same consumer, or to a new one.
   const loop = (async () => {
-    for await (const m of messages) {
-      pending.push(m);
-      flushing ??= flush();
+    for (;;) {
+      try {
+        for await (const m of messages) {
+          pending.push(m);
+          flushing ??= flush();
+        }
+      } catch (err) {
+        if (!stopped) options.log.warn({ error: (err as Error).message }, "the event consumer ended");
+      }
+      await flushing;
+      if (stopped || nc.isClosed()) return;
+      await new Promise((r) => setTimeout(r, 1_000));
+      try {
+        await ensureConsumer();
+        messages = await (
+          await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME)
+        ).consume({
+          max_messages: 200,
+        });
+        options.log.info("the event consumer is bound again");
+      } catch (err) {
+        options.log.warn({ error: (err as Error).message }, "could not bind the event consumer; retrying");
+      }
     }
-    await flushing;
-  })().catch((err: unknown) => options.log.error({ err }, "the event consumer stopped"));
+  })();
 
   return {
+    /** After a reconnect: a consumer made anew needs a new subscription, so the loop binds again. */
+    async ensureConsumer() {
+      if (await ensureConsumer()) await messages.close().catch(() => undefined);
+    },
     async stop() {
+      stopped = true;
       await messages.close().catch(() => undefined);
       await loop.catch(() => undefined);
     },

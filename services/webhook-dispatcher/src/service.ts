@@ -13,7 +13,7 @@ import * as subs from "./subscriptions.js";
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
 export const webhookDispatcherService: ServiceDefinition = {
   name: ServiceName.WebhookDispatcher,
-  async start({ bus, db, config, log, nc, metrics, instance }) {
+  async start({ bus, db, config, log, nc, metrics, instance, provision }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
@@ -35,8 +35,10 @@ export const webhookDispatcherService: ServiceDefinition = {
     );
     bus.serveRoute("webhook-dispatcher.events.catalog", () => subs.eventCatalog(db));
 
+    const openCircuits = () =>
+      ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 });
     const breaker = new CircuitBreaker(
-      await ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 }),
+      await openCircuits(),
       b.webhookCircuitFailureThreshold,
       b.webhookCircuitOpenMs,
       log,
@@ -44,6 +46,15 @@ export const webhookDispatcherService: ServiceDefinition = {
       b.webhookTimeoutMs * 3 + 5_000,
     );
     await breaker.start();
+    let provisioned = false;
+    await provision("circuit bucket", async () => {
+      if (!provisioned) {
+        provisioned = true;
+        return;
+      }
+      await openCircuits();
+      await breaker.restart();
+    });
     let sensitive: { names: Set<string>; at: number } | undefined;
     const sensitiveFields = async () => {
       if (sensitive === undefined || Date.now() - sensitive.at > 5_000) {
@@ -80,6 +91,9 @@ export const webhookDispatcherService: ServiceDefinition = {
       prefix: config.subjectPrefix,
       log,
     });
+    // A server that lost its store lost the consumer too: the runtime makes the stream again, this the
+    // consumer (the matcher's loop re-binds to it).
+    await provision("event consumer", () => matcher.ensureConsumer());
     return {
       // Stop taking events first, then let running deliveries finish and release queued ones.
       beforeDrain: async () => {

@@ -29,6 +29,16 @@ export class RevocationList {
   private stopWatch: (() => void) | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
 
+  /**
+   * Watches the bucket again (after a NATS reconnect, the bucket provisioned anew). What is known stays
+   * known meanwhile, and `ready` stays as it was.
+   */
+  async restart(kv: KV): Promise<void> {
+    this.stopWatch?.();
+    clearInterval(this.pruneTimer);
+    await this.start(kv);
+  }
+
   async start(kv: KV): Promise<void> {
     const status = await kv.status();
     const iterator = await kv.watch({ key: ">" });

@@ -16,6 +16,7 @@ export {
 } from "./events.js";
 export { Header } from "./headers.js";
 export { ensureBucket } from "./kv.js";
+export { Provisioner, type ProvisionStep } from "./provision.js";
 export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./streams.js";
 export {
   type Broadcast,

@@ -1,7 +1,15 @@
 import { hostname } from "node:os";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Bus, connectNats, ensureEventsStream, type PingReply, type ServiceName } from "@svc/bus";
+import {
+  Bus,
+  connectNats,
+  ensureEventsStream,
+  type PingReply,
+  Provisioner,
+  type ProvisionStep,
+  type ServiceName,
+} from "@svc/bus";
 import { type Config, loadConfigOrExit } from "@svc/config";
 import { createDb, type Db } from "@svc/db";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
@@ -19,6 +27,11 @@ export interface ServiceDeps {
   readonly bus: Bus;
   readonly db: Db;
   readonly metrics: Registry;
+  /**
+   * Sets something up on NATS now and again after every reconnect (a restarted server may have lost it):
+   * streams, KV buckets, consumers and the watches on them. The step must be idempotent.
+   */
+  readonly provision: (name: string, step: ProvisionStep) => Promise<void>;
 }
 
 /** What a service's start function may hand back: work to do when it is told to stop. */
@@ -76,7 +89,10 @@ export async function startService(
           "an idle database connection failed",
         ),
     });
-    await ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix });
+    const provisioner = new Provisioner(nc, log);
+    await provisioner.add("events stream", () =>
+      ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix }),
+    );
     const bus = new Bus({
       nc,
       prefix: config.subjectPrefix,
@@ -85,7 +101,17 @@ export async function startService(
       defaultTimeoutMs: config.backendHost.requestTimeoutMs,
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
-    const deps: ServiceDeps = { name: definition.name, instance, config, log, nc, bus, db, metrics };
+    const deps: ServiceDeps = {
+      name: definition.name,
+      instance,
+      config,
+      log,
+      nc,
+      bus,
+      db,
+      metrics,
+      provision: (name, step) => provisioner.add(name, step),
+    };
     bus.serve(
       "metrics.collect",
       async () => ({ service: definition.name, instance, metrics: await metrics.getMetricsAsJSON() }),
@@ -104,6 +130,7 @@ export async function startService(
     const stop = () => {
       stopping ??= (async () => {
         log.info("service stopping");
+        provisioner.stop();
         await hooks.beforeDrain?.();
         await bus.drain();
         await hooks.afterDrain?.();

@@ -65,6 +65,11 @@ export class RateLimiter {
     this.watchStop?.();
   }
 
+  /** Watches the current window again (after a NATS reconnect, the bucket provisioned anew). */
+  async restartWatch(): Promise<void> {
+    await this.watchWindow(this.window);
+  }
+
   private key(policy: Policy, window: number, client: string): string {
     return `${policy}.${window}.${clientDigest(client)}`;
   }

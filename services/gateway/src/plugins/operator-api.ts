@@ -12,6 +12,7 @@ import { type Bus, ensureBucket, type Principal } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import type { ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
@@ -35,6 +36,7 @@ export interface OperatorApiOptions {
   readonly nc: NatsConnection;
   readonly config: Config;
   readonly log: Logger;
+  readonly provision: ServiceDeps["provision"];
 }
 
 const LoginBody = Type.Object(
@@ -48,27 +50,41 @@ const LoginBody = Type.Object(
 );
 
 export const operatorApiPlugin = fp<OperatorApiOptions>(
-  async (app: FastifyInstance, { bus, nc, config, log }) => {
+  async (app: FastifyInstance, { bus, nc, config, log, provision }) => {
     const b = config.backendHost;
+    // Both buckets are provisioned again after a NATS reconnect (the rate limits live in memory, so a
+    // restarted server always comes back without them), and watched again.
+    const openRevocations = () =>
+      openRevocationBucket(nc, config.subjectPrefix, b.accessTokenLifetimeSeconds * 1000);
+    const openLimits = () =>
+      ensureBucket(nc, `${config.subjectPrefix}_rate_limits`, {
+        history: 1,
+        ttl: 120_000,
+        storage: "memory",
+      });
     const revocations = new RevocationList();
-    await revocations.start(
-      await openRevocationBucket(nc, config.subjectPrefix, b.accessTokenLifetimeSeconds * 1000),
-    );
-    const limitsKv = await ensureBucket(nc, `${config.subjectPrefix}_rate_limits`, {
-      history: 1,
-      ttl: 120_000,
-      storage: "memory",
-    });
-    const limiter = new RateLimiter(
-      limitsKv,
+    await revocations.start(await openRevocations());
+    const limits = new RateLimiter(
+      await openLimits(),
       { auth: b.rateLimitAuthPerMinute, api: b.rateLimitApiPerMinute },
       log,
     );
-    await limiter.start();
+    await limits.start();
+    let provisioned = false;
+    await provision("gateway buckets", async () => {
+      // The first run is the start-up just done; later runs follow a reconnect.
+      if (!provisioned) {
+        provisioned = true;
+        return;
+      }
+      await revocations.restart(await openRevocations());
+      await openLimits();
+      await limits.restartWatch();
+    });
     const trusted = parseTrustedProxies(b.trustedProxies);
     const authenticator = new Authenticator(bus, config, revocations);
     app.addHook("onClose", async () => {
-      limiter.stop();
+      limits.stop();
       revocations.stop();
     });
     app.decorateRequest("principal", null);
@@ -95,7 +111,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         onRequest: async (request, reply) => {
           // Operator answers carry personal data: never stored by a cache, errors included.
           void reply.header("cache-control", "no-store");
-          if (!limiter.hit("api", client(request)).allowed) throw new RateLimitedError("api");
+          if (!limits.hit("api", client(request)).allowed) throw new RateLimitedError("api");
           const principal = await authenticator.authenticate(
             header(request, "authorization"),
             header(request, "x-svc-api-key"),
@@ -130,7 +146,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {
       let decision;
       try {
-        decision = await limiter.hitExact("auth", client(request));
+        decision = await limits.hitExact("auth", client(request));
       } catch (err) {
         // Fail closed: without the shared counter, sign-in could be brute-forced across replicas.
         log.warn({ error: (err as Error).message }, "login rate limiter unavailable");

@@ -1,0 +1,77 @@
+/**
+ * What a service sets up on NATS (the events stream, KV buckets, consumers, the watches on them), set up
+ * again after every reconnect. A NATS server restarted without its store, or a memory-backed bucket (the
+ * rate limits), comes back empty: without this, what lived there stays missing until every service
+ * restarts (sign-in, which fails closed without its bucket, would answer 503 until then).
+ *
+ * Each step must be idempotent (create-or-bind, restart a watch). After a reconnect the steps run in the
+ * order they were added, each retried with backoff until it succeeds or the connection closes.
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "@svc/observability";
+
+export type ProvisionStep = () => Promise<void>;
+
+export class Provisioner {
+  private readonly steps: Array<{ name: string; run: ProvisionStep }> = [];
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  /** Completed re-provisionings since start (for tests and logs). */
+  rounds = 0;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly log: Logger,
+  ) {
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === "reconnect") this.schedule();
+      }
+    })().catch(() => undefined);
+  }
+
+  /** Runs `run` now (its failure fails the caller, as at start-up) and again after every reconnect. */
+  async add(name: string, run: ProvisionStep): Promise<void> {
+    await run();
+    this.steps.push({ name, run });
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private schedule() {
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.running = this.runAll().finally(() => {
+      this.running = undefined;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        this.schedule();
+      }
+    });
+  }
+
+  private async runAll() {
+    for (const step of this.steps) {
+      for (let attempt = 0; !this.stopped && !this.nc.isClosed(); attempt++) {
+        try {
+          await step.run();
+          break;
+        } catch (err) {
+          this.log.warn(
+            { step: step.name, attempt, error: (err as Error).message },
+            "provisioning after a NATS reconnect failed; trying again",
+          );
+          await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+        }
+      }
+    }
+    this.rounds++;
+    if (!this.stopped)
+      this.log.info({ steps: this.steps.length }, "provisioned again after a NATS reconnect");
+  }
+}

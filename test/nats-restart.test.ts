@@ -1,0 +1,118 @@
+/**
+ * Issue 9, point 2: after a NATS restart, every service provisions again what it needs (the events stream,
+ * KV buckets, the dispatcher's consumer, and the watches on them) with no restart of its own. The test
+ * runs its own nats-server on a free port and restarts it with an empty store, the worst case: a memory
+ * bucket (the rate limits, which sign-in needs) is lost on every restart, file-backed ones when the store
+ * is lost.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { connectNats, createEventPublisher } from "@svc/bus";
+import { createLogger } from "@svc/observability";
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { afterAll, describe, expect, it } from "vitest";
+
+import { tcpReachable } from "../scripts/lib/stack.js";
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { Receiver } from "./support/receiver.js";
+import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
+
+const h = await createHarness({ seed: true });
+const stores: string[] = [];
+let server: ChildProcess | undefined;
+const receiver = new Receiver();
+
+afterAll(async () => {
+  await h.stopAll();
+  server?.kill("SIGKILL");
+  await receiver.stop();
+  for (const dir of stores) rmSync(dir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const { port } = s.address() as { port: number };
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+async function startNats(port: number): Promise<void> {
+  const store = mkdtempSync(join(tmpdir(), "svc-nats-restart-"));
+  stores.push(store);
+  server = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store], {
+    stdio: "ignore",
+  });
+  await until(() => tcpReachable("127.0.0.1", port), 10_000, 50);
+}
+
+describe("issue 9, point 2: recovery after a NATS restart", () => {
+  it("sign-in, revocation watch, the events stream and webhook delivery work again with no service restart", async () => {
+    const port = await freePort();
+    await startNats(port);
+    await receiver.start();
+    const env = {
+      NATS_URL: `nats://127.0.0.1:${port}`,
+      BackendHost__RateLimitAuthPerMinute: "1000",
+      BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+      BackendHost__JobPollIntervalMs: "100",
+    };
+    await h.start(rbacService, env);
+    await h.start(webhookDispatcherService, env);
+    const base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const login = () =>
+      http(`${base}/api/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
+      });
+    await h.sql(
+      `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
+       VALUES (gen_random_uuid(), 'admin', 'a', $1, 'superadmin')`,
+      [await (await import("@svc/service-rbac")).hashPassword("admin-dev-password")],
+    );
+    expect((await login()).status).toBe(200);
+    const operator = await mintToken({ scope: "platform", permissions: ["webhook.manage"] });
+    const created = await http(`${base}/api/webhooks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({ eventName: "user.created", targetUrl: receiver.url, secret: "s" }),
+    });
+    expect(created.status).toBe(201);
+
+    // The server dies and comes back with an empty store.
+    server?.kill("SIGKILL");
+    await new Promise((r) => server?.once("exit", r));
+    await startNats(port);
+    const back = Date.now();
+    await until(async () => (await login()).status === 200, 20_000, 100);
+    const signInAfterMs = Date.now() - back;
+    // Target: within 5 s of NATS returning (the bound here is loose for a loaded machine).
+    expect(signInAfterMs).toBeLessThan(15_000);
+
+    // Events flow again: the stream and the dispatcher's consumer were made anew.
+    const nc = await connectNats({ url: env.NATS_URL, name: "t", logger: createLogger("t", "silent") });
+    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    await until(
+      async () => {
+        await events
+          .publish("user.created", null, { n: 1 }, { eventId: "after-restart" })
+          .catch(() => undefined);
+        return receiver.received.length > 0;
+      },
+      20_000,
+      500,
+    );
+    expect(JSON.parse(receiver.received[0]?.body ?? "{}").data).toEqual({ n: 1 });
+    await nc.close();
+    console.log(`sign-in answered 200 again ${signInAfterMs} ms after NATS returned`);
+  }, 90_000);
+});

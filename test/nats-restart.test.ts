@@ -1,5 +1,6 @@
 /**
- * Issue 9, point 2: after a NATS restart, every service provisions again what it needs (the events stream,
+ * Issue 9, points 2 and 4: while NATS is down, forwarded routes fail at once (503 with Retry-After) and
+ * public resolution serves the last known answer for a bounded time; after a NATS restart, every service provisions again what it needs (the events stream,
  * KV buckets, the dispatcher's consumer, and the watches on them) with no restart of its own. The test
  * runs its own nats-server on a free port and restarts it with an empty store, the worst case: a memory
  * bucket (the rate limits, which sign-in needs) is lost on every restart, file-backed ones when the store
@@ -15,6 +16,7 @@ import { connectNats, createEventPublisher } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -53,6 +55,60 @@ async function startNats(port: number): Promise<void> {
   });
   await until(() => tcpReachable("127.0.0.1", port), 10_000, 50);
 }
+
+describe("issue 9, point 4: a NATS outage fails fast", () => {
+  it("answers forwarded routes 503 at once with Retry-After, and serves known resolutions past their lifetime", async () => {
+    const port = await freePort();
+    await startNats(port);
+    const env = {
+      NATS_URL: `nats://127.0.0.1:${port}`,
+      BackendHost__ResolveCacheTtlMs: "200",
+      BackendHost__ResolveStaleMs: "60000",
+      BackendHost__RateLimitAuthPerMinute: "1000",
+    };
+    await h.start(resolverService, env);
+    await h.start(rbacService, env);
+    const base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const resolve = (host: string) => http(`${base}/workspace/public/resolve`, { headers: { host } });
+    const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+    const roles = () => http(`${base}/api/rbac/roles`, { headers: { authorization: `Bearer ${operator}` } });
+    expect((await resolve("localhost")).json()).toEqual({ resolved: true, workspaceKey: "default" });
+    expect((await roles()).status).toBe(200);
+
+    server?.kill("SIGKILL");
+    await new Promise((r) => server?.once("exit", r));
+    // Let the clients notice, and the cached resolution pass its 200 ms lifetime.
+    await new Promise((r) => setTimeout(r, 1_000));
+
+    for (const call of [
+      roles,
+      () =>
+        http(`${base}/api/auth/login`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: "admin", password: "x" }),
+        }),
+      () => resolve("unknown.example"),
+    ]) {
+      const started = Date.now();
+      const answer = await call();
+      const elapsed = Date.now() - started;
+      expect(answer.status).toBe(503);
+      expect(answer.headers["retry-after"]).toBe("5");
+      expect(answer.json()).toMatchObject({ code: "SVC_SERVICE_UNAVAILABLE" });
+      // Not the 5 s request timeout: no wait at all (loose bound for a loaded machine).
+      expect(elapsed).toBeLessThan(1_000);
+    }
+    // The last known resolution, past its lifetime, within the stale window.
+    expect((await resolve("localhost")).json()).toEqual({ resolved: true, workspaceKey: "default" });
+
+    await startNats(port);
+    await until(async () => (await roles()).status === 200, 15_000, 100);
+    await h.stopAll();
+    server?.kill("SIGKILL");
+    await new Promise((r) => server?.once("exit", r));
+  }, 60_000);
+});
 
 describe("issue 9, point 2: recovery after a NATS restart", () => {
   it("sign-in, revocation watch, the events stream and webhook delivery work again with no service restart", async () => {

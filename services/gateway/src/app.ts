@@ -56,6 +56,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     registry: deps.metrics,
     cacheTtlMs: config.backendHost.resolveCacheTtlMs,
     cacheSize: config.backendHost.resolveCacheSize,
+    staleMs: config.backendHost.resolveStaleMs,
   });
   await app.register(operatorApiPlugin, {
     bus: deps.bus,

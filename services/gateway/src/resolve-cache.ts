@@ -1,4 +1,13 @@
+import { ErrorCode, SvcError } from "@svc/errors";
 import { LRUCache } from "lru-cache";
+
+/** The upstream is away (not: it answered with an error). */
+function isOutage(error: unknown): boolean {
+  return (
+    error instanceof SvcError &&
+    (error.code === ErrorCode.ServiceUnavailable || error.code === ErrorCode.Timeout)
+  );
+}
 
 /**
  * Cached workspace resolutions, keyed by normalised host and path, holding the resolver's reply bytes as
@@ -7,22 +16,34 @@ import { LRUCache } from "lru-cache";
  * Coherence: every entry lives at most `ttlMs`; on a `resolver.cache.invalidate` broadcast the whole cache
  * is dropped and the generation advances. A lookup that started before an invalidation does not store its
  * (possibly stale) answer. Concurrent misses for one key share a single upstream request.
+ *
+ * Outages: an entry is kept `staleMs` past its lifetime; when the upstream cannot answer (the resolver or
+ * NATS is away), a lookup whose entry is past its lifetime but within that window is answered from it,
+ * so public routes keep serving the last known resolution for a bounded time.
  */
 export class ResolveCache {
-  private readonly entries: LRUCache<string, Uint8Array> | undefined;
+  private readonly entries: LRUCache<string, { value: Uint8Array; freshUntil: number }> | undefined;
   private readonly pending = new Map<string, Promise<Uint8Array>>();
   private generation = 0;
   hits = 0;
   misses = 0;
 
-  constructor(ttlMs: number, maxEntries: number) {
-    this.entries = ttlMs > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs, ttlAutopurge: false }) : undefined;
+  staleServed = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    maxEntries: number,
+    private readonly staleMs = 0,
+  ) {
+    this.entries =
+      ttlMs > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs + staleMs, ttlAutopurge: false }) : undefined;
   }
 
   get(key: string): Uint8Array | undefined {
-    const value = this.entries?.get(key);
-    if (value !== undefined) this.hits++;
-    return value;
+    const entry = this.entries?.get(key);
+    if (entry === undefined || entry.freshUntil < Date.now()) return undefined;
+    this.hits++;
+    return entry.value;
   }
 
   /**
@@ -43,11 +64,18 @@ export class ResolveCache {
     const promise = load().then(
       (value) => {
         this.pending.delete(key);
-        if (generation === this.generation) this.entries?.set(key, value);
+        if (generation === this.generation) {
+          this.entries?.set(key, { value, freshUntil: Date.now() + this.ttlMs });
+        }
         return value;
       },
       (error: unknown) => {
         this.pending.delete(key);
+        const stale = this.staleMs > 0 && isOutage(error) ? this.entries?.get(key) : undefined;
+        if (stale !== undefined) {
+          this.staleServed++;
+          return stale.value;
+        }
         throw error;
       },
     );

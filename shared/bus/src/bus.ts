@@ -16,6 +16,7 @@ import {
 } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
+import { isNatsConnected, trackConnection } from "./connect.js";
 import { Header } from "./headers.js";
 import {
   type Broadcast,
@@ -96,6 +97,7 @@ export class Bus {
     this.service = options.service;
     this.log = options.logger;
     this.defaultTimeoutMs = options.defaultTimeoutMs;
+    trackConnection(this.nc);
   }
 
   /** The full NATS subject of a map entry. */
@@ -145,6 +147,12 @@ export class Bus {
     const h = natsHeaders();
     h.set(Header.Deadline, String(deadline));
     if (options?.requestId !== undefined) h.set(Header.RequestId, options.requestId);
+    // Fail fast while the connection is down: a request would be buffered and time out (504) instead.
+    if (!isNatsConnected(this.nc)) {
+      throw new ServiceUnavailableError(ownerOf(subject), {
+        cause: new Error("the NATS connection is down"),
+      });
+    }
     let reply: Msg;
     try {
       reply = await this.nc.request(this.subject(subject), encodeJson(request), { timeout, headers: h });

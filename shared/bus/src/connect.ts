@@ -8,6 +8,29 @@ export interface ConnectOptions {
   readonly logger: Logger;
 }
 
+/** Whether each connection is up, as its status events last said (a request sent while down would wait). */
+const connected = new WeakMap<NatsConnection, boolean>();
+
+/**
+ * Follows a connection's disconnects and reconnects, so that callers can fail fast while it is down
+ * instead of waiting for a buffered request to time out. Idempotent.
+ */
+export function trackConnection(nc: NatsConnection): void {
+  if (connected.has(nc)) return;
+  connected.set(nc, !nc.isClosed());
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect") connected.set(nc, false);
+      else if (status.type === "reconnect") connected.set(nc, true);
+    }
+  })().catch(() => undefined);
+}
+
+/** False while the connection is down (between a disconnect and the reconnect) or closed. */
+export function isNatsConnected(nc: NatsConnection): boolean {
+  return !nc.isClosed() && (connected.get(nc) ?? true);
+}
+
 /**
  * Connects to NATS and keeps reconnecting for ever: a service outlives a NATS restart, and /ready tells
  * the orchestrator while it is cut off.
@@ -21,6 +44,7 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
     waitOnFirstConnect: false,
     timeout: 5_000,
   });
+  trackConnection(nc);
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {

@@ -7,7 +7,13 @@ export {
   type RequestOptions,
   type ServeOptions,
 } from "./bus.js";
-export { connectNats, type ConnectOptions, natsIsReachable } from "./connect.js";
+export {
+  connectNats,
+  type ConnectOptions,
+  isNatsConnected,
+  natsIsReachable,
+  trackConnection,
+} from "./connect.js";
 export {
   createEventPublisher,
   EVENT_NAME_PATTERN,

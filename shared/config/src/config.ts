@@ -16,6 +16,11 @@ export interface BackendHostSettings {
   readonly problemsBaseUrl: string;
   /** How long the gateway may serve a cached workspace resolution, in ms (0 disables the cache). */
   readonly resolveCacheTtlMs: number;
+  /**
+   * How long past its lifetime the gateway may still serve a cached resolution while the resolver cannot
+   * be reached (NATS down, no replica), in ms (0: never serve a stale one).
+   */
+  readonly resolveStaleMs: number;
   /** How many host/path resolutions the gateway keeps cached. */
   readonly resolveCacheSize: number;
   /** Largest accepted HTTP request body, in bytes. */
@@ -113,6 +118,7 @@ export const defaults = {
     defaultTenantKey: null,
     problemsBaseUrl: "/problems",
     resolveCacheTtlMs: 5_000,
+    resolveStaleMs: 300_000,
     resolveCacheSize: 10_000,
     maxRequestBodyBytes: 1_048_576,
     rateLimitAuthPerMinute: 5,
@@ -311,6 +317,7 @@ export function parseConfig(env: Env = process.env): Config {
         0,
         3_600_000,
       ),
+      resolveStaleMs: r.int("BackendHost:ResolveStaleMs", d.backendHost.resolveStaleMs, 0, 86_400_000),
       resolveCacheSize: r.int("BackendHost:ResolveCacheSize", d.backendHost.resolveCacheSize, 1, 10_000_000),
       maxRequestBodyBytes: r.int(
         "BackendHost:MaxRequestBodyBytes",

@@ -8,7 +8,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Type } from "@sinclair/typebox";
 import { openRevocationBucket, RevocationList } from "@svc/access";
-import { type Bus, ensureBucket, type Principal } from "@svc/bus";
+import { type Bus, ensureBucket, isNatsConnected, type Principal } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -146,6 +146,8 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {
       let decision;
       try {
+        // Fail fast while NATS is down: the shared counter (and rbac) cannot be reached.
+        if (!isNatsConnected(nc)) throw new Error("the NATS connection is down");
         decision = await limits.hitExact("auth", client(request));
       } catch (err) {
         // Fail closed: without the shared counter, sign-in could be brute-forced across replicas.

@@ -58,6 +58,8 @@ export const problemsPlugin = fp<ProblemsOptions>(
       }
       const problem = toProblem(svcError ?? error, options.problemsBaseUrl, request.url.split("?")[0]);
       if (problem.status === 429) reply.header("retry-after", "60");
+      // A service or NATS that is away is usually back within seconds (a restart, a reconnect).
+      if (problem.status === 503) reply.header("retry-after", "5");
       if (problem.status === 401) {
         // RFC 6750: name the scheme; say the token was refused when one was sent.
         reply.header(

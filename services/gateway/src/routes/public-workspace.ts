@@ -11,6 +11,7 @@ export interface PublicWorkspaceOptions {
   readonly registry: Registry;
   readonly cacheTtlMs: number;
   readonly cacheSize: number;
+  readonly staleMs: number;
 }
 
 const UNRESOLVED_BODY = Buffer.from(
@@ -28,9 +29,14 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
  * over NATS and cached here (see ResolveCache). Always 200 with a ResolveResult.
  */
 export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
-  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize }) => {
-    const cache = new ResolveCache(cacheTtlMs, cacheSize);
+  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize, staleMs }) => {
+    const cache = new ResolveCache(cacheTtlMs, cacheSize, staleMs);
     bus.onBroadcast("resolver.cache.invalidate", () => cache.invalidate());
+    // Invalidations broadcast while the connection was down were missed: after a reconnect nothing cached
+    // before it is trusted.
+    void (async () => {
+      for await (const status of bus.nc.status()) if (status.type === "reconnect") cache.invalidate();
+    })().catch(() => undefined);
     const lookups = new Counter({
       name: "svc_gateway_resolve_cache_lookups_total",
       help: "Workspace resolutions at the gateway, by whether the cache answered.",
@@ -40,6 +46,7 @@ export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
         this.reset();
         this.inc({ result: "hit" }, cache.hits);
         this.inc({ result: "miss" }, cache.misses);
+        this.inc({ result: "stale" }, cache.staleServed);
       },
     });
     void lookups;

@@ -63,3 +63,19 @@ describe("health and readiness", () => {
     await waitForStatus("/ready", 200, 10_000);
   });
 });
+
+describe("issue 9, point 7: shutdown drains", () => {
+  it("on stop, /ready turns 503 at once while the listener keeps serving for the drain delay, then closes", async () => {
+    const gateway = await h.start(gatewayService, { SHUTDOWN_DRAIN_DELAY_MS: "1500" });
+    const address = gateway.hooks.httpAddress as string;
+    expect((await http(`${address}/ready`)).status).toBe(200);
+    const stopped = gateway.stop();
+    const ready = await http(`${address}/ready`);
+    expect(ready.status).toBe(503);
+    expect(ready.json()).toMatchObject({ status: "draining" });
+    // Still serving meanwhile: a load balancer that has not noticed yet loses nothing.
+    expect((await http(`${address}/health`)).status).toBe(200);
+    await stopped;
+    await expect(http(`${address}/health`, { timeoutMs: 2_000 })).rejects.toThrow();
+  });
+});

@@ -67,6 +67,8 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     GATEWAY_HOST: "127.0.0.1",
     GATEWAY_PORT: "0",
     DATABASE_POOL_SIZE: "4",
+    // Stopping a test's gateway need not wait for a load balancer (the drain has a test of its own).
+    SHUTDOWN_DRAIN_DELAY_MS: "0",
     BackendHost__JwtSigningKey: testEnv.jwtSigningKey,
     BackendHost__SecretsEncryptionKey: testEnv.secretsEncryptionKey,
   };

@@ -50,7 +50,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
   await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
   await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });
-  await app.register(healthPlugin, { db: deps.db, nc: deps.nc });
+  let draining = false;
+  app.decorate("beginDrain", () => {
+    draining = true;
+  });
+  await app.register(healthPlugin, { db: deps.db, nc: deps.nc, isDraining: () => draining });
   await app.register(publicWorkspacePlugin, {
     bus: deps.bus,
     registry: deps.metrics,
@@ -66,4 +70,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     provision: deps.provision,
   });
   return app;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** From now on /ready answers 503 (the listener keeps serving until it is closed). */
+    beginDrain(): void;
+  }
 }

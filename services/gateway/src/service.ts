@@ -11,8 +11,17 @@ export const gatewayService: ServiceDefinition = {
     const address = await app.listen({ host: deps.config.gatewayHost, port: deps.config.gatewayPort });
     deps.log.info({ address }, "gateway listening");
     return {
-      // Stop accepting connections and let in-flight requests finish before the bus drains.
-      beforeDrain: () => app.close(),
+      // Report not ready and keep serving while load balancers take the replica out, then stop accepting
+      // connections and let in-flight requests finish before the bus drains.
+      beforeDrain: async () => {
+        app.beginDrain();
+        const delay = deps.config.shutdownDrainDelayMs;
+        if (delay > 0) {
+          deps.log.info({ delayMs: delay }, "draining: /ready answers 503, still serving");
+          await new Promise((r) => setTimeout(r, delay));
+        }
+        await app.close();
+      },
       httpAddress: address,
     };
   },

@@ -89,6 +89,11 @@ export interface Config {
   readonly eventsStream: string;
   /** How long a service may take to drain on SIGTERM before it is forced to exit, in ms. */
   readonly shutdownTimeoutMs: number;
+  /**
+   * On SIGTERM the gateway reports not ready and keeps serving this long before it closes its listener,
+   * so that load balancers stop sending first (ms; keep it below SHUTDOWN_TIMEOUT_MS).
+   */
+  readonly shutdownDrainDelayMs: number;
   readonly backendHost: BackendHostSettings;
   /** Every `X__Y` variable as a case-insensitive tree, for settings read by later features. */
   readonly settings: SettingTree;
@@ -113,6 +118,7 @@ export const defaults = {
   subjectPrefix: "svc",
   eventsStream: "SVC_EVENTS",
   shutdownTimeoutMs: 10_000,
+  shutdownDrainDelayMs: 5_000,
   backendHost: {
     requestTimeoutMs: 5_000,
     defaultTenantKey: null,
@@ -307,6 +313,7 @@ export function parseConfig(env: Env = process.env): Config {
       SUBJECT_TOKEN.test(v) ? null : "expected a stream name (letters, digits, _ and -)",
     ),
     shutdownTimeoutMs: r.int("SHUTDOWN_TIMEOUT_MS", d.shutdownTimeoutMs, 100, 600_000),
+    shutdownDrainDelayMs: r.int("SHUTDOWN_DRAIN_DELAY_MS", d.shutdownDrainDelayMs, 0, 600_000),
     backendHost: {
       requestTimeoutMs: r.int("BackendHost:RequestTimeoutMs", d.backendHost.requestTimeoutMs, 10, 600_000),
       defaultTenantKey: r.optionalString("BackendHost:DefaultTenantKey"),
@@ -411,6 +418,9 @@ export function parseConfig(env: Env = process.env): Config {
     if (config.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
       r.problems.push("BackendHost__ApiKeys: the well-known development key is refused outside development");
     }
+  }
+  if (config.shutdownDrainDelayMs >= config.shutdownTimeoutMs) {
+    r.problems.push("SHUTDOWN_DRAIN_DELAY_MS: must be below SHUTDOWN_TIMEOUT_MS");
   }
   for (const key of config.backendHost.apiKeys) {
     if (key.length < 16) r.problems.push("BackendHost__ApiKeys: every key must have at least 16 characters");

@@ -9,20 +9,29 @@ export interface HealthOptions {
   readonly nc: NatsConnection;
   /** Each dependency check gives up after this long, ms. */
   readonly checkTimeoutMs?: number;
+  /** True once the process was told to stop: /ready answers 503 while it still serves. */
+  readonly isDraining?: () => boolean;
 }
 
 type CheckState = "up" | "down";
 
 /**
  * `GET /health`: liveness, checks nothing (a live process answers). `GET /ready`: readiness, checks
- * PostgreSQL (`SELECT 1`) and NATS (a round trip) in parallel; 503 names what is down.
+ * PostgreSQL (`SELECT 1`) and NATS (a round trip) in parallel; 503 names what is down, and 503 with
+ * status `draining` once the process was told to stop.
  */
 export const healthPlugin = fp<HealthOptions>(
-  async (app: FastifyInstance, { db, nc, checkTimeoutMs = 2_000 }) => {
+  async (app: FastifyInstance, { db, nc, checkTimeoutMs = 2_000, isDraining = () => false }) => {
     app.get("/health", async (_request, reply) =>
       reply.header("cache-control", "no-store").send({ status: "ok" }),
     );
     app.get("/ready", async (_request, reply) => {
+      if (isDraining()) {
+        return reply
+          .code(503)
+          .header("cache-control", "no-store")
+          .send({ status: "draining", checks: {}, down: [] });
+      }
       const [postgres, nats] = await Promise.all([
         dbIsReachable(db, checkTimeoutMs),
         natsIsReachable(nc, checkTimeoutMs),

@@ -6,11 +6,6 @@
  * bucket (the rate limits, which sign-in needs) is lost on every restart, file-backed ones when the store
  * is lost.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 
 import { connectNats, createEventPublisher } from "@svc/bus";
 import { createLogger } from "@svc/observability";
@@ -20,48 +15,28 @@ import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { tcpReachable } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
+import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
 
 const h = await createHarness({ seed: true });
-const stores: string[] = [];
-let server: ChildProcess | undefined;
+const nats = new OwnNatsServer();
 const receiver = new Receiver();
 
 afterAll(async () => {
   await h.stopAll();
-  server?.kill("SIGKILL");
+  await nats.dispose();
   await receiver.stop();
-  for (const dir of stores) rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
-async function startNats(port: number): Promise<void> {
-  const store = mkdtempSync(join(tmpdir(), "svc-nats-restart-"));
-  stores.push(store);
-  server = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store], {
-    stdio: "ignore",
-  });
-  await until(() => tcpReachable("127.0.0.1", port), 10_000, 50);
-}
 
 describe("issue 9, point 4: a NATS outage fails fast", () => {
   it("answers forwarded routes 503 at once with Retry-After, and serves known resolutions past their lifetime", async () => {
-    const port = await freePort();
-    await startNats(port);
+    await nats.start();
     const env = {
-      NATS_URL: `nats://127.0.0.1:${port}`,
+      NATS_URL: nats.url,
       BackendHost__ResolveCacheTtlMs: "200",
       BackendHost__ResolveStaleMs: "60000",
       BackendHost__RateLimitAuthPerMinute: "1000",
@@ -75,8 +50,7 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
     expect((await resolve("localhost")).json()).toEqual({ resolved: true, workspaceKey: "default" });
     expect((await roles()).status).toBe(200);
 
-    server?.kill("SIGKILL");
-    await new Promise((r) => server?.once("exit", r));
+    await nats.kill();
     // Let the clients notice, and the cached resolution pass its 200 ms lifetime.
     await new Promise((r) => setTimeout(r, 1_000));
 
@@ -102,21 +76,19 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
     // The last known resolution, past its lifetime, within the stale window.
     expect((await resolve("localhost")).json()).toEqual({ resolved: true, workspaceKey: "default" });
 
-    await startNats(port);
+    await nats.start();
     await until(async () => (await roles()).status === 200, 15_000, 100);
     await h.stopAll();
-    server?.kill("SIGKILL");
-    await new Promise((r) => server?.once("exit", r));
+    await nats.kill();
   }, 60_000);
 });
 
 describe("issue 9, point 2: recovery after a NATS restart", () => {
   it("sign-in, revocation watch, the events stream and webhook delivery work again with no service restart", async () => {
-    const port = await freePort();
-    await startNats(port);
+    await nats.start();
     await receiver.start();
     const env = {
-      NATS_URL: `nats://127.0.0.1:${port}`,
+      NATS_URL: nats.url,
       BackendHost__RateLimitAuthPerMinute: "1000",
       BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
       BackendHost__JobPollIntervalMs: "100",
@@ -145,9 +117,8 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
     expect(created.status).toBe(201);
 
     // The server dies and comes back with an empty store.
-    server?.kill("SIGKILL");
-    await new Promise((r) => server?.once("exit", r));
-    await startNats(port);
+    await nats.kill();
+    await nats.start();
     const back = Date.now();
     await until(async () => (await login()).status === 200, 20_000, 100);
     const signInAfterMs = Date.now() - back;

@@ -18,11 +18,12 @@ import {
   SystemRole,
   WILDCARD,
 } from "@svc/access";
-import type { EventPublisher, Principal, RouteReply, RouteRequest } from "@svc/bus";
+import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { type Db, decodeCursor, encodeCursor, type Queries, sql } from "@svc/db";
 import { ConflictError, NotFoundError, UnauthenticatedError, ValidationError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import type { Outbox } from "@svc/outbox";
 
 import { decoyHash, hashPassword, verifyPassword } from "./passwords.js";
 import {
@@ -45,7 +46,8 @@ export interface RbacDeps {
   readonly db: Db;
   readonly config: Config;
   readonly issuer: TokenIssuer;
-  readonly events: EventPublisher;
+  /** Events are recorded in the transaction of the change they describe, and relayed from there. */
+  readonly outbox: Outbox;
   readonly revoked: KV;
   readonly log: Logger;
 }
@@ -310,16 +312,19 @@ export async function createUser(
   const hash = await hashPassword(body.password as string);
   let user: UserRow;
   try {
-    user = await deps.db.one<UserRow>(sql`
-      INSERT INTO rbac.users (id, user_name, display_name, email, password_hash)
-      VALUES (${randomUUID()}, ${body.userName}, ${body.displayName ?? ""}, ${body.email ?? null}, ${hash})
-      RETURNING *`);
+    user = await deps.db.transaction(async (tx) => {
+      const row = await tx.one<UserRow>(sql`
+        INSERT INTO rbac.users (id, user_name, display_name, email, password_hash)
+        VALUES (${randomUUID()}, ${body.userName}, ${body.displayName ?? ""}, ${body.email ?? null}, ${hash})
+        RETURNING *`);
+      await deps.outbox.record(tx, "user.created", null, publicUser(row));
+      return row;
+    });
   } catch (error) {
     if ((error as { code?: string }).code === "23505")
       throw new ConflictError(`The user name '${body.userName}' is taken.`);
     throw error;
   }
-  await deps.events.publish("user.created", null, publicUser(user));
   return ok(userView(user), 201);
 }
 
@@ -330,15 +335,18 @@ export async function updateUser(
   const existing = await reachableUser(deps, req.principal, req.params.userId);
   const body = req.body;
   const hash = body.password === undefined ? null : await hashPassword(body.password);
-  const user = await deps.db.one<UserRow>(sql`
-    UPDATE rbac.users SET
-      display_name = coalesce(${body.displayName ?? null}, display_name),
-      email = CASE WHEN ${body.email !== undefined} THEN ${body.email ?? null} ELSE email END,
-      password_hash = coalesce(${hash}, password_hash),
-      updated_at = now()
-    WHERE id = ${existing.id} RETURNING *`);
+  const user = await deps.db.transaction(async (tx) => {
+    const row = await tx.one<UserRow>(sql`
+      UPDATE rbac.users SET
+        display_name = coalesce(${body.displayName ?? null}, display_name),
+        email = CASE WHEN ${body.email !== undefined} THEN ${body.email ?? null} ELSE email END,
+        password_hash = coalesce(${hash}, password_hash),
+        updated_at = now()
+      WHERE id = ${existing.id} RETURNING *`);
+    await deps.outbox.record(tx, "user.updated", null, publicUser(row));
+    return row;
+  });
   if (hash !== null) await revoke(deps, await sessionsOfUser(deps.db, user.id));
-  await deps.events.publish("user.updated", null, publicUser(user));
   return ok(userView(user));
 }
 
@@ -347,18 +355,23 @@ export async function setUserActivation(
   req: RouteRequest<{ userId: string }, { isActive: boolean }>,
 ) {
   const existing = await reachableUser(deps, req.principal, req.params.userId);
-  const user = await deps.db.one<UserRow>(sql`
-    UPDATE rbac.users SET is_active = ${req.query.isActive}, updated_at = now() WHERE id = ${existing.id} RETURNING *`);
+  const user = await deps.db.transaction(async (tx) => {
+    const row = await tx.one<UserRow>(sql`
+      UPDATE rbac.users SET is_active = ${req.query.isActive}, updated_at = now() WHERE id = ${existing.id} RETURNING *`);
+    await deps.outbox.record(tx, "user.updated", null, { ...publicUser(row), isActive: row.is_active });
+    return row;
+  });
   if (!user.is_active) await revoke(deps, await sessionsOfUser(deps.db, user.id));
-  await deps.events.publish("user.updated", null, { ...publicUser(user), isActive: user.is_active });
   return ok(userView(user));
 }
 
 export async function deleteUser(deps: RbacDeps, req: RouteRequest<{ userId: string }>) {
   const user = await reachableUser(deps, req.principal, req.params.userId);
   await revoke(deps, await sessionsOfUser(deps.db, user.id));
-  await deps.db.query(sql`DELETE FROM rbac.users WHERE id = ${user.id}`);
-  await deps.events.publish("user.deleted", null, { userId: user.id, userName: user.user_name });
+  await deps.db.transaction(async (tx) => {
+    await tx.query(sql`DELETE FROM rbac.users WHERE id = ${user.id}`);
+    await deps.outbox.record(tx, "user.deleted", null, { userId: user.id, userName: user.user_name });
+  });
   return noContent();
 }
 
@@ -441,16 +454,19 @@ export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
   assertReachesWorkspace(req.principal, workspaceKey);
   const user = await findUser(deps.db, userId);
   if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
-  const inserted = await deps.db.maybeOne(sql`
-    INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
-    ON CONFLICT DO NOTHING RETURNING 1 AS created`);
-  if (inserted !== null) {
-    await deps.events.publish("workspace.member-assigned", workspaceKey, {
-      workspaceKey,
-      userId,
-      userName: user.user_name,
-    });
-  }
+  const inserted = await deps.db.transaction(async (tx) => {
+    const row = await tx.maybeOne(sql`
+      INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
+      ON CONFLICT DO NOTHING RETURNING 1 AS created`);
+    if (row !== null) {
+      await deps.outbox.record(tx, "workspace.member-assigned", workspaceKey, {
+        workspaceKey,
+        userId,
+        userName: user.user_name,
+      });
+    }
+    return row;
+  });
   return ok(
     { workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) },
     inserted ? 201 : 200,
@@ -460,11 +476,16 @@ export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
 export async function deleteMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
   const { workspaceKey, userId } = req.params;
   assertReachesWorkspace(req.principal, workspaceKey);
-  const deleted = await deps.db.maybeOne(sql`
-    DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
+  const deleted = await deps.db.transaction(async (tx) => {
+    const row = await tx.maybeOne(sql`
+      DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
+    if (row !== null) {
+      await deps.outbox.record(tx, "workspace.member-removed", workspaceKey, { workspaceKey, userId });
+    }
+    return row;
+  });
   if (deleted === null) throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
   await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
-  await deps.events.publish("workspace.member-removed", workspaceKey, { workspaceKey, userId });
   return noContent();
 }
 

@@ -1,6 +1,7 @@
 import { assertPlatform, openRevocationBucket } from "@svc/access";
-import { createEventPublisher, type Principal, ServiceName } from "@svc/bus";
+import { type Principal, ServiceName } from "@svc/bus";
 import { ValidationError } from "@svc/errors";
+import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import * as h from "./handlers.js";
@@ -19,8 +20,15 @@ export const rbacService: ServiceDefinition = {
     const revoked = await openRevoked();
     // After a NATS reconnect the bucket is created again if the server lost it (the handle stays valid).
     await provision("revoked-sessions bucket", async () => void (await openRevoked()));
-    const events = createEventPublisher(nc, config.subjectPrefix);
-    const deps: h.RbacDeps = { db, config, issuer, events, revoked, log };
+    const outbox = new Outbox({
+      db,
+      schema: "rbac",
+      nc,
+      subjectPrefix: config.subjectPrefix,
+      databaseUrl: config.databaseUrl,
+      log,
+    });
+    const deps: h.RbacDeps = { db, config, issuer, outbox, revoked, log };
     await h.seedAccess(db, config);
 
     bus.serve("rbac.auth.login", (req) => h.login(deps, req), {
@@ -124,6 +132,11 @@ export const rbacService: ServiceDefinition = {
     bus.serveRoute("rbac.integrations.delete", (req: Parameters<typeof h.deleteIntegration>[1]) =>
       h.deleteIntegration(deps, req),
     );
-    return undefined;
+    await outbox.start();
+    return {
+      // Stop relaying before the connection drains; what is still recorded is relayed by another replica
+      // or at the next start.
+      beforeDrain: () => outbox.stop(),
+    };
   },
 };

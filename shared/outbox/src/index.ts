@@ -1,0 +1,1 @@
+export { Outbox, type OutboxOptions, type RecordedEvent } from "./outbox.js";

@@ -1,0 +1,174 @@
+/**
+ * The transactional outbox (issue 9, point 1): an event is recorded in the same database transaction as
+ * the change it describes, in the service's own `<schema>.outbox` table, and relayed to JetStream
+ * afterwards, at least once, with the event id as `Nats-Msg-Id` (the stream drops a repeat inside its
+ * duplicate window, and the webhook matcher is idempotent per event id beyond it). So a NATS outage of any
+ * length delays events and loses none, and a crash between the change and the publish loses nothing: the
+ * row is still there and the next relay pass publishes it.
+ *
+ * The relay runs in every replica of the service. A pass locks up to a batch of the oldest rows with
+ * SKIP LOCKED (replicas take disjoint rows), publishes them in id order, deletes the ones JetStream
+ * acknowledged and commits; a failure stops the pass, keeps the rest, and the next pass retries. Passes
+ * run on a NOTIFY sent by the recording transaction (at its commit), on a slow poll, and after a NATS
+ * reconnect. Order is kept within one replica's pass; across replicas it is not guaranteed.
+ */
+import { randomUUID } from "node:crypto";
+
+import type { NatsConnection } from "@nats-io/transport-node";
+import { createEventPublisher, EVENT_NAME_PATTERN, type EventPublisher, isNatsConnected } from "@svc/bus";
+import { type Db, type Listener, listenForNotifications, type Queries, raw, sql } from "@svc/db";
+import type { Logger } from "@svc/observability";
+
+export interface OutboxOptions {
+  readonly db: Db;
+  /** The service's schema, which holds the `outbox` table (migration of the service). */
+  readonly schema: string;
+  readonly nc: NatsConnection;
+  readonly subjectPrefix: string;
+  /** For the LISTEN connection. */
+  readonly databaseUrl: string;
+  readonly log: Logger;
+  /** Backstop poll, ms. */
+  readonly pollIntervalMs?: number;
+  readonly batchSize?: number;
+}
+
+export interface RecordedEvent {
+  readonly eventId: string;
+}
+
+interface Row {
+  id: string;
+  event_id: string;
+  event_name: string;
+  workspace_key: string | null;
+  occurred_at: Date;
+  payload: unknown;
+}
+
+export class Outbox {
+  private readonly table;
+  private readonly channel: string;
+  private readonly publisher: EventPublisher;
+  private listener: Listener | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private relaying: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  /** Events relayed by this replica since start. */
+  relayed = 0;
+
+  constructor(private readonly options: OutboxOptions) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new Error(`invalid schema ${options.schema}`);
+    this.table = raw(`${options.schema}.outbox`);
+    this.channel = `${options.schema}_outbox`;
+    this.publisher = createEventPublisher(options.nc, options.subjectPrefix);
+  }
+
+  /** Records an event inside the caller's transaction: it is published only if that transaction commits. */
+  async record(
+    tx: Queries,
+    eventName: string,
+    workspaceKey: string | null,
+    payload: unknown,
+  ): Promise<RecordedEvent> {
+    if (!EVENT_NAME_PATTERN.test(eventName)) throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
+    const eventId = randomUUID();
+    await tx.query(sql`
+      INSERT INTO ${this.table} (event_id, event_name, workspace_key, payload)
+      VALUES (${eventId}, ${eventName}, ${workspaceKey}, ${JSON.stringify(payload ?? {})}::jsonb)`);
+    // Delivered at commit, not before; nothing is sent if the transaction rolls back.
+    await tx.query(sql`SELECT pg_notify(${this.channel}, '')`);
+    return { eventId };
+  }
+
+  async start(): Promise<void> {
+    this.listener = listenForNotifications({
+      databaseUrl: this.options.databaseUrl,
+      channel: this.channel,
+      applicationName: `${this.options.schema}-outbox`,
+      log: this.options.log,
+      onNotification: () => this.wake(),
+      onConnected: () => this.wake(),
+    });
+    await this.listener.ready;
+    this.timer = setInterval(() => this.wake(), this.options.pollIntervalMs ?? 2_000);
+    this.timer.unref();
+    void (async () => {
+      for await (const status of this.options.nc.status()) if (status.type === "reconnect") this.wake();
+    })().catch(() => undefined);
+    this.wake();
+  }
+
+  /** Runs a relay pass now, or right after the one under way. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.relaying !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.relaying = this.relayAll().finally(() => {
+      this.relaying = undefined;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Passes until the table is empty or a pass fails. */
+  private async relayAll(): Promise<void> {
+    for (;;) {
+      if (this.stopped || !isNatsConnected(this.options.nc)) return;
+      let result: { relayed: number; full: boolean };
+      try {
+        result = await this.relayOnce();
+      } catch (err) {
+        this.options.log.warn({ err }, "relaying events failed; they stay recorded and are retried");
+        return;
+      }
+      this.relayed += result.relayed;
+      if (!result.full) return;
+    }
+  }
+
+  /** One pass: publishes the oldest unpublished events it can lock, deletes those acknowledged. */
+  async relayOnce(): Promise<{ relayed: number; full: boolean }> {
+    const batchSize = this.options.batchSize ?? 100;
+    return this.options.db.transaction(async (tx) => {
+      const rows = await tx.any<Row>(sql`
+        SELECT id::text, event_id::text, event_name, workspace_key, occurred_at, payload
+        FROM ${this.table} ORDER BY id LIMIT ${batchSize} FOR UPDATE SKIP LOCKED`);
+      const done: string[] = [];
+      let failure: Error | undefined;
+      for (const row of rows) {
+        try {
+          await this.publisher.publish(row.event_name, row.workspace_key, row.payload, {
+            eventId: row.event_id,
+            occurredAt: row.occurred_at,
+          });
+          done.push(row.id);
+        } catch (err) {
+          failure = err instanceof Error ? err : new Error(String(err));
+          break;
+        }
+      }
+      if (done.length > 0) await tx.query(sql`DELETE FROM ${this.table} WHERE id = ANY(${done}::bigint[])`);
+      if (failure !== undefined && done.length === 0) throw failure;
+      return { relayed: done.length, full: failure === undefined && rows.length === batchSize };
+    });
+  }
+
+  /** Events recorded and not yet relayed (for tests and the readiness of a drain). */
+  async pending(): Promise<number> {
+    const row = await this.options.db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM ${this.table}`);
+    return row.n;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.relaying;
+    await this.listener?.stop();
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Issue 9, point 1: events are recorded in the transaction of the change they describe and relayed to
+ * JetStream afterwards. A NATS outage delays them and loses none; an event recorded by a process that died
+ * before publishing is relayed by the next one; a rolled-back change publishes nothing; several relays at
+ * once publish each event once.
+ */
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
+import { createDb, sql } from "@svc/db";
+import { createLogger } from "@svc/observability";
+import { Outbox } from "@svc/outbox";
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { afterAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { OwnNatsServer } from "./support/nats-server.js";
+import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
+
+const h = await createHarness();
+const nats = new OwnNatsServer();
+await nats.start();
+const log = createLogger("outbox-test", "silent");
+const db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 4, applicationName: "outbox-test" });
+const prefix = h.env.SVC_SUBJECT_PREFIX as string;
+const stream = h.env.SVC_EVENTS_STREAM as string;
+const nc = await connectNats({ url: nats.url, name: "outbox-test", logger: log });
+const outboxes: Outbox[] = [];
+afterAll(async () => {
+  await Promise.all(outboxes.map((o) => o.stop()));
+  await h.stopAll();
+  await nc.close();
+  await db.end();
+  await nats.dispose();
+});
+
+function newOutbox() {
+  const outbox = new Outbox({
+    db,
+    schema: "rbac",
+    nc,
+    subjectPrefix: prefix,
+    databaseUrl: h.db.url,
+    log,
+    pollIntervalMs: 200,
+    batchSize: 7,
+  });
+  outboxes.push(outbox);
+  return outbox;
+}
+
+/** The event ids the stream holds for `name`, in order. */
+async function streamed(name: string): Promise<string[]> {
+  await ensureEventsStream(nc, { name: stream, prefix });
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(stream);
+  const ids: string[] = [];
+  const js = jetstream(nc);
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await js.streams
+      .get(stream)
+      .then((s) => s.getMessage({ seq }))
+      .catch(() => null);
+    if (m?.subject === eventsSubject(prefix, name)) ids.push(m.header.get("Nats-Msg-Id"));
+  }
+  return ids;
+}
+
+describe("issue 9, point 1: the transactional outbox", () => {
+  it("records with the change, relays after a NATS outage, and publishes each event once across relays", async () => {
+    await ensureEventsStream(nc, { name: stream, prefix });
+    const a = newOutbox();
+    const b = newOutbox();
+    await a.start();
+    await b.start();
+    await nats.kill();
+    // While NATS is down: 40 changes commit, each with its event; one transaction rolls back.
+    const recorded: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      recorded.push(
+        (await db.transaction((tx) => (i % 2 === 0 ? a : b).record(tx, "outbox.tested", null, { i })))
+          .eventId,
+      );
+    }
+    await db
+      .transaction(async (tx) => {
+        await a.record(tx, "outbox.tested", null, { rolledBack: true });
+        throw new Error("rolled back");
+      })
+      .catch(() => undefined);
+    expect(await a.pending()).toBe(40);
+    await new Promise((r) => setTimeout(r, 1_000));
+    // Back with an empty store: the stream is made again (a service's provisioner does it in production).
+    await nats.start();
+    await until(
+      () =>
+        ensureEventsStream(nc, { name: stream, prefix }).then(
+          () => true,
+          () => false,
+        ),
+      15_000,
+    );
+    await until(async () => (await a.pending()) === 0, 20_000);
+    const ids = await streamed("outbox.tested");
+    expect(ids.sort()).toEqual([...recorded].sort());
+    expect(a.relayed + b.relayed).toBe(40);
+  }, 60_000);
+
+  it("an event recorded by a process that died before publishing is relayed by the next start of rbac", async () => {
+    // As if rbac had committed a user and its event, and died before the relay ran.
+    await db.query(sql`
+      INSERT INTO rbac.outbox (event_id, event_name, workspace_key, payload)
+      VALUES ('00000000-0000-4000-8000-00000000c0de', 'user.created', NULL, '{"userId":"crashed"}')`);
+    await h.start(rbacService, { NATS_URL: nats.url });
+    await until(
+      async () => (await streamed("user.created")).includes("00000000-0000-4000-8000-00000000c0de"),
+      15_000,
+    );
+    // And a change made through the API is streamed with its event.
+    const base = (await h.start(gatewayService, { NATS_URL: nats.url })).hooks.httpAddress as string;
+    const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+    const created = await http(`${base}/api/users`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({ userName: "outboxed", password: "long-enough-password" }),
+    });
+    expect(created.status).toBe(201);
+    await until(async () => (await streamed("user.created")).length === 2, 15_000);
+    expect((await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM rbac.outbox`)).n).toBe(0);
+  }, 60_000);
+});

@@ -1,0 +1,54 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { tcpReachable } from "../../scripts/lib/stack.js";
+import { until } from "./wait.js";
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const { port } = s.address() as { port: number };
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/**
+ * A nats-server of a test's own, on a free port, that the test can kill and start again (each start with
+ * an empty store: the worst case of a restart). The shared server is never touched.
+ */
+export class OwnNatsServer {
+  private process: ChildProcess | undefined;
+  private readonly stores: string[] = [];
+  port = 0;
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.port === 0) this.port = await freePort();
+    const store = mkdtempSync(join(tmpdir(), "svc-own-nats-"));
+    this.stores.push(store);
+    this.process = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", store], {
+      stdio: "ignore",
+    });
+    await until(() => tcpReachable("127.0.0.1", this.port), 10_000, 50);
+  }
+
+  /** kill -9, and wait until it is gone. */
+  async kill(): Promise<void> {
+    const p = this.process;
+    if (p === undefined || p.exitCode !== null) return;
+    const gone = new Promise((r) => p.once("exit", r));
+    p.kill("SIGKILL");
+    await gone;
+  }
+
+  async dispose(): Promise<void> {
+    await this.kill();
+    for (const dir of this.stores) rmSync(dir, { recursive: true, force: true });
+  }
+}

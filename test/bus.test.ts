@@ -6,6 +6,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Bus, connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
+import { createDb, sql } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 import { createLogger } from "@svc/observability";
 import { afterAll, describe, expect, it } from "vitest";
@@ -24,6 +25,41 @@ async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
 
 afterAll(async () => {
   await Promise.all(connections.filter((nc) => !nc.isClosed()).map((nc) => nc.close()));
+});
+
+describe("issue 9, point 5: a request past its deadline changes nothing", () => {
+  it("rolls back a transaction that would commit after the caller's deadline (the caller saw 504)", async () => {
+    const db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "deadline-test" });
+    await db.query(sql`CREATE TABLE IF NOT EXISTS public.deadline_writes (n int)`);
+    const server = await newBus("resolver");
+    let outcome: unknown;
+    server.serve("resolver.workspace.resolve", async () => {
+      try {
+        await db.transaction(async (tx) => {
+          await tx.query(sql`INSERT INTO public.deadline_writes VALUES (1)`);
+          // Slow work (a password hash under load, a queue of requests) outlasts the caller's patience.
+          await new Promise((r) => setTimeout(r, 700));
+        });
+        outcome = "committed";
+      } catch (error) {
+        outcome = error;
+      }
+      return { resolved: false, workspaceKey: null };
+    });
+    const client = await newBus("gateway", 300);
+    await server.nc.flush();
+    const answer = await client
+      .request("resolver.workspace.resolve", { host: "a", path: "/" })
+      .catch((e) => e);
+    expect(answer).toMatchObject({ code: ErrorCode.Timeout });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(outcome).toMatchObject({ code: ErrorCode.Timeout });
+    expect((await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM public.deadline_writes`)).n).toBe(
+      0,
+    );
+    await server.drain();
+    await db.end();
+  });
 });
 
 describe("request/reply", () => {

@@ -10,6 +10,7 @@ import {
   ErrorCode,
   fromWire,
   InternalError,
+  runWithDeadline,
   ServiceUnavailableError,
   SvcError,
   TimeoutError,
@@ -241,7 +242,9 @@ export class Bus {
         throw new SvcError(ErrorCode.ValidationFailed, "The request payload is not valid JSON.", { cause });
       }
       const request = options.decode ? options.decode(payload) : (payload as RequestOf<S>);
-      const result = await handler(request, context);
+      // The handler runs inside the request's deadline: the data layer refuses to start or commit work
+      // after it (the caller has answered 504 by then).
+      const result = await runWithDeadline(deadline, () => handler(request, context));
       if (msg.reply) msg.respond(encodeJson(result));
     } catch (error) {
       if (!(error instanceof SvcError) || error.code === ErrorCode.Internal) {

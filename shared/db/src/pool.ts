@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 
+import { checkDeadline } from "@svc/errors";
 import pg from "pg";
 import type { Sql } from "sql-template-tag";
 
@@ -43,6 +44,8 @@ export class Queries {
   constructor(protected readonly target: Queryable) {}
 
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(statement: Sql): Promise<pg.QueryResult<R>> {
+    // Work for a request whose caller has given up is not started.
+    checkDeadline();
     return this.target.query<R>({
       name: statementName(statement.text),
       text: statement.text,
@@ -118,8 +121,11 @@ export class Db extends Queries {
   async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
+      checkDeadline();
       await client.query("BEGIN");
       const result = await work(new Queries(client));
+      // Past the request's deadline the caller has answered 504: roll back rather than change anything.
+      checkDeadline();
       await client.query("COMMIT");
       return result;
     } catch (error) {

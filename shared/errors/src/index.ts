@@ -1,4 +1,5 @@
 export { errorCatalogue, ErrorCode, isErrorCode } from "./codes.js";
+export { checkDeadline, currentDeadline, runWithDeadline } from "./deadline.js";
 export {
   ConflictError,
   ForbiddenError,

@@ -24,6 +24,8 @@ export const ErrorCode = {
   HeadersTooLarge: "SVC_HEADERS_TOO_LARGE",
   /** The request was not received in time. */
   RequestTimeout: "SVC_REQUEST_TIMEOUT",
+  /** An Idempotency-Key was used before with a different request. */
+  IdempotencyKeyReused: "SVC_IDEMPOTENCY_KEY_REUSED",
   /** The request body exceeds the size limit. */
   PayloadTooLarge: "SVC_PAYLOAD_TOO_LARGE",
   /** The request body's media type is not accepted. */
@@ -48,6 +50,11 @@ export const errorCatalogue: Readonly<Record<ErrorCode, { status: number; slug: 
   [ErrorCode.NotFound]: { status: 404, slug: "not-found", title: "Not Found" },
   [ErrorCode.MethodNotAllowed]: { status: 405, slug: "method-not-allowed", title: "Method Not Allowed" },
   [ErrorCode.Conflict]: { status: 409, slug: "conflict", title: "Conflict" },
+  [ErrorCode.IdempotencyKeyReused]: {
+    status: 422,
+    slug: "idempotency-key-reused",
+    title: "Unprocessable Content",
+  },
   [ErrorCode.UriTooLong]: { status: 414, slug: "uri-too-long", title: "URI Too Long" },
   [ErrorCode.HeadersTooLarge]: {
     status: 431,

@@ -8,17 +8,18 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Type } from "@sinclair/typebox";
 import { openRevocationBucket, RevocationList } from "@svc/access";
-import { type Bus, ensureBucket, isNatsConnected, type Principal } from "@svc/bus";
+import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { ServiceDeps } from "@svc/runtime";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
 import { Authenticator } from "../auth/authenticator.js";
 import { authorise } from "../auth/guard.js";
 import { clientAddress, parseTrustedProxies, RateLimiter } from "../auth/rate-limiter.js";
+import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { OPERATOR_ROUTES, type OperatorRoute } from "../routes/catalogue.js";
 import { buildOpenApi } from "../routes/openapi.js";
 
@@ -70,6 +71,10 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       log,
     );
     await limits.start();
+    const openIdempotency = () =>
+      ensureBucket(nc, `${config.subjectPrefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS });
+    let idempotencyKv = await openIdempotency();
+    const idempotency = new Idempotency(() => idempotencyKv, b.requestTimeoutMs * 2 + 5_000);
     let provisioned = false;
     await provision("gateway buckets", async () => {
       // The first run is the start-up just done; later runs follow a reconnect.
@@ -80,6 +85,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       await revocations.restart(await openRevocations());
       await openLimits();
       await limits.restartWatch();
+      idempotencyKv = await openIdempotency();
     });
     const trusted = parseTrustedProxies(b.trustedProxies);
     const authenticator = new Authenticator(bus, config, revocations);
@@ -126,21 +132,48 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           request.principal = principal;
         },
         handler: async (request, reply) => {
-          const result = await bus.requestRoute(
-            route.subject,
-            {
-              principal: request.principal as Principal,
-              params: (request.params ?? {}) as Record<string, string>,
-              query: (request.query ?? {}) as Record<string, unknown>,
-              body: request.body ?? null,
-            },
-            { requestId: request.id },
-          );
-          if (result.headers) void reply.headers(result.headers);
-          void reply.code(result.status);
-          return result.body === undefined ? reply.send() : reply.send(result.body);
+          const forwarded = {
+            principal: request.principal as Principal,
+            params: (request.params ?? {}) as Record<string, string>,
+            query: (request.query ?? {}) as Record<string, unknown>,
+            body: request.body ?? null,
+          };
+          const key = header(request, "idempotency-key");
+          const writes = route.method !== "GET";
+          let claim: Claim | undefined;
+          if (writes && key !== undefined) {
+            Idempotency.validate(key);
+            claim = await idempotency.claim(forwarded.principal.subject, key, {
+              method: route.method,
+              path: request.url.split("?")[0],
+              query: forwarded.query,
+              body: forwarded.body,
+            });
+            if (claim.kind === "replay") {
+              if (claim.error) {
+                void reply.header("idempotency-replayed", "true");
+                throw claim.error;
+              }
+              return sendReply(reply, claim.reply);
+            }
+          }
+          let result;
+          try {
+            result = await bus.requestRoute(route.subject, forwarded, { requestId: request.id });
+          } catch (error) {
+            if (claim?.kind === "run") await claim.fail(error);
+            throw error;
+          }
+          if (claim?.kind === "run") await claim.finish(result);
+          return sendReply(reply, result);
         },
       });
+    }
+
+    function sendReply(reply: FastifyReply, result: RouteReply) {
+      if (result.headers) void reply.headers(result.headers);
+      void reply.code(result.status);
+      return result.body === undefined ? reply.send() : reply.send(result.body);
     }
 
     app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {

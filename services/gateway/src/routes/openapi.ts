@@ -28,6 +28,17 @@ function parameters(route: OperatorRoute) {
   const pathNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1] as string);
   add("path", route.schemas?.params, pathNames);
   if (route.schemas?.querystring) add("query", route.schemas.querystring, []);
+  if (route.method !== "GET") {
+    out.push({
+      name: "Idempotency-Key",
+      in: "header",
+      required: false,
+      description:
+        "Makes a retry safe: the same key and request within 24 hours replays the first answer " +
+        "(Idempotency-Replayed: true); the same key with another request is a 422; while the first runs, 409.",
+      schema: { type: "string", minLength: 1, maxLength: 255 },
+    });
+  }
   return out;
 }
 
@@ -69,6 +80,7 @@ export function buildOpenApi(routes: readonly OperatorRoute[]) {
         "401": problem,
         "403": problem,
         "404": problem,
+        ...(route.method !== "GET" ? { "409": problem, "422": problem } : {}),
         "429": problem,
         "503": problem,
         "504": problem,

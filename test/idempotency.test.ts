@@ -1,0 +1,81 @@
+/**
+ * Issue 9, point 5: write routes accept an `Idempotency-Key` (the IETF draft's semantics): the same key and
+ * request replays the first answer without running again; the same key with another request is a 422; an
+ * error answer is replayed too; keys belong to their caller.
+ */
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+let base: string;
+let operator: string;
+beforeAll(async () => {
+  await h.start(rbacService, { BackendHost__RateLimitApiPerMinute: "0" });
+  base = (await h.start(gatewayService, { BackendHost__RateLimitApiPerMinute: "0" })).hooks
+    .httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"], sub: "op-1" });
+});
+afterAll(() => h.stopAll());
+
+const createUser = (body: unknown, key?: string, token = operator) =>
+  http(`${base}/api/users`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      ...(key === undefined ? {} : { "idempotency-key": key }),
+    },
+    body: JSON.stringify(body),
+  });
+
+describe("issue 9, point 5: Idempotency-Key", () => {
+  it("replays the first answer for a retry with the same key and request, and runs it once", async () => {
+    const body = { userName: "idem-user", password: "long-enough-password" };
+    const first = await createUser(body, "key-1");
+    expect(first.status).toBe(201);
+    const retry = await createUser(body, "key-1");
+    expect(retry.status).toBe(201);
+    expect(retry.headers["idempotency-replayed"]).toBe("true");
+    expect(retry.json()).toEqual(first.json());
+    const rows = await h.sql<{ n: number }>(
+      "SELECT count(*)::int AS n FROM rbac.users WHERE user_name = 'idem-user'",
+    );
+    expect(rows[0]?.n).toBe(1);
+    // Without a key the same request runs again: the name is taken.
+    expect((await createUser(body)).status).toBe(409);
+  });
+
+  it("answers 422 for the same key with another request, and replays an error answer", async () => {
+    await createUser({ userName: "idem-two", password: "long-enough-password" }, "key-2");
+    const other = await createUser({ userName: "idem-three", password: "long-enough-password" }, "key-2");
+    expect(other.status).toBe(422);
+    expect(other.json()).toMatchObject({ code: "SVC_IDEMPOTENCY_KEY_REUSED" });
+    // A conflict is a final answer: kept and replayed.
+    const taken = await createUser({ userName: "idem-two", password: "long-enough-password" }, "key-3");
+    expect(taken.status).toBe(409);
+    const again = await createUser({ userName: "idem-two", password: "long-enough-password" }, "key-3");
+    expect(again.status).toBe(409);
+    expect(again.headers["idempotency-replayed"]).toBe("true");
+  });
+
+  it("keeps keys per caller and refuses malformed keys", async () => {
+    const someoneElse = await mintToken({ scope: "platform", roles: ["superadmin"], sub: "op-2" });
+    const mine = await createUser({ userName: "idem-four", password: "long-enough-password" }, "shared-key");
+    expect(mine.status).toBe(201);
+    // Another caller's request under the same key is its own: it runs (and finds the name taken).
+    const theirs = await createUser(
+      { userName: "idem-four", password: "long-enough-password" },
+      "shared-key",
+      someoneElse,
+    );
+    expect(theirs.status).toBe(409);
+    expect(theirs.headers["idempotency-replayed"]).toBeUndefined();
+    const bad = await createUser({ userName: "idem-five", password: "long-enough-password" }, "has space");
+    expect(bad.status).toBe(400);
+  });
+});

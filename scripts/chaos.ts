@@ -71,8 +71,15 @@ function numberArg(name: string, value: string | undefined, min: number, max: nu
 const RATE = numberArg("rate", args.rate, 1, 500);
 const RECEIVER_DELAY = numberArg("receiver-delay", args["receiver-delay"], 0, 5_000);
 const T = args.quick
-  ? { baseline: 4_000, phase: 5_000, natsDown: 5_000, natsPhase: 10_000, dbFault: 2_000, dbPhase: 6_000 }
-  : { baseline: 8_000, phase: 8_000, natsDown: 5_000, natsPhase: 15_000, dbFault: 3_000, dbPhase: 10_000 };
+  ? { baseline: 4_000, phase: 5_000, natsOutages: [5_000], natsPhase: 10_000, dbFault: 2_000, dbPhase: 6_000 }
+  : {
+      baseline: 8_000,
+      phase: 8_000,
+      natsOutages: [5_000, 60_000],
+      natsPhase: 15_000,
+      dbFault: 3_000,
+      dbPhase: 10_000,
+    };
 // Each flap step outlasts the circuit's open time, so every kind of failure is really tried.
 const FLAP_STEP = args.quick ? 2_500 : 3_000;
 /** After the flap, the full run waits out the engine's 30 s retry backoff; --quick leaves it to the drain. */
@@ -335,36 +342,85 @@ async function killServicePhase(name: ServiceDir): Promise<void> {
   });
 }
 
-async function natsPhase(): Promise<void> {
-  currentPhase = "kill -9 nats-server";
+/** While NATS is down: a forwarded route answered each 500 ms; its slowest answer and the statuses. */
+async function probeWhileDown(until: number): Promise<{ slowestMs: number; statuses: Set<number> }> {
+  let slowestMs = 0;
+  const statuses = new Set<number>();
+  while (Date.now() < until - 300) {
+    const started = Date.now();
+    const answer = await fetch(`${gatewayBase}/api/rbac/roles`, {
+      headers: { authorization: `Bearer ${operatorToken}` },
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => undefined);
+    slowestMs = Math.max(slowestMs, Date.now() - started);
+    statuses.add(answer?.status ?? 0);
+    await sleep(500, undefined, { signal });
+  }
+  return { slowestMs, statuses };
+}
+
+/** Time from `from` until sign-in answers 200 again. */
+async function signInBackAfter(from: number): Promise<number | undefined> {
+  const at = await until(async () => {
+    const answer = await fetch(`${gatewayBase}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }),
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => undefined);
+    return answer?.status === 200;
+  }, RECOVERY_TIMEOUT);
+  return at === undefined ? undefined : at - from;
+}
+
+async function natsPhase(downMs: number): Promise<void> {
+  const name = `kill -9 nats-server (${downMs / 1000} s)`;
+  currentPhase = name;
   const server = nats as ManagedProcess;
   const port = Number(new URL(natsUrl).port);
   const startedAt = Date.now();
   const faultAt = Date.now();
   await server.kill9();
-  say(`kill -9 nats-server; restarting it on the same store in ${T.natsDown / 1000} s`);
-  await sleep(T.natsDown, undefined, { signal });
+  say(`kill -9 nats-server; restarting it on the same store in ${downMs / 1000} s`);
+  await sleep(Math.min(1_000, downMs / 2), undefined, { signal });
+  const probe = await probeWhileDown(faultAt + downMs);
+  await holdUntil(faultAt + downMs);
   server.start();
   const up = await until(() => tcpReachable("127.0.0.1", port), RECOVERY_TIMEOUT);
   if (up === undefined) throw new Error("nats-server did not come back");
   const restoredAt = up;
   const mark = (receiver as ChaosReceiver).acceptedLog.length;
+  const signIn = await signInBackAfter(restoredAt);
   const readyAt = await until(allReady, RECOVERY_TIMEOUT);
   const flowingAt = await flowingSince(restoredAt, mark, RECOVERY_TIMEOUT);
+  const note =
+    `while down, a forwarded route answered ${[...probe.statuses].join("/")} in ${probe.slowestMs} ms at most; ` +
+    `sign-in back ${seconds(signIn)} after NATS returned`;
+  failFast.push({ downMs, slowestMs: probe.slowestMs, statuses: [...probe.statuses], signInMs: signIn });
   say(
-    `  nats-server back after ${seconds(restoredAt - faultAt)}; all services ready after ${seconds(diff(readyAt, faultAt))}, deliveries after ${seconds(diff(flowingAt, faultAt))}`,
+    `  nats-server back after ${seconds(restoredAt - faultAt)}; all services ready after ${seconds(diff(readyAt, faultAt))}, deliveries after ${seconds(diff(flowingAt, faultAt))}; ${note}`,
   );
-  await holdUntil(faultAt + T.natsPhase);
+  await holdUntil(Math.max(faultAt + T.natsPhase, restoredAt + 5_000));
   phases.push({
-    name: "kill -9 nats-server",
-    fault: `SIGKILL, restarted after ${T.natsDown / 1000} s`,
+    name,
+    fault: `SIGKILL, restarted after ${downMs / 1000} s`,
     startedAt,
     faultAt,
     restoredAt,
     readyAt,
     flowingAt,
+    note,
   });
 }
+
+/** Per NATS outage: how fast forwarded routes failed while down, and when sign-in worked again. */
+const failFast: Array<{
+  downMs: number;
+  slowestMs: number;
+  statuses: number[];
+  signInMs: number | undefined;
+}> = [];
+let operatorToken = "";
 
 async function databasePhase(): Promise<void> {
   currentPhase = "terminate database backends";
@@ -522,6 +578,8 @@ async function run(): Promise<number> {
     BackendHost__JobPollIntervalMs: "200",
     BackendHost__JobReaperIntervalMs: "500",
     BackendHost__WebhookCircuitOpenMs: String(CIRCUIT_OPEN_MS),
+    // The harness signs in again after each NATS outage; the limit itself is not under test here.
+    BackendHost__RateLimitAuthPerMinute: "1000",
   };
   for (const name of SERVICES) {
     const proc = new ManagedProcess(
@@ -562,6 +620,7 @@ async function run(): Promise<number> {
   });
   if (!login.ok) throw new Error(`sign-in failed: ${login.status} ${await login.text()}`);
   const { accessToken } = (await login.json()) as { accessToken: string };
+  operatorToken = accessToken;
   const created = await fetch(`${gatewayBase}/api/webhooks`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${accessToken}` },
@@ -577,7 +636,7 @@ async function run(): Promise<number> {
 
   await baselinePhase();
   for (const name of SERVICES) await killServicePhase(name);
-  await natsPhase();
+  for (const downMs of T.natsOutages) await natsPhase(downMs);
   await databasePhase();
   await flapPhase();
 
@@ -870,6 +929,14 @@ async function report(o: {
       `p50 ${duration(percentile(all, 50))}, p99 ${duration(percentile(all, 99))}, max ${duration(all[all.length - 1])}`,
       "",
     ],
+    ...failFast.flatMap((f) => [
+      [
+        `NATS down ${f.downMs / 1000} s: slowest forwarded route`,
+        `${f.slowestMs} ms (${f.statuses.join("/")})`,
+        "target < 100 ms, 503",
+      ],
+      [`NATS down ${f.downMs / 1000} s: sign-in back after`, seconds(f.signInMs), "target < 5 s"],
+    ]),
   ];
   console.log("\nTotals");
   console.log(table(["figure", "value", "note"], rows));

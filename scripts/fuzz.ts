@@ -10,8 +10,6 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import { CORE_PERMISSION_KEYS } from "@svc/access";
 import { parseConfig } from "@svc/config";
 import { createLogger } from "@svc/observability";
@@ -22,11 +20,10 @@ import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
-import pg from "pg";
 
 import { formatReport, fuzzCallers, runFuzz } from "../test/support/fuzz.js";
 import { signToken } from "../test/support/sign.js";
-import { migrateAll, seedDemo } from "./lib/stack.js";
+import { dropRunResources, migrateAll, seedDemo } from "./lib/stack.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -54,13 +51,7 @@ const running: RunningService[] = [];
 
 async function cleanup() {
   await Promise.allSettled(running.map((s) => s.stop()));
-  const admin = new pg.Client({ connectionString: serverUrl.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
-  const nc = await connect({ servers: natsUrl });
-  await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
-  await nc.close();
+  await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream });
 }
 
 let exitCode = 2;

@@ -5,13 +5,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { afterAll, describe, expect, it } from "vitest";
 
-import { repoRoot } from "../scripts/lib/stack.js";
+import { freePort, repoRoot } from "../scripts/lib/stack.js";
 import { http } from "./support/http.js";
 
 // Readable by others: as root, the embedded server runs as user postgres, which must reach the folder.
@@ -23,14 +22,6 @@ afterAll(() => {
   for (const child of running) child.kill("SIGKILL");
   rmSync(stateDir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function startDev(env: Record<string, string>) {
   const child = spawn(process.execPath, ["--import", "tsx", join("scripts", "dev.ts")], {

@@ -3,14 +3,13 @@
  * within 10 seconds; a bad configuration lists every bad variable and exits non-zero.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
 
 import { Bus, connectNats, type PingReply } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { repoRoot, SERVICES } from "../scripts/lib/stack.js";
+import { freePort, repoRoot, SERVICES } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
 
 const h = await createHarness();
@@ -39,14 +38,6 @@ function spawnService(name: string, env: Record<string, string>) {
 
 /** promtool (Debian: apt-get install prometheus); CI installs it, so there its absence is a failure. */
 const promtool = spawnSync("promtool", ["--version"]).status === 0;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 afterAll(() => {
   for (const child of children) child.kill("SIGKILL");

@@ -59,6 +59,18 @@ async function subscribe(body: Record<string, unknown>) {
   return response.json<{ id: string }>();
 }
 
+/**
+ * A receiver of one test's own, subscribed to `eventName`: circuits are per receiver, so other tests'
+ * failures do not count against it. Stopped at the end even when the test fails.
+ */
+async function subscribedReceiver(eventName: string): Promise<Receiver> {
+  const own = new Receiver();
+  await own.start();
+  ownReceivers.push(own);
+  await subscribe({ eventName, targetUrl: own.url });
+  return own;
+}
+
 /** Makes a retried delivery due now: the schedule itself is asserted by the job engine's tests. */
 const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
 
@@ -279,10 +291,8 @@ describe("delivery", () => {
   });
 
   it("honours a receiver's longer Retry-After when scheduling the next attempt", async () => {
-    const own = new Receiver();
-    await own.start();
+    const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 503, headers: { "retry-after": "120" } });
-    await subscribe({ eventName: "user.created", targetUrl: own.url });
     await events.publish("user.created", null, {});
     await own.waitFor(1);
     await until(
@@ -306,10 +316,7 @@ describe("delivery", () => {
 
   it("dead-letters after 5 failed attempts of 3 tries each (issue 8, point 2: waits for the write-back)", async () => {
     // A receiver of its own: the circuit is per receiver, and earlier tests' failures must not count.
-    const own = new Receiver();
-    await own.start();
-    ownReceivers.push(own);
-    await subscribe({ eventName: "user.deleted", targetUrl: own.url });
+    const own = await subscribedReceiver("user.deleted");
     own.respond = () => ({ status: 500 });
     await events.publish("user.deleted", null, { userId: "u3" });
     for (let n = 1; n <= 4; n++) {
@@ -326,10 +333,7 @@ describe("delivery", () => {
 
   it("opens the receiver's circuit after repeated failures and closes it after a successful trial", async () => {
     // A receiver of its own: circuits are per receiver, and the previous tests' failures are not its.
-    const own = new Receiver();
-    await own.start();
-    ownReceivers.push(own);
-    await subscribe({ eventName: "user.created", targetUrl: own.url });
+    const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 500 });
     for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });
     // Three failed attempts (three tries each), each recorded by the breaker before it was written back.
@@ -376,10 +380,7 @@ describe("delivery", () => {
   }, 20_000);
 
   it("an open circuit defers deliveries without spending attempts, and half-open lets one trial through (issue 9, point 6)", async () => {
-    const own = new Receiver();
-    await own.start();
-    ownReceivers.push(own);
-    await subscribe({ eventName: "user.created", targetUrl: own.url });
+    const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 500 });
     for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });
     const count = async (where: ReturnType<typeof sql>) =>

@@ -14,15 +14,21 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 
-import { DEMO, migrateAll, repoRoot, seedDemo, SERVICES, waitFor } from "../../scripts/lib/stack.js";
+import {
+  DEMO,
+  dropRunResources,
+  freePort,
+  migrateAll,
+  repoRoot,
+  seedDemo,
+  SERVICES,
+  waitFor,
+} from "../../scripts/lib/stack.js";
 import { productionEnv } from "./env.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
@@ -55,17 +61,6 @@ const children: ChildProcess[] = [];
 
 function log(message: string) {
   process.stderr.write(`[bench] ${message}\n`);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 function start(args: string[], env: Record<string, string>): ChildProcess {
@@ -151,13 +146,7 @@ async function measure(
 
 async function cleanup() {
   await Promise.all(children.map(stop));
-  const admin = new pg.Client({ connectionString: serverUrl.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
-  const nc = await connect({ servers: natsUrl });
-  await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
-  await nc.close();
+  await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream });
 }
 
 const results: Array<LoadResult & { name: string }> = [];

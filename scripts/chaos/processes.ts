@@ -5,24 +5,13 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, symlinkSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 
 import { build } from "esbuild";
 
 import { repoRoot, type ServiceDir, SERVICES } from "../lib/stack.js";
 
-/** A port nothing listens on right now (the kernel's choice for port 0). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from "../lib/stack.js";
 
 /**
  * Bundles each service's entry as scripts/build.mjs does (npm dependencies external), into `dir`, and links

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { connect as tcpConnect } from "node:net";
+import { connect as tcpConnect, createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -59,6 +59,36 @@ export function tcpReachable(host: string, port: number, timeoutMs = 1_000): Pro
     socket.once("connect", () => done(true));
     socket.once("error", () => done(false));
   });
+}
+
+/** A port nothing listens on right now (the kernel's choice for port 0). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Drops what a benchmark or harness run made for itself: its database and its events stream. */
+export async function dropRunResources(o: {
+  serverUrl: string;
+  database: string;
+  natsUrl: string;
+  stream: string;
+}): Promise<void> {
+  const admin = new pg.Client({ connectionString: o.serverUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${o.database}" WITH (FORCE)`).catch(() => undefined);
+  await admin.end();
+  const { connect } = await import("@nats-io/transport-node");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const nc = await connect({ servers: o.natsUrl });
+  await (await jetstreamManager(nc)).streams.delete(o.stream).catch(() => undefined);
+  await nc.close();
 }
 
 export function hostPort(url: string, defaultPort: number): { host: string; port: number } {

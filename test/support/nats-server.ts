@@ -1,19 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { tcpReachable } from "../../scripts/lib/stack.js";
+import { freePort, tcpReachable } from "../../scripts/lib/stack.js";
 import { until } from "./wait.js";
-
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 /**
  * A nats-server of a test's own, on a free port, that the test can kill and start again (each start with

@@ -9,9 +9,12 @@ import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+// Internal: the shared counter's key, to wait for what the replicas wrote.
+import { rateLimitKey } from "../services/gateway/src/auth/rate-limiter.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness();
 let operator: string;
@@ -45,25 +48,16 @@ async function waitForStatus(check: () => Promise<number>, status: number, withi
 }
 
 /**
- * Waits until the shared api counter of the current window holds at least `hits` (the replicas have
+ * Waits until the shared api counter of this client in `window` holds at least `hits` (the replicas have
  * written what they admitted), then one sync interval more for the watchers: no fixed sleep that a busy
  * machine could outrun.
  */
-async function waitForSharedApiHits(hits: number) {
+async function waitForSharedApiHits(window: number, hits: number) {
   const nc = await connect({ servers: h.env.NATS_URL as string });
   try {
     const kv = await new Kvm(nc).open(`${h.env.SVC_SUBJECT_PREFIX}_rate_limits`);
-    const window = Math.floor(Date.now() / 60_000);
-    const end = Date.now() + 10_000;
-    for (;;) {
-      let highest = 0;
-      for await (const key of await kv.keys(`api.${window}.>`)) {
-        highest = Math.max(highest, Number((await kv.get(key))?.string() ?? 0));
-      }
-      if (highest >= hits) break;
-      if (Date.now() > end) throw new Error(`the shared api counter did not reach ${hits}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const key = rateLimitKey("api", window, "127.0.0.1");
+    await until(async () => Number((await kv.get(key))?.string() ?? 0) >= hits, 10_000, 20);
   } finally {
     await nc.close();
   }
@@ -124,28 +118,30 @@ describe("rate limits across two gateways", () => {
     const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const auth = { authorization: `Bearer ${operator}` };
-    // Align to a fresh window when the minute is about to roll over.
-    if (Date.now() % 60_000 > 55_000)
+    // The counts live in one-minute windows: start in a fresh one unless 15 s of this one are left, so
+    // that a slow (loaded) machine cannot see the window roll over mid-test.
+    if (Date.now() % 60_000 > 45_000)
       await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    const window = Math.floor(Date.now() / 60_000);
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push((await send(a, "GET", "/api/rbac/roles", auth)).status);
-    await waitForSharedApiHits(6);
+    await waitForSharedApiHits(window, 6);
     for (let i = 0; i < 6; i++) statuses.push((await send(b, "GET", "/api/rbac/roles", auth)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     expect(statuses.slice(-2)).toEqual([429, 429]);
     // A has seen B's hits once they are written (within a sync interval).
-    await waitForSharedApiHits(10);
+    await waitForSharedApiHits(window, 10);
     const limited = await send(a, "GET", "/api/rbac/roles", auth);
     expect(limited.status).toBe(429);
     expect(limited.headers["retry-after"]).toBe("60");
     expect(limited.json()).toMatchObject({ status: 429, code: "SVC_RATE_LIMITED" });
-  });
+  }, 90_000);
 
   it("the auth policy counts sign-in attempts exactly across replicas", async () => {
     const env = { BackendHost__RateLimitAuthPerMinute: "5" };
     const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
-    if (Date.now() % 60_000 > 55_000)
+    if (Date.now() % 60_000 > 45_000)
       await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     // A distinct client per test, through a trusted proxy.
     const from = { "x-forwarded-for": "198.51.100.7" };
@@ -155,7 +151,7 @@ describe("rate limits across two gateways", () => {
     for (const base of [a, b, a, b, a, b, a]) statuses.push((await attempt(base)).status);
     // The gateways do not trust 127.0.0.1 as a proxy here, so all attempts count for 127.0.0.1.
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
-  });
+  }, 90_000);
 
   it("believes X-Forwarded-For only from a trusted proxy", async () => {
     const trusted = (

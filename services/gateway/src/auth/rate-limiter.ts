@@ -41,6 +41,11 @@ function clientDigest(client: string): string {
   return createHash("sha256").update(client).digest("base64url").slice(0, 22).replaceAll("-", "_");
 }
 
+/** The shared counter's key of one client in one window (`window`: minutes since the epoch). */
+export function rateLimitKey(policy: Policy, window: number, client: string): string {
+  return `${policy}.${window}.${clientDigest(client)}`;
+}
+
 export class RateLimiter {
   private readonly counters = new Map<string, Counter>();
   private window = windowOf(Date.now());
@@ -71,7 +76,7 @@ export class RateLimiter {
   }
 
   private key(policy: Policy, window: number, client: string): string {
-    return `${policy}.${window}.${clientDigest(client)}`;
+    return rateLimitKey(policy, window, client);
   }
 
   private async watchWindow(window: number) {

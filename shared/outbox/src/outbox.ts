@@ -72,7 +72,8 @@ export class Outbox {
     workspaceKey: string | null,
     payload: unknown,
   ): Promise<RecordedEvent> {
-    if (!EVENT_NAME_PATTERN.test(eventName)) throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
+    if (!EVENT_NAME_PATTERN.test(eventName))
+      throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
     const eventId = randomUUID();
     await tx.query(sql`
       INSERT INTO ${this.table} (event_id, event_name, workspace_key, payload)

@@ -30,6 +30,11 @@ import type { Logger } from "@svc/observability";
 import { matchingSubscriptionsMany } from "./subscriptions.js";
 
 export const CONSUMER_NAME = "webhook-dispatcher";
+/**
+ * How long an unacknowledged event waits before redelivery: what a killed dispatcher held comes back to
+ * another replica after this. A batch is matched and enqueued in milliseconds; 10 s leaves a wide margin.
+ */
+const ACK_WAIT_NS = 10_000_000_000;
 
 export async function startMatcher(
   nc: NatsConnection,
@@ -44,7 +49,15 @@ export async function startMatcher(
    */
   const ensureConsumer = async (): Promise<boolean> => {
     try {
-      await jsm.consumers.info(options.stream, CONSUMER_NAME);
+      const info = await jsm.consumers.info(options.stream, CONSUMER_NAME);
+      if (info.config.ack_wait !== ACK_WAIT_NS) {
+        // A consumer made by an earlier version: bring its redelivery delay in line.
+        await jsm.consumers
+          .update(options.stream, CONSUMER_NAME, { ack_wait: ACK_WAIT_NS })
+          .catch((err: unknown) =>
+            options.log.warn({ error: (err as Error).message }, "could not update the event consumer"),
+          );
+      }
       return false;
     } catch {
       // missing: create it below
@@ -55,7 +68,7 @@ export async function startMatcher(
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
         filter_subject: eventsSubject(options.prefix),
-        ack_wait: 30_000_000_000,
+        ack_wait: ACK_WAIT_NS,
         max_ack_pending: 1_000,
       })
       .catch(async (error: unknown) => {

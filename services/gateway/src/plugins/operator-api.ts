@@ -57,12 +57,15 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     // restarted server always comes back without them), and watched again.
     const openRevocations = () =>
       openRevocationBucket(nc, config.subjectPrefix, b.accessTokenLifetimeSeconds * 1000);
+    // Sign-in waits on this bucket: 1.5 s at most per operation, so that while JetStream recovers after a
+    // restart sign-in answers 503 quickly and works again as soon as it can.
     const openLimits = () =>
-      ensureBucket(nc, `${config.subjectPrefix}_rate_limits`, {
-        history: 1,
-        ttl: 120_000,
-        storage: "memory",
-      });
+      ensureBucket(
+        nc,
+        `${config.subjectPrefix}_rate_limits`,
+        { history: 1, ttl: 120_000, storage: "memory" },
+        1_500,
+      );
     const revocations = new RevocationList();
     await revocations.start(await openRevocations());
     const limits = new RateLimiter(

@@ -33,16 +33,23 @@ async function terminateWhileRunning(pattern: string) {
 
 describe("issue 9, point 8: reads survive a terminated connection", () => {
   it("runs a read again on a fresh connection when its connection is terminated mid-statement", async () => {
-    const read = db.one<{ answer: number }>(sql`SELECT 42 AS answer, pg_sleep(1) AS slept`);
+    // The outcome is captured at once: a rejection must not go unhandled while the test terminates.
+    const read = db.one<{ answer: number }>(sql`SELECT 42 AS answer, pg_sleep(1) AS slept`).then(
+      (row) => row,
+      (error: unknown) => error,
+    );
     await terminateWhileRunning("pg_sleep(1)");
-    expect((await read).answer).toBe(42);
+    expect(await read).toEqual({ answer: 42, slept: "" });
   });
 
   it("does not run a write again: the caller sees the failure", async () => {
     await db.query(sql`CREATE TABLE IF NOT EXISTS public.failover_writes (n int)`);
-    const write = db.query(sql`INSERT INTO public.failover_writes SELECT 1 FROM pg_sleep(1)`);
+    const write = db.query(sql`INSERT INTO public.failover_writes SELECT 1 FROM pg_sleep(1)`).then(
+      () => "ran",
+      (error: unknown) => error,
+    );
     await terminateWhileRunning("failover_writes");
-    await expect(write).rejects.toMatchObject({ code: "57P01" });
+    expect(await write).toMatchObject({ code: "57P01" });
   });
 
   it("tells reads from writes", () => {

@@ -1,13 +1,25 @@
 /**
- * `make fuzz`: the whole stack in this process (all six services) on its own database, subject prefix and
- * events stream, on the running NATS and PostgreSQL; then the fuzzer of test/support/fuzz.ts for a bounded
- * time, printing its figures. Exit status 1 when any request failed (5xx other than a documented 503, a
- * hang over 5 s, an error that is not a problem document), 2 when the run itself failed.
+ * `make fuzz` (issue 8, point 12): the whole stack in this process (all six services) on its own database,
+ * subject prefix and events stream, on the running NATS and PostgreSQL; then the fuzzer of test/fuzz/ for a
+ * bounded time: requests generated from the gateway's OpenAPI description and the public routes, valid and
+ * mutated, for every kind of caller. Prints its figures and every distinct failure with what reproduces it;
+ * the failing requests in full go to a JSON file (path printed).
+ *
+ * Exit status 1 when any request failed (5xx other than a documented 503, a hang over 5 s, no answer, an
+ * authorisation bypass, a broken route contract, an error that is not a problem document or shows
+ * internals), 2 when the run itself failed.
  *
  * Options: --seconds N (default 60), --requests N (default 50000), --seed N (default: new each run,
- * printed), --concurrency N (default 8).
+ * printed), --concurrency N (default 8), --rounds N (default 4: known identifiers are harvested again
+ * before each), --out FILE (the failures in full; default in the system's temporary directory), --dump FILE
+ * (every request and its answer's status, one JSON line each), --log-level LEVEL (the services' pino logs,
+ * on stdout, e.g. `error` to see the stack behind a 500; default silent).
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 import { CORE_PERMISSION_KEYS } from "@svc/access";
@@ -21,9 +33,10 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 
-import { formatReport, fuzzCallers, runFuzz } from "../test/support/fuzz.js";
-import { signToken } from "../test/support/sign.js";
-import { dropRunResources, migrateAll, seedDemo } from "./lib/stack.js";
+import { fuzzCallers } from "../test/fuzz/callers.js";
+import type { OpenApi } from "../test/fuzz/generate.js";
+import { describeRequest, formatReport, runFuzz } from "../test/fuzz/run.js";
+import { DEMO, dropRunResources, migrateAll, seedDemo } from "./lib/stack.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -31,9 +44,25 @@ const { values: args } = parseArgs({
     requests: { type: "string", default: "50000" },
     seed: { type: "string" },
     concurrency: { type: "string", default: "8" },
+    rounds: { type: "string", default: "4" },
+    out: { type: "string" },
+    dump: { type: "string" },
+    "log-level": { type: "string", default: "silent" },
   },
 });
-const seed = args.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(args.seed);
+const numberArg = (name: string, value: string | undefined) => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) {
+    process.stderr.write(`[fuzz] --${name} must be a non-negative integer, not ${String(value)}\n`);
+    process.exit(2);
+  }
+  return n;
+};
+const seed = args.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : numberArg("seed", args.seed);
+const seconds = numberArg("seconds", args.seconds);
+const requests = numberArg("requests", args.requests);
+const concurrency = Math.max(1, numberArg("concurrency", args.concurrency));
+const rounds = Math.max(1, numberArg("rounds", args.rounds));
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const serverUrl = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
 const stamp = Date.now().toString(36);
@@ -60,14 +89,14 @@ const overall = setTimeout(
     log("overall deadline passed; stopping");
     void cleanup().finally(() => process.exit(2));
   },
-  (Number(args.seconds) + 120) * 1_000,
+  (seconds + 180) * 1_000,
 );
 try {
   await migrateAll(dbUrl.toString());
-  await seedDemo(dbUrl.toString());
+  await seedDemo(dbUrl.toString(), { withAdmin: true });
   const config = parseConfig({
     NODE_ENV: "test",
-    LOG_LEVEL: "silent",
+    LOG_LEVEL: args["log-level"],
     DATABASE_URL: dbUrl.toString(),
     NATS_URL: natsUrl,
     SVC_SUBJECT_PREFIX: `fuzz${stamp}`,
@@ -75,6 +104,7 @@ try {
     GATEWAY_HOST: "127.0.0.1",
     GATEWAY_PORT: "0",
     DATABASE_POOL_SIZE: "4",
+    SHUTDOWN_DRAIN_DELAY_MS: "0",
     BackendHost__JwtSigningKey: signingKey,
     BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
     BackendHost__RateLimitApiPerMinute: "0",
@@ -92,26 +122,76 @@ try {
   ]) {
     running.push(
       await startService(definition, config, {
-        logger: createLogger(definition.name, "silent"),
+        logger: createLogger(definition.name, config.logLevel),
         processMetrics: false,
       }),
     );
   }
   const base = running.at(-1)?.hooks.httpAddress as string;
-  const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as Parameters<
-    typeof runFuzz
-  >[0]["openapi"];
-  log(`stack up at ${base}; seed ${seed} (repeat with --seed ${seed}); ${args.seconds} s at most`);
+  const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as OpenApi;
+  const { callers, badAuth } = await fuzzCallers({
+    signingKey,
+    apiKey: API_KEY,
+    allKeys: CORE_PERMISSION_KEYS,
+    workspaceKey: DEMO.workspaceKey,
+  });
+  log(`stack up at ${base}; seed ${seed} (repeat with --seed ${seed}); ${seconds} s at most`);
+  const dump = args.dump === undefined ? undefined : createWriteStream(args.dump);
   const report = await runFuzz({
     base,
     openapi,
-    callers: await fuzzCallers((o) => signToken(signingKey, o), API_KEY, CORE_PERMISSION_KEYS),
+    callers,
+    badAuth,
+    operator: callers.find((c) => c.name === "superadmin") as (typeof callers)[number],
+    constants: {
+      workspaceKey: [DEMO.workspaceKey],
+      tenantKey: [DEMO.tenantKey],
+      tenantId: [DEMO.tenantKey],
+      role: ["superadmin", "admin", "host.api"],
+      username: [DEMO.adminUserName],
+      password: [DEMO.adminPassword],
+    },
     seed,
-    requests: Number(args.requests),
-    seconds: Number(args.seconds),
-    concurrency: Number(args.concurrency),
+    requests,
+    seconds,
+    concurrency,
+    rounds,
+    log,
+    ...(dump
+      ? {
+          onOutcome: ({ request: r, answer: a, failure }) =>
+            dump.write(
+              `${JSON.stringify({
+                target: r.target,
+                method: r.method,
+                path: r.path.slice(0, 300),
+                caller: r.caller,
+                mutation: r.mutation,
+                variant: r.variant,
+                status: a.status,
+                ms: a.ms,
+                ...(failure ? { failure } : {}),
+              })}\n`,
+            ),
+        }
+      : {}),
   });
+  await new Promise<void>((resolve) => (dump ? dump.end(resolve) : resolve()));
   console.log(formatReport(report));
+  if (report.failures.length > 0) {
+    const file = args.out ?? join(tmpdir(), `svc-fuzz-${seed}-failures.json`);
+    const full = report.failures.map((f) => ({
+      failure: f.failure,
+      summary: describeRequest(f.request),
+      request: { ...f.request, body: f.request.body?.slice(0, 200_000) },
+      status: f.answer.status,
+      contentType: f.answer.contentType,
+      ms: f.answer.ms,
+      answer: f.answer.body.slice(0, 4_000),
+    }));
+    await writeFile(file, JSON.stringify(full, null, 2));
+    log(`the ${report.failures.length} failing requests in full: ${file}`);
+  }
   exitCode = report.failures.length === 0 ? 0 : 1;
 } catch (error) {
   log(`the run failed: ${(error as Error).stack ?? String(error)}`);

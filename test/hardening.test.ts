@@ -1,13 +1,17 @@
 /**
  * Issue 8: regressions of what was seen from outside, each named after its point: reach leaks (3), input
  * that reached PostgreSQL as a 500 (4), errors that were not problem documents (5), SSRF targets accepted
- * at create time (7) and the security headers (8).
+ * at create time (7) and the security headers (8). Then the fuzzer's findings (test/fuzz/), each with the
+ * request that showed it.
  */
 import { connect } from "node:net";
+
+import { createDb, sql } from "@svc/db";
 
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -77,6 +81,7 @@ beforeAll(async () => {
   await h.start(rbacService, env);
   await h.start(webhookDispatcherService, env);
   await h.start(jobReaperService, env);
+  await h.start(resolverService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", permissions: ALL });
   // Two users, one a member of `default`.
@@ -305,5 +310,84 @@ describe("issue 8, point 8: headers", () => {
     expect((await api("GET", `/api/users/${"a".repeat(5_000)}`)).headers["x-content-type-options"]).toBe(
       "nosniff",
     );
+  });
+});
+
+describe("fuzz findings", () => {
+  const db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "fuzz-findings" });
+  afterAll(() => db.end());
+
+  async function newUser(userName: string) {
+    const created = await api("POST", "/api/users", operator, { userName, password: "long-enough-pass" });
+    expect(created.status).toBe(201);
+    return created.json<{ id: string }>().id;
+  }
+
+  /**
+   * Holds the user's row locked while `request` starts, waits until the request's statement waits for the
+   * lock, then deletes the user: the request meets a row that was there when it looked and is gone now.
+   */
+  async function deletedUnderneath(userId: string, request: () => Promise<HttpResponse>, marker: string) {
+    let pending: Promise<HttpResponse> | undefined;
+    await db.transaction(async (tx) => {
+      await tx.query(sql`SELECT 1 FROM rbac.users WHERE id = ${userId} FOR UPDATE`);
+      pending = request();
+      let waited = false;
+      for (let i = 0; i < 500 && !waited; i++) {
+        const waiting = await db.maybeOne(sql`
+          SELECT 1 AS one FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE ${`%${marker}%`} LIMIT 1`);
+        waited = waiting !== null;
+        if (!waited) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(waited, `a statement like '${marker}' waiting for the lock`).toBe(true);
+      await tx.query(sql`DELETE FROM rbac.users WHERE id = ${userId}`);
+    });
+    return (pending as Promise<HttpResponse>).then((r) => r);
+  }
+
+  it("a user deleted while being updated or (de)activated is 404, not 500", async () => {
+    for (const [method, path, body] of [
+      ["PUT", "/api/users/{id}", { displayName: "New name" }],
+      ["PUT", "/api/users/{id}/activation?isActive=false", undefined],
+    ] as const) {
+      const id = await newUser(`gone-while-updated-${method}-${body === undefined ? "a" : "u"}`);
+      const response = await deletedUnderneath(
+        id,
+        () => api(method, path.replace("{id}", id), operator, body),
+        "UPDATE rbac.users",
+      );
+      expectProblem(response, 404);
+    }
+  });
+
+  it("a user deleted while being made a member is 404, not a foreign-key 500", async () => {
+    const id = await newUser("gone-while-joining");
+    const response = await deletedUnderneath(
+      id,
+      () => api("PUT", `/api/workspaces/default/members/${id}`),
+      "INSERT INTO rbac.memberships",
+    );
+    expectProblem(response, 404);
+  });
+
+  it("resolves a forwarded URI that %-encodes beyond the path limit instead of answering 400", async () => {
+    const response = await http(`${base}/workspace/public/resolve`, {
+      headers: { host: "localhost", "x-forwarded-uri": `/${"é".repeat(1_000)}` },
+    });
+    expect(response.status, response.text).toBe(200);
+    expect(response.json()).toEqual({ resolved: true, workspaceKey: "default" });
+  });
+
+  it("answers an HTTP/1.1 request without Host with a 400 problem document", async () => {
+    const answer = await raw("GET /health HTTP/1.1\r\nconnection: close\r\n\r\n");
+    expect(answer.status).toBe(400);
+    expect(answer.head.toLowerCase()).toContain("content-type: application/problem+json");
+    expect(JSON.parse(answer.body.replace(/^[0-9a-f]+\r\n/, "").split("\r\n")[0] ?? "")).toMatchObject({
+      status: 400,
+      detail: expect.stringContaining("Host"),
+    });
+    // HTTP/1.0 has no Host requirement.
+    expect((await raw("GET /health HTTP/1.0\r\n\r\n")).status).toBe(200);
   });
 });

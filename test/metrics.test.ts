@@ -37,5 +37,14 @@ describe("GET /metrics", () => {
     expect(text).toMatch(/svc_jobs_queue_depth\{[^}]*type="noop"[^}]*status="Pending"[^}]*\} 1/);
     expect(text).toMatch(/svc_gateway_resolve_cache_lookups_total\{[^}]*result="miss"/);
     expect(text).toContain('service="job-reaper"');
+
+    // Fuzz finding: the gateway's histogram (route × method × status) outgrew NATS's payload limit when
+    // the gateway answered metrics.collect too. It is scraped over HTTP only; the others still answer.
+    const replies = await gateway.deps.bus.requestAll(
+      "metrics.collect",
+      {},
+      { maxWaitMs: 1_000, stallMs: 150 },
+    );
+    expect(replies.map((r) => r.service).sort()).toEqual(["job-reaper", "resolver"]);
   });
 });

@@ -6,6 +6,7 @@ import { buildGateway } from "./app.js";
 /** The gateway as it runs: the application of app.ts listening on GATEWAY_HOST:GATEWAY_PORT. */
 export const gatewayService: ServiceDefinition = {
   name: ServiceName.Gateway,
+  metricsOverHttp: true,
   async start(deps) {
     const app = await buildGateway(deps);
     const address = await app.listen({ host: deps.config.gatewayHost, port: deps.config.gatewayPort });

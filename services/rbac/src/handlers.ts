@@ -20,7 +20,15 @@ import {
 } from "@svc/access";
 import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
 import type { Config } from "@svc/config";
-import { type Db, decodeCursor, encodeCursor, type Queries, sql } from "@svc/db";
+import {
+  type Db,
+  decodeCursor,
+  encodeCursor,
+  isForeignKeyViolation,
+  isUniqueViolation,
+  type Queries,
+  sql,
+} from "@svc/db";
 import { ConflictError, NotFoundError, UnauthenticatedError, ValidationError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";
@@ -321,8 +329,7 @@ export async function createUser(
       return row;
     });
   } catch (error) {
-    if ((error as { code?: string }).code === "23505")
-      throw new ConflictError(`The user name '${body.userName}' is taken.`);
+    if (isUniqueViolation(error)) throw new ConflictError(`The user name '${body.userName}' is taken.`);
     throw error;
   }
   return ok(userView(user), 201);
@@ -336,13 +343,15 @@ export async function updateUser(
   const body = req.body;
   const hash = body.password === undefined ? null : await hashPassword(body.password);
   const user = await deps.db.transaction(async (tx) => {
-    const row = await tx.one<UserRow>(sql`
+    const row = await tx.maybeOne<UserRow>(sql`
       UPDATE rbac.users SET
         display_name = coalesce(${body.displayName ?? null}, display_name),
         email = CASE WHEN ${body.email !== undefined} THEN ${body.email ?? null} ELSE email END,
         password_hash = coalesce(${hash}, password_hash),
         updated_at = now()
       WHERE id = ${existing.id} RETURNING *`);
+    // Deleted by a concurrent request since it was read.
+    if (row === null) throw new NotFoundError(`User '${existing.id}' was not found.`);
     await deps.outbox.record(tx, "user.updated", null, publicUser(row));
     return row;
   });
@@ -356,8 +365,9 @@ export async function setUserActivation(
 ) {
   const existing = await reachableUser(deps, req.principal, req.params.userId);
   const user = await deps.db.transaction(async (tx) => {
-    const row = await tx.one<UserRow>(sql`
+    const row = await tx.maybeOne<UserRow>(sql`
       UPDATE rbac.users SET is_active = ${req.query.isActive}, updated_at = now() WHERE id = ${existing.id} RETURNING *`);
+    if (row === null) throw new NotFoundError(`User '${existing.id}' was not found.`);
     await deps.outbox.record(tx, "user.updated", null, { ...publicUser(row), isActive: row.is_active });
     return row;
   });
@@ -454,19 +464,25 @@ export async function putMember(deps: RbacDeps, req: RouteRequest<WkUser>) {
   assertReachesWorkspace(req.principal, workspaceKey);
   const user = await findUser(deps.db, userId);
   if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
-  const inserted = await deps.db.transaction(async (tx) => {
-    const row = await tx.maybeOne(sql`
-      INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
-      ON CONFLICT DO NOTHING RETURNING 1 AS created`);
-    if (row !== null) {
-      await deps.outbox.record(tx, "workspace.member-assigned", workspaceKey, {
-        workspaceKey,
-        userId,
-        userName: user.user_name,
-      });
-    }
-    return row;
-  });
+  const inserted = await deps.db
+    .transaction(async (tx) => {
+      const row = await tx.maybeOne(sql`
+        INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
+        ON CONFLICT DO NOTHING RETURNING 1 AS created`);
+      if (row !== null) {
+        await deps.outbox.record(tx, "workspace.member-assigned", workspaceKey, {
+          workspaceKey,
+          userId,
+          userName: user.user_name,
+        });
+      }
+      return row;
+    })
+    .catch((error: unknown) => {
+      // The user was deleted by a concurrent request since it was read.
+      if (isForeignKeyViolation(error)) throw new NotFoundError(`User '${userId}' was not found.`);
+      throw error;
+    });
   return ok(
     { workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) },
     inserted ? 201 : 200,
@@ -515,14 +531,21 @@ export async function putMemberRoles(
   if (unknown.length > 0) {
     throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
   }
-  await deps.db.transaction(async (tx) => {
-    await tx.query(
-      sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
-    );
-    await tx.query(sql`
-      INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
-      SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
-  });
+  await deps.db
+    .transaction(async (tx) => {
+      await tx.query(
+        sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
+      );
+      await tx.query(sql`
+        INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
+        SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
+    })
+    .catch((error: unknown) => {
+      // The membership or a role was deleted by a concurrent request since they were read.
+      if (isForeignKeyViolation(error))
+        throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}', or a role is gone.`);
+      throw error;
+    });
   // The member's sessions in this workspace carry the old keys: end them (the new set applies at sign-in).
   await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
   return ok({ userId, roles: [...req.body.roles].sort() });

@@ -15,10 +15,16 @@ export function maskPayload(value: unknown, sensitive: ReadonlySet<string>, dept
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
-      out[key] =
-        sensitive.has(key) && v !== null && v !== undefined
-          ? maskValue(v)
-          : maskPayload(v, sensitive, depth + 1);
+      // Defined, not assigned: a member named `__proto__` (JSON.parse makes one) stays a member.
+      Object.defineProperty(out, key, {
+        value:
+          sensitive.has(key) && v !== null && v !== undefined
+            ? maskValue(v)
+            : maskPayload(v, sensitive, depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }

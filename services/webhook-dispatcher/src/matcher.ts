@@ -22,7 +22,7 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { eventsSubject, Header } from "@svc/bus";
-import type { Db } from "@svc/db";
+import { type Db, isDataException, sqlState } from "@svc/db";
 import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
@@ -257,14 +257,4 @@ export async function startMatcher(
       await loop.catch(() => undefined);
     },
   };
-}
-
-function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
-/** PostgreSQL's class 22 (data exception): this input will never be accepted, however often it is sent. */
-function isDataException(error: unknown): boolean {
-  return sqlState(error)?.startsWith("22") ?? false;
 }

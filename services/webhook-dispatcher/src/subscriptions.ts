@@ -30,6 +30,7 @@ export function patternMatches(pattern: string, eventName: string): boolean {
       .split("*")
       .map((part) => part.replace(/[.+?^${}()|[\]\\-]/g, "\\$&"))
       .join(".*")}$`,
+    "s", // `*` matches any character, line terminators included
   );
   return regex.test(eventName);
 }

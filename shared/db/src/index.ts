@@ -11,5 +11,13 @@ export {
   Queries,
   type Transaction,
 } from "./pool.js";
-export { isRetryableDbError, type RetryOptions, withRetry } from "./retry.js";
+export {
+  isDataException,
+  isForeignKeyViolation,
+  isRetryableDbError,
+  isUniqueViolation,
+  type RetryOptions,
+  sqlState,
+  withRetry,
+} from "./retry.js";
 export { empty, join, raw, type Sql, default as sql } from "sql-template-tag";

@@ -41,3 +41,18 @@ export function withRetry<T>(work: () => Promise<T>, options: RetryOptions = {})
     shouldRetry: (error) => isRetryableDbError(error),
   });
 }
+
+/** The SQLSTATE PostgreSQL answered with, if the error came from the server. */
+export function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** 23505: a unique constraint refused the row (a name taken). */
+export const isUniqueViolation = (error: unknown) => sqlState(error) === "23505";
+
+/** 23503: the row refers to one that is gone (deleted by a concurrent request). */
+export const isForeignKeyViolation = (error: unknown) => sqlState(error) === "23503";
+
+/** Class 22 (data exception): this input will never be accepted, however often it is sent. */
+export const isDataException = (error: unknown) => sqlState(error)?.startsWith("22") ?? false;

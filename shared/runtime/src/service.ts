@@ -46,6 +46,11 @@ export interface ServiceHooks {
 
 export interface ServiceDefinition {
   readonly name: ServiceName;
+  /**
+   * The service serves its own metrics over HTTP (the gateway, scraped directly): it does not answer
+   * `metrics.collect`, whose reply must stay within NATS's payload limit.
+   */
+  readonly metricsOverHttp?: boolean;
   /** Registers handlers and starts background work. */
   readonly start: (deps: ServiceDeps) => Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
 }
@@ -112,11 +117,13 @@ export async function startService(
       metrics,
       provision: (name, step) => provisioner.add(name, step),
     };
-    bus.serve(
-      "metrics.collect",
-      async () => ({ service: definition.name, instance, metrics: await metrics.getMetricsAsJSON() }),
-      { fanOut: true },
-    );
+    if (definition.metricsOverHttp !== true) {
+      bus.serve(
+        "metrics.collect",
+        async () => ({ service: definition.name, instance, metrics: await metrics.getMetricsAsJSON() }),
+        { fanOut: true },
+      );
+    }
     const hooks = (await definition.start(deps)) ?? {};
     // Last: a replica that answers its ping has every handler in place.
     bus.serve(`${definition.name}.ping`, (): PingReply => ({

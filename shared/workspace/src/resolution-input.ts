@@ -41,9 +41,17 @@ export function normalisePath(raw: string | undefined | null): string {
   } catch {
     return "/";
   }
-  pathname = pathname.replace(/\/{2,}/g, "/");
-  if (pathname.length > 1 && pathname.endsWith("/")) pathname = pathname.slice(0, -1);
-  return pathname.length === 0 ? "/" : pathname;
+  // Dot segments again, by hand: Node 20's parser leaves them after a segment such as `.x`.
+  const segments: string[] = [];
+  for (const segment of pathname.split("/")) {
+    const dots = segment.toLowerCase().replaceAll("%2e", ".");
+    if (segment === "" || dots === ".") continue;
+    if (dots === "..") segments.pop();
+    else segments.push(segment);
+  }
+  pathname = `/${segments.join("/")}`;
+  // Percent-encoding can make a path that was within the limit longer than it: such a path is unusable.
+  return pathname.length > MAX_PATH_LENGTH ? "/" : pathname;
 }
 
 /** True when `prefix` (a normalised binding path) covers `path` at a segment boundary. */

@@ -9,6 +9,7 @@
  *   accepts (414); Node's own client errors: header section too large, e.g. a 70 KB query (431), request
  *   timeout (408), malformed request (400).
  * - A known path with an unsupported method: 405 with `Allow`, instead of 404.
+ * - An HTTP/1.1 request without `Host`: 400 (Node's own refusal would have no body).
  * - Security headers on every response (@fastify/helmet: `X-Content-Type-Options: nosniff` and the rest).
  */
 import type { Socket } from "node:net";
@@ -58,6 +59,9 @@ export interface EdgeOptions {
 /** Options for the Fastify factory: framework errors and client errors as problem documents. */
 export function edgeFactoryOptions(problemsBaseUrl: string) {
   return {
+    // Node would refuse an HTTP/1.1 request without Host itself, with a bare 400; the onRequest hook below
+    // refuses it with a problem document instead.
+    http: { requireHostHeader: false },
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const problem = toProblem(frameworkProblem(error), problemsBaseUrl);
       void reply
@@ -105,6 +109,15 @@ export const edgePlugin = fp<EdgeOptions>(
     app.decorate("allowedMethods", (url: string): HTTPMethod[] => {
       const path = url.split("?")[0] ?? url;
       return METHODS.filter((m) => paths.find(m, path) !== null);
+    });
+
+    app.addHook("onRequest", async (request) => {
+      if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+        throw new SvcError(
+          ErrorCode.BadRequest,
+          "An HTTP/1.1 request must have a Host header (RFC 9112, 3.2).",
+        );
+      }
     });
 
     app.addHook("preValidation", async (request) => {

@@ -40,7 +40,8 @@ export const metricsPlugin = fp<MetricsOptions>(
     });
     app.get("/metrics", { config: { public: true } }, async (_request, reply) => {
       const replies = await bus.requestAll("metrics.collect", {}, { maxWaitMs: 2_000, stallMs: 150 });
-      // Gateways are scraped one by one (each its own target), so their replies are left out here.
+      // Gateways are scraped one by one (each its own target) and do not answer metrics.collect: their
+      // request histogram (route × method × status) would outgrow NATS's payload limit.
       const others = replies.filter((r) => r.service !== "gateway");
       const merged = AggregatorRegistry.aggregate([
         await registry.getMetricsAsJSON(),

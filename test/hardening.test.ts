@@ -7,7 +7,6 @@
 import { connect } from "node:net";
 
 import { createDb, sql } from "@svc/db";
-
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { rbacService } from "@svc/service-rbac";

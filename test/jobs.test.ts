@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
 import type { Principal } from "@svc/bus";
+import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
 import { DeferJobError, enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredLeases } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
@@ -423,6 +424,16 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
   it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
     const service = await h.start(jobReaperService);
     const bus = service.deps.bus;
+    const list = async (principal: Principal, query: QueryOf<(typeof jobRoutes)["jobs.list"]>) => {
+      const reply = await requestRoute(bus, jobRoutes["jobs.list"], {
+        principal,
+        params: {},
+        query,
+        body: null,
+      });
+      if (reply.body === undefined) throw new Error(`no body (status ${reply.status})`);
+      return reply.body;
+    };
     await enqueueMany(db, [
       ...Array.from({ length: 5 }, () => ({ type: "noop" as const, payload: {}, workspaceKey: "a" })),
       ...Array.from({ length: 3 }, () => ({ type: "noop" as const, payload: {}, workspaceKey: "b" })),
@@ -436,10 +447,7 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await bus.request("job-reaper.jobs.list", {
-        principal: platform,
-        query: { limit: 4, ...(cursor ? { cursor } : {}) },
-      });
+      const page = await list(platform, { limit: 4, ...(cursor ? { cursor } : {}) });
       expect(page.items.length).toBeLessThanOrEqual(4);
       seen.push(...page.items.map((j) => j.id));
       cursor = page.nextCursor ?? undefined;
@@ -448,38 +456,24 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
     expect(new Set(seen).size).toBe(9);
     expect([...seen].sort((x, y) => Number(y) - Number(x))).toEqual(seen);
 
-    const dead = await bus.request("job-reaper.jobs.list", {
-      principal: platform,
-      query: { status: "Failed" },
-    });
+    const dead = await list(platform, { status: "Failed" });
     expect(dead.items).toEqual([
       expect.objectContaining({ id: deadId, status: "Failed", lastError: "gave up", workspaceKey: "a" }),
     ]);
 
-    const mine = await bus.request("job-reaper.jobs.list", { principal: inA, query: {} });
+    const mine = await list(inA, {});
     expect(mine.items).toHaveLength(6);
     expect(mine.items.every((j) => j.workspaceKey === "a")).toBe(true);
-    const onlyB = await bus.request("job-reaper.jobs.list", {
-      principal: platform,
-      query: { workspaceKey: "b" },
-    });
+    const onlyB = await list(platform, { workspaceKey: "b" });
     expect(onlyB.items).toHaveLength(3);
 
-    await expect(
-      bus.request("job-reaper.jobs.list", { principal: inA, query: { workspaceKey: "b" } }),
-    ).rejects.toMatchObject({ status: 404 });
-    await expect(
-      bus.request("job-reaper.jobs.list", { principal: noScope, query: {} }),
-    ).rejects.toMatchObject({ status: 403 });
-    await expect(
-      bus.request("job-reaper.jobs.list", { principal: platform, query: { limit: 101 } }),
-    ).rejects.toMatchObject({
+    await expect(list(inA, { workspaceKey: "b" })).rejects.toMatchObject({ status: 404 });
+    await expect(list(noScope, {})).rejects.toMatchObject({ status: 403 });
+    await expect(list(platform, { limit: 101 })).rejects.toMatchObject({
       status: 400,
       extensions: { errors: [expect.objectContaining({ field: "/query/limit" })] },
     });
-    await expect(
-      bus.request("job-reaper.jobs.list", { principal: platform, query: { cursor: "bm9wZQ" } }),
-    ).rejects.toMatchObject({ status: 400 });
+    await expect(list(platform, { cursor: "bm9wZQ" })).rejects.toMatchObject({ status: 400 });
     await service.stop();
   });
 });

@@ -37,6 +37,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     bodyLimit: config.backendHost.maxRequestBodyBytes,
     requestTimeout: 60_000,
     return503OnClosing: true,
+    // A 400 lists every violation of the route's schemas, not only the first.
+    ajv: { customOptions: { allErrors: true } },
     // Framework and HTTP-parser errors are problem documents too (plugins/edge.ts).
     ...edgeFactoryOptions(config.backendHost.problemsBaseUrl),
     // A caller's id is kept when it looks like one; otherwise a cheap process-unique id.

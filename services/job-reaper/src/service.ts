@@ -1,4 +1,5 @@
 import { ServiceName } from "@svc/bus";
+import { jobRoutes, serveRoute } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
 import type { ServiceDefinition } from "@svc/runtime";
@@ -10,9 +11,7 @@ import { startReaper } from "./reaper.js";
 export const jobReaperService: ServiceDefinition = {
   name: ServiceName.JobReaper,
   start({ bus, db, config, log, metrics }) {
-    bus.serve("job-reaper.jobs.list", ({ principal, query }) => listJobsFor(db, principal, query));
-    // GET /api/jobs through the gateway (the same list, as an operator route).
-    bus.serveRoute("job-reaper.jobs.route", async ({ principal, query }) => ({
+    serveRoute(bus, jobRoutes["jobs.list"], async ({ principal, query }) => ({
       status: 200,
       body: await listJobsFor(db, principal, query),
     }));

@@ -1,12 +1,19 @@
-import { assertPlatform, openRevocationBucket } from "@svc/access";
-import { type Principal, ServiceName } from "@svc/bus";
+import { openRevocationBucket } from "@svc/access";
+import { ServiceName } from "@svc/bus";
+import { rbacRoutes as r, serveRoute } from "@svc/contracts";
 import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";
 
-import * as h from "./handlers.js";
+import type { RbacDeps } from "./deps.js";
+import * as integrations from "./integrations.js";
+import * as members from "./memberships.js";
 import { findRole } from "./repository.js";
+import * as roles from "./roles.js";
+import { seedAccess } from "./seed.js";
+import { login } from "./sign-in.js";
 import { createTokenIssuer } from "./tokens.js";
+import * as users from "./users.js";
 
 /** Users, credentials, roles, memberships, the permission-key catalogue, sessions and integrations. */
 export const rbacService: ServiceDefinition = {
@@ -28,110 +35,63 @@ export const rbacService: ServiceDefinition = {
       databaseUrl: config.databaseUrl,
       log,
     });
-    const deps: h.RbacDeps = { db, config, issuer, outbox, revoked, log };
-    await h.seedAccess(db, config);
+    const deps: RbacDeps = {
+      db,
+      config,
+      issuer,
+      outbox,
+      revoked,
+      log,
+      announceRoleChange: (role) => bus.broadcast("rbac.roles.changed", { role }),
+    };
+    await seedAccess(db, config);
 
-    bus.serve("rbac.auth.login", (req) => h.login(deps, req), {
+    bus.serve("rbac.auth.login", (req) => login(deps, req), {
       decode: (p) => {
-        const b = p as Partial<h.LoginRequest>;
+        const b = p as { userName?: unknown; password?: unknown; workspaceKey?: unknown };
         if (typeof b.userName !== "string" || typeof b.password !== "string") {
           throw new ValidationError([
             { field: "/body", message: "userName and password are required strings" },
           ]);
         }
-        return b as h.LoginRequest;
+        const workspaceKey = typeof b.workspaceKey === "string" ? b.workspaceKey : null;
+        return { userName: b.userName, password: b.password, workspaceKey };
       },
     });
-    bus.serve("rbac.keys.jwks", () => issuer.jwks as never);
+    bus.serve("rbac.keys.jwks", () => issuer.jwks);
     bus.serve("rbac.roles.grants", async ({ role }) => ({
       role,
       permissions: (await findRole(db, role))?.permissions ?? [],
     }));
 
-    const announce = (role: string) => bus.broadcast("rbac.roles.changed", { role });
-    bus.serveRoute("rbac.roles.list", async (req) => {
-      assertPlatform(req.principal, "role.read");
-      return { status: 200, body: (await h.listRoles(db)).map(h.roleView) };
-    });
-    bus.serveRoute("rbac.permissions.list", (req) => {
-      assertPlatform(req.principal, "role.read");
-      return h.listPermissionKeys(db);
-    });
-    bus.serveRoute("rbac.roles.put", async (req: Parameters<typeof h.putRole>[1]) => {
-      const reply = await h.putRole(deps, req);
-      announce(req.params.role);
-      return reply;
-    });
-    bus.serveRoute("rbac.roles.delete", async (req: Parameters<typeof h.deleteRole>[1]) => {
-      const reply = await h.deleteRole(deps, req);
-      announce(req.params.role);
-      return reply;
-    });
-    bus.serveRoute(
-      "rbac.role-assignments.list",
-      async (req: { principal: Principal; query: { limit?: number; cursor?: string } }) => {
-        // Global role assignments are the platform's: the caller's own principal decides, never a stand-in.
-        assertPlatform(req.principal, "role.read");
-        const { items, nextCursor } = await h.listUserRows(db, req.principal, req.query);
-        return {
-          status: 200,
-          body: {
-            items: items.map((u) => ({ userId: u.id, userName: u.user_name, role: u.global_role })),
-            nextCursor,
-          },
-        };
-      },
-    );
-    bus.serveRoute("rbac.role-assignments.put", (req: Parameters<typeof h.putAssignment>[1]) =>
-      h.putAssignment(deps, req),
-    );
-    bus.serveRoute("rbac.role-assignments.delete", (req: Parameters<typeof h.deleteAssignment>[1]) =>
-      h.deleteAssignment(deps, req),
-    );
+    // Operator routes: each handler's request and reply types come from its contract.
+    serveRoute(bus, r["roles.list"], (req) => roles.listRolesRoute(deps, req));
+    serveRoute(bus, r["permissions.list"], (req) => roles.listPermissionKeys(deps, req));
+    serveRoute(bus, r["security.permissions.list"], (req) => roles.listSecurityPermissionKeys(deps, req));
+    serveRoute(bus, r["roles.put"], (req) => roles.putRole(deps, req));
+    serveRoute(bus, r["roles.delete"], (req) => roles.deleteRole(deps, req));
+    serveRoute(bus, r["role-assignments.list"], (req) => roles.listAssignments(deps, req));
+    serveRoute(bus, r["role-assignments.put"], (req) => roles.putAssignment(deps, req));
+    serveRoute(bus, r["role-assignments.delete"], (req) => roles.deleteAssignment(deps, req));
 
-    bus.serveRoute("rbac.users.create", (req: Parameters<typeof h.createUser>[1]) => h.createUser(deps, req));
-    bus.serveRoute(
-      "rbac.users.list",
-      async (req: {
-        principal: Parameters<typeof h.listUserRows>[1];
-        query: { limit?: number; cursor?: string };
-      }) => {
-        const { items, nextCursor } = await h.listUserRows(db, req.principal, req.query);
-        return { status: 200, body: { items: items.map(h.userView), nextCursor } };
-      },
-    );
-    bus.serveRoute("rbac.users.get", async (req: Parameters<typeof h.exportUser>[1]) => ({
-      status: 200,
-      body: h.userView(await h.reachableUser(deps, req.principal, req.params.userId)),
-    }));
-    bus.serveRoute("rbac.users.export", (req: Parameters<typeof h.exportUser>[1]) => h.exportUser(deps, req));
-    bus.serveRoute("rbac.users.update", (req: Parameters<typeof h.updateUser>[1]) => h.updateUser(deps, req));
-    bus.serveRoute("rbac.users.activation", (req: Parameters<typeof h.setUserActivation>[1]) =>
-      h.setUserActivation(deps, req),
-    );
-    bus.serveRoute("rbac.users.delete", (req: Parameters<typeof h.deleteUser>[1]) => h.deleteUser(deps, req));
+    serveRoute(bus, r["users.create"], (req) => users.createUser(deps, req));
+    serveRoute(bus, r["users.list"], (req) => users.listUsers(deps, req));
+    serveRoute(bus, r["users.get"], (req) => users.getUser(deps, req));
+    serveRoute(bus, r["users.export"], (req) => users.exportUser(deps, req));
+    serveRoute(bus, r["users.update"], (req) => users.updateUser(deps, req));
+    serveRoute(bus, r["users.activation"], (req) => users.setUserActivation(deps, req));
+    serveRoute(bus, r["users.delete"], (req) => users.deleteUser(deps, req));
 
-    bus.serveRoute("rbac.members.list", (req: Parameters<typeof h.listMembers>[1]) =>
-      h.listMembers(deps, req),
-    );
-    bus.serveRoute("rbac.members.put", (req: Parameters<typeof h.putMember>[1]) => h.putMember(deps, req));
-    bus.serveRoute("rbac.members.delete", (req: Parameters<typeof h.deleteMember>[1]) =>
-      h.deleteMember(deps, req),
-    );
-    bus.serveRoute("rbac.member-roles.get", (req: Parameters<typeof h.getMemberRoles>[1]) =>
-      h.getMemberRoles(deps, req),
-    );
-    bus.serveRoute("rbac.member-roles.put", (req: Parameters<typeof h.putMemberRoles>[1]) =>
-      h.putMemberRoles(deps, req),
-    );
+    serveRoute(bus, r["members.list"], (req) => members.listMembers(deps, req));
+    serveRoute(bus, r["members.put"], (req) => members.putMember(deps, req));
+    serveRoute(bus, r["members.delete"], (req) => members.deleteMember(deps, req));
+    serveRoute(bus, r["member-roles.get"], (req) => members.getMemberRoles(deps, req));
+    serveRoute(bus, r["member-roles.put"], (req) => members.putMemberRoles(deps, req));
 
-    bus.serveRoute("rbac.integrations.list", (req) => h.listIntegrations(deps, req));
-    bus.serveRoute("rbac.integrations.create", (req: Parameters<typeof h.createIntegration>[1]) =>
-      h.createIntegration(deps, req),
-    );
-    bus.serveRoute("rbac.integrations.delete", (req: Parameters<typeof h.deleteIntegration>[1]) =>
-      h.deleteIntegration(deps, req),
-    );
+    serveRoute(bus, r["integrations.list"], (req) => integrations.listIntegrations(deps, req));
+    serveRoute(bus, r["integrations.create"], (req) => integrations.createIntegration(deps, req));
+    serveRoute(bus, r["integrations.delete"], (req) => integrations.deleteIntegration(deps, req));
+
     await outbox.start();
     return {
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica

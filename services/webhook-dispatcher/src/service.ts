@@ -1,4 +1,5 @@
 import { ensureBucket, ServiceName } from "@svc/bus";
+import { serveRoute, webhookRoutes } from "@svc/contracts";
 import { sql } from "@svc/db";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
@@ -17,23 +18,12 @@ export const webhookDispatcherService: ServiceDefinition = {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
-    bus.serveRoute(
-      "webhook-dispatcher.webhooks.create",
-      (req: Parameters<typeof subs.createSubscription>[3]) =>
-        subs.createSubscription(db, secrets, allowed, req),
-    );
-    bus.serveRoute("webhook-dispatcher.webhooks.list", (req: Parameters<typeof subs.listSubscriptions>[1]) =>
-      subs.listSubscriptions(db, req),
-    );
-    bus.serveRoute(
-      "webhook-dispatcher.webhooks.activation",
-      (req: Parameters<typeof subs.setActivation>[1]) => subs.setActivation(db, req),
-    );
-    bus.serveRoute(
-      "webhook-dispatcher.webhooks.delete",
-      (req: Parameters<typeof subs.deleteSubscription>[1]) => subs.deleteSubscription(db, req),
-    );
-    bus.serveRoute("webhook-dispatcher.events.catalog", () => subs.eventCatalog(db));
+    const routes = webhookRoutes;
+    serveRoute(bus, routes["webhooks.create"], (req) => subs.createSubscription(db, secrets, allowed, req));
+    serveRoute(bus, routes["webhooks.list"], (req) => subs.listSubscriptions(db, req));
+    serveRoute(bus, routes["webhooks.activation"], (req) => subs.setActivation(db, req));
+    serveRoute(bus, routes["webhooks.delete"], (req) => subs.deleteSubscription(db, req));
+    serveRoute(bus, routes["events.catalog"], () => subs.eventCatalog(db));
 
     const openCircuits = () =>
       ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 });

@@ -1,16 +1,24 @@
 /** Subscription management (spec 4.2, 2.3) and matching of published events to subscriptions (6.2). */
 import { randomUUID } from "node:crypto";
 
-import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
-import { type Db, decodeCursor, encodeCursor, type Queries, sql } from "@svc/db";
+import { listWorkspace, reachCondition } from "@svc/access";
+import type { Principal } from "@svc/bus";
+import {
+  type ReplyOfRoute,
+  type RequestOfRoute,
+  SUBSCRIPTION_PATTERN,
+  type webhookRoutes,
+} from "@svc/contracts";
+import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import type { SecretBox } from "./secrets.js";
 
-export const EVENT_PATTERN = /^[\w.\-*]{1,120}$/;
-const MAX_PAGE = 100;
-const SUBSCRIPTIONS_CURSOR = "webhooks";
+export const EVENT_PATTERN = new RegExp(SUBSCRIPTION_PATTERN);
+type Routes = typeof webhookRoutes;
+/** Newest first by (created_at, id). */
+const SUBSCRIPTIONS: Listing = { tag: "webhooks", kinds: ["timestamp", "uuid"] };
 
 interface Row {
   id: string;
@@ -56,32 +64,17 @@ function view(row: Row, catalog: readonly string[]) {
 }
 
 /** Which subscriptions a principal reaches: all for platform sessions, its workspace's otherwise. */
-function reach(principal: Principal) {
-  if (principal.scope === "platform") return sql`TRUE`;
-  if (principal.scope === "workspace" && principal.workspaceKey !== null)
-    return sql`workspace_key = ${principal.workspaceKey}`;
-  return sql`FALSE`;
-}
+const reach = (principal: Principal) => reachCondition(principal, (key) => sql`workspace_key = ${key}`);
 
-export interface CreateBody {
-  eventName?: unknown;
-  targetUrl?: unknown;
-  secret?: unknown;
-  workspaceKey?: unknown;
-  includeSensitiveData?: unknown;
-}
-
-/** Longest target URL stored (the column allows 2,048 characters). */
-export const MAX_TARGET_URL = 2_048;
-
-export function validateCreate(body: CreateBody, allowed?: TargetPolicy): Violation[] {
-  const v: Violation[] = [];
-  if (typeof body.eventName !== "string" || !EVENT_PATTERN.test(body.eventName)) {
-    v.push({ field: "/body/eventName", message: "is required and must match ^[\\w.\\-*]{1,120}$" });
-  }
+/**
+ * What the body's schema cannot say about a target URL (its length and the other fields are checked by
+ * the route's contract): an absolute http(s) URL without credentials, and no literal address webhooks may
+ * not reach.
+ */
+export function targetUrlViolations(targetUrl: string, allowed?: TargetPolicy): Violation[] {
   let url: URL | undefined;
   try {
-    url = typeof body.targetUrl === "string" ? new URL(body.targetUrl) : undefined;
+    url = new URL(targetUrl);
   } catch {
     url = undefined;
   }
@@ -91,58 +84,42 @@ export function validateCreate(body: CreateBody, allowed?: TargetPolicy): Violat
     url.username ||
     url.password
   ) {
-    v.push({
-      field: "/body/targetUrl",
-      message: "is required and must be an absolute http(s) URL without credentials",
-    });
-  } else if ((body.targetUrl as string).length > MAX_TARGET_URL) {
-    v.push({ field: "/body/targetUrl", message: `must be at most ${MAX_TARGET_URL} characters` });
-  } else if (allowed !== undefined && isLiteralAddressRefused(url, allowed)) {
+    return [
+      {
+        field: "/body/targetUrl",
+        message: "is required and must be an absolute http(s) URL without credentials",
+      },
+    ];
+  }
+  if (allowed !== undefined && isLiteralAddressRefused(url, allowed)) {
     // Names are checked again on every connection; a literal address can be judged now.
-    v.push({
-      field: "/body/targetUrl",
-      message: "names an address webhooks may not reach (loopback, private, link-local or reserved)",
-    });
+    return [
+      {
+        field: "/body/targetUrl",
+        message: "names an address webhooks may not reach (loopback, private, link-local or reserved)",
+      },
+    ];
   }
-  if (typeof body.secret !== "string" || body.secret.length === 0 || body.secret.length > 500) {
-    v.push({ field: "/body/secret", message: "is required (1 to 500 characters)" });
-  }
-  if (
-    body.workspaceKey !== undefined &&
-    body.workspaceKey !== null &&
-    typeof body.workspaceKey !== "string"
-  ) {
-    v.push({ field: "/body/workspaceKey", message: "must be a string or null" });
-  }
-  if (body.includeSensitiveData !== undefined && typeof body.includeSensitiveData !== "boolean") {
-    v.push({ field: "/body/includeSensitiveData", message: "must be a boolean" });
-  }
-  return v;
+  return [];
 }
 
 export async function createSubscription(
   db: Db,
   secrets: SecretBox,
   allowed: TargetPolicy,
-  req: RouteRequest<Record<string, string>, Record<string, never>, CreateBody>,
-): Promise<RouteReply> {
-  const body = req.body ?? {};
-  const violations = validateCreate(body, allowed);
+  req: RequestOfRoute<Routes["webhooks.create"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.create"]>> {
+  const body = req.body;
+  const violations = targetUrlViolations(body.targetUrl, allowed);
   if (violations.length > 0) throw new ValidationError(violations);
-  const p = req.principal;
-  let workspaceKey = (body.workspaceKey as string | null | undefined) ?? null;
-  if (p.scope !== "platform") {
-    // A workspace session subscribes its own workspace; naming another is as if it did not exist.
-    if (workspaceKey !== null && workspaceKey !== p.workspaceKey)
-      throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
-    workspaceKey = p.workspaceKey;
-    if (workspaceKey === null) throw new NotFoundError("The session reaches no workspace.");
-  }
+  // A workspace session subscribes its own workspace; naming another is as if it did not exist. A
+  // platform session's subscription without a workspace covers every workspace.
+  const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
   const row = await db.one<Row>(sql`
     INSERT INTO webhook_dispatcher.subscriptions
       (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data)
     VALUES (${randomUUID()}, ${workspaceKey}, ${body.eventName}, ${body.targetUrl},
-            ${secrets.seal(body.secret as string)}, ${body.includeSensitiveData === true})
+            ${secrets.seal(body.secret)}, ${body.includeSensitiveData === true})
     RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
   return {
     status: 201,
@@ -154,53 +131,39 @@ export async function createSubscription(
 /** Paged newest first by (created_at, id); `cursor` is the opaque `nextCursor` of the previous page. */
 export async function listSubscriptions(
   db: Db,
-  req: RouteRequest<Record<string, string>, { workspaceKey?: string; limit?: number; cursor?: string }>,
-): Promise<RouteReply> {
-  const q = req.query ?? {};
-  const limit = q.limit ?? 50;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
-    throw new ValidationError([
-      { field: "/query/limit", message: `must be an integer from 1 to ${MAX_PAGE}` },
-    ]);
-  }
-  let after: { at: string; id: string } | null = null;
-  if (q.cursor !== undefined) {
-    const values = decodeCursor(q.cursor, SUBSCRIPTIONS_CURSOR, ["timestamp", "uuid"]);
-    if (values === null)
-      throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
-    after = { at: values[0] as string, id: values[1] as string };
-  }
-  const workspaceKey =
-    q.workspaceKey === undefined ? null : q.workspaceKey.trim() === "" ? "default" : q.workspaceKey;
+  req: RequestOfRoute<Routes["webhooks.list"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.list"]>> {
+  const q = req.query;
+  const { limit, after } = readPage(q, SUBSCRIPTIONS);
+  const requested = q.workspaceKey?.trim() === "" ? "default" : q.workspaceKey;
+  const workspaceKey = listWorkspace(req.principal, requested) ?? null;
   const rows = await db.any<Row & { created_at_us: string }>(sql`
     SELECT id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at,
            to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us
     FROM webhook_dispatcher.subscriptions
-    WHERE ${reach(req.principal)}
-      AND (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
-      AND (${after?.at ?? null}::timestamptz IS NULL
-           OR (created_at, id) < (${after?.at ?? null}::timestamptz, ${after?.id ?? null}::uuid))
+    WHERE (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
+      AND (${after?.[0] ?? null}::timestamptz IS NULL
+           OR (created_at, id) < (${after?.[0] ?? null}::timestamptz, ${after?.[1] ?? null}::uuid))
     ORDER BY created_at DESC, id DESC
     LIMIT ${limit + 1}`);
   const catalog = await catalogNames(db);
-  const items = rows.slice(0, limit).map((r) => view(r, catalog));
-  const last = rows[limit - 1];
   // The cursor keeps created_at to the microsecond: at millisecond precision rows created in the same
   // millisecond as the page's last one would be skipped.
-  const nextCursor =
-    rows.length > limit && last ? encodeCursor(SUBSCRIPTIONS_CURSOR, [last.created_at_us, last.id]) : null;
-  return { status: 200, body: { items, nextCursor } };
+  const page = toPage(
+    rows,
+    limit,
+    SUBSCRIPTIONS,
+    (last) => [last.created_at_us, last.id],
+    (r) => view(r, catalog),
+  );
+  return { status: 200, body: page };
 }
 
 export async function setActivation(
   db: Db,
-  req: RouteRequest<{ id: string }, { isActive?: boolean | string }>,
-): Promise<RouteReply> {
-  const raw = req.query?.isActive;
-  const isActive =
-    raw === true || raw === "true" ? true : raw === false || raw === "false" ? false : undefined;
-  if (isActive === undefined)
-    throw new ValidationError([{ field: "/query/isActive", message: "is required: true or false" }]);
+  req: RequestOfRoute<Routes["webhooks.activation"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.activation"]>> {
+  const isActive = req.query.isActive;
   const row = await db.maybeOne<Row>(sql`
     UPDATE webhook_dispatcher.subscriptions SET is_active = ${isActive}, updated_at = now()
     WHERE id = ${req.params.id} AND ${reach(req.principal)}
@@ -209,15 +172,18 @@ export async function setActivation(
   return { status: 200, body: view(row, await catalogNames(db)) };
 }
 
-export async function deleteSubscription(db: Db, req: RouteRequest<{ id: string }>): Promise<RouteReply> {
+export async function deleteSubscription(
+  db: Db,
+  req: RequestOfRoute<Routes["webhooks.delete"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.delete"]>> {
   const row = await db.maybeOne(sql`
     DELETE FROM webhook_dispatcher.subscriptions WHERE id = ${req.params.id} AND ${reach(req.principal)} RETURNING id`);
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 204 };
 }
 
-export async function eventCatalog(db: Db): Promise<RouteReply> {
-  const rows = await db.any(sql`
+export async function eventCatalog(db: Db): Promise<ReplyOfRoute<Routes["events.catalog"]>> {
+  const rows = await db.any<{ eventName: string; source: string; description: string }>(sql`
     SELECT event_name AS "eventName", source, description FROM webhook_dispatcher.event_catalog ORDER BY event_name`);
   return { status: 200, body: rows };
 }

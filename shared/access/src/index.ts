@@ -8,6 +8,15 @@ export {
   SystemRole,
   WILDCARD,
 } from "./permissions.js";
-export { assertPlatform, assertReachesWorkspace, type Reach, reachesWorkspace, reachOf } from "./reach.js";
+export {
+  assertPlatform,
+  assertReachesWorkspace,
+  listWorkspace,
+  type Reach,
+  reachCondition,
+  reachesWorkspace,
+  reachOf,
+  requireReach,
+} from "./reach.js";
 export { openRevocationBucket, revocationBucketName, RevocationList } from "./revocation.js";
 export { type AccessClaims, TOKEN_AUDIENCE } from "./tokens.js";

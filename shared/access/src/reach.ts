@@ -2,8 +2,12 @@
  * Reach (spec 5.2): which workspaces a principal's requests may touch, decided by the caller's own
  * principal in every handler. A platform session reaches every workspace; a workspace session only its
  * own; a principal without a scope claim reaches none (5.2.4: no scope never means platform reach).
+ *
+ * One answer for a session without a scope, everywhere: 403 (the operator API needs a scope claim, spec
+ * 5.1). The gateway's guard gives it first; `requireReach` gives the same to any other caller.
  */
 import type { Principal } from "@svc/bus";
+import { type Sql, sql } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 
 export type Reach =
@@ -24,8 +28,9 @@ export function reachesWorkspace(principal: Principal, workspaceKey: string): bo
   return reach.kind === "platform" || (reach.kind === "workspace" && reach.workspaceKey === workspaceKey);
 }
 
-/** 404, as if the workspace did not exist, unless the principal reaches it. */
+/** 404, as if the workspace did not exist, unless the principal reaches it; 403 without a scope. */
 export function assertReachesWorkspace(principal: Principal, workspaceKey: string): void {
+  requireReach(principal);
   if (!reachesWorkspace(principal, workspaceKey)) {
     throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
   }
@@ -40,4 +45,37 @@ export function assertPlatform(principal: Principal, permission: string): void {
       { extensions: { missingPermission: permission, requiredScope: "platform" } },
     );
   }
+}
+
+/** The principal's reach; 403 for a session without a scope, which reaches nothing. */
+export function requireReach(principal: Principal): Exclude<Reach, { kind: "none" }> {
+  const reach = reachOf(principal);
+  if (reach.kind === "none") {
+    throw new SvcError(ErrorCode.Forbidden, "The session has no scope claim, so it reaches nothing.", {
+      extensions: { requiredScope: "platform or workspace" },
+    });
+  }
+  return reach;
+}
+
+/**
+ * A WHERE condition limiting rows to the principal's reach: TRUE for a platform session, `inWorkspace(key)`
+ * for a workspace session; 403 without a scope.
+ */
+export function reachCondition(principal: Principal, inWorkspace: (workspaceKey: string) => Sql): Sql {
+  const reach = requireReach(principal);
+  return reach.kind === "platform" ? sql`TRUE` : inWorkspace(reach.workspaceKey);
+}
+
+/**
+ * The workspace a list is limited to: for a platform session the one it asks for (undefined: all); for a
+ * workspace session its own, and naming another is a 404 as if it did not exist; 403 without a scope.
+ */
+export function listWorkspace(principal: Principal, requested: string | undefined): string | undefined {
+  const reach = requireReach(principal);
+  if (reach.kind === "platform") return requested;
+  if (requested !== undefined && requested !== reach.workspaceKey) {
+    throw new NotFoundError(`Workspace '${requested}' was not found.`);
+  }
+  return reach.workspaceKey;
 }

@@ -25,8 +25,6 @@ import {
   ownerOf,
   type ReplyOf,
   type RequestOf,
-  type RouteReply,
-  type RouteRequest,
   type Subject,
 } from "./subjects.js";
 
@@ -107,20 +105,21 @@ export class Bus {
   }
 
   /**
-   * Forwards an operator route to the service that owns `subject` (a catalogue entry of the gateway, not
-   * a SubjectMap key: route handlers type their input through the route's schemas).
+   * Serves a subject outside the SubjectMap: an operator route, whose contract (`@svc/contracts`) types
+   * the handler and supplies `decode`, the check of every request against the route's schemas.
    */
-  async requestRoute(subject: string, request: RouteRequest, options?: RequestOptions): Promise<RouteReply> {
-    const data = await this.requestRaw(subject as Subject, request, options);
-    return JSON.parse(decoder.decode(data)) as RouteReply;
+  serveEndpoint<Req, Rep>(
+    subject: string,
+    handler: (request: Req, context: HandlerContext) => Promise<Rep> | Rep,
+    options: { readonly decode: (payload: unknown) => Req; readonly queue?: string },
+  ): void {
+    this.serve(subject as Subject, handler as unknown as Handler<Subject>, options as ServeOptions<Subject>);
   }
 
-  /** Serves an operator route forwarded by the gateway. */
-  serveRoute<P = Record<string, string>, Q = Record<string, unknown>, B = unknown>(
-    subject: string,
-    handler: (request: RouteRequest<P, Q, B>, context: HandlerContext) => Promise<RouteReply> | RouteReply,
-  ): void {
-    this.serve(subject as Subject, handler as unknown as Handler<Subject>);
+  /** Sends a request on a subject outside the SubjectMap (an operator route) and decodes the reply. */
+  async requestEndpoint<Req, Rep>(subject: string, request: Req, options?: RequestOptions): Promise<Rep> {
+    const data = await this.requestRaw(subject as Subject, request as RequestOf<Subject>, options);
+    return JSON.parse(decoder.decode(data)) as Rep;
   }
 
   /** Sends a request and decodes the reply. */

@@ -27,8 +27,6 @@ export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./s
 export {
   type Broadcast,
   type BroadcastMap,
-  type JobsListQuery,
-  type JobsListReply,
   type LoginReply,
   type LoginRequest,
   type MetricsReply,

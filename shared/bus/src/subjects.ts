@@ -69,33 +69,6 @@ export interface RouteReply<T = unknown> {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-/** `GET /api/jobs` query (issue 4). */
-export interface JobsListQuery {
-  readonly status?: string;
-  readonly type?: string;
-  readonly workspaceKey?: string;
-  readonly limit?: number;
-  readonly cursor?: string;
-}
-
-export interface JobsListReply {
-  readonly items: ReadonlyArray<{
-    readonly id: string;
-    readonly type: string;
-    readonly status: string;
-    readonly workspaceKey: string | null;
-    readonly attempts: number;
-    readonly maxAttempts: number;
-    readonly scheduledAtUtc: string;
-    readonly createdAtUtc: string;
-    readonly startedAtUtc: string | null;
-    readonly completedAtUtc: string | null;
-    readonly lastError: string | null;
-  }>;
-  /** Pass as `cursor` to get the next page; null on the last page. */
-  readonly nextCursor: string | null;
-}
-
 /** One replica's metrics, as prom-client's `getMetricsAsJSON()`. */
 export interface MetricsReply {
   readonly service: string;
@@ -128,8 +101,6 @@ export interface SubjectMap {
   "rbac.roles.grants": { request: { role: string }; reply: { role: string; permissions: readonly string[] } };
   /** Every replica of every service answers (fan-out, no queue group): the gateway's /metrics gathers them. */
   "metrics.collect": { request: Record<string, never>; reply: MetricsReply };
-  /** The jobs list, newest first, limited to the caller's reach (spec 2.4, 8). */
-  "job-reaper.jobs.list": { request: { principal: Principal; query: JobsListQuery }; reply: JobsListReply };
   /** Resolves the visible workspace for a host and path (spec 2.1.1–2.1.3). */
   "resolver.workspace.resolve": { request: ResolveRequest; reply: ResolveResult };
   /** Any replica of the gateway answers with its identity. */

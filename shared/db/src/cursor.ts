@@ -1,3 +1,5 @@
+import { ValidationError } from "@svc/errors";
+
 /**
  * Paging cursors: opaque to callers, strictly checked when they come back. A cursor is the base64url of a
  * JSON array `[tag, ...values]`; `tag` names the listing it belongs to, and each value is checked against
@@ -58,4 +60,53 @@ export function decodeCursor(
   if (!Array.isArray(parsed) || parsed.length !== kinds.length + 1 || parsed[0] !== tag) return null;
   const values = parsed.slice(1);
   return kinds.every((kind, i) => valid(kind, values[i])) ? (values as string[]) : null;
+}
+
+/** A keyset listing: its cursor tag and the kinds of the values its cursor carries. */
+export interface Listing {
+  readonly tag: string;
+  readonly kinds: readonly CursorFieldKind[];
+}
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * The page a list query asks for: `limit` (default 50, 1–100) and the values of the cursor a previous
+ * page of the same listing issued (null for the first page). 400 naming the field otherwise.
+ */
+export function readPage(
+  query: { readonly limit?: number; readonly cursor?: string },
+  listing: Listing,
+): { limit: number; after: string[] | null } {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+    throw new ValidationError([
+      { field: "/query/limit", message: `must be an integer from 1 to ${MAX_PAGE_SIZE}` },
+    ]);
+  }
+  if (query.cursor === undefined) return { limit, after: null };
+  const after = decodeCursor(query.cursor, listing.tag, listing.kinds);
+  if (after === null) {
+    throw new ValidationError([{ field: "/query/cursor", message: "is not a cursor this API issued" }]);
+  }
+  return { limit, after };
+}
+
+/**
+ * One page from rows fetched with LIMIT limit + 1: the first `limit`, and a cursor after the last of them
+ * when the extra row shows that another page exists.
+ */
+export function toPage<Row, Item = Row>(
+  rows: readonly Row[],
+  limit: number,
+  listing: Listing,
+  cursorOf: (last: Row) => readonly string[],
+  view: (row: Row) => Item = (row) => row as unknown as Item,
+): { items: Item[]; nextCursor: string | null } {
+  const last = rows[limit - 1];
+  return {
+    items: rows.slice(0, limit).map(view),
+    nextCursor: rows.length > limit && last !== undefined ? encodeCursor(listing.tag, cursorOf(last)) : null,
+  };
 }

@@ -1,4 +1,13 @@
-export { type CursorFieldKind, decodeCursor, encodeCursor } from "./cursor.js";
+export {
+  type CursorFieldKind,
+  decodeCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeCursor,
+  type Listing,
+  MAX_PAGE_SIZE,
+  readPage,
+  toPage,
+} from "./cursor.js";
 export { type Listener, listenForNotifications, type ListenOptions } from "./listen.js";
 export { type AppliedMigration, ensureDatabase, migrate, type MigrationSource } from "./migrate.js";
 export {

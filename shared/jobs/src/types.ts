@@ -1,5 +1,3 @@
-import type { JobsListReply } from "@svc/bus";
-
 /** Job states of spec 3.1. */
 export const JobStatus = {
   Pending: "Pending",
@@ -55,5 +53,17 @@ export interface ClaimedJob<T extends JobType = JobType> {
   readonly leaseExpiresAt: Date;
 }
 
-/** The jobs list's view of a job record (spec 2.4): the bus contract's item; the payload is not shown. */
-export type JobView = JobsListReply["items"][number] & { readonly status: JobStatus };
+/** The jobs list's view of a job record (spec 2.4; the route contract's JobView): the payload is not shown. */
+export interface JobView {
+  readonly id: string;
+  readonly type: string;
+  readonly status: JobStatus;
+  readonly workspaceKey: string | null;
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly scheduledAtUtc: string;
+  readonly createdAtUtc: string;
+  readonly startedAtUtc: string | null;
+  readonly completedAtUtc: string | null;
+  readonly lastError: string | null;
+}

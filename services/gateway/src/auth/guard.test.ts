@@ -41,7 +41,7 @@ describe("authorise", () => {
       expect.objectContaining({ status: 403 }),
     );
   });
-  it("another workspace is a 404 for workspace sessions and for sessions without scope", () => {
+  it("another workspace is a 404 for workspace sessions; a session without scope gets 403 anywhere", () => {
     const ws = p({ scope: "workspace", workspaceKey: "a", permissions: ["plugin.assign"] });
     expect(() => authorise(ws, { permission: "plugin.assign" }, { workspaceKey: "a" }, {})).not.toThrow();
     expect(() => authorise(ws, { permission: "plugin.assign" }, { workspaceKey: "b" }, {})).toThrow(
@@ -52,7 +52,10 @@ describe("authorise", () => {
     );
     const none = p({ scope: null, permissions: ["plugin.assign"] });
     expect(() => authorise(none, { permission: "plugin.assign" }, { workspaceKey: "a" }, {})).toThrow(
-      expect.objectContaining({ status: 404 }),
+      expect.objectContaining({ status: 403 }),
+    );
+    expect(() => authorise(none, { permission: "plugin.assign" }, {}, {})).toThrow(
+      expect.objectContaining({ status: 403 }),
     );
   });
   it("checks the path and every query value, arrays included", () => {

@@ -1,8 +1,7 @@
-import { hasPermission } from "@svc/access";
+import { hasPermission, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
+import type { RouteContract } from "@svc/contracts";
 import { ErrorCode, ForbiddenError, NotFoundError, SvcError } from "@svc/errors";
-
-import type { OperatorRoute } from "../routes/catalogue.js";
 
 const INVALID = "\u0000invalid";
 
@@ -34,13 +33,14 @@ export function requestedWorkspaces(
  * The guard, identical for every operator route (and, later, plugin routes):
  * 1. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key;
  * 2. platform-only routes (user writes, data export) → 403 for any session that is not platform-scoped;
- * 3. reach: a session that is not platform-scoped naming, in the path or in any `workspaceKey` query
- *    value, a workspace other than its own → 404, as if the workspace did not exist (a session without a
- *    scope reaches no workspace at all).
+ * 3. a session without a scope claim → 403 (spec 5.1: the operator API needs one; 5.2.4: it never gets
+ *    platform reach), the same answer the services give (`requireReach` in @svc/access);
+ * 4. reach: a workspace session naming, in the path or in any `workspaceKey` query value, a workspace
+ *    other than its own → 404, as if the workspace did not exist.
  */
 export function authorise(
   principal: Principal,
-  route: Pick<OperatorRoute, "permission" | "platformOnly">,
+  route: Pick<RouteContract, "permission" | "platformOnly">,
   params: Record<string, unknown>,
   query: Record<string, unknown>,
 ): void {
@@ -55,9 +55,9 @@ export function authorise(
       },
     );
   }
-  if (principal.scope === "platform") return;
+  if (requireReach(principal).kind === "platform") return;
   for (const workspace of requestedWorkspaces(params, query)) {
-    if (principal.scope !== "workspace" || principal.workspaceKey !== workspace) {
+    if (principal.workspaceKey !== workspace) {
       throw new NotFoundError(
         workspace === INVALID ? "Workspace not found." : `Workspace '${workspace}' was not found.`,
       );

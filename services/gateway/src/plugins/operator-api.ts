@@ -1,5 +1,5 @@
 /**
- * The operator API: every route of the catalogue behind the guard, sign-in, the JWKS and the OpenAPI
+ * The operator API: every route contract (@svc/contracts) behind the guard, sign-in, the JWKS and the OpenAPI
  * description. Per request, in this order: rate limit (api policy) → authentication → guard (permission,
  * platform scope, workspace reach), all in `onRequest` so that an anonymous or forbidden caller learns
  * nothing from input validation; then schema validation (400 listing each violation); then forwarding to
@@ -10,6 +10,7 @@ import { Type } from "@sinclair/typebox";
 import { openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
+import { OPERATOR_ROUTES, requestRoute, type RouteContract } from "@svc/contracts";
 import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { ServiceDeps } from "@svc/runtime";
@@ -20,7 +21,6 @@ import { Authenticator } from "../auth/authenticator.js";
 import { authorise } from "../auth/guard.js";
 import { clientAddress, parseTrustedProxies, RateLimiter } from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
-import { OPERATOR_ROUTES, type OperatorRoute } from "../routes/catalogue.js";
 import { buildOpenApi } from "../routes/openapi.js";
 
 declare module "fastify" {
@@ -28,7 +28,7 @@ declare module "fastify" {
     principal: Principal | null;
   }
   interface FastifyContextConfig {
-    operatorRoute?: OperatorRoute;
+    operatorRoute?: RouteContract;
   }
 }
 
@@ -113,9 +113,9 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         url: route.path,
         config: { operatorRoute: route },
         schema: {
-          ...(route.schemas?.params ? { params: route.schemas.params } : {}),
-          ...(route.schemas?.querystring ? { querystring: route.schemas.querystring } : {}),
-          ...(route.schemas?.body ? { body: route.schemas.body } : {}),
+          ...(route.params ? { params: route.params } : {}),
+          ...(route.query ? { querystring: route.query } : {}),
+          ...(route.body ? { body: route.body } : {}),
         },
         onRequest: async (request, reply) => {
           // Operator answers carry personal data: never stored by a cache, errors included.
@@ -162,7 +162,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           }
           let result;
           try {
-            result = await bus.requestRoute(route.subject, forwarded, { requestId: request.id });
+            result = await requestRoute(bus, route, forwarded, { requestId: request.id });
           } catch (error) {
             if (claim?.kind === "run") await claim.fail(error);
             throw error;

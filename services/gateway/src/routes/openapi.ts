@@ -1,7 +1,6 @@
 import type { TSchema } from "@sinclair/typebox";
+import type { RouteContract } from "@svc/contracts";
 import { HOST_VERSION } from "@svc/runtime";
-
-import type { OperatorRoute } from "./catalogue.js";
 
 const problem = { $ref: "#/components/responses/Problem" };
 
@@ -10,7 +9,7 @@ function plain(schema: TSchema): unknown {
   return JSON.parse(JSON.stringify(schema));
 }
 
-function parameters(route: OperatorRoute) {
+function parameters(route: RouteContract) {
   const out: unknown[] = [];
   const add = (where: "path" | "query", schema: TSchema | undefined, names: string[]) => {
     const props =
@@ -26,8 +25,8 @@ function parameters(route: OperatorRoute) {
     }
   };
   const pathNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1] as string);
-  add("path", route.schemas?.params, pathNames);
-  if (route.schemas?.querystring) add("query", route.schemas.querystring, []);
+  add("path", route.params, pathNames);
+  if (route.query) add("query", route.query, []);
   if (route.method !== "GET") {
     out.push({
       name: "Idempotency-Key",
@@ -43,11 +42,11 @@ function parameters(route: OperatorRoute) {
 }
 
 /**
- * The OpenAPI 3.1 description of the operator API, derived from the same catalogue as the routes and the
- * guard; each operation names its permission key (`x-svc-permission`). Public routes are excluded, as spec
+ * The OpenAPI 3.1 description of the operator API, derived from the route contracts (@svc/contracts), as the routes and the
+ * guard are; each operation names its permission key (`x-svc-permission`). Public routes are excluded, as spec
  * 4.1 requires.
  */
-export function buildOpenApi(routes: readonly OperatorRoute[]) {
+export function buildOpenApi(routes: readonly RouteContract[]) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
@@ -61,20 +60,18 @@ export function buildOpenApi(routes: readonly OperatorRoute[]) {
       ...(route.platformOnly ? { "x-svc-platform-scope-only": true } : {}),
       security: [{ bearer: [] }, { apiKey: [] }],
       parameters: parameters(route),
-      ...(route.schemas?.body
+      ...(route.body
         ? {
             requestBody: {
               required: true,
-              content: { "application/json": { schema: plain(route.schemas.body) } },
+              content: { "application/json": { schema: plain(route.body) } },
             },
           }
         : {}),
       responses: {
         "200": {
           description: "Success",
-          ...(route.schemas?.response
-            ? { content: { "application/json": { schema: plain(route.schemas.response) } } }
-            : {}),
+          ...(route.reply ? { content: { "application/json": { schema: plain(route.reply) } } } : {}),
         },
         "400": problem,
         "401": problem,

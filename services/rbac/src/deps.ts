@@ -1,0 +1,53 @@
+/** What every rbac handler is given, the shape of a handler, and session revocation. */
+import type { KV } from "@nats-io/kv";
+import type { Config } from "@svc/config";
+import type { rbacRoutes, ReplyOfRoute, RequestOfRoute } from "@svc/contracts";
+import { type Db, sql } from "@svc/db";
+import type { Logger } from "@svc/observability";
+import type { Outbox } from "@svc/outbox";
+
+import type { TokenIssuer } from "./tokens.js";
+
+export interface RbacDeps {
+  readonly db: Db;
+  readonly config: Config;
+  readonly issuer: TokenIssuer;
+  /** Events are recorded in the transaction of the change they describe, and relayed from there. */
+  readonly outbox: Outbox;
+  readonly revoked: KV;
+  readonly log: Logger;
+  /** Tells every gateway that a role's grants changed (they drop what they cached). */
+  readonly announceRoleChange: (role: string) => void;
+}
+
+export type RbacRoutes = typeof rbacRoutes;
+
+/**
+ * An operator route's handler: the request and reply types come from the route's contract. The gateway
+ * has checked the permission key, platform-only routes and the workspace in the path; handlers apply the
+ * caller's reach again with its own principal (`@svc/access`), whoever forwarded the request.
+ */
+export type RbacHandler<K extends keyof RbacRoutes> = (
+  deps: RbacDeps,
+  request: RequestOfRoute<RbacRoutes[K]>,
+) => Promise<ReplyOfRoute<RbacRoutes[K]>>;
+
+export const ok = <T>(body: T, status = 200) => ({ status, body });
+export const noContent = () => ({ status: 204 });
+
+/**
+ * Revokes sessions: first in the KV bucket every gateway watches, then marked in PostgreSQL. If a KV write
+ * fails the request fails and the sessions are still unmarked, so a retry revokes them again; nothing is
+ * ever marked revoked without the gateways having been told.
+ */
+export async function revoke(
+  deps: Pick<RbacDeps, "db" | "revoked" | "log">,
+  sessions: ReadonlyArray<{ id: string; expires_at: Date }>,
+): Promise<void> {
+  if (sessions.length === 0) return;
+  await Promise.all(sessions.map((s) => deps.revoked.put(s.id, String(s.expires_at.getTime()))));
+  await deps.db.query(
+    sql`UPDATE rbac.sessions SET revoked_at = now() WHERE id = ANY(${sessions.map((s) => s.id)}::uuid[])`,
+  );
+  deps.log.info({ count: sessions.length }, "sessions revoked");
+}

@@ -1,0 +1,119 @@
+/**
+ * Memberships and member roles (spec 5.3: workspace administration uses `membership.*`). The gateway limits
+ * a workspace session to its own workspace, and every handler checks the same again with the caller's
+ * principal. Changing a member's roles or removing a member revokes their sessions in that workspace.
+ */
+import { assertReachesWorkspace, SystemRole } from "@svc/access";
+import { isForeignKeyViolation, type Queries, sql } from "@svc/db";
+import { NotFoundError, ValidationError } from "@svc/errors";
+
+import { noContent, ok, type RbacHandler, revoke } from "./deps.js";
+import { findUser, isMember, listRoles, memberRoleKeys, sessionsOfUser, userView } from "./repository.js";
+import { listUserRows } from "./users.js";
+
+async function memberRoles(db: Queries, workspaceKey: string, userId: string) {
+  return (await memberRoleKeys(db, workspaceKey, userId)).map((r) => r.role);
+}
+
+const notAMember = (workspaceKey: string, userId: string) =>
+  new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
+
+export const listMembers: RbacHandler<"members.list"> = async (deps, req) => {
+  const wk = req.params.workspaceKey;
+  assertReachesWorkspace(req.principal, wk);
+  const { items, nextCursor } = await listUserRows(
+    deps.db,
+    req.principal,
+    req.query,
+    sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${wk})`,
+  );
+  const withRoles = await Promise.all(
+    items.map(async (u) => ({ ...userView(u), roles: await memberRoles(deps.db, wk, u.id) })),
+  );
+  return ok({ items: withRoles, nextCursor });
+};
+
+export const putMember: RbacHandler<"members.put"> = async (deps, req) => {
+  const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
+  const user = await findUser(deps.db, userId);
+  if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
+  const inserted = await deps.db
+    .transaction(async (tx) => {
+      const row = await tx.maybeOne(sql`
+        INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
+        ON CONFLICT DO NOTHING RETURNING 1 AS created`);
+      if (row !== null) {
+        await deps.outbox.record(tx, "workspace.member-assigned", workspaceKey, {
+          workspaceKey,
+          userId,
+          userName: user.user_name,
+        });
+      }
+      return row;
+    })
+    .catch((error: unknown) => {
+      // The user was deleted by a concurrent request since it was read.
+      if (isForeignKeyViolation(error)) throw new NotFoundError(`User '${userId}' was not found.`);
+      throw error;
+    });
+  return ok(
+    { workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) },
+    inserted ? 201 : 200,
+  );
+};
+
+export const deleteMember: RbacHandler<"members.delete"> = async (deps, req) => {
+  const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
+  const deleted = await deps.db.transaction(async (tx) => {
+    const row = await tx.maybeOne(sql`
+      DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
+    if (row !== null) {
+      await deps.outbox.record(tx, "workspace.member-removed", workspaceKey, { workspaceKey, userId });
+    }
+    return row;
+  });
+  if (deleted === null) throw notAMember(workspaceKey, userId);
+  await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
+  return noContent();
+};
+
+export const getMemberRoles: RbacHandler<"member-roles.get"> = async (deps, req) => {
+  const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
+  if (!(await isMember(deps.db, workspaceKey, userId))) throw notAMember(workspaceKey, userId);
+  return ok({ userId, roles: await memberRoles(deps.db, workspaceKey, userId) });
+};
+
+export const putMemberRoles: RbacHandler<"member-roles.put"> = async (deps, req) => {
+  const { workspaceKey, userId } = req.params;
+  assertReachesWorkspace(req.principal, workspaceKey);
+  if (!(await isMember(deps.db, workspaceKey, userId))) throw notAMember(workspaceKey, userId);
+  // superadmin is a platform role: as a member role it would pass every check inside the workspace.
+  const existing = new Set(
+    (await listRoles(deps.db)).map((r) => r.name).filter((r) => r !== SystemRole.SuperAdmin),
+  );
+  const unknown = req.body.roles.filter((r) => !existing.has(r));
+  if (unknown.length > 0) {
+    throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
+  }
+  await deps.db
+    .transaction(async (tx) => {
+      await tx.query(
+        sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
+      );
+      await tx.query(sql`
+        INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
+        SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
+    })
+    .catch((error: unknown) => {
+      // The membership or a role was deleted by a concurrent request since they were read.
+      if (isForeignKeyViolation(error))
+        throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}', or a role is gone.`);
+      throw error;
+    });
+  // The member's sessions in this workspace carry the old keys: end them (the new set applies at sign-in).
+  await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
+  return ok({ userId, roles: [...req.body.roles].sort() });
+};

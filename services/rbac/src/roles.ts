@@ -1,0 +1,129 @@
+/**
+ * Roles, the permission-key catalogue and users' global role assignments. All platform-only: a role
+ * change reaches every workspace. Changing a role revokes the sessions that hold it (their keys were
+ * copied at sign-in) and tells the gateways.
+ */
+import { assertPlatform, SystemRole, WILDCARD } from "@svc/access";
+import { type Queries, sql, withRetry } from "@svc/db";
+import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
+
+import { noContent, ok, type RbacHandler, revoke } from "./deps.js";
+import {
+  findRole,
+  findUser,
+  listRoles,
+  type RoleRow,
+  roleView,
+  sessionsHoldingRole,
+  sessionsOfUser,
+} from "./repository.js";
+import { listUserRows } from "./users.js";
+
+/** Every key a grant may name: the catalogue's and `*`. */
+export async function knownKeys(db: Queries): Promise<Set<string>> {
+  const rows = await db.any<{ key: string }>(sql`SELECT key FROM rbac.permission_keys`);
+  return new Set([WILDCARD, ...rows.map((r) => r.key)]);
+}
+
+export const listRolesRoute: RbacHandler<"roles.list"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.read");
+  return ok((await listRoles(deps.db)).map(roleView));
+};
+
+const permissionKeys = (db: Queries) =>
+  db.any<{ key: string; source: string; description: string }>(
+    sql`SELECT key, source, description FROM rbac.permission_keys ORDER BY key`,
+  );
+
+export const listPermissionKeys: RbacHandler<"permissions.list"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.read");
+  return ok(await permissionKeys(deps.db));
+};
+
+export const listSecurityPermissionKeys: RbacHandler<"security.permissions.list"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.read");
+  return ok(await permissionKeys(deps.db));
+};
+
+export const putRole: RbacHandler<"roles.put"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.update");
+  const name = req.params.role;
+  if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
+  const known = await knownKeys(deps.db);
+  const unknown = req.body.permissions.filter((k) => !known.has(k));
+  if (unknown.length > 0) {
+    throw new ValidationError(
+      unknown.map((k) => ({ field: "/body/permissions", message: `unknown permission key '${k}'` })),
+    );
+  }
+  // Sign-ins hold share locks on the role's row: a deadlock with one of them (40P01) runs this again.
+  const { role, existed } = await withRetry(
+    () =>
+      deps.db.transaction(async (tx) => {
+        const before = await findRole(tx, name);
+        const row = await tx.one<RoleRow>(sql`
+          INSERT INTO rbac.roles (name, description, scope, permissions, source)
+          VALUES (${name}, ${req.body.description ?? ""}, ${req.body.scope ?? "platform"}, ${req.body.permissions}::text[], 'api')
+          ON CONFLICT (name) DO UPDATE SET
+            permissions = excluded.permissions,
+            description = coalesce(${req.body.description ?? null}, rbac.roles.description),
+            scope = CASE WHEN rbac.roles.source = 'system' THEN rbac.roles.scope ELSE coalesce(${req.body.scope ?? null}, rbac.roles.scope) END,
+            updated_at = now()
+          RETURNING *`);
+        return { role: row, existed: before !== null };
+      }),
+    { retries: 3 },
+  );
+  if (existed) await revoke(deps, await sessionsHoldingRole(deps.db, name));
+  deps.announceRoleChange(name);
+  return ok(roleView(role), existed ? 200 : 201);
+};
+
+export const deleteRole: RbacHandler<"roles.delete"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.update");
+  const role = await findRole(deps.db, req.params.role);
+  if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
+  if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
+  // Delete first (it waits for sign-ins holding the role's row), then revoke every session that carries
+  // the role: sessions record their roles, so they are found after the role is gone.
+  await withRetry(() => deps.db.query(sql`DELETE FROM rbac.roles WHERE name = ${role.name}`), { retries: 3 });
+  await revoke(deps, await sessionsHoldingRole(deps.db, role.name));
+  deps.announceRoleChange(role.name);
+  return noContent();
+};
+
+// Global role assignments are the platform's: the caller's own principal decides, never a stand-in.
+
+export const listAssignments: RbacHandler<"role-assignments.list"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.read");
+  const page = await listUserRows(deps.db, req.principal, req.query);
+  return ok({
+    items: page.items.map((u) => ({ userId: u.id, userName: u.user_name, role: u.global_role })),
+    nextCursor: page.nextCursor,
+  });
+};
+
+export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.update");
+  const user = await findUser(deps.db, req.params.userId);
+  if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
+  const role = await findRole(deps.db, req.body.role);
+  if (role === null)
+    throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
+  await deps.db.query(
+    sql`UPDATE rbac.users SET global_role = ${role.name}, updated_at = now() WHERE id = ${user.id}`,
+  );
+  if (user.global_role !== role.name) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  return ok({ userId: user.id, userName: user.user_name, role: role.name });
+};
+
+export const deleteAssignment: RbacHandler<"role-assignments.delete"> = async (deps, req) => {
+  assertPlatform(req.principal, "role.update");
+  const user = await findUser(deps.db, req.params.userId);
+  if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
+  await deps.db.query(
+    sql`UPDATE rbac.users SET global_role = NULL, updated_at = now() WHERE id = ${user.id}`,
+  );
+  if (user.global_role !== null) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  return noContent();
+};

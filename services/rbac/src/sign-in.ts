@@ -1,0 +1,91 @@
+/**
+ * Sign-in (spec 5, issue 3): checks the password and the account, derives the session's scope, roles and
+ * keys, records the session and issues its access token.
+ */
+import { randomUUID } from "node:crypto";
+
+import { type AccessClaims, filterWorkspaceKeys, SystemRole } from "@svc/access";
+import type { LoginRequest } from "@svc/bus";
+import { sql, withRetry } from "@svc/db";
+import { UnauthenticatedError } from "@svc/errors";
+
+import type { RbacDeps } from "./deps.js";
+import { decoyHash, verifyPassword } from "./passwords.js";
+import { findUserByName, type RoleRow, type UserRow } from "./repository.js";
+
+const INVALID_LOGIN = "Invalid user name or password.";
+
+export async function login(deps: RbacDeps, request: LoginRequest) {
+  const { db, config, issuer } = deps;
+  const found = await findUserByName(db, request.userName);
+  // Verify against a decoy hash for unknown users, so timing does not tell which part was wrong.
+  const valid = await verifyPassword(request.password, found?.password_hash ?? (await decoyHash()));
+  if (!valid || found === null || !found.is_active) throw new UnauthenticatedError(INVALID_LOGIN);
+  const workspaceKey = request.workspaceKey?.trim() || undefined;
+  const lifetime = config.backendHost.accessTokenLifetimeSeconds;
+  const sid = randomUUID();
+
+  // The session is created under share locks on what it is derived from (the user, the membership, the
+  // roles), after checking they are unchanged since the password was verified. A concurrent deactivation,
+  // password change, membership removal or role change either commits first (and the sign-in fails or
+  // sees the new state) or waits for this commit (and then revokes this session too).
+  // Two sign-ins or a sign-in and a role change can deadlock under these locks (40P01): PostgreSQL ends
+  // one transaction, and it is run again from the start.
+  const { scope, roles, permissions } = await withRetry(
+    () =>
+      db.transaction(async (tx) => {
+        const user = await tx.maybeOne<UserRow>(
+          sql`SELECT * FROM rbac.users WHERE id = ${found.id} FOR SHARE`,
+        );
+        if (user === null || !user.is_active || user.password_hash !== found.password_hash) {
+          throw new UnauthenticatedError(INVALID_LOGIN);
+        }
+        let scope: "platform" | "workspace" | undefined;
+        let roles: string[] = [];
+        let permissions: string[] = [];
+        if (workspaceKey !== undefined) {
+          const member = await tx.maybeOne(sql`
+        SELECT 1 AS one FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${user.id} FOR SHARE`);
+          if (member === null) throw new UnauthenticatedError(INVALID_LOGIN);
+          const rows = await tx.any<{ role: string; permissions: string[] }>(sql`
+        SELECT r.name AS role, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
+        WHERE mr.workspace_key = ${workspaceKey} AND mr.user_id = ${user.id} ORDER BY r.name FOR SHARE OF r`);
+          roles = rows.map((r) => r.role).filter((r) => r !== SystemRole.SuperAdmin);
+          // Plugin keys need the plugin registry (a later issue): no plugin counts as active yet.
+          permissions = filterWorkspaceKeys(
+            rows.flatMap((r) => r.permissions),
+            new Set(),
+          );
+          scope = "workspace";
+        } else if (user.global_role !== null) {
+          const role = await tx.maybeOne<RoleRow>(
+            sql`SELECT * FROM rbac.roles WHERE name = ${user.global_role} FOR SHARE`,
+          );
+          if (role !== null) {
+            roles = [role.name];
+            permissions = role.permissions;
+            scope = "platform";
+          }
+        }
+        await tx.query(sql`
+      INSERT INTO rbac.sessions (id, user_id, workspace_key, roles, expires_at)
+      VALUES (${sid}, ${user.id}, ${workspaceKey ?? null}, ${roles}::text[], now() + make_interval(secs => ${lifetime}))`);
+        return { scope, roles, permissions };
+      }),
+    { retries: 3 },
+  );
+  const claims: AccessClaims = {
+    sub: found.id,
+    ...(scope ? { svc_scope: scope } : {}),
+    ...(workspaceKey ? { workspace_key: workspaceKey } : {}),
+    permission: permissions,
+    role: roles,
+    sid,
+    name: found.user_name,
+  };
+  return {
+    accessToken: await issuer.sign(claims, lifetime),
+    tokenType: "Bearer" as const,
+    expiresIn: lifetime,
+  };
+}

@@ -1,0 +1,29 @@
+/** Schemas several services' contracts share: keys, identifiers and the paging shapes. */
+import { type TSchema, Type } from "@sinclair/typebox";
+
+export const WorkspaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+export const Uuid = Type.String({ format: "uuid" });
+export const PermissionKeyString = Type.String({
+  pattern: "^(\\*|[a-z0-9][a-z0-9-]*(\\.[a-z0-9][a-z0-9-]*)+)$",
+  maxLength: 200,
+});
+export const RoleName = Type.String({ pattern: "^[a-z][a-z0-9._-]{0,62}$" });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** One page of a list: `nextCursor` is passed back as `cursor` for the next page, null on the last. */
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({ items: Type.Array(item), nextCursor: Nullable(Type.String()) });
+
+/** Paging query of every list: `limit` 1–100 (default 50), `cursor` as a previous page issued it. */
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+export const wkParams = Type.Object({ workspaceKey: WorkspaceKey });
+export const wkUserParams = Type.Object({ workspaceKey: WorkspaceKey, userId: Uuid });
+export const userParams = Type.Object({ userId: Uuid });
+export const idParams = Type.Object({ id: Uuid });

@@ -1,0 +1,40 @@
+/**
+ * The operator API's routes, one typed contract each, grouped by the service that owns them (spec 5.4,
+ * 4.2, 4.3; placement in ADR 0003). This package knows no implementation: the gateway builds its routes,
+ * guard and OpenAPI description from it, and each service serves its own contracts.
+ */
+import { jobRoutes } from "./jobs.js";
+import { pluginRegistryRoutes } from "./plugin-registry.js";
+import { rbacRoutes } from "./rbac.js";
+import { resolverRoutes } from "./resolver.js";
+import type { RouteContract } from "./route.js";
+import { webhookRoutes } from "./webhooks.js";
+
+export * from "./common.js";
+export { jobRoutes, JobView } from "./jobs.js";
+export { pluginRegistryRoutes } from "./plugin-registry.js";
+export { rbacRoutes, RoleView, UserView } from "./rbac.js";
+export { resolverRoutes } from "./resolver.js";
+export {
+  type BodyOf,
+  defineRoutes,
+  type HttpMethod,
+  type ParamsOf,
+  type QueryOf,
+  type ReplyBodyOf,
+  type ReplyOfRoute,
+  type RequestOfRoute,
+  type RouteContract,
+  type RouteSpec,
+} from "./route.js";
+export { requestRoute, type RouteHandler, serveRoute } from "./serve.js";
+export { MAX_TARGET_URL, SUBSCRIPTION_PATTERN, SubscriptionView, webhookRoutes } from "./webhooks.js";
+
+/** Every operator route, each once. */
+export const OPERATOR_ROUTES: readonly RouteContract[] = [
+  ...Object.values(resolverRoutes),
+  ...Object.values(pluginRegistryRoutes),
+  ...Object.values(rbacRoutes),
+  ...Object.values(webhookRoutes),
+  ...Object.values(jobRoutes),
+];

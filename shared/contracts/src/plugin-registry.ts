@@ -1,0 +1,212 @@
+/**
+ * Routes the plugin registry owns (ADR 0003): plugins, trusted signers, entitlements, workspace plugin
+ * assignments and themes. It serves none of them yet: they answer 503 until it does.
+ */
+import { defineRoutes } from "./route.js";
+
+export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
+  "plugins.install": {
+    method: "POST",
+    path: "/api/plugins/install",
+    permission: "plugin.create",
+    summary: "Install a plugin package",
+  },
+  "plugins.install-local": {
+    method: "POST",
+    path: "/api/plugins/install/local",
+    permission: "plugin.create",
+    summary: "Install a plugin from the host's disk",
+  },
+  "plugins.install-feed": {
+    method: "POST",
+    path: "/api/plugins/install/nuget",
+    permission: "plugin.create",
+    summary: "Install a plugin from a package feed",
+  },
+  "plugins.update-feed": {
+    method: "POST",
+    path: "/api/plugins/:id/update/nuget",
+    permission: "plugin.create",
+    summary: "Update a plugin from a package feed",
+  },
+  "plugins.update-local": {
+    method: "POST",
+    path: "/api/plugins/:id/update/local",
+    permission: "plugin.create",
+    summary: "Update a plugin from the host's disk",
+  },
+  "plugins.list": {
+    method: "GET",
+    path: "/api/plugins",
+    permission: "plugin.read",
+    summary: "List plugins",
+  },
+  "plugins.installed": {
+    method: "GET",
+    path: "/api/plugins/installed",
+    permission: "plugin.read",
+    summary: "List installed plugins",
+  },
+  "plugins.signature-report": {
+    method: "GET",
+    path: "/api/plugins/signature-report",
+    permission: "plugin.read",
+    summary: "Re-verify every installed plugin",
+  },
+  "plugins.audit": {
+    method: "GET",
+    path: "/api/plugins/audit",
+    permission: "plugin.read",
+    summary: "Plugin lifecycle audit",
+  },
+  "contracts.support": {
+    method: "GET",
+    path: "/api/plugins/contracts/support",
+    permission: "plugin.read",
+    summary: "Supported plugin contracts",
+  },
+  "contracts.compatibility": {
+    method: "GET",
+    path: "/api/plugins/contracts/compatibility",
+    permission: "plugin.read",
+    summary: "Plugin contract compatibility",
+  },
+  "signers.list": {
+    method: "GET",
+    path: "/api/plugins/security/trusted-signers",
+    permission: "plugin.read",
+    summary: "List trusted signers",
+  },
+  "entitlements.workspace": {
+    method: "GET",
+    path: "/api/workspaces/:workspaceKey/entitlements/:pluginId",
+    permission: "plugin.read",
+    summary: "A workspace's entitlement to a plugin",
+  },
+  "entitlements.tenant": {
+    method: "GET",
+    path: "/api/tenants/:tenantId/entitlements/:pluginId",
+    permission: "plugin.read",
+    summary: "A tenant's entitlement to a plugin",
+  },
+  "entitlements.list": {
+    method: "GET",
+    path: "/api/entitlements",
+    permission: "plugin.read",
+    summary: "List entitlements",
+  },
+  "plugins.uninstall": {
+    method: "DELETE",
+    path: "/api/plugins/:id",
+    permission: "plugin.delete",
+    summary: "Uninstall a plugin",
+  },
+  "plugins.activate": {
+    method: "POST",
+    path: "/api/plugins/:id/activate",
+    permission: "plugin.execute",
+    summary: "Activate a plugin",
+  },
+  "plugins.deactivate": {
+    method: "POST",
+    path: "/api/plugins/:id/deactivate",
+    permission: "plugin.execute",
+    summary: "Deactivate a plugin",
+  },
+  "entitlements.put": {
+    method: "PUT",
+    path: "/api/entitlements",
+    permission: "plugin.execute",
+    summary: "Set entitlements",
+  },
+  "entitlements.sync": {
+    method: "POST",
+    path: "/api/entitlements/sync",
+    permission: "plugin.execute",
+    summary: "Synchronise entitlements",
+  },
+  "assignments.get": {
+    method: "GET",
+    path: "/api/workspaces/:workspaceKey/plugins",
+    permission: "plugin.assign",
+    summary: "A workspace's plugins",
+  },
+  "assignments.put": {
+    method: "PUT",
+    path: "/api/workspaces/:workspaceKey/plugins",
+    permission: "plugin.assign",
+    summary: "Set a workspace's plugins",
+  },
+  "delegations.list": {
+    method: "GET",
+    path: "/api/tenants/:tenantKey/plugins/delegations",
+    permission: "plugin.assign",
+    summary: "A tenant's plugin delegations",
+  },
+  "delegations.put": {
+    method: "PUT",
+    path: "/api/tenants/:tenantKey/plugins/:pluginId/delegation",
+    permission: "plugin.assign",
+    summary: "Delegate a plugin to a tenant",
+  },
+  "themes.definitions": {
+    method: "GET",
+    path: "/api/themes/definitions",
+    permission: "extension.read",
+    summary: "Theme template definitions",
+  },
+  "themes.workspace": {
+    method: "GET",
+    path: "/api/themes/workspaces/:workspaceKey",
+    permission: "extension.read",
+    summary: "A workspace's theme",
+  },
+  "themes.effective": {
+    method: "GET",
+    path: "/api/themes/workspaces/:workspaceKey/effective",
+    permission: "extension.read",
+    summary: "A workspace's effective templates",
+  },
+  "themes.settings": {
+    method: "GET",
+    path: "/api/themes/workspaces/:workspaceKey/settings",
+    permission: "extension.read",
+    summary: "A workspace's theme settings",
+  },
+  "themes.effective-current": {
+    method: "GET",
+    path: "/workspace/themes/effective",
+    permission: "extension.read",
+    summary: "The caller's workspace's effective templates",
+  },
+  "themes.definition-put": {
+    method: "PUT",
+    path: "/api/themes/definitions/:templateKey/plugins/:pluginId/versions/:version",
+    permission: "extension.update",
+    summary: "Register a template definition",
+  },
+  "themes.definition-activation": {
+    method: "PUT",
+    path: "/api/themes/definitions/:templateKey/plugins/:pluginId/versions/:version/activation",
+    permission: "extension.update",
+    summary: "Activate a template definition",
+  },
+  "themes.workspace-put": {
+    method: "PUT",
+    path: "/api/themes/workspaces/:workspaceKey",
+    permission: "extension.update",
+    summary: "Set a workspace's theme",
+  },
+  "themes.workspace-delete": {
+    method: "DELETE",
+    path: "/api/themes/workspaces/:workspaceKey",
+    permission: "extension.update",
+    summary: "Remove a workspace's theme",
+  },
+  "themes.settings-put": {
+    method: "PUT",
+    path: "/api/themes/workspaces/:workspaceKey/settings",
+    permission: "extension.update",
+    summary: "Set a workspace's theme settings",
+  },
+});

@@ -1,0 +1,275 @@
+/** Routes rbac owns: roles and the key catalogue, users, memberships, integrations, notifications. */
+import { Type } from "@sinclair/typebox";
+
+import {
+  Nullable,
+  Page,
+  PageQuery,
+  PermissionKeyString,
+  RoleName,
+  userParams,
+  Uuid,
+  wkParams,
+  wkUserParams,
+  WorkspaceKey,
+} from "./common.js";
+import { defineRoutes } from "./route.js";
+
+export const UserView = Type.Object({
+  id: Uuid,
+  userName: Type.String(),
+  displayName: Type.String(),
+  email: Nullable(Type.String()),
+  isActive: Type.Boolean(),
+  role: Nullable(Type.String()),
+  createdAtUtc: Type.String(),
+  updatedAtUtc: Type.String(),
+});
+export const RoleView = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  scope: Type.Union([Type.Literal("platform"), Type.Literal("workspace")]),
+  permissions: Type.Array(Type.String()),
+  source: Type.String(),
+});
+const MemberRoles = Type.Object({ userId: Uuid, roles: Type.Array(Type.String()) });
+const Email = Type.Optional(Nullable(Type.String({ format: "email", maxLength: 320 })));
+
+export const rbacRoutes = defineRoutes("rbac", {
+  // Notifications
+  "notifications.list": {
+    method: "GET",
+    path: "/api/notifications",
+    permission: "notification.read",
+    summary: "List notifications",
+  },
+  "notifications.read": {
+    method: "PUT",
+    path: "/api/notifications/:id/read",
+    permission: "notification.read",
+    summary: "Mark a notification read",
+  },
+  // Roles and the key catalogue
+  "roles.list": {
+    method: "GET",
+    path: "/api/rbac/roles",
+    permission: "role.read",
+    summary: "List roles",
+    platformOnly: true,
+    reply: Type.Array(RoleView),
+  },
+  "permissions.list": {
+    method: "GET",
+    path: "/api/rbac/permissions",
+    permission: "role.read",
+    summary: "List permission keys",
+    platformOnly: true,
+    reply: Type.Array(Type.Object({ key: Type.String(), source: Type.String() })),
+  },
+  "role-assignments.list": {
+    method: "GET",
+    path: "/api/rbac/users",
+    permission: "role.read",
+    summary: "List users' global role assignments",
+    platformOnly: true,
+    query: PageQuery,
+    reply: Page(Type.Object({ userId: Uuid, userName: Type.String(), role: Nullable(Type.String()) })),
+  },
+  "roles.put": {
+    method: "PUT",
+    path: "/api/rbac/roles/:role",
+    permission: "role.update",
+    summary: "Create or replace a role (revokes its holders' sessions)",
+    platformOnly: true,
+    params: Type.Object({ role: RoleName }),
+    body: Type.Object(
+      {
+        permissions: Type.Array(PermissionKeyString, { maxItems: 500, uniqueItems: true }),
+        description: Type.Optional(Type.String({ maxLength: 500 })),
+        scope: Type.Optional(Type.Union([Type.Literal("platform"), Type.Literal("workspace")])),
+      },
+      { additionalProperties: false },
+    ),
+    reply: RoleView,
+  },
+  "roles.delete": {
+    method: "DELETE",
+    path: "/api/rbac/roles/:role",
+    permission: "role.update",
+    summary: "Delete a role (revokes its holders' sessions)",
+    platformOnly: true,
+    params: Type.Object({ role: RoleName }),
+  },
+  "role-assignments.put": {
+    method: "PUT",
+    path: "/api/rbac/users/:userId",
+    permission: "role.update",
+    summary: "Set a user's global role",
+    platformOnly: true,
+    params: userParams,
+    body: Type.Object({ role: RoleName }, { additionalProperties: false }),
+  },
+  "role-assignments.delete": {
+    method: "DELETE",
+    path: "/api/rbac/users/:userId",
+    permission: "role.update",
+    summary: "Remove a user's global role",
+    platformOnly: true,
+    params: userParams,
+  },
+  // Users
+  "users.create": {
+    method: "POST",
+    path: "/api/users",
+    permission: "user.create",
+    summary: "Create a user",
+    platformOnly: true,
+    body: Type.Object(
+      {
+        userName: Type.String({ pattern: "^[A-Za-z0-9._@+-]{1,100}$" }),
+        password: Type.String({ minLength: 12, maxLength: 200 }),
+        displayName: Type.Optional(Type.String({ maxLength: 200 })),
+        email: Email,
+      },
+      { additionalProperties: false },
+    ),
+    reply: UserView,
+  },
+  "users.list": {
+    method: "GET",
+    path: "/api/users",
+    permission: "user.read",
+    summary: "List users (a workspace session sees its members)",
+    query: PageQuery,
+    reply: Page(UserView),
+  },
+  "users.get": {
+    method: "GET",
+    path: "/api/users/:userId",
+    permission: "user.read",
+    summary: "Get a user (workspace-filtered)",
+    params: userParams,
+    reply: UserView,
+  },
+  "users.export": {
+    method: "GET",
+    path: "/api/users/:userId/data-export",
+    permission: "user.read",
+    summary: "Export everything stored about a user",
+    platformOnly: true,
+    params: userParams,
+  },
+  "users.update": {
+    method: "PUT",
+    path: "/api/users/:userId",
+    permission: "user.update",
+    summary: "Update a user",
+    platformOnly: true,
+    params: userParams,
+    body: Type.Object(
+      {
+        displayName: Type.Optional(Type.String({ maxLength: 200 })),
+        email: Email,
+        password: Type.Optional(Type.String({ minLength: 12, maxLength: 200 })),
+      },
+      { additionalProperties: false },
+    ),
+    reply: UserView,
+  },
+  "users.activation": {
+    method: "PUT",
+    path: "/api/users/:userId/activation",
+    permission: "user.update",
+    summary: "Activate or deactivate a user",
+    platformOnly: true,
+    params: userParams,
+    query: Type.Object({ isActive: Type.Boolean() }, { additionalProperties: false }),
+    reply: UserView,
+  },
+  "users.delete": {
+    method: "DELETE",
+    path: "/api/users/:userId",
+    permission: "user.delete",
+    summary: "Delete a user",
+    platformOnly: true,
+    params: userParams,
+  },
+  // Memberships
+  "members.list": {
+    method: "GET",
+    path: "/api/workspaces/:workspaceKey/members",
+    permission: ["membership.read", "workspace.read"],
+    summary: "List a workspace's members",
+    params: wkParams,
+    query: PageQuery,
+  },
+  "members.put": {
+    method: "PUT",
+    path: "/api/workspaces/:workspaceKey/members/:userId",
+    permission: ["membership.update", "workspace.update"],
+    summary: "Add a member",
+    params: wkUserParams,
+  },
+  "members.delete": {
+    method: "DELETE",
+    path: "/api/workspaces/:workspaceKey/members/:userId",
+    permission: ["membership.delete", "workspace.update"],
+    summary: "Remove a member",
+    params: wkUserParams,
+  },
+  "member-roles.get": {
+    method: "GET",
+    path: "/api/workspaces/:workspaceKey/members/:userId/roles",
+    permission: "membership.read",
+    summary: "A member's roles",
+    params: wkUserParams,
+    reply: MemberRoles,
+  },
+  "member-roles.put": {
+    method: "PUT",
+    path: "/api/workspaces/:workspaceKey/members/:userId/roles",
+    permission: "membership.update",
+    summary: "Replace a member's roles",
+    params: wkUserParams,
+    body: Type.Object(
+      { roles: Type.Array(RoleName, { maxItems: 50, uniqueItems: true }) },
+      { additionalProperties: false },
+    ),
+    reply: MemberRoles,
+  },
+  // Integrations and the key catalogue
+  "integrations.list": {
+    method: "GET",
+    path: "/api/security/integrations",
+    permission: "integration.read",
+    summary: "List integrations (API clients)",
+  },
+  "integrations.create": {
+    method: "POST",
+    path: "/api/security/integrations",
+    permission: "integration.manage",
+    summary: "Create an integration; its secret is shown once",
+    body: Type.Object(
+      {
+        name: Type.String({ minLength: 1, maxLength: 200 }),
+        workspaceKey: Type.Optional(Nullable(WorkspaceKey)),
+        permissions: Type.Optional(Type.Array(PermissionKeyString, { maxItems: 200, uniqueItems: true })),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  "integrations.delete": {
+    method: "DELETE",
+    path: "/api/security/integrations/:id",
+    permission: "integration.manage",
+    summary: "Delete an integration",
+    params: Type.Object({ id: Uuid }),
+  },
+  "security.permissions.list": {
+    method: "GET",
+    path: "/api/security/rbac/permissions",
+    permission: "role.read",
+    summary: "Every permission key, plugin-declared ones included",
+    platformOnly: true,
+  },
+});

@@ -1,0 +1,139 @@
+/**
+ * One typed contract per operator route: method, path, permission, the owning service's subject and the
+ * TypeBox schemas of params, query, body and reply. The gateway builds its routes, guard and OpenAPI
+ * description from the contracts; the owning service serves the route with `serveRoute`, which checks the
+ * request against the same schemas (whatever the caller) and types the handler with `Static<>`.
+ *
+ * A contract's subject is `<service>.<name>`, built from the key it is declared under, so a service can
+ * only serve a route that exists, and only with a handler whose request and reply match the schemas.
+ */
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
+import type { CorePermissionKey } from "@svc/access";
+import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
+import { InternalError, ValidationError, type Violation } from "@svc/errors";
+
+import { registerFormats } from "./formats.js";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+/** What a route declares; `defineRoutes` adds its service and subject. */
+export interface RouteSpec {
+  readonly method: HttpMethod;
+  /** Fastify syntax: `/api/tenants/:tenantKey`. */
+  readonly path: string;
+  /**
+   * The permission key. Two keys where the spec lists the route under both (members under membership.*
+   * and workspace.*): either one passes, and a 403 names the first.
+   */
+  readonly permission: CorePermissionKey | readonly [CorePermissionKey, CorePermissionKey];
+  /** Spec 5.3: user writes and the data export demand platform scope, even holding the key. */
+  readonly platformOnly?: boolean;
+  readonly summary: string;
+  readonly params?: TSchema;
+  readonly query?: TSchema;
+  readonly body?: TSchema;
+  /** The success reply's body. */
+  readonly reply?: TSchema;
+}
+
+type StaticOf<S, K extends string, Default> = S extends { readonly [P in K]: infer T extends TSchema }
+  ? Static<T>
+  : Default;
+
+export type ParamsOf<S> = StaticOf<S, "params", Record<string, string>>;
+export type QueryOf<S> = StaticOf<S, "query", Record<string, unknown>>;
+export type BodyOf<S> = StaticOf<S, "body", unknown>;
+export type ReplyBodyOf<S> = StaticOf<S, "reply", unknown>;
+
+/** The request a route's handler receives: the caller's principal and the checked params, query and body. */
+export type RequestOfRoute<S> = RouteRequest<ParamsOf<S>, QueryOf<S>, BodyOf<S>>;
+/** What a route's handler answers; errors are thrown as SvcErrors. */
+export type ReplyOfRoute<S> = RouteReply<ReplyBodyOf<S>>;
+
+/** A route as declared and bound to its owner: the subject is `<service>.<name>`. */
+export type RouteContract<S extends RouteSpec = RouteSpec, Subject extends string = string> = S & {
+  readonly service: string;
+  readonly subject: Subject;
+  /** Checks a forwarded request against the route's schemas: a ValidationError lists each violation. */
+  readonly decode: (payload: unknown) => RequestOfRoute<S>;
+  /** Checks a reply against the reply schema (development and tests): an InternalError on a mismatch. */
+  readonly checkReply: (reply: RouteReply<unknown>) => void;
+};
+
+const PrincipalSchema = Type.Object({
+  subject: Type.String(),
+  scope: Type.Union([Type.Literal("platform"), Type.Literal("workspace"), Type.Null()]),
+  workspaceKey: Type.Union([Type.String(), Type.Null()]),
+  permissions: Type.Array(Type.String()),
+  roles: Type.Array(Type.String()),
+});
+
+const AnyRecord = Type.Record(Type.String(), Type.Unknown());
+
+function violations(check: TypeCheck<TSchema>, value: unknown): Violation[] {
+  const out: Violation[] = [];
+  for (const error of check.Errors(value)) {
+    out.push({ field: error.path || "/", message: error.message });
+    if (out.length >= 20) break;
+  }
+  return out;
+}
+
+function bind<S extends RouteSpec, Subject extends string>(
+  service: string,
+  subject: Subject,
+  spec: S,
+): RouteContract<S, Subject> {
+  registerFormats();
+  let requestCheck: TypeCheck<TSchema> | undefined;
+  let replyCheck: TypeCheck<TSchema> | undefined;
+  return {
+    ...spec,
+    service,
+    subject,
+    decode(payload) {
+      requestCheck ??= TypeCompiler.Compile(
+        Type.Object({
+          principal: PrincipalSchema,
+          params: spec.params ?? AnyRecord,
+          query: spec.query ?? AnyRecord,
+          body: spec.body ?? Type.Unknown(),
+        }),
+      );
+      if (!requestCheck.Check(payload)) throw new ValidationError(violations(requestCheck, payload));
+      return payload as RequestOfRoute<S>;
+    },
+    checkReply(reply) {
+      if (spec.reply === undefined || reply.status >= 300 || reply.body === undefined) return;
+      replyCheck ??= TypeCompiler.Compile(spec.reply);
+      // As the caller will see it: dates become strings, undefined members vanish.
+      const wire: unknown = JSON.parse(JSON.stringify(reply.body));
+      if (!replyCheck.Check(wire)) {
+        const found = violations(replyCheck, wire)
+          .map((v) => `${v.field} ${v.message}`)
+          .join("; ");
+        throw new InternalError({
+          cause: new Error(`${subject}: the reply breaks its contract: ${found}`),
+        });
+      }
+    },
+  };
+}
+
+/**
+ * Declares the routes a service owns. Each key becomes the route's name and its subject
+ * `<service>.<key>`: `defineRoutes("rbac", { "users.list": {...} })["users.list"].subject` is
+ * `"rbac.users.list"`, as a type too.
+ */
+export function defineRoutes<const Service extends string, const Specs extends Record<string, RouteSpec>>(
+  service: Service,
+  specs: Specs,
+): { readonly [K in keyof Specs & string]: RouteContract<Specs[K], `${Service}.${K}`> } {
+  const out: Record<string, RouteContract> = {};
+  for (const [name, spec] of Object.entries(specs)) out[name] = bind(service, `${service}.${name}`, spec);
+  return out as { readonly [K in keyof Specs & string]: RouteContract<Specs[K], `${Service}.${K}`> };
+}
+
+/** A principal as the contracts check it (the gateway's authenticated caller). */
+export type CheckedPrincipal = Static<typeof PrincipalSchema> & Principal;

@@ -1,0 +1,47 @@
+/**
+ * Serving and calling an operator route by its contract. The service side checks every request against
+ * the route's schemas before the handler runs (one place, whoever the caller), and in development and
+ * tests checks the reply against the reply schema too, so the OpenAPI description cannot drift from what
+ * the service answers.
+ */
+import type { Bus, HandlerContext, RequestOptions } from "@svc/bus";
+
+import type { ReplyOfRoute, RequestOfRoute, RouteContract, RouteSpec } from "./route.js";
+
+export type RouteHandler<C> = (
+  request: RequestOfRoute<C>,
+  context: HandlerContext,
+) => Promise<ReplyOfRoute<C>> | ReplyOfRoute<C>;
+
+/** Replies are checked where a mismatch should fail loudly: development, tests, or when asked to. */
+const checkReplies =
+  process.env.SVC_CHECK_REPLIES === "true" ||
+  (process.env.SVC_CHECK_REPLIES !== "false" &&
+    (process.env.NODE_ENV === "development" || process.env.NODE_ENV === "test"));
+
+/** Serves a route on its subject, in the service's queue group. */
+export function serveRoute<S extends RouteSpec, Subject extends string>(
+  bus: Bus,
+  route: RouteContract<S, Subject>,
+  handler: RouteHandler<NoInfer<S>>,
+): void {
+  bus.serveEndpoint(
+    route.subject,
+    async (request: RequestOfRoute<S>, context) => {
+      const reply = await handler(request, context);
+      if (checkReplies) route.checkReply(reply);
+      return reply;
+    },
+    { decode: route.decode },
+  );
+}
+
+/** Forwards a route's request to the service that owns it (503 when none serves it yet). */
+export function requestRoute<S extends RouteSpec, Subject extends string>(
+  bus: Bus,
+  route: RouteContract<S, Subject>,
+  request: RequestOfRoute<S>,
+  options?: RequestOptions,
+): Promise<ReplyOfRoute<S>> {
+  return bus.requestEndpoint(route.subject, request, options);
+}

@@ -1,0 +1,152 @@
+/**
+ * Issue 10, item 1: one typed contract per route. The type checks below are compiled by `make typecheck`
+ * (CI runs it): each `@ts-expect-error` line must fail to compile, or tsc reports the directive as unused.
+ * The runtime checks show the service side refusing what the contract refuses, whoever sends it.
+ */
+import type { Bus } from "@svc/bus";
+import {
+  jobRoutes,
+  OPERATOR_ROUTES,
+  rbacRoutes,
+  type ReplyOfRoute,
+  type RequestOfRoute,
+  requestRoute,
+  serveRoute,
+  webhookRoutes,
+} from "@svc/contracts";
+import { describe, expect, it } from "vitest";
+
+const platform = {
+  subject: "u1",
+  scope: "platform" as const,
+  workspaceKey: null,
+  permissions: ["*"],
+  roles: ["superadmin"],
+};
+
+/** Never called: compiled only. */
+export function compileTimeChecks(bus: Bus) {
+  // A route that exists, with a handler whose request and reply match it: compiles.
+  serveRoute(bus, rbacRoutes["users.get"], (req) => {
+    const id: string = req.params.userId;
+    return {
+      status: 200,
+      body: {
+        id,
+        userName: "a",
+        displayName: "",
+        email: null,
+        isActive: true,
+        role: null,
+        createdAtUtc: "2026-01-01T00:00:00.000Z",
+        updatedAtUtc: "2026-01-01T00:00:00.000Z",
+      },
+    };
+  });
+
+  // @ts-expect-error a subject that no contract declares (a typo)
+  serveRoute(bus, rbacRoutes["users.gte"], () => ({ status: 200 }));
+
+  // @ts-expect-error a plain string is not a route
+  serveRoute(bus, "rbac.users.get", () => ({ status: 200 }));
+
+  serveRoute(bus, rbacRoutes["users.get"], (req) => {
+    // @ts-expect-error a path parameter the route does not have
+    void req.params.workspaceKey;
+    return { status: 204 };
+  });
+
+  // @ts-expect-error a reply that breaks the reply schema (isActive must be a boolean, fields missing)
+  serveRoute(bus, rbacRoutes["users.get"], () => ({ status: 200, body: { id: "x", isActive: "yes" } }));
+
+  serveRoute(bus, webhookRoutes["webhooks.create"], (req) => {
+    // @ts-expect-error the body's targetUrl is a string, not a number
+    const port: number = req.body.targetUrl;
+    void port;
+    return { status: 204 };
+  });
+
+  void requestRoute(bus, jobRoutes["jobs.list"], {
+    principal: platform,
+    params: {},
+    // @ts-expect-error a request whose query breaks the route's (limit is a number)
+    query: { limit: "5" },
+    body: null,
+  });
+
+  // The reply's type is the contract's.
+  void requestRoute(bus, jobRoutes["jobs.list"], {
+    principal: platform,
+    params: {},
+    query: {},
+    body: null,
+  }).then((reply: ReplyOfRoute<(typeof jobRoutes)["jobs.list"]>) => {
+    // @ts-expect-error items are job views, not strings
+    const first: string | undefined = reply.body?.items[0];
+    void first;
+  });
+
+  const request: RequestOfRoute<(typeof rbacRoutes)["member-roles.put"]> = {
+    principal: platform,
+    params: { workspaceKey: "a", userId: "u" },
+    query: {},
+    // @ts-expect-error roles is an array of role names
+    body: { roles: "admin" },
+  };
+  void request;
+}
+
+describe("route contracts (issue 10, item 1)", () => {
+  it("gives every route one subject, owned by the service its first token names", () => {
+    const subjects = OPERATOR_ROUTES.map((r) => r.subject);
+    expect(new Set(subjects).size).toBe(subjects.length);
+    for (const route of OPERATOR_ROUTES) expect(route.subject.startsWith(`${route.service}.`)).toBe(true);
+    expect(new Set(OPERATOR_ROUTES.map((r) => `${r.method} ${r.path}`)).size).toBe(OPERATOR_ROUTES.length);
+  });
+
+  it("decodes on the service side: a request that breaks the schemas is a 400 listing each field", () => {
+    const route = rbacRoutes["member-roles.put"];
+    expect(
+      route.decode({
+        principal: platform,
+        params: { workspaceKey: "a", userId: "5f0c2a8e-3b7e-4a55-9a4f-2f6c1f3b9d10" },
+        query: {},
+        body: { roles: ["admin"] },
+      }).body.roles,
+    ).toEqual(["admin"]);
+    let error: unknown;
+    try {
+      route.decode({
+        principal: { ...platform, scope: "everything" },
+        params: { workspaceKey: "A B", userId: "not-a-uuid" },
+        query: {},
+        body: { roles: "admin" },
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({ status: 400 });
+    const fields = (error as { extensions: { errors: Array<{ field: string }> } }).extensions.errors.map(
+      (e) => e.field,
+    );
+    for (const field of ["/principal/scope", "/params/workspaceKey", "/params/userId", "/body/roles"])
+      expect(fields).toContain(field);
+  });
+
+  it("checks a reply against the reply schema as the caller would see it", () => {
+    const route = rbacRoutes["member-roles.get"];
+    expect(() => route.checkReply({ status: 200, body: { userId: platform.subject, roles: [] } })).toThrow();
+    expect(() =>
+      route.checkReply({
+        status: 200,
+        body: { userId: "5f0c2a8e-3b7e-4a55-9a4f-2f6c1f3b9d10", roles: ["a"] },
+      }),
+    ).not.toThrow();
+    // Dates travel as strings: checked after the JSON round trip.
+    expect(() =>
+      jobRoutes["jobs.list"].checkReply({ status: 200, body: { items: [], nextCursor: null } }),
+    ).not.toThrow();
+    // Errors and empty answers carry no body to check.
+    expect(() => route.checkReply({ status: 204 })).not.toThrow();
+  });
+});

@@ -3,15 +3,15 @@
  *
  * Creates the user with the superadmin global role and a random password, printed once. It refuses when a
  * superadmin already exists (further operators are created through the API by that operator), unless
- * `--force` is given. It talks to the database directly (DATABASE_URL), so it works before any service
- * runs, and it needs no API key.
+ * `--force` is given. It runs rbac's own bootstrap (services/rbac/src/seed.ts) on the database directly
+ * (DATABASE_URL), so it works before any service runs, and it needs no API key.
  */
-import { randomBytes, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 
 import { loadConfigOrExit } from "@svc/config";
-import { hashPassword } from "@svc/service-rbac";
-import pg from "pg";
+import { createDb } from "@svc/db";
+import { ConflictError } from "@svc/errors";
+import { bootstrapOperator } from "@svc/service-rbac";
 
 import { migrateAll } from "./lib/stack.js";
 
@@ -25,37 +25,15 @@ if (!userName || !/^[A-Za-z0-9._@+-]{1,100}$/.test(userName)) {
 }
 const config = loadConfigOrExit();
 await migrateAll(config.databaseUrl);
-const client = new pg.Client({ connectionString: config.databaseUrl });
-await client.connect();
+const db = createDb({ databaseUrl: config.databaseUrl, maximumPoolSize: 1, applicationName: "bootstrap" });
 try {
-  await client.query("BEGIN");
-  await client.query(`
-    INSERT INTO rbac.roles (name, scope, permissions, source) VALUES ('superadmin', 'platform', '{*}', 'system')
-    ON CONFLICT (name) DO NOTHING`);
-  const { rowCount } = await client.query("SELECT 1 FROM rbac.users WHERE global_role = 'superadmin'");
-  if ((rowCount ?? 0) > 0 && !values.force) {
-    console.error(
-      "A platform operator exists already: create further operators through the API (or pass --force).",
-    );
-    await client.query("ROLLBACK");
-    process.exit(1);
-  }
-  const password = randomBytes(18).toString("base64url");
-  await client.query(
-    `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
-     VALUES ($1, $2, 'Bootstrap operator', $3, 'superadmin')`,
-    [randomUUID(), userName, await hashPassword(password)],
-  );
-  await client.query("COMMIT");
+  const { password } = await bootstrapOperator(db, userName, { force: values.force });
   console.log(`Created platform operator '${userName}' (superadmin).`);
   console.log(`Password (shown once, change it after signing in): ${password}`);
 } catch (error) {
-  await client.query("ROLLBACK").catch(() => undefined);
-  if ((error as { code?: string }).code === "23505") {
-    console.error(`A user named '${userName}' exists already.`);
-    process.exit(1);
-  }
-  throw error;
+  if (!(error instanceof ConflictError)) throw error;
+  console.error(error.message);
+  process.exitCode = 1;
 } finally {
-  await client.end();
+  await db.end();
 }

@@ -2,13 +2,14 @@
  * What the dev stack, the migrate command, the test harness and the benchmark share: where the services
  * and their migrations are, how to wait for a server, and the demo seed.
  */
-import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { connect as tcpConnect, createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
+import { createDb, ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
+import { seedDemoOperator } from "@svc/service-rbac";
+import { seedDemoWorkspace } from "@svc/service-resolver";
 import pg from "pg";
 
 /** The repository (or image) root: the nearest folder above this module that holds `services/`. */
@@ -120,58 +121,17 @@ export const DEMO = {
  * Idempotent.
  */
 export async function seedDemo(databaseUrl: string, options: { withAdmin?: boolean } = {}): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const db = createDb({ databaseUrl, maximumPoolSize: 1, applicationName: "seed-demo" });
   try {
-    await client.query("BEGIN");
-    await client.query(
-      "INSERT INTO resolver.tenants (key, name) VALUES ($1, 'Demo tenant') ON CONFLICT (key) DO NOTHING",
-      [DEMO.tenantKey],
-    );
-    await client.query(
-      `INSERT INTO resolver.workspaces (key, tenant_key, name, type)
-       VALUES ($1, $2, 'Default workspace', 'base') ON CONFLICT (key) DO NOTHING`,
-      [DEMO.workspaceKey, DEMO.tenantKey],
-    );
-    await client.query(
-      `INSERT INTO resolver.workspace_bindings (workspace_key, host, path_prefix)
-       SELECT $1, h, '/' FROM unnest($2::text[]) AS h
-       ON CONFLICT (host, path_prefix) DO NOTHING`,
-      [DEMO.workspaceKey, DEMO.hosts],
-    );
+    await seedDemoWorkspace(db, DEMO);
     if (options.withAdmin) {
-      const { hashPassword } = await import("@svc/service-rbac");
-      // The role rows exist before rbac first starts; rbac refreshes their grants at every start.
-      await client.query(`
-        INSERT INTO rbac.roles (name, scope, permissions, source) VALUES
-          ('superadmin', 'platform', '{*}', 'system'),
-          ('admin', 'workspace', '{membership.read,membership.update,membership.delete,user.read}', 'system')
-        ON CONFLICT (name) DO NOTHING`);
-      const existing = await client.query("SELECT id FROM rbac.users WHERE lower(user_name) = $1", [
-        DEMO.adminUserName,
-      ]);
-      const id = existing.rows[0]?.id ?? randomUUID();
-      if (existing.rowCount === 0) {
-        await client.query(
-          `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
-           VALUES ($1, $2, 'Demo operator', $3, 'superadmin')`,
-          [id, DEMO.adminUserName, await hashPassword(DEMO.adminPassword)],
-        );
-      }
-      await client.query(
-        "INSERT INTO rbac.memberships (workspace_key, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        [DEMO.workspaceKey, id],
-      );
-      await client.query(
-        "INSERT INTO rbac.membership_roles (workspace_key, user_id, role) VALUES ($1, $2, 'admin') ON CONFLICT DO NOTHING",
-        [DEMO.workspaceKey, id],
-      );
+      await seedDemoOperator(db, {
+        userName: DEMO.adminUserName,
+        password: DEMO.adminPassword,
+        workspaceKey: DEMO.workspaceKey,
+      });
     }
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK");
-    throw error;
   } finally {
-    await client.end();
+    await db.end();
   }
 }

@@ -1,2 +1,3 @@
 export { hashPassword } from "./passwords.js";
+export { bootstrapOperator, seedDemoOperator } from "./seed.js";
 export { rbacService } from "./service.js";

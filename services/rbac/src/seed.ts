@@ -1,10 +1,20 @@
-/** What rbac seeds at every start (idempotently): the core keys, the system roles and configured roles. */
-import { CORE_PERMISSION_KEYS, SYSTEM_ROLES } from "@svc/access";
+/**
+ * What rbac seeds: at every start (idempotently) the core keys, the system roles and the roles of
+ * BackendHost:RbacRoles; on request the one-time bootstrap operator and the development stack's demo
+ * operator. The scripts call these (`make bootstrap-operator`, `make dev`): rbac's tables are written by
+ * rbac's code only, and every operator gets superadmin the same way.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+
+import { CORE_PERMISSION_KEYS, SYSTEM_ROLES, SystemRole } from "@svc/access";
 import type { Config } from "@svc/config";
-import { type Db, sql } from "@svc/db";
+import { type Db, isUniqueViolation, type Queries, sql } from "@svc/db";
+import { ConflictError } from "@svc/errors";
+
+import { hashPassword } from "./passwords.js";
 
 /** Seeds (idempotently, at every start) the core keys, the system roles and roles from settings. */
-export async function seedAccess(db: Db, config: Config): Promise<void> {
+export async function seedAccess(db: Db, rbacRoles: Config["backendHost"]["rbacRoles"] = []): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.query(sql`
       INSERT INTO rbac.permission_keys (key, source)
@@ -19,12 +29,74 @@ export async function seedAccess(db: Db, config: Config): Promise<void> {
           permissions = CASE WHEN rbac.roles.name = 'host.api' THEN rbac.roles.permissions ELSE excluded.permissions END,
           scope = excluded.scope, source = 'system'`);
     }
-    for (const role of config.backendHost.rbacRoles) {
+    for (const role of rbacRoles) {
       await tx.query(sql`
         INSERT INTO rbac.roles (name, description, scope, permissions, source)
         VALUES (${role.name}, 'Configured in BackendHost:RbacRoles', 'platform', ${[...role.permissions]}::text[], 'config')
         ON CONFLICT (name) DO UPDATE SET permissions = excluded.permissions, updated_at = now()
         WHERE rbac.roles.source <> 'system'`);
     }
+  });
+}
+
+async function insertOperator(tx: Queries, userName: string, displayName: string, password: string) {
+  const id = randomUUID();
+  await tx.query(sql`
+    INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
+    VALUES (${id}, ${userName}, ${displayName}, ${await hashPassword(password)}, ${SystemRole.SuperAdmin})`);
+  return id;
+}
+
+/**
+ * The one-time bootstrap of the first platform operator: a user with the superadmin global role and a
+ * random password, returned once. 409 when a superadmin exists already (further operators are created
+ * through the API), unless `force`; 409 when the name is taken.
+ */
+export async function bootstrapOperator(
+  db: Db,
+  userName: string,
+  options: { force?: boolean } = {},
+): Promise<{ password: string }> {
+  await seedAccess(db);
+  const password = randomBytes(18).toString("base64url");
+  try {
+    await db.transaction(async (tx) => {
+      const existing = await tx.maybeOne(
+        sql`SELECT 1 AS one FROM rbac.users WHERE global_role = ${SystemRole.SuperAdmin} LIMIT 1`,
+      );
+      if (existing !== null && options.force !== true) {
+        throw new ConflictError(
+          "A platform operator exists already: create further operators through the API (or pass --force).",
+        );
+      }
+      await insertOperator(tx, userName, "Bootstrap operator", password);
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new ConflictError(`A user named '${userName}' exists already.`);
+    throw error;
+  }
+  return { password };
+}
+
+/**
+ * The development stack's demo operator (idempotent): a superadmin, and a member of `workspaceKey` with
+ * the admin role. Never called outside development.
+ */
+export async function seedDemoOperator(
+  db: Db,
+  demo: { userName: string; password: string; workspaceKey: string },
+): Promise<void> {
+  await seedAccess(db);
+  await db.transaction(async (tx) => {
+    const existing = await tx.maybeOne<{ id: string }>(
+      sql`SELECT id FROM rbac.users WHERE lower(user_name) = lower(${demo.userName})`,
+    );
+    const id = existing?.id ?? (await insertOperator(tx, demo.userName, "Demo operator", demo.password));
+    await tx.query(sql`
+      INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${demo.workspaceKey}, ${id})
+      ON CONFLICT DO NOTHING`);
+    await tx.query(sql`
+      INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
+      VALUES (${demo.workspaceKey}, ${id}, ${SystemRole.Admin}) ON CONFLICT DO NOTHING`);
   });
 }

@@ -44,7 +44,7 @@ export const rbacService: ServiceDefinition = {
       log,
       announceRoleChange: (role) => bus.broadcast("rbac.roles.changed", { role }),
     };
-    await seedAccess(db, config);
+    await seedAccess(db, config.backendHost.rbacRoles);
 
     bus.serve("rbac.auth.login", (req) => login(deps, req), {
       decode: (p) => {

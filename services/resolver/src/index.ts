@@ -1,1 +1,2 @@
+export { seedDemoWorkspace } from "./seed.js";
 export { resolverService } from "./service.js";

@@ -10,6 +10,8 @@
  * a warning). When a batch fails, its events are retried one by one, so that one event the database
  * refuses (a data exception) is dropped alone and the others go through; other failures are redelivered.
  */
+import "./jobs.js";
+
 import { randomUUID } from "node:crypto";
 
 import {

@@ -4,11 +4,13 @@ export { type ListFilter, listJobs, queueDepth, reapExpiredLeases, type ReapResu
 export { enqueue, type Enqueued, enqueueMany, type EnqueueOptions, type JobRequest } from "./queue.js";
 export {
   type ClaimedJob,
+  defineJobType,
   isJobStatus,
   type JobPayloads,
   JobStatus,
   type JobType,
-  jobTypeDefaults,
+  type JobTypeOptions,
+  jobTypeOptions,
   type JobView,
 } from "./types.js";
 export {

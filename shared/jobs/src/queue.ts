@@ -1,7 +1,7 @@
 import type { Queries } from "@svc/db";
 
 import { insertJobs } from "./queries.js";
-import { type JobPayloads, type JobType, jobTypeDefaults } from "./types.js";
+import { type JobPayloads, type JobType, jobTypeOptions } from "./types.js";
 
 export interface EnqueueOptions {
   readonly workspaceKey?: string | null;
@@ -35,7 +35,7 @@ export async function enqueueMany(db: Queries, jobs: readonly JobRequest[]): Pro
       type: j.type,
       payload: j.payload,
       workspaceKey: j.workspaceKey ?? null,
-      maxAttempts: j.maxAttempts ?? jobTypeDefaults[j.type].maxAttempts,
+      maxAttempts: j.maxAttempts ?? jobTypeOptions(j.type).maxAttempts,
       runAt: j.runAt ?? null,
       idempotencyKey: j.idempotencyKey ?? null,
     })),

@@ -13,30 +13,39 @@ export function isJobStatus(value: unknown): value is JobStatus {
 
 /**
  * The one typed map of job types to their payloads, shared by enqueuers and handlers (like the bus's
- * SubjectMap). A wrong payload is a compile error.
+ * SubjectMap). The library declares only `noop`; each service declares the types it owns by module
+ * augmentation, as graphile-worker's `GraphileWorker.Tasks`:
+ *
+ *     declare module "@svc/jobs" {
+ *       interface JobPayloads { "webhook.deliver": DeliverPayload }
+ *     }
+ *
+ * A wrong payload, or a type nobody declared, is a compile error.
  */
+
 export interface JobPayloads {
-  /** Deliver one event to one webhook subscription (spec 6.3). */
-  "webhook.deliver": {
-    subscriptionId: string;
-    /** Generated once at enqueue; the X-Svc-Delivery header of every attempt. */
-    deliveryId: string;
-    eventId: string;
-    event: string;
-    workspaceKey: string | null;
-    occurredAtUtc: string;
-    data: unknown;
-  };
   /** A job that does nothing: used by tests and the benchmark. */
   noop: Record<string, unknown>;
 }
 export type JobType = keyof JobPayloads;
 
-/** Per-type defaults: each job type sets its own attempt limit (spec 3.1). */
-export const jobTypeDefaults: Readonly<Record<JobType, { readonly maxAttempts: number }>> = {
-  "webhook.deliver": { maxAttempts: 5 },
-  noop: { maxAttempts: 3 },
-};
+/** Per-type settings (spec 3.1: each job type sets its own attempt limit). */
+export interface JobTypeOptions {
+  readonly maxAttempts: number;
+}
+
+const DEFAULT_OPTIONS: JobTypeOptions = { maxAttempts: 3 };
+const registered = new Map<string, JobTypeOptions>();
+
+/** Declares a job type's settings; the service that owns the type calls it once, at import. */
+export function defineJobType(type: JobType, options: JobTypeOptions): void {
+  registered.set(type, options);
+}
+
+/** A job type's settings: as its owner declared them, else the defaults (3 attempts). */
+export function jobTypeOptions(type: JobType): JobTypeOptions {
+  return registered.get(type) ?? DEFAULT_OPTIONS;
+}
 
 /** A job as a handler sees it. */
 export interface ClaimedJob<T extends JobType = JobType> {

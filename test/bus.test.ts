@@ -200,6 +200,99 @@ describe("request/reply", () => {
   });
 });
 
+describe("the NATS service protocol (issue 10, item 5)", () => {
+  const prefix = h.env.SVC_SUBJECT_PREFIX as string;
+  /** Every replica's answer to a discovery request, this run's only (other runs share the server). */
+  async function discover<T>(nc: NatsConnection, subject: string): Promise<T[]> {
+    const out: T[] = [];
+    for await (const m of await nc.requestMany(subject, "", {
+      strategy: "stall",
+      maxWait: 2_000,
+      stall: 300,
+    })) {
+      const answer = m.json<T & { metadata?: Record<string, string> }>();
+      if (answer.metadata?.subject_prefix === prefix) out.push(answer);
+    }
+    return out;
+  }
+
+  it("lists each replica with its endpoints, request and error counts, as `nats micro` reads them", async () => {
+    const nc = await connectNats({ url: h.env.NATS_URL as string, name: "micro-test", logger: log });
+    connections.push(nc);
+    const replicas: Bus[] = [];
+    for (const n of [0, 1]) {
+      const own = await connectNats({ url: h.env.NATS_URL as string, name: `micro-${n}`, logger: log });
+      connections.push(own);
+      replicas.push(
+        new Bus({
+          nc: own,
+          prefix,
+          service: "resolver",
+          logger: log,
+          defaultTimeoutMs: 2_000,
+          micro: { version: "1.2.3" },
+        }),
+      );
+    }
+    for (const bus of replicas) {
+      bus.serve("resolver.workspace.resolve", ({ host }) => {
+        if (host === "bad") throw new ValidationError([{ field: "/host", message: "is bad" }]);
+        return { resolved: false, workspaceKey: null };
+      });
+    }
+    const client = await newBus("gateway");
+    await client.request("resolver.workspace.resolve", { host: "a", path: "/" });
+    const failed = await nc.request(`${prefix}.resolver.workspace.resolve`, JSON.stringify({ host: "bad" }));
+    expect(failed.headers?.get("Nats-Service-Error-Code")).toBe("400");
+    expect(failed.headers?.get("Nats-Service-Error")).toContain("/host");
+    expect(failed.headers?.get("Svc-Error-Code")).toBe(ErrorCode.ValidationFailed);
+
+    const pings = await discover<{ type: string; name: string; id: string; version: string }>(
+      nc,
+      "$SRV.PING",
+    );
+    expect(pings.map((p) => [p.type, p.name, p.version])).toEqual([
+      ["io.nats.micro.v1.ping_response", "resolver", "1.2.3"],
+      ["io.nats.micro.v1.ping_response", "resolver", "1.2.3"],
+    ]);
+    expect(new Set(pings.map((p) => p.id)).size).toBe(2);
+
+    const [info] = await discover<{
+      endpoints: Array<{ name: string; subject: string; queue_group: string }>;
+    }>(nc, `$SRV.INFO.resolver.${pings[0]?.id}`);
+    expect(info?.endpoints).toEqual([
+      {
+        name: "workspace_resolve",
+        subject: `${prefix}.resolver.workspace.resolve`,
+        queue_group: "resolver",
+        metadata: null,
+      },
+    ]);
+
+    const stats = await discover<{
+      type: string;
+      started: string;
+      endpoints: Array<{
+        num_requests: number;
+        num_errors: number;
+        last_error: string;
+        processing_time: number;
+      }>;
+    }>(nc, "$SRV.STATS.resolver");
+    expect(stats).toHaveLength(2);
+    expect(stats[0]?.type).toBe("io.nats.micro.v1.stats_response");
+    const totals = stats.flatMap((s) => s.endpoints);
+    expect(totals.reduce((n, e) => n + e.num_requests, 0)).toBe(2);
+    expect(totals.reduce((n, e) => n + e.num_errors, 0)).toBe(1);
+    expect(totals.map((e) => e.last_error).join("")).toContain("400");
+    expect(totals.every((e) => e.num_requests === 0 || e.processing_time > 0)).toBe(true);
+
+    // A drained replica leaves the list.
+    await replicas[0]?.drain();
+    expect(await discover(nc, "$SRV.PING.resolver")).toHaveLength(1);
+  });
+});
+
 describe("broadcasts", () => {
   it("reach every subscriber, not one of a group", async () => {
     const a = await newBus("gateway");

@@ -19,6 +19,7 @@ import type { Logger } from "@svc/observability";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
 import { Header } from "./headers.js";
+import { type EndpointStats, MicroHeader, MicroService } from "./micro.js";
 import {
   type Broadcast,
   type BroadcastMap,
@@ -74,6 +75,11 @@ export interface BusOptions {
   readonly service: string;
   readonly logger: Logger;
   readonly defaultTimeoutMs: number;
+  /**
+   * Registers this replica with the NATS service protocol (`nats micro ls/info/stats`) under the service's
+   * name, with every served subject as an endpoint. Off when absent (clients that only send).
+   */
+  readonly micro?: { readonly version: string; readonly description?: string };
 }
 
 /**
@@ -89,6 +95,8 @@ export class Bus {
   private readonly defaultTimeoutMs: number;
   private readonly subscriptions: Subscription[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** This replica's registration with the NATS service protocol, when enabled. */
+  readonly micro: MicroService | undefined;
 
   constructor(options: BusOptions) {
     this.nc = options.nc;
@@ -97,6 +105,15 @@ export class Bus {
     this.log = options.logger;
     this.defaultTimeoutMs = options.defaultTimeoutMs;
     trackConnection(this.nc);
+    if (options.micro !== undefined) {
+      this.micro = new MicroService(this.nc, {
+        name: options.service,
+        version: options.micro.version,
+        description: options.micro.description,
+        metadata: { subject_prefix: options.prefix },
+      });
+      this.micro.start();
+    }
   }
 
   /** The full NATS subject of a map entry. */
@@ -199,14 +216,19 @@ export class Bus {
   /** Answers requests on a subject, in this service's queue group. */
   serve<S extends Subject>(subject: S, handler: Handler<S>, options: ServeOptions<S> = {}): void {
     const full = this.subject(subject);
+    const queue = options.fanOut ? undefined : (options.queue ?? this.service);
+    // Endpoint names are one token: the subject without its service, dots as underscores.
+    const owner = `${this.service}.`;
+    const name = (subject.startsWith(owner) ? subject.slice(owner.length) : subject).replaceAll(".", "_");
+    const stats = this.micro?.addEndpoint(name, full, queue);
     const sub = this.nc.subscribe(full, {
-      ...(options.fanOut ? {} : { queue: options.queue ?? this.service }),
+      ...(queue === undefined ? {} : { queue }),
       callback: (err, msg) => {
         if (err !== null) {
           this.log.error({ err, subject: full }, "subscription failed");
           return;
         }
-        this.track(this.handle(subject, msg, handler, options));
+        this.track(this.handle(subject, msg, handler, options, stats));
       },
     });
     this.subscriptions.push(sub);
@@ -217,7 +239,9 @@ export class Bus {
     msg: Msg,
     handler: Handler<S>,
     options: ServeOptions<S>,
+    stats: EndpointStats | undefined,
   ) {
+    const started = process.hrtime.bigint();
     const requestId = msg.headers?.get(Header.RequestId) || undefined;
     const deadlineHeader = Number(msg.headers?.get(Header.Deadline));
     const deadline =
@@ -245,18 +269,23 @@ export class Bus {
       // after it (the caller has answered 504 by then).
       const result = await runWithDeadline(deadline, () => handler(request, context));
       if (msg.reply) msg.respond(encodeJson(result));
+      stats?.record(process.hrtime.bigint() - started);
     } catch (error) {
       if (!(error instanceof SvcError) || error.code === ErrorCode.Internal) {
         context.log.error({ err: error, subject: msg.subject }, "handler failed");
       }
-      if (msg.reply) this.respondError(msg, error);
+      const svcError = error instanceof SvcError ? error : new InternalError();
+      if (msg.reply) this.respondError(msg, svcError);
+      stats?.record(process.hrtime.bigint() - started, `${svcError.status}: ${svcError.message}`);
     }
   }
 
-  private respondError(msg: Msg, error: unknown): void {
-    const svcError = error instanceof SvcError ? error : new InternalError();
+  private respondError(msg: Msg, svcError: SvcError): void {
     const h: MsgHdrs = natsHeaders();
     h.set(Header.ErrorCode, svcError.code);
+    // The service protocol's error headers, for NATS tooling.
+    h.set(MicroHeader.ErrorCode, String(svcError.status));
+    h.set(MicroHeader.Error, svcError.message.replace(/[\r\n]+/g, " "));
     msg.respond(encodeJson({ detail: svcError.message, ...svcError.extensions }), { headers: h });
   }
 
@@ -335,6 +364,7 @@ export class Bus {
    */
   async drain(): Promise<void> {
     if (this.nc.isClosed()) return;
+    this.micro?.stop();
     await Promise.all(this.subscriptions.map((s) => s.drain().catch(() => undefined)));
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     if (this.nc.isClosed() || this.nc.isDraining()) return;

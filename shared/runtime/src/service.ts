@@ -104,6 +104,8 @@ export async function startService(
       service: definition.name,
       logger: log,
       defaultTimeoutMs: config.backendHost.requestTimeoutMs,
+      // `nats micro ls/info/stats` list this replica, its endpoints and their error counts.
+      micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     const deps: ServiceDeps = {

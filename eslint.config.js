@@ -20,6 +20,8 @@ export default tseslint.config(
       "no-console": ["error", { allow: ["error", "warn"] }],
       // Fastify plugins and handlers are async by convention even when they await nothing.
       "@typescript-eslint/require-await": "off",
+      // Settings and job payloads are merged into shared interfaces by `interface X extends Y {}`.
+      "@typescript-eslint/no-empty-object-type": ["error", { allowInterfaces: "with-single-extends" }],
     },
   },
   {

@@ -7,11 +7,14 @@
  * the demo tenant and workspace, starts the six services as child processes, waits for the gateway to be
  * ready, prints the URLs, and on Ctrl-C stops everything it started.
  */
+// Registers the gateway's settings, so that GATEWAY_PORT is read (and checked) here too.
+import "@svc/service-gateway";
+
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-import { defaults, loadConfigOrExit } from "@svc/config";
+import { loadConfigOrExit } from "@svc/config";
 
 import {
   DEMO,
@@ -214,7 +217,7 @@ try {
   };
   for (const service of SERVICES) startService(service, env);
 
-  const port = config.gatewayPort || defaults.gatewayPort;
+  const port = config.gatewayPort || 8080;
   const base = `http://127.0.0.1:${port}`;
   await waitFor(
     "the gateway",

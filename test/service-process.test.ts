@@ -91,7 +91,8 @@ describe("service processes", () => {
   }, 60_000);
 
   it("refuses a bad configuration, naming every bad variable, with exit status 78", async () => {
-    const { exited } = spawnService("rbac", {
+    // The gateway checks the platform's settings and its own (GATEWAY_PORT, the rate limits).
+    const { exited } = spawnService("gateway", {
       ...h.env,
       GATEWAY_PORT: "eighty",
       DATABASE_URL: "mysql://nope",

@@ -1,1 +1,2 @@
 export { jobReaperService } from "./service.js";
+export { jobReaperSettings } from "./settings.js";

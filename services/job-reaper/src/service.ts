@@ -1,3 +1,5 @@
+import "./settings.js";
+
 import { ServiceName } from "@svc/bus";
 import { jobRoutes, serveRoute } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";

@@ -1,3 +1,5 @@
+import "./settings.js";
+
 import { openRevocationBucket } from "@svc/access";
 import { ServiceName } from "@svc/bus";
 import { rbacRoutes as r, serveRoute } from "@svc/contracts";

@@ -1,3 +1,5 @@
+import "./settings.js";
+
 import { ServiceName } from "@svc/bus";
 import type { ServiceDefinition } from "@svc/runtime";
 

@@ -1,1 +1,2 @@
 export { webhookDispatcherService } from "./service.js";
+export { webhookSettings } from "./settings.js";

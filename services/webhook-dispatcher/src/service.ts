@@ -1,3 +1,5 @@
+import "./settings.js";
+
 import { ensureBucket, ServiceName } from "@svc/bus";
 import { serveRoute, webhookRoutes } from "@svc/contracts";
 import { sql } from "@svc/db";

@@ -2,16 +2,18 @@ export {
   type BackendHostSettings,
   type Config,
   ConfigError,
-  defaults,
   DEVELOPMENT_API_KEY,
   DEVELOPMENT_JWT_SIGNING_KEY,
+  DEVELOPMENT_SECRETS_KEY,
   getConfig,
   loadConfigOrExit,
   LogLevel,
   NodeEnv,
   parseConfig,
+  platformSettings,
   resetConfigCache,
 } from "./config.js";
+export { type Env, Reader, urlCheck } from "./reader.js";
 export {
   buildSettingTree,
   getSetting,
@@ -19,3 +21,13 @@ export {
   type SettingTree,
   type SettingValue,
 } from "./settings-tree.js";
+export {
+  defineSettings,
+  describeSettings,
+  setting,
+  type SettingDef,
+  type SettingRow,
+  type SettingsDeclaration,
+  type SettingsOf,
+  type SettingTable,
+} from "./table.js";

@@ -1,7 +1,24 @@
+/**
+ * Configuration: the platform's settings and every service's (each registers its table when its module
+ * loads), parsed into one frozen object; every bad variable listed at once; the docs generated from the
+ * same tables (issue 10, item 3).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import {
+  buildSettingTree,
+  ConfigError,
+  describeSettings,
+  DEVELOPMENT_API_KEY,
+  getSetting,
+  getSettingArray,
+  parseConfig,
+} from "@svc/config";
 import { describe, expect, it } from "vitest";
 
-import { ConfigError, defaults, DEVELOPMENT_API_KEY, parseConfig } from "./config.js";
-import { buildSettingTree, getSetting, getSettingArray } from "./settings-tree.js";
+import { normaliseTables, settingsDocuments } from "../scripts/lib/settings-doc.js";
+import { repoRoot } from "../scripts/lib/stack.js";
 
 describe("settings tree", () => {
   it("maps A__B to A:B, case-insensitively, and __0/__1 to arrays", () => {
@@ -27,7 +44,7 @@ describe("parseConfig", () => {
   it("gives the defaults for an empty environment, frozen", () => {
     const config = parseConfig({});
     expect(config.gatewayPort).toBe(8080);
-    expect(config.natsUrl).toBe(defaults.natsUrl);
+    expect(config.natsUrl).toBe("nats://127.0.0.1:4222");
     expect(config.backendHost.rateLimitApiPerMinute).toBe(600);
     expect(config.backendHost.rateLimitAuthPerMinute).toBe(5);
     expect(Object.isFrozen(config)).toBe(true);
@@ -124,6 +141,33 @@ describe("parseConfig", () => {
       parseConfig({ DATABASE_URL: "not a url with password hunter2" });
     } catch (e) {
       expect((e as Error).message).toContain("DATABASE_URL");
+    }
+  });
+});
+
+describe("settings declarations (issue 10, item 3)", () => {
+  it("declares each variable once, with a meaning, and marks the secrets", () => {
+    const rows = describeSettings();
+    expect(new Set(rows.map((r) => r.variable)).size).toBe(rows.length);
+    for (const row of rows) expect(row.doc.length, row.variable).toBeGreaterThan(10);
+    const secrets = rows.filter((r) => r.secret).map((r) => r.variable);
+    expect(secrets).toEqual(
+      expect.arrayContaining([
+        "DATABASE_URL",
+        "BackendHost__ApiKeys__N",
+        "BackendHost__JwtSigningKey",
+        "BackendHost__SecretsEncryptionKey",
+      ]),
+    );
+    expect(new Set(rows.map((r) => r.owner))).toEqual(
+      new Set(["platform", "gateway", "rbac", "resolver", "webhook-dispatcher", "job-reaper"]),
+    );
+  });
+
+  it("keeps the README's and the operator guide's tables as the declarations generate them", () => {
+    for (const { file, content } of settingsDocuments()) {
+      const text = readFileSync(join(repoRoot, file), "utf8");
+      expect(normaliseTables(text), `${file}: run make settings-doc`).toBe(normaliseTables(content(text)));
     }
   });
 });

@@ -1,0 +1,101 @@
+/** The gateway's settings: its listener, the resolution cache, request limits, rate limits, API keys. */
+import { defineSettings, DEVELOPMENT_API_KEY, setting, type SettingsOf } from "@svc/config";
+
+export const gatewaySettings = defineSettings({
+  owner: "gateway",
+  top: {
+    gatewayHost: setting.string("GATEWAY_HOST", "0.0.0.0", "gateway listener address"),
+    gatewayPort: setting.int("GATEWAY_PORT", 8080, 0, 65_535, "gateway listener port"),
+    shutdownDrainDelayMs: setting.int(
+      "SHUTDOWN_DRAIN_DELAY_MS",
+      5_000,
+      0,
+      600_000,
+      "on SIGTERM, `/ready` answers 503 while the gateway still serves, this long, before the listener closes (below `SHUTDOWN_TIMEOUT_MS`)",
+    ),
+  },
+  backendHost: {
+    resolveCacheTtlMs: setting.int(
+      "BackendHost:ResolveCacheTtlMs",
+      5_000,
+      0,
+      3_600_000,
+      "gateway cache of workspace resolutions (0 disables)",
+    ),
+    resolveStaleMs: setting.int(
+      "BackendHost:ResolveStaleMs",
+      300_000,
+      0,
+      86_400_000,
+      "how long past its lifetime a cached resolution is served while the resolver is unreachable",
+    ),
+    resolveCacheSize: setting.int(
+      "BackendHost:ResolveCacheSize",
+      10_000,
+      1,
+      10_000_000,
+      "cached resolutions per gateway",
+    ),
+    maxRequestBodyBytes: setting.int(
+      "BackendHost:MaxRequestBodyBytes",
+      1_048_576,
+      1024,
+      1024 * 1024 * 1024,
+      "request body limit (413 above)",
+    ),
+    rateLimitAuthPerMinute: setting.int(
+      "BackendHost:RateLimitAuthPerMinute",
+      5,
+      0,
+      1_000_000,
+      "sign-in attempts per client per minute, exact across replicas (0 disables)",
+    ),
+    rateLimitApiPerMinute: setting.int(
+      "BackendHost:RateLimitApiPerMinute",
+      600,
+      0,
+      1_000_000_000,
+      "operator API requests per client per minute, across replicas (0 disables)",
+    ),
+    trustedProxies: setting.list(
+      "BackendHost:TrustedProxies",
+      "proxies (IP or CIDR) whose `X-Forwarded-For` names the client",
+    ),
+    enableBootstrapApiKeys: setting.bool(
+      "BackendHost:EnableBootstrapApiKeys",
+      false,
+      "accept the break-glass `X-Svc-Api-Key` (role `host.api`)",
+    ),
+    apiKeys: setting.list(
+      "BackendHost:ApiKeys",
+      "break-glass keys, 16+ characters; the development key is refused unless `development`",
+      { secret: true, defaultText: "none (development: the well-known development key)" },
+    ),
+    bootstrapApiKeysExpireAtUtc: setting.date(
+      "BackendHost:BootstrapApiKeysExpireAtUtc",
+      "instant after which the break-glass keys stop working",
+    ),
+  },
+  check(config, problems) {
+    const c = config as unknown as {
+      nodeEnv: string;
+      shutdownTimeoutMs: number;
+      shutdownDrainDelayMs: number;
+      backendHost: { apiKeys: string[] };
+    };
+    if (c.nodeEnv !== "development" && c.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
+      problems.push("BackendHost__ApiKeys: the well-known development key is refused outside development");
+    }
+    if (c.backendHost.apiKeys.some((key) => key.length < 16)) {
+      problems.push("BackendHost__ApiKeys: every key must have at least 16 characters");
+    }
+    if (c.shutdownDrainDelayMs >= c.shutdownTimeoutMs) {
+      problems.push("SHUTDOWN_DRAIN_DELAY_MS: must be below SHUTDOWN_TIMEOUT_MS");
+    }
+  },
+});
+
+declare module "@svc/config" {
+  interface Config extends SettingsOf<typeof gatewaySettings.top> {}
+  interface BackendHostSettings extends SettingsOf<typeof gatewaySettings.backendHost> {}
+}

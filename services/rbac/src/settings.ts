@@ -1,0 +1,49 @@
+/** rbac's settings: the token-signing key and roles from configuration. */
+import { defineSettings, DEVELOPMENT_JWT_SIGNING_KEY, setting, type SettingsOf } from "@svc/config";
+
+const SIGNING_KEY = "BackendHost:JwtSigningKey";
+
+export const rbacSettings = defineSettings({
+  owner: "rbac",
+  top: {},
+  backendHost: {
+    jwtSigningKey: setting.custom({
+      name: SIGNING_KEY,
+      doc: "PKCS#8 PEM of the ES256 token-signing key (`\\n` for line breaks); required unless `development`",
+      defaultText: "built-in development key",
+      secret: true,
+      read: (r) => r.optionalString(SIGNING_KEY)?.replaceAll("\\n", "\n") ?? DEVELOPMENT_JWT_SIGNING_KEY,
+    }),
+    /** True when jwtSigningKey is the well-known development key. */
+    jwtSigningKeyIsDefault: setting.custom({
+      name: SIGNING_KEY,
+      doc: "",
+      defaultText: "",
+      secret: false,
+      hidden: true,
+      read: (r) => r.optionalString(SIGNING_KEY) === null,
+    }),
+    rbacRoles: setting.custom({
+      name: "BackendHost:RbacRoles",
+      doc: "extra roles and their permission keys, seeded at rbac start",
+      defaultText: "none",
+      secret: false,
+      display: "BackendHost__RbacRoles__N__Name`, `__Permissions__M",
+      read: (r): ReadonlyArray<{ readonly name: string; readonly permissions: readonly string[] }> =>
+        r.roles("BackendHost:RbacRoles"),
+    }),
+  },
+  check(config, problems) {
+    const c = config as { nodeEnv: string; backendHost: { jwtSigningKeyIsDefault: boolean } };
+    // Spec 5.1: the built-in signing key is for development only; tests and production bring their own.
+    if (c.nodeEnv !== "development" && c.backendHost.jwtSigningKeyIsDefault) {
+      problems.push(
+        `BackendHost__JwtSigningKey: must be set when NODE_ENV is ${c.nodeEnv} (the built-in development key is refused outside development)`,
+      );
+    }
+  },
+});
+
+declare module "@svc/config" {
+  interface BackendHostSettings extends SettingsOf<typeof rbacSettings.backendHost> {}
+}

@@ -1,0 +1,73 @@
+/** The webhook dispatcher's settings: the key sealing stored secrets, target policy, timeouts, circuits. */
+import { defineSettings, DEVELOPMENT_SECRETS_KEY, setting, type SettingsOf } from "@svc/config";
+
+const SECRETS_KEY = "BackendHost:SecretsEncryptionKey";
+
+export const webhookSettings = defineSettings({
+  owner: "webhook-dispatcher",
+  top: {},
+  backendHost: {
+    secretsEncryptionKey: setting.string(
+      SECRETS_KEY,
+      DEVELOPMENT_SECRETS_KEY,
+      "32 random bytes (base64) sealing stored secrets (webhook secrets); required unless `development`",
+      {
+        secret: true,
+        defaultText: "built-in development key",
+        check: (v) => (Buffer.from(v, "base64").length === 32 ? null : "expected 32 bytes, base64-encoded"),
+      },
+    ),
+    secretsEncryptionKeyIsDefault: setting.custom({
+      name: SECRETS_KEY,
+      doc: "",
+      defaultText: "",
+      secret: false,
+      hidden: true,
+      read: (r) => r.optionalString(SECRETS_KEY) === null,
+    }),
+    webhookAllowedNetworks: setting.list(
+      "BackendHost:WebhookAllowedNetworks",
+      "networks (CIDR) webhook targets may reach although private or loopback (development, tests)",
+    ),
+    webhookTimeoutMs: setting.int(
+      "BackendHost:WebhookTimeoutMs",
+      10_000,
+      100,
+      120_000,
+      "time limit of one delivery attempt",
+    ),
+    webhookMaxResponseBytes: setting.int(
+      "BackendHost:WebhookMaxResponseBytes",
+      65_536,
+      0,
+      10_485_760,
+      "how much of a receiver's answer is read (the rest is discarded)",
+    ),
+    webhookCircuitFailureThreshold: setting.int(
+      "BackendHost:WebhookCircuitFailureThreshold",
+      5,
+      1,
+      1_000,
+      "consecutive failures of one receiver that open its circuit",
+    ),
+    webhookCircuitOpenMs: setting.int(
+      "BackendHost:WebhookCircuitOpenMs",
+      30_000,
+      100,
+      3_600_000,
+      "how long an open circuit stays open before a trial delivery",
+    ),
+  },
+  check(config, problems) {
+    const c = config as { nodeEnv: string; backendHost: { secretsEncryptionKeyIsDefault: boolean } };
+    if (c.nodeEnv !== "development" && c.backendHost.secretsEncryptionKeyIsDefault) {
+      problems.push(
+        `BackendHost__SecretsEncryptionKey: must be set when NODE_ENV is ${c.nodeEnv} (32 random bytes, base64)`,
+      );
+    }
+  },
+});
+
+declare module "@svc/config" {
+  interface BackendHostSettings extends SettingsOf<typeof webhookSettings.backendHost> {}
+}

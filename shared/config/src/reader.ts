@@ -1,0 +1,141 @@
+/**
+ * Reads raw settings (plain variables and the `BackendHost:X` tree) into typed values, collecting every
+ * problem instead of stopping at the first, so one run lists all bad variables. Values whose name looks
+ * like a secret are never echoed.
+ */
+import { getSetting, getSettingArray, type SettingTree } from "./settings-tree.js";
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Collects every problem instead of stopping at the first, so one run lists all bad variables. */
+export class Reader {
+  readonly problems: string[] = [];
+  constructor(
+    private readonly env: Env,
+    private readonly tree: SettingTree,
+  ) {}
+
+  private raw(name: string): { label: string; value: string } | undefined {
+    if (name.includes(":")) {
+      const value = getSetting(this.tree, name);
+      if (value === undefined) return undefined;
+      const label = name.replaceAll(":", "__");
+      if (typeof value !== "string") {
+        this.problems.push(`${label}: expected a single value`);
+        return undefined;
+      }
+      return { label, value };
+    }
+    const value = this.env[name];
+    return value === undefined || value === "" ? undefined : { label: name, value };
+  }
+
+  string(name: string, fallback: string, check?: (v: string) => string | null): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const problem = check?.(raw.value) ?? null;
+    if (problem !== null) {
+      this.problems.push(`${raw.label}: ${problem} (got ${JSON.stringify(redact(raw.label, raw.value))})`);
+      return fallback;
+    }
+    return raw.value;
+  }
+
+  optionalString(name: string): string | null {
+    const raw = this.raw(name);
+    return raw === undefined || raw.value.trim() === "" ? null : raw.value.trim();
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw.value);
+    if (!/^-?\d+$/.test(raw.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      this.problems.push(
+        `${raw.label}: expected an integer from ${min} to ${max} (got ${JSON.stringify(raw.value)})`,
+      );
+      return fallback;
+    }
+    return value;
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const value = raw.value.trim().toLowerCase() as T;
+    if (!allowed.includes(value)) {
+      this.problems.push(
+        `${raw.label}: expected one of ${allowed.join(", ")} (got ${JSON.stringify(raw.value)})`,
+      );
+      return fallback;
+    }
+    return value;
+  }
+
+  array(name: string): string[] {
+    return getSettingArray(this.tree, name) ?? [];
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const v = raw.value.trim().toLowerCase();
+    if (v === "true" || v === "1") return true;
+    if (v === "false" || v === "0") return false;
+    this.problems.push(`${raw.label}: expected true or false (got ${JSON.stringify(raw.value)})`);
+    return fallback;
+  }
+
+  date(name: string): Date | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return null;
+    const d = new Date(raw.value);
+    if (Number.isNaN(d.getTime())) {
+      this.problems.push(`${raw.label}: expected an ISO 8601 date-time (got ${JSON.stringify(raw.value)})`);
+      return null;
+    }
+    return d;
+  }
+
+  /** `Name` + `Permissions` objects under an array setting. */
+  roles(name: string): Array<{ name: string; permissions: string[] }> {
+    const node = getSetting(this.tree, name);
+    if (node === undefined) return [];
+    if (typeof node !== "object" || Array.isArray(node)) {
+      this.problems.push(`${name.replaceAll(":", "__")}: expected __N__Name and __N__Permissions__M entries`);
+      return [];
+    }
+    const roles: Array<{ name: string; permissions: string[] }> = [];
+    for (const [index, entry] of Object.entries(node)) {
+      const label = `${name.replaceAll(":", "__")}__${index}`;
+      const roleName = typeof entry === "object" && !Array.isArray(entry) ? entry.name : undefined;
+      if (typeof roleName !== "string" || !/^[a-z][a-z0-9._-]{0,62}$/.test(roleName)) {
+        this.problems.push(`${label}__Name: expected a role name (lower case letters, digits, . _ -)`);
+        continue;
+      }
+      roles.push({
+        name: roleName,
+        permissions: getSettingArray(this.tree, `${name}:${index}:permissions`) ?? [],
+      });
+    }
+    return roles;
+  }
+}
+
+const SECRET_NAME = /key|secret|password|token/i;
+function redact(label: string, value: string): string {
+  return SECRET_NAME.test(label) ? "<redacted>" : value;
+}
+
+export function urlCheck(protocols: readonly string[]) {
+  return (value: string): string | null => {
+    try {
+      const url = new URL(value);
+      return protocols.includes(url.protocol) ? null : `expected a ${protocols.join(" or ")} URL`;
+    } catch {
+      return "expected an absolute URL";
+    }
+  };
+}
+
+export const SUBJECT_TOKEN = /^[A-Za-z0-9_-]+$/;

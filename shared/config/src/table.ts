@@ -1,0 +1,156 @@
+/**
+ * Settings are declared once, in a table per owner (the platform here; each service in its own
+ * `settings.ts`): name, type, default, whether it is a secret, what it does. Parsing, the configuration's
+ * type (by module augmentation of `Config` and `BackendHostSettings`), the README's table and the operator
+ * guide's list are all derived from the tables (`make settings-doc`; a test keeps the docs in step).
+ *
+ * A process validates the tables its code registered: a service's own and the platform's. No setting is
+ * changeable at run time: each is read once at start-up, and a change needs a restart.
+ */
+import type { Reader } from "./reader.js";
+
+/** One setting: where it is read from, how, and how the docs describe it. */
+export interface SettingDef<T> {
+  /** `NATS_URL`, or the spec form `BackendHost:RateLimitApiPerMinute` (written `BackendHost__…`). */
+  readonly name: string;
+  readonly doc: string;
+  /** The default as the docs show it. */
+  readonly defaultText: string;
+  /** Never echoed in errors or logs; the docs say so. */
+  readonly secret: boolean;
+  /** How the variable is written in the docs when it is not just `name` (arrays, objects). */
+  readonly display?: string;
+  /** Derived from another setting: not listed in the docs. */
+  readonly hidden?: boolean;
+  readonly read: (r: Reader) => T;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type SettingTable = Readonly<Record<string, SettingDef<any>>>;
+
+/** The values a table yields. */
+export type SettingsOf<T extends SettingTable> = {
+  readonly [K in keyof T]: T[K] extends SettingDef<infer V> ? V : never;
+};
+
+const code = (value: unknown) => `\`${String(value)}\``;
+const envName = (name: string) => name.replaceAll(":", "__");
+
+/** The builders of table entries. */
+export const setting = {
+  int(name: string, fallback: number, min: number, max: number, doc: string): SettingDef<number> {
+    return {
+      name,
+      doc,
+      defaultText: code(fallback),
+      secret: false,
+      read: (r) => r.int(name, fallback, min, max),
+    };
+  },
+  string(
+    name: string,
+    fallback: string,
+    doc: string,
+    options: { check?: (value: string) => string | null; secret?: boolean; defaultText?: string } = {},
+  ): SettingDef<string> {
+    return {
+      name,
+      doc,
+      defaultText: options.defaultText ?? code(fallback),
+      secret: options.secret ?? false,
+      read: (r) => r.string(name, fallback, options.check),
+    };
+  },
+  optionalString(name: string, doc: string): SettingDef<string | null> {
+    return { name, doc, defaultText: "unset", secret: false, read: (r) => r.optionalString(name) };
+  },
+  bool(name: string, fallback: boolean, doc: string): SettingDef<boolean> {
+    return { name, doc, defaultText: code(fallback), secret: false, read: (r) => r.bool(name, fallback) };
+  },
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[], doc: string): SettingDef<T> {
+    return {
+      name,
+      doc,
+      defaultText: code(fallback),
+      secret: false,
+      read: (r) => r.oneOf(name, fallback, allowed),
+    };
+  },
+  list(
+    name: string,
+    doc: string,
+    options: { secret?: boolean; defaultText?: string } = {},
+  ): SettingDef<string[]> {
+    return {
+      name,
+      doc,
+      defaultText: options.defaultText ?? "none",
+      secret: options.secret ?? false,
+      display: `${envName(name)}__N`,
+      read: (r) => r.array(name),
+    };
+  },
+  date(name: string, doc: string): SettingDef<Date | null> {
+    return { name, doc, defaultText: "none", secret: false, read: (r) => r.date(name) };
+  },
+  /** Anything else: the entry reads itself. */
+  custom<T>(def: SettingDef<T>): SettingDef<T> {
+    return def;
+  },
+};
+
+/** What the tables of one owner contribute: plain variables at the top level, `BackendHost:*` below. */
+export interface SettingsDeclaration<Top extends SettingTable, Host extends SettingTable> {
+  readonly owner: string;
+  readonly top: Top;
+  readonly backendHost: Host;
+  /** Checks across settings, after every table was read (e.g. development keys refused in production). */
+  readonly check?: (config: Record<string, unknown>, problems: string[]) => void;
+}
+
+const registry = new Map<string, SettingsDeclaration<SettingTable, SettingTable>>();
+
+/**
+ * Registers an owner's settings (once, when its module is imported) and returns the declaration, whose
+ * types the owner merges into `Config`:
+ *
+ *     export const settings = defineSettings({ owner: "gateway", top: {...}, backendHost: {...} });
+ *     declare module "@svc/config" {
+ *       interface BackendHostSettings extends SettingsOf<typeof settings.backendHost> {}
+ *     }
+ */
+export function defineSettings<const Top extends SettingTable, const Host extends SettingTable>(
+  declaration: SettingsDeclaration<Top, Host>,
+): SettingsDeclaration<Top, Host> {
+  registry.set(declaration.owner, declaration);
+  return declaration;
+}
+
+/** Every registered declaration, the platform's first. */
+export function registeredSettings(): ReadonlyArray<SettingsDeclaration<SettingTable, SettingTable>> {
+  return [...registry.values()];
+}
+
+/** One row of the settings reference (README, operator guide). */
+export interface SettingRow {
+  readonly variable: string;
+  readonly owner: string;
+  readonly defaultText: string;
+  readonly secret: boolean;
+  readonly doc: string;
+}
+
+/** The reference of every registered, documented setting, in declaration order. */
+export function describeSettings(): SettingRow[] {
+  return registeredSettings().flatMap((d) =>
+    [...Object.values(d.top), ...Object.values(d.backendHost)]
+      .filter((s) => s.hidden !== true)
+      .map((s) => ({
+        variable: s.display ?? envName(s.name),
+        owner: d.owner,
+        defaultText: s.defaultText,
+        secret: s.secret,
+        doc: s.doc,
+      })),
+  );
+}

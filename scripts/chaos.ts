@@ -23,8 +23,9 @@ import { parseArgs } from "node:util";
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Bus, connectNats, createEventPublisher, type PingReply } from "@svc/bus";
+import { Bus, connectNats, createEventPublisher } from "@svc/bus";
 import { createLogger } from "@svc/observability";
+import type { PingReply } from "@svc/runtime";
 import pg from "pg";
 
 import { CHAOS_EVENT, type ChaosEvent, SteadyLoad } from "./chaos/load.js";

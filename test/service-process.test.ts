@@ -5,8 +5,9 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 
-import { Bus, connectNats, type PingReply } from "@svc/bus";
+import { Bus, connectNats } from "@svc/bus";
 import { createLogger } from "@svc/observability";
+import type { PingReply } from "@svc/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { freePort, repoRoot, SERVICES } from "../scripts/lib/stack.js";

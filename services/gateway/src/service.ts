@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { ServiceName } from "@svc/bus";
+import { ServiceName } from "@svc/contracts";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import { buildGateway } from "./app.js";

@@ -1,7 +1,6 @@
 import "./settings.js";
 
-import { ServiceName } from "@svc/bus";
-import { jobRoutes, serveRoute } from "@svc/contracts";
+import { jobRoutes, serveRoute, ServiceName } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
 import type { ServiceDefinition } from "@svc/runtime";

@@ -1,4 +1,4 @@
-import { ServiceName } from "@svc/bus";
+import { ServiceName } from "@svc/contracts";
 import type { ServiceDefinition } from "@svc/runtime";
 
 /**

@@ -1,8 +1,7 @@
 import "./settings.js";
 
 import { openRevocationBucket } from "@svc/access";
-import { ServiceName } from "@svc/bus";
-import { rbacRoutes as r, serveRoute } from "@svc/contracts";
+import { rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";

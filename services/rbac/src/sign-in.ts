@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 
 import { type AccessClaims, filterWorkspaceKeys, SystemRole } from "@svc/access";
-import type { LoginRequest } from "@svc/bus";
+import type { LoginRequest } from "@svc/contracts";
 import { sql, withRetry } from "@svc/db";
 import { UnauthenticatedError } from "@svc/errors";
 

@@ -1,4 +1,4 @@
-import type { ResolveRequest, ResolveResult } from "@svc/bus";
+import type { ResolveRequest, ResolveResult } from "@svc/contracts";
 import type { Queries } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";

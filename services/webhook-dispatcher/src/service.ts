@@ -1,7 +1,7 @@
 import "./settings.js";
 
-import { ensureBucket, ServiceName } from "@svc/bus";
-import { serveRoute, webhookRoutes } from "@svc/contracts";
+import { ensureBucket } from "@svc/bus";
+import { serveRoute, ServiceName, webhookRoutes } from "@svc/contracts";
 import { sql } from "@svc/db";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";

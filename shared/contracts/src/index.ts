@@ -28,6 +28,13 @@ export {
   type RouteSpec,
 } from "./route.js";
 export { requestRoute, type RouteHandler, serveRoute } from "./serve.js";
+export {
+  type LoginReply,
+  type LoginRequest,
+  type ResolveRequest,
+  type ResolveResult,
+  ServiceName,
+} from "./subjects.js";
 export { MAX_TARGET_URL, SUBSCRIPTION_PATTERN, SubscriptionView, webhookRoutes } from "./webhooks.js";
 
 /** Every operator route, each once. */

@@ -8,3 +8,4 @@ export {
   type StartOptions,
   startService,
 } from "./service.js";
+export type { MetricsReply, PingReply } from "./subjects.js";

@@ -1,18 +1,13 @@
 import { hostname } from "node:os";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  Bus,
-  connectNats,
-  ensureEventsStream,
-  type PingReply,
-  Provisioner,
-  type ProvisionStep,
-  type ServiceName,
-} from "@svc/bus";
+import { Bus, connectNats, ensureEventsStream, Provisioner, type ProvisionStep } from "@svc/bus";
 import { type Config, loadConfigOrExit } from "@svc/config";
+import type { ServiceName } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
+
+import type { PingReply } from "./subjects.js";
 
 /** The host version, fixed at build time (spec 9.2). */
 export const HOST_VERSION = "0.1.0";

@@ -10,7 +10,7 @@ import { Type } from "@sinclair/typebox";
 import { openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
-import { OPERATOR_ROUTES, requestRoute, type RouteContract } from "@svc/contracts";
+import { OPERATOR_ROUTES, requestRoute } from "@svc/contracts";
 import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { ServiceDeps } from "@svc/runtime";
@@ -26,9 +26,6 @@ import { buildOpenApi } from "../routes/openapi.js";
 declare module "fastify" {
   interface FastifyRequest {
     principal: Principal | null;
-  }
-  interface FastifyContextConfig {
-    operatorRoute?: RouteContract;
   }
 }
 
@@ -111,7 +108,6 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       app.route({
         method: route.method,
         url: route.path,
-        config: { operatorRoute: route },
         schema: {
           ...(route.params ? { params: route.params } : {}),
           ...(route.query ? { querystring: route.query } : {}),

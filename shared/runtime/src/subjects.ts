@@ -1,0 +1,29 @@
+/** The subjects every service answers, declared into the bus's map: its ping and metrics.collect. */
+import type { ServiceName } from "@svc/contracts";
+
+/** What one replica of a service says about itself. */
+export interface PingReply {
+  readonly service: ServiceName;
+  readonly instance: string;
+  readonly version: string;
+  readonly uptimeMs: number;
+}
+
+/** One replica's metrics, as prom-client's `getMetricsAsJSON()`. */
+export interface MetricsReply {
+  readonly service: string;
+  readonly instance: string;
+  readonly metrics: readonly unknown[];
+}
+
+/** `<service>.ping`: any replica of the service answers with its identity. */
+type PingSubjects = {
+  [N in ServiceName as `${N}.ping`]: { request: Record<string, never>; reply: PingReply };
+};
+
+declare module "@svc/bus" {
+  interface SubjectMap extends PingSubjects {
+    /** Every replica of every service answers (fan-out, no queue group): the gateway's /metrics gathers them. */
+    "metrics.collect": { request: Record<string, never>; reply: MetricsReply };
+  }
+}

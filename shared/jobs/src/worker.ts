@@ -17,19 +17,13 @@ import { type Db, type Listener, listenForNotifications } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
 import { retryDelayMs } from "./backoff.js";
+import { DeferJobError, PermanentJobError, RetryLaterError } from "./errors.js";
 import type { JobMetrics } from "./metrics.js";
-import {
-  claimJobs,
-  completeJobs,
-  type Completion,
-  deferJobs,
-  type Deferral,
-  failJobs,
-  type Failure,
-  releaseJobs,
-  renewLeases,
-} from "./queries.js";
+import { claimJobs, releaseJobs, renewLeases } from "./queries.js";
 import type { ClaimedJob, JobType } from "./types.js";
+import { WriteBatcher } from "./write-batcher.js";
+
+export { DeferJobError, PermanentJobError, RetryLaterError };
 
 export const NOTIFY_CHANNEL = "svc_jobs";
 
@@ -37,37 +31,6 @@ export interface JobContext {
   /** Aborted when the worker stops past its grace period or the job's claim was taken over. */
   readonly signal: AbortSignal;
   readonly log: Logger;
-}
-
-/** A handler's failure may ask for a later retry (a receiver's Retry-After). */
-export class RetryLaterError extends Error {
-  override readonly name = "RetryLaterError";
-  constructor(
-    message: string,
-    readonly retryAfterMs: number,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
-
-/**
- * The job did not try and must not spend an attempt: it runs again after `delayMs` with its attempt count
- * unchanged (a delivery whose receiver's circuit is open).
- */
-export class DeferJobError extends Error {
-  override readonly name = "DeferJobError";
-  constructor(
-    message: string,
-    readonly delayMs: number,
-  ) {
-    super(message);
-  }
-}
-
-/** A failure no retry can mend (a refused target, a malformed payload): the job is dead-lettered now. */
-export class PermanentJobError extends Error {
-  override readonly name = "PermanentJobError";
 }
 
 export interface HandlerRegistration<T extends JobType> {
@@ -100,125 +63,6 @@ export interface WorkerStats {
   stale: number;
   released: number;
   deferred: number;
-}
-
-/** Groups write-backs so that everything finished during one database round trip goes in the next. */
-class WriteBatcher {
-  private completions: Array<Completion & { type: string; resolve: (ok: boolean) => void }> = [];
-  private failures: Array<Failure & { type: string; resolve: (ok: boolean) => void }> = [];
-  private deferrals: Array<Deferral & { type: string; resolve: (ok: boolean) => void }> = [];
-  private flushing: Promise<void> | undefined;
-
-  constructor(
-    private readonly worker: JobWorker,
-    private readonly db: Db,
-  ) {}
-
-  complete(job: ClaimedJob): Promise<boolean> {
-    return new Promise((resolve) => {
-      this.completions.push({ id: job.id, token: job.token, type: job.type, resolve });
-      this.schedule();
-    });
-  }
-
-  fail(job: ClaimedJob, failure: Omit<Failure, "id" | "token">): Promise<boolean> {
-    return new Promise((resolve) => {
-      this.failures.push({ id: job.id, token: job.token, type: job.type, ...failure, resolve });
-      this.schedule();
-    });
-  }
-
-  defer(job: ClaimedJob, reason: string, runAt: Date): Promise<boolean> {
-    return new Promise((resolve) => {
-      this.deferrals.push({ id: job.id, token: job.token, type: job.type, reason, runAt, resolve });
-      this.schedule();
-    });
-  }
-
-  private schedule() {
-    if (this.flushing === undefined) this.flushing = this.flushLoop();
-  }
-
-  private async flushLoop() {
-    // Let every job that finishes in this turn of the event loop join the first batch.
-    await new Promise((r) => setImmediate(r));
-    while (this.completions.length > 0 || this.failures.length > 0 || this.deferrals.length > 0) {
-      const completions = this.completions;
-      const failures = this.failures;
-      const deferrals = this.deferrals;
-      this.completions = [];
-      this.failures = [];
-      this.deferrals = [];
-      await Promise.all([
-        this.writeCompletions(completions),
-        this.writeFailures(failures),
-        this.writeDeferrals(deferrals),
-      ]);
-    }
-    this.flushing = undefined;
-  }
-
-  private async writeCompletions(
-    batch: Array<Completion & { type: string; resolve: (ok: boolean) => void }>,
-  ) {
-    if (batch.length === 0) return;
-    let accepted: Set<string>;
-    try {
-      accepted = await completeJobs(this.db, batch);
-    } catch (err) {
-      // The outcome is unknown; the lease will expire and the job run again (at-least-once).
-      this.worker.log.error({ err, count: batch.length }, "could not record job completions");
-      for (const c of batch) c.resolve(false);
-      return;
-    }
-    for (const c of batch) {
-      const ok = accepted.has(c.id);
-      this.worker.recordOutcome(c.type, ok ? "succeeded" : "stale");
-      c.resolve(ok);
-    }
-  }
-
-  private async writeFailures(batch: Array<Failure & { type: string; resolve: (ok: boolean) => void }>) {
-    if (batch.length === 0) return;
-    let states: Map<string, string>;
-    try {
-      states = await failJobs(this.db, batch);
-    } catch (err) {
-      this.worker.log.error({ err, count: batch.length }, "could not record job failures");
-      for (const f of batch) f.resolve(false);
-      return;
-    }
-    for (const f of batch) {
-      const state = states.get(f.id);
-      this.worker.recordOutcome(
-        f.type,
-        state === undefined ? "stale" : state === "Failed" ? "dead" : "retried",
-      );
-      f.resolve(state !== undefined);
-    }
-  }
-
-  private async writeDeferrals(batch: Array<Deferral & { type: string; resolve: (ok: boolean) => void }>) {
-    if (batch.length === 0) return;
-    let accepted: Set<string>;
-    try {
-      accepted = await deferJobs(this.db, batch);
-    } catch (err) {
-      // The lease will expire and the job run again; the attempt stays counted then.
-      this.worker.log.error({ err, count: batch.length }, "could not record job deferrals");
-      for (const d of batch) d.resolve(false);
-      return;
-    }
-    for (const d of batch) {
-      const ok = accepted.has(d.id);
-      this.worker.recordOutcome(d.type, ok ? "deferred" : "stale");
-      d.resolve(ok);
-    }
-  }
-
-  async idle(): Promise<void> {
-    while (this.flushing !== undefined) await this.flushing;
-  }
 }
 
 class Lane {

@@ -28,17 +28,17 @@ import { createLogger } from "@svc/observability";
 import type { PingReply } from "@svc/runtime";
 import pg from "pg";
 
-import { CHAOS_EVENT, type ChaosEvent, SteadyLoad } from "./chaos/load.js";
+import { DEMO, migrateAll, seedDemo, type ServiceDir, SERVICES, tcpReachable } from "../../scripts/lib/stack.js";
+import { CHAOS_EVENT, type ChaosEvent, SteadyLoad } from "./load.js";
 import {
   bundleServices,
   type ExitRecord,
   findNatsServer,
   freePort,
   ManagedProcess,
-} from "./chaos/processes.js";
-import { ChaosReceiver } from "./chaos/receiver.js";
-import { duration, errorLines, percentile, seconds, table } from "./chaos/report.js";
-import { DEMO, migrateAll, seedDemo, type ServiceDir, SERVICES, tcpReachable } from "./lib/stack.js";
+} from "./processes.js";
+import { ChaosReceiver } from "./receiver.js";
+import { duration, errorLines, percentile, seconds, table } from "./report.js";
 
 const { values: args } = parseArgs({
   options: {

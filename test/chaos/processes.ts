@@ -9,9 +9,9 @@ import { join } from "node:path";
 
 import { build } from "esbuild";
 
-import { repoRoot, type ServiceDir, SERVICES } from "../lib/stack.js";
+import { repoRoot, type ServiceDir, SERVICES } from "../../scripts/lib/stack.js";
 
-export { freePort } from "../lib/stack.js";
+export { freePort } from "../../scripts/lib/stack.js";
 
 /**
  * Bundles each service's entry as scripts/build.mjs does (npm dependencies external), into `dir`, and links

@@ -28,15 +28,16 @@ import { createLogger } from "@svc/observability";
 import type { PingReply } from "@svc/runtime";
 import pg from "pg";
 
-import { DEMO, migrateAll, seedDemo, type ServiceDir, SERVICES, tcpReachable } from "../../scripts/lib/stack.js";
-import { CHAOS_EVENT, type ChaosEvent, SteadyLoad } from "./load.js";
 import {
-  bundleServices,
-  type ExitRecord,
-  findNatsServer,
-  freePort,
-  ManagedProcess,
-} from "./processes.js";
+  DEMO,
+  migrateAll,
+  seedDemo,
+  type ServiceDir,
+  SERVICES,
+  tcpReachable,
+} from "../../scripts/lib/stack.js";
+import { CHAOS_EVENT, type ChaosEvent, SteadyLoad } from "./load.js";
+import { bundleServices, type ExitRecord, findNatsServer, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver } from "./receiver.js";
 import { duration, errorLines, percentile, seconds, table } from "./report.js";
 

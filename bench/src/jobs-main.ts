@@ -50,7 +50,18 @@ export async function runJobsBench(
   } finally {
     const admin = new pg.Client({ connectionString: serverUrl.toString() });
     await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
+    // graphile-worker closes some of its connections after stop() resolves; a forced drop would terminate
+    // them under a pool that no longer listens for errors (an unhandled 'error' ends the process). Wait
+    // for them to go, and force only what is left after 5 s.
+    let dropped = false;
+    for (let i = 0; i < 25 && !dropped; i++) {
+      dropped = await admin.query(`DROP DATABASE IF EXISTS "${dbName}"`).then(
+        () => true,
+        () => new Promise<boolean>((r) => setTimeout(() => r(false), 200)),
+      );
+    }
+    if (!dropped)
+      await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   }
   return [medianOf(ours), medianOf(byDefault), medianOf(batched)];

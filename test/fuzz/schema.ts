@@ -8,7 +8,7 @@ import fc from "fast-check";
 
 export type Schema = Record<string, unknown>;
 
-/** Known values by field or parameter name, harvested from the running stack (see harvest.ts). */
+/** Known values by field or parameter name, harvested from the running stack (see `harvest` in run.ts). */
 export type Pool = Readonly<Record<string, readonly string[]>>;
 
 const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);

@@ -383,6 +383,25 @@ describe("fuzz findings", () => {
     expect(response.json()).toEqual({ resolved: true, workspaceKey: "default" });
   });
 
+  it("refuses a wrongly typed JSON body value instead of coercing it; query strings are still converted", async () => {
+    const id = await newUser("typed-body");
+    const problem = expectProblem(await api("PUT", `/api/users/${id}`, operator, { displayName: 1.5 }), 400);
+    expect(problem.errors?.map((e) => e.field)).toEqual(["/body/displayName"]);
+    const wrong = expectProblem(
+      await api("POST", "/api/webhooks", operator, {
+        eventName: "user.created",
+        targetUrl: "https://hooks.example.com/x",
+        secret: "s",
+        includeSensitiveData: "true",
+      }),
+      400,
+    );
+    expect(wrong.errors?.map((e) => e.field)).toEqual(["/body/includeSensitiveData"]);
+    const page = await api("GET", "/api/users?limit=1");
+    expect(page.status).toBe(200);
+    expect(page.json<{ items: unknown[] }>().items).toHaveLength(1);
+  });
+
   it("answers an HTTP/1.1 request without Host with a 400 problem document", async () => {
     const answer = await raw("GET /health HTTP/1.1\r\nconnection: close\r\n\r\n");
     expect(answer.status).toBe(400);

@@ -12,6 +12,7 @@ import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
+import { validatorCompiler } from "./validation.js";
 
 export interface GatewayDeps {
   readonly config: Config;
@@ -37,8 +38,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     bodyLimit: config.backendHost.maxRequestBodyBytes,
     requestTimeout: 60_000,
     return503OnClosing: true,
-    // A 400 lists every violation of the route's schemas, not only the first.
-    ajv: { customOptions: { allErrors: true } },
     // Framework and HTTP-parser errors are problem documents too (plugins/edge.ts).
     ...edgeFactoryOptions(config.backendHost.problemsBaseUrl),
     // A caller's id is kept when it looks like one; otherwise a cheap process-unique id.
@@ -49,6 +48,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
         : `${process.pid.toString(36)}-${(++requestCounter).toString(36)}`;
     },
   });
+  app.setValidatorCompiler(validatorCompiler());
   await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
   await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
   await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });

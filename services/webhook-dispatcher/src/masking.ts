@@ -1,3 +1,5 @@
+import { type Db, sql } from "@svc/db";
+
 /**
  * Spec 6.4: every property whose name is in the sensitive set, at any depth, has its value masked: longer
  * than 5 characters → first 3, `***`, last 2; otherwise `***`. Non-string values are masked through their
@@ -29,4 +31,18 @@ export function maskPayload(value: unknown, sensitive: ReadonlySet<string>, dept
     return out;
   }
   return value;
+}
+
+/** The sensitive field names (spec 6.4: the host's and those plugins register), read at most every 5 s. */
+export function sensitiveFieldNames(db: Db): () => Promise<ReadonlySet<string>> {
+  let cached: { names: Set<string>; at: number } | undefined;
+  return async () => {
+    if (cached === undefined || Date.now() - cached.at > 5_000) {
+      const rows = await db.any<{ field_name: string }>(
+        sql`SELECT DISTINCT field_name FROM webhook_dispatcher.sensitive_fields`,
+      );
+      cached = { names: new Set(rows.map((r) => r.field_name)), at: Date.now() };
+    }
+    return cached.names;
+  };
 }

@@ -2,13 +2,13 @@ import "./settings.js";
 
 import { ensureBucket } from "@svc/bus";
 import { serveRoute, ServiceName, webhookRoutes } from "@svc/contracts";
-import { sql } from "@svc/db";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import { CircuitBreaker } from "./circuit-breaker.js";
 import { deliver } from "./deliver.js";
 import { createTargetPolicy } from "./http-client.js";
+import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
 import { createSecretBox } from "./secrets.js";
 import * as subs from "./subscriptions.js";
@@ -47,16 +47,7 @@ export const webhookDispatcherService: ServiceDefinition = {
       await openCircuits();
       await breaker.restart();
     });
-    let sensitive: { names: Set<string>; at: number } | undefined;
-    const sensitiveFields = async () => {
-      if (sensitive === undefined || Date.now() - sensitive.at > 5_000) {
-        const rows = await db.any<{ field_name: string }>(
-          sql`SELECT DISTINCT field_name FROM webhook_dispatcher.sensitive_fields`,
-        );
-        sensitive = { names: new Set(rows.map((r) => r.field_name)), at: Date.now() };
-      }
-      return sensitive.names;
-    };
+    const sensitiveFields = sensitiveFieldNames(db);
     const worker = new JobWorker({
       db,
       databaseUrl: config.databaseUrl,

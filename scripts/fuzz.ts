@@ -33,7 +33,7 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 
-import { fuzzCallers } from "../test/fuzz/callers.js";
+import { demoConstants, fuzzCallers } from "../test/fuzz/callers.js";
 import type { OpenApi } from "../test/fuzz/generate.js";
 import { describeRequest, formatReport, runFuzz } from "../test/fuzz/run.js";
 import { DEMO, dropRunResources, migrateAll, seedDemo } from "./lib/stack.js";
@@ -143,14 +143,7 @@ try {
     callers,
     badAuth,
     operator: callers.find((c) => c.name === "superadmin") as (typeof callers)[number],
-    constants: {
-      workspaceKey: [DEMO.workspaceKey],
-      tenantKey: [DEMO.tenantKey],
-      tenantId: [DEMO.tenantKey],
-      role: ["superadmin", "admin", "host.api"],
-      username: [DEMO.adminUserName],
-      password: [DEMO.adminPassword],
-    },
+    constants: demoConstants(DEMO),
     seed,
     requests,
     seconds,

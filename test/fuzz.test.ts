@@ -17,7 +17,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 import { DEMO, seedDemo } from "../scripts/lib/stack.js";
-import { fuzzCallers } from "./fuzz/callers.js";
+import { demoConstants, fuzzCallers } from "./fuzz/callers.js";
 import type { OpenApi } from "./fuzz/generate.js";
 import { type Category, describeRequest, formatReport, type FuzzReport, runFuzz } from "./fuzz/run.js";
 import { createHarness } from "./support/harness.js";
@@ -65,13 +65,7 @@ describe("issue 8, point 12: the fuzz harness, short run", () => {
       callers,
       badAuth,
       operator: callers.find((c) => c.name === "superadmin") as (typeof callers)[number],
-      constants: {
-        workspaceKey: [DEMO.workspaceKey],
-        tenantKey: [DEMO.tenantKey],
-        role: ["superadmin", "admin", "host.api"],
-        username: [DEMO.adminUserName],
-        password: [DEMO.adminPassword],
-      },
+      constants: demoConstants(DEMO),
       seed: Number(process.env.FUZZ_SEED ?? 20261122),
       requests: Number(process.env.FUZZ_REQUESTS ?? 600),
       seconds: 90,

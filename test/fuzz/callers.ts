@@ -197,3 +197,20 @@ export async function fuzzCallers(o: CallerOptions): Promise<{ callers: Caller[]
   );
   return { callers, badAuth };
 }
+
+/** Values the generator uses for fields of these names: the demo stack's (scripts/lib/stack.ts). */
+export function demoConstants(demo: {
+  workspaceKey: string;
+  tenantKey: string;
+  adminUserName: string;
+  adminPassword: string;
+}): Record<string, string[]> {
+  return {
+    workspaceKey: [demo.workspaceKey],
+    tenantKey: [demo.tenantKey],
+    tenantId: [demo.tenantKey],
+    role: ["superadmin", "admin", "host.api"],
+    username: [demo.adminUserName],
+    password: [demo.adminPassword],
+  };
+}

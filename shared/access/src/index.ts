@@ -3,7 +3,6 @@ export {
   type CorePermissionKey,
   filterWorkspaceKeys,
   hasPermission,
-  isCoreKey,
   SYSTEM_ROLES,
   SystemRole,
   WILDCARD,
@@ -14,9 +13,8 @@ export {
   listWorkspace,
   type Reach,
   reachCondition,
-  reachesWorkspace,
   reachOf,
   requireReach,
 } from "./reach.js";
-export { openRevocationBucket, revocationBucketName, RevocationList } from "./revocation.js";
+export { openRevocationBucket, RevocationList } from "./revocation.js";
 export { type AccessClaims, TOKEN_AUDIENCE } from "./tokens.js";

@@ -1,19 +1,12 @@
 export {
   Bus,
   type BusOptions,
-  encodeJson,
   type Handler,
   type HandlerContext,
   type RequestOptions,
   type ServeOptions,
 } from "./bus.js";
-export {
-  connectNats,
-  type ConnectOptions,
-  isNatsConnected,
-  natsIsReachable,
-  trackConnection,
-} from "./connect.js";
+export { connectNats, type ConnectOptions, isNatsConnected, natsIsReachable } from "./connect.js";
 export {
   createEventPublisher,
   EVENT_NAME_PATTERN,
@@ -28,7 +21,6 @@ export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./s
 export {
   type Broadcast,
   type BroadcastMap,
-  ownerOf,
   type Principal,
   type ReplyOf,
   type RequestOf,

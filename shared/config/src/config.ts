@@ -161,24 +161,10 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-let cached: Config | undefined;
-
-/** The process's configuration, parsed on first use. */
-export function getConfig(): Config {
-  cached ??= parseConfig(process.env);
-  return cached;
-}
-
-/** Forgets the cached configuration (tests). */
-export function resetConfigCache(): void {
-  cached = undefined;
-}
-
 /** Parses the environment or prints every problem and exits with status 78 (EX_CONFIG). */
 export function loadConfigOrExit(env: Env = process.env): Config {
   try {
-    cached = parseConfig(env);
-    return cached;
+    return parseConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

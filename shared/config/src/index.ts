@@ -5,13 +5,11 @@ export {
   DEVELOPMENT_API_KEY,
   DEVELOPMENT_JWT_SIGNING_KEY,
   DEVELOPMENT_SECRETS_KEY,
-  getConfig,
   loadConfigOrExit,
   LogLevel,
   NodeEnv,
   parseConfig,
   platformSettings,
-  resetConfigCache,
 } from "./config.js";
 export { type Env, Reader, urlCheck } from "./reader.js";
 export {

@@ -14,14 +14,14 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 export const Page = <T extends TSchema>(item: T) =>
   Type.Object({ items: Type.Array(item), nextCursor: Nullable(Type.String()) });
 
-/** Paging query of every list: `limit` 1–100 (default 50), `cursor` as a previous page issued it. */
-export const PageQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-    cursor: Type.Optional(Type.String({ maxLength: 200 })),
-  },
-  { additionalProperties: false },
-);
+/** The paging fields of every list's query: `limit` 1–100 (default 50), `cursor` as a previous page issued it. */
+export const pageFields = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  cursor: Type.Optional(Type.String({ maxLength: 300 })),
+};
+
+/** The query of a list with nothing but paging. */
+export const PageQuery = Type.Object(pageFields, { additionalProperties: false });
 
 export const wkParams = Type.Object({ workspaceKey: WorkspaceKey });
 export const wkUserParams = Type.Object({ workspaceKey: WorkspaceKey, userId: Uuid });

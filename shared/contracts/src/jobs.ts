@@ -1,7 +1,7 @@
 /** Routes the job reaper owns: the jobs list and the diagnostics recorder. */
 import { Type } from "@sinclair/typebox";
 
-import { Nullable, Page } from "./common.js";
+import { Nullable, Page, pageFields } from "./common.js";
 import { defineRoutes } from "./route.js";
 
 /** Spec 2.4: a job record as the list shows it (the payload is not shown). */
@@ -32,8 +32,7 @@ export const jobRoutes = defineRoutes("job-reaper", {
         ),
         type: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
         workspaceKey: Type.Optional(Type.String({ maxLength: 63 })),
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-        cursor: Type.Optional(Type.String({ maxLength: 200 })),
+        ...pageFields,
       },
       { additionalProperties: false },
     ),

@@ -1,7 +1,7 @@
 /** Routes the webhook dispatcher owns: subscriptions, the event catalogue and flows. */
 import { Type } from "@sinclair/typebox";
 
-import { idParams, Nullable, Page, Uuid } from "./common.js";
+import { idParams, Nullable, Page, pageFields, Uuid } from "./common.js";
 import { defineRoutes } from "./route.js";
 
 /** Spec 2.3: a subscription's event name: letters, digits, `_`, `.`, `-`, and `*` as the only wildcard. */
@@ -27,11 +27,7 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
     permission: "webhook.read",
     summary: "List webhook subscriptions (newest first)",
     query: Type.Object(
-      {
-        workspaceKey: Type.Optional(Type.String({ maxLength: 63 })),
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-        cursor: Type.Optional(Type.String({ maxLength: 300 })),
-      },
+      { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })), ...pageFields },
       { additionalProperties: false },
     ),
     reply: Page(SubscriptionView),

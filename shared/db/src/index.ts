@@ -1,20 +1,10 @@
-export {
-  type CursorFieldKind,
-  decodeCursor,
-  DEFAULT_PAGE_SIZE,
-  encodeCursor,
-  type Listing,
-  MAX_PAGE_SIZE,
-  readPage,
-  toPage,
-} from "./cursor.js";
+export { type CursorFieldKind, type Listing, readPage, toPage } from "./cursor.js";
 export { type Listener, listenForNotifications, type ListenOptions } from "./listen.js";
 export { type AppliedMigration, ensureDatabase, migrate, type MigrationSource } from "./migrate.js";
 export {
   createDb,
   Db,
   dbIsReachable,
-  isConnectionLost,
   isReadOnly,
   type PoolOptions,
   Queries,
@@ -23,7 +13,6 @@ export {
 export {
   isDataException,
   isForeignKeyViolation,
-  isRetryableDbError,
   isUniqueViolation,
   type RetryOptions,
   sqlState,

@@ -1,5 +1,5 @@
-export { errorCatalogue, ErrorCode, isErrorCode } from "./codes.js";
-export { checkDeadline, currentDeadline, runWithDeadline } from "./deadline.js";
+export { errorCatalogue, ErrorCode } from "./codes.js";
+export { checkDeadline, runWithDeadline } from "./deadline.js";
 export {
   ConflictError,
   ForbiddenError,

@@ -7,10 +7,6 @@ export const JobStatus = {
 } as const;
 export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
 
-export function isJobStatus(value: unknown): value is JobStatus {
-  return typeof value === "string" && Object.hasOwn(JobStatus, value);
-}
-
 /**
  * The one typed map of job types to their payloads, shared by enqueuers and handlers (like the bus's
  * SubjectMap). The library declares only `noop`; each service declares the types it owns by module

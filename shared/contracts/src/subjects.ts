@@ -4,6 +4,8 @@
  * the resolver's workspace resolution.
  */
 
+import type { JSONWebKeySet } from "jose";
+
 /** The services of the platform: each one's name is the first token of the subjects it owns. */
 export const ServiceName = {
   Gateway: "gateway",
@@ -45,10 +47,7 @@ declare module "@svc/bus" {
     /** Signs a user in and issues an access token (spec 5, issue 3). */
     "rbac.auth.login": { request: LoginRequest; reply: LoginReply };
     /** The public keys that verify access tokens (served at /.well-known/jwks.json). */
-    "rbac.keys.jwks": {
-      request: Record<string, never>;
-      reply: { keys: ReadonlyArray<Record<string, unknown>> };
-    };
+    "rbac.keys.jwks": { request: Record<string, never>; reply: JSONWebKeySet };
     /** A role's current permission keys (the gateway asks for host.api's, the API-key role). */
     "rbac.roles.grants": {
       request: { role: string };

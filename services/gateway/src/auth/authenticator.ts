@@ -61,7 +61,7 @@ export class Authenticator {
     this.keySetLoading ??= this.bus
       .request("rbac.keys.jwks", {})
       .then((jwks) => {
-        this.keySet = createLocalJWKSet(jwks as unknown as JSONWebKeySet);
+        this.keySet = createLocalJWKSet(jwks);
         return this.keySet;
       })
       .finally(() => {

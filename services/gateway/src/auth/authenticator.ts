@@ -11,7 +11,7 @@ import { type AccessClaims, type RevocationList, SystemRole, TOKEN_AUDIENCE } fr
 import type { Bus, Principal } from "@svc/bus";
 import { type Config, DEVELOPMENT_API_KEY } from "@svc/config";
 import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
-import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from "jose";
+import { createLocalJWKSet, jwtVerify } from "jose";
 import { LRUCache } from "lru-cache";
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos fuzz build clean
+.PHONY: plugin settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos fuzz build clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -52,6 +52,10 @@ chaos: node_modules/.install-stamp
 ## Requests generated from the OpenAPI description, valid and mutated, for every kind of caller (bounded).
 fuzz: node_modules/.install-stamp
 	$(NODE_RUN) scripts/fuzz.ts $(FUZZ_ARGS)
+
+## The plugin author's CLI: make plugin ARGS="sign --plugin <dir> --key <key.pem>" (also verify, pack).
+plugin: node_modules/.install-stamp
+	$(NODE_RUN) shared/plugin-package/src/main.ts $(ARGS)
 
 ## Writes the settings tables of the README and the operator guide from the settings declarations.
 settings-doc: node_modules/.install-stamp

@@ -25,4 +25,11 @@ await Promise.all(
 for (const script of ["migrate", "bootstrap-operator"]) {
   await build({ ...common, entryPoints: [`scripts/${script}.ts`], outfile: `dist/${script}.mjs` });
 }
-console.log(`built ${services.length} services, the migrator and the operator bootstrap into dist/`);
+await build({
+  ...common,
+  entryPoints: ["shared/plugin-package/src/main.ts"],
+  outfile: "dist/svc-plugin.mjs",
+});
+console.log(
+  `built ${services.length} services, the migrator, the operator bootstrap and svc-plugin into dist/`,
+);

@@ -1,0 +1,118 @@
+/**
+ * The signed content manifest of a plugin package, `plugin.signature.json` (spec 2.6, 5.7), and its
+ * signature: ECDSA over P-256 with SHA-256, trust by the signer's public-key fingerprint.
+ *
+ * Canonical signed bytes: the UTF-8 JSON of the six fields `schemaVersion, pluginId, version, algorithm,
+ * signerFingerprint, files` in that order, `files` sorted by path (ordinal, by UTF-16 code unit), each
+ * `{path, sha256}`, with no whitespace and non-ASCII characters left as they are (JSON.stringify's
+ * escaping: quotes, backslashes and control characters only); `signature` excluded.
+ *
+ * The signature is Base64 of either encoding a P-256 signature has: DER (what `openssl dgst -sign` and
+ * our CLI write) or IEEE P1363 `r||s` (64 bytes, what .NET's `ECDsa.SignData` writes). Both verify.
+ */
+import { createHash, createPublicKey, type KeyObject, sign, verify } from "node:crypto";
+
+export const SIGNATURE_FILE = "plugin.signature.json";
+export const ALGORITHM = "ECDSA-P256-SHA256";
+export const SIGNATURE_SCHEMA_VERSION = "1.0";
+
+export interface FileEntry {
+  /** Relative to the package root, `/`-separated. */
+  readonly path: string;
+  /** Lower-case hex SHA-256 of the file's bytes. */
+  readonly sha256: string;
+}
+
+export interface SignatureManifest {
+  readonly schemaVersion: string;
+  readonly pluginId: string;
+  readonly version: string;
+  readonly algorithm: string;
+  readonly signerFingerprint: string;
+  readonly files: readonly FileEntry[];
+  /** Base64; absent before signing. */
+  readonly signature?: string;
+}
+
+/** A key that cannot sign or verify plugin packages (not EC, or not P-256). */
+export class KeyError extends Error {
+  override readonly name = "KeyError";
+}
+
+const byPath = (a: FileEntry, b: FileEntry) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
+/** The bytes that are signed. */
+export function canonicalBytes(manifest: SignatureManifest): Buffer {
+  const files = [...manifest.files].sort(byPath).map((f) => ({ path: f.path, sha256: f.sha256 }));
+  return Buffer.from(
+    JSON.stringify({
+      schemaVersion: manifest.schemaVersion,
+      pluginId: manifest.pluginId,
+      version: manifest.version,
+      algorithm: manifest.algorithm,
+      signerFingerprint: manifest.signerFingerprint,
+      files,
+    }),
+    "utf8",
+  );
+}
+
+/** Checks that a key is an EC key on P-256 (a private key's public half is checked the same way). */
+export function assertP256(key: KeyObject, what: string): void {
+  if (key.asymmetricKeyType !== "ec") {
+    throw new KeyError(
+      `${what} is a ${key.asymmetricKeyType ?? "symmetric"} key; an EC P-256 key is needed.`,
+    );
+  }
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  if (curve !== "prime256v1") {
+    throw new KeyError(`${what} is on curve ${curve ?? "unknown"}; P-256 (prime256v1) is needed.`);
+  }
+}
+
+/** Lower-case hex SHA-256 of the public key in SubjectPublicKeyInfo DER form. */
+export function fingerprintOf(key: KeyObject): string {
+  const publicKey = key.type === "private" ? createPublicKey(key) : key;
+  assertP256(publicKey, "The key");
+  return createHash("sha256")
+    .update(publicKey.export({ type: "spki", format: "der" }))
+    .digest("hex");
+}
+
+/** The manifest of `files`, signed with `privateKey` (the signature in DER, Base64). */
+export function signManifest(
+  fields: { pluginId: string; version: string; files: readonly FileEntry[] },
+  privateKey: KeyObject,
+): SignatureManifest {
+  if (privateKey.type !== "private") throw new KeyError("The signing key is not a private key.");
+  assertP256(privateKey, "The signing key");
+  const unsigned: SignatureManifest = {
+    schemaVersion: SIGNATURE_SCHEMA_VERSION,
+    pluginId: fields.pluginId,
+    version: fields.version,
+    algorithm: ALGORITHM,
+    signerFingerprint: fingerprintOf(privateKey),
+    files: [...fields.files].sort(byPath),
+  };
+  const signature = sign("sha256", canonicalBytes(unsigned), { key: privateKey, dsaEncoding: "der" });
+  return { ...unsigned, signature: signature.toString("base64") };
+}
+
+/** True when the manifest's signature verifies with `publicKey`, in DER or in IEEE P1363 form. */
+export function verifyManifestSignature(manifest: SignatureManifest, publicKey: KeyObject): boolean {
+  if (manifest.signature === undefined || manifest.algorithm !== ALGORITHM) return false;
+  const signature = Buffer.from(manifest.signature, "base64");
+  if (signature.length === 0 || signature.toString("base64") !== manifest.signature.replace(/\s/g, "")) {
+    return false;
+  }
+  const bytes = canonicalBytes(manifest);
+  const encodings =
+    signature.length === 64 ? (["ieee-p1363", "der"] as const) : (["der", "ieee-p1363"] as const);
+  return encodings.some((dsaEncoding) => {
+    try {
+      return verify("sha256", bytes, { key: publicKey, dsaEncoding }, signature);
+    } catch {
+      return false;
+    }
+  });
+}

@@ -1,0 +1,242 @@
+/**
+ * Issue 11, item 3 and 4: plugin package signing exactly as spec 5.7, checked against the `openssl`
+ * binary both ways (our CLI signs, openssl verifies; openssl signs, our verifier accepts), both signature
+ * encodings (DER and IEEE P1363), and the verifier's refusals on a package directory.
+ */
+import { execFileSync } from "node:child_process";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import {
+  canonicalBytes,
+  type SignatureManifest,
+  type TrustedSigner,
+  verifyPackage,
+} from "@svc/plugin-package";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { main } from "../shared/plugin-package/src/cli.js";
+
+const work = mkdtempSync(join(tmpdir(), "svc-plugin-signing-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const openssl = (...args: string[]) => execFileSync("openssl", args, { encoding: "utf8" });
+const at = (...parts: string[]) => join(work, ...parts);
+let counter = 0;
+
+/** A fresh package directory with a registry.json, an entry module, a template with non-ASCII text. */
+function makePackage(): string {
+  const dir = at(`pkg-${++counter}`);
+  mkdirSync(join(dir, "views", "surface"), { recursive: true });
+  writeFileSync(join(dir, "registry.json"), JSON.stringify({ pluginId: "hello", version: "1.2.3" }));
+  writeFileSync(join(dir, "index.mjs"), "export class Hello {}\n");
+  writeFileSync(join(dir, "views", "surface", "index.njk"), "<h1>Grüße, {{ name }}</h1>\n");
+  writeFileSync(join(dir, "Zebra.txt"), "sorted before lower case\n");
+  return dir;
+}
+
+async function cli(...args: string[]): Promise<number> {
+  return main(args);
+}
+
+beforeAll(() => {
+  // A P-256 key made by openssl, as an author would (PKCS#8 PEM), and its public half.
+  openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", at("sec1.pem"));
+  openssl("pkcs8", "-topk8", "-nocrypt", "-in", at("sec1.pem"), "-out", at("key.pem"));
+  openssl("pkey", "-in", at("key.pem"), "-pubout", "-out", at("pub.pem"));
+});
+
+const trusted = (): TrustedSigner[] => [
+  {
+    publisherId: "acme",
+    displayName: "Acme",
+    publicKey: createPublicKey(readFileSync(at("pub.pem"))),
+  },
+];
+
+/** The canonical bytes written by hand from openssl's own hashes, independent of our library. */
+function canonicalByHand(dir: string, paths: string[], fingerprint: string): string {
+  const files = [...paths]
+    .sort()
+    .map((p) => `{"path":"${p}","sha256":"${openssl("dgst", "-sha256", "-r", join(dir, p)).split(" ")[0]}"}`);
+  return (
+    `{"schemaVersion":"1.0","pluginId":"hello","version":"1.2.3","algorithm":"ECDSA-P256-SHA256",` +
+    `"signerFingerprint":"${fingerprint}","files":[${files.join(",")}]}`
+  );
+}
+
+const PATHS = ["Zebra.txt", "index.mjs", "registry.json", "views/surface/index.njk"];
+
+describe("signing as spec 5.7, against openssl", () => {
+  it("signs with the CLI; openssl verifies the signature over the canonical bytes", async () => {
+    const dir = makePackage();
+    expect(await cli("sign", "--plugin", dir, "--key", at("key.pem"))).toBe(0);
+    const manifest = JSON.parse(
+      readFileSync(join(dir, "plugin.signature.json"), "utf8"),
+    ) as SignatureManifest;
+    // The fingerprint is the SHA-256 of the public key's SubjectPublicKeyInfo DER, as openssl computes it.
+    const der = execFileSync("openssl", ["pkey", "-pubin", "-in", at("pub.pem"), "-outform", "DER"]);
+    writeFileSync(at("pub.der"), der);
+    const fingerprint = openssl("dgst", "-sha256", "-r", at("pub.der")).split(" ")[0];
+    expect(manifest.signerFingerprint).toBe(fingerprint);
+    expect(manifest.algorithm).toBe("ECDSA-P256-SHA256");
+    expect(manifest.files.map((f) => f.path)).toEqual(PATHS);
+    const canonical = canonicalByHand(dir, PATHS, fingerprint as string);
+    expect(canonicalBytes(manifest).toString("utf8")).toBe(canonical);
+    writeFileSync(at("canonical.json"), canonical);
+    writeFileSync(at("cli.sig"), Buffer.from(manifest.signature as string, "base64"));
+    expect(
+      openssl("dgst", "-sha256", "-verify", at("pub.pem"), "-signature", at("cli.sig"), at("canonical.json")),
+    ).toContain("Verified OK");
+  });
+
+  it("accepts a manifest signed by plain openssl dgst -sign (DER), and the same signature as P1363", async () => {
+    const dir = makePackage();
+    // Hash and list the files with our CLI's signing, then replace the signature with openssl's own.
+    expect(await cli("sign", "--plugin", dir, "--key", at("key.pem"))).toBe(0);
+    const manifest = JSON.parse(
+      readFileSync(join(dir, "plugin.signature.json"), "utf8"),
+    ) as SignatureManifest;
+    writeFileSync(at("to-sign.json"), canonicalBytes(manifest));
+    openssl("dgst", "-sha256", "-sign", at("key.pem"), "-out", at("openssl.sig"), at("to-sign.json"));
+    const byOpenssl = { ...manifest, signature: readFileSync(at("openssl.sig")).toString("base64") };
+    writeFileSync(join(dir, "plugin.signature.json"), JSON.stringify(byOpenssl));
+    expect(await verifyPackage(dir, { trusted: trusted() })).toMatchObject({ ok: true, signed: true });
+
+    // What .NET's ECDsa.SignData writes: r||s, 64 bytes.
+    const p1363 = sign("sha256", canonicalBytes(manifest), {
+      key: createPrivateKey(readFileSync(at("key.pem"))),
+      dsaEncoding: "ieee-p1363",
+    });
+    expect(p1363).toHaveLength(64);
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify({ ...manifest, signature: p1363.toString("base64") }),
+    );
+    expect(await verifyPackage(dir, { trusted: trusted() })).toMatchObject({ ok: true, signed: true });
+  });
+});
+
+describe("the verifier refuses, naming why", () => {
+  async function signed(): Promise<string> {
+    const dir = makePackage();
+    expect(await cli("sign", "--plugin", dir, "--key", at("key.pem"))).toBe(0);
+    return dir;
+  }
+
+  it("a tampered, an injected and a missing file", async () => {
+    const tampered = await signed();
+    writeFileSync(join(tampered, "index.mjs"), "export class Evil {}\n");
+    expect(await verifyPackage(tampered, { trusted: trusted() })).toMatchObject({
+      ok: false,
+      code: "hash-mismatch",
+      path: "index.mjs",
+    });
+    const injected = await signed();
+    writeFileSync(join(injected, "extra.mjs"), "1");
+    expect(await verifyPackage(injected, { trusted: trusted() })).toMatchObject({
+      code: "file-not-in-manifest",
+      path: "extra.mjs",
+    });
+    const missing = await signed();
+    rmSync(join(missing, "Zebra.txt"));
+    expect(await verifyPackage(missing, { trusted: trusted() })).toMatchObject({
+      code: "file-missing",
+      path: "Zebra.txt",
+    });
+  });
+
+  it("an untrusted, a revoked signer and revoked content; a manifest with a bad signature", async () => {
+    const dir = await signed();
+    const other = generateKeyPairSync("ec", { namedCurve: "prime256v1" }).publicKey;
+    expect(
+      await verifyPackage(dir, { trusted: [{ publisherId: "x", displayName: "X", publicKey: other }] }),
+    ).toMatchObject({ code: "untrusted-signer" });
+    const manifest = JSON.parse(
+      readFileSync(join(dir, "plugin.signature.json"), "utf8"),
+    ) as SignatureManifest;
+    expect(
+      await verifyPackage(dir, {
+        trusted: trusted(),
+        revokedSignerFingerprints: [manifest.signerFingerprint],
+      }),
+    ).toMatchObject({ code: "revoked-signer" });
+    const entry = manifest.files.find((f) => f.path === "index.mjs");
+    expect(
+      await verifyPackage(dir, { trusted: trusted(), revokedContentHashes: [entry?.sha256 as string] }),
+    ).toMatchObject({ code: "revoked-content", path: "index.mjs" });
+    // A signature over other bytes: a manifest whose version was edited after signing.
+    writeFileSync(join(dir, "plugin.signature.json"), JSON.stringify({ ...manifest, version: "9.9.9" }));
+    writeFileSync(join(dir, "registry.json"), JSON.stringify({ pluginId: "hello", version: "9.9.9" }));
+    const resigned = JSON.parse(
+      readFileSync(join(dir, "plugin.signature.json"), "utf8"),
+    ) as SignatureManifest;
+    const hash = execFileSync("openssl", ["dgst", "-sha256", "-r", join(dir, "registry.json")], {
+      encoding: "utf8",
+    }).split(" ")[0] as string;
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify({
+        ...resigned,
+        files: resigned.files.map((f) => (f.path === "registry.json" ? { ...f, sha256: hash } : f)),
+      }),
+    );
+    expect(await verifyPackage(dir, { trusted: trusted() })).toMatchObject({ code: "bad-signature" });
+  });
+
+  it("an unsigned package unless allowed, a symlink, a duplicate path, a registry.json that disagrees", async () => {
+    const unsigned = makePackage();
+    expect(await verifyPackage(unsigned, { trusted: trusted() })).toMatchObject({ code: "unsigned" });
+    expect(await verifyPackage(unsigned, { trusted: trusted(), allowUnsigned: true })).toMatchObject({
+      ok: true,
+      signed: false,
+    });
+    const linked = await signed();
+    symlinkSync("/etc/passwd", join(linked, "passwd"));
+    expect(await verifyPackage(linked, { trusted: trusted() })).toMatchObject({
+      code: "unreadable",
+      path: "passwd",
+    });
+    const duplicate = await signed();
+    const manifest = JSON.parse(
+      readFileSync(join(duplicate, "plugin.signature.json"), "utf8"),
+    ) as SignatureManifest;
+    writeFileSync(
+      join(duplicate, "plugin.signature.json"),
+      JSON.stringify({ ...manifest, files: [...manifest.files, manifest.files[0]] }),
+    );
+    expect(await verifyPackage(duplicate, { trusted: trusted() })).toMatchObject({ code: "duplicate-path" });
+    const renamed = await signed();
+    writeFileSync(join(renamed, "plugin.signature.json"), JSON.stringify({ ...manifest, pluginId: "other" }));
+    expect(await verifyPackage(renamed, { trusted: trusted() })).toMatchObject({
+      code: expect.stringMatching(/hash-mismatch|registry-mismatch/),
+    });
+  });
+});
+
+describe("the CLI's errors", () => {
+  it("exits 1 for a missing key or a key on the wrong curve, 2 for bad usage", async () => {
+    const dir = makePackage();
+    expect(await cli("sign", "--plugin", dir, "--key", at("nope.pem"))).toBe(1);
+    openssl("ecparam", "-name", "secp384r1", "-genkey", "-noout", "-out", at("p384.pem"));
+    expect(await cli("sign", "--plugin", dir, "--key", at("p384.pem"))).toBe(1);
+    openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", at("rsa.pem"));
+    expect(await cli("sign", "--plugin", dir, "--key", at("rsa.pem"))).toBe(1);
+    expect(await cli("sign", "--plugin", at("no-such-dir"), "--key", at("key.pem"))).toBe(1);
+    expect(await cli("sign", "--plugin", dir)).toBe(2);
+    expect(await cli("launch")).toBe(2);
+    expect(await cli("verify", "--plugin", dir, "--trusted", at("pub.pem"))).toBe(1);
+    expect(await cli("verify", "--plugin", dir, "--allow-unsigned")).toBe(0);
+  });
+
+  it("packs a signed package into a .tgz that lists every file and the manifest", async () => {
+    const dir = makePackage();
+    expect(await cli("sign", "--plugin", dir, "--key", at("key.pem"))).toBe(0);
+    const out = at("hello.tgz");
+    expect(await cli("pack", "--plugin", dir, "--out", out)).toBe(0);
+    const listed = execFileSync("tar", ["-tzf", out], { encoding: "utf8" }).trim().split("\n").sort();
+    expect(listed).toEqual([...PATHS, "plugin.signature.json"].sort());
+  });
+});

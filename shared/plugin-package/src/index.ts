@@ -1,3 +1,4 @@
+export { archiveKind, extractArchive } from "./archive.js";
 export { DEFAULT_LIMITS, hashDirectory, PackageError, type PackageLimits } from "./files.js";
 export {
   ALGORITHM,

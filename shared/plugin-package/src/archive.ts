@@ -1,0 +1,182 @@
+/**
+ * Unpacking a plugin package archive (`.tgz`, `.tar` or `.zip`) into an empty directory, with the
+ * archive libraries' own parsers (node-tar's Parser, yauzl) and every refusal a package must meet:
+ * links of any kind, devices and other special entries, absolute paths, `..` segments and backslashes,
+ * duplicate paths, more files or bytes than the limits allow. Sizes are counted while inflating: a
+ * zip or gzip bomb is stopped at the limit, never after.
+ */
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+
+import { Parser, type ReadEntry } from "tar";
+import yauzl from "yauzl";
+
+import { PackageError,type PackageLimits } from "./files.js";
+
+const ZIP = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+const GZIP = Buffer.from([0x1f, 0x8b]);
+
+/** The archive's kind from its first bytes, or undefined when it is none we read. */
+export function archiveKind(bytes: Buffer): "zip" | "tar" | undefined {
+  if (bytes.subarray(0, 4).equals(ZIP)) return "zip";
+  if (bytes.subarray(0, 2).equals(GZIP)) return "tar";
+  if (bytes.length >= 262 && bytes.subarray(257, 262).toString("latin1") === "ustar") return "tar";
+  return undefined;
+}
+
+/** The entry's path as the package will hold it, or a refusal. Directories end with `/`. */
+function safePath(raw: string): string {
+  const path = raw.startsWith("./") ? raw.slice(2) : raw;
+  if (path.length === 0 || path.length > 1_024)
+    throw new PackageError("An entry has an empty or overlong path.");
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) {
+    throw new PackageError("An entry has an absolute path.", raw);
+  }
+  if (path.includes("\\")) throw new PackageError("An entry's path holds a backslash.", raw);
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (/[\u0000-\u001f]/.test(path)) throw new PackageError("An entry's path holds a control character.", raw);
+  const segments = path.replace(/\/$/, "").split("/");
+  if (segments.some((s) => s === ".." || s === "." || s === "")) {
+    throw new PackageError("An entry's path leaves the package or is not normalised.", raw);
+  }
+  return path;
+}
+
+/** Counts files and bytes against the limits, refusing duplicates. */
+class Budget {
+  private files = 0;
+  private bytes = 0;
+  private readonly seen = new Set<string>();
+  constructor(private readonly limits: PackageLimits) {}
+
+  file(path: string): void {
+    if (this.seen.has(path)) throw new PackageError("The archive holds a path twice.", path);
+    this.seen.add(path);
+    if (++this.files > this.limits.maxFiles) {
+      throw new PackageError(`The package holds more than ${this.limits.maxFiles} files.`);
+    }
+  }
+
+  /** A stream step that counts the bytes going through and fails past the limit. */
+  counter(path: string): Transform {
+    return new Transform({
+      transform: (chunk: Buffer, _encoding, done) => {
+        this.bytes += chunk.length;
+        if (this.bytes > this.limits.maxBytes) {
+          done(new PackageError(`The package expands to more than ${this.limits.maxBytes} bytes.`, path));
+        } else done(null, chunk);
+      },
+    });
+  }
+}
+
+async function writeEntry(dest: string, path: string, source: NodeJS.ReadableStream, budget: Budget) {
+  const target = join(dest, path);
+  await mkdir(dirname(target), { recursive: true });
+  await pipeline(source, budget.counter(path), createWriteStream(target, { flags: "wx", mode: 0o644 }));
+}
+
+const FILE_TYPES = new Set(["File", "OldFile", "ContiguousFile"]);
+
+async function extractTar(bytes: Buffer, dest: string, limits: PackageLimits): Promise<void> {
+  const budget = new Budget(limits);
+  const parser = new Parser({ strict: true, maxDecompressionRatio: 1_000 });
+  const writes: Array<Promise<void>> = [];
+  let failure: unknown;
+  const fail = (error: unknown) => {
+    failure ??= error;
+    parser.abort(error instanceof Error ? error : new Error(String(error)));
+  };
+  parser.on("entry", (entry: ReadEntry) => {
+    try {
+      const path = safePath(entry.path);
+      if (entry.type === "Directory") {
+        entry.resume();
+        return;
+      }
+      if (!FILE_TYPES.has(entry.type)) {
+        throw new PackageError(
+          `A ${entry.type} entry is not allowed in a plugin package (regular files and directories only).`,
+          entry.path,
+        );
+      }
+      if (entry.size > limits.maxBytes) {
+        throw new PackageError(`The package expands to more than ${limits.maxBytes} bytes.`, entry.path);
+      }
+      budget.file(path);
+      writes.push(writeEntry(dest, path, entry as unknown as NodeJS.ReadableStream, budget).catch(fail));
+    } catch (error) {
+      entry.resume();
+      fail(error);
+    }
+  });
+  parser.on("warn", (code: string, message: string | Error) => {
+    // strict: every warning (a bad header, a bad checksum, a truncated archive) refuses the package.
+    fail(new PackageError(`The archive is not a valid tar: ${code}: ${String(message)}`));
+  });
+  const done = Promise.race([once(parser, "end"), once(parser, "abort"), once(parser, "close")]);
+  parser.on("error", fail);
+  try {
+    await pipeline(Readable.from([bytes]), parser as unknown as NodeJS.WritableStream);
+  } catch (error) {
+    fail(error);
+  }
+  await done.catch(() => undefined);
+  await Promise.allSettled(writes);
+  if (failure !== undefined) {
+    throw failure instanceof PackageError
+      ? failure
+      : new PackageError(`The archive is not a valid tar: ${(failure as Error).message}`);
+  }
+}
+
+/** Unix mode of a zip entry (symbolic links carry S_IFLNK there). */
+const unixMode = (entry: yauzl.Entry) => (entry.externalFileAttributes >>> 16) & 0o170000;
+
+async function extractZip(bytes: Buffer, dest: string, limits: PackageLimits): Promise<void> {
+  const budget = new Budget(limits);
+  let zip: yauzl.ZipFile;
+  try {
+    zip = await yauzl.fromBufferPromise(bytes, { strictFileNames: true, validateEntrySizes: true });
+  } catch (error) {
+    throw new PackageError(`The archive is not a valid zip: ${(error as Error).message}`);
+  }
+  try {
+    for await (const entry of zip.eachEntry()) {
+      const path = safePath(entry.fileName);
+      const mode = unixMode(entry);
+      if (path.endsWith("/")) continue;
+      if (mode !== 0 && mode !== 0o100000) {
+        throw new PackageError(
+          "Links and special files are not allowed in a plugin package.",
+          entry.fileName,
+        );
+      }
+      if (entry.isEncrypted()) throw new PackageError("Encrypted entries are not allowed.", entry.fileName);
+      if (entry.uncompressedSize > limits.maxBytes) {
+        throw new PackageError(`The package expands to more than ${limits.maxBytes} bytes.`, entry.fileName);
+      }
+      budget.file(path);
+      const stream = await zip.openReadStreamPromise(entry);
+      await writeEntry(dest, path, stream, budget);
+    }
+  } catch (error) {
+    if (error instanceof PackageError) throw error;
+    throw new PackageError(`The archive is not a valid zip: ${(error as Error).message}`);
+  } finally {
+    zip.close();
+  }
+}
+
+/** Unpacks `bytes` into the empty directory `dest`; a PackageError says why an archive was refused. */
+export async function extractArchive(bytes: Buffer, dest: string, limits: PackageLimits): Promise<void> {
+  const kind = archiveKind(bytes);
+  if (kind === undefined) throw new PackageError("The upload is not a .tgz, .tar or .zip archive.");
+  await mkdir(dest, { recursive: true });
+  if (kind === "zip") await extractZip(bytes, dest, limits);
+  else await extractTar(bytes, dest, limits);
+}

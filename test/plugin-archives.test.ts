@@ -1,0 +1,78 @@
+/**
+ * Issue 11, item 5: plugin package archives are unpacked with the archive libraries and every refusal a
+ * package must meet (the corpus of test/plugins/corpus.ts): zip-slip, absolute paths, links in tar and zip,
+ * a zip bomb stopped at the size limit; the good package unpacks from .tgz and .zip and verifies.
+ */
+import { createPublicKey } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { DEFAULT_LIMITS, extractArchive, PackageError, verifyPackage } from "@svc/plugin-package";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { buildCorpus, type Corpus } from "./plugins/corpus.js";
+
+const work = mkdtempSync(join(tmpdir(), "svc-plugin-archives-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+let corpus: Corpus;
+let n = 0;
+beforeAll(async () => {
+  corpus = await buildCorpus(join(work, "corpus"));
+}, 60_000);
+
+const trusted = () => [
+  { publisherId: "acme", displayName: "Acme", publicKey: createPublicKey(readFileSync(corpus.trustedPem)) },
+];
+
+async function unpack(archive: string) {
+  const dest = join(work, `x-${++n}`);
+  await extractArchive(readFileSync(archive), dest, DEFAULT_LIMITS);
+  return dest;
+}
+
+async function refusal(archive: string): Promise<PackageError> {
+  const error = await unpack(archive).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PackageError);
+  return error as PackageError;
+}
+
+describe("plugin package archives", () => {
+  it("unpacks the good package from .tgz and from .zip, and both verify", async () => {
+    for (const archive of [corpus.archives.goodTgz, corpus.archives.goodZip]) {
+      const dest = await unpack(archive);
+      expect(readdirSync(dest).sort()).toEqual(
+        ["index.mjs", "plugin.signature.json", "registry.json", "theme.json", "views"].sort(),
+      );
+      expect(await verifyPackage(dest, { trusted: trusted() })).toMatchObject({ ok: true, signed: true });
+    }
+  });
+
+  it("refuses zip-slip, absolute paths and .. in either format", async () => {
+    expect((await refusal(corpus.archives.zipSlip)).message).toMatch(/zip|leaves the package/);
+    expect((await refusal(corpus.archives.tarAbsolute)).message).toMatch(/absolute path/);
+    expect((await refusal(corpus.archives.tarDotDot)).message).toMatch(/leaves the package/);
+  });
+
+  it("refuses links in tar and zip", async () => {
+    expect((await refusal(corpus.archives.tarSymlink)).message).toMatch(/SymbolicLink entry is not allowed/);
+    expect((await refusal(corpus.archives.zipSymlink)).message).toMatch(/Links and special files/);
+  });
+
+  it("stops a zip bomb at the size limit, and refuses what is no archive", async () => {
+    expect((await refusal(corpus.archives.zipBomb)).message).toMatch(/more than 52428800 bytes/);
+    const small = { maxFiles: 3, maxBytes: DEFAULT_LIMITS.maxBytes };
+    const error = await extractArchive(readFileSync(corpus.archives.goodTgz), join(work, "few"), small).catch(
+      (e: unknown) => e,
+    );
+    expect((error as Error).message).toMatch(/more than 3 files/);
+    expect(
+      await extractArchive(Buffer.from("not an archive at all"), join(work, "none"), DEFAULT_LIMITS).catch(
+        (e: unknown) => (e as Error).message,
+      ),
+    ).toMatch(/not a .tgz, .tar or .zip/);
+  });
+});

@@ -15,7 +15,7 @@ import { pipeline } from "node:stream/promises";
 import { Parser, type ReadEntry } from "tar";
 import yauzl from "yauzl";
 
-import { PackageError,type PackageLimits } from "./files.js";
+import { PackageError, type PackageLimits } from "./files.js";
 
 const ZIP = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const GZIP = Buffer.from([0x1f, 0x8b]);

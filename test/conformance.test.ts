@@ -5,6 +5,7 @@
  */
 import { gatewayService, OPERATOR_ROUTES, type OperatorRoute } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
@@ -68,6 +69,7 @@ beforeAll(async () => {
   await h.start(resolverService, env);
   await h.start(jobReaperService, env);
   await h.start(webhookDispatcherService, env);
+  await h.start(pluginRegistryService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
 });
 afterAll(() => h.stopAll());
@@ -146,7 +148,18 @@ describe("coverage of the walk", () => {
         (r.subject.startsWith("rbac.") && !r.subject.startsWith("rbac.notifications")) ||
         r.subject.startsWith("job-reaper.jobs") ||
         r.subject.startsWith("webhook-dispatcher.webhooks") ||
-        r.subject === "webhook-dispatcher.events.catalog",
+        r.subject === "webhook-dispatcher.events.catalog" ||
+        [
+          "plugins.install",
+          "plugins.list",
+          "plugins.installed",
+          "plugins.uninstall",
+          "plugins.signature-report",
+          "plugins.audit",
+          "signers.list",
+          "contracts.support",
+          "contracts.compatibility",
+        ].some((name) => r.subject === `plugin-registry.${name}`),
     );
     for (const r of served) expect(backed).toContain(`${r.method} ${r.path}`);
     expect(backed.length + unbacked.length).toBe(OPERATOR_ROUTES.length);

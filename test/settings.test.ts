@@ -160,7 +160,15 @@ describe("settings declarations (issue 10, item 3)", () => {
       ]),
     );
     expect(new Set(rows.map((r) => r.owner))).toEqual(
-      new Set(["platform", "gateway", "rbac", "resolver", "webhook-dispatcher", "job-reaper"]),
+      new Set([
+        "platform",
+        "gateway",
+        "rbac",
+        "resolver",
+        "webhook-dispatcher",
+        "job-reaper",
+        "plugin-registry",
+      ]),
     );
   });
 

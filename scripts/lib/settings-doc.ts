@@ -5,6 +5,7 @@ import "@svc/service-rbac";
 import "@svc/service-resolver";
 import "@svc/service-webhook-dispatcher";
 import "@svc/service-job-reaper";
+import "@svc/service-plugin-registry";
 
 import { describeSettings, type SettingRow } from "@svc/config";
 

@@ -107,9 +107,13 @@ export default async function setup(project: TestProject) {
   const adminUrl = serverUrl(databaseUrl);
   const isStale = (name: string, prefix: string) => (runIdAge(name, prefix) ?? 0) > STALE_AFTER_MS;
   await dropDatabases(adminUrl, (name) => isStale(name, DB_PREFIX)).catch(() => undefined);
-  await deleteStreams(natsUrl, (name) => isStale(name.toLowerCase(), STREAM_PREFIX.toLowerCase())).catch(
-    () => undefined,
-  );
+  // Event streams, and the KV buckets and object stores of test prefixes (`t<runId>…`), of crashed runs.
+  // Only names that start with a test prefix: any other stream (a dev stack's) is never touched.
+  const runStreams = (name: string) =>
+    [STREAM_PREFIX.toLowerCase(), "kv_t", "obj_t"].some(
+      (prefix) => name.toLowerCase().startsWith(prefix) && isStale(name.toLowerCase(), prefix),
+    );
+  await deleteStreams(natsUrl, runStreams).catch(() => undefined);
 
   const templateDatabase = `${DB_PREFIX}${runId}_template`;
   const templateUrl = new URL(adminUrl);
@@ -131,7 +135,13 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     await dropDatabases(adminUrl, (name) => name.startsWith(`${DB_PREFIX}${runId}_`));
-    await deleteStreams(natsUrl, (name) => name.startsWith(`${STREAM_PREFIX}${runId.toUpperCase()}`));
+    await deleteStreams(
+      natsUrl,
+      (name) =>
+        name.startsWith(`${STREAM_PREFIX}${runId.toUpperCase()}`) ||
+        name.startsWith(`KV_t${runId}`) ||
+        name.startsWith(`OBJ_t${runId}`),
+    );
     await stopContainers?.();
   };
 }

@@ -13,7 +13,12 @@ export interface HttpResponse {
  */
 export function http(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    timeoutMs?: number;
+  } = {},
 ): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? "GET", headers: options.headers }, (res) => {

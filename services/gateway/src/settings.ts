@@ -43,6 +43,13 @@ export const gatewaySettings = defineSettings({
       1024 * 1024 * 1024,
       "request body limit (413 above)",
     ),
+    maxPackageUploadBytes: setting.int(
+      "BackendHost:MaxPackageUploadBytes",
+      16 * 1024 * 1024,
+      1024,
+      1024 * 1024 * 1024,
+      "largest plugin package archive accepted by `POST /api/plugins/install` (413 above)",
+    ),
     rateLimitAuthPerMinute: setting.int(
       "BackendHost:RateLimitAuthPerMinute",
       5,

@@ -1,1 +1,2 @@
 export { pluginRegistryService } from "./service.js";
+export { pluginRegistrySettings } from "./settings.js";

@@ -1,13 +1,35 @@
-import { ServiceName } from "@svc/contracts";
-import type { ServiceDefinition } from "@svc/runtime";
+import "./settings.js";
+
+import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
+import { HOST_VERSION, type ServiceDefinition } from "@svc/runtime";
+
+import { PackageStore } from "./packages.js";
+import * as plugins from "./plugins.js";
 
 /**
- * Plugin packages: validation, signatures, install, activation, assignment and the plugin runtime.
- * This foundation answers `plugin-registry.ping` and owns its schema; its handlers arrive with the issues that build it.
+ * Plugin packages: install from an uploaded archive with verification (spec 5.7), the installed list,
+ * uninstall, re-verification, signers, contract support and the lifecycle audit. Activation,
+ * assignment, entitlements and the plugin runtime arrive with the next issue.
  */
 export const pluginRegistryService: ServiceDefinition = {
   name: ServiceName.PluginRegistry,
-  start() {
+  start({ bus, db, nc, config, metrics }) {
+    const deps: plugins.PluginDeps = {
+      db,
+      store: new PackageStore(nc, config.subjectPrefix),
+      settings: config.backendHost,
+      hostVersion: HOST_VERSION,
+      metrics: plugins.lifecycleMetrics(metrics),
+    };
+    serveRoute(bus, r["plugins.install"], (req) => plugins.install(deps, req));
+    serveRoute(bus, r["plugins.list"], (req) => plugins.list(deps, req));
+    serveRoute(bus, r["plugins.installed"], (req) => plugins.installed(deps, req));
+    serveRoute(bus, r["plugins.uninstall"], (req) => plugins.uninstall(deps, req));
+    serveRoute(bus, r["plugins.signature-report"], (req) => plugins.signatureReport(deps, req));
+    serveRoute(bus, r["plugins.audit"], (req) => plugins.auditLog(deps, req));
+    serveRoute(bus, r["signers.list"], (req) => plugins.trustedSigners(deps, req));
+    serveRoute(bus, r["contracts.support"], (req) => plugins.contractSupport(deps, req));
+    serveRoute(bus, r["contracts.compatibility"], (req) => plugins.contractCompatibility(deps, req));
     return undefined;
   },
 };

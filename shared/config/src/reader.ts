@@ -97,6 +97,32 @@ export class Reader {
     return d;
   }
 
+  /**
+   * An array of objects with string members (`X__0__PublisherId`, `X__0__PublicKey`, …): each entry's
+   * `fields` (case-insensitive), missing ones as undefined. `\n` in values stands for a line break.
+   */
+  objects<F extends string>(name: string, fields: readonly F[]): Array<Partial<Record<F, string>>> {
+    const node = getSetting(this.tree, name);
+    if (node === undefined) return [];
+    const label = name.replaceAll(":", "__");
+    if (typeof node !== "object" || Array.isArray(node)) {
+      this.problems.push(`${label}: expected __N__<Field> entries`);
+      return [];
+    }
+    return Object.entries(node).map(([index, entry]) => {
+      const out: Partial<Record<F, string>> = {};
+      if (typeof entry !== "object" || Array.isArray(entry)) {
+        this.problems.push(`${label}__${index}: expected ${fields.map((f) => `__${f}`).join(", ")}`);
+        return out;
+      }
+      for (const field of fields) {
+        const value = (entry as Record<string, unknown>)[field.toLowerCase()];
+        if (typeof value === "string") out[field] = value.replaceAll("\\n", "\n");
+      }
+      return out;
+    });
+  }
+
   /** `Name` + `Permissions` objects under an array setting. */
   roles(name: string): Array<{ name: string; permissions: string[] }> {
     const node = getSetting(this.tree, name);

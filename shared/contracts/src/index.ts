@@ -12,7 +12,7 @@ import { webhookRoutes } from "./webhooks.js";
 
 export * from "./common.js";
 export { jobRoutes, JobView } from "./jobs.js";
-export { pluginRegistryRoutes } from "./plugin-registry.js";
+export { pluginRegistryRoutes, PluginView, UploadedPackage } from "./plugin-registry.js";
 export { rbacRoutes, RoleView, UserView } from "./rbac.js";
 export { resolverRoutes } from "./resolver.js";
 export {

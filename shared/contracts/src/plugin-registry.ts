@@ -1,8 +1,61 @@
 /**
  * Routes the plugin registry owns (ADR 0003): plugins, trusted signers, entitlements, workspace plugin
- * assignments and themes. It serves none of them yet: they answer 503 until it does.
+ * assignments and themes. Routes it does not serve yet answer 503.
  */
+import { Type } from "@sinclair/typebox";
+
+import { Nullable, Page, PageQuery } from "./common.js";
 import { defineRoutes } from "./route.js";
+
+const PluginId = Type.String({ pattern: "^[a-z][a-z0-9-]{1,62}$" });
+const Sha256 = Type.String({ pattern: "^[0-9a-f]{64}$" });
+
+/** What the gateway forwards for an uploaded archive: the bytes are in the package object store. */
+export const UploadedPackage = Type.Object({
+  package: Type.Object({ sha256: Sha256, size: Type.Integer({ minimum: 1 }), contentType: Type.String() }),
+});
+
+export const PluginView = Type.Object({
+  pluginId: Type.String(),
+  name: Type.String(),
+  version: Type.String(),
+  tier: Type.Union([Type.Literal("system"), Type.Literal("application")]),
+  contractVersion: Type.String(),
+  signed: Type.Boolean(),
+  signerFingerprint: Nullable(Type.String()),
+  publisherId: Nullable(Type.String()),
+  packageSha256: Type.String(),
+  permissions: Type.Array(Type.String()),
+  sensitiveFields: Type.Array(Type.String()),
+  events: Type.Array(Type.String()),
+  isActive: Type.Boolean(),
+  installedAtUtc: Type.String(),
+  updatedAtUtc: Type.String(),
+});
+
+const SignatureReport = Type.Object({
+  checkedAtUtc: Type.String(),
+  items: Type.Array(
+    Type.Object({
+      pluginId: Type.String(),
+      version: Type.String(),
+      status: Type.Union([Type.Literal("valid"), Type.Literal("invalid"), Type.Literal("unsigned")]),
+      code: Nullable(Type.String()),
+      reason: Nullable(Type.String()),
+    }),
+  ),
+});
+
+const AuditEntry = Type.Object({
+  id: Type.String(),
+  atUtc: Type.String(),
+  actor: Type.String(),
+  action: Type.String(),
+  pluginId: Nullable(Type.String()),
+  version: Nullable(Type.String()),
+  outcome: Type.Union([Type.Literal("succeeded"), Type.Literal("failed")]),
+  reason: Nullable(Type.String()),
+});
 
 export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
   "plugins.install": {
@@ -10,6 +63,9 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     path: "/api/plugins/install",
     permission: "plugin.create",
     summary: "Install a plugin package",
+    upload: true,
+    body: UploadedPackage,
+    reply: PluginView,
   },
   "plugins.install-local": {
     method: "POST",
@@ -40,42 +96,72 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     path: "/api/plugins",
     permission: "plugin.read",
     summary: "List plugins",
+    reply: Type.Array(PluginView),
   },
   "plugins.installed": {
     method: "GET",
     path: "/api/plugins/installed",
     permission: "plugin.read",
     summary: "List installed plugins",
+    reply: Type.Array(PluginView),
   },
   "plugins.signature-report": {
     method: "GET",
     path: "/api/plugins/signature-report",
     permission: "plugin.read",
     summary: "Re-verify every installed plugin",
+    reply: SignatureReport,
   },
   "plugins.audit": {
     method: "GET",
     path: "/api/plugins/audit",
     permission: "plugin.read",
     summary: "Plugin lifecycle audit",
+    query: PageQuery,
+    reply: Page(AuditEntry),
   },
   "contracts.support": {
     method: "GET",
     path: "/api/plugins/contracts/support",
     permission: "plugin.read",
     summary: "Supported plugin contracts",
+    reply: Type.Object({
+      hostVersion: Type.String(),
+      contractVersion: Type.String(),
+      supportedContractVersions: Type.String(),
+      hostDependencyKey: Type.String(),
+      permissionsProperty: Type.String(),
+    }),
   },
   "contracts.compatibility": {
     method: "GET",
     path: "/api/plugins/contracts/compatibility",
     permission: "plugin.read",
     summary: "Plugin contract compatibility",
+    reply: Type.Array(
+      Type.Object({
+        pluginId: Type.String(),
+        version: Type.String(),
+        contractVersion: Type.String(),
+        compatible: Type.Boolean(),
+        reasons: Type.Array(Type.String()),
+      }),
+    ),
   },
   "signers.list": {
     method: "GET",
     path: "/api/plugins/security/trusted-signers",
     permission: "plugin.read",
     summary: "List trusted signers",
+    reply: Type.Array(
+      Type.Object({
+        publisherId: Type.String(),
+        displayName: Type.String(),
+        fingerprint: Type.String(),
+        source: Type.String(),
+        revoked: Type.Boolean(),
+      }),
+    ),
   },
   "entitlements.workspace": {
     method: "GET",
@@ -100,6 +186,7 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     path: "/api/plugins/:id",
     permission: "plugin.delete",
     summary: "Uninstall a plugin",
+    params: Type.Object({ id: PluginId }),
   },
   "plugins.activate": {
     method: "POST",

@@ -35,6 +35,12 @@ export interface RouteSpec {
   readonly body?: TSchema;
   /** The success reply's body. */
   readonly reply?: TSchema;
+  /**
+   * The request body is an uploaded archive (`application/gzip`, `application/zip`, `application/x-tar`
+   * or `application/octet-stream`): the gateway stores its bytes in the package object store and forwards
+   * `{ package: { sha256, size, contentType } }` (the `body` schema) instead.
+   */
+  readonly upload?: boolean;
 }
 
 type StaticOf<S, K extends string, Default> = S extends { readonly [P in K]: infer T extends TSchema }

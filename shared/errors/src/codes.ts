@@ -28,6 +28,11 @@ export const ErrorCode = {
   IdempotencyKeyReused: "SVC_IDEMPOTENCY_KEY_REUSED",
   /** The request body exceeds the size limit. */
   PayloadTooLarge: "SVC_PAYLOAD_TOO_LARGE",
+  /**
+   * A plugin package was refused: `reason` names why (an archive, trust or descriptor rule), `path` the
+   * file, `errors` each registry.json violation.
+   */
+  PluginRefused: "SVC_PLUGIN_REFUSED",
   /** The request body's media type is not accepted. */
   UnsupportedMediaType: "SVC_UNSUPPORTED_MEDIA_TYPE",
   /** The client exceeded its rate limit. */
@@ -55,6 +60,7 @@ export const errorCatalogue: Readonly<Record<ErrorCode, { status: number; slug: 
     slug: "idempotency-key-reused",
     title: "Unprocessable Content",
   },
+  [ErrorCode.PluginRefused]: { status: 422, slug: "plugin-refused", title: "Unprocessable Content" },
   [ErrorCode.UriTooLong]: { status: 414, slug: "uri-too-long", title: "URI Too Long" },
   [ErrorCode.HeadersTooLarge]: {
     status: 431,

@@ -14,6 +14,18 @@ export {
   verifyManifestSignature,
 } from "./manifest.js";
 export {
+  HOST_DEPENDENCY,
+  PERMISSIONS_PROPERTY,
+  PLUGIN_CONTRACT,
+  PLUGIN_ID_PATTERN,
+  type RegistryContext,
+  type RegistryJson,
+  RegistryJsonSchema,
+  type RegistryViolation,
+  RESERVED_NAMESPACES,
+  validateRegistry,
+} from "./registry.js";
+export {
   type TrustedSigner,
   type VerificationFailure,
   type VerificationResult,

@@ -7,10 +7,11 @@ import type { ServiceName } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
+import rootPackage from "../../../package.json" with { type: "json" };
 import type { PingReply } from "./subjects.js";
 
-/** The host version, fixed at build time (spec 9.2). */
-export const HOST_VERSION = "0.1.0";
+/** The host version, fixed at build time from the root package.json (spec 9.2). */
+export const HOST_VERSION: string = rootPackage.version;
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
 export interface ServiceDeps {

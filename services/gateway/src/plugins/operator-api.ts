@@ -22,6 +22,7 @@ import { authorise } from "../auth/guard.js";
 import { clientAddress, parseTrustedProxies, RateLimiter } from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { buildOpenApi } from "../routes/openapi.js";
+import { PackageUploads } from "./uploads.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -104,14 +105,16 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return Array.isArray(value) ? value[0] : value;
     };
 
-    for (const route of OPERATOR_ROUTES) {
-      app.route({
+    const uploads = new PackageUploads(nc, config.subjectPrefix);
+    const addRoute = (target: FastifyInstance, route: (typeof OPERATOR_ROUTES)[number]) =>
+      target.route({
         method: route.method,
         url: route.path,
         schema: {
           ...(route.params ? { params: route.params } : {}),
           ...(route.query ? { querystring: route.query } : {}),
-          ...(route.body ? { body: route.body } : {}),
+          // An upload's body is the archive; what is forwarded is checked by the owning service.
+          ...(route.body && route.upload !== true ? { body: route.body } : {}),
         },
         onRequest: async (request, reply) => {
           // Operator answers carry personal data: never stored by a cache, errors included.
@@ -135,7 +138,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             principal: request.principal as Principal,
             params: (request.params ?? {}) as Record<string, string>,
             query: (request.query ?? {}) as Record<string, unknown>,
-            body: request.body ?? null,
+            body: route.upload === true ? await uploads.put(request) : (request.body ?? null),
           };
           const key = header(request, "idempotency-key");
           const writes = route.method !== "GET";
@@ -167,7 +170,14 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           return sendReply(reply, result);
         },
       });
+    for (const route of OPERATOR_ROUTES) {
+      if (route.upload !== true) addRoute(app, route);
     }
+    // Upload routes live in their own context: only they accept archive bodies, up to their own limit.
+    await app.register(async (child) => {
+      PackageUploads.acceptArchives(child, b.maxPackageUploadBytes);
+      for (const route of OPERATOR_ROUTES) if (route.upload === true) addRoute(child, route);
+    });
 
     function sendReply(reply: FastifyReply, result: RouteReply) {
       if (result.headers) void reply.headers(result.headers);

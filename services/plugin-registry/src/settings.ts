@@ -1,0 +1,89 @@
+/** The plugin registry's settings (spec 5.7): trusted signers, revocations, unsigned plugins, limits. */
+import { createPublicKey, type KeyObject } from "node:crypto";
+
+import { defineSettings, setting, type SettingsOf } from "@svc/config";
+import { fingerprintOf } from "@svc/plugin-package";
+
+export interface ConfiguredSigner {
+  readonly publisherId: string;
+  readonly displayName: string;
+  readonly publicKey: KeyObject;
+  readonly fingerprint: string;
+}
+
+const SIGNERS = "BackendHost:TrustedSigners";
+
+export const pluginRegistrySettings = defineSettings({
+  owner: "plugin-registry",
+  top: {},
+  backendHost: {
+    trustedSigners: setting.custom({
+      name: SIGNERS,
+      doc: "signers whose plugin packages are trusted: `PublisherId`, `DisplayName`, `PublicKey` (PEM of a P-256 key, `\\n` for line breaks)",
+      defaultText: "none",
+      secret: false,
+      display: "BackendHost__TrustedSigners__N__PublisherId`, `__DisplayName`, `__PublicKey",
+      read: (r): readonly ConfiguredSigner[] =>
+        r.objects(SIGNERS, ["PublisherId", "DisplayName", "PublicKey"]).flatMap((entry, index) => {
+          const label = `BackendHost__TrustedSigners__${index}`;
+          if (!entry.PublisherId || !entry.PublicKey) {
+            r.problems.push(`${label}: PublisherId and PublicKey are required`);
+            return [];
+          }
+          try {
+            const publicKey = createPublicKey(entry.PublicKey);
+            return [
+              {
+                publisherId: entry.PublisherId,
+                displayName: entry.DisplayName ?? entry.PublisherId,
+                publicKey,
+                fingerprint: fingerprintOf(publicKey),
+              },
+            ];
+          } catch (error) {
+            r.problems.push(
+              `${label}__PublicKey: expected the PEM of an EC P-256 public key (${(error as Error).message})`,
+            );
+            return [];
+          }
+        }),
+    }),
+    allowUnsignedPlugins: setting.bool(
+      "BackendHost:AllowUnsignedPlugins",
+      false,
+      "install plugins that carry no signature (refused in production)",
+    ),
+    revokedSignerFingerprints: setting.list(
+      "BackendHost:RevokedSignerFingerprints",
+      "signer fingerprints whose packages are refused at install and at every load",
+    ),
+    revokedContentHashes: setting.list(
+      "BackendHost:RevokedContentHashes",
+      "file content hashes (SHA-256) whose packages are refused at install and at every load",
+    ),
+    pluginMaxFiles: setting.int(
+      "BackendHost:PluginMaxFiles",
+      2_000,
+      1,
+      100_000,
+      "most files one plugin package may hold",
+    ),
+    pluginMaxExpandedBytes: setting.int(
+      "BackendHost:PluginMaxExpandedBytes",
+      50 * 1024 * 1024,
+      1024,
+      1024 * 1024 * 1024,
+      "most bytes one plugin package may expand to (archives are stopped at this size while inflating)",
+    ),
+  },
+  check(config, problems) {
+    const c = config as { nodeEnv: string; backendHost: { allowUnsignedPlugins: boolean } };
+    if (c.nodeEnv === "production" && c.backendHost.allowUnsignedPlugins) {
+      problems.push("BackendHost__AllowUnsignedPlugins: must be false in production (spec 5.7)");
+    }
+  },
+});
+
+declare module "@svc/config" {
+  interface BackendHostSettings extends SettingsOf<typeof pluginRegistrySettings.backendHost> {}
+}

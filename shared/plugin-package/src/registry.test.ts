@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+
+import { validateRegistry } from "./registry.js";
+
+const good = {
+  contractVersion: "1.0",
+  schemaVersion: "1.0",
+  name: "Hello",
+  pluginId: "hello",
+  version: "1.2.0",
+  assemblyFileName: "index.mjs",
+  entryTypeName: "HelloPlugin",
+  permissions: ["hello.greeting.read", "hello.greeting.update"],
+  dependencies: { host: ">=0.1.0", base: "^2.0.0" },
+};
+const context = { hostVersion: "0.1.0", installed: new Map([["base", "2.3.1"]]) };
+const fields = (raw: unknown, ctx = context) => validateRegistry(raw, ctx).map((v) => v.field);
+
+describe("registry.json validation (issue 11, item 2)", () => {
+  it("accepts a valid descriptor", () => {
+    expect(validateRegistry(good, context)).toEqual([]);
+  });
+
+  it("lists every broken rule at once", () => {
+    const bad = {
+      ...good,
+      contractVersion: "2.0",
+      version: "one",
+      dependencies: { host: ">=9.0.0", base: "^3.0.0", missing: "1.x", odd: "not a range" },
+      permissions: ["hello.greeting.READ", "other.thing.read", "hello.greeting.fly", "hello.read"],
+    };
+    expect(fields(bad).sort()).toEqual(
+      [
+        "/registry.json/contractVersion",
+        "/registry.json/version",
+        "/registry.json/dependencies/host",
+        "/registry.json/dependencies/base",
+        "/registry.json/dependencies/missing",
+        "/registry.json/dependencies/odd",
+        "/registry.json/permissions/0",
+        "/registry.json/permissions/0",
+        "/registry.json/permissions/1",
+        "/registry.json/permissions/2",
+        "/registry.json/permissions/3",
+      ].sort(),
+    );
+  });
+
+  it("refuses a reserved namespace as plugin id, a bad tier and malformed lists", () => {
+    expect(fields({ ...good, pluginId: "user", permissions: ["user.thing.read"] })).toContain(
+      "/registry.json/pluginId",
+    );
+    expect(fields({ ...good, tier: "kernel" })).toContain("/registry.json/tier");
+    expect(fields({ ...good, sensitiveFields: ["ok", 7] })).toContain("/registry.json/sensitiveFields/1");
+    expect(fields({ ...good, extensions: [{ surface: "admin" }] })).toContain(
+      "/registry.json/extensions/0/extensionPointId",
+    );
+    expect(fields({ ...good, pluginId: undefined })).toContain("/registry.json/pluginId");
+    expect(fields("a string")).not.toEqual([]);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * `registry.json`, the plugin descriptor (spec 2.6), and its validation at install (issue 11, item 2):
+ * the schema (published as JSON Schema for editors, checked here with the same schema), then the rules
+ * a schema cannot say: the plugin contract version the host supports, the host version a plugin needs
+ * (`dependencies.host`), other plugins it needs (semver ranges), declared permission keys inside the
+ * plugin's namespace (spec 5.5). Every violation is listed.
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { CORE_PERMISSION_KEYS } from "@svc/access";
+import semver from "semver";
+
+/** The plugin contract this host implements, and the contract versions it accepts. */
+export const PLUGIN_CONTRACT = { current: "1.0", supported: ">=1.0.0 <2.0.0" } as const;
+
+/** The key of `dependencies` that names the host, e.g. `"dependencies": { "host": ">=0.1.0" }`. */
+export const HOST_DEPENDENCY = "host";
+
+/** The property of registry.json that lists the permission keys a plugin declares (spec 5.5). */
+export const PERMISSIONS_PROPERTY = "permissions";
+
+export const PLUGIN_ID_PATTERN = "^[a-z][a-z0-9-]{1,62}$";
+const KEY_ACTIONS = ["create", "read", "update", "delete", "execute"] as const;
+
+/** Namespaces a plugin id may not take: the host's own key namespaces and a few more. */
+export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
+  ...CORE_PERMISSION_KEYS.map((k) => k.split(".")[0] as string),
+  "svc",
+  "host",
+  "system",
+  "rbac",
+  "security",
+  "admin",
+]);
+
+const Identifier = Type.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z_][A-Za-z0-9_.-]*$" });
+
+export const RegistryJsonSchema = Type.Object(
+  {
+    $schema: Type.Optional(Type.String()),
+    contractVersion: Type.String({ minLength: 1, maxLength: 20, description: "plugin-contract version" }),
+    schemaVersion: Type.String({ minLength: 1, maxLength: 20, description: "version of this descriptor" }),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    pluginId: Type.String({ pattern: PLUGIN_ID_PATTERN, description: "stable id, lower case" }),
+    version: Type.String({ minLength: 1, maxLength: 64, description: "semantic version" }),
+    assemblyFileName: Type.String({
+      minLength: 1,
+      maxLength: 300,
+      description: "path of the entry ES module inside the package",
+    }),
+    entryTypeName: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: "the entry module's export name",
+    }),
+    tier: Type.Optional(
+      Type.Union([Type.Literal("system"), Type.Literal("application")], { default: "application" }),
+    ),
+    capabilities: Type.Optional(Type.Array(Identifier, { maxItems: 100, uniqueItems: true })),
+    requiresCapabilities: Type.Optional(Type.Array(Identifier, { maxItems: 100, uniqueItems: true })),
+    dependencies: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: `^(${HOST_DEPENDENCY}|[a-z][a-z0-9-]{1,62})$` }),
+        Type.String({ maxLength: 100 }),
+        {
+          description: `other plugins by semver range; the key "${HOST_DEPENDENCY}" is the host`,
+        },
+      ),
+    ),
+    extensions: Type.Optional(
+      Type.Array(
+        Type.Object({
+          extensionPointId: Type.String({ minLength: 1, maxLength: 200 }),
+          surface: Type.String({ minLength: 1, maxLength: 50 }),
+        }),
+        { maxItems: 200 },
+      ),
+    ),
+    sensitiveFields: Type.Optional(Type.Array(Identifier, { maxItems: 200, uniqueItems: true })),
+    [PERMISSIONS_PROPERTY]: Type.Optional(
+      Type.Array(Type.String({ maxLength: 200 }), {
+        maxItems: 200,
+        uniqueItems: true,
+        description:
+          "permission keys the plugin declares: <pluginId>.<resource>.<create|read|update|delete|execute>",
+      }),
+    ),
+    events: Type.Optional(
+      Type.Array(Type.String({ pattern: "^[\\w.-]{1,120}$" }), {
+        maxItems: 200,
+        uniqueItems: true,
+        description: "event names the plugin publishes (they join the event catalogue)",
+      }),
+    ),
+  },
+  { additionalProperties: true, title: "svc plugin registry.json" },
+);
+export type RegistryJson = Static<typeof RegistryJsonSchema>;
+
+const check = TypeCompiler.Compile(RegistryJsonSchema);
+
+export interface RegistryViolation {
+  readonly field: string;
+  readonly message: string;
+}
+
+export interface RegistryContext {
+  /** This host's version (root package.json). */
+  readonly hostVersion: string;
+  /** Installed plugins by id → version, for dependency ranges. */
+  readonly installed: ReadonlyMap<string, string>;
+}
+
+/** Every rule registry.json breaks, empty when it is valid. */
+export function validateRegistry(raw: unknown, context: RegistryContext): RegistryViolation[] {
+  const out: RegistryViolation[] = [];
+  if (!check.Check(raw)) {
+    for (const e of check.Errors(raw)) {
+      out.push({ field: `/registry.json${e.path}`, message: e.message });
+      if (out.length >= 50) break;
+    }
+    return out;
+  }
+  const r = raw;
+  const add = (field: string, message: string) => out.push({ field: `/registry.json/${field}`, message });
+  if (!semver.valid(r.version)) add("version", `'${r.version}' is not a semantic version`);
+  const contract = semver.coerce(r.contractVersion);
+  if (contract === null || !semver.satisfies(contract, PLUGIN_CONTRACT.supported)) {
+    add(
+      "contractVersion",
+      `'${r.contractVersion}' is outside the contract versions this host supports (${PLUGIN_CONTRACT.supported})`,
+    );
+  }
+  if (RESERVED_NAMESPACES.has(r.pluginId)) {
+    add("pluginId", `'${r.pluginId}' is a namespace the host reserves`);
+  }
+  for (const [name, range] of Object.entries(r.dependencies ?? {})) {
+    if (semver.validRange(range) === null) {
+      add(`dependencies/${name}`, `'${range}' is not a semver range`);
+    } else if (name === HOST_DEPENDENCY) {
+      if (!semver.satisfies(context.hostVersion, range, { includePrerelease: true })) {
+        add(`dependencies/${name}`, `needs host ${range}; this host is ${context.hostVersion}`);
+      }
+    } else {
+      const installed = context.installed.get(name);
+      if (installed === undefined)
+        add(`dependencies/${name}`, `needs plugin '${name}' ${range}, which is not installed`);
+      else if (!semver.satisfies(installed, range, { includePrerelease: true })) {
+        add(`dependencies/${name}`, `needs plugin '${name}' ${range}; ${installed} is installed`);
+      }
+    }
+  }
+  (r[PERMISSIONS_PROPERTY] ?? []).forEach((key, i) => {
+    const field = `${PERMISSIONS_PROPERTY}/${i}`;
+    if (key !== key.toLowerCase()) add(field, `'${key}' is not lower case`);
+    if (!key.startsWith(`${r.pluginId}.`))
+      add(field, `'${key}' is outside the plugin's namespace '${r.pluginId}.'`);
+    const parts = key.split(".");
+    if (parts.length < 3 || parts.some((p) => !/^[a-z0-9][a-z0-9-]*$/.test(p))) {
+      add(field, `'${key}' is not <pluginId>.<resource>.<action>`);
+    } else if (!KEY_ACTIONS.includes(parts.at(-1) as (typeof KEY_ACTIONS)[number])) {
+      add(field, `'${key}' does not end in a known action (${KEY_ACTIONS.join(", ")})`);
+    }
+  });
+  return out;
+}

@@ -1,0 +1,240 @@
+/**
+ * Issue 11: plugin packages installed through the gateway, on real NATS (the package object store) and
+ * PostgreSQL. The good package installs from .tgz and .zip (DER and P1363 signatures); each hostile
+ * fixture of the corpus is refused with its reason in the problem document; a signer revoked after
+ * install shows in the signature report.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+
+import { hashDirectory, signManifest } from "@svc/plugin-package";
+import { gatewayService } from "@svc/service-gateway";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
+import { rbacService } from "@svc/service-rbac";
+import { create as createTar } from "tar";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { buildCorpus, type Corpus, writePlugin } from "./plugins/corpus.js";
+import { createHarness } from "./support/harness.js";
+import { http, type HttpResponse } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+const work = mkdtempSync(join(tmpdir(), "svc-plugins-"));
+let corpus: Corpus;
+let base: string;
+let operator: string;
+let registry: Awaited<ReturnType<typeof h.start>>;
+
+afterAll(async () => {
+  await h.stopAll();
+  rmSync(work, { recursive: true, force: true });
+});
+
+function filesOf(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const full = join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else out.push(relative(dir, full));
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+async function tgzOf(dir: string): Promise<Buffer> {
+  const file = join(work, `${relative(work, dir).replaceAll("/", "_")}-${Date.now()}.tgz`);
+  await createTar({ gzip: true, cwd: dir, file, portable: true }, filesOf(dir));
+  return readFileSync(file);
+}
+
+function upload(bytes: Buffer, contentType = "application/gzip", token = operator): Promise<HttpResponse> {
+  return http(`${base}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": contentType },
+    body: bytes,
+  });
+}
+
+const api = (method: string, path: string) =>
+  http(`${base}${path}`, { method, headers: { authorization: `Bearer ${operator}` } });
+
+function expectRefused(response: HttpResponse, reason: string) {
+  expect(response.status, response.text).toBe(422);
+  expect(response.headers["content-type"]).toMatch(/^application\/problem\+json/);
+  const problem = response.json<{ code: string; reason: string; detail: string }>();
+  expect(problem.code).toBe("SVC_PLUGIN_REFUSED");
+  expect(problem.reason).toBe(reason);
+  return problem;
+}
+
+function registryEnv(extra: Record<string, string> = {}) {
+  return {
+    BackendHost__TrustedSigners__0__PublisherId: "acme",
+    BackendHost__TrustedSigners__0__DisplayName: "Acme Plugins",
+    BackendHost__TrustedSigners__0__PublicKey: readFileSync(corpus.trustedPem, "utf8"),
+    ...extra,
+  };
+}
+
+beforeAll(async () => {
+  corpus = await buildCorpus(join(work, "corpus"));
+  const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxPackageUploadBytes: "8388608" };
+  await h.start(rbacService, env);
+  registry = await h.start(pluginRegistryService, { ...env, ...registryEnv() });
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({
+    scope: "platform",
+    permissions: ["plugin.create", "plugin.read", "plugin.delete"],
+  });
+}, 120_000);
+
+describe("installing a plugin package (issue 11)", () => {
+  it("installs the good package from .tgz, lists it, refuses it twice, uninstalls it; then from .zip", async () => {
+    const installed = await upload(readFileSync(corpus.archives.goodTgz));
+    expect(installed.status, installed.text).toBe(201);
+    expect(installed.json()).toMatchObject({
+      pluginId: "hello",
+      version: "1.0.0",
+      signed: true,
+      publisherId: "acme",
+      signerFingerprint: corpus.signerFingerprint,
+      permissions: ["hello.greeting.read"],
+      sensitiveFields: ["greeting"],
+      isActive: false,
+    });
+    const listed = (await api("GET", "/api/plugins")).json<Array<{ pluginId: string }>>();
+    expect(listed.map((p) => p.pluginId)).toEqual(["hello"]);
+    const again = await upload(readFileSync(corpus.archives.goodTgz));
+    expect(again.status).toBe(409);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(404);
+    const zip = await upload(readFileSync(corpus.archives.goodZip), "application/zip");
+    expect(zip.status, zip.text).toBe(201);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+
+  it("accepts a P1363 signature", async () => {
+    const response = await upload(await tgzOf(corpus.dirs.p1363));
+    expect(response.status, response.text).toBe(201);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+
+  it("refuses every hostile package with its reason", async () => {
+    expectRefused(await upload(await tgzOf(corpus.dirs.tampered)), "hash-mismatch");
+    expectRefused(await upload(await tgzOf(corpus.dirs.injected)), "file-not-in-manifest");
+    expectRefused(await upload(await tgzOf(corpus.dirs.missing)), "file-missing");
+    expectRefused(await upload(await tgzOf(corpus.dirs.untrusted)), "untrusted-signer");
+    expectRefused(await upload(await tgzOf(corpus.dirs.unsigned)), "unsigned");
+    for (const archive of [
+      "zipSlip",
+      "tarAbsolute",
+      "tarSymlink",
+      "tarDotDot",
+      "zipSymlink",
+      "zipBomb",
+    ] as const) {
+      const type = archive.startsWith("zip") ? "application/zip" : "application/gzip";
+      const problem = expectRefused(await upload(readFileSync(corpus.archives[archive]), type), "archive");
+      expect(problem.detail.length, archive).toBeGreaterThan(10);
+    }
+    expectRefused(await upload(Buffer.from("plain text, no archive"), "application/octet-stream"), "archive");
+  });
+
+  it("refuses a descriptor that breaks the rules, listing each (host too old, contract, keys)", async () => {
+    const dir = join(work, "bad-registry");
+    writePlugin(dir, "greeter", "2.0.0");
+    const registry = JSON.parse(readFileSync(join(dir, "registry.json"), "utf8")) as Record<string, unknown>;
+    writeFileSync(
+      join(dir, "registry.json"),
+      JSON.stringify({
+        ...registry,
+        contractVersion: "7.0",
+        dependencies: { host: ">=99.0.0" },
+        permissions: ["tenant.thing.read", "greeter.thing.fly"],
+      }),
+    );
+    const manifest = signManifest(
+      { pluginId: "greeter", version: "2.0.0", files: await hashDirectory(dir) },
+      corpus.trustedKey,
+    );
+    writeFileSync(join(dir, "plugin.signature.json"), JSON.stringify(manifest));
+    const problem = expectRefused(await upload(await tgzOf(dir)), "registry-invalid") as unknown as {
+      errors: Array<{ field: string }>;
+    };
+    expect(problem.errors.map((e) => e.field).sort()).toEqual([
+      "/registry.json/contractVersion",
+      "/registry.json/dependencies/host",
+      "/registry.json/permissions/0",
+      "/registry.json/permissions/1",
+    ]);
+  });
+
+  it("refuses an upload over the size limit with 413, and a request without a body with 400", async () => {
+    const big = Buffer.alloc(9 * 1024 * 1024, 1);
+    const response = await upload(big, "application/octet-stream");
+    expect(response.status).toBe(413);
+    expect(response.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect((await upload(Buffer.alloc(0))).status).toBe(400);
+    const denied = await upload(
+      readFileSync(corpus.archives.goodTgz),
+      "application/gzip",
+      await mintToken({ scope: "platform", permissions: ["plugin.read"] }),
+    );
+    expect(denied.status).toBe(403);
+  });
+
+  it("lists the trusted signers, the contract it supports, and the audit of what was done", async () => {
+    expect((await api("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
+      {
+        publisherId: "acme",
+        displayName: "Acme Plugins",
+        fingerprint: corpus.signerFingerprint,
+        source: "configuration",
+        revoked: false,
+      },
+    ]);
+    expect((await api("GET", "/api/plugins/contracts/support")).json()).toMatchObject({
+      contractVersion: "1.0",
+      hostDependencyKey: "host",
+      permissionsProperty: "permissions",
+    });
+    const audit = (await api("GET", "/api/plugins/audit?limit=100")).json<{
+      items: Array<{ action: string; outcome: string; pluginId: string | null; reason: string | null }>;
+    }>();
+    expect(audit.items.some((a) => a.action === "install" && a.outcome === "succeeded")).toBe(true);
+    expect(
+      audit.items.some(
+        (a) => a.action === "install" && a.outcome === "failed" && a.reason?.startsWith("untrusted-signer"),
+      ),
+    ).toBe(true);
+    expect(audit.items.some((a) => a.action === "uninstall" && a.outcome === "succeeded")).toBe(true);
+  });
+
+  it("reports a plugin whose signer was revoked after install (the next load refuses it)", async () => {
+    expect((await upload(readFileSync(corpus.archives.goodTgz))).status).toBe(201);
+    const valid = (await api("GET", "/api/plugins/signature-report")).json<{ items: unknown[] }>();
+    expect(valid.items).toEqual([
+      { pluginId: "hello", version: "1.0.0", status: "valid", code: null, reason: null },
+    ]);
+    // The operator revokes the signer: the registry restarts with the new setting.
+    await registry.stop();
+    registry = await h.start(pluginRegistryService, {
+      BackendHost__RateLimitApiPerMinute: "0",
+      ...registryEnv({ BackendHost__RevokedSignerFingerprints__0: corpus.signerFingerprint }),
+    });
+    const report = (await api("GET", "/api/plugins/signature-report")).json<{
+      items: Array<{ status: string; code: string }>;
+    }>();
+    expect(report.items).toEqual([
+      expect.objectContaining({ pluginId: "hello", status: "invalid", code: "revoked-signer" }),
+    ]);
+    expect((await api("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
+      expect.objectContaining({ revoked: true }),
+    ]);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+});

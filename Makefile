@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: plugin settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos fuzz build clean
+.PHONY: plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos fuzz build clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -56,6 +56,10 @@ fuzz: node_modules/.install-stamp
 ## The plugin author's CLI: make plugin ARGS="sign --plugin <dir> --key <key.pem>" (also verify, pack).
 plugin: node_modules/.install-stamp
 	$(NODE_RUN) shared/plugin-package/src/main.ts $(ARGS)
+
+## Writes the JSON Schemas of registry.json, theme.json and plugin.signature.json to docs/schemas/.
+plugin-schemas: node_modules/.install-stamp
+	$(NODE_RUN) scripts/plugin-schemas.ts
 
 ## Writes the settings tables of the README and the operator guide from the settings declarations.
 settings-doc: node_modules/.install-stamp

@@ -16,6 +16,7 @@ import { join, resolve } from "node:path";
 
 import { loadConfigOrExit } from "@svc/config";
 
+import { devSignerEnv, installExamplePlugin } from "./lib/example-plugin.js";
 import {
   DEMO,
   hostPort,
@@ -209,9 +210,12 @@ try {
     cwd: repoRoot,
     stdio: "inherit",
   });
+  const development = (process.env.NODE_ENV ?? "development") === "development";
   const env = {
     // Webhooks to local receivers are normal while developing; deployments allow nothing by default.
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.0/8",
+    // The example plugin's development signer is trusted in development only (its key is in the repo).
+    ...(development ? devSignerEnv() : {}),
     ...process.env,
     NODE_ENV: process.env.NODE_ENV ?? "development",
   };
@@ -243,6 +247,12 @@ try {
     say(
       `  sign in         curl -s -X POST ${base}/api/auth/login -H 'content-type: application/json' -d '{"username":"${DEMO.adminUserName}","password":"${DEMO.adminPassword}"}'`,
     );
+  }
+  if (config.nodeEnv === "development") {
+    const installed = await installExamplePlugin(base).catch(
+      (error: Error) => `not installed: ${error.message}`,
+    );
+    say(`  example plugin  ${installed} (GET ${base}/api/plugins)`);
   }
   say("Ctrl-C stops everything.");
 } catch (error) {

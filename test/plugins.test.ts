@@ -4,17 +4,27 @@
  * fixture of the corpus is refused with its reason in the problem document; a signer revoked after
  * install shows in the signature report.
  */
+import { createPublicKey } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
-import { hashDirectory, signManifest } from "@svc/plugin-package";
+import {
+  hashDirectory,
+  pluginSchemas,
+  signManifest,
+  validateRegistry,
+  verifyPackage,
+} from "@svc/plugin-package";
+import { HOST_VERSION } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
 import { create as createTar } from "tar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { devSignerEnv, EXAMPLE_PLUGIN_DIR, examplePackage } from "../scripts/lib/example-plugin.js";
+import { repoRoot } from "../scripts/lib/stack.js";
 import { buildCorpus, type Corpus, writePlugin } from "./plugins/corpus.js";
 import { createHarness } from "./support/harness.js";
 import { http, type HttpResponse } from "./support/http.js";
@@ -25,7 +35,7 @@ const work = mkdtempSync(join(tmpdir(), "svc-plugins-"));
 let corpus: Corpus;
 let base: string;
 let operator: string;
-let registry: Awaited<ReturnType<typeof h.start>>;
+let registry_: Awaited<ReturnType<typeof h.start>>;
 
 afterAll(async () => {
   await h.stopAll();
@@ -84,7 +94,7 @@ beforeAll(async () => {
   corpus = await buildCorpus(join(work, "corpus"));
   const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxPackageUploadBytes: "8388608" };
   await h.start(rbacService, env);
-  registry = await h.start(pluginRegistryService, { ...env, ...registryEnv() });
+  registry_ = await h.start(pluginRegistryService, { ...env, ...registryEnv() });
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({
     scope: "platform",
@@ -221,8 +231,8 @@ describe("installing a plugin package (issue 11)", () => {
       { pluginId: "hello", version: "1.0.0", status: "valid", code: null, reason: null },
     ]);
     // The operator revokes the signer: the registry restarts with the new setting.
-    await registry.stop();
-    registry = await h.start(pluginRegistryService, {
+    await registry_.stop();
+    registry_ = await h.start(pluginRegistryService, {
       BackendHost__RateLimitApiPerMinute: "0",
       ...registryEnv({ BackendHost__RevokedSignerFingerprints__0: corpus.signerFingerprint }),
     });
@@ -236,5 +246,43 @@ describe("installing a plugin package (issue 11)", () => {
       expect.objectContaining({ revoked: true }),
     ]);
     expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+});
+
+describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
+  it("the example plugin in the repo is signed by the development signer and its descriptor is valid", async () => {
+    const signer = createPublicKey(readFileSync(join(EXAMPLE_PLUGIN_DIR, "..", "dev-signer.pub.pem")));
+    expect(
+      await verifyPackage(EXAMPLE_PLUGIN_DIR, {
+        trusted: [{ publisherId: "svc-dev", displayName: "dev", publicKey: signer }],
+      }),
+    ).toMatchObject({ ok: true, signed: true });
+    const registry: unknown = JSON.parse(readFileSync(join(EXAMPLE_PLUGIN_DIR, "registry.json"), "utf8"));
+    expect(validateRegistry(registry, { hostVersion: HOST_VERSION, installed: new Map() })).toEqual([]);
+    // Installed through the API, as make dev does, by a registry that trusts the development signer.
+    await registry_.stop();
+    registry_ = await h.start(pluginRegistryService, {
+      BackendHost__RateLimitApiPerMinute: "0",
+      ...devSignerEnv(),
+    });
+    const installed = await upload(await examplePackage());
+    expect(installed.status, installed.text).toBe(201);
+    expect(installed.json()).toMatchObject({
+      pluginId: "hello",
+      publisherId: "svc-dev",
+      events: ["hello.greeted"],
+    });
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+
+  it("publishes the JSON Schemas in docs/schemas/ as generated, and at a stable URL on the gateway", async () => {
+    for (const [file, schema] of Object.entries(pluginSchemas())) {
+      expect(JSON.parse(readFileSync(join(repoRoot, "docs", "schemas", file), "utf8")), file).toEqual(schema);
+      const served = await http(`${base}/schemas/plugins/${file}`);
+      expect(served.status).toBe(200);
+      expect(served.headers["content-type"]).toMatch(/^application\/schema\+json/);
+      expect(served.json()).toEqual(schema);
+    }
+    expect((await http(`${base}/schemas/plugins/nope.json`)).status).toBe(404);
   });
 });

@@ -25,6 +25,7 @@ export {
   RESERVED_NAMESPACES,
   validateRegistry,
 } from "./registry.js";
+export { pluginSchemas, SignatureManifestSchema, ThemeJsonSchema } from "./schemas.js";
 export {
   type TrustedSigner,
   type VerificationFailure,

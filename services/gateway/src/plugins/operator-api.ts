@@ -11,8 +11,9 @@ import { openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { OPERATOR_ROUTES, requestRoute } from "@svc/contracts";
-import { ErrorCode, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
+import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import { pluginSchemas } from "@svc/plugin-package";
 import type { ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
@@ -222,6 +223,17 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     app.get("/.well-known/jwks.json", async (_request, reply) => {
       const jwks = await bus.request("rbac.keys.jwks", {});
       return reply.header("cache-control", "public, max-age=300").send(jwks);
+    });
+
+    // The JSON Schemas of a plugin package's files, for editors (docs/plugins.md).
+    const schemas = pluginSchemas();
+    app.get<{ Params: { file: string } }>("/schemas/plugins/:file", async (request, reply) => {
+      const schema = schemas[request.params.file];
+      if (schema === undefined) throw new NotFoundError(`No schema '${request.params.file}'.`);
+      return reply
+        .type("application/schema+json")
+        .header("cache-control", "public, max-age=300")
+        .send(JSON.stringify(schema));
     });
 
     const openapi = JSON.stringify(buildOpenApi(OPERATOR_ROUTES));

@@ -1,0 +1,53 @@
+/**
+ * The example plugin (examples/plugins/hello) in the development stack: its signer trusted, and the
+ * package installed through the API as the demo operator, so a newcomer sees a real plugin at once.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { hashDirectory, SIGNATURE_FILE } from "@svc/plugin-package";
+import { create as createTar } from "tar";
+
+import { DEMO, repoRoot } from "./stack.js";
+
+export const EXAMPLE_PLUGIN_DIR = join(repoRoot, "examples", "plugins", "hello");
+const DEV_SIGNER_PUBLIC_KEY = join(repoRoot, "examples", "plugins", "dev-signer.pub.pem");
+
+/** The settings that make the plugin registry trust the development signer. */
+export function devSignerEnv(): Record<string, string> {
+  return {
+    BackendHost__TrustedSigners__0__PublisherId: "svc-dev",
+    BackendHost__TrustedSigners__0__DisplayName: "svc development signer (examples/plugins)",
+    BackendHost__TrustedSigners__0__PublicKey: readFileSync(DEV_SIGNER_PUBLIC_KEY, "utf8"),
+  };
+}
+
+/** The example package as a .tgz, in memory. */
+export async function examplePackage(): Promise<Buffer> {
+  const files = [...(await hashDirectory(EXAMPLE_PLUGIN_DIR)).map((f) => f.path), SIGNATURE_FILE];
+  const chunks: Buffer[] = [];
+  for await (const chunk of createTar({ gzip: true, cwd: EXAMPLE_PLUGIN_DIR, portable: true }, files)) {
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Installs the example as the demo operator; says what happened. */
+export async function installExamplePlugin(base: string): Promise<string> {
+  const login = await fetch(`${base}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }),
+  });
+  if (!login.ok) throw new Error(`sign-in answered ${login.status}`);
+  const { accessToken } = (await login.json()) as { accessToken: string };
+  const response = await fetch(`${base}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/gzip" },
+    body: await examplePackage(),
+  });
+  if (response.status === 409) return "hello (installed already)";
+  const body = (await response.json()) as { pluginId?: string; version?: string; detail?: string };
+  if (!response.ok) throw new Error(`install answered ${response.status}: ${body.detail ?? ""}`);
+  return `${body.pluginId} ${body.version} installed, signed by the development signer`;
+}

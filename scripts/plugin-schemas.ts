@@ -1,0 +1,36 @@
+/**
+ * `make plugin-schemas`: writes the JSON Schemas of registry.json, theme.json and plugin.signature.json
+ * (from @svc/plugin-package) to docs/schemas/, where editors find them. `--check` exits 1 when a file is
+ * out of date (test/plugins.test.ts checks the same).
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { pluginSchemas } from "@svc/plugin-package";
+
+import { repoRoot } from "./lib/stack.js";
+
+const dir = join(repoRoot, "docs", "schemas");
+const check = process.argv.includes("--check");
+let stale = 0;
+mkdirSync(dir, { recursive: true });
+for (const [file, schema] of Object.entries(pluginSchemas())) {
+  const text = `${JSON.stringify(schema, null, 2)}\n`;
+  const path = join(dir, file);
+  const before = (() => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch {
+      return "";
+    }
+  })();
+  if (JSON.stringify(JSON.parse(before || "null")) === JSON.stringify(schema)) continue;
+  if (check) {
+    process.stderr.write(`docs/schemas/${file} is out of date (run make plugin-schemas)\n`);
+    stale++;
+  } else {
+    writeFileSync(path, text);
+    process.stdout.write(`docs/schemas/${file} written\n`);
+  }
+}
+process.exit(stale > 0 ? 1 : 0);

@@ -46,6 +46,8 @@ beforeAll(() => {
   openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", at("sec1.pem"));
   openssl("pkcs8", "-topk8", "-nocrypt", "-in", at("sec1.pem"), "-out", at("key.pem"));
   openssl("pkey", "-in", at("key.pem"), "-pubout", "-out", at("pub.pem"));
+  openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", at("other.pem"));
+  openssl("pkey", "-in", at("other.pem"), "-pubout", "-out", at("other-pub.pem"));
 });
 
 const trusted = (): TrustedSigner[] => [
@@ -238,5 +240,8 @@ describe("the CLI's errors", () => {
     expect(await cli("pack", "--plugin", dir, "--out", out)).toBe(0);
     const listed = execFileSync("tar", ["-tzf", out], { encoding: "utf8" }).trim().split("\n").sort();
     expect(listed).toEqual([...PATHS, "plugin.signature.json"].sort());
+    // The archive verifies as the directory did.
+    expect(await cli("verify", "--plugin", out, "--trusted", at("pub.pem"))).toBe(0);
+    expect(await cli("verify", "--plugin", out, "--trusted", at("other-pub.pem"))).toBe(1);
   });
 });

@@ -2,7 +2,7 @@
  * `svc-plugin`: the plugin author's command line (spec 4.6).
  *
  *   svc-plugin sign   --plugin <dir> --key <private-key.pem> [--out <plugin.signature.json>]
- *   svc-plugin verify --plugin <dir> --trusted <public-key.pem> [--trusted …] [--allow-unsigned]
+ *   svc-plugin verify --plugin <dir|.tgz|.zip> --trusted <public-key.pem> [--trusted …] [--allow-unsigned]
  *   svc-plugin pack   --plugin <dir> [--out <file.tgz>]
  *
  * `sign` hashes every file of the package but plugin.signature.json, takes pluginId and version from
@@ -10,13 +10,15 @@
  * package or a key was refused (the reason on stderr), 2 bad usage.
  */
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
 import { create as createTar } from "tar";
 
-import { hashDirectory, PackageError } from "./files.js";
+import { extractArchive } from "./archive.js";
+import { DEFAULT_LIMITS, hashDirectory, PackageError } from "./files.js";
 import { fingerprintOf, KeyError, SIGNATURE_FILE, signManifest } from "./manifest.js";
 import { verifyPackage } from "./verify.js";
 
@@ -74,10 +76,20 @@ async function verify(values: {
       return { publisherId: path, displayName: path, publicKey };
     }),
   );
-  const result = await verifyPackage(resolve(values.plugin), {
-    trusted,
-    allowUnsigned: values["allow-unsigned"] === true,
-  });
+  const target = resolve(values.plugin);
+  const isArchive = await stat(target).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  // An archive is unpacked (with every archive check) into a temporary directory first.
+  const dir = isArchive ? await mkdtemp(join(tmpdir(), "svc-plugin-verify-")) : target;
+  let result;
+  try {
+    if (isArchive) await extractArchive(await readFile(target), dir, DEFAULT_LIMITS);
+    result = await verifyPackage(dir, { trusted, allowUnsigned: values["allow-unsigned"] === true });
+  } finally {
+    if (isArchive) await rm(dir, { recursive: true, force: true });
+  }
   if (!result.ok) {
     throw new PackageError(`refused (${result.code}): ${result.reason}`, result.path);
   }
@@ -122,7 +134,7 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       process.stderr.write(
         `svc-plugin: ${(error as Error).message}\nusage: svc-plugin sign --plugin <dir> --key <key.pem> [--out <file>]\n` +
-          "       svc-plugin verify --plugin <dir> --trusted <pub.pem>... [--allow-unsigned]\n" +
+          "       svc-plugin verify --plugin <dir|archive> --trusted <pub.pem>... [--allow-unsigned]\n" +
           "       svc-plugin pack --plugin <dir> [--out <file.tgz>]\n",
       );
       return 2;

@@ -35,5 +35,8 @@ export default tseslint.config(
       "@typescript-eslint/no-unsafe-return": "off",
     },
   },
-  { files: ["eslint.config.js", "**/bin/*.mjs", "examples/**/*.mjs"], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ["eslint.config.js", "**/bin/*.mjs", "examples/**/*.mjs"],
+    ...tseslint.configs.disableTypeChecked,
+  },
 );

@@ -20,6 +20,7 @@ import { HOST_VERSION } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { create as createTar } from "tar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -94,6 +95,7 @@ beforeAll(async () => {
   corpus = await buildCorpus(join(work, "corpus"));
   const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxPackageUploadBytes: "8388608" };
   await h.start(rbacService, env);
+  await h.start(webhookDispatcherService, env);
   registry_ = await h.start(pluginRegistryService, { ...env, ...registryEnv() });
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({
@@ -284,5 +286,91 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
       expect(served.json()).toEqual(schema);
     }
     expect((await http(`${base}/schemas/plugins/nope.json`)).status).toBe(404);
+  });
+});
+
+describe("what an installed plugin contributes (issue 11, item 8)", () => {
+  it("adds its keys to the catalogue, its fields to masking, its events to the catalogue; uninstall takes them back", async () => {
+    const admin = await mintToken({
+      scope: "platform",
+      permissions: ["plugin.create", "plugin.delete", "role.read", "flow.read", "webhook.manage"],
+    });
+    const get = (path: string) => http(`${base}${path}`, { headers: { authorization: `Bearer ${admin}` } });
+    const contributed = async () => ({
+      keys: (await get("/api/rbac/permissions"))
+        .json<Array<{ key: string; source: string }>>()
+        .filter((k) => k.source === "hello"),
+      events: (await get("/api/events/catalog")).json<Array<{ eventName: string }>>().map((e) => e.eventName),
+      fields: (
+        await h.sql<{ field_name: string }>(
+          "SELECT field_name FROM webhook_dispatcher.sensitive_fields WHERE source = 'hello'",
+        )
+      ).map((r) => r.field_name),
+    });
+    await registry_.stop();
+    registry_ = await h.start(pluginRegistryService, {
+      BackendHost__RateLimitApiPerMinute: "0",
+      ...registryEnv(),
+    });
+    const before = await contributed();
+    expect(before.keys).toEqual([]);
+    expect(before.events).not.toContain("hello.greeted");
+
+    const dir = join(work, "contributing");
+    writePlugin(dir);
+    const registry = JSON.parse(readFileSync(join(dir, "registry.json"), "utf8")) as Record<string, unknown>;
+    writeFileSync(join(dir, "registry.json"), JSON.stringify({ ...registry, events: ["hello.greeted"] }));
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify(
+        signManifest(
+          { pluginId: "hello", version: "1.0.0", files: await hashDirectory(dir) },
+          corpus.trustedKey,
+        ),
+      ),
+    );
+    const installed = await upload(await tgzOf(dir), "application/gzip", admin);
+    expect(installed.status, installed.text).toBe(201);
+
+    // Every replica sees it within a second of the broadcast (waiting up to 5 s here for a loaded machine).
+    const deadline = Date.now() + 5_000;
+    let now = await contributed();
+    while (
+      (now.keys.length === 0 || now.fields.length === 0 || !now.events.includes("hello.greeted")) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, 50));
+      now = await contributed();
+    }
+    expect(now.keys).toEqual([
+      { key: "hello.greeting.read", source: "hello", description: "Declared by plugin hello" },
+    ]);
+    expect(now.fields).toEqual(["greeting"]);
+    expect(now.events).toContain("hello.greeted");
+    const subscription = await http(`${base}/api/webhooks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ eventName: "hello.*", targetUrl: "https://hooks.example.com/h", secret: "s" }),
+    });
+    expect(subscription.json()).toMatchObject({ matchesKnownEvent: true });
+
+    expect(
+      (
+        await http(`${base}/api/plugins/hello`, {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${admin}` },
+        })
+      ).status,
+    ).toBe(204);
+    const until = Date.now() + 5_000;
+    let after = await contributed();
+    while (
+      (after.keys.length > 0 || after.fields.length > 0 || after.events.includes("hello.greeted")) &&
+      Date.now() < until
+    ) {
+      await new Promise((r) => setTimeout(r, 50));
+      after = await contributed();
+    }
+    expect(after).toEqual({ keys: [], fields: [], events: before.events });
   });
 });

@@ -31,6 +31,8 @@ export interface PluginDeps {
   readonly settings: BackendHostSettings;
   readonly hostVersion: string;
   readonly metrics: LifecycleMetrics;
+  /** Tells the services that hold a plugin's contributions (keys, masked fields, events) to refresh. */
+  readonly announce: (pluginId: string) => void;
 }
 
 interface PluginRow {
@@ -177,6 +179,7 @@ export const install: PluginHandler<"plugins.install"> = async (deps, req) => {
       });
     });
     await audit(deps.db, req.principal, "install", plugin);
+    deps.announce(row.plugin_id);
     return { status: 201, body: view(row), headers: { location: `/api/plugins/${row.plugin_id}` } };
   } catch (error) {
     await audit(deps.db, req.principal, "install", plugin, error);
@@ -213,6 +216,7 @@ export const uninstall: PluginHandler<"plugins.uninstall"> = async (deps, req) =
     );
     version = row.version;
     await audit(deps.db, req.principal, "uninstall", { id, version });
+    deps.announce(id);
     await dropUnreferenced(deps, row.package_sha256);
     return { status: 204 };
   } catch (error) {
@@ -339,3 +343,19 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
     ),
   };
 };
+
+/** What every installed plugin contributes (rbac and the webhook dispatcher follow it). */
+export async function contributions(db: Queries) {
+  const rows = await db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  return {
+    plugins: rows.map((row) => {
+      const v = view(row);
+      return {
+        pluginId: v.pluginId,
+        permissions: v.permissions,
+        sensitiveFields: v.sensitiveFields,
+        events: v.events,
+      };
+    }),
+  };
+}

@@ -20,7 +20,9 @@ export const pluginRegistryService: ServiceDefinition = {
       settings: config.backendHost,
       hostVersion: HOST_VERSION,
       metrics: plugins.lifecycleMetrics(metrics),
+      announce: (pluginId) => bus.broadcast("plugin-registry.contributions.changed", { pluginId }),
     };
+    bus.serve("plugin-registry.contributions.list", () => plugins.contributions(db));
     serveRoute(bus, r["plugins.install"], (req) => plugins.install(deps, req));
     serveRoute(bus, r["plugins.list"], (req) => plugins.list(deps, req));
     serveRoute(bus, r["plugins.installed"], (req) => plugins.installed(deps, req));

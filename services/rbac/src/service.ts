@@ -1,7 +1,7 @@
 import "./settings.js";
 
 import { openRevocationBucket } from "@svc/access";
-import { rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
+import { followContributions, quietUnlessUp, rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";
@@ -9,6 +9,7 @@ import type { ServiceDefinition } from "@svc/runtime";
 import type { RbacDeps } from "./deps.js";
 import * as integrations from "./integrations.js";
 import * as members from "./memberships.js";
+import { applyPluginKeys } from "./plugin-keys.js";
 import { findRole } from "./repository.js";
 import * as roles from "./roles.js";
 import { seedAccess } from "./seed.js";
@@ -93,11 +94,16 @@ export const rbacService: ServiceDefinition = {
     serveRoute(bus, r["integrations.create"], (req) => integrations.createIntegration(deps, req));
     serveRoute(bus, r["integrations.delete"], (req) => integrations.deleteIntegration(deps, req));
 
+    // Installed plugins' declared keys join the catalogue (and leave it on uninstall).
+    const plugins = followContributions(bus, (list) => applyPluginKeys(db, list), quietUnlessUp(log));
     await outbox.start();
     return {
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica
       // or at the next start.
-      beforeDrain: () => outbox.stop(),
+      beforeDrain: () => {
+        plugins.stop();
+        return outbox.stop();
+      },
     };
   },
 };

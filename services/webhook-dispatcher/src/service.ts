@@ -1,7 +1,7 @@
 import "./settings.js";
 
 import { ensureBucket } from "@svc/bus";
-import { serveRoute, ServiceName, webhookRoutes } from "@svc/contracts";
+import { followContributions, quietUnlessUp, serveRoute, ServiceName, webhookRoutes } from "@svc/contracts";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
 
@@ -10,6 +10,7 @@ import { deliver } from "./deliver.js";
 import { createTargetPolicy } from "./http-client.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
+import { applyPluginContributions } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
 import * as subs from "./subscriptions.js";
 
@@ -77,9 +78,16 @@ export const webhookDispatcherService: ServiceDefinition = {
     // A server that lost its store lost the consumer too: the runtime makes the stream again, this the
     // consumer (the matcher's loop re-binds to it).
     await provision("event consumer", () => matcher.ensureConsumer());
+    // Installed plugins' sensitive fields and event names (and their removal on uninstall).
+    const plugins = followContributions(
+      bus,
+      (list) => applyPluginContributions(db, list),
+      quietUnlessUp(log),
+    );
     return {
       // Stop taking events first, then let running deliveries finish and release queued ones.
       beforeDrain: async () => {
+        plugins.stop();
         await matcher.stop();
         await worker.stop();
         breaker.stop();

@@ -11,6 +11,7 @@ import type { RouteContract } from "./route.js";
 import { webhookRoutes } from "./webhooks.js";
 
 export * from "./common.js";
+export { type ContributionFollower, followContributions, quietUnlessUp } from "./contributions.js";
 export { jobRoutes, JobView } from "./jobs.js";
 export { pluginRegistryRoutes, PluginView, UploadedPackage } from "./plugin-registry.js";
 export { rbacRoutes, RoleView, UserView } from "./rbac.js";
@@ -31,6 +32,7 @@ export { requestRoute, type RouteHandler, serveRoute } from "./serve.js";
 export {
   type LoginReply,
   type LoginRequest,
+  type PluginContribution,
   type ResolveRequest,
   type ResolveResult,
   ServiceName,

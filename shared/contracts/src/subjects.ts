@@ -42,6 +42,14 @@ export interface ResolveResult {
   readonly workspaceKey: string | null;
 }
 
+/** What one installed plugin adds: keys to rbac's catalogue, fields to webhook masking, event names. */
+export interface PluginContribution {
+  readonly pluginId: string;
+  readonly permissions: readonly string[];
+  readonly sensitiveFields: readonly string[];
+  readonly events: readonly string[];
+}
+
 declare module "@svc/bus" {
   interface SubjectMap {
     /** Signs a user in and issues an access token (spec 5, issue 3). */
@@ -55,11 +63,18 @@ declare module "@svc/bus" {
     };
     /** Resolves the visible workspace for a host and path (spec 2.1.1–2.1.3). */
     "resolver.workspace.resolve": { request: ResolveRequest; reply: ResolveResult };
+    /** What every installed plugin contributes to the other services (issue 11, item 8). */
+    "plugin-registry.contributions.list": {
+      request: Record<string, never>;
+      reply: { plugins: PluginContribution[] };
+    };
   }
   interface BroadcastMap {
     /** A role's grants changed: drop cached grants. */
     "rbac.roles.changed": { role: string };
     /** Tenants, workspaces or bindings changed: drop cached resolutions. */
     "resolver.cache.invalidate": { reason: string };
+    /** A plugin was installed, updated or uninstalled: its contributions changed. */
+    "plugin-registry.contributions.changed": { pluginId: string };
   }
 }

@@ -1,0 +1,26 @@
+/**
+ * Installed plugins' declared permission keys in the key catalogue (issue 11, item 8; spec 5.5): each
+ * key with its plugin id as `source`, removed when the plugin is uninstalled. Kept in step with the
+ * plugin registry by `followContributions`.
+ */
+import type { PluginContribution } from "@svc/contracts";
+import { type Db, sql, withRetry } from "@svc/db";
+
+export async function applyPluginKeys(db: Db, plugins: readonly PluginContribution[]): Promise<void> {
+  const keys = plugins.flatMap((p) => p.permissions.map((key) => ({ key, source: p.pluginId })));
+  // Replicas apply the same set at the same moment: a deadlock between them (40P01) is run again.
+  await withRetry(() =>
+    db.transaction(async (tx) => {
+      // Keys of plugins no longer installed, or no longer declared, go; core keys are never touched.
+      await tx.query(sql`
+      DELETE FROM rbac.permission_keys
+      WHERE source <> 'core'
+        AND (key, source) NOT IN (SELECT * FROM unnest(${keys.map((k) => k.key)}::text[], ${keys.map((k) => k.source)}::text[]))`);
+      await tx.query(sql`
+      INSERT INTO rbac.permission_keys (key, source, description)
+      SELECT k, s, 'Declared by plugin ' || s
+      FROM unnest(${keys.map((k) => k.key)}::text[], ${keys.map((k) => k.source)}::text[]) AS t(k, s)
+      ON CONFLICT (key) DO NOTHING`);
+    }),
+  );
+}

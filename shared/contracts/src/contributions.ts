@@ -1,0 +1,55 @@
+/**
+ * Following what installed plugins contribute (issue 11, item 8): a service that holds a part of it
+ * (rbac: permission keys; the webhook dispatcher: sensitive fields and event names) applies the whole
+ * current set at start, within a second of every change (the registry's broadcast), after a NATS
+ * reconnect and every 30 s (a broadcast missed during a blip is repaired then). Applying is idempotent.
+ */
+import type { Bus } from "@svc/bus";
+
+import type { PluginContribution } from "./subjects.js";
+
+export interface ContributionFollower {
+  /** Fetches and applies the current set now (resolves when applied, or rejects). */
+  sync(): Promise<void>;
+  stop(): void;
+}
+
+export function followContributions(
+  bus: Bus,
+  apply: (plugins: readonly PluginContribution[]) => Promise<void>,
+  onError: (error: unknown) => void,
+  intervalMs = 30_000,
+): ContributionFollower {
+  let running: Promise<void> | undefined;
+  let again = false;
+  const sync = async (): Promise<void> => {
+    if (running !== undefined) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        const { plugins } = await bus.request("plugin-registry.contributions.list", {});
+        await apply(plugins);
+      } while (again);
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  const quiet = () => void sync().catch(onError);
+  bus.onBroadcast("plugin-registry.contributions.changed", quiet);
+  const timer = setInterval(quiet, intervalMs);
+  timer.unref();
+  quiet();
+  return { sync, stop: () => clearInterval(timer) };
+}
+
+/** An error handler that stays quiet while the plugin registry is not running yet (503). */
+export function quietUnlessUp(log: { warn: (obj: object, msg: string) => void }) {
+  return (error: unknown) => {
+    if ((error as { status?: number }).status === 503) return;
+    log.warn({ err: error }, "could not apply the installed plugins' contributions");
+  };
+}

@@ -151,6 +151,10 @@ describe("coverage of the walk", () => {
         r.subject === "webhook-dispatcher.events.catalog" ||
         [
           "plugins.install",
+          "plugins.install-local",
+          "plugins.install-feed",
+          "plugins.update-local",
+          "plugins.update-feed",
           "plugins.list",
           "plugins.installed",
           "plugins.uninstall",

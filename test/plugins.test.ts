@@ -4,8 +4,19 @@
  * fixture of the corpus is refused with its reason in the problem document; a signer revoked after
  * install shows in the signature report.
  */
+import { execFileSync } from "node:child_process";
 import { createPublicKey } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
@@ -372,5 +383,97 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
       after = await contributed();
     }
     expect(after).toEqual({ keys: [], fields: [], events: before.events });
+  });
+});
+
+describe("installing from the host's disk and from a package feed, and updating (issue 11, item 6)", () => {
+  let feed: Server;
+  let feedUrl: string;
+  const admin = () =>
+    mintToken({ scope: "platform", permissions: ["plugin.create", "plugin.read", "plugin.delete"] });
+  const post = async (path: string, body: unknown) =>
+    http(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await admin()}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+
+  /** A signed package of hello at `version`, as a directory. */
+  async function helloAt(version: string, pluginId = "hello"): Promise<string> {
+    const dir = join(work, `${pluginId}-${version}-${Date.now()}`);
+    writePlugin(dir, pluginId, version);
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify(signManifest({ pluginId, version, files: await hashDirectory(dir) }, corpus.trustedKey)),
+    );
+    return dir;
+  }
+
+  beforeAll(async () => {
+    // A feed in the npm registry's layout on loopback: /<id>/-/<id>-<version>.tgz, files under package/.
+    const tarballs = new Map<string, Buffer>();
+    for (const version of ["1.0.0", "1.1.0"]) {
+      const dir = await helloAt(version);
+      const staged = join(work, `feed-${version}`);
+      execFileSync("mkdir", ["-p", staged]);
+      execFileSync("cp", ["-r", dir, join(staged, "package")]);
+      const file = join(work, `hello-${version}.tgz`);
+      await createTar({ gzip: true, cwd: staged, file, portable: true }, ["package"]);
+      tarballs.set(`/hello/-/hello-${version}.tgz`, readFileSync(file));
+    }
+    feed = createServer((request, response) => {
+      const body = tarballs.get(request.url ?? "");
+      response.writeHead(body === undefined ? 404 : 200, { "content-type": "application/octet-stream" });
+      response.end(body);
+    });
+    await new Promise<void>((resolve) => feed.listen(0, "127.0.0.1", resolve));
+    feedUrl = `http://127.0.0.1:${(feed.address() as AddressInfo).port}`;
+    await registry_.stop();
+    registry_ = await h.start(pluginRegistryService, {
+      BackendHost__RateLimitApiPerMinute: "0",
+      ...registryEnv({ BackendHost__PluginLocalRoots__0: work, BackendHost__PluginFeedUrl: feedUrl }),
+    });
+  });
+  afterAll(() => new Promise<void>((resolve) => feed.close(() => resolve())));
+
+  it("installs a directory and an archive under the local roots, and nothing outside them", async () => {
+    const local = await post("/api/plugins/install/local", { path: await helloAt("1.0.0") });
+    expect(local.status, local.text).toBe(201);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    const archive = await post("/api/plugins/install/local", { path: corpus.archives.goodTgz });
+    expect(archive.status, archive.text).toBe(201);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await post("/api/plugins/install/local", { path: "/etc" })).status).toBe(404);
+    expect((await post("/api/plugins/install/local", { path: join(work, "..", "..", "etc") })).status).toBe(
+      404,
+    );
+    symlinkSync("/etc", join(work, "link-out"));
+    expect((await post("/api/plugins/install/local", { path: join(work, "link-out") })).status).toBe(404);
+  });
+
+  it("installs from the feed, updates to a newer version, refuses a downgrade unless asked", async () => {
+    const installed = await post("/api/plugins/install/nuget", { packageId: "hello", version: "1.0.0" });
+    expect(installed.status, installed.text).toBe(201);
+    expect((await post("/api/plugins/install/nuget", { packageId: "hello", version: "9.9.9" })).status).toBe(
+      404,
+    );
+    const updated = await post("/api/plugins/hello/update/nuget", { packageId: "hello", version: "1.1.0" });
+    expect(updated.status, updated.text).toBe(200);
+    expect(updated.json()).toMatchObject({ pluginId: "hello", version: "1.1.0" });
+    const downgrade = await post("/api/plugins/hello/update/local", { path: await helloAt("1.0.0") });
+    expect(downgrade.status).toBe(409);
+    const allowed = await post("/api/plugins/hello/update/local?allowDowngrade=true", {
+      path: await helloAt("1.0.0"),
+    });
+    expect(allowed.status, allowed.text).toBe(200);
+    expect(allowed.json()).toMatchObject({ version: "1.0.0" });
+    const other = await post("/api/plugins/hello/update/local", { path: await helloAt("2.0.0", "other") });
+    expectRefused(other, "plugin-id-mismatch");
+    expect(
+      (await post("/api/plugins/nothere/update/local", { path: await helloAt("2.0.0", "nothere") })).status,
+    ).toBe(404);
+    const listed = (await api("GET", "/api/plugins")).json<Array<{ pluginId: string; version: string }>>();
+    expect(listed).toEqual([expect.objectContaining({ pluginId: "hello", version: "1.0.0" })]);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 });

@@ -3,7 +3,8 @@
  * unpacked into a private temporary directory, verified (spec 5.7) and its registry.json validated.
  * Every refusal is a 422 `SVC_PLUGIN_REFUSED` naming the reason; the directory is removed afterwards.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -49,6 +50,15 @@ export class PackageStore {
     return Buffer.from(bytes);
   }
 
+  /** Stores bytes under their SHA-256 (what an upload does at the gateway); returns the hash. */
+  async put(bytes: Buffer): Promise<string> {
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    const store = await this.bucket();
+    const existing = await store.info(sha256);
+    if (existing === null || existing.deleted) await store.putBlob({ name: sha256 }, bytes);
+    return sha256;
+  }
+
   async delete(sha256: string): Promise<void> {
     await (await this.bucket()).delete(sha256).catch(() => undefined);
   }
@@ -83,7 +93,13 @@ export async function openPackage(bytes: Buffer, options: OpenOptions): Promise<
       }
       throw error;
     }
-    const result = await verifyPackage(dir, {
+    // An npm-style tarball holds the package in `package/`.
+    const entries = await readdir(dir);
+    const root =
+      entries.length === 1 && entries[0] === "package" && (await stat(join(dir, "package"))).isDirectory()
+        ? join(dir, "package")
+        : dir;
+    const result = await verifyPackage(root, {
       trusted: s.trustedSigners,
       revokedSignerFingerprints: s.revokedSignerFingerprints,
       revokedContentHashes: s.revokedContentHashes,
@@ -95,7 +111,7 @@ export async function openPackage(bytes: Buffer, options: OpenOptions): Promise<
     }
     let raw: unknown;
     try {
-      raw = JSON.parse(await readFile(join(dir, "registry.json"), "utf8"));
+      raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8"));
     } catch {
       throw refused("registry-invalid", "The package has no readable registry.json at its root.", {
         path: "registry.json",

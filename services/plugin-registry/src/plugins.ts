@@ -17,7 +17,8 @@ import {
 } from "@svc/plugin-package";
 import semver from "semver";
 
-import { openPackage, type PackageStore } from "./packages.js";
+import { openPackage, type PackageStore, refused } from "./packages.js";
+import { readFeed, readLocal } from "./sources.js";
 
 type Routes = typeof pluginRegistryRoutes;
 export type PluginHandler<K extends keyof Routes> = (
@@ -33,6 +34,8 @@ export interface PluginDeps {
   readonly metrics: LifecycleMetrics;
   /** Tells the services that hold a plugin's contributions (keys, masked fields, events) to refresh. */
   readonly announce: (pluginId: string) => void;
+  /** Time limit of a package download from the feed. */
+  readonly feedTimeoutMs: number;
 }
 
 interface PluginRow {
@@ -144,49 +147,124 @@ async function installedVersions(db: Queries): Promise<Map<string, string>> {
   return new Map(rows.map((r) => [r.plugin_id, r.version]));
 }
 
-export const install: PluginHandler<"plugins.install"> = async (deps, req) => {
-  const { sha256 } = req.body.package;
-  let plugin: { id?: string; version?: string } = {};
+type Mode = { kind: "install" } | { kind: "update"; id: string; allowDowngrade: boolean };
+
+/**
+ * Installs (or updates) the stored package `sha256`: opened, verified and validated, then recorded under
+ * the plugin id's lock. An update replaces the old version in one transaction; a downgrade is refused
+ * unless asked for.
+ */
+async function installPackage(deps: PluginDeps, principal: Principal, sha256: string, mode: Mode) {
+  const action = mode.kind;
+  let plugin: { id?: string; version?: string } = mode.kind === "update" ? { id: mode.id } : {};
   try {
-    const row = await deps.metrics.time("install", async () => {
+    const { row, created, previous } = await deps.metrics.time(action, async () => {
+      const installedNow = await installedVersions(deps.db);
+      if (mode.kind === "update") installedNow.delete(mode.id);
       const opened = await openPackage(await deps.store.get(sha256), {
         settings: deps.settings,
         hostVersion: deps.hostVersion,
-        installed: await installedVersions(deps.db),
+        installed: installedNow,
       });
       const r = opened.registry;
       plugin = { id: r.pluginId, version: r.version };
+      if (mode.kind === "update" && r.pluginId !== mode.id) {
+        throw refused("plugin-id-mismatch", `The package is plugin '${r.pluginId}', not '${mode.id}'.`);
+      }
       return deps.db.transaction(async (tx) => {
         await lockPlugin(tx, r.pluginId);
         const existing = await tx.maybeOne<PluginRow>(
           sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${r.pluginId}`,
         );
-        if (existing !== null) {
+        if (mode.kind === "install" && existing !== null) {
           throw new ConflictError(
             `Plugin '${r.pluginId}' ${existing.version} is installed already: update it, or uninstall it first.`,
           );
         }
-        return tx.one<PluginRow>(sql`
+        if (mode.kind === "update") {
+          if (existing === null) throw new NotFoundError(`Plugin '${mode.id}' is not installed.`);
+          if (
+            semver.valid(existing.version) &&
+            semver.lt(r.version, existing.version) &&
+            !mode.allowDowngrade
+          ) {
+            throw new ConflictError(
+              `${r.version} is older than the installed ${existing.version}: pass allowDowngrade=true to go back.`,
+            );
+          }
+          if (existing.version === r.version && existing.package_sha256 === sha256) {
+            return { row: existing, created: false, previous: undefined };
+          }
+        }
+        const values = sql`
+          ${r.name}, ${r.version}, ${r.tier ?? "application"}, ${r.contractVersion}, ${sha256}, ${opened.signed},
+          ${opened.manifest?.signerFingerprint ?? null}, ${opened.signer?.publisherId ?? null},
+          ${JSON.stringify(r)}::jsonb, ${opened.manifest === undefined ? null : JSON.stringify(opened.manifest)}::jsonb,
+          ${principal.subject}`;
+        const saved = await tx.one<PluginRow>(sql`
           INSERT INTO plugin_registry.plugins
             (plugin_id, name, version, tier, contract_version, package_sha256, signed, signer_fingerprint,
              publisher_id, registry, manifest, installed_by)
-          VALUES (${r.pluginId}, ${r.name}, ${r.version}, ${r.tier ?? "application"}, ${r.contractVersion},
-                  ${sha256}, ${opened.signed}, ${opened.manifest?.signerFingerprint ?? null},
-                  ${opened.signer?.publisherId ?? null}, ${JSON.stringify(r)}::jsonb,
-                  ${opened.manifest === undefined ? null : JSON.stringify(opened.manifest)}::jsonb,
-                  ${req.principal.subject})
+          VALUES (${r.pluginId}, ${values})
+          ON CONFLICT (plugin_id) DO UPDATE SET
+            name = excluded.name, version = excluded.version, tier = excluded.tier,
+            contract_version = excluded.contract_version, package_sha256 = excluded.package_sha256,
+            signed = excluded.signed, signer_fingerprint = excluded.signer_fingerprint,
+            publisher_id = excluded.publisher_id, registry = excluded.registry, manifest = excluded.manifest,
+            updated_at = now()
           RETURNING *`);
+        return { row: saved, created: existing === null, previous: existing?.package_sha256 };
       });
     });
-    await audit(deps.db, req.principal, "install", plugin);
+    await audit(deps.db, principal, action, plugin);
     deps.announce(row.plugin_id);
-    return { status: 201, body: view(row), headers: { location: `/api/plugins/${row.plugin_id}` } };
+    if (previous !== undefined && previous !== sha256) await dropUnreferenced(deps, previous);
+    return {
+      status: created ? 201 : 200,
+      body: view(row),
+      headers: { location: `/api/plugins/${row.plugin_id}` },
+    };
   } catch (error) {
-    await audit(deps.db, req.principal, "install", plugin, error);
+    await audit(deps.db, principal, action, plugin, error);
     await dropUnreferenced(deps, sha256);
     throw error;
   }
-};
+}
+
+export const install: PluginHandler<"plugins.install"> = (deps, req) =>
+  installPackage(deps, req.principal, req.body.package.sha256, { kind: "install" });
+
+export const installLocal: PluginHandler<"plugins.install-local"> = async (deps, req) =>
+  installPackage(deps, req.principal, await deps.store.put(await readLocal(deps.settings, req.body.path)), {
+    kind: "install",
+  });
+
+export const installFeed: PluginHandler<"plugins.install-feed"> = async (deps, req) =>
+  installPackage(
+    deps,
+    req.principal,
+    await deps.store.put(
+      await readFeed(deps.settings, req.body.packageId, req.body.version, deps.feedTimeoutMs),
+    ),
+    { kind: "install" },
+  );
+
+export const updateLocal: PluginHandler<"plugins.update-local"> = async (deps, req) =>
+  installPackage(deps, req.principal, await deps.store.put(await readLocal(deps.settings, req.body.path)), {
+    kind: "update",
+    id: req.params.id,
+    allowDowngrade: req.query.allowDowngrade === true,
+  });
+
+export const updateFeed: PluginHandler<"plugins.update-feed"> = async (deps, req) =>
+  installPackage(
+    deps,
+    req.principal,
+    await deps.store.put(
+      await readFeed(deps.settings, req.body.packageId, req.body.version, deps.feedTimeoutMs),
+    ),
+    { kind: "update", id: req.params.id, allowDowngrade: req.query.allowDowngrade === true },
+  );
 
 const listInstalled = async (db: Queries) =>
   (await db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`)).map(view);

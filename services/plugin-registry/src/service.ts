@@ -20,10 +20,15 @@ export const pluginRegistryService: ServiceDefinition = {
       settings: config.backendHost,
       hostVersion: HOST_VERSION,
       metrics: plugins.lifecycleMetrics(metrics),
+      feedTimeoutMs: Math.max(1_000, config.backendHost.requestTimeoutMs - 500),
       announce: (pluginId) => bus.broadcast("plugin-registry.contributions.changed", { pluginId }),
     };
     bus.serve("plugin-registry.contributions.list", () => plugins.contributions(db));
     serveRoute(bus, r["plugins.install"], (req) => plugins.install(deps, req));
+    serveRoute(bus, r["plugins.install-local"], (req) => plugins.installLocal(deps, req));
+    serveRoute(bus, r["plugins.install-feed"], (req) => plugins.installFeed(deps, req));
+    serveRoute(bus, r["plugins.update-local"], (req) => plugins.updateLocal(deps, req));
+    serveRoute(bus, r["plugins.update-feed"], (req) => plugins.updateFeed(deps, req));
     serveRoute(bus, r["plugins.list"], (req) => plugins.list(deps, req));
     serveRoute(bus, r["plugins.installed"], (req) => plugins.installed(deps, req));
     serveRoute(bus, r["plugins.uninstall"], (req) => plugins.uninstall(deps, req));

@@ -61,6 +61,14 @@ export const pluginRegistrySettings = defineSettings({
       "BackendHost:RevokedContentHashes",
       "file content hashes (SHA-256) whose packages are refused at install and at every load",
     ),
+    pluginLocalRoots: setting.list(
+      "BackendHost:PluginLocalRoots",
+      "directories under which `POST /api/plugins/install/local` may read packages (none: the route is refused)",
+    ),
+    pluginFeedUrl: setting.optionalString(
+      "BackendHost:PluginFeedUrl",
+      "package feed of `/install/nuget` and `/update/nuget`: serves `<feed>/<id>/-/<id>-<version>.tgz` (npm registry layout)",
+    ),
     pluginMaxFiles: setting.int(
       "BackendHost:PluginMaxFiles",
       2_000,

@@ -15,6 +15,25 @@ export const UploadedPackage = Type.Object({
   package: Type.Object({ sha256: Sha256, size: Type.Integer({ minimum: 1 }), contentType: Type.String() }),
 });
 
+/** A package on the host's disk: a directory or an archive under one of BackendHost:PluginLocalRoots. */
+const LocalSource = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 1_024 }) },
+  { additionalProperties: false },
+);
+/** A package from the configured feed (BackendHost:PluginFeedUrl, npm-registry tarball layout). */
+const FeedSource = Type.Object(
+  {
+    packageId: Type.String({ pattern: "^[a-z][a-z0-9-]{1,62}$" }),
+    version: Type.String({ pattern: "^[0-9A-Za-z.+-]{1,64}$" }),
+  },
+  { additionalProperties: false },
+);
+/** An update to an older version is refused unless asked for. */
+const UpdateQuery = Type.Object(
+  { allowDowngrade: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
 export const PluginView = Type.Object({
   pluginId: Type.String(),
   name: Type.String(),
@@ -72,24 +91,36 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     path: "/api/plugins/install/local",
     permission: "plugin.create",
     summary: "Install a plugin from the host's disk",
+    body: LocalSource,
+    reply: PluginView,
   },
   "plugins.install-feed": {
     method: "POST",
     path: "/api/plugins/install/nuget",
     permission: "plugin.create",
     summary: "Install a plugin from a package feed",
+    body: FeedSource,
+    reply: PluginView,
   },
   "plugins.update-feed": {
     method: "POST",
     path: "/api/plugins/:id/update/nuget",
     permission: "plugin.create",
     summary: "Update a plugin from a package feed",
+    params: Type.Object({ id: PluginId }),
+    query: UpdateQuery,
+    body: FeedSource,
+    reply: PluginView,
   },
   "plugins.update-local": {
     method: "POST",
     path: "/api/plugins/:id/update/local",
     permission: "plugin.create",
     summary: "Update a plugin from the host's disk",
+    params: Type.Object({ id: PluginId }),
+    query: UpdateQuery,
+    body: LocalSource,
+    reply: PluginView,
   },
   "plugins.list": {
     method: "GET",

@@ -32,6 +32,7 @@ import {
 import { productionEnv } from "./env.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
+import { benchSignerEnv, type PluginBenchResult, printPluginResults, runPluginBench } from "./plugins.js";
 import { printWebhooksResults, runWebhooksBench } from "./webhooks.js";
 
 const { values: args } = parseArgs({
@@ -150,6 +151,7 @@ async function cleanup() {
 }
 
 const results: Array<LoadResult & { name: string }> = [];
+let pluginResults: PluginBenchResult | undefined;
 const memory: Array<{ service: string; rssMb: number }> = [];
 const idle: Array<{ service: string; cpuPercent: number }> = [];
 let idleTransactionsPerSecond = 0;
@@ -170,6 +172,7 @@ async function httpBench() {
       GATEWAY_HOST: "127.0.0.1",
       // The shared limiter runs (counting across replicas through NATS KV) but never rejects the one client.
       BackendHost__RateLimitApiPerMinute: "1000000000",
+      ...benchSignerEnv(),
     };
     const gatewayPort = await freePort();
     const services = SERVICES.map((name) => ({
@@ -240,6 +243,10 @@ async function httpBench() {
         authorization: `Bearer ${accessToken}`,
       }),
     );
+
+    // 6. Plugin install and verification (issue 11).
+    log("measuring plugin install and verification");
+    pluginResults = await runPluginBench(gateway, accessToken);
   } finally {
     await cleanup();
   }
@@ -290,6 +297,7 @@ function printHttp() {
   console.log(
     `  database: ${idleTransactionsPerSecond.toFixed(1)} transactions/s (slow polls, lease sweeps and heartbeats only)`,
   );
+  if (pluginResults !== undefined) printPluginResults(pluginResults);
 }
 
 const only = args.only;

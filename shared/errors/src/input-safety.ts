@@ -29,6 +29,8 @@ export function findUnsafeInput(value: unknown, root: string): Violation | undef
       continue;
     }
     if (typeof item.value !== "object" || item.value === null) continue;
+    // Raw bytes (an uploaded archive) are no JSON input: nothing in them is stored or forwarded as text.
+    if (ArrayBuffer.isView(item.value)) continue;
     if (item.depth >= MAX_DEPTH) {
       return { field: item.path, message: `is nested deeper than ${MAX_DEPTH} levels` };
     }

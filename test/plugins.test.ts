@@ -140,6 +140,22 @@ describe("installing a plugin package (issue 11)", () => {
     expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 
+  it("ends with one record when two replicas install the same plugin at once", async () => {
+    const second = await h.start(pluginRegistryService, {
+      BackendHost__RateLimitApiPerMinute: "0",
+      ...registryEnv(),
+    });
+    try {
+      const bytes = readFileSync(corpus.archives.goodTgz);
+      const statuses = (await Promise.all([1, 2, 3, 4].map(() => upload(bytes)))).map((r) => r.status).sort();
+      expect(statuses).toEqual([201, 409, 409, 409]);
+      expect((await api("GET", "/api/plugins")).json<unknown[]>()).toHaveLength(1);
+      expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    } finally {
+      await second.stop();
+    }
+  });
+
   it("accepts a P1363 signature", async () => {
     const response = await upload(await tgzOf(corpus.dirs.p1363));
     expect(response.status, response.text).toBe(201);
@@ -258,6 +274,22 @@ describe("installing a plugin package (issue 11)", () => {
     expect((await api("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
       expect.objectContaining({ revoked: true }),
     ]);
+    // The restart loaded the stored package again and refused it (rehydration), saying why.
+    expect((await api("GET", "/api/plugins")).json()).toEqual([
+      expect.objectContaining({
+        pluginId: "hello",
+        trustStatus: "refused",
+        refusedReason: expect.stringMatching(/^revoked-signer: /),
+      }),
+    ]);
+    const audit = (await api("GET", "/api/plugins/audit")).json<{
+      items: Array<{ action: string; outcome: string; actor: string }>;
+    }>();
+    expect(audit.items[0]).toMatchObject({
+      action: "verify",
+      outcome: "failed",
+      actor: "svc:plugin-registry",
+    });
     expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 });

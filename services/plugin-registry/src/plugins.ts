@@ -50,6 +50,7 @@ interface PluginRow {
   publisher_id: string | null;
   registry: RegistryJson & { events?: string[] };
   is_active: boolean;
+  refused_reason: string | null;
   installed_at: Date;
   updated_at: Date;
 }
@@ -69,6 +70,8 @@ function view(row: PluginRow) {
     sensitiveFields: [...(row.registry.sensitiveFields ?? [])],
     events: [...(row.registry.events ?? [])],
     isActive: row.is_active,
+    trustStatus: row.refused_reason === null ? ("trusted" as const) : ("refused" as const),
+    refusedReason: row.refused_reason,
     installedAtUtc: row.installed_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
   };
@@ -211,7 +214,7 @@ async function installPackage(deps: PluginDeps, principal: Principal, sha256: st
             contract_version = excluded.contract_version, package_sha256 = excluded.package_sha256,
             signed = excluded.signed, signer_fingerprint = excluded.signer_fingerprint,
             publisher_id = excluded.publisher_id, registry = excluded.registry, manifest = excluded.manifest,
-            updated_at = now()
+            refused_reason = NULL, updated_at = now()
           RETURNING *`);
         return { row: saved, created: existing === null, previous: existing?.package_sha256 };
       });
@@ -398,9 +401,10 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
     outcome: "succeeded" | "failed";
     reason: string | null;
   }>(sql`
-    SELECT id::text, at, actor, action, plugin_id, version, outcome, reason FROM plugin_registry.audit
-    WHERE (${after?.[0] ?? null}::bigint IS NULL OR id < ${after?.[0] ?? null}::bigint)
-    ORDER BY id DESC LIMIT ${limit + 1}`);
+    SELECT a.id::text AS id, at, actor, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
+    WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
+    -- a.id, the bigint column: the text output column would sort "9" before "10".
+    ORDER BY a.id DESC LIMIT ${limit + 1}`);
   return {
     status: 200,
     body: toPage(
@@ -436,4 +440,50 @@ export async function contributions(db: Queries) {
       };
     }),
   };
+}
+
+/**
+ * Rehydration (spec 5.7.4): at every start the registry loads each stored package again and verifies it
+ * with the current trust settings (revoked signers and content, trusted signers). A package that fails is
+ * marked refused with its reason (it cannot be activated) and the failure is audited; one that passes again
+ * is trusted again.
+ */
+export async function rehydrate(
+  deps: PluginDeps,
+  log: { warn: (o: object, m: string) => void },
+): Promise<void> {
+  const system = {
+    subject: "svc:plugin-registry",
+    scope: "platform",
+    workspaceKey: null,
+    permissions: [],
+    roles: [],
+  } as const;
+  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  for (const row of rows) {
+    let reason: string | null = null;
+    let failure: SvcError | undefined;
+    try {
+      await deps.metrics.time("verify", async () =>
+        openPackage(await deps.store.get(row.package_sha256), {
+          settings: deps.settings,
+          hostVersion: deps.hostVersion,
+          trustOnly: true,
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof SvcError)) throw error;
+      failure = error;
+      reason = `${reasonOf(error)}: ${error.message}`;
+    }
+    if (reason === row.refused_reason) continue;
+    await deps.db.query(sql`
+      UPDATE plugin_registry.plugins SET refused_reason = ${reason}, is_active = is_active AND ${reason === null}
+      WHERE plugin_id = ${row.plugin_id} AND package_sha256 = ${row.package_sha256}`);
+    if (failure !== undefined) {
+      log.warn({ pluginId: row.plugin_id, reason }, "a stored plugin was refused when it was loaded");
+      await audit(deps.db, system, "verify", { id: row.plugin_id, version: row.version }, failure);
+    }
+    deps.announce(row.plugin_id);
+  }
 }

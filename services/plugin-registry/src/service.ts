@@ -13,7 +13,7 @@ import * as plugins from "./plugins.js";
  */
 export const pluginRegistryService: ServiceDefinition = {
   name: ServiceName.PluginRegistry,
-  start({ bus, db, nc, config, metrics }) {
+  async start({ bus, db, nc, config, metrics, log }) {
     const deps: plugins.PluginDeps = {
       db,
       store: new PackageStore(nc, config.subjectPrefix),
@@ -37,6 +37,10 @@ export const pluginRegistryService: ServiceDefinition = {
     serveRoute(bus, r["signers.list"], (req) => plugins.trustedSigners(deps, req));
     serveRoute(bus, r["contracts.support"], (req) => plugins.contractSupport(deps, req));
     serveRoute(bus, r["contracts.compatibility"], (req) => plugins.contractCompatibility(deps, req));
+    // Every stored package is loaded and verified again with the current trust settings.
+    await plugins
+      .rehydrate(deps, log)
+      .catch((error: unknown) => log.warn({ err: error }, "rehydration failed"));
     return undefined;
   },
 };

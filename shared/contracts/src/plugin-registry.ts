@@ -48,6 +48,9 @@ export const PluginView = Type.Object({
   sensitiveFields: Type.Array(Type.String()),
   events: Type.Array(Type.String()),
   isActive: Type.Boolean(),
+  /** `refused` when the stored package failed verification at the registry's last start (spec 5.7.4). */
+  trustStatus: Type.Union([Type.Literal("trusted"), Type.Literal("refused")]),
+  refusedReason: Nullable(Type.String()),
   installedAtUtc: Type.String(),
   updatedAtUtc: Type.String(),
 });

@@ -237,37 +237,28 @@ async function installPackage(deps: PluginDeps, principal: Principal, sha256: st
 export const install: PluginHandler<"plugins.install"> = (deps, req) =>
   installPackage(deps, req.principal, req.body.package.sha256, { kind: "install" });
 
+/** A package from the host's disk or the feed, stored like an upload; its hash. */
+const fromLocal = async (deps: PluginDeps, path: string) =>
+  deps.store.put(await readLocal(deps.settings, path));
+const fromFeed = async (deps: PluginDeps, source: { packageId: string; version: string }) =>
+  deps.store.put(await readFeed(deps.settings, source.packageId, source.version, deps.feedTimeoutMs));
+const update = (id: string, query: { allowDowngrade?: boolean }): Mode => ({
+  kind: "update",
+  id,
+  allowDowngrade: query.allowDowngrade === true,
+});
+
 export const installLocal: PluginHandler<"plugins.install-local"> = async (deps, req) =>
-  installPackage(deps, req.principal, await deps.store.put(await readLocal(deps.settings, req.body.path)), {
-    kind: "install",
-  });
+  installPackage(deps, req.principal, await fromLocal(deps, req.body.path), { kind: "install" });
 
 export const installFeed: PluginHandler<"plugins.install-feed"> = async (deps, req) =>
-  installPackage(
-    deps,
-    req.principal,
-    await deps.store.put(
-      await readFeed(deps.settings, req.body.packageId, req.body.version, deps.feedTimeoutMs),
-    ),
-    { kind: "install" },
-  );
+  installPackage(deps, req.principal, await fromFeed(deps, req.body), { kind: "install" });
 
 export const updateLocal: PluginHandler<"plugins.update-local"> = async (deps, req) =>
-  installPackage(deps, req.principal, await deps.store.put(await readLocal(deps.settings, req.body.path)), {
-    kind: "update",
-    id: req.params.id,
-    allowDowngrade: req.query.allowDowngrade === true,
-  });
+  installPackage(deps, req.principal, await fromLocal(deps, req.body.path), update(req.params.id, req.query));
 
 export const updateFeed: PluginHandler<"plugins.update-feed"> = async (deps, req) =>
-  installPackage(
-    deps,
-    req.principal,
-    await deps.store.put(
-      await readFeed(deps.settings, req.body.packageId, req.body.version, deps.feedTimeoutMs),
-    ),
-    { kind: "update", id: req.params.id, allowDowngrade: req.query.allowDowngrade === true },
-  );
+  installPackage(deps, req.principal, await fromFeed(deps, req.body), update(req.params.id, req.query));
 
 const listInstalled = async (db: Queries) =>
   (await db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`)).map(view);

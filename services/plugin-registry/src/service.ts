@@ -3,8 +3,10 @@ import "./settings.js";
 import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { HOST_VERSION, type ServiceDefinition } from "@svc/runtime";
 
+import { lifecycleMetrics, type PluginDeps } from "./common.js";
 import { PackageStore } from "./packages.js";
 import * as plugins from "./plugins.js";
+import * as reports from "./reports.js";
 
 /**
  * Plugin packages: install from an uploaded archive with verification (spec 5.7), the installed list,
@@ -14,16 +16,16 @@ import * as plugins from "./plugins.js";
 export const pluginRegistryService: ServiceDefinition = {
   name: ServiceName.PluginRegistry,
   async start({ bus, db, nc, config, metrics, log }) {
-    const deps: plugins.PluginDeps = {
+    const deps: PluginDeps = {
       db,
       store: new PackageStore(nc, config.subjectPrefix),
       settings: config.backendHost,
       hostVersion: HOST_VERSION,
-      metrics: plugins.lifecycleMetrics(metrics),
+      metrics: lifecycleMetrics(metrics),
       feedTimeoutMs: Math.max(1_000, config.backendHost.requestTimeoutMs - 500),
       announce: (pluginId) => bus.broadcast("plugin-registry.contributions.changed", { pluginId }),
     };
-    bus.serve("plugin-registry.contributions.list", () => plugins.contributions(db));
+    bus.serve("plugin-registry.contributions.list", () => reports.contributions(db));
     serveRoute(bus, r["plugins.install"], (req) => plugins.install(deps, req));
     serveRoute(bus, r["plugins.install-local"], (req) => plugins.installLocal(deps, req));
     serveRoute(bus, r["plugins.install-feed"], (req) => plugins.installFeed(deps, req));
@@ -32,13 +34,13 @@ export const pluginRegistryService: ServiceDefinition = {
     serveRoute(bus, r["plugins.list"], (req) => plugins.list(deps, req));
     serveRoute(bus, r["plugins.installed"], (req) => plugins.installed(deps, req));
     serveRoute(bus, r["plugins.uninstall"], (req) => plugins.uninstall(deps, req));
-    serveRoute(bus, r["plugins.signature-report"], (req) => plugins.signatureReport(deps, req));
-    serveRoute(bus, r["plugins.audit"], (req) => plugins.auditLog(deps, req));
-    serveRoute(bus, r["signers.list"], (req) => plugins.trustedSigners(deps, req));
-    serveRoute(bus, r["contracts.support"], (req) => plugins.contractSupport(deps, req));
-    serveRoute(bus, r["contracts.compatibility"], (req) => plugins.contractCompatibility(deps, req));
+    serveRoute(bus, r["plugins.signature-report"], (req) => reports.signatureReport(deps, req));
+    serveRoute(bus, r["plugins.audit"], (req) => reports.auditLog(deps, req));
+    serveRoute(bus, r["signers.list"], (req) => reports.trustedSigners(deps, req));
+    serveRoute(bus, r["contracts.support"], (req) => reports.contractSupport(deps, req));
+    serveRoute(bus, r["contracts.compatibility"], (req) => reports.contractCompatibility(deps, req));
     // Every stored package is loaded and verified again with the current trust settings.
-    await plugins
+    await reports
       .rehydrate(deps, log)
       .catch((error: unknown) => log.warn({ err: error }, "rehydration failed"));
     return undefined;

@@ -1,0 +1,140 @@
+/** What the plugin registry's handlers share: their dependencies, the stored record, the audit, metrics. */
+import type { Principal } from "@svc/bus";
+import type { BackendHostSettings } from "@svc/config";
+import { type pluginRegistryRoutes, type ReplyOfRoute, type RequestOfRoute } from "@svc/contracts";
+import { type Db, type Queries, sql } from "@svc/db";
+import { SvcError } from "@svc/errors";
+import { Counter, Histogram, type Registry } from "@svc/observability";
+import { PERMISSIONS_PROPERTY, type RegistryJson } from "@svc/plugin-package";
+
+import type { PackageStore } from "./packages.js";
+
+type Routes = typeof pluginRegistryRoutes;
+export type PluginHandler<K extends keyof Routes> = (
+  deps: PluginDeps,
+  request: RequestOfRoute<Routes[K]>,
+) => Promise<ReplyOfRoute<Routes[K]>>;
+
+export interface PluginDeps {
+  readonly db: Db;
+  readonly store: PackageStore;
+  readonly settings: BackendHostSettings;
+  readonly hostVersion: string;
+  readonly metrics: LifecycleMetrics;
+  /** Tells the services that hold a plugin's contributions (keys, masked fields, events) to refresh. */
+  readonly announce: (pluginId: string) => void;
+  /** Time limit of a package download from the feed. */
+  readonly feedTimeoutMs: number;
+}
+
+export interface PluginRow {
+  plugin_id: string;
+  name: string;
+  version: string;
+  tier: "system" | "application";
+  contract_version: string;
+  package_sha256: string;
+  signed: boolean;
+  signer_fingerprint: string | null;
+  publisher_id: string | null;
+  registry: RegistryJson & { events?: string[] };
+  is_active: boolean;
+  refused_reason: string | null;
+  installed_at: Date;
+  updated_at: Date;
+}
+
+export function view(row: PluginRow) {
+  return {
+    pluginId: row.plugin_id,
+    name: row.name,
+    version: row.version,
+    tier: row.tier,
+    contractVersion: row.contract_version,
+    signed: row.signed,
+    signerFingerprint: row.signer_fingerprint,
+    publisherId: row.publisher_id,
+    packageSha256: row.package_sha256,
+    permissions: [...(row.registry[PERMISSIONS_PROPERTY] ?? [])],
+    sensitiveFields: [...(row.registry.sensitiveFields ?? [])],
+    events: [...(row.registry.events ?? [])],
+    isActive: row.is_active,
+    trustStatus: row.refused_reason === null ? ("trusted" as const) : ("refused" as const),
+    refusedReason: row.refused_reason,
+    installedAtUtc: row.installed_at.toISOString(),
+    updatedAtUtc: row.updated_at.toISOString(),
+  };
+}
+
+/** svc_plugin_lifecycle_operations_total and svc_plugin_lifecycle_duration_ms, by action and outcome. */
+export function lifecycleMetrics(registry: Registry) {
+  const operations = new Counter({
+    name: "svc_plugin_lifecycle_operations_total",
+    help: "Plugin lifecycle operations (install, update, uninstall, verify) by outcome.",
+    labelNames: ["action", "outcome"] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "svc_plugin_lifecycle_duration_ms",
+    help: "Duration of plugin lifecycle operations in milliseconds, by action and outcome.",
+    labelNames: ["action", "outcome"] as const,
+    buckets: [5, 10, 25, 50, 100, 200, 500, 1_000, 2_500, 5_000, 10_000],
+    registers: [registry],
+  });
+  return {
+    async time<T>(action: string, work: () => Promise<T>): Promise<T> {
+      const started = performance.now();
+      let outcome = "failed";
+      try {
+        const result = await work();
+        outcome = "succeeded";
+        return result;
+      } finally {
+        operations.inc({ action, outcome });
+        duration.observe({ action, outcome }, performance.now() - started);
+      }
+    },
+  };
+}
+export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
+
+export async function audit(
+  db: Queries,
+  principal: Principal,
+  action: string,
+  plugin: { id?: string | null; version?: string | null },
+  error?: unknown,
+): Promise<void> {
+  const reason =
+    error === undefined
+      ? null
+      : error instanceof SvcError
+        ? `${reasonOf(error)}: ${error.message}`
+        : "internal error";
+  await db.query(sql`
+    INSERT INTO plugin_registry.audit (actor, action, plugin_id, version, outcome, reason)
+    VALUES (${principal.subject}, ${action}, ${plugin.id ?? null}, ${plugin.version ?? null},
+            ${error === undefined ? "succeeded" : "failed"}, ${reason})`);
+}
+
+/** The refusal's reason code (`SVC_PLUGIN_REFUSED`), else the error code. */
+export const reasonOf = (error: SvcError): string =>
+  typeof error.extensions.reason === "string" ? error.extensions.reason : error.code;
+
+export const lockPlugin = (tx: Queries, pluginId: string) =>
+  tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`plugin:${pluginId}`}))`);
+
+/** Deletes an uploaded package unless an installed plugin is that package. */
+export async function dropUnreferenced(deps: PluginDeps, sha256: string) {
+  const used = await deps.db.maybeOne(
+    sql`SELECT 1 AS one FROM plugin_registry.plugins WHERE package_sha256 = ${sha256} LIMIT 1`,
+  );
+  if (used === null) await deps.store.delete(sha256);
+}
+
+export async function installedVersions(db: Queries): Promise<Map<string, string>> {
+  const rows = await db.any<{ plugin_id: string; version: string }>(
+    sql`SELECT plugin_id, version FROM plugin_registry.plugins`,
+  );
+  return new Map(rows.map((r) => [r.plugin_id, r.version]));
+}

@@ -1,0 +1,193 @@
+/**
+ * What the registry reports about installed plugins: the signature report, signers, contract support
+ * and compatibility, the audit, the contributions other services follow, and rehydration at start.
+ */
+import { type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { SvcError } from "@svc/errors";
+import { HOST_DEPENDENCY, PERMISSIONS_PROPERTY, PLUGIN_CONTRACT } from "@svc/plugin-package";
+import semver from "semver";
+
+import { audit, type PluginDeps, type PluginHandler, type PluginRow, reasonOf, view } from "./common.js";
+import { openPackage } from "./packages.js";
+
+/** Re-verifies every installed plugin's stored package now, with the current trust settings. */
+export const signatureReport: PluginHandler<"plugins.signature-report"> = async (deps) => {
+  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  const items = [];
+  for (const row of rows) {
+    try {
+      const opened = await deps.metrics.time("verify", async () =>
+        openPackage(await deps.store.get(row.package_sha256), {
+          settings: deps.settings,
+          hostVersion: deps.hostVersion,
+          trustOnly: true,
+        }),
+      );
+      items.push({
+        pluginId: row.plugin_id,
+        version: row.version,
+        status: opened.signed ? ("valid" as const) : ("unsigned" as const),
+        code: null,
+        reason: null,
+      });
+    } catch (error) {
+      if (!(error instanceof SvcError)) throw error;
+      items.push({
+        pluginId: row.plugin_id,
+        version: row.version,
+        status: "invalid" as const,
+        code: reasonOf(error),
+        reason: error.message,
+      });
+    }
+  }
+  return { status: 200, body: { checkedAtUtc: new Date().toISOString(), items } };
+};
+
+export const trustedSigners: PluginHandler<"signers.list"> = async (deps) => ({
+  status: 200,
+  body: deps.settings.trustedSigners.map((s) => ({
+    publisherId: s.publisherId,
+    displayName: s.displayName,
+    fingerprint: s.fingerprint,
+    source: "configuration",
+    revoked: deps.settings.revokedSignerFingerprints.includes(s.fingerprint),
+  })),
+});
+
+export const contractSupport: PluginHandler<"contracts.support"> = async (deps) => ({
+  status: 200,
+  body: {
+    hostVersion: deps.hostVersion,
+    contractVersion: PLUGIN_CONTRACT.current,
+    supportedContractVersions: PLUGIN_CONTRACT.supported,
+    hostDependencyKey: HOST_DEPENDENCY,
+    permissionsProperty: PERMISSIONS_PROPERTY,
+  },
+});
+
+export const contractCompatibility: PluginHandler<"contracts.compatibility"> = async (deps) => {
+  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  return {
+    status: 200,
+    body: rows.map((row) => {
+      const reasons: string[] = [];
+      const contract = semver.coerce(row.contract_version);
+      if (contract === null || !semver.satisfies(contract, PLUGIN_CONTRACT.supported)) {
+        reasons.push(`contract ${row.contract_version} is outside ${PLUGIN_CONTRACT.supported}`);
+      }
+      const host = row.registry.dependencies?.[HOST_DEPENDENCY];
+      if (host !== undefined && !semver.satisfies(deps.hostVersion, host, { includePrerelease: true })) {
+        reasons.push(`needs host ${host}; this host is ${deps.hostVersion}`);
+      }
+      return {
+        pluginId: row.plugin_id,
+        version: row.version,
+        contractVersion: row.contract_version,
+        compatible: reasons.length === 0,
+        reasons,
+      };
+    }),
+  };
+};
+
+const AUDIT: Listing = { tag: "plugin-audit", kinds: ["bigint"] };
+
+export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
+  const { limit, after } = readPage(req.query, AUDIT);
+  const rows = await deps.db.any<{
+    id: string;
+    at: Date;
+    actor: string;
+    action: string;
+    plugin_id: string | null;
+    version: string | null;
+    outcome: "succeeded" | "failed";
+    reason: string | null;
+  }>(sql`
+    SELECT a.id::text AS id, at, actor, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
+    WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
+    -- a.id, the bigint column: the text output column would sort "9" before "10".
+    ORDER BY a.id DESC LIMIT ${limit + 1}`);
+  return {
+    status: 200,
+    body: toPage(
+      rows,
+      limit,
+      AUDIT,
+      (last) => [last.id],
+      (r) => ({
+        id: r.id,
+        atUtc: r.at.toISOString(),
+        actor: r.actor,
+        action: r.action,
+        pluginId: r.plugin_id,
+        version: r.version,
+        outcome: r.outcome,
+        reason: r.reason,
+      }),
+    ),
+  };
+};
+
+/** What every installed plugin contributes (rbac and the webhook dispatcher follow it). */
+export async function contributions(db: Queries) {
+  const rows = await db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  return {
+    plugins: rows.map((row) => {
+      const v = view(row);
+      return {
+        pluginId: v.pluginId,
+        permissions: v.permissions,
+        sensitiveFields: v.sensitiveFields,
+        events: v.events,
+      };
+    }),
+  };
+}
+
+/**
+ * Rehydration (spec 5.7.4): at every start the registry loads each stored package again and verifies it
+ * with the current trust settings (revoked signers and content, trusted signers). A package that fails is
+ * marked refused with its reason (it cannot be activated) and the failure is audited; one that passes again
+ * is trusted again.
+ */
+export async function rehydrate(
+  deps: PluginDeps,
+  log: { warn: (o: object, m: string) => void },
+): Promise<void> {
+  const system = {
+    subject: "svc:plugin-registry",
+    scope: "platform",
+    workspaceKey: null,
+    permissions: [],
+    roles: [],
+  } as const;
+  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  for (const row of rows) {
+    let reason: string | null = null;
+    let failure: SvcError | undefined;
+    try {
+      await deps.metrics.time("verify", async () =>
+        openPackage(await deps.store.get(row.package_sha256), {
+          settings: deps.settings,
+          hostVersion: deps.hostVersion,
+          trustOnly: true,
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof SvcError)) throw error;
+      failure = error;
+      reason = `${reasonOf(error)}: ${error.message}`;
+    }
+    if (reason === row.refused_reason) continue;
+    await deps.db.query(sql`
+      UPDATE plugin_registry.plugins SET refused_reason = ${reason}, is_active = is_active AND ${reason === null}
+      WHERE plugin_id = ${row.plugin_id} AND package_sha256 = ${row.package_sha256}`);
+    if (failure !== undefined) {
+      log.warn({ pluginId: row.plugin_id, reason }, "a stored plugin was refused when it was loaded");
+      await audit(deps.db, system, "verify", { id: row.plugin_id, version: row.version }, failure);
+    }
+    deps.announce(row.plugin_id);
+  }
+}

@@ -33,7 +33,7 @@ import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { create as createTar } from "tar";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { devSignerEnv, EXAMPLE_PLUGIN_DIR, examplePackage } from "../scripts/lib/example-plugin.js";
 import { repoRoot } from "../scripts/lib/stack.js";
@@ -43,6 +43,11 @@ import { http, type HttpResponse } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
+/**
+ * Installs unpack, hash and verify whole packages: on a loaded 2-core machine several at once outlast the
+ * default 5 s request deadline, so this file gives them 20 s (latency figures are the benchmark's).
+ */
+const BASE_ENV = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__RequestTimeoutMs: "20000" };
 const work = mkdtempSync(join(tmpdir(), "svc-plugins-"));
 let corpus: Corpus;
 let base: string;
@@ -102,9 +107,21 @@ function registryEnv(extra: Record<string, string> = {}) {
   };
 }
 
+// A test that fails half-way leaves no plugin behind for the next one.
+afterEach(async () => {
+  if (base === undefined) return;
+  const token = await mintToken({ scope: "platform", permissions: ["plugin.read", "plugin.delete"] });
+  const auth = { authorization: `Bearer ${token}` };
+  const listed = await http(`${base}/api/plugins`, { headers: auth });
+  if (listed.status !== 200) return;
+  for (const p of listed.json<Array<{ pluginId: string }>>()) {
+    await http(`${base}/api/plugins/${p.pluginId}`, { method: "DELETE", headers: auth });
+  }
+});
+
 beforeAll(async () => {
   corpus = await buildCorpus(join(work, "corpus"));
-  const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxPackageUploadBytes: "8388608" };
+  const env = { ...BASE_ENV, BackendHost__MaxPackageUploadBytes: "8388608" };
   await h.start(rbacService, env);
   await h.start(webhookDispatcherService, env);
   registry_ = await h.start(pluginRegistryService, { ...env, ...registryEnv() });
@@ -141,17 +158,15 @@ describe("installing a plugin package (issue 11)", () => {
   });
 
   it("ends with one record when two replicas install the same plugin at once", async () => {
-    const second = await h.start(pluginRegistryService, {
-      BackendHost__RateLimitApiPerMinute: "0",
-      ...registryEnv(),
-    });
+    const second = await h.start(pluginRegistryService, { ...BASE_ENV, ...registryEnv() });
     try {
       const bytes = readFileSync(corpus.archives.goodTgz);
-      const statuses = (await Promise.all([1, 2, 3, 4].map(() => upload(bytes)))).map((r) => r.status).sort();
-      expect(statuses).toEqual([201, 409, 409, 409]);
+      const statuses = (await Promise.all([1, 2, 3].map(() => upload(bytes)))).map((r) => r.status).sort();
+      expect(statuses).toEqual([201, 409, 409]);
       expect((await api("GET", "/api/plugins")).json<unknown[]>()).toHaveLength(1);
-      expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
     } finally {
+      // Whatever happened, the next test starts with no plugin installed.
+      await api("DELETE", "/api/plugins/hello");
       await second.stop();
     }
   });
@@ -262,7 +277,7 @@ describe("installing a plugin package (issue 11)", () => {
     // The operator revokes the signer: the registry restarts with the new setting.
     await registry_.stop();
     registry_ = await h.start(pluginRegistryService, {
-      BackendHost__RateLimitApiPerMinute: "0",
+      ...BASE_ENV,
       ...registryEnv({ BackendHost__RevokedSignerFingerprints__0: corpus.signerFingerprint }),
     });
     const report = (await api("GET", "/api/plugins/signature-report")).json<{
@@ -307,7 +322,7 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
     // Installed through the API, as make dev does, by a registry that trusts the development signer.
     await registry_.stop();
     registry_ = await h.start(pluginRegistryService, {
-      BackendHost__RateLimitApiPerMinute: "0",
+      ...BASE_ENV,
       ...devSignerEnv(),
     });
     const installed = await upload(await examplePackage());
@@ -352,7 +367,7 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
     });
     await registry_.stop();
     registry_ = await h.start(pluginRegistryService, {
-      BackendHost__RateLimitApiPerMinute: "0",
+      ...BASE_ENV,
       ...registryEnv(),
     });
     const before = await contributed();
@@ -462,7 +477,7 @@ describe("installing from the host's disk and from a package feed, and updating 
     feedUrl = `http://127.0.0.1:${(feed.address() as AddressInfo).port}`;
     await registry_.stop();
     registry_ = await h.start(pluginRegistryService, {
-      BackendHost__RateLimitApiPerMinute: "0",
+      ...BASE_ENV,
       ...registryEnv({ BackendHost__PluginLocalRoots__0: work, BackendHost__PluginFeedUrl: feedUrl }),
     });
   });

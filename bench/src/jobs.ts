@@ -12,6 +12,8 @@ import { enqueue, enqueueMany, JobWorker } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 import { Logger, makeWorkerUtils, run, type Runner } from "graphile-worker";
 
+import { percentile } from "./stats.js";
+
 const silent = new Logger(() => () => undefined);
 
 export interface JobsBenchResult {
@@ -23,11 +25,6 @@ export interface JobsBenchResult {
 }
 
 const log = createLogger("bench-jobs", "silent");
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
 
 async function waitUntil(check: () => Promise<boolean>, intervalMs: number, timeoutMs = 300_000) {
   const end = Date.now() + timeoutMs;

@@ -8,8 +8,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { hashDirectory, SIGNATURE_FILE, signManifest } from "@svc/plugin-package";
-import { create as createTar } from "tar";
+import { hashDirectory, packDirectory, SIGNATURE_FILE, signManifest } from "@svc/plugin-package";
+
+import { percentile, sorted } from "./stats.js";
 
 const signer = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
 
@@ -48,19 +49,11 @@ async function onePackage(bytes: number): Promise<Buffer> {
       join(dir, SIGNATURE_FILE),
       JSON.stringify(signManifest({ pluginId: "bench", version: "1.0.0", files }, signer.privateKey)),
     );
-    const chunks: Buffer[] = [];
-    const list = [...files.map((f) => f.path), SIGNATURE_FILE];
-    for await (const c of createTar({ gzip: true, cwd: dir, portable: true }, list)) chunks.push(c);
-    return Buffer.concat(chunks);
+    return (await packDirectory(dir)).bytes;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-};
 
 export interface PluginBenchResult {
   readonly packageBytes: number;
@@ -98,8 +91,8 @@ export async function runPluginBench(
   }
   return {
     packageBytes: bytes.length,
-    install: { p50: percentile(install, 50), p95: percentile(install, 95) },
-    verify: { p50: percentile(verify, 50), p95: percentile(verify, 95) },
+    install: { p50: percentile(sorted(install), 50), p95: percentile(sorted(install), 95) },
+    verify: { p50: percentile(sorted(verify), 50), p95: percentile(sorted(verify), 95) },
     rounds,
   };
 }

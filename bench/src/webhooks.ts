@@ -15,6 +15,7 @@ import pg from "pg";
 
 import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
 import { productionEnv } from "./env.js";
+import { percentile } from "./stats.js";
 
 export interface WebhooksBenchResult {
   readonly burstEvents: number;
@@ -25,10 +26,6 @@ export interface WebhooksBenchResult {
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
   readonly steadyReceived: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 export async function runWebhooksBench(

@@ -1,0 +1,7 @@
+/** The p-th percentile of ascending `values` (NaN when there are none). */
+export function percentile(values: readonly number[], p: number): number {
+  return values[Math.min(values.length - 1, Math.floor((p / 100) * values.length))] ?? Number.NaN;
+}
+
+/** A sorted copy, ascending. */
+export const sorted = (values: readonly number[]) => [...values].sort((a, b) => a - b);

@@ -5,8 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { hashDirectory, SIGNATURE_FILE } from "@svc/plugin-package";
-import { create as createTar } from "tar";
+import { packDirectory } from "@svc/plugin-package";
 
 import { DEMO, repoRoot } from "./stack.js";
 
@@ -24,12 +23,7 @@ export function devSignerEnv(): Record<string, string> {
 
 /** The example package as a .tgz, in memory. */
 export async function examplePackage(): Promise<Buffer> {
-  const files = [...(await hashDirectory(EXAMPLE_PLUGIN_DIR)).map((f) => f.path), SIGNATURE_FILE];
-  const chunks: Buffer[] = [];
-  for await (const chunk of createTar({ gzip: true, cwd: EXAMPLE_PLUGIN_DIR, portable: true }, files)) {
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  return (await packDirectory(EXAMPLE_PLUGIN_DIR)).bytes;
 }
 
 /** Installs the example as the demo operator; says what happened. */

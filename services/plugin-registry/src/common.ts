@@ -6,8 +6,7 @@ import { type Db, type Queries, sql } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
 import { PERMISSIONS_PROPERTY, type RegistryJson } from "@svc/plugin-package";
-
-import type { PackageStore } from "./packages.js";
+import type { PackageStore } from "@svc/plugin-package/store";
 
 type Routes = typeof pluginRegistryRoutes;
 export type PluginHandler<K extends keyof Routes> = (
@@ -43,6 +42,10 @@ export interface PluginRow {
   installed_at: Date;
   updated_at: Date;
 }
+
+/** Every installed plugin, by id. */
+export const allPlugins = (db: Queries) =>
+  db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
 
 export function view(row: PluginRow) {
   return {

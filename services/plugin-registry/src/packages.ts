@@ -3,13 +3,10 @@
  * unpacked into a private temporary directory, verified (spec 5.7) and its registry.json validated.
  * Every refusal is a 422 `SVC_PLUGIN_REFUSED` naming the reason; the directory is removed afterwards.
  */
-import { createHash } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type ObjectStore, Objm } from "@nats-io/obj";
-import type { NatsConnection } from "@nats-io/transport-node";
 import type { BackendHostSettings } from "@svc/config";
 import { ErrorCode, SvcError } from "@svc/errors";
 import {
@@ -21,47 +18,17 @@ import {
   validateRegistry,
   verifyPackage,
 } from "@svc/plugin-package";
+import type { PackageStore } from "@svc/plugin-package/store";
 
 export function refused(reason: string, detail: string, extra: Record<string, unknown> = {}): SvcError {
   return new SvcError(ErrorCode.PluginRefused, detail, { extensions: { reason, ...extra } });
 }
 
-/** The package object store the gateway writes uploads to (`<prefix>_plugin_packages`). */
-export class PackageStore {
-  private store: Promise<ObjectStore> | undefined;
-  constructor(
-    private readonly nc: NatsConnection,
-    private readonly prefix: string,
-  ) {}
-
-  bucket(): Promise<ObjectStore> {
-    this.store ??= new Objm(this.nc)
-      .create(`${this.prefix}_plugin_packages`, { storage: "file" })
-      .catch((e) => {
-        this.store = undefined;
-        throw e;
-      });
-    return this.store;
-  }
-
-  async get(sha256: string): Promise<Buffer> {
-    const bytes = await (await this.bucket()).getBlob(sha256);
-    if (bytes === null) throw refused("package-missing", `No uploaded package has the hash ${sha256}.`);
-    return Buffer.from(bytes);
-  }
-
-  /** Stores bytes under their SHA-256 (what an upload does at the gateway); returns the hash. */
-  async put(bytes: Buffer): Promise<string> {
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
-    const store = await this.bucket();
-    const existing = await store.info(sha256);
-    if (existing === null || existing.deleted) await store.putBlob({ name: sha256 }, bytes);
-    return sha256;
-  }
-
-  async delete(sha256: string): Promise<void> {
-    await (await this.bucket()).delete(sha256).catch(() => undefined);
-  }
+/** A stored package's bytes; a 422 when none are stored under that hash. */
+export async function storedPackage(store: PackageStore, sha256: string): Promise<Buffer> {
+  const bytes = await store.get(sha256);
+  if (bytes === null) throw refused("package-missing", `No uploaded package has the hash ${sha256}.`);
+  return bytes;
 }
 
 export interface OpenedPackage {

@@ -9,6 +9,7 @@ import { ConflictError, NotFoundError } from "@svc/errors";
 import semver from "semver";
 
 import {
+  allPlugins,
   audit,
   dropUnreferenced,
   installedVersions,
@@ -18,7 +19,7 @@ import {
   type PluginRow,
   view,
 } from "./common.js";
-import { openPackage, refused } from "./packages.js";
+import { openPackage, refused, storedPackage } from "./packages.js";
 import { readFeed, readLocal } from "./sources.js";
 
 type Mode = { kind: "install" } | { kind: "update"; id: string; allowDowngrade: boolean };
@@ -35,7 +36,7 @@ async function installPackage(deps: PluginDeps, principal: Principal, sha256: st
     const { row, created, previous } = await deps.metrics.time(action, async () => {
       const installedNow = await installedVersions(deps.db);
       if (mode.kind === "update") installedNow.delete(mode.id);
-      const opened = await openPackage(await deps.store.get(sha256), {
+      const opened = await openPackage(await storedPackage(deps.store, sha256), {
         settings: deps.settings,
         hostVersion: deps.hostVersion,
         installed: installedNow,
@@ -131,8 +132,7 @@ export const updateLocal: PluginHandler<"plugins.update-local"> = async (deps, r
 export const updateFeed: PluginHandler<"plugins.update-feed"> = async (deps, req) =>
   installPackage(deps, req.principal, await fromFeed(deps, req.body), update(req.params.id, req.query));
 
-const listInstalled = async (db: Queries) =>
-  (await db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`)).map(view);
+const listInstalled = async (db: Queries) => (await allPlugins(db)).map(view);
 
 export const list: PluginHandler<"plugins.list"> = async (deps) => ({
   status: 200,

@@ -7,39 +7,54 @@ import { SvcError } from "@svc/errors";
 import { HOST_DEPENDENCY, PERMISSIONS_PROPERTY, PLUGIN_CONTRACT } from "@svc/plugin-package";
 import semver from "semver";
 
-import { audit, type PluginDeps, type PluginHandler, type PluginRow, reasonOf, view } from "./common.js";
-import { openPackage } from "./packages.js";
+import {
+  allPlugins,
+  audit,
+  type PluginDeps,
+  type PluginHandler,
+  type PluginRow,
+  reasonOf,
+  view,
+} from "./common.js";
+import { openPackage, storedPackage } from "./packages.js";
+
+/** Loads a stored package and verifies it with the current trust settings: its signedness, or why not. */
+async function verifyStored(
+  deps: PluginDeps,
+  row: PluginRow,
+): Promise<{ signed: boolean; failure?: undefined } | { failure: SvcError }> {
+  try {
+    const opened = await deps.metrics.time("verify", async () =>
+      openPackage(await storedPackage(deps.store, row.package_sha256), {
+        settings: deps.settings,
+        hostVersion: deps.hostVersion,
+        trustOnly: true,
+      }),
+    );
+    return { signed: opened.signed };
+  } catch (error) {
+    if (!(error instanceof SvcError)) throw error;
+    return { failure: error };
+  }
+}
 
 /** Re-verifies every installed plugin's stored package now, with the current trust settings. */
 export const signatureReport: PluginHandler<"plugins.signature-report"> = async (deps) => {
-  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
   const items = [];
-  for (const row of rows) {
-    try {
-      const opened = await deps.metrics.time("verify", async () =>
-        openPackage(await deps.store.get(row.package_sha256), {
-          settings: deps.settings,
-          hostVersion: deps.hostVersion,
-          trustOnly: true,
-        }),
-      );
-      items.push({
-        pluginId: row.plugin_id,
-        version: row.version,
-        status: opened.signed ? ("valid" as const) : ("unsigned" as const),
-        code: null,
-        reason: null,
-      });
-    } catch (error) {
-      if (!(error instanceof SvcError)) throw error;
-      items.push({
-        pluginId: row.plugin_id,
-        version: row.version,
-        status: "invalid" as const,
-        code: reasonOf(error),
-        reason: error.message,
-      });
-    }
+  for (const row of await allPlugins(deps.db)) {
+    const result = await verifyStored(deps, row);
+    items.push({
+      pluginId: row.plugin_id,
+      version: row.version,
+      status:
+        result.failure !== undefined
+          ? ("invalid" as const)
+          : result.signed
+            ? ("valid" as const)
+            : ("unsigned" as const),
+      code: result.failure === undefined ? null : reasonOf(result.failure),
+      reason: result.failure?.message ?? null,
+    });
   }
   return { status: 200, body: { checkedAtUtc: new Date().toISOString(), items } };
 };
@@ -67,7 +82,7 @@ export const contractSupport: PluginHandler<"contracts.support"> = async (deps) 
 });
 
 export const contractCompatibility: PluginHandler<"contracts.compatibility"> = async (deps) => {
-  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  const rows = await allPlugins(deps.db);
   return {
     status: 200,
     body: rows.map((row) => {
@@ -132,7 +147,7 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
 
 /** What every installed plugin contributes (rbac and the webhook dispatcher follow it). */
 export async function contributions(db: Queries) {
-  const rows = await db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
+  const rows = await allPlugins(db);
   return {
     plugins: rows.map((row) => {
       const v = view(row);
@@ -163,23 +178,9 @@ export async function rehydrate(
     permissions: [],
     roles: [],
   } as const;
-  const rows = await deps.db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
-  for (const row of rows) {
-    let reason: string | null = null;
-    let failure: SvcError | undefined;
-    try {
-      await deps.metrics.time("verify", async () =>
-        openPackage(await deps.store.get(row.package_sha256), {
-          settings: deps.settings,
-          hostVersion: deps.hostVersion,
-          trustOnly: true,
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof SvcError)) throw error;
-      failure = error;
-      reason = `${reasonOf(error)}: ${error.message}`;
-    }
+  for (const row of await allPlugins(deps.db)) {
+    const { failure } = await verifyStored(deps, row);
+    const reason = failure === undefined ? null : `${reasonOf(failure)}: ${failure.message}`;
     if (reason === row.refused_reason) continue;
     await deps.db.query(sql`
       UPDATE plugin_registry.plugins SET refused_reason = ${reason}, is_active = is_active AND ${reason === null}

@@ -1,10 +1,10 @@
 import "./settings.js";
 
 import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
+import { PackageStore } from "@svc/plugin-package/store";
 import { HOST_VERSION, type ServiceDefinition } from "@svc/runtime";
 
 import { lifecycleMetrics, type PluginDeps } from "./common.js";
-import { PackageStore } from "./packages.js";
 import * as plugins from "./plugins.js";
 import * as reports from "./reports.js";
 

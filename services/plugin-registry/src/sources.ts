@@ -5,12 +5,11 @@
  * go into the package object store, so every replica reads the same package.
  */
 import { lstat, readFile, realpath } from "node:fs/promises";
-import { relative, resolve, sep } from "node:path";
+import { relative, resolve } from "node:path";
 
 import type { BackendHostSettings } from "@svc/config";
 import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
-import { hashDirectory, SIGNATURE_FILE } from "@svc/plugin-package";
-import { create as createTar } from "tar";
+import { PackageError, packDirectory } from "@svc/plugin-package";
 
 import { refused } from "./packages.js";
 
@@ -40,22 +39,19 @@ export async function readLocal(settings: BackendHostSettings, path: string): Pr
     return readFile(target);
   }
   if (!stat.isDirectory()) throw refused("archive", "The path is neither a directory nor an archive.");
-  const files = (
-    await hashDirectory(target, {
-      maxFiles: settings.pluginMaxFiles,
-      maxBytes: settings.pluginMaxExpandedBytes,
-    }).catch((error: Error & { path?: string }) => {
+  try {
+    return (
+      await packDirectory(target, {
+        maxFiles: settings.pluginMaxFiles,
+        maxBytes: settings.pluginMaxExpandedBytes,
+      })
+    ).bytes;
+  } catch (error) {
+    if (error instanceof PackageError) {
       throw refused("archive", error.message, error.path === undefined ? {} : { path: error.path });
-    })
-  ).map((f) => f.path);
-  const signed = await lstat(`${target}${sep}${SIGNATURE_FILE}`).then(
-    () => true,
-    () => false,
-  );
-  if (signed) files.push(SIGNATURE_FILE);
-  const chunks: Buffer[] = [];
-  for await (const chunk of createTar({ gzip: true, cwd: target, portable: true }, files)) chunks.push(chunk);
-  return Buffer.concat(chunks);
+    }
+    throw error;
+  }
 }
 
 /** The bytes of `<feed>/<id>/-/<id>-<version>.tgz`, within the size limit and the request timeout. */

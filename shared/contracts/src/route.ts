@@ -10,7 +10,7 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import type { CorePermissionKey } from "@svc/access";
-import type { Principal, RouteReply, RouteRequest } from "@svc/bus";
+import type { RouteReply, RouteRequest } from "@svc/bus";
 import { InternalError, ValidationError, type Violation } from "@svc/errors";
 
 import { registerFormats } from "./formats.js";
@@ -140,6 +140,3 @@ export function defineRoutes<const Service extends string, const Specs extends R
   for (const [name, spec] of Object.entries(specs)) out[name] = bind(service, `${service}.${name}`, spec);
   return out as { readonly [K in keyof Specs & string]: RouteContract<Specs[K], `${Service}.${K}`> };
 }
-
-/** A principal as the contracts check it (the gateway's authenticated caller). */
-export type CheckedPrincipal = Static<typeof PrincipalSchema> & Principal;

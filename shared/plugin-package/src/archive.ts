@@ -7,15 +7,16 @@
  */
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { lstat, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 
-import { Parser, type ReadEntry } from "tar";
+import { create as createTar, Parser, type ReadEntry } from "tar";
 import yauzl from "yauzl";
 
-import { PackageError, type PackageLimits } from "./files.js";
+import { DEFAULT_LIMITS, listPackageFiles, PackageError, type PackageLimits } from "./files.js";
+import { SIGNATURE_FILE } from "./manifest.js";
 
 const ZIP = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const GZIP = Buffer.from([0x1f, 0x8b]);
@@ -179,4 +180,25 @@ export async function extractArchive(bytes: Buffer, dest: string, limits: Packag
   await mkdir(dest, { recursive: true });
   if (kind === "zip") await extractZip(bytes, dest, limits);
   else await extractTar(bytes, dest, limits);
+}
+
+/**
+ * A package directory as a .tgz: every file the package holds (links, devices and sizes past the limits
+ * refused) and its signature manifest when it has one.
+ */
+export async function packDirectory(
+  dir: string,
+  limits: PackageLimits = DEFAULT_LIMITS,
+): Promise<{ bytes: Buffer; files: number; signed: boolean }> {
+  const files = (await listPackageFiles(dir, limits)).map((f) => f.path);
+  const signed = await lstat(join(dir, SIGNATURE_FILE)).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (signed) files.push(SIGNATURE_FILE);
+  const chunks: Buffer[] = [];
+  for await (const chunk of createTar({ gzip: true, cwd: dir, portable: true, noDirRecurse: true }, files)) {
+    chunks.push(chunk);
+  }
+  return { bytes: Buffer.concat(chunks), files: files.length, signed };
 }

@@ -15,9 +15,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
-import { create as createTar } from "tar";
-
-import { extractArchive } from "./archive.js";
+import { extractArchive, packDirectory } from "./archive.js";
 import { DEFAULT_LIMITS, hashDirectory, PackageError } from "./files.js";
 import { fingerprintOf, KeyError, SIGNATURE_FILE, signManifest } from "./manifest.js";
 import { verifyPackage } from "./verify.js";
@@ -102,15 +100,10 @@ async function pack(values: { plugin?: string; out?: string }): Promise<string> 
   if (values.plugin === undefined) throw new UsageError("pack needs --plugin");
   const dir = resolve(values.plugin);
   const { pluginId, version } = await registryOf(dir);
-  const files = (await hashDirectory(dir)).map((f) => f.path);
-  const signed = await readFile(join(dir, SIGNATURE_FILE)).then(
-    () => true,
-    () => false,
-  );
-  if (signed) files.push(SIGNATURE_FILE);
+  const { bytes, files, signed } = await packDirectory(dir);
   const out = values.out ?? `${pluginId}-${version}.tgz`;
-  await createTar({ gzip: true, cwd: dir, file: out, portable: true, noDirRecurse: true }, files);
-  return `packed ${files.length} files into ${out}${signed ? "" : " (unsigned: run sign first)"}`;
+  await writeFile(out, bytes);
+  return `packed ${files} files into ${out}${signed ? "" : " (unsigned: run sign first)"}`;
 }
 
 export async function main(argv: string[]): Promise<number> {

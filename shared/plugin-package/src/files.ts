@@ -7,7 +7,7 @@ import { createReadStream } from "node:fs";
 import { lstat, readdir } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 
-import { type FileEntry, SIGNATURE_FILE } from "./manifest.js";
+import { byPath, type FileEntry, SIGNATURE_FILE } from "./manifest.js";
 
 export interface PackageLimits {
   /** Most files a package may hold. */
@@ -39,16 +39,19 @@ function sha256Of(path: string): Promise<string> {
   });
 }
 
-/** Every file under `root` (but the signature manifest), with its SHA-256, sorted by path. */
-export async function hashDirectory(
+/**
+ * Every file under `root` but the signature manifest, sorted by path: its `/`-separated path and where it
+ * is. Refuses links, devices and other special files, and more files or bytes than the limits allow.
+ */
+export async function listPackageFiles(
   root: string,
   limits: PackageLimits = DEFAULT_LIMITS,
-): Promise<FileEntry[]> {
+): Promise<Array<{ path: string; full: string }>> {
   const rootStat = await lstat(root).catch(() => undefined);
   if (rootStat === undefined || !rootStat.isDirectory()) {
     throw new PackageError(`'${root}' is not a readable directory.`);
   }
-  const out: FileEntry[] = [];
+  const out: Array<{ path: string; full: string }> = [];
   let bytes = 0;
   const walk = async (dir: string): Promise<void> => {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
@@ -70,9 +73,21 @@ export async function hashDirectory(
       }
       if (bytes > limits.maxBytes)
         throw new PackageError(`The package holds more than ${limits.maxBytes} bytes.`);
-      out.push({ path, sha256: await sha256Of(full) });
+      out.push({ path, full });
     }
   };
   await walk(root);
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return out.sort(byPath);
+}
+
+/** Every file under `root` (but the signature manifest), with its SHA-256, sorted by path. */
+export async function hashDirectory(
+  root: string,
+  limits: PackageLimits = DEFAULT_LIMITS,
+): Promise<FileEntry[]> {
+  const out: FileEntry[] = [];
+  for (const file of await listPackageFiles(root, limits)) {
+    out.push({ path: file.path, sha256: await sha256Of(file.full) });
+  }
+  return out;
 }

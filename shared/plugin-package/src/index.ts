@@ -1,5 +1,11 @@
-export { archiveKind, extractArchive } from "./archive.js";
-export { DEFAULT_LIMITS, hashDirectory, PackageError, type PackageLimits } from "./files.js";
+export { archiveKind, extractArchive, packDirectory } from "./archive.js";
+export {
+  DEFAULT_LIMITS,
+  hashDirectory,
+  listPackageFiles,
+  PackageError,
+  type PackageLimits,
+} from "./files.js";
 export {
   ALGORITHM,
   assertP256,

@@ -39,7 +39,9 @@ export class KeyError extends Error {
   override readonly name = "KeyError";
 }
 
-const byPath = (a: FileEntry, b: FileEntry) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+/** Ordinal order by path (UTF-16 code units), as the signed bytes sort files. */
+export const byPath = (a: { path: string }, b: { path: string }) =>
+  a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 
 /** The bytes that are signed. */
 export function canonicalBytes(manifest: SignatureManifest): Buffer {

@@ -5,11 +5,9 @@
  * contentType } }`: NATS messages stay small whatever the package's size, and every replica of the owning
  * service reads the same bytes.
  */
-import { createHash } from "node:crypto";
-
-import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, SvcError } from "@svc/errors";
+import { PackageStore } from "@svc/plugin-package/store";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
 export const ARCHIVE_TYPES = [
@@ -21,26 +19,11 @@ export const ARCHIVE_TYPES = [
   "application/octet-stream",
 ];
 
-export function packageBucket(prefix: string): string {
-  return `${prefix}_plugin_packages`;
-}
-
 export class PackageUploads {
-  private store: Promise<ObjectStore> | undefined;
+  private readonly store: PackageStore;
 
-  constructor(
-    private readonly nc: NatsConnection,
-    private readonly prefix: string,
-  ) {}
-
-  private bucket(): Promise<ObjectStore> {
-    this.store ??= new Objm(this.nc)
-      .create(packageBucket(this.prefix), { storage: "file" })
-      .catch((error) => {
-        this.store = undefined;
-        throw error;
-      });
-    return this.store;
+  constructor(nc: NatsConnection, prefix: string) {
+    this.store = new PackageStore(nc, prefix);
   }
 
   /** Accepts archive bodies as raw bytes in `app` (an encapsulated context holding only upload routes). */
@@ -61,10 +44,7 @@ export class PackageUploads {
         `Send the package archive as the request body, with Content-Type ${ARCHIVE_TYPES.slice(0, 4).join(", ")} or application/octet-stream.`,
       );
     }
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
-    const store = await this.bucket();
-    const existing = await store.info(sha256);
-    if (existing === null || existing.deleted) await store.putBlob({ name: sha256 }, bytes);
+    const sha256 = await this.store.put(bytes);
     const contentType = (request.headers["content-type"] ?? "application/octet-stream").split(
       ";",
     )[0] as string;

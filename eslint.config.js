@@ -36,7 +36,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ["eslint.config.js", "**/bin/*.mjs", "examples/**/*.mjs"],
+    files: [
+      "eslint.config.js",
+      "**/bin/*.mjs",
+      "examples/**/*.mjs",
+      "examples/**/*.js",
+      "services/*/src/**/*.mjs",
+      "services/*/static/**/*.js",
+    ],
     ...tseslint.configs.disableTypeChecked,
   },
 );

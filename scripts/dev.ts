@@ -252,7 +252,7 @@ try {
     const installed = await installExamplePlugin(base).catch(
       (error: Error) => `not installed: ${error.message}`,
     );
-    say(`  example plugin  ${installed} (GET ${base}/api/plugins)`);
+    say(`  example plugin  ${installed}`);
   }
   say("Ctrl-C stops everything.");
 } catch (error) {

@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { pluginSchemas } from "@svc/plugin-package";
+import { format } from "prettier";
 
 import { repoRoot } from "./lib/stack.js";
 
@@ -15,7 +16,8 @@ const check = process.argv.includes("--check");
 let stale = 0;
 mkdirSync(dir, { recursive: true });
 for (const [file, schema] of Object.entries(pluginSchemas())) {
-  const text = `${JSON.stringify(schema, null, 2)}\n`;
+  // Formatted as the repository's Prettier check expects.
+  const text = await format(JSON.stringify(schema), { parser: "json", filepath: file });
   const path = join(dir, file);
   const before = (() => {
     try {

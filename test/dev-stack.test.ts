@@ -78,15 +78,19 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
       body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
     });
     expect(login.status).toBe(200);
-    // The example plugin is installed and listed (issue 11, item 10).
-    await dev.waitForOutput(/example plugin {2}hello 1\.0\.0 installed/, 30_000);
+    // The example plugin is installed, active and in workspace default's chain (issues 11 and 12).
+    await dev.waitForOutput(/example plugin {2}hello 1\.0\.0 installed, active in workspace default/, 30_000);
     const { accessToken } = login.json<{ accessToken: string }>();
     const plugins = await http(`http://127.0.0.1:${gatewayPort}/api/plugins`, {
       headers: { authorization: `Bearer ${accessToken}` },
     });
     expect(plugins.json<Array<{ pluginId: string; signed: boolean }>>()).toEqual([
-      expect.objectContaining({ pluginId: "hello", signed: true }),
+      expect.objectContaining({ pluginId: "hello", signed: true, state: "active" }),
     ]);
+    const greeting = await http(`http://127.0.0.1:${gatewayPort}/api/plugins/hello/greeting?name=dev`, {
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+    expect(greeting.json()).toMatchObject({ greeting: "Hello, dev!" });
     dev.child.kill("SIGINT");
     expect(await dev.exited).toBe(0);
     expect(dev.output()).toContain("[dev] stopped");

@@ -18,3 +18,10 @@ export function productionEnv(o: { databaseUrl: string; natsUrl: string; prefix:
     BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
   };
 }
+
+/**
+ * Node's flags for the services, as the image's entrypoint sets them (deploy/Dockerfile): a 4 MB young
+ * generation keeps an idle service's resident memory about 25 MB lower (start-up garbage, the route
+ * schemas' compilation above all, no longer fills 16 MB semi-spaces).
+ */
+export const SERVICE_NODE_FLAGS = ["--enable-source-maps", "--max-semi-space-size=4"];

@@ -10,10 +10,12 @@
  * Then the job engine next to graphile-worker (jobs.ts).
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|webhooks|jobs, --jobs N (default 20000), --rounds N (default 3).
+ * when installed, else autocannon), --only http|webhooks|jobs, --jobs N (default 20000), --rounds N (default 3),
+ * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -29,10 +31,20 @@ import {
   SERVICES,
   waitFor,
 } from "../../scripts/lib/stack.js";
-import { productionEnv } from "./env.js";
+import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
-import { benchSignerEnv, type PluginBenchResult, printPluginResults, runPluginBench } from "./plugins.js";
+import {
+  type ActivationBenchResult,
+  benchSignerEnv,
+  type PluginBenchResult,
+  printActivationResults,
+  printPluginResults,
+  renderPackages,
+  runActivationBench,
+  runPluginBench,
+  setUpRenderChain,
+} from "./plugins.js";
 import { printWebhooksResults, runWebhooksBench } from "./webhooks.js";
 
 const { values: args } = parseArgs({
@@ -44,6 +56,8 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     jobs: { type: "string", default: "20000" },
     rounds: { type: "string", default: "3" },
+    // Plugin processes the registry keeps started (BackendHost__PluginSpareProcesses; default: the setting's).
+    "plugin-spares": { type: "string" },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -152,6 +166,9 @@ async function cleanup() {
 
 const results: Array<LoadResult & { name: string }> = [];
 let pluginResults: PluginBenchResult | undefined;
+let activationResults: ActivationBenchResult | undefined;
+const routeResults: Array<LoadResult & { name: string }> = [];
+const surfaceResults: Array<LoadResult & { name: string }> = [];
 const memory: Array<{ service: string; rssMb: number }> = [];
 const idle: Array<{ service: string; cpuPercent: number }> = [];
 let idleTransactionsPerSecond = 0;
@@ -172,12 +189,18 @@ async function httpBench() {
       GATEWAY_HOST: "127.0.0.1",
       // The shared limiter runs (counting across replicas through NATS KV) but never rejects the one client.
       BackendHost__RateLimitApiPerMinute: "1000000000",
+      ...(args["plugin-spares"] === undefined
+        ? {}
+        : { BackendHost__PluginSpareProcesses: args["plugin-spares"] }),
       ...benchSignerEnv(),
     };
     const gatewayPort = await freePort();
     const services = SERVICES.map((name) => ({
       name,
-      child: start([join("dist", `${name}.mjs`)], { ...stackEnv, GATEWAY_PORT: String(gatewayPort) }),
+      child: start([...SERVICE_NODE_FLAGS, join("dist", `${name}.mjs`)], {
+        ...stackEnv,
+        GATEWAY_PORT: String(gatewayPort),
+      }),
     }));
     const gateway = `http://127.0.0.1:${gatewayPort}`;
     await httpReady(`${gateway}/ready`);
@@ -214,7 +237,7 @@ async function httpBench() {
 
     // 4. A second gateway with the cache off: every request crosses NATS to the resolver and PostgreSQL.
     const uncachedPort = await freePort();
-    const uncached = start([join("dist", "gateway.mjs")], {
+    const uncached = start([...SERVICE_NODE_FLAGS, join("dist", "gateway.mjs")], {
       ...stackEnv,
       GATEWAY_PORT: String(uncachedPort),
       BackendHost__ResolveCacheTtlMs: "0",
@@ -247,6 +270,56 @@ async function httpBench() {
     // 6. Plugin install and verification (issue 11).
     log("measuring plugin install and verification");
     pluginResults = await runPluginBench(gateway, accessToken);
+
+    // 7. Plugin activation cycles, then a plugin route next to a core route doing the same work (issue 12).
+    log("measuring plugin activation and a plugin route");
+    activationResults = await runActivationBench(gateway, accessToken);
+    const bearer = { authorization: `Bearer ${accessToken}` };
+    routeResults.push(
+      await measure(
+        "core GET /api/plugins/contracts/support",
+        `${gateway}/api/plugins/contracts/support`,
+        bearer,
+      ),
+    );
+    routeResults.push(
+      await measure("plugin GET /api/plugins/bench/info", `${gateway}/api/plugins/bench/info`, bearer),
+    );
+
+    // 8. The public surface (issue 13): a three-plugin chain rendered through the gateway, next to a bare
+    // Fastify process rendering the same templates on every request; and the context route.
+    log("measuring the public surface");
+    const templates = mkdtempSync(join(tmpdir(), "svc-bench-render-"));
+    const packages = await renderPackages(templates);
+    await setUpRenderChain(gateway, accessToken, packages, DEMO.tenantKey, DEMO.workspaceKey);
+    const naivePort = await freePort();
+    const naive = start(["--import", "tsx", "bench/src/naive-render.ts"], {
+      PORT: String(naivePort),
+      TEMPLATE_DIRS: packages.map((p) => join(p.dir, "views", "surface")).join(":"),
+    });
+    await httpReady(`http://127.0.0.1:${naivePort}/surface/render`);
+    surfaceResults.push(
+      await measure(
+        "naive peer: Fastify + nunjucks per request",
+        `http://127.0.0.1:${naivePort}/surface/render`,
+      ),
+    );
+    await stop(naive);
+    const rendered = await fetch(`${gateway}/surface/render`, { headers: { host: "localhost" } });
+    const page = await rendered.text();
+    if (!page.includes("<main><h1>"))
+      throw new Error(`the render did not use the chain: ${page.slice(0, 200)}`);
+    surfaceResults.push(
+      await measure("svc GET /surface/render (3 plugins)", `${gateway}/surface/render`, {
+        host: "localhost",
+      }),
+    );
+    surfaceResults.push(
+      await measure("svc GET /workspace/public/context", `${gateway}/workspace/public/context`, {
+        host: "localhost",
+      }),
+    );
+    rmSync(templates, { recursive: true, force: true });
   } finally {
     await cleanup();
   }
@@ -298,6 +371,37 @@ function printHttp() {
     `  database: ${idleTransactionsPerSecond.toFixed(1)} transactions/s (slow polls, lease sweeps and heartbeats only)`,
   );
   if (pluginResults !== undefined) printPluginResults(pluginResults);
+  if (activationResults !== undefined) printActivationResults(activationResults);
+  const [core, plugin] = routeResults;
+  if (core && plugin) {
+    console.log(`\nA plugin route next to a core route doing the same work, ${connections} connections`);
+    for (const r of routeResults) {
+      console.log(
+        `  ${pad(r.name, 42)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}`,
+      );
+    }
+    const ratio = plugin.requestsPerSecond / core.requestsPerSecond;
+    console.log(
+      `  plugin / core : ${ratio.toFixed(2)}x   (target >= 0.80x: ${ratio >= 0.8 ? "met" : "NOT met"})`,
+    );
+  }
+  const [naive, render, context] = surfaceResults;
+  if (naive && render && context && mol) {
+    console.log(`\nThe public surface, ${connections} connections`);
+    for (const r of surfaceResults) {
+      console.log(
+        `  ${pad(r.name, 44)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}`,
+      );
+    }
+    const renderRatio = render.requestsPerSecond / naive.requestsPerSecond;
+    console.log(
+      `  render / naive peer : ${renderRatio.toFixed(2)}x   (target >= 1.50x: ${renderRatio >= 1.5 ? "met" : "NOT met"}); p99 ${num(render.p99Ms)} ms (target < 15 ms: ${render.p99Ms < 15 ? "met" : "NOT met"})`,
+    );
+    const contextRatio = context.requestsPerSecond / mol.requestsPerSecond;
+    console.log(
+      `  context / moleculer-web (resolve) : ${contextRatio.toFixed(2)}x   (target >= 1.30x: ${contextRatio >= 1.3 ? "met" : "NOT met"})`,
+    );
+  }
 }
 
 const only = args.only;

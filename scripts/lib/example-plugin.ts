@@ -26,7 +26,11 @@ export async function examplePackage(): Promise<Buffer> {
   return (await packDirectory(EXAMPLE_PLUGIN_DIR)).bytes;
 }
 
-/** Installs the example as the demo operator; says what happened. */
+/**
+ * Installs the example as the demo operator, activates it, entitles the demo tenant to it and puts it in
+ * workspace `default`'s chain (so its route answers and its keys reach the workspace's admins); says what
+ * happened.
+ */
 export async function installExamplePlugin(base: string): Promise<string> {
   const login = await fetch(`${base}/api/auth/login`, {
     method: "POST",
@@ -35,13 +39,31 @@ export async function installExamplePlugin(base: string): Promise<string> {
   });
   if (!login.ok) throw new Error(`sign-in answered ${login.status}`);
   const { accessToken } = (await login.json()) as { accessToken: string };
+  const auth = { authorization: `Bearer ${accessToken}` };
   const response = await fetch(`${base}/api/plugins/install`, {
     method: "POST",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/gzip" },
+    headers: { ...auth, "content-type": "application/gzip" },
     body: await examplePackage(),
   });
-  if (response.status === 409) return "hello (installed already)";
   const body = (await response.json()) as { pluginId?: string; version?: string; detail?: string };
-  if (!response.ok) throw new Error(`install answered ${response.status}: ${body.detail ?? ""}`);
-  return `${body.pluginId} ${body.version} installed, signed by the development signer`;
+  if (!response.ok && response.status !== 409) {
+    throw new Error(`install answered ${response.status}: ${body.detail ?? ""}`);
+  }
+  const activated = await fetch(`${base}/api/plugins/hello/activate`, { method: "POST", headers: auth });
+  if (!activated.ok) throw new Error(`activation answered ${activated.status}: ${await activated.text()}`);
+  const entitled = await fetch(`${base}/api/entitlements`, {
+    method: "PUT",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ items: [{ tenantKey: DEMO.tenantKey, pluginId: "hello", entitled: true }] }),
+  });
+  if (!entitled.ok) throw new Error(`entitlement answered ${entitled.status}: ${await entitled.text()}`);
+  const assigned = await fetch(`${base}/api/workspaces/${DEMO.workspaceKey}/plugins`, {
+    method: "PUT",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ chain: ["hello"] }),
+  });
+  if (!assigned.ok) throw new Error(`assignment answered ${assigned.status}: ${await assigned.text()}`);
+  const what =
+    response.status === 409 ? "hello (installed already)" : `${body.pluginId} ${body.version} installed`;
+  return `${what}, active in workspace default (GET ${base}/api/plugins/hello/greeting)`;
 }

@@ -10,3 +10,22 @@ export async function until(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/**
+ * Probes until `ok` holds for what `probe` gave, or `timeoutMs` passed; returns the last value either way
+ * (the caller's assertion then says what was wrong).
+ */
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  ok: (value: T) => boolean,
+  timeoutMs = 5_000,
+  intervalMs = 25,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let value = await probe();
+  while (!ok(value) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, intervalMs));
+    value = await probe();
+  }
+  return value;
+}

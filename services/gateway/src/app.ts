@@ -11,7 +11,10 @@ import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
+import { registerUiAssets } from "./plugins/ui-assets.js";
+import type { PublicIdentity } from "./routes/public-routes.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
+import { registerSurface, type SurfaceFallback } from "./routes/surface.js";
 import { validatorCompiler } from "./validation.js";
 
 export interface GatewayDeps {
@@ -22,6 +25,7 @@ export interface GatewayDeps {
   readonly db: Db;
   readonly metrics: Registry;
   readonly provision: ServiceDeps["provision"];
+  readonly live: ServiceDeps["live"];
 }
 
 let requestCounter = 0;
@@ -50,14 +54,22 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   app.setValidatorCompiler(validatorCompiler());
   await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
-  await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
+  const fallback: SurfaceFallback = {};
+  await app.register(problemsPlugin, {
+    problemsBaseUrl: config.backendHost.problemsBaseUrl,
+    log: deps.log,
+    fallback,
+  });
   await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });
   let draining = false;
   app.decorate("beginDrain", () => {
     draining = true;
   });
   await app.register(healthPlugin, { db: deps.db, nc: deps.nc, isDraining: () => draining });
+  // Public routes ask whether a caller is signed in; the operator API, which owns the authenticator, answers.
+  const identity: PublicIdentity = { signedIn: async () => false };
   await app.register(publicWorkspacePlugin, {
+    identity,
     bus: deps.bus,
     registry: deps.metrics,
     cacheTtlMs: config.backendHost.resolveCacheTtlMs,
@@ -65,12 +77,32 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     staleMs: config.backendHost.resolveStaleMs,
   });
   await app.register(operatorApiPlugin, {
+    identity,
     bus: deps.bus,
     nc: deps.nc,
     config,
     log: deps.log,
     provision: deps.provision,
+    live: deps.live,
   });
+  await app.register(async (child) =>
+    registerSurface(child, {
+      bus: deps.bus,
+      identity,
+      fallback,
+      cacheTtlMs: config.backendHost.resolveCacheTtlMs,
+      cacheSize: config.backendHost.resolveCacheSize,
+    }),
+  );
+  await app.register(async (child) =>
+    registerUiAssets(child, {
+      nc: deps.nc,
+      prefix: config.subjectPrefix,
+      manifestUrl: config.backendHost.pluginManifestUrl,
+      log: deps.log,
+      provision: deps.provision,
+    }),
+  );
   return app;
 }
 

@@ -1,5 +1,5 @@
 /** The gateway's settings: its listener, the resolution cache, request limits, rate limits, API keys. */
-import { defineSettings, DEVELOPMENT_API_KEY, setting, type SettingsOf } from "@svc/config";
+import { changeable, defineSettings, DEVELOPMENT_API_KEY, setting, type SettingsOf } from "@svc/config";
 
 export const gatewaySettings = defineSettings({
   owner: "gateway",
@@ -15,6 +15,24 @@ export const gatewaySettings = defineSettings({
     ),
   },
   backendHost: {
+    pluginManifestUrl: setting.string(
+      "BackendHost:PluginManifestUrl",
+      "/manifests/plugin-ui-assets.manifest.json",
+      "path at which the gateway serves the UI-asset manifest (anonymous; 404 until the registry published one)",
+      {
+        check: (v) =>
+          /^\/[A-Za-z0-9._~/-]{1,200}$/.test(v) && !v.includes("..")
+            ? null
+            : "expected a path such as /manifests/plugin-ui-assets.manifest.json",
+      },
+    ),
+    pluginCallTimeoutMs: setting.int(
+      "BackendHost:PluginCallTimeoutMs",
+      5_000,
+      100,
+      120_000,
+      "longest a plugin route may take: the request's deadline, after which the caller gets 504",
+    ),
     resolveCacheTtlMs: setting.int(
       "BackendHost:ResolveCacheTtlMs",
       5_000,
@@ -43,6 +61,13 @@ export const gatewaySettings = defineSettings({
       1024 * 1024 * 1024,
       "request body limit (413 above)",
     ),
+    maxMediaUploadBytes: setting.int(
+      "BackendHost:MaxMediaUploadBytes",
+      10 * 1024 * 1024,
+      1,
+      1024 * 1024 * 1024,
+      "largest file accepted by `POST /api/media` (413 above, and nothing is stored)",
+    ),
     maxPackageUploadBytes: setting.int(
       "BackendHost:MaxPackageUploadBytes",
       16 * 1024 * 1024,
@@ -50,19 +75,23 @@ export const gatewaySettings = defineSettings({
       1024 * 1024 * 1024,
       "largest plugin package archive accepted by `POST /api/plugins/install` (413 above)",
     ),
-    rateLimitAuthPerMinute: setting.int(
-      "BackendHost:RateLimitAuthPerMinute",
-      5,
-      0,
-      1_000_000,
-      "sign-in attempts per client per minute, exact across replicas (0 disables)",
+    rateLimitAuthPerMinute: changeable(
+      setting.int(
+        "BackendHost:RateLimitAuthPerMinute",
+        5,
+        0,
+        1_000_000,
+        "sign-in attempts per client per minute, exact across replicas (0 disables; changeable at run time)",
+      ),
     ),
-    rateLimitApiPerMinute: setting.int(
-      "BackendHost:RateLimitApiPerMinute",
-      600,
-      0,
-      1_000_000_000,
-      "operator API requests per client per minute, across replicas (0 disables)",
+    rateLimitApiPerMinute: changeable(
+      setting.int(
+        "BackendHost:RateLimitApiPerMinute",
+        600,
+        0,
+        1_000_000_000,
+        "operator API requests per client per minute, across replicas (0 disables; changeable at run time)",
+      ),
     ),
     trustedProxies: setting.list(
       "BackendHost:TrustedProxies",

@@ -1,4 +1,5 @@
-import type { Db } from "@svc/db";
+import type { EventPublisher } from "@svc/bus";
+import { type Db, sql } from "@svc/db";
 import { reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
 
@@ -7,7 +8,53 @@ import { Counter, type Logger, type Registry } from "@svc/observability";
  * left → Failed. Several replicas may sweep at the same time: rows are taken with SKIP LOCKED, so each
  * expired lease is handled by exactly one sweep.
  */
-export function startReaper(db: Db, intervalMs: number, log: Logger, registry: Registry) {
+/**
+ * Announces dead letters: each Failed job not announced yet is published as `job.dead-lettered` (its id as
+ * the event id, so a publish repeated after a crash is dropped by the stream) and then marked announced,
+ * in one transaction that holds the rows (`SKIP LOCKED`: replicas share the work).
+ */
+async function announceDeadLetters(db: Db, events: EventPublisher): Promise<number> {
+  return db.transaction(async (tx) => {
+    const rows = await tx.any<{
+      id: string;
+      type: string;
+      workspace_key: string | null;
+      attempts: number;
+      last_error: string | null;
+    }>(sql`
+      SELECT id::text AS id, type, workspace_key, attempts, last_error FROM job_reaper.jobs
+      WHERE status = 'Failed' AND announced_at IS NULL
+      ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`);
+    for (const r of rows) {
+      await events.publish(
+        "job.dead-lettered",
+        r.workspace_key,
+        {
+          jobId: r.id,
+          type: r.type,
+          workspaceKey: r.workspace_key,
+          attempts: r.attempts,
+          lastError: r.last_error?.slice(0, 500) ?? null,
+        },
+        { eventId: `job-dead-lettered-${r.id}` },
+      );
+    }
+    if (rows.length > 0) {
+      await tx.query(
+        sql`UPDATE job_reaper.jobs SET announced_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`,
+      );
+    }
+    return rows.length;
+  });
+}
+
+export function startReaper(
+  db: Db,
+  intervalMs: number,
+  log: Logger,
+  registry: Registry,
+  events?: EventPublisher,
+) {
   const reaped = new Counter({
     name: "svc_jobs_reaped_leases_total",
     help: "Expired job leases handled by the reaper, by outcome (released, failed).",
@@ -30,6 +77,14 @@ export function startReaper(db: Db, intervalMs: number, log: Logger, registry: R
       }
     } catch (err) {
       log.warn({ error: (err as Error).message }, "reaper sweep failed");
+    }
+    if (events !== undefined && !stopped) {
+      try {
+        const announced = await announceDeadLetters(db, events);
+        if (announced > 0) log.info({ announced }, "dead-lettered jobs announced");
+      } catch (err) {
+        log.warn({ error: (err as Error).message }, "announcing dead letters failed; tried again next sweep");
+      }
     }
   };
 

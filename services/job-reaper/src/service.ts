@@ -1,5 +1,6 @@
 import "./settings.js";
 
+import { createEventPublisher } from "@svc/bus";
 import { jobRoutes, serveRoute, ServiceName } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
@@ -11,7 +12,7 @@ import { startReaper } from "./reaper.js";
 /** The job engine's sweeper (expired leases, dead letters), the jobs list and the queue-depth gauge. */
 export const jobReaperService: ServiceDefinition = {
   name: ServiceName.JobReaper,
-  start({ bus, db, config, log, metrics }) {
+  start({ bus, db, nc, config, log, metrics }) {
     serveRoute(bus, jobRoutes["jobs.list"], async ({ principal, query }) => ({
       status: 200,
       body: await listJobsFor(db, principal, query),
@@ -27,7 +28,13 @@ export const jobReaperService: ServiceDefinition = {
       },
     });
     void depth;
-    const reaper = startReaper(db, config.backendHost.jobReaperIntervalMs, log, metrics);
+    const reaper = startReaper(
+      db,
+      config.backendHost.jobReaperIntervalMs,
+      log,
+      metrics,
+      createEventPublisher(nc, config.subjectPrefix),
+    );
     return { afterDrain: () => reaper.stop() };
   },
 };

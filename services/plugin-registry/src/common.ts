@@ -5,14 +5,18 @@ import { type pluginRegistryRoutes, type ReplyOfRoute, type RequestOfRoute } fro
 import { type Db, type Queries, sql } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
-import { PERMISSIONS_PROPERTY, type RegistryJson } from "@svc/plugin-package";
+import { contributedKeys, type RegistryJson, type Theme } from "@svc/plugin-package";
 import type { PackageStore } from "@svc/plugin-package/store";
 
 type Routes = typeof pluginRegistryRoutes;
-export type PluginHandler<K extends keyof Routes> = (
-  deps: PluginDeps,
+/** A route's handler with dependencies `D`; its request and reply types come from the route's contract. */
+export type HandlerWith<D, K extends keyof Routes> = (
+  deps: D,
   request: RequestOfRoute<Routes[K]>,
 ) => Promise<ReplyOfRoute<Routes[K]>>;
+export type PluginHandler<K extends keyof Routes> = HandlerWith<PluginDeps, K>;
+/** The name of one of the registry's routes. */
+export type RouteName = keyof Routes;
 
 export interface PluginDeps {
   readonly db: Db;
@@ -24,7 +28,11 @@ export interface PluginDeps {
   readonly announce: (pluginId: string) => void;
   /** Time limit of a package download from the feed. */
   readonly feedTimeoutMs: number;
+  /** Publishes a platform event (plugin.refused). */
+  readonly publishEvent?: (eventName: string, payload: unknown) => Promise<void>;
 }
+
+export type PluginState = "inactive" | "active" | "failed";
 
 export interface PluginRow {
   plugin_id: string;
@@ -36,8 +44,11 @@ export interface PluginRow {
   signed: boolean;
   signer_fingerprint: string | null;
   publisher_id: string | null;
-  registry: RegistryJson & { events?: string[] };
-  is_active: boolean;
+  registry: RegistryJson;
+  /** theme.json as parsed at install; null when the package has none. */
+  theme: Theme | null;
+  state: PluginState;
+  failure_reason: string | null;
   refused_reason: string | null;
   installed_at: Date;
   updated_at: Date;
@@ -58,10 +69,17 @@ export function view(row: PluginRow) {
     signerFingerprint: row.signer_fingerprint,
     publisherId: row.publisher_id,
     packageSha256: row.package_sha256,
-    permissions: [...(row.registry[PERMISSIONS_PROPERTY] ?? [])],
+    permissions: contributedKeys(row.registry),
     sensitiveFields: [...(row.registry.sensitiveFields ?? [])],
     events: [...(row.registry.events ?? [])],
-    isActive: row.is_active,
+    isActive: row.state === "active",
+    state: row.state,
+    failureReason: row.failure_reason,
+    routes: (row.registry.routes ?? []).map((route) => ({
+      method: route.method,
+      path: route.path,
+      permission: route.permission ?? "",
+    })),
     trustStatus: row.refused_reason === null ? ("trusted" as const) : ("refused" as const),
     refusedReason: row.refused_reason,
     installedAtUtc: row.installed_at.toISOString(),
@@ -73,7 +91,7 @@ export function view(row: PluginRow) {
 export function lifecycleMetrics(registry: Registry) {
   const operations = new Counter({
     name: "svc_plugin_lifecycle_operations_total",
-    help: "Plugin lifecycle operations (install, update, uninstall, verify) by outcome.",
+    help: "Plugin lifecycle operations (install, update, uninstall, verify, activate, deactivate) by outcome (succeeded, refused, failed).",
     labelNames: ["action", "outcome"] as const,
     registers: [registry],
   });
@@ -84,7 +102,30 @@ export function lifecycleMetrics(registry: Registry) {
     buckets: [5, 10, 25, 50, 100, 200, 500, 1_000, 2_500, 5_000, 10_000],
     registers: [registry],
   });
+  const failures = new Counter({
+    name: "svc_plugin_runtime_failures_total",
+    help: "Plugins the runtime stopped, by cause (crash, hang, memory, exit, load).",
+    labelNames: ["cause"] as const,
+    registers: [registry],
+  });
   return {
+    /** Counts a plugin the runtime stopped; the cause is read off the reason. */
+    failed(reason: string) {
+      const cause = /memory/.test(reason)
+        ? "memory"
+        : /stopped answering/.test(reason)
+          ? "hang"
+          : /exited/.test(reason)
+            ? "exit"
+            : /could not be loaded/.test(reason)
+              ? "load"
+              : "crash";
+      failures.inc({ cause });
+    },
+    /**
+     * Times one operation. Outcome `succeeded`; `refused` when the request was turned down (a 4xx: a bad or
+     * untrusted package, a conflict, an unknown plugin); `failed` when the platform failed (anything else).
+     */
     async time<T>(action: string, work: () => Promise<T>): Promise<T> {
       const started = performance.now();
       let outcome = "failed";
@@ -92,6 +133,9 @@ export function lifecycleMetrics(registry: Registry) {
         const result = await work();
         outcome = "succeeded";
         return result;
+      } catch (error) {
+        if (error instanceof SvcError && error.status < 500) outcome = "refused";
+        throw error;
       } finally {
         operations.inc({ action, outcome });
         duration.observe({ action, outcome }, performance.now() - started);
@@ -107,13 +151,16 @@ export async function audit(
   action: string,
   plugin: { id?: string | null; version?: string | null },
   error?: unknown,
+  why?: string,
 ): Promise<void> {
   const reason =
     error === undefined
       ? null
-      : error instanceof SvcError
-        ? `${reasonOf(error)}: ${error.message}`
-        : "internal error";
+      : why !== undefined
+        ? why.slice(0, 1_000)
+        : error instanceof SvcError
+          ? `${reasonOf(error)}: ${error.message}`
+          : "internal error";
   await db.query(sql`
     INSERT INTO plugin_registry.audit (actor, action, plugin_id, version, outcome, reason)
     VALUES (${principal.subject}, ${action}, ${plugin.id ?? null}, ${plugin.version ?? null},

@@ -12,8 +12,11 @@ import { ErrorCode, SvcError } from "@svc/errors";
 import {
   extractArchive,
   PackageError,
+  parseTheme,
   type RegistryJson,
   type SignatureManifest,
+  type Theme,
+  ThemeError,
   type TrustedSigner,
   validateRegistry,
   verifyPackage,
@@ -33,6 +36,8 @@ export async function storedPackage(store: PackageStore, sha256: string): Promis
 
 export interface OpenedPackage {
   readonly registry: RegistryJson;
+  /** theme.json, parsed leniently; absent when the package has none. */
+  readonly theme?: Theme;
   readonly signed: boolean;
   readonly manifest?: SignatureManifest;
   readonly signer?: TrustedSigner & { readonly fingerprint?: string };
@@ -47,62 +52,96 @@ export interface OpenOptions {
   readonly trustOnly?: boolean;
 }
 
-/** Unpacks, verifies and validates `bytes`; throws a 422 naming the first refusal. */
-export async function openPackage(bytes: Buffer, options: OpenOptions): Promise<OpenedPackage> {
+/** Unpacks `bytes` into `dir`; the package root (an npm-style tarball holds it in `package/`). */
+export async function unpack(bytes: Buffer, dir: string, s: BackendHostSettings): Promise<string> {
+  try {
+    await extractArchive(bytes, dir, { maxFiles: s.pluginMaxFiles, maxBytes: s.pluginMaxExpandedBytes });
+  } catch (error) {
+    if (error instanceof PackageError) {
+      throw refused("archive", error.message, error.path === undefined ? {} : { path: error.path });
+    }
+    throw error;
+  }
+  const entries = await readdir(dir);
+  return entries.length === 1 && entries[0] === "package" && (await stat(join(dir, "package"))).isDirectory()
+    ? join(dir, "package")
+    : dir;
+}
+
+/** Verifies an unpacked package at `root` and validates its registry.json; a 422 naming the first refusal. */
+export async function checkPackage(root: string, options: OpenOptions): Promise<OpenedPackage> {
   const s = options.settings;
+  const result = await verifyPackage(root, {
+    trusted: s.trustedSigners,
+    revokedSignerFingerprints: s.revokedSignerFingerprints,
+    revokedContentHashes: s.revokedContentHashes,
+    allowUnsigned: s.allowUnsignedPlugins,
+    limits: { maxFiles: s.pluginMaxFiles, maxBytes: s.pluginMaxExpandedBytes },
+  });
+  if (!result.ok) {
+    throw refused(result.code, result.reason, result.path === undefined ? {} : { path: result.path });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8"));
+  } catch {
+    throw refused("registry-invalid", "The package has no readable registry.json at its root.", {
+      path: "registry.json",
+    });
+  }
+  if (options.trustOnly !== true) {
+    const errors = validateRegistry(raw, {
+      hostVersion: options.hostVersion,
+      installed: options.installed ?? new Map(),
+    });
+    // The UI assets it names must be files of the package.
+    const ui = errors.length === 0 ? (raw as RegistryJson).uiAssets : undefined;
+    for (const [kind, list] of [
+      ["entries", ui?.entries ?? []],
+      ["styles", ui?.styles ?? []],
+    ] as const) {
+      for (const [i, asset] of list.entries()) {
+        const found = await stat(join(root, asset.path)).catch(() => undefined);
+        if (!found?.isFile()) {
+          errors.push({
+            field: `/registry.json/uiAssets/${kind}/${i}/path`,
+            message: `'${asset.path}' is not a file of the package`,
+          });
+        }
+      }
+    }
+    if (errors.length > 0) {
+      throw refused(
+        "registry-invalid",
+        `registry.json breaks ${errors.length} rule(s): ${errors.map((e) => `${e.field} ${e.message}`).join("; ")}`,
+        { errors },
+      );
+    }
+  }
+  let theme: Theme | undefined;
+  const themeText = await readFile(join(root, "theme.json"), "utf8").catch(() => undefined);
+  if (themeText !== undefined) {
+    try {
+      theme = parseTheme(themeText);
+    } catch (error) {
+      if (!(error instanceof ThemeError)) throw error;
+      throw refused("theme-invalid", error.message, { path: "theme.json" });
+    }
+  }
+  return {
+    registry: raw as RegistryJson,
+    ...(theme === undefined ? {} : { theme }),
+    signed: result.signed,
+    ...(result.manifest ? { manifest: result.manifest } : {}),
+    ...(result.signer ? { signer: result.signer } : {}),
+  };
+}
+
+/** Unpacks, verifies and validates `bytes` in a private temporary directory, removed afterwards. */
+export async function openPackage(bytes: Buffer, options: OpenOptions): Promise<OpenedPackage> {
   const dir = await mkdtemp(join(tmpdir(), "svc-plugin-"));
   try {
-    try {
-      await extractArchive(bytes, dir, { maxFiles: s.pluginMaxFiles, maxBytes: s.pluginMaxExpandedBytes });
-    } catch (error) {
-      if (error instanceof PackageError) {
-        throw refused("archive", error.message, error.path === undefined ? {} : { path: error.path });
-      }
-      throw error;
-    }
-    // An npm-style tarball holds the package in `package/`.
-    const entries = await readdir(dir);
-    const root =
-      entries.length === 1 && entries[0] === "package" && (await stat(join(dir, "package"))).isDirectory()
-        ? join(dir, "package")
-        : dir;
-    const result = await verifyPackage(root, {
-      trusted: s.trustedSigners,
-      revokedSignerFingerprints: s.revokedSignerFingerprints,
-      revokedContentHashes: s.revokedContentHashes,
-      allowUnsigned: s.allowUnsignedPlugins,
-      limits: { maxFiles: s.pluginMaxFiles, maxBytes: s.pluginMaxExpandedBytes },
-    });
-    if (!result.ok) {
-      throw refused(result.code, result.reason, result.path === undefined ? {} : { path: result.path });
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8"));
-    } catch {
-      throw refused("registry-invalid", "The package has no readable registry.json at its root.", {
-        path: "registry.json",
-      });
-    }
-    if (options.trustOnly !== true) {
-      const errors = validateRegistry(raw, {
-        hostVersion: options.hostVersion,
-        installed: options.installed ?? new Map(),
-      });
-      if (errors.length > 0) {
-        throw refused(
-          "registry-invalid",
-          `registry.json breaks ${errors.length} rule(s): ${errors.map((e) => `${e.field} ${e.message}`).join("; ")}`,
-          { errors },
-        );
-      }
-    }
-    return {
-      registry: raw as RegistryJson,
-      signed: result.signed,
-      ...(result.manifest ? { manifest: result.manifest } : {}),
-      ...(result.signer ? { signer: result.signer } : {}),
-    };
+    return await checkPackage(await unpack(bytes, dir, options.settings), options);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

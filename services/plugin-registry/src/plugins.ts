@@ -75,19 +75,37 @@ async function installPackage(deps: PluginDeps, principal: Principal, sha256: st
           ${r.name}, ${r.version}, ${r.tier ?? "application"}, ${r.contractVersion}, ${sha256}, ${opened.signed},
           ${opened.manifest?.signerFingerprint ?? null}, ${opened.signer?.publisherId ?? null},
           ${JSON.stringify(r)}::jsonb, ${opened.manifest === undefined ? null : JSON.stringify(opened.manifest)}::jsonb,
-          ${principal.subject}`;
+          ${principal.subject}, ${opened.theme === undefined ? null : JSON.stringify(opened.theme)}::jsonb`;
         const saved = await tx.one<PluginRow>(sql`
           INSERT INTO plugin_registry.plugins
             (plugin_id, name, version, tier, contract_version, package_sha256, signed, signer_fingerprint,
-             publisher_id, registry, manifest, installed_by)
+             publisher_id, registry, manifest, installed_by, theme)
           VALUES (${r.pluginId}, ${values})
           ON CONFLICT (plugin_id) DO UPDATE SET
             name = excluded.name, version = excluded.version, tier = excluded.tier,
             contract_version = excluded.contract_version, package_sha256 = excluded.package_sha256,
             signed = excluded.signed, signer_fingerprint = excluded.signer_fingerprint,
             publisher_id = excluded.publisher_id, registry = excluded.registry, manifest = excluded.manifest,
-            refused_reason = NULL, updated_at = now()
+            theme = excluded.theme, refused_reason = NULL, failure_reason = NULL,
+            state = CASE WHEN plugins.state = 'failed' THEN 'inactive' ELSE plugins.state END,
+            updated_at = now()
           RETURNING *`);
+        // The package's template definitions for this version; ones registered through the API stay.
+        const defs = opened.theme?.definitions ?? [];
+        if (defs.length > 0) {
+          await tx.query(sql`
+            INSERT INTO plugin_registry.theme_definitions
+              (template_key, plugin_id, version, display_name, template_path, parent_template_key, surface,
+               scope, is_active, priority, source, updated_by)
+            SELECT t.key, ${r.pluginId}, ${r.version}, t.name, t.path, t.parent, t.surface, t.scope, t.active,
+                   t.priority, 'package', ${principal.subject}
+            FROM unnest(${defs.map((d) => d.templateKey)}::text[], ${defs.map((d) => d.displayName)}::text[],
+                        ${defs.map((d) => d.templatePath)}::text[], ${defs.map((d) => d.parentTemplateKey)}::text[],
+                        ${defs.map((d) => d.surface)}::text[], ${defs.map((d) => d.scope)}::text[],
+                        ${defs.map((d) => d.isActive)}::boolean[], ${defs.map((d) => d.priority)}::int[])
+              AS t(key, name, path, parent, surface, scope, active, priority)
+            ON CONFLICT (template_key, plugin_id, version) DO NOTHING`);
+        }
         return { row: saved, created: existing === null, previous: existing?.package_sha256 };
       });
     });

@@ -16,6 +16,7 @@ import {
   reasonOf,
   view,
 } from "./common.js";
+import { chainEntitled } from "./entitlements.js";
 import { openPackage, storedPackage } from "./packages.js";
 
 /** Loads a stored package and verifies it with the current trust settings: its signedness, or why not. */
@@ -148,14 +149,38 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
 /** What every installed plugin contributes (rbac and the webhook dispatcher follow it). */
 export async function contributions(db: Queries) {
   const rows = await allPlugins(db);
+  // Only chains the plugin is still entitled to count (a withdrawn or expired grant drops it here).
+  const chains = await db.any<{ plugin_id: string; workspaces: string[] }>(sql`
+    SELECT w.plugin_id, array_agg(w.workspace_key ORDER BY w.workspace_key) AS workspaces
+    FROM plugin_registry.workspace_plugins w JOIN plugin_registry.plugins p USING (plugin_id)
+    WHERE ${chainEntitled} GROUP BY w.plugin_id`);
+  const assigned = new Map(chains.map((c) => [c.plugin_id, c.workspaces]));
   return {
     plugins: rows.map((row) => {
       const v = view(row);
       return {
         pluginId: v.pluginId,
+        version: v.version,
         permissions: v.permissions,
         sensitiveFields: v.sensitiveFields,
         events: v.events,
+        state: v.state,
+        routes: (row.registry.routes ?? []).map((r) => ({
+          method: r.method,
+          path: r.path,
+          permission: r.permission ?? "",
+          handler: r.handler,
+        })),
+        workspaces: assigned.get(row.plugin_id) ?? [],
+        customFields: (row.registry.customFields ?? []).map((f) => ({
+          entityName: f.entityName,
+          key: f.key,
+          label: f.label ?? f.key,
+          type: f.type ?? "text",
+          required: f.required === true,
+          options: f.options ?? [],
+          description: f.description ?? null,
+        })),
       };
     }),
   };
@@ -183,11 +208,16 @@ export async function rehydrate(
     const reason = failure === undefined ? null : `${reasonOf(failure)}: ${failure.message}`;
     if (reason === row.refused_reason) continue;
     await deps.db.query(sql`
-      UPDATE plugin_registry.plugins SET refused_reason = ${reason}, is_active = is_active AND ${reason === null}
+      UPDATE plugin_registry.plugins SET refused_reason = ${reason},
+          state = CASE WHEN ${reason === null} THEN state ELSE 'inactive' END
       WHERE plugin_id = ${row.plugin_id} AND package_sha256 = ${row.package_sha256}`);
     if (failure !== undefined) {
       log.warn({ pluginId: row.plugin_id, reason }, "a stored plugin was refused when it was loaded");
       await audit(deps.db, system, "verify", { id: row.plugin_id, version: row.version }, failure);
+      // Operators who run plugins are notified (rbac turns the event into notifications).
+      await deps
+        .publishEvent?.("plugin.refused", { pluginId: row.plugin_id, version: row.version, reason })
+        .catch((error: unknown) => log.warn({ err: error }, "could not announce a refused plugin"));
     }
     deps.announce(row.plugin_id);
   }

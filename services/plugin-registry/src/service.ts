@@ -1,31 +1,100 @@
 import "./settings.js";
 
+import { coalesce, createEventPublisher } from "@svc/bus";
 import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
 import { HOST_VERSION, type ServiceDefinition } from "@svc/runtime";
 
-import { lifecycleMetrics, type PluginDeps } from "./common.js";
+import * as activation from "./activation.js";
+import * as assignments from "./assignments.js";
+import { allPlugins, lifecycleMetrics, type PluginDeps } from "./common.js";
+import * as entitlements from "./entitlements.js";
 import * as plugins from "./plugins.js";
 import * as reports from "./reports.js";
+import { ExtractionCache } from "./runtime/cache.js";
+import { SurfaceRenderer } from "./runtime/renderer.js";
+import { PluginRuntime } from "./runtime/runtime.js";
+import { UiManifestPublisher } from "./runtime/ui-manifest.js";
+import { decodeRenderRequest, renderSurface } from "./surface.js";
+import * as themes from "./themes.js";
 
 /**
  * Plugin packages: install from an uploaded archive with verification (spec 5.7), the installed list,
- * uninstall, re-verification, signers, contract support and the lifecycle audit. Activation,
- * assignment, entitlements and the plugin runtime arrive with the next issue.
+ * uninstall, re-verification, signers, contract support and the lifecycle audit; activation and the
+ * plugin runtime (each active plugin in a worker of every replica), workspace chains.
  */
 export const pluginRegistryService: ServiceDefinition = {
   name: ServiceName.PluginRegistry,
-  async start({ bus, db, nc, config, metrics, log }) {
-    const deps: PluginDeps = {
+  async start({ bus, db, nc, config, metrics, log, provision }) {
+    const store = new PackageStore(nc, config.subjectPrefix);
+    const platformEvents = createEventPublisher(nc, config.subjectPrefix);
+    const base: PluginDeps = {
       db,
-      store: new PackageStore(nc, config.subjectPrefix),
+      store,
       settings: config.backendHost,
       hostVersion: HOST_VERSION,
       metrics: lifecycleMetrics(metrics),
       feedTimeoutMs: Math.max(1_000, config.backendHost.requestTimeoutMs - 500),
       announce: (pluginId) => bus.broadcast("plugin-registry.contributions.changed", { pluginId }),
+      publishEvent: async (eventName, payload) => {
+        await platformEvents.publish(eventName, null, payload);
+      },
     };
+    const manifest = new UiManifestPublisher(nc, config.subjectPrefix, log);
+    const runtime = new PluginRuntime({
+      natsUrl: config.natsUrl,
+      prefix: config.subjectPrefix,
+      cache: new ExtractionCache(store, config.backendHost, HOST_VERSION),
+      settings: config.backendHost,
+      events: createEventPublisher(nc, config.subjectPrefix),
+      log,
+      onVerified: (row, root) => manifest.publishAssets(row, root),
+      onFailure: (id, sha256, reason) =>
+        void activation
+          .recordFailure(deps, id, sha256, reason)
+          .catch((error: unknown) =>
+            log.error({ err: error, pluginId: id }, "could not record a plugin failure"),
+          ),
+    });
+    const deps: activation.ActivationDeps & entitlements.EntitlementDeps = {
+      ...base,
+      runtime,
+      log,
+      tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
+    };
+    // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
+    const reconcile = coalesce(async () => {
+      try {
+        await runtime.reconcile(await allPlugins(db));
+        await manifest.publish(db);
+      } catch (error) {
+        log.warn({ err: error }, "plugin runtime reconciliation failed");
+      }
+    });
+    bus.onBroadcast("plugin-registry.contributions.changed", () => void reconcile());
+    // Deleted workspaces and tenants: what is kept for them goes (every replica runs the same deletes).
+    bus.onBroadcast("resolver.workspaces.deleted", ({ workspaceKeys, tenantKeys }) => {
+      entitlements
+        .forgetDeleted(db, workspaceKeys, tenantKeys)
+        .then(() => deps.announce(""))
+        .catch((error: unknown) => log.warn({ err: error }, "could not forget deleted workspaces"));
+    });
+    const timer = setInterval(() => void reconcile(), 30_000);
+    timer.unref();
+    const renderer = new SurfaceRenderer(
+      config.backendHost.surfaceRenderWorkers,
+      config.backendHost.surfaceRenderTimeoutMs,
+    );
+    bus.serve(
+      "plugin-registry.surface.render",
+      (request) => renderSurface({ db, runtime, renderer, log }, request),
+      { decode: decodeRenderRequest },
+    );
     bus.serve("plugin-registry.contributions.list", () => reports.contributions(db));
+    bus.serve("plugin-registry.workspace.public", async ({ workspaceKey }) => ({
+      chain: await assignments.publicChain(db, workspaceKey),
+      theme: await themes.themeOf(db, workspaceKey),
+    }));
     serveRoute(bus, r["plugins.install"], (req) => plugins.install(deps, req));
     serveRoute(bus, r["plugins.install-local"], (req) => plugins.installLocal(deps, req));
     serveRoute(bus, r["plugins.install-feed"], (req) => plugins.installFeed(deps, req));
@@ -34,6 +103,27 @@ export const pluginRegistryService: ServiceDefinition = {
     serveRoute(bus, r["plugins.list"], (req) => plugins.list(deps, req));
     serveRoute(bus, r["plugins.installed"], (req) => plugins.installed(deps, req));
     serveRoute(bus, r["plugins.uninstall"], (req) => plugins.uninstall(deps, req));
+    serveRoute(bus, r["plugins.activate"], (req) => activation.activate(deps, req));
+    serveRoute(bus, r["plugins.deactivate"], (req) => activation.deactivate(deps, req));
+    serveRoute(bus, r["assignments.get"], (req) => assignments.getChain(deps, req));
+    serveRoute(bus, r["assignments.put"], (req) => assignments.putChain(deps, req));
+    serveRoute(bus, r["entitlements.workspace"], (req) => entitlements.workspaceEntitlement(deps, req));
+    serveRoute(bus, r["entitlements.tenant"], (req) => entitlements.tenantEntitlement(deps, req));
+    serveRoute(bus, r["entitlements.list"], (req) => entitlements.listEntitlements(deps, req));
+    serveRoute(bus, r["entitlements.put"], (req) => entitlements.putEntitlements(deps, req));
+    serveRoute(bus, r["entitlements.sync"], (req) => entitlements.syncEntitlements(deps, req));
+    serveRoute(bus, r["delegations.list"], (req) => entitlements.listDelegations(deps, req));
+    serveRoute(bus, r["delegations.put"], (req) => entitlements.putDelegation(deps, req));
+    serveRoute(bus, r["themes.definitions"], (req) => themes.listDefinitions(deps, req));
+    serveRoute(bus, r["themes.definition-put"], (req) => themes.putDefinition(deps, req));
+    serveRoute(bus, r["themes.definition-activation"], (req) => themes.activateDefinition(deps, req));
+    serveRoute(bus, r["themes.workspace"], (req) => themes.getWorkspaceTheme(deps, req));
+    serveRoute(bus, r["themes.workspace-put"], (req) => themes.putWorkspaceTheme(deps, req));
+    serveRoute(bus, r["themes.workspace-delete"], (req) => themes.deleteWorkspaceTheme(deps, req));
+    serveRoute(bus, r["themes.effective"], (req) => themes.getEffective(deps, req));
+    serveRoute(bus, r["themes.effective-current"], (req) => themes.getEffectiveCurrent(deps, req));
+    serveRoute(bus, r["themes.settings"], (req) => themes.getSettings(deps, req));
+    serveRoute(bus, r["themes.settings-put"], (req) => themes.putSettings(deps, req));
     serveRoute(bus, r["plugins.signature-report"], (req) => reports.signatureReport(deps, req));
     serveRoute(bus, r["plugins.audit"], (req) => reports.auditLog(deps, req));
     serveRoute(bus, r["signers.list"], (req) => reports.trustedSigners(deps, req));
@@ -43,6 +133,23 @@ export const pluginRegistryService: ServiceDefinition = {
     await reports
       .rehydrate(deps, log)
       .catch((error: unknown) => log.warn({ err: error }, "rehydration failed"));
-    return undefined;
+    await reconcile();
+    // After a NATS reconnect the buckets may be gone (a restarted server): open them again and republish.
+    let provisioned = false;
+    await provision("plugin UI assets", async () => {
+      if (!provisioned) {
+        provisioned = true;
+        return;
+      }
+      manifest.reset();
+      await reconcile();
+    });
+    return {
+      afterDrain: async () => {
+        clearInterval(timer);
+        await renderer.close();
+        await runtime.stop();
+      },
+    };
   },
 };

@@ -83,6 +83,46 @@ export const pluginRegistrySettings = defineSettings({
       1024 * 1024 * 1024,
       "most bytes one plugin package may expand to (archives are stopped at this size while inflating)",
     ),
+    pluginCacheDir: setting.string(
+      "BackendHost:PluginCacheDir",
+      "",
+      "local directory where active plugins are unpacked (re-verified before every load); empty: `<tmp>/svc-plugin-cache`",
+    ),
+    pluginMemoryLimitMb: setting.int(
+      "BackendHost:PluginMemoryLimitMb",
+      128,
+      16,
+      4_096,
+      "heap limit of one plugin's worker; a plugin that exceeds it is stopped and marked failed",
+    ),
+    surfaceRenderTimeoutMs: setting.int(
+      "BackendHost:SurfaceRenderTimeoutMs",
+      1_000,
+      50,
+      30_000,
+      "longest one server-side render of a surface may take; a template that runs longer is cut off and the shell is served",
+    ),
+    surfaceRenderWorkers: setting.int(
+      "BackendHost:SurfaceRenderWorkers",
+      2,
+      1,
+      32,
+      "processes rendering surface templates in each plugin-registry replica",
+    ),
+    pluginSpareProcesses: setting.int(
+      "BackendHost:PluginSpareProcesses",
+      2,
+      0,
+      8,
+      "plugin processes each replica keeps started in advance (about 50 MB each), so an activation need not wait for one to boot (about 70 ms); 0 saves the memory",
+    ),
+    pluginHangTimeoutMs: setting.int(
+      "BackendHost:PluginHangTimeoutMs",
+      2_000,
+      200,
+      60_000,
+      "a plugin whose worker does not answer a heartbeat for this long (a busy loop) is stopped and marked failed",
+    ),
   },
   check(config, problems) {
     const c = config as { nodeEnv: string; backendHost: { allowUnsignedPlugins: boolean } };

@@ -18,6 +18,8 @@ export interface RbacDeps {
   readonly log: Logger;
   /** Tells every gateway that a role's grants changed (they drop what they cached). */
   readonly announceRoleChange: (role: string) => void;
+  /** The plugins active and assigned in a workspace (their keys survive in its sessions). */
+  readonly activePlugins: (workspaceKey: string) => ReadonlySet<string>;
 }
 
 export type RbacRoutes = typeof rbacRoutes;

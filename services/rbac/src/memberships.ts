@@ -7,7 +7,7 @@ import { assertReachesWorkspace, SystemRole } from "@svc/access";
 import { isForeignKeyViolation, type Queries, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 
-import { noContent, ok, type RbacHandler, revoke } from "./deps.js";
+import { noContent, ok, type RbacDeps, type RbacHandler, revoke } from "./deps.js";
 import { findUser, isMember, listRoles, memberRoleKeys, sessionsOfUser, userView } from "./repository.js";
 import { listUserRows } from "./users.js";
 
@@ -117,3 +117,29 @@ export const putMemberRoles: RbacHandler<"member-roles.put"> = async (deps, req)
   await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
   return ok({ userId, roles: [...req.body.roles].sort() });
 };
+
+/**
+ * Workspaces were deleted (the resolver's broadcast): their memberships go, each recorded as
+ * `workspace.member-removed`, and the sessions signed in to them are revoked.
+ */
+export async function forgetWorkspaces(
+  deps: Pick<RbacDeps, "db" | "outbox" | "revoked" | "log">,
+  workspaceKeys: readonly string[],
+): Promise<void> {
+  if (workspaceKeys.length === 0) return;
+  const keys = [...workspaceKeys];
+  await deps.db.transaction(async (tx) => {
+    const gone = await tx.any<{ workspace_key: string; user_id: string }>(sql`
+      DELETE FROM rbac.memberships WHERE workspace_key = ANY(${keys}::text[]) RETURNING workspace_key, user_id`);
+    for (const m of gone) {
+      await deps.outbox.record(tx, "workspace.member-removed", m.workspace_key, {
+        workspaceKey: m.workspace_key,
+        userId: m.user_id,
+      });
+    }
+  });
+  const sessions = await deps.db.any<{ id: string; expires_at: Date }>(sql`
+    SELECT id, expires_at FROM rbac.sessions
+    WHERE workspace_key = ANY(${keys}::text[]) AND revoked_at IS NULL AND expires_at > now()`);
+  await revoke(deps, sessions);
+}

@@ -1,6 +1,7 @@
 /**
  * Installed plugins' declared permission keys in the key catalogue (issue 11, item 8; spec 5.5): each
- * key with its plugin id as `source`, removed when the plugin is uninstalled. Kept in step with the
+ * key with its plugin id as `source`, removed when the plugin is uninstalled. And which plugins are active
+ * in which workspace's chain, for the keys of workspace sessions (spec 5.5.4, 5.6.3). Kept in step with the
  * plugin registry by `followContributions`.
  */
 import type { PluginContribution } from "@svc/contracts";
@@ -23,4 +24,26 @@ export async function applyPluginKeys(db: Db, plugins: readonly PluginContributi
       ON CONFLICT (key) DO NOTHING`);
     }),
   );
+}
+
+/** The plugins that are active and in a workspace's chain: the ones whose keys its sessions may carry. */
+export class ActivePluginsByWorkspace {
+  private byWorkspace = new Map<string, ReadonlySet<string>>();
+
+  apply(plugins: readonly PluginContribution[]): void {
+    const next = new Map<string, Set<string>>();
+    for (const p of plugins) {
+      if (p.state !== "active") continue;
+      for (const wk of p.workspaces) {
+        const set = next.get(wk) ?? new Set<string>();
+        set.add(p.pluginId);
+        next.set(wk, set);
+      }
+    }
+    this.byWorkspace = next;
+  }
+
+  of(workspaceKey: string): ReadonlySet<string> {
+    return this.byWorkspace.get(workspaceKey) ?? new Set();
+  }
 }

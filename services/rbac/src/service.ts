@@ -9,7 +9,8 @@ import type { ServiceDefinition } from "@svc/runtime";
 import type { RbacDeps } from "./deps.js";
 import * as integrations from "./integrations.js";
 import * as members from "./memberships.js";
-import { applyPluginKeys } from "./plugin-keys.js";
+import * as notifications from "./notifications.js";
+import { ActivePluginsByWorkspace, applyPluginKeys } from "./plugin-keys.js";
 import { findRole } from "./repository.js";
 import * as roles from "./roles.js";
 import { seedAccess } from "./seed.js";
@@ -37,6 +38,7 @@ export const rbacService: ServiceDefinition = {
       databaseUrl: config.databaseUrl,
       log,
     });
+    const activePlugins = new ActivePluginsByWorkspace();
     const deps: RbacDeps = {
       db,
       config,
@@ -45,6 +47,7 @@ export const rbacService: ServiceDefinition = {
       revoked,
       log,
       announceRoleChange: (role) => bus.broadcast("rbac.roles.changed", { role }),
+      activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
     };
     await seedAccess(db, config.backendHost.rbacRoles);
 
@@ -90,18 +93,48 @@ export const rbacService: ServiceDefinition = {
     serveRoute(bus, r["member-roles.get"], (req) => members.getMemberRoles(deps, req));
     serveRoute(bus, r["member-roles.put"], (req) => members.putMemberRoles(deps, req));
 
+    serveRoute(bus, r["notifications.list"], (req) => notifications.listNotifications(deps, req));
+    serveRoute(bus, r["notifications.read"], (req) => notifications.markRead(deps, req));
     serveRoute(bus, r["integrations.list"], (req) => integrations.listIntegrations(deps, req));
     serveRoute(bus, r["integrations.create"], (req) => integrations.createIntegration(deps, req));
     serveRoute(bus, r["integrations.delete"], (req) => integrations.deleteIntegration(deps, req));
 
+    bus.onBroadcast("resolver.workspaces.deleted", ({ workspaceKeys }) => {
+      members
+        .forgetWorkspaces(deps, workspaceKeys)
+        .catch((error: unknown) => log.warn({ err: error }, "could not forget deleted workspaces"));
+    });
+
     // Installed plugins' declared keys join the catalogue (and leave it on uninstall).
-    const plugins = followContributions(bus, (list) => applyPluginKeys(db, list), quietUnlessUp(log));
+    const plugins = followContributions(
+      bus,
+      async (list) => {
+        activePlugins.apply(list);
+        await applyPluginKeys(db, list);
+      },
+      quietUnlessUp(log),
+    );
     await outbox.start();
+    // Dead letters, opened circuits and refused plugins become notifications (durable consumers).
+    const inbox = await notifications.followNotifications(nc, db, {
+      stream: config.eventsStream,
+      prefix: config.subjectPrefix,
+      log,
+    });
+    let inboxProvisioned = false;
+    await provision("notification consumers", async () => {
+      if (!inboxProvisioned) {
+        inboxProvisioned = true;
+        return;
+      }
+      await inbox.ensure();
+    });
     return {
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica
       // or at the next start.
       beforeDrain: () => {
         plugins.stop();
+        inbox.stop();
         return outbox.stop();
       },
     };

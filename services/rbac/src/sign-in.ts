@@ -51,10 +51,10 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
         SELECT r.name AS role, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
         WHERE mr.workspace_key = ${workspaceKey} AND mr.user_id = ${user.id} ORDER BY r.name FOR SHARE OF r`);
           roles = rows.map((r) => r.role).filter((r) => r !== SystemRole.SuperAdmin);
-          // Plugin keys need the plugin registry (a later issue): no plugin counts as active yet.
+          // Plugin keys only of plugins active and in this workspace's chain, each in its own namespace.
           permissions = filterWorkspaceKeys(
             rows.flatMap((r) => r.permissions),
-            new Set(),
+            deps.activePlugins(workspaceKey),
           );
           scope = "workspace";
         } else if (user.global_role !== null) {

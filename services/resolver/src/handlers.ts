@@ -1,5 +1,5 @@
-import type { ResolveRequest, ResolveResult } from "@svc/contracts";
-import type { Queries } from "@svc/db";
+import type { ResolveRequest, ResolveResult, TenancyLookupReply, TenancyLookupRequest } from "@svc/contracts";
+import { type Queries, sql } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
 
@@ -31,4 +31,35 @@ export async function resolveWorkspace(
   if (host === null) return UNRESOLVED;
   const key = await findVisibleWorkspace(db, host, normalisePath(request.path), defaultTenantKey);
   return key === null ? UNRESOLVED : { resolved: true, workspaceKey: key };
+}
+
+const KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** Checks a tenancy lookup: two lists of at most 500 keys each. */
+export function decodeTenancyLookup(payload: unknown): TenancyLookupRequest {
+  const p = (payload ?? {}) as Partial<Record<keyof TenancyLookupRequest, unknown>>;
+  const list = (value: unknown, field: string): string[] => {
+    if (value === undefined) return [];
+    if (!Array.isArray(value) || value.length > 500 || value.some((v) => typeof v !== "string")) {
+      throw new ValidationError([{ field, message: "must be an array of at most 500 strings" }]);
+    }
+    return (value as string[]).filter((v) => KEY.test(v));
+  };
+  return {
+    workspaceKeys: list(p.workspaceKeys, "/workspaceKeys"),
+    tenantKeys: list(p.tenantKeys, "/tenantKeys"),
+  };
+}
+
+/** The named workspaces that exist, with their tenant, and the named tenants that exist. */
+export async function lookupTenancy(db: Queries, request: TenancyLookupRequest): Promise<TenancyLookupReply> {
+  const workspaces = await db.any<{ workspace_key: string; tenant_key: string }>(sql`
+    SELECT key AS workspace_key, tenant_key FROM resolver.workspaces WHERE key = ANY(${[...request.workspaceKeys]}::text[])`);
+  const tenants = await db.any<{ key: string }>(
+    sql`SELECT key FROM resolver.tenants WHERE key = ANY(${[...request.tenantKeys]}::text[])`,
+  );
+  return {
+    workspaces: workspaces.map((w) => ({ workspaceKey: w.workspace_key, tenantKey: w.tenant_key })),
+    tenants: tenants.map((t) => t.key),
+  };
 }

@@ -1,20 +1,113 @@
 import "./settings.js";
 
-import { ServiceName } from "@svc/contracts";
+import {
+  followContributions,
+  quietUnlessUp,
+  resolverRoutes as r,
+  serveRoute,
+  ServiceName,
+} from "@svc/contracts";
+import { Outbox } from "@svc/outbox";
+import { MediaStore } from "@svc/plugin-package/store";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import { startChangeListener } from "./change-listener.js";
-import { decodeResolveRequest, resolveWorkspace } from "./handlers.js";
+import * as configApi from "./config.js";
+import * as customFields from "./custom-fields.js";
+import type { ResolverDeps } from "./deps.js";
+import { decodeResolveRequest, decodeTenancyLookup, lookupTenancy, resolveWorkspace } from "./handlers.js";
+import * as media from "./media.js";
+import {
+  decodeNavigationRequest,
+  decodePublicRequest,
+  decodeSurfaceDataRequest,
+  navigation,
+  publicWorkspace,
+  surfaceData,
+} from "./public.js";
+import * as surfaces from "./surfaces.js";
+import * as tenants from "./tenants.js";
+import * as workspaces from "./workspaces.js";
 
 /** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
 export const resolverService: ServiceDefinition = {
   name: ServiceName.Resolver,
-  start({ bus, db, config, log }) {
+  async start({ bus, db, nc, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;
     bus.serve("resolver.workspace.resolve", (request) => resolveWorkspace(db, tenant, request), {
       decode: decodeResolveRequest,
     });
+    bus.serve("resolver.tenancy.lookup", (request) => lookupTenancy(db, request), {
+      decode: decodeTenancyLookup,
+    });
+    bus.serve("resolver.workspace.public", (request) => publicWorkspace(db, tenant, request), {
+      decode: decodePublicRequest,
+    });
+    bus.serve("resolver.navigation.get", (request) => navigation(db, tenant, request), {
+      decode: decodeNavigationRequest,
+    });
+    bus.serve("resolver.surface.data", (request) => surfaceData(db, tenant, request), {
+      decode: decodeSurfaceDataRequest,
+    });
+    const outbox = new Outbox({
+      db,
+      schema: "resolver",
+      nc,
+      subjectPrefix: config.subjectPrefix,
+      databaseUrl: config.databaseUrl,
+      log,
+    });
+    const deps: ResolverDeps = {
+      db,
+      outbox,
+      log,
+      announceDeleted: (workspaceKeys, tenantKeys) =>
+        bus.broadcast("resolver.workspaces.deleted", {
+          workspaceKeys: [...workspaceKeys],
+          tenantKeys: [...tenantKeys],
+        }),
+    };
+    const config$ = configApi.configDeps(bus, config.subjectPrefix);
+    serveRoute(bus, r["config.definitions"], (req) => configApi.definitions(config$, req));
+    serveRoute(bus, r["config.effective"], (req) => configApi.effective(config$, req));
+    serveRoute(bus, r["config.put"], (req) => configApi.putValues(config$, req));
+    // Custom field definitions come from the installed plugins (their contributions).
+    const catalogue = new customFields.CustomFieldCatalogue();
+    const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
+    const fields = { db, catalogue };
+    serveRoute(bus, r["custom-fields.definitions"], (req) => customFields.definitions(fields, req));
+    serveRoute(bus, r["custom-fields.get"], (req) => customFields.getValues(fields, req));
+    serveRoute(bus, r["custom-fields.put"], (req) => customFields.putValues(fields, req));
+    const mediaDeps = { ...deps, media: new MediaStore(nc, config.subjectPrefix) };
+    serveRoute(bus, r["media.list"], (req) => media.listMedia(mediaDeps, req));
+    serveRoute(bus, r["media.upload"], (req) => media.uploadMedia(mediaDeps, req));
+    serveRoute(bus, r["media.content"], (req) => media.mediaContent(mediaDeps, req));
+    serveRoute(bus, r["media.delete"], (req) => media.deleteMedia(mediaDeps, req));
+    serveRoute(bus, r["tenants.create"], (req) => tenants.createTenant(deps, req));
+    serveRoute(bus, r["tenants.list"], (req) => tenants.listTenants(deps, req));
+    serveRoute(bus, r["tenants.get"], (req) => tenants.getTenant(deps, req));
+    serveRoute(bus, r["tenants.activate"], (req) => tenants.activateTenant(deps, req));
+    serveRoute(bus, r["tenants.suspend"], (req) => tenants.suspendTenant(deps, req));
+    serveRoute(bus, r["tenants.delete"], (req) => tenants.deleteTenant(deps, req));
+    serveRoute(bus, r["workspaces.list"], (req) => workspaces.listWorkspaces(deps, req));
+    serveRoute(bus, r["workspaces.get"], (req) => workspaces.getWorkspace(deps, req));
+    serveRoute(bus, r["workspaces.put"], (req) => workspaces.putWorkspace(deps, req));
+    serveRoute(bus, r["workspaces.delete"], (req) => workspaces.deleteWorkspace(deps, req));
+    serveRoute(bus, r["surfaces.list"], (req) => surfaces.listSurfaces(deps, req));
+    serveRoute(bus, r["surfaces.get"], (req) => surfaces.getSurface(deps, req));
+    serveRoute(bus, r["surfaces.put"], (req) => surfaces.putSurface(deps, req));
+    serveRoute(bus, r["surfaces.delete"], (req) => surfaces.deleteSurface(deps, req));
+    serveRoute(bus, r["snippets.list"], (req) => surfaces.listSnippets(deps, req));
+    serveRoute(bus, r["snippets.put"], (req) => surfaces.putSnippet(deps, req));
+    serveRoute(bus, r["snippets.delete"], (req) => surfaces.deleteSnippet(deps, req));
     const listener = startChangeListener(config.databaseUrl, bus, log);
-    return { afterDrain: () => listener.stop() };
+    await outbox.start();
+    return {
+      beforeDrain: () => {
+        follower.stop();
+        return outbox.stop();
+      },
+      afterDrain: () => listener.stop(),
+    };
   },
 };

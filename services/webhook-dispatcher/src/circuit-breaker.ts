@@ -33,6 +33,8 @@ export class CircuitBreaker {
     private readonly log: Logger,
     /** How long a trial delivery holds the half-open circuit before another may try. */
     private readonly trialMs = 60_000,
+    /** Told once per opening (the replica whose failure opened it): the `webhook.circuit-opened` event. */
+    private readonly onOpened?: (origin: string, failures: number) => Promise<void>,
   ) {}
 
   static key(origin: string): string {
@@ -136,7 +138,15 @@ export class CircuitBreaker {
         if (entry === null || entry.operation !== "PUT") await this.kv.create(key, JSON.stringify(next));
         else await this.kv.update(key, JSON.stringify(next), entry.revision);
         this.states.set(key, next);
-        if (failures === this.threshold) this.log.warn({ origin }, "receiver circuit opened");
+        if (failures === this.threshold) {
+          this.log.warn({ origin }, "receiver circuit opened");
+          await this.onOpened?.(origin, failures).catch((error: unknown) =>
+            this.log.warn(
+              { origin, error: (error as Error).message },
+              "could not announce the opened circuit",
+            ),
+          );
+        }
         return;
       } catch {
         // lost a race with another replica: read again

@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { ensureBucket } from "@svc/bus";
+import { createEventPublisher, ensureBucket } from "@svc/bus";
 import { followContributions, quietUnlessUp, serveRoute, ServiceName, webhookRoutes } from "@svc/contracts";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
@@ -30,6 +30,7 @@ export const webhookDispatcherService: ServiceDefinition = {
 
     const openCircuits = () =>
       ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 });
+    const circuitEvents = createEventPublisher(nc, config.subjectPrefix);
     const breaker = new CircuitBreaker(
       await openCircuits(),
       b.webhookCircuitFailureThreshold,
@@ -37,6 +38,14 @@ export const webhookDispatcherService: ServiceDefinition = {
       log,
       // A trial holds the half-open circuit for longer than one attempt can take (three tries).
       b.webhookTimeoutMs * 3 + 5_000,
+      // Operators who manage webhooks are notified (rbac turns the event into notifications).
+      async (origin, failures) => {
+        await circuitEvents.publish("webhook.circuit-opened", null, {
+          origin,
+          failures,
+          openForMs: b.webhookCircuitOpenMs,
+        });
+      },
     );
     await breaker.start();
     let provisioned = false;

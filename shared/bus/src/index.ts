@@ -1,11 +1,13 @@
 export {
   Bus,
   type BusOptions,
+  encodeJson,
   type Handler,
   type HandlerContext,
   type RequestOptions,
   type ServeOptions,
 } from "./bus.js";
+export { coalesce } from "./coalesce.js";
 export { connectNats, type ConnectOptions, isNatsConnected, natsIsReachable } from "./connect.js";
 export {
   createEventPublisher,

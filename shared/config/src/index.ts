@@ -20,8 +20,10 @@ export {
   type SettingValue,
 } from "./settings-tree.js";
 export {
+  changeable,
   defineSettings,
   describeSettings,
+  registeredSettings,
   setting,
   type SettingDef,
   type SettingRow,

@@ -22,6 +22,10 @@ export interface SettingDef<T> {
   readonly display?: string;
   /** Derived from another setting: not listed in the docs. */
   readonly hidden?: boolean;
+  /** What kind of value it takes (the configuration API's definitions). */
+  readonly type?: "integer" | "string" | "boolean" | "enum" | "list" | "date-time" | "object";
+  /** May be changed at run time through `PUT /api/config/values`; every replica applies it within a second. */
+  readonly changeable?: boolean;
   readonly read: (r: Reader) => T;
 }
 
@@ -44,6 +48,7 @@ export const setting = {
       doc,
       defaultText: code(fallback),
       secret: false,
+      type: "integer",
       read: (r) => r.int(name, fallback, min, max),
     };
   },
@@ -58,14 +63,29 @@ export const setting = {
       doc,
       defaultText: options.defaultText ?? code(fallback),
       secret: options.secret ?? false,
+      type: "string",
       read: (r) => r.string(name, fallback, options.check),
     };
   },
   optionalString(name: string, doc: string): SettingDef<string | null> {
-    return { name, doc, defaultText: "unset", secret: false, read: (r) => r.optionalString(name) };
+    return {
+      name,
+      doc,
+      defaultText: "unset",
+      secret: false,
+      type: "string",
+      read: (r) => r.optionalString(name),
+    };
   },
   bool(name: string, fallback: boolean, doc: string): SettingDef<boolean> {
-    return { name, doc, defaultText: code(fallback), secret: false, read: (r) => r.bool(name, fallback) };
+    return {
+      name,
+      doc,
+      defaultText: code(fallback),
+      secret: false,
+      type: "boolean",
+      read: (r) => r.bool(name, fallback),
+    };
   },
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[], doc: string): SettingDef<T> {
     return {
@@ -73,6 +93,7 @@ export const setting = {
       doc,
       defaultText: code(fallback),
       secret: false,
+      type: "enum",
       read: (r) => r.oneOf(name, fallback, allowed),
     };
   },
@@ -87,17 +108,23 @@ export const setting = {
       defaultText: options.defaultText ?? "none",
       secret: options.secret ?? false,
       display: `${envName(name)}__N`,
+      type: "list",
       read: (r) => r.array(name),
     };
   },
   date(name: string, doc: string): SettingDef<Date | null> {
-    return { name, doc, defaultText: "none", secret: false, read: (r) => r.date(name) };
+    return { name, doc, defaultText: "none", secret: false, type: "date-time", read: (r) => r.date(name) };
   },
   /** Anything else: the entry reads itself. */
   custom<T>(def: SettingDef<T>): SettingDef<T> {
-    return def;
+    return { type: "object", ...def };
   },
 };
+
+/** Marks a setting as changeable at run time (`PUT /api/config/values`). */
+export function changeable<T>(def: SettingDef<T>): SettingDef<T> {
+  return { ...def, changeable: true };
+}
 
 /** What the tables of one owner contribute: plain variables at the top level, `BackendHost:*` below. */
 export interface SettingsDeclaration<Top extends SettingTable, Host extends SettingTable> {

@@ -4,7 +4,7 @@
  * current set at start, within a second of every change (the registry's broadcast), after a NATS
  * reconnect and every 30 s (a broadcast missed during a blip is repaired then). Applying is idempotent.
  */
-import type { Bus } from "@svc/bus";
+import { type Bus, coalesce } from "@svc/bus";
 
 import type { PluginContribution } from "./subjects.js";
 
@@ -20,24 +20,10 @@ export function followContributions(
   onError: (error: unknown) => void,
   intervalMs = 30_000,
 ): ContributionFollower {
-  let running: Promise<void> | undefined;
-  let again = false;
-  const sync = async (): Promise<void> => {
-    if (running !== undefined) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        const { plugins } = await bus.request("plugin-registry.contributions.list", {});
-        await apply(plugins);
-      } while (again);
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
+  const sync = coalesce(async () => {
+    const { plugins } = await bus.request("plugin-registry.contributions.list", {});
+    await apply(plugins);
+  });
   const quiet = () => void sync().catch(onError);
   bus.onBroadcast("plugin-registry.contributions.changed", quiet);
   const timer = setInterval(quiet, intervalMs);

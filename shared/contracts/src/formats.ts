@@ -11,7 +11,14 @@ const EMAIL =
 /** Has a scheme: the rest of an absolute URI is judged by the gateway's validator and the handler. */
 const URI = /^[a-z][a-z0-9+.-]*:\S*$/i;
 
+/** RFC 3339 date-time, as ajv-formats' `date-time` (a time zone is required). */
+const DATE_TIME =
+  /^\d{4}-[01]\d-[0-3]\dt(?:[0-2]\d:[0-5]\d:[0-5]\d|23:59:60)(?:\.\d+)?(?:z|[+-][0-2]\d:?[0-5]\d)$/i;
+
 export function registerFormats(): void {
+  if (!FormatRegistry.Has("date-time")) {
+    FormatRegistry.Set("date-time", (value) => DATE_TIME.test(value) && !Number.isNaN(Date.parse(value)));
+  }
   if (!FormatRegistry.Has("uri")) FormatRegistry.Set("uri", (value) => URI.test(value));
   if (!FormatRegistry.Has("uuid")) FormatRegistry.Set("uuid", (value) => UUID.test(value));
   if (!FormatRegistry.Has("email")) FormatRegistry.Set("email", (value) => EMAIL.test(value));

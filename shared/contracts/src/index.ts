@@ -15,7 +15,7 @@ export { type ContributionFollower, followContributions, quietUnlessUp } from ".
 export { jobRoutes, JobView } from "./jobs.js";
 export { pluginRegistryRoutes, PluginView, UploadedPackage } from "./plugin-registry.js";
 export { rbacRoutes, RoleView, UserView } from "./rbac.js";
-export { resolverRoutes } from "./resolver.js";
+export { type NavItem, resolverRoutes, TenantView, WorkspaceView } from "./resolver.js";
 export {
   type BodyOf,
   defineRoutes,
@@ -32,10 +32,19 @@ export { requestRoute, type RouteHandler, serveRoute } from "./serve.js";
 export {
   type LoginReply,
   type LoginRequest,
+  type NavigationView,
   type PluginContribution,
+  type PluginRouteContribution,
+  type PublicTheme,
+  type PublicWorkspace,
+  type PublicWorkspaceRequest,
+  type RenderedSurface,
   type ResolveRequest,
   type ResolveResult,
   ServiceName,
+  type SurfaceData,
+  type TenancyLookupReply,
+  type TenancyLookupRequest,
 } from "./subjects.js";
 export { MAX_TARGET_URL, SUBSCRIPTION_PATTERN, SubscriptionView, webhookRoutes } from "./webhooks.js";
 

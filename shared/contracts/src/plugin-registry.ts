@@ -1,10 +1,10 @@
 /**
- * Routes the plugin registry owns (ADR 0003): plugins, trusted signers, entitlements, workspace plugin
- * assignments and themes. Routes it does not serve yet answer 503.
+ * Routes the plugin registry owns (ADR 0003): plugins, trusted signers, entitlements, delegations,
+ * workspace plugin chains and themes.
  */
 import { Type } from "@sinclair/typebox";
 
-import { Nullable, Page, PageQuery } from "./common.js";
+import { Nullable, Page, pageFields, PageQuery, wkParams, WorkspaceKey } from "./common.js";
 import { defineRoutes } from "./route.js";
 
 const PluginId = Type.String({ pattern: "^[a-z][a-z0-9-]{1,62}$" });
@@ -48,6 +48,15 @@ export const PluginView = Type.Object({
   sensitiveFields: Type.Array(Type.String()),
   events: Type.Array(Type.String()),
   isActive: Type.Boolean(),
+  /**
+   * The lifecycle state (docs/plugins.md): `inactive` after install or deactivation, `active` while it runs
+   * on every registry replica, `failed` when the runtime stopped it (a crash, a hang, memory, an exit).
+   */
+  state: Type.Union([Type.Literal("inactive"), Type.Literal("active"), Type.Literal("failed")]),
+  /** Why the runtime stopped the plugin, while `failed`. */
+  failureReason: Nullable(Type.String()),
+  /** The routes it declares, dispatched by the gateway under /api/plugins/{pluginId}/ while active. */
+  routes: Type.Array(Type.Object({ method: Type.String(), path: Type.String(), permission: Type.String() })),
   /** `refused` when the stored package failed verification at the registry's last start (spec 5.7.4). */
   trustStatus: Type.Union([Type.Literal("trusted"), Type.Literal("refused")]),
   refusedReason: Nullable(Type.String()),
@@ -77,6 +86,132 @@ const AuditEntry = Type.Object({
   version: Nullable(Type.String()),
   outcome: Type.Union([Type.Literal("succeeded"), Type.Literal("failed")]),
   reason: Nullable(Type.String()),
+});
+
+const TenantKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const Source = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,62}$" });
+/** How a workspace or tenant is entitled to a plugin: its own grant, its tenant's, or a system-tier plugin. */
+const Via = Nullable(Type.Union([Type.Literal("workspace"), Type.Literal("tenant"), Type.Literal("system")]));
+
+const WorkspaceEntitlement = Type.Object({
+  workspaceKey: Type.String(),
+  tenantKey: Type.String(),
+  pluginId: Type.String(),
+  entitled: Type.Boolean(),
+  via: Via,
+  expiresAtUtc: Nullable(Type.String()),
+});
+const TenantEntitlement = Type.Object({
+  tenantKey: Type.String(),
+  pluginId: Type.String(),
+  entitled: Type.Boolean(),
+  via: Via,
+  expiresAtUtc: Nullable(Type.String()),
+});
+/** One grant: to a tenant (all its workspaces) or to one workspace. */
+const EntitlementView = Type.Object({
+  tenantKey: Nullable(Type.String()),
+  workspaceKey: Nullable(Type.String()),
+  pluginId: Type.String(),
+  source: Type.String(),
+  expiresAtUtc: Nullable(Type.String()),
+  grantedBy: Type.String(),
+  grantedAtUtc: Type.String(),
+});
+/** Exactly one of tenantKey and workspaceKey names who is entitled. */
+const Grantee = {
+  tenantKey: Type.Optional(TenantKey),
+  workspaceKey: Type.Optional(WorkspaceKey),
+  pluginId: PluginId,
+  expiresAtUtc: Type.Optional(Nullable(Type.String({ format: "date-time" }))),
+};
+const Delegation = Type.Object({
+  tenantKey: Type.String(),
+  pluginId: Type.String(),
+  delegated: Type.Boolean(),
+  delegatedBy: Nullable(Type.String()),
+  delegatedAtUtc: Nullable(Type.String()),
+});
+
+const TemplateKey = Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" });
+const Version = Type.String({ pattern: "^[0-9A-Za-z.+-]{1,64}$" });
+const TemplateDefinition = Type.Object({
+  templateKey: Type.String(),
+  pluginId: Type.String(),
+  version: Type.String(),
+  displayName: Type.String(),
+  templatePath: Type.String(),
+  parentTemplateKey: Nullable(Type.String()),
+  surface: Type.String(),
+  scope: Type.String(),
+  isActive: Type.Boolean(),
+  priority: Type.Integer(),
+  /** `package` (from theme.json) or `api` (registered through the definitions route). */
+  source: Type.String(),
+});
+/** A template the workspace uses: the winning definition per key, with the keys it inherits from. */
+const EffectiveTemplate = Type.Object({
+  templateKey: Type.String(),
+  pluginId: Type.String(),
+  version: Type.String(),
+  displayName: Type.String(),
+  templatePath: Type.String(),
+  parentTemplateKey: Nullable(Type.String()),
+  /** This key, then its parent, grandparent, … as far as they resolve. */
+  inheritance: Type.Array(Type.String()),
+  surface: Type.String(),
+  scope: Type.String(),
+  priority: Type.Integer(),
+});
+const EffectiveTemplates = Type.Object({
+  workspaceKey: Type.String(),
+  themePluginId: Nullable(Type.String()),
+  themeVersion: Nullable(Type.String()),
+  templates: Type.Array(EffectiveTemplate),
+});
+/** Spec 2.2 Theme; sectionLayouts: the setting fields by group, in order. */
+export const ThemeView = Type.Object({
+  workspaceKey: Type.String(),
+  themePluginId: Nullable(Type.String()),
+  themeVersion: Nullable(Type.String()),
+  valuesByKey: Type.Record(Type.String(), Type.String()),
+  sectionLayouts: Type.Array(Type.Object({ section: Type.String(), keys: Type.Array(Type.String()) })),
+});
+const SettingField = Type.Object({
+  key: Type.String(),
+  label: Type.String(),
+  type: Type.String(),
+  helpText: Nullable(Type.String()),
+  value: Nullable(Type.String()),
+  required: Type.Boolean(),
+  group: Nullable(Type.String()),
+  options: Type.Array(Type.String()),
+  order: Type.Number(),
+});
+const ThemeSettings = Type.Object({
+  workspaceKey: Type.String(),
+  themePluginId: Nullable(Type.String()),
+  themeVersion: Nullable(Type.String()),
+  fields: Type.Array(SettingField),
+  valuesByKey: Type.Record(Type.String(), Type.String()),
+});
+const DefinitionParams = Type.Object({ templateKey: TemplateKey, pluginId: PluginId, version: Version });
+
+/** A workspace's ordered plugin chain: chain[0] is the primary (spec 2.2, UiChain). */
+const WorkspacePlugins = Type.Object({
+  workspaceKey: Type.String(),
+  tenantKey: Nullable(Type.String()),
+  chain: Type.Array(
+    Type.Object({
+      pluginId: Type.String(),
+      version: Type.String(),
+      state: Type.String(),
+      /** False once the entitlement that allowed it is gone or expired: it then counts for nothing. */
+      entitled: Type.Boolean(),
+      position: Type.Integer(),
+    }),
+  ),
+  updatedAtUtc: Nullable(Type.String()),
 });
 
 export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
@@ -201,19 +336,36 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     method: "GET",
     path: "/api/workspaces/:workspaceKey/entitlements/:pluginId",
     permission: "plugin.read",
-    summary: "A workspace's entitlement to a plugin",
+    summary: "Whether a workspace may use a plugin, and through what",
+    params: Type.Object({ workspaceKey: WorkspaceKey, pluginId: PluginId }),
+    reply: WorkspaceEntitlement,
   },
   "entitlements.tenant": {
     method: "GET",
     path: "/api/tenants/:tenantId/entitlements/:pluginId",
     permission: "plugin.read",
-    summary: "A tenant's entitlement to a plugin",
+    platformOnly: true,
+    summary: "Whether a tenant (all its workspaces) may use a plugin",
+    params: Type.Object({ tenantId: TenantKey, pluginId: PluginId }),
+    reply: TenantEntitlement,
   },
   "entitlements.list": {
     method: "GET",
     path: "/api/entitlements",
     permission: "plugin.read",
-    summary: "List entitlements",
+    platformOnly: true,
+    summary: "The entitlement grants, filtered by tenant, workspace, plugin or source",
+    query: Type.Object(
+      {
+        tenantKey: Type.Optional(TenantKey),
+        workspaceKey: Type.Optional(WorkspaceKey),
+        pluginId: Type.Optional(PluginId),
+        source: Type.Optional(Source),
+        ...pageFields,
+      },
+      { additionalProperties: false },
+    ),
+    reply: Page(EntitlementView),
   },
   "plugins.uninstall": {
     method: "DELETE",
@@ -226,108 +378,211 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     method: "POST",
     path: "/api/plugins/:id/activate",
     permission: "plugin.execute",
-    summary: "Activate a plugin",
+    summary: "Activate a plugin: load it in the runtime of every registry replica",
+    params: Type.Object({ id: PluginId }),
+    reply: PluginView,
   },
   "plugins.deactivate": {
     method: "POST",
     path: "/api/plugins/:id/deactivate",
     permission: "plugin.execute",
-    summary: "Deactivate a plugin",
+    summary: "Deactivate a plugin: unload it everywhere",
+    params: Type.Object({ id: PluginId }),
+    reply: PluginView,
   },
   "entitlements.put": {
     method: "PUT",
     path: "/api/entitlements",
     permission: "plugin.execute",
-    summary: "Set entitlements",
+    platformOnly: true,
+    summary: "Grant (entitled: true) or withdraw (false) entitlements, source `manual`",
+    body: Type.Object(
+      {
+        items: Type.Array(
+          Type.Object({ ...Grantee, entitled: Type.Boolean() }, { additionalProperties: false }),
+          { minItems: 1, maxItems: 500 },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    reply: Type.Object({ granted: Type.Integer(), withdrawn: Type.Integer() }),
   },
   "entitlements.sync": {
     method: "POST",
     path: "/api/entitlements/sync",
     permission: "plugin.execute",
-    summary: "Synchronise entitlements",
+    platformOnly: true,
+    summary: "Replace every grant of one source (a billing system's full list) in one step",
+    body: Type.Object(
+      {
+        source: Source,
+        items: Type.Array(Type.Object(Grantee, { additionalProperties: false }), { maxItems: 10_000 }),
+      },
+      { additionalProperties: false },
+    ),
+    reply: Type.Object({
+      source: Type.String(),
+      added: Type.Integer(),
+      removed: Type.Integer(),
+      kept: Type.Integer(),
+    }),
   },
   "assignments.get": {
     method: "GET",
     path: "/api/workspaces/:workspaceKey/plugins",
     permission: "plugin.assign",
-    summary: "A workspace's plugins",
+    summary: "A workspace's plugin chain (chain[0] is the primary)",
+    params: wkParams,
+    reply: WorkspacePlugins,
   },
   "assignments.put": {
     method: "PUT",
     path: "/api/workspaces/:workspaceKey/plugins",
     permission: "plugin.assign",
-    summary: "Set a workspace's plugins",
+    summary: "Set a workspace's plugin chain, in order (replaces it; [] removes every plugin)",
+    params: wkParams,
+    body: Type.Object(
+      { chain: Type.Array(PluginId, { maxItems: 50, uniqueItems: true }) },
+      { additionalProperties: false },
+    ),
+    reply: WorkspacePlugins,
   },
   "delegations.list": {
     method: "GET",
     path: "/api/tenants/:tenantKey/plugins/delegations",
     permission: "plugin.assign",
-    summary: "A tenant's plugin delegations",
+    platformOnly: true,
+    summary: "The plugins a tenant's workspace admins may put in their own chains",
+    params: Type.Object({ tenantKey: TenantKey }),
+    reply: Type.Object({ tenantKey: Type.String(), items: Type.Array(Delegation) }),
   },
   "delegations.put": {
     method: "PUT",
     path: "/api/tenants/:tenantKey/plugins/:pluginId/delegation",
     permission: "plugin.assign",
-    summary: "Delegate a plugin to a tenant",
+    platformOnly: true,
+    summary: "Delegate a plugin to a tenant (delegated: true) or take it back (false)",
+    params: Type.Object({ tenantKey: TenantKey, pluginId: PluginId }),
+    body: Type.Object({ delegated: Type.Boolean() }, { additionalProperties: false }),
+    reply: Delegation,
   },
   "themes.definitions": {
     method: "GET",
     path: "/api/themes/definitions",
     permission: "extension.read",
-    summary: "Theme template definitions",
+    summary: "The template definitions of the installed plugins' versions",
+    query: Type.Object(
+      { pluginId: Type.Optional(PluginId), surface: Type.Optional(Type.String({ maxLength: 50 })) },
+      { additionalProperties: false },
+    ),
+    reply: Type.Object({ items: Type.Array(TemplateDefinition) }),
   },
   "themes.workspace": {
     method: "GET",
     path: "/api/themes/workspaces/:workspaceKey",
     permission: "extension.read",
-    summary: "A workspace's theme",
+    summary: "A workspace's theme: its theme plugin and token values",
+    params: wkParams,
+    reply: ThemeView,
   },
   "themes.effective": {
     method: "GET",
     path: "/api/themes/workspaces/:workspaceKey/effective",
     permission: "extension.read",
-    summary: "A workspace's effective templates",
+    summary: "The templates a workspace uses, resolved over its theme plugin and chain",
+    params: wkParams,
+    reply: EffectiveTemplates,
   },
   "themes.settings": {
     method: "GET",
     path: "/api/themes/workspaces/:workspaceKey/settings",
     permission: "extension.read",
-    summary: "A workspace's theme settings",
+    summary: "A workspace's theme settings: the field definitions and the values",
+    params: wkParams,
+    reply: ThemeSettings,
   },
   "themes.effective-current": {
     method: "GET",
     path: "/workspace/themes/effective",
     permission: "extension.read",
-    summary: "The caller's workspace's effective templates",
+    summary:
+      "The caller's workspace's effective templates (workspaceKey: platform sessions; default `default`)",
+    query: Type.Object(
+      { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })) },
+      { additionalProperties: false },
+    ),
+    reply: EffectiveTemplates,
   },
   "themes.definition-put": {
     method: "PUT",
     path: "/api/themes/definitions/:templateKey/plugins/:pluginId/versions/:version",
     permission: "extension.update",
-    summary: "Register a template definition",
+    platformOnly: true,
+    summary: "Register or change a template definition of an installed plugin version",
+    params: DefinitionParams,
+    body: Type.Object(
+      {
+        displayName: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        templatePath: Type.Optional(
+          // Relative, inside the package: no segment starts with a dot, so no `..`.
+          Type.String({
+            pattern: "^[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*$",
+            maxLength: 300,
+          }),
+        ),
+        parentTemplateKey: Type.Optional(Nullable(TemplateKey)),
+        surface: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+        scope: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+        isActive: Type.Optional(Type.Boolean()),
+        priority: Type.Optional(Type.Integer({ minimum: -100_000, maximum: 100_000 })),
+      },
+      { additionalProperties: false },
+    ),
+    reply: TemplateDefinition,
   },
   "themes.definition-activation": {
     method: "PUT",
     path: "/api/themes/definitions/:templateKey/plugins/:pluginId/versions/:version/activation",
     permission: "extension.update",
-    summary: "Activate a template definition",
+    platformOnly: true,
+    summary: "Switch a template definition on or off",
+    params: DefinitionParams,
+    body: Type.Object({ isActive: Type.Boolean() }, { additionalProperties: false }),
+    reply: TemplateDefinition,
   },
   "themes.workspace-put": {
     method: "PUT",
     path: "/api/themes/workspaces/:workspaceKey",
     permission: "extension.update",
-    summary: "Set a workspace's theme",
+    summary: "Choose a workspace's theme plugin (installed, with a theme.json, entitled)",
+    params: wkParams,
+    body: Type.Object({ themePluginId: PluginId }, { additionalProperties: false }),
+    reply: ThemeView,
   },
   "themes.workspace-delete": {
     method: "DELETE",
     path: "/api/themes/workspaces/:workspaceKey",
     permission: "extension.update",
-    summary: "Remove a workspace's theme",
+    summary: "Remove a workspace's theme plugin (its setting values are kept)",
+    params: wkParams,
   },
   "themes.settings-put": {
     method: "PUT",
     path: "/api/themes/workspaces/:workspaceKey/settings",
     permission: "extension.update",
-    summary: "Set a workspace's theme settings",
+    summary:
+      "Set theme setting values (checked against each field's type and options; null: back to the default)",
+    params: wkParams,
+    body: Type.Object(
+      {
+        values: Type.Record(
+          Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
+          Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
+          { maxProperties: 200 },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    reply: ThemeSettings,
   },
 });

@@ -2,8 +2,10 @@
 import { Type } from "@sinclair/typebox";
 
 import {
+  idParams,
   Nullable,
   Page,
+  pageFields,
   PageQuery,
   PermissionKeyString,
   RoleName,
@@ -35,19 +37,38 @@ export const RoleView = Type.Object({
 const MemberRoles = Type.Object({ userId: Uuid, roles: Type.Array(Type.String()) });
 const Email = Type.Optional(Nullable(Type.String({ format: "email", maxLength: 320 })));
 
+const NotificationView = Type.Object({
+  id: Type.String(),
+  /** The event it came from: job.dead-lettered, webhook.circuit-opened, plugin.refused. */
+  kind: Type.String(),
+  title: Type.String(),
+  detail: Nullable(Type.String()),
+  workspaceKey: Nullable(Type.String()),
+  data: Type.Unknown(),
+  createdAtUtc: Type.String(),
+  readAtUtc: Nullable(Type.String()),
+});
+
 export const rbacRoutes = defineRoutes("rbac", {
   // Notifications
   "notifications.list": {
     method: "GET",
     path: "/api/notifications",
     permission: "notification.read",
-    summary: "List notifications",
+    summary: "The caller's notifications, unread first, newest first",
+    query: Type.Object(
+      { unreadOnly: Type.Optional(Type.Boolean()), ...pageFields },
+      { additionalProperties: false },
+    ),
+    reply: Page(NotificationView),
   },
   "notifications.read": {
     method: "PUT",
     path: "/api/notifications/:id/read",
     permission: "notification.read",
-    summary: "Mark a notification read",
+    summary: "Mark one of the caller's notifications read",
+    params: idParams,
+    reply: NotificationView,
   },
   // Roles and the key catalogue
   "roles.list": {

@@ -1,112 +1,343 @@
 /**
  * Routes the resolver owns (ADR 0003): tenants, workspaces, surfaces, configuration, media, custom fields
- * and snippets. The resolver serves none of them yet: they answer 503 until it does.
+ * and snippets.
  */
-import { wkParams } from "./common.js";
+import { type TSchema, Type } from "@sinclair/typebox";
+
+import { Nullable, Page, pageFields, wkParams, WorkspaceKey } from "./common.js";
 import { defineRoutes } from "./route.js";
+
+const TenantKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const SurfaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+const SnippetKey = Type.String({ pattern: "^[a-z0-9][a-z0-9_-]{0,62}$" });
+/** Which workspace a surface or snippet route means: a workspace session's own, else this (default `default`). */
+const WorkspaceQuery = Type.Object(
+  { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })) },
+  { additionalProperties: false },
+);
+
+export const TenantView = Type.Object({
+  tenantKey: Type.String(),
+  name: Type.String(),
+  /** `active`, or `suspended` (its workspaces are invisible on every public route). */
+  state: Type.Union([Type.Literal("active"), Type.Literal("suspended")]),
+  isActive: Type.Boolean(),
+  workspaceCount: Type.Integer(),
+  createdAtUtc: Type.String(),
+  updatedAtUtc: Type.String(),
+});
+
+const Binding = Type.Object(
+  {
+    host: Type.String({ minLength: 1, maxLength: 253 }),
+    pathPrefix: Type.Optional(Type.String({ pattern: "^/", maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+export const WorkspaceView = Type.Object({
+  workspaceKey: Type.String(),
+  tenantKey: Type.String(),
+  name: Type.String(),
+  type: Type.String(),
+  isActive: Type.Boolean(),
+  accessPolicy: Type.Union([Type.Literal("Public"), Type.Literal("Authenticated")]),
+  bindings: Type.Array(Type.Object({ host: Type.String(), pathPrefix: Type.String() })),
+  publicBaseUrl: Nullable(Type.String()),
+  createdAtUtc: Type.String(),
+  updatedAtUtc: Type.String(),
+});
+
+/** A navigation item: `path` is its segment under its parent (the root's is the application's base path). */
+export interface NavItem {
+  key: string;
+  title: string;
+  path: string;
+  visible?: boolean;
+  order?: number;
+  children?: NavItem[];
+}
+/** Navigation items nest up to five levels (a schema without self-reference, for every validator). */
+function navItem(depth: number): TSchema {
+  return Type.Object(
+    {
+      key: Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
+      title: Type.String({ minLength: 1, maxLength: 200 }),
+      path: Type.String({ pattern: "^[A-Za-z0-9._~-]{0,100}$" }),
+      visible: Type.Optional(Type.Boolean()),
+      order: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
+      ...(depth > 1 ? { children: Type.Optional(Type.Array(navItem(depth - 1), { maxItems: 100 })) } : {}),
+    },
+    { additionalProperties: false },
+  );
+}
+const NavItemSchema = navItem(5);
+
+const SurfaceView = Type.Object({
+  workspaceKey: Type.String(),
+  surfaceKey: Type.String(),
+  name: Type.String(),
+  applicationRoot: Type.Unknown(),
+  updatedAtUtc: Type.String(),
+});
+
+/** `user`, `workspace`, `tenant`, or an entity a plugin names in its namespace (`crm.contact`). */
+const EntityName = Type.String({
+  pattern: "^(user|workspace|tenant|[a-z][a-z0-9-]{1,62}\\.[a-z][a-z0-9-]{0,62})$",
+});
+export const CustomFieldDefinition = Type.Object({
+  entityName: Type.String(),
+  key: Type.String(),
+  label: Type.String(),
+  type: Type.String(),
+  required: Type.Boolean(),
+  options: Type.Array(Type.String()),
+  description: Nullable(Type.String()),
+  pluginId: Type.String(),
+});
+const CustomFieldParams = Type.Object({
+  entityName: EntityName,
+  entityId: Type.String({ pattern: "^[A-Za-z0-9_.:-]{1,200}$" }),
+});
+const CustomFieldValues = Type.Object({
+  entityName: Type.String(),
+  entityId: Type.String(),
+  values: Type.Record(Type.String(), Type.String()),
+  fields: Type.Array(CustomFieldDefinition),
+});
+
+const MediaView = Type.Object({
+  id: Type.String(),
+  workspaceKey: Type.String(),
+  fileName: Type.String(),
+  /** Sniffed from the bytes, never taken from the client. */
+  contentType: Type.String(),
+  size: Type.Integer(),
+  sha256: Type.String(),
+  uploadedBy: Type.String(),
+  createdAtUtc: Type.String(),
+});
+const StoredFile = Type.Object({
+  objectName: Type.String(),
+  fileName: Type.String(),
+  contentType: Type.String(),
+  size: Type.Integer(),
+  sha256: Type.String(),
+});
+
+const SnippetView = Type.Object({
+  workspaceKey: Type.String(),
+  snippetKey: Type.String(),
+  content: Type.String(),
+  contentType: Type.Union([Type.Literal("text/plain"), Type.Literal("text/html")]),
+  updatedAtUtc: Type.String(),
+});
 
 export const resolverRoutes = defineRoutes("resolver", {
   "tenants.create": {
     method: "POST",
     path: "/api/tenants",
     permission: "tenant.create",
-    summary: "Create a tenant",
+    platformOnly: true,
+    summary: "Create a tenant (active)",
+    body: Type.Object(
+      { tenantKey: TenantKey, name: Type.String({ minLength: 1, maxLength: 200 }) },
+      { additionalProperties: false },
+    ),
+    reply: TenantView,
   },
   "tenants.list": {
     method: "GET",
     path: "/api/tenants",
     permission: "tenant.read",
+    platformOnly: true,
     summary: "List tenants",
+    query: Type.Object(pageFields, { additionalProperties: false }),
+    reply: Page(TenantView),
   },
   "tenants.get": {
     method: "GET",
     path: "/api/tenants/:tenantKey",
     permission: "tenant.read",
+    platformOnly: true,
     summary: "Get a tenant",
+    params: Type.Object({ tenantKey: TenantKey }),
+    reply: TenantView,
   },
   "tenants.activate": {
     method: "POST",
     path: "/api/tenants/:tenantKey/activate",
     permission: "tenant.update",
-    summary: "Activate a tenant",
+    platformOnly: true,
+    summary: "Activate a tenant: its active workspaces become visible again",
+    params: Type.Object({ tenantKey: TenantKey }),
+    reply: TenantView,
   },
   "tenants.suspend": {
     method: "POST",
     path: "/api/tenants/:tenantKey/suspend",
     permission: "tenant.update",
-    summary: "Suspend a tenant",
+    platformOnly: true,
+    summary: "Suspend a tenant: every public route hides its workspaces within a second",
+    params: Type.Object({ tenantKey: TenantKey }),
+    reply: TenantView,
   },
   "tenants.delete": {
     method: "DELETE",
     path: "/api/tenants/:tenantKey",
     permission: "tenant.delete",
-    summary: "Delete a tenant",
+    platformOnly: true,
+    summary: "Delete a tenant; one with workspaces only with deleteWorkspaces=true (they are deleted too)",
+    params: Type.Object({ tenantKey: TenantKey }),
+    query: Type.Object({ deleteWorkspaces: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
   },
   "config.definitions": {
     method: "GET",
     path: "/api/config/definitions",
     permission: "config.read",
-    summary: "Configuration definitions",
+    platformOnly: true,
+    summary:
+      "Every setting of the running services: type, default, whether it can change at run time, whether secret",
+    reply: Type.Object({
+      items: Type.Array(
+        Type.Object({
+          variable: Type.String(),
+          owner: Type.String(),
+          type: Type.String(),
+          defaultText: Type.String(),
+          description: Type.String(),
+          changeable: Type.Boolean(),
+          secret: Type.Boolean(),
+        }),
+      ),
+    }),
   },
   "config.effective": {
     method: "GET",
     path: "/api/config/effective",
     permission: "config.read",
-    summary: "Effective configuration",
+    platformOnly: true,
+    summary:
+      "The values in force and where each comes from (default, environment, stored); secrets never shown",
+    reply: Type.Object({
+      items: Type.Array(
+        Type.Object({
+          variable: Type.String(),
+          owner: Type.String(),
+          value: Nullable(Type.String()),
+          source: Type.Union([Type.Literal("default"), Type.Literal("environment"), Type.Literal("stored")]),
+          secret: Type.Boolean(),
+        }),
+      ),
+    }),
   },
   "config.put": {
     method: "PUT",
     path: "/api/config/values",
     permission: "config.update",
-    summary: "Set configuration values",
+    platformOnly: true,
+    summary: "Store run-time values of changeable settings (null: back to the environment or default)",
+    body: Type.Object(
+      {
+        values: Type.Record(
+          Type.String({ pattern: "^[A-Za-z][A-Za-z0-9_]{0,199}$" }),
+          Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
+          { minProperties: 1, maxProperties: 100 },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    reply: Type.Object({ stored: Type.Record(Type.String(), Type.String()) }),
   },
   "media.list": {
     method: "GET",
     path: "/api/media",
     permission: "media.read",
-    summary: "List media",
+    summary: "A workspace's media, newest first (a workspace session: its own)",
+    query: Type.Object(
+      { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })), ...pageFields },
+      { additionalProperties: false },
+    ),
+    reply: Page(MediaView),
   },
   "media.content": {
     method: "GET",
     path: "/api/media/:id/content",
     permission: "media.read",
-    summary: "Media content",
+    download: true,
+    summary: "The file's bytes (ETag, ranges, Content-Disposition)",
+    params: Type.Object({ id: Type.String({ format: "uuid" }) }),
+    reply: StoredFile,
   },
   "media.upload": {
     method: "POST",
     path: "/api/media",
     permission: "media.manage",
-    summary: "Upload media",
+    upload: "media",
+    summary: "Upload one file (multipart/form-data, field `file`) to a workspace (`?workspaceKey=`)",
+    query: WorkspaceQuery,
+    body: Type.Object({
+      media: Type.Object({
+        objectName: Type.String({ format: "uuid" }),
+        size: Type.Integer({ minimum: 0 }),
+        contentType: Type.String({ maxLength: 200 }),
+        fileName: Type.String({ minLength: 1, maxLength: 200 }),
+        sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+      }),
+    }),
+    reply: MediaView,
   },
   "media.delete": {
     method: "DELETE",
     path: "/api/media/:id",
     permission: "media.manage",
-    summary: "Delete media",
+    summary: "Delete a file",
+    params: Type.Object({ id: Type.String({ format: "uuid" }) }),
   },
   "custom-fields.definitions": {
     method: "GET",
     path: "/api/custom-fields/definitions",
     permission: "customfield.read",
-    summary: "Custom field definitions",
+    summary: "The custom fields installed plugins define, per entity type",
+    query: Type.Object({ entityName: Type.Optional(EntityName) }, { additionalProperties: false }),
+    reply: Type.Object({ items: Type.Array(CustomFieldDefinition) }),
   },
   "custom-fields.get": {
     method: "GET",
     path: "/api/custom-fields/:entityName/:entityId",
     permission: "customfield.read",
-    summary: "An entity's custom fields",
+    summary: "An entity's custom field values, with the definitions",
+    params: CustomFieldParams,
+    reply: CustomFieldValues,
   },
   "custom-fields.put": {
     method: "PUT",
     path: "/api/custom-fields/:entityName/:entityId",
     permission: "customfield.update",
-    summary: "Set an entity's custom fields",
+    summary: "Set an entity's custom field values (checked against the definitions; null removes one)",
+    params: CustomFieldParams,
+    body: Type.Object(
+      {
+        values: Type.Record(
+          Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
+          Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
+          { maxProperties: 200 },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    reply: CustomFieldValues,
   },
   "workspaces.list": {
     method: "GET",
     path: "/api/workspaces",
     permission: "workspace.read",
-    summary: "List workspaces",
+    summary: "List workspaces (a workspace session sees its own)",
+    query: Type.Object(
+      { tenantKey: Type.Optional(TenantKey), workspaceKey: Type.Optional(WorkspaceKey), ...pageFields },
+      { additionalProperties: false },
+    ),
+    reply: Page(WorkspaceView),
   },
   "workspaces.get": {
     method: "GET",
@@ -114,61 +345,103 @@ export const resolverRoutes = defineRoutes("resolver", {
     permission: "workspace.read",
     summary: "Get a workspace",
     params: wkParams,
+    reply: WorkspaceView,
   },
   "workspaces.put": {
     method: "PUT",
     path: "/api/workspaces/:workspaceKey",
     permission: "workspace.update",
-    summary: "Create or update a workspace",
+    summary: "Create (201, platform sessions) or replace (200) a workspace",
     params: wkParams,
+    body: Type.Object(
+      {
+        tenantKey: TenantKey,
+        name: Type.String({ minLength: 1, maxLength: 200 }),
+        type: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,50}$" })),
+        isActive: Type.Optional(Type.Boolean()),
+        accessPolicy: Type.Optional(Type.Union([Type.Literal("Public"), Type.Literal("Authenticated")])),
+        bindings: Type.Optional(Type.Array(Binding, { maxItems: 50 })),
+        publicBaseUrl: Type.Optional(Nullable(Type.String({ format: "uri", maxLength: 500 }))),
+      },
+      { additionalProperties: false },
+    ),
+    reply: WorkspaceView,
   },
   "workspaces.delete": {
     method: "DELETE",
     path: "/api/workspaces/:workspaceKey",
     permission: "workspace.delete",
-    summary: "Delete a workspace",
+    summary: "Delete a workspace (its surfaces, snippets and bindings with it)",
     params: wkParams,
   },
   "surfaces.list": {
     method: "GET",
     path: "/api/surfaces",
     permission: "workspace.read",
-    summary: "List surfaces",
+    summary: "A workspace's surfaces",
+    query: WorkspaceQuery,
+    reply: Type.Object({ items: Type.Array(SurfaceView) }),
   },
   "surfaces.get": {
     method: "GET",
     path: "/api/surfaces/:surfaceKey",
     permission: "workspace.read",
-    summary: "Get a surface",
+    summary: "A surface with its navigation tree",
+    params: Type.Object({ surfaceKey: SurfaceKey }),
+    query: WorkspaceQuery,
+    reply: SurfaceView,
   },
   "surfaces.put": {
     method: "PUT",
     path: "/api/surfaces/:surfaceKey",
     permission: "workspace.update",
-    summary: "Create or update a surface",
+    summary: "Create (201) or replace (200) a surface: its application root and navigation tree",
+    params: Type.Object({ surfaceKey: SurfaceKey }),
+    query: WorkspaceQuery,
+    body: Type.Object(
+      { name: Type.String({ minLength: 1, maxLength: 200 }), applicationRoot: NavItemSchema },
+      { additionalProperties: false },
+    ),
+    reply: SurfaceView,
   },
   "surfaces.delete": {
     method: "DELETE",
     path: "/api/surfaces/:surfaceKey",
     permission: "workspace.update",
     summary: "Delete a surface",
+    params: Type.Object({ surfaceKey: SurfaceKey }),
+    query: WorkspaceQuery,
   },
   "snippets.list": {
     method: "GET",
     path: "/api/snippets",
     permission: "snippet.read",
-    summary: "List snippets",
+    summary: "A workspace's snippets",
+    query: WorkspaceQuery,
+    reply: Type.Object({ items: Type.Array(SnippetView) }),
   },
   "snippets.put": {
     method: "PUT",
     path: "/api/snippets/:snippetKey",
     permission: "snippet.update",
-    summary: "Create or update a snippet",
+    summary: "Create (201) or replace (200) a snippet, usable in surface templates as snippets.<key>",
+    params: Type.Object({ snippetKey: SnippetKey }),
+    query: WorkspaceQuery,
+    body: Type.Object(
+      {
+        content: Type.String({ maxLength: 65_536 }),
+        contentType: Type.Optional(Type.Union([Type.Literal("text/plain"), Type.Literal("text/html")])),
+      },
+      { additionalProperties: false },
+    ),
+    reply: SnippetView,
   },
   "snippets.delete": {
     method: "DELETE",
     path: "/api/snippets/:snippetKey",
     permission: "snippet.update",
     summary: "Delete a snippet",
+    params: Type.Object({ snippetKey: SnippetKey }),
+    query: WorkspaceQuery,
   },
 });

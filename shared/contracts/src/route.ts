@@ -38,9 +38,17 @@ export interface RouteSpec {
   /**
    * The request body is an uploaded archive (`application/gzip`, `application/zip`, `application/x-tar`
    * or `application/octet-stream`): the gateway stores its bytes in the package object store and forwards
-   * `{ package: { sha256, size, contentType } }` (the `body` schema) instead.
+   * `{ package: { sha256, size, contentType } }` (the `body` schema) instead. `"media"`: a
+   * `multipart/form-data` upload of one file, stored in the media object store; the gateway forwards
+   * `{ media: { objectName, size, contentType, fileName, sha256 } }`.
    */
-  readonly upload?: boolean;
+  readonly upload?: boolean | "media";
+  /**
+   * The reply describes a stored file (`{ objectName, size, contentType, sha256, fileName }`): the gateway
+   * streams the file's bytes from the media object store instead, with `ETag`, ranges and
+   * `Content-Disposition`.
+   */
+  readonly download?: boolean;
 }
 
 type StaticOf<S, K extends string, Default> = S extends { readonly [P in K]: infer T extends TSchema }

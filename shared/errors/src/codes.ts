@@ -33,6 +33,8 @@ export const ErrorCode = {
    * file, `errors` each registry.json violation.
    */
   PluginRefused: "SVC_PLUGIN_REFUSED",
+  /** A plugin's route handler threw or gave no usable answer; the plugin's own message is only logged. */
+  PluginFailed: "SVC_PLUGIN_FAILED",
   /** The request body's media type is not accepted. */
   UnsupportedMediaType: "SVC_UNSUPPORTED_MEDIA_TYPE",
   /** The client exceeded its rate limit. */
@@ -61,6 +63,7 @@ export const errorCatalogue: Readonly<Record<ErrorCode, { status: number; slug: 
     title: "Unprocessable Content",
   },
   [ErrorCode.PluginRefused]: { status: 422, slug: "plugin-refused", title: "Unprocessable Content" },
+  [ErrorCode.PluginFailed]: { status: 502, slug: "plugin-failed", title: "Bad Gateway" },
   [ErrorCode.UriTooLong]: { status: 414, slug: "uri-too-long", title: "URI Too Long" },
   [ErrorCode.HeadersTooLarge]: {
     status: 431,

@@ -20,6 +20,7 @@ export {
   verifyManifestSignature,
 } from "./manifest.js";
 export {
+  contributedKeys,
   HOST_DEPENDENCY,
   PERMISSIONS_PROPERTY,
   PLUGIN_CONTRACT,
@@ -32,6 +33,15 @@ export {
   validateRegistry,
 } from "./registry.js";
 export { pluginSchemas, SignatureManifestSchema, ThemeJsonSchema } from "./schemas.js";
+export {
+  checkValue,
+  parseTheme,
+  serialiseValue,
+  type Theme,
+  type ThemeDefinition,
+  ThemeError,
+  type ThemeField,
+} from "./theme.js";
 export {
   type TrustedSigner,
   type VerificationFailure,

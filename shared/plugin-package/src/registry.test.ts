@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { validateRegistry } from "./registry.js";
+import { contributedKeys, validateRegistry } from "./registry.js";
 
 const good = {
   contractVersion: "1.0",
@@ -57,5 +57,41 @@ describe("registry.json validation (issue 11, item 2)", () => {
     );
     expect(fields({ ...good, pluginId: undefined })).toContain("/registry.json/pluginId");
     expect(fields("a string")).not.toEqual([]);
+  });
+});
+
+describe("routes and admin-API keys (issue 12)", () => {
+  it("holds admin-API keys to the namespace rule but not to the action rule (spec 5.5.3)", () => {
+    const raw = {
+      ...good,
+      adminApi: { permissions: ["hello.dashboard.view", "hello.reports", "other.thing.view", "Hello.x"] },
+    };
+    expect(fields(raw).sort()).toEqual([
+      "/registry.json/adminApi/permissions/2",
+      "/registry.json/adminApi/permissions/3",
+    ]);
+    expect(contributedKeys({ ...good, adminApi: { permissions: ["hello.reports"] } })).toEqual([
+      "hello.greeting.read",
+      "hello.greeting.update",
+      "hello.reports",
+    ]);
+  });
+
+  it("checks routes: a declared key, no host segment, no duplicate", () => {
+    const raw = {
+      ...good,
+      adminApi: { permissions: ["hello.reports"] },
+      routes: [
+        { method: "GET", path: "/a/:id", handler: "a", permission: "hello.reports" },
+        { method: "GET", path: "/a/:other", handler: "b" },
+        { method: "POST", path: "/activate", handler: "c" },
+        { method: "GET", path: "/x", handler: "d", permission: "hello.undeclared.read" },
+      ],
+    };
+    expect(fields(raw).sort()).toEqual([
+      "/registry.json/routes/1",
+      "/registry.json/routes/2/path",
+      "/registry.json/routes/3/permission",
+    ]);
   });
 });

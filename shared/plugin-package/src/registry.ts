@@ -31,7 +31,27 @@ export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
   "rbac",
   "security",
   "admin",
+  // Segments of the plugin API itself (/api/plugins/installed, /audit, …): a plugin id there would hide it.
+  "install",
+  "installed",
+  "audit",
+  "signature-report",
+  "contracts",
 ]);
+
+/** The HTTP methods a plugin route may declare. */
+export const ROUTE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+/** First path segments a plugin route may not take: the host's own routes under /api/plugins/{id}/. */
+export const RESERVED_ROUTE_SEGMENTS: ReadonlySet<string> = new Set(["activate", "deactivate", "update"]);
+
+/** A file of the package's `ui/` directory, for the admin or the workspace surface. */
+const UiAsset = Type.Object(
+  {
+    surface: Type.Union([Type.Literal("admin"), Type.Literal("workspace")]),
+    path: Type.String({ pattern: "^ui(/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$", maxLength: 300 }),
+  },
+  { additionalProperties: false },
+);
 
 const Identifier = Type.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z_][A-Za-z0-9_.-]*$" });
 
@@ -85,6 +105,95 @@ export const RegistryJsonSchema = Type.Object(
           "permission keys the plugin declares: <pluginId>.<resource>.<create|read|update|delete|execute>",
       }),
     ),
+    adminApi: Type.Optional(
+      Type.Object(
+        {
+          permissions: Type.Optional(
+            Type.Array(Type.String({ maxLength: 200 }), {
+              maxItems: 200,
+              uniqueItems: true,
+              description:
+                "keys the plugin's admin-API extension contributes (spec 5.5.3): inside the plugin's namespace, any last segment",
+            }),
+          ),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+    customFields: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            entityName: Type.String({
+              pattern: "^(user|workspace|tenant|[a-z][a-z0-9-]{1,62}\\.[a-z][a-z0-9-]{0,62})$",
+              description: "user, workspace, tenant, or an entity of the plugin's own (`<pluginId>.<name>`)",
+            }),
+            key: Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
+            label: Type.Optional(Type.String({ maxLength: 200 })),
+            type: Type.Optional(
+              Type.Union(
+                ["text", "number", "boolean", "select", "url", "color", "date", "email"].map((t) =>
+                  Type.Literal(t),
+                ),
+              ),
+            ),
+            required: Type.Optional(Type.Boolean()),
+            options: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 100 })),
+            description: Type.Optional(Type.String({ maxLength: 1_000 })),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 200, description: "custom fields the plugin defines on platform or its own entities" },
+      ),
+    ),
+    uiAssets: Type.Optional(
+      Type.Object(
+        {
+          entries: Type.Optional(
+            Type.Array(UiAsset, { maxItems: 20, description: "entry scripts (ES modules)" }),
+          ),
+          styles: Type.Optional(Type.Array(UiAsset, { maxItems: 20, description: "style sheets" })),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "scripts and styles (under ui/) that plugin-ui-assets.manifest.json lists while the plugin is active",
+        },
+      ),
+    ),
+    runtime: Type.Optional(
+      Type.Union([Type.Literal("worker"), Type.Literal("external")], {
+        default: "worker",
+        description:
+          "`worker`: the host runs the entry module; `external`: the plugin serves its subject with its own NATS client",
+      }),
+    ),
+    routes: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            method: Type.Union(ROUTE_METHODS.map((m) => Type.Literal(m))),
+            path: Type.String({
+              pattern: "^/[A-Za-z0-9._~:-]*(/[A-Za-z0-9._~:-]+)*$",
+              maxLength: 200,
+              description: "path under /api/plugins/{pluginId}; `:name` segments are parameters",
+            }),
+            permission: Type.Optional(
+              Type.String({
+                maxLength: 200,
+                description: "key the caller must hold (or `*`); empty or absent: any authenticated caller",
+              }),
+            ),
+            handler: Type.String({
+              pattern: "^[A-Za-z_$][A-Za-z0-9_$]{0,99}$",
+              description: "name of the entry object's method that answers the route",
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: 100, description: "HTTP routes the plugin serves (spec 4.5)" },
+      ),
+    ),
     events: Type.Optional(
       Type.Array(Type.String({ pattern: "^[\\w.-]{1,120}$" }), {
         maxItems: 200,
@@ -96,6 +205,11 @@ export const RegistryJsonSchema = Type.Object(
   { additionalProperties: true, title: "svc plugin registry.json" },
 );
 export type RegistryJson = Static<typeof RegistryJsonSchema>;
+
+/** Every key a plugin contributes: its declared keys and its admin-API extension's (spec 5.5.1, 5.5.3). */
+export function contributedKeys(r: RegistryJson): string[] {
+  return [...new Set([...(r[PERMISSIONS_PROPERTY] ?? []), ...(r.adminApi?.permissions ?? [])])];
+}
 
 const check = TypeCompiler.Compile(RegistryJsonSchema);
 
@@ -160,6 +274,47 @@ export function validateRegistry(raw: unknown, context: RegistryContext): Regist
       add(field, `'${key}' is not <pluginId>.<resource>.<action>`);
     } else if (!KEY_ACTIONS.includes(parts.at(-1) as (typeof KEY_ACTIONS)[number])) {
       add(field, `'${key}' does not end in a known action (${KEY_ACTIONS.join(", ")})`);
+    }
+  });
+  // Keys of the admin-API extension path (spec 5.5.3): the namespace rule applies, the action rule does not.
+  (r.adminApi?.permissions ?? []).forEach((key, i) => {
+    const field = `adminApi/permissions/${i}`;
+    if (!key.startsWith(`${r.pluginId}.`) || key !== key.toLowerCase()) {
+      add(field, `'${key}' is outside the plugin's namespace '${r.pluginId}.' (lower case)`);
+    } else if (key.split(".").some((p) => !/^[a-z0-9][a-z0-9-]*$/.test(p)) || key.split(".").length < 2) {
+      add(field, `'${key}' is not <pluginId>.<segment>[.<segment>…]`);
+    }
+  });
+  // Custom fields: a plugin's own entities live in its namespace; a key is defined once per entity.
+  const fieldKeys = new Set<string>();
+  (r.customFields ?? []).forEach((f, i) => {
+    const entity = f.entityName;
+    if (entity.includes(".") && !entity.startsWith(`${r.pluginId}.`)) {
+      add(`customFields/${i}/entityName`, `'${entity}' is outside the plugin's namespace '${r.pluginId}.'`);
+    }
+    if (fieldKeys.has(`${entity}/${f.key}`))
+      add(`customFields/${i}/key`, `'${f.key}' is defined twice on '${entity}'`);
+    fieldKeys.add(`${entity}/${f.key}`);
+    if (f.type === "select" && (f.options ?? []).length === 0)
+      add(`customFields/${i}/options`, "a select field needs options");
+  });
+  const seen = new Set<string>();
+  (r.routes ?? []).forEach((route, i) => {
+    const field = `routes/${i}`;
+    const first = route.path.split("/")[1] ?? "";
+    if (RESERVED_ROUTE_SEGMENTS.has(first))
+      add(`${field}/path`, `'/${first}' is a host route under /api/plugins/{id}`);
+    const shape = `${route.method} ${route.path.replace(/:[^/]+/g, ":")}`;
+    if (seen.has(shape)) add(field, `${route.method} ${route.path} is declared twice`);
+    seen.add(shape);
+    const key = route.permission ?? "";
+    if (key !== "" && !contributedKeys(r).includes(key)) {
+      add(
+        `${field}/permission`,
+        `'${key}' is not a key the plugin declares (permissions or adminApi.permissions)`,
+      );
+    } else if (key !== "" && !key.startsWith(`${r.pluginId}.`)) {
+      add(`${field}/permission`, `'${key}' is outside the plugin's namespace '${r.pluginId}.'`);
     }
   });
   return out;

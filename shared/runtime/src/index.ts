@@ -1,3 +1,4 @@
+export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
 export {
   HOST_VERSION,
   type RunningService,

@@ -5,9 +5,11 @@ import { Bus, connectNats, ensureEventsStream, Provisioner, type ProvisionStep }
 import { type Config, loadConfigOrExit } from "@svc/config";
 import type { ServiceName } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
+import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
 import rootPackage from "../../../package.json" with { type: "json" };
+import { LiveSettings } from "./live-settings.js";
 import type { PingReply } from "./subjects.js";
 
 /** The host version, fixed at build time from the root package.json (spec 9.2). */
@@ -28,6 +30,8 @@ export interface ServiceDeps {
    * streams, KV buckets, consumers and the watches on them. The step must be idempotent.
    */
   readonly provision: (name: string, step: ProvisionStep) => Promise<void>;
+  /** The settings changed at run time (`PUT /api/config/values`), applied by every replica. */
+  readonly live: LiveSettings;
 }
 
 /** What a service's start function may hand back: work to do when it is told to stop. */
@@ -104,6 +108,23 @@ export async function startService(
       micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
+    const live = new LiveSettings(config, log);
+    await provisioner.add("run-time settings watch", () => live.start(nc, config.subjectPrefix));
+    bus.serve("config.describe", () => ({ service: definition.name, settings: live.describe() }), {
+      fanOut: true,
+    });
+    bus.serve("config.check", ({ values }) => ({ service: definition.name, ...live.check(values) }), {
+      fanOut: true,
+      decode: (payload) => {
+        const values = (payload as { values?: unknown })?.values;
+        if (typeof values !== "object" || values === null) {
+          throw new ValidationError([
+            { field: "/values", message: "is an object of variable to text or null" },
+          ]);
+        }
+        return { values: values as Record<string, string | null> };
+      },
+    });
     const deps: ServiceDeps = {
       name: definition.name,
       instance,
@@ -114,6 +135,7 @@ export async function startService(
       db,
       metrics,
       provision: (name, step) => provisioner.add(name, step),
+      live,
     };
     if (definition.metricsOverHttp !== true) {
       bus.serve(
@@ -136,6 +158,7 @@ export async function startService(
       stopping ??= (async () => {
         log.info("service stopping");
         provisioner.stop();
+        live.stop();
         await hooks.beforeDrain?.();
         await bus.drain();
         await hooks.afterDrain?.();

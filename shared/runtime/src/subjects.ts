@@ -1,6 +1,8 @@
 /** The subjects every service answers, declared into the bus's map: its ping and metrics.collect. */
 import type { ServiceName } from "@svc/contracts";
 
+import type { SettingDescription } from "./live-settings.js";
+
 /** What one replica of a service says about itself. */
 export interface PingReply {
   readonly service: ServiceName;
@@ -23,6 +25,16 @@ type PingSubjects = {
 
 declare module "@svc/bus" {
   interface SubjectMap extends PingSubjects {
+    /** Every replica of every service answers (fan-out): its settings, values and their sources. */
+    "config.describe": {
+      request: Record<string, never>;
+      reply: { service: string; settings: SettingDescription[] };
+    };
+    /** Every replica answers for the settings it declares: which of these it owns, and their problems. */
+    "config.check": {
+      request: { values: Record<string, string | null> };
+      reply: { service: string; owned: string[]; problems: Array<{ variable: string; message: string }> };
+    };
     /** Every replica of every service answers (fan-out, no queue group): the gateway's /metrics gathers them. */
     "metrics.collect": { request: Record<string, never>; reply: MetricsReply };
   }

@@ -1,6 +1,5 @@
 import { hasPermission, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
-import type { RouteContract } from "@svc/contracts";
 import { ErrorCode, ForbiddenError, NotFoundError, SvcError } from "@svc/errors";
 
 const INVALID = "\u0000invalid";
@@ -30,8 +29,9 @@ export function requestedWorkspaces(
 }
 
 /**
- * The guard, identical for every operator route (and, later, plugin routes):
- * 1. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key;
+ * The guard, identical for every operator route and plugin route:
+ * 1. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key; a plugin
+ *    route with an empty key is for any authenticated caller (spec 4.5);
  * 2. platform-only routes (user writes, data export) → 403 for any session that is not platform-scoped;
  * 3. a session without a scope claim → 403 (spec 5.1: the operator API needs one; 5.2.4: it never gets
  *    platform reach), the same answer the services give (`requireReach` in @svc/access);
@@ -40,18 +40,21 @@ export function requestedWorkspaces(
  */
 export function authorise(
   principal: Principal,
-  route: Pick<RouteContract, "permission" | "platformOnly">,
+  route: { readonly permission: string | readonly string[]; readonly platformOnly?: boolean },
   params: Record<string, unknown>,
   query: Record<string, unknown>,
 ): void {
-  const keys = typeof route.permission === "string" ? [route.permission] : route.permission;
-  if (!keys.some((key) => hasPermission(principal, key))) throw new ForbiddenError(keys[0]);
+  const keys: readonly string[] =
+    typeof route.permission === "string" ? [route.permission] : route.permission;
+  const first = keys[0] ?? "";
+  const anyCaller = keys.length === 1 && first === "";
+  if (!anyCaller && !keys.some((key) => hasPermission(principal, key))) throw new ForbiddenError(first);
   if (route.platformOnly && principal.scope !== "platform") {
     throw new SvcError(
       ErrorCode.Forbidden,
-      `The permission '${keys[0]}' is only honoured for platform sessions.`,
+      `The permission '${first}' is only honoured for platform sessions.`,
       {
-        extensions: { missingPermission: keys[0], requiredScope: "platform" },
+        extensions: { missingPermission: first, requiredScope: "platform" },
       },
     );
   }

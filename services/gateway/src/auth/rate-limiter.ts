@@ -55,7 +55,7 @@ export class RateLimiter {
 
   constructor(
     private readonly kv: KV,
-    private readonly limits: Readonly<Record<Policy, number>>,
+    private limits: Readonly<Record<Policy, number>>,
     private readonly log: Logger,
   ) {}
 
@@ -63,6 +63,10 @@ export class RateLimiter {
     await this.watchWindow(this.window);
     this.syncTimer = setInterval(() => void this.sync(), SYNC_MS);
     this.syncTimer.unref();
+  }
+  /** New limits (a run-time setting changed): they apply from the next request on. */
+  setLimits(limits: Readonly<Record<Policy, number>>): void {
+    this.limits = limits;
   }
 
   stop(): void {

@@ -95,7 +95,12 @@ export const edgePlugin = fp<EdgeOptions>(
   async (app: FastifyInstance) => {
     // JSON API responses, later also server-rendered surfaces: helmet's defaults (nosniff, frame and
     // referrer policies, a same-origin CSP) fit both.
-    await app.register(helmet, { global: true });
+    // Without `upgrade-insecure-requests`: a page served over plain HTTP (development, a private network)
+    // would otherwise have its own scripts and styles fetched over HTTPS, and fail.
+    await app.register(helmet, {
+      global: true,
+      contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+    });
 
     // Every route is also entered here, so that a 404 can tell "no such path" from "not this method".
     const paths = FindMyWay({ ignoreTrailingSlash: false, maxParamLength: 100 });

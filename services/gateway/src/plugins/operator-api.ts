@@ -25,6 +25,9 @@ import { authorise } from "../auth/guard.js";
 import { clientAddress, parseTrustedProxies, RateLimiter } from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { buildOpenApi } from "../routes/openapi.js";
+import type { PublicIdentity } from "../routes/public-routes.js";
+import { MediaTransfers } from "./media.js";
+import { registerPluginRoutes } from "./plugin-routes.js";
 import { PackageUploads } from "./uploads.js";
 
 declare module "fastify" {
@@ -39,6 +42,9 @@ export interface OperatorApiOptions {
   readonly config: Config;
   readonly log: Logger;
   readonly provision: ServiceDeps["provision"];
+  readonly live: ServiceDeps["live"];
+  /** Told how to recognise a signed-in caller, for the public routes. */
+  readonly identity: PublicIdentity;
 }
 
 const LoginBody = Type.Object(
@@ -52,7 +58,7 @@ const LoginBody = Type.Object(
 );
 
 export const operatorApiPlugin = fp<OperatorApiOptions>(
-  async (app: FastifyInstance, { bus, nc, config, log, provision }) => {
+  async (app: FastifyInstance, { bus, nc, config, log, provision, identity, live }) => {
     const b = config.backendHost;
     // Both buckets are provisioned again after a NATS reconnect (the rate limits live in memory, so a
     // restarted server always comes back without them), and watched again.
@@ -75,6 +81,13 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       log,
     );
     await limits.start();
+    // The limits are changeable at run time (PUT /api/config/values): every gateway applies a change.
+    const stopFollowing = live.onChange(() =>
+      limits.setLimits({
+        auth: live.backendHost.rateLimitAuthPerMinute,
+        api: live.backendHost.rateLimitApiPerMinute,
+      }),
+    );
     const openIdempotency = () =>
       ensureBucket(nc, `${config.subjectPrefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS });
     let idempotencyKv = await openIdempotency();
@@ -93,7 +106,20 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
     const trusted = parseTrustedProxies(b.trustedProxies);
     const authenticator = new Authenticator(bus, config, revocations);
+    identity.signedIn = async (request) => {
+      try {
+        return (
+          (await authenticator.authenticate(
+            header(request, "authorization"),
+            header(request, "x-svc-api-key"),
+          )) !== null
+        );
+      } catch {
+        return false;
+      }
+    };
     app.addHook("onClose", async () => {
+      stopFollowing();
       limits.stop();
       revocations.stop();
     });
@@ -108,7 +134,19 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return Array.isArray(value) ? value[0] : value;
     };
 
+    /** The api rate limit, then authentication: the caller, or a 429/401. */
+    const identify = async (request: FastifyRequest): Promise<Principal> => {
+      if (!limits.hit("api", client(request)).allowed) throw new RateLimitedError("api");
+      const principal = await authenticator.authenticate(
+        header(request, "authorization"),
+        header(request, "x-svc-api-key"),
+      );
+      if (principal === null) throw new UnauthenticatedError();
+      return principal;
+    };
+
     const uploads = new PackageUploads(nc, config.subjectPrefix);
+    const media = new MediaTransfers(nc, config.subjectPrefix);
     const addRoute = (target: FastifyInstance, route: (typeof OPERATOR_ROUTES)[number]) =>
       target.route({
         method: route.method,
@@ -116,18 +154,13 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         schema: {
           ...(route.params ? { params: route.params } : {}),
           ...(route.query ? { querystring: route.query } : {}),
-          // An upload's body is the archive; what is forwarded is checked by the owning service.
-          ...(route.body && route.upload !== true ? { body: route.body } : {}),
+          // An upload's body is the archive or the file; what is forwarded is checked by the owning service.
+          ...(route.body && route.upload === undefined ? { body: route.body } : {}),
         },
         onRequest: async (request, reply) => {
           // Operator answers carry personal data: never stored by a cache, errors included.
           void reply.header("cache-control", "no-store");
-          if (!limits.hit("api", client(request)).allowed) throw new RateLimitedError("api");
-          const principal = await authenticator.authenticate(
-            header(request, "authorization"),
-            header(request, "x-svc-api-key"),
-          );
-          if (principal === null) throw new UnauthenticatedError();
+          const principal = await identify(request);
           authorise(
             principal,
             route,
@@ -141,7 +174,12 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             principal: request.principal as Principal,
             params: (request.params ?? {}) as Record<string, string>,
             query: (request.query ?? {}) as Record<string, unknown>,
-            body: route.upload === true ? await uploads.put(request) : (request.body ?? null),
+            body:
+              route.upload === true
+                ? await uploads.put(request)
+                : route.upload === "media"
+                  ? await media.put(request)
+                  : (request.body ?? null),
           };
           const key = header(request, "idempotency-key");
           const writes = route.method !== "GET";
@@ -170,16 +208,32 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             throw error;
           }
           if (claim?.kind === "run") await claim.finish(result);
+          // A download's reply describes the file; its bytes come from the media store.
+          if (route.download === true && result.status === 200) {
+            return media.send(request, reply, result.body as Parameters<MediaTransfers["send"]>[2]);
+          }
           return sendReply(reply, result);
         },
       });
     for (const route of OPERATOR_ROUTES) {
-      if (route.upload !== true) addRoute(app, route);
+      if (route.upload === undefined) addRoute(app, route);
     }
     // Upload routes live in their own context: only they accept archive bodies, up to their own limit.
     await app.register(async (child) => {
       PackageUploads.acceptArchives(child, b.maxPackageUploadBytes);
       for (const route of OPERATOR_ROUTES) if (route.upload === true) addRoute(child, route);
+    });
+    await app.register(async (child) => {
+      await MediaTransfers.acceptUploads(child, b.maxMediaUploadBytes);
+      for (const route of OPERATOR_ROUTES) if (route.upload === "media") addRoute(child, route);
+    });
+
+    await registerPluginRoutes(app, {
+      bus,
+      log,
+      identify,
+      send: sendReply,
+      timeoutMs: Math.min(b.pluginCallTimeoutMs, b.requestTimeoutMs),
     });
 
     function sendReply(reply: FastifyReply, result: RouteReply) {

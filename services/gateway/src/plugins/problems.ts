@@ -10,9 +10,13 @@ import type { Logger } from "@svc/observability";
 import type { FastifyError, FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
+import type { SurfaceFallback } from "../routes/surface.js";
+
 export interface ProblemsOptions {
   readonly problemsBaseUrl: string;
   readonly log: Logger;
+  /** Asked first for a request no route matched: the public surface's redirects and shell pages. */
+  readonly fallback?: SurfaceFallback;
 }
 
 /** Fastify's own client errors (body too large, bad JSON, bad media type) as our errors. */
@@ -71,10 +75,14 @@ export const problemsPlugin = fp<ProblemsOptions>(
       }
       return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem);
     });
-    app.setNotFoundHandler((request, reply) => {
+    app.setNotFoundHandler(async (request, reply) => {
+      const handled = await options.fallback?.handle?.(request, reply);
+      if (handled !== undefined) return handled;
       const path = request.url.split("?")[0] ?? "/";
       // A known path asked with another method: 405 naming the methods it has (RFC 9110 15.5.6).
-      const allowed = app.allowedMethods(request.url);
+      // (A route that exists for this method but found nothing, a static file say, is a plain 404.)
+      const listed = app.allowedMethods(request.url);
+      const allowed = (listed as string[]).includes(request.method) ? [] : listed;
       const error =
         allowed.length > 0
           ? new SvcError(ErrorCode.MethodNotAllowed, `${request.method} is not allowed on ${path}.`, {

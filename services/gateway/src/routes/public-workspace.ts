@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
 import { ResolveCache } from "../resolve-cache.js";
+import { type PublicIdentity, registerPublicRoutes } from "./public-routes.js";
 
 export interface PublicWorkspaceOptions {
   readonly bus: Bus;
@@ -12,6 +13,8 @@ export interface PublicWorkspaceOptions {
   readonly cacheTtlMs: number;
   readonly cacheSize: number;
   readonly staleMs: number;
+  /** Whether a request is signed in (for Authenticated workspaces). */
+  readonly identity: PublicIdentity;
 }
 
 const UNRESOLVED_BODY = Buffer.from(
@@ -24,12 +27,13 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * The anonymous public workspace routes (spec 4.1). This issue delivers `GET /workspace/public/resolve`:
- * host from `X-Forwarded-Host` or `Host`, path from `X-Forwarded-Uri` (else `/`), answered by the resolver
- * over NATS and cached here (see ResolveCache). Always 200 with a ResolveResult.
+ * The anonymous public workspace routes (spec 4.1; docs/operator-guide.md "Public routes"):
+ * `resolve`, `context`, `bootstrap.js`, `ui-chain`, `theme`, `navigation`. Host from `X-Forwarded-Host`
+ * or `Host`; path from `X-Forwarded-Uri` (resolve) or the route's own rule. What the resolver and the plugin
+ * registry answer is cached here (ResolveCache) and dropped on their change broadcasts.
  */
 export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
-  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize, staleMs }) => {
+  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize, staleMs, identity }) => {
     const cache = new ResolveCache(cacheTtlMs, cacheSize, staleMs);
     bus.onBroadcast("resolver.cache.invalidate", () => cache.invalidate());
     // Invalidations broadcast while the connection was down were missed: after a reconnect nothing cached
@@ -50,6 +54,8 @@ export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
       },
     });
     void lookups;
+
+    registerPublicRoutes(app, bus, identity, { cacheTtlMs, cacheSize, staleMs });
 
     app.get("/workspace/public/resolve", async (request, reply) => {
       const host = normaliseHost(firstHeader(request.headers["x-forwarded-host"]) ?? request.headers.host);

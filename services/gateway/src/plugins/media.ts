@@ -1,0 +1,134 @@
+/**
+ * Media uploads and downloads at the edge (issue 14, item 3). An upload is `multipart/form-data` with one
+ * file (field `file`), at most BackendHost:MaxMediaUploadBytes (413 above, and nothing is stored): its
+ * content type is sniffed from the bytes (never taken from the client), its name sanitised, its bytes
+ * stored in the media object store under a new id, and the route forwards `{ media: {…} }` to the
+ * resolver, which records it (and removes the bytes again if it refuses). A download asks the resolver for
+ * the file (reach checked there) and streams the bytes with `ETag`, `Content-Length`, `Accept-Ranges`,
+ * single ranges (206, 416), `Content-Disposition` and `nosniff`.
+ */
+import { createHash, randomUUID } from "node:crypto";
+
+import multipart from "@fastify/multipart";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
+import { MediaStore } from "@svc/plugin-package/store";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { fileTypeFromBuffer } from "file-type";
+import parseRange from "range-parser";
+
+/** A file name safe to store and to put in a header: no path, no control or reserved characters. */
+export function sanitiseFileName(raw: string | undefined): string {
+  const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
+  const cleaned = base
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u001f\u007f<>:"|?*]/g, "_")
+    .replace(/^\.+/, "")
+    .trim()
+    .slice(0, 200);
+  return cleaned === "" ? "file" : cleaned;
+}
+
+/** The bytes' type as their signature says; text when they are UTF-8 without NUL; else octet-stream. */
+async function sniff(bytes: Buffer): Promise<string> {
+  const found = await fileTypeFromBuffer(bytes);
+  if (found !== undefined) return found.mime;
+  if (bytes.length > 0 && !bytes.includes(0)) {
+    try {
+      new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      return "text/plain; charset=utf-8";
+    } catch {
+      // not text
+    }
+  }
+  return "application/octet-stream";
+}
+
+export class MediaTransfers {
+  private readonly store: MediaStore;
+
+  constructor(nc: NatsConnection, prefix: string) {
+    this.store = new MediaStore(nc, prefix);
+  }
+
+  /** Accepts multipart uploads of one file in `app` (an encapsulated context holding only media uploads). */
+  static async acceptUploads(app: FastifyInstance, limit: number): Promise<void> {
+    await app.register(multipart, {
+      limits: { fileSize: limit, files: 1, fields: 5, parts: 6, fieldSize: 1_000 },
+    });
+  }
+
+  async put(request: FastifyRequest) {
+    const tooLarge = () =>
+      new SvcError(ErrorCode.PayloadTooLarge, "The file is larger than the media upload limit.");
+    let part;
+    try {
+      part = await request.file();
+    } catch (error) {
+      if ((error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
+      throw new SvcError(ErrorCode.BadRequest, "Send one file as multipart/form-data (field `file`).");
+    }
+    if (part === undefined) {
+      throw new SvcError(ErrorCode.BadRequest, "Send one file as multipart/form-data (field `file`).");
+    }
+    let bytes: Buffer;
+    try {
+      bytes = await part.toBuffer();
+    } catch (error) {
+      if ((error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
+      throw error;
+    }
+    if (part.file.truncated) throw tooLarge();
+    const objectName = randomUUID();
+    const contentType = await sniff(bytes);
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    await this.store.put(objectName, bytes);
+    return {
+      media: {
+        objectName,
+        size: bytes.length,
+        contentType,
+        fileName: sanitiseFileName(part.filename),
+        sha256,
+      },
+    };
+  }
+
+  /** Sends a stored file's bytes (the resolver described it and checked the caller's reach). */
+  async send(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    file: { objectName: string; fileName: string; contentType: string; size: number; sha256: string },
+  ) {
+    const etag = `"${file.sha256}"`;
+    void reply
+      .header("etag", etag)
+      .header("accept-ranges", "bytes")
+      .header("cache-control", "private, no-cache")
+      .header("x-content-type-options", "nosniff")
+      .header(
+        "content-disposition",
+        `attachment; filename="${file.fileName.replace(/[^\x20-\x7e]|"/g, "_")}"; filename*=UTF-8''${encodeURIComponent(file.fileName)}`,
+      );
+    if (request.headers["if-none-match"] === etag) return reply.code(304).send();
+    const bytes = await this.store.get(file.objectName);
+    if (bytes === null) throw new NotFoundError("The file's content is gone.");
+    const range = request.headers.range;
+    if (typeof range === "string") {
+      const ranges = parseRange(bytes.length, range, { combine: true });
+      if (ranges === -1) {
+        return reply.code(416).header("content-range", `bytes */${bytes.length}`).send();
+      }
+      if (ranges !== -2 && ranges.type === "bytes" && ranges.length === 1) {
+        const r = ranges[0] as { start: number; end: number };
+        return reply
+          .code(206)
+          .type(file.contentType)
+          .header("content-range", `bytes ${r.start}-${r.end}/${bytes.length}`)
+          .header("content-length", r.end - r.start + 1)
+          .send(bytes.subarray(r.start, r.end + 1));
+      }
+    }
+    return reply.code(200).type(file.contentType).header("content-length", bytes.length).send(bytes);
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The UI-asset manifest and the plugin assets it names, served anonymously (issue 12, item 8; spec 2.6,
+ * 4.1): `GET <BackendHost__PluginManifestUrl>` (default `/manifests/plugin-ui-assets.manifest.json`) answers
+ * the manifest the plugin registry last published (404 until it has published one), from a watch on its
+ * KV value, so every replica serves a whole document; `GET /plugin-assets/<pluginId>/<version>/<path>`
+ * streams a file of an active plugin's `ui/` directory from the asset object store (immutable: a version's
+ * files never change).
+ */
+import { createHash } from "node:crypto";
+import { extname } from "node:path";
+
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ensureBucket } from "@svc/bus";
+import { NotFoundError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
+import { AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
+import type { ServiceDeps } from "@svc/runtime";
+import type { FastifyInstance } from "fastify";
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json; charset=utf-8",
+  ".map": "application/json; charset=utf-8",
+  ".html": "text/html; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".ico": "image/x-icon",
+  ".woff": "font/woff",
+  ".woff2": "font/woff2",
+  ".txt": "text/plain; charset=utf-8",
+};
+
+/** The latest published manifest, kept by a watch on its KV key. */
+class ManifestWatch {
+  private current: { bytes: Buffer; etag: string } | undefined;
+  private stopWatch: (() => void) | undefined;
+
+  async start(kv: KV): Promise<void> {
+    this.stopWatch?.();
+    const iterator = await kv.watch({ key: MANIFEST_KEY });
+    this.stopWatch = () => iterator.stop();
+    void (async () => {
+      for await (const entry of iterator) {
+        if (entry.operation === "PUT") {
+          const bytes = Buffer.from(entry.value);
+          this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
+        } else {
+          this.current = undefined;
+        }
+      }
+    })().catch(() => undefined);
+  }
+
+  get(): { bytes: Buffer; etag: string } | undefined {
+    return this.current;
+  }
+
+  stop(): void {
+    this.stopWatch?.();
+  }
+}
+
+export async function registerUiAssets(
+  app: FastifyInstance,
+  options: {
+    readonly nc: NatsConnection;
+    readonly prefix: string;
+    readonly manifestUrl: string;
+    readonly log: Logger;
+    readonly provision: ServiceDeps["provision"];
+  },
+): Promise<void> {
+  const watch = new ManifestWatch();
+  const assets = new AssetStore(options.nc, options.prefix);
+  const open = () => ensureBucket(options.nc, MANIFEST_BUCKET(options.prefix), { history: 1 });
+  await watch.start(await open());
+  let provisioned = false;
+  await options.provision("UI-asset manifest watch", async () => {
+    if (!provisioned) {
+      provisioned = true;
+      return;
+    }
+    assets.reset();
+    await watch.start(await open());
+  });
+  app.addHook("onClose", async () => watch.stop());
+
+  app.get(options.manifestUrl, async (request, reply) => {
+    const current = watch.get();
+    if (current === undefined) throw new NotFoundError("No UI-asset manifest has been published yet.");
+    void reply.header("cache-control", "no-cache").header("etag", current.etag);
+    if (request.headers["if-none-match"] === current.etag) return reply.code(304).send();
+    return reply.type("application/json; charset=utf-8").send(current.bytes);
+  });
+
+  app.get<{ Params: { pluginId: string; version: string; "*": string } }>(
+    "/plugin-assets/:pluginId/:version/*",
+    async (request, reply) => {
+      const { pluginId, version } = request.params;
+      const path = request.params["*"];
+      const name = `${pluginId}/${version}/${path}`;
+      // Only names the registry writes: `<id>/<version>/ui/…`, no dot segments.
+      const valid =
+        /^[a-z][a-z0-9-]{1,62}$/.test(pluginId) &&
+        /^[0-9A-Za-z.+-]{1,64}$/.test(version) &&
+        /^ui(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/.test(path);
+      const bytes = valid ? await assets.get(name) : null;
+      if (bytes === null) throw new NotFoundError(`No plugin asset '${name}'.`);
+      return reply
+        .type(CONTENT_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream")
+        .header("cache-control", "public, max-age=31536000, immutable")
+        .send(bytes);
+    },
+  );
+}

@@ -1,0 +1,249 @@
+/**
+ * The public workspace routes besides `resolve` (spec 4.1; issue 13, item 5): `context`, `bootstrap.js`,
+ * `ui-chain`, `theme` and `navigation`. Each resolves a visible workspace (the resolver, cached here by
+ * host and path or by key) and, for the chain and theme, asks the plugin registry (cached by workspace).
+ * The caches drop everything on the resolver's and the registry's change broadcasts.
+ *
+ * An Authenticated workspace is not shown to anonymous callers: `ui-chain` and `navigation` answer them
+ * the very 404 (status, headers, body) that a workspace that does not exist gets, so nothing can be
+ * enumerated; `theme` answers its empty theme. A caller is signed in when it sends a valid bearer token.
+ */
+import type { Bus } from "@svc/bus";
+import type { NavigationView, PublicTheme, PublicWorkspace } from "@svc/contracts";
+import { normaliseHost, normalisePath } from "@svc/workspace";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+import { ResolveCache } from "../resolve-cache.js";
+
+/** Whether the request carries a valid session (set by the operator API once its authenticator runs). */
+export interface PublicIdentity {
+  signedIn: (request: FastifyRequest) => Promise<boolean>;
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+const decoder = new TextDecoder();
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** `workspaceKey` of the query: absent or blank means `default` (spec 2.1.4). */
+function workspaceKeyOf(query: unknown): string {
+  const raw = (query as Record<string, unknown> | undefined)?.workspaceKey;
+  const value: unknown = Array.isArray(raw) ? (raw as unknown[])[0] : raw;
+  return typeof value === "string" && value.trim() !== "" ? value.trim() : "default";
+}
+
+function queryValue(query: unknown, name: string): string | undefined {
+  const raw = (query as Record<string, unknown> | undefined)?.[name];
+  const value: unknown = Array.isArray(raw) ? (raw as unknown[])[0] : raw;
+  return typeof value === "string" ? value : undefined;
+}
+
+/** The same 404 for a workspace that is not there and one that is not shown to this caller. */
+const HIDDEN = JSON.stringify({
+  type: "/problems/not-found",
+  title: "Not Found",
+  status: 404,
+  detail: "Workspace not found.",
+  code: "SVC_NOT_FOUND",
+});
+function hidden(reply: FastifyReply) {
+  return reply
+    .code(404)
+    .header("content-type", "application/problem+json; charset=utf-8")
+    .header("cache-control", "no-store")
+    .send(HIDDEN);
+}
+
+/**
+ * The origin the caller used: scheme from `X-Forwarded-Proto` (http or https) or the connection, host and
+ * port as `X-Forwarded-Host` or `Host` gave them (when well formed; else the resolved host alone).
+ */
+export function originFor(request: FastifyRequest, resolvedHost: string): string {
+  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const proto = first(request.headers["x-forwarded-proto"])?.split(",")[0]?.trim().toLowerCase();
+  const scheme = proto === "https" || proto === "http" ? proto : request.protocol;
+  const raw =
+    (first(request.headers["x-forwarded-host"]) ?? request.headers.host ?? "")
+      .split(",")[0]
+      ?.trim()
+      .toLowerCase() ?? "";
+  const port = /^(?:[a-z0-9_.-]+|\[[0-9a-f:.]+\]):(\d{1,5})$/.exec(raw)?.[1];
+  const host =
+    resolvedHost.includes(":") && !resolvedHost.startsWith("[") ? `[${resolvedHost}]` : resolvedHost;
+  return `${scheme}://${host}${port === undefined ? "" : `:${port}`}`;
+}
+
+/** JSON for a `<script>`: nothing in a value can close the element or start markup. */
+export function scriptJson(value: unknown): string {
+  return JSON.stringify(value)
+    .replaceAll("<", "\\u003c")
+    .replaceAll(">", "\\u003e")
+    .replaceAll("&", "\\u0026")
+    .replaceAll("\u2028", "\\u2028")
+    .replaceAll("\u2029", "\\u2029");
+}
+
+export function registerPublicRoutes(
+  app: FastifyInstance,
+  bus: Bus,
+  identity: PublicIdentity,
+  options: { cacheTtlMs: number; cacheSize: number; staleMs: number },
+): void {
+  const workspaces = new ResolveCache(options.cacheTtlMs, options.cacheSize, options.staleMs);
+  const plugins = new ResolveCache(options.cacheTtlMs, options.cacheSize, options.staleMs);
+  const navigations = new ResolveCache(options.cacheTtlMs, options.cacheSize, options.staleMs);
+  bus.onBroadcast("resolver.cache.invalidate", () => {
+    workspaces.invalidate();
+    navigations.invalidate();
+    plugins.invalidate();
+  });
+  bus.onBroadcast("plugin-registry.contributions.changed", () => plugins.invalidate());
+
+  const hostOf = (request: FastifyRequest) =>
+    normaliseHost(first(request.headers["x-forwarded-host"]) ?? request.headers.host);
+  const originOf = (request: FastifyRequest, host: string) => originFor(request, host);
+
+  async function byHost(host: string, path: string, requestId: string): Promise<PublicWorkspace | null> {
+    const bytes = await workspaces.load(`h\n${host}\n${path}`, () =>
+      bus.requestRaw("resolver.workspace.public", { host, path }, { requestId }),
+    );
+    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+  }
+  async function byKey(workspaceKey: string, requestId: string): Promise<PublicWorkspace | null> {
+    const bytes = await workspaces.load(`k\n${workspaceKey}`, () =>
+      bus.requestRaw("resolver.workspace.public", { workspaceKey }, { requestId }),
+    );
+    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+  }
+  async function chainAndTheme(workspaceKey: string, requestId: string) {
+    const bytes = await plugins.load(workspaceKey, () =>
+      bus.requestRaw("plugin-registry.workspace.public", { workspaceKey }, { requestId }),
+    );
+    return JSON.parse(decoder.decode(bytes)) as { chain: string[]; theme: PublicTheme };
+  }
+  /** The visible workspace, unless it is Authenticated and the caller is anonymous. */
+  async function shown(request: FastifyRequest, workspaceKey: string): Promise<PublicWorkspace | null> {
+    const ws = await byKey(workspaceKey, request.id);
+    if (ws === null) return null;
+    if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) return null;
+    return ws;
+  }
+  const routeInfo = (request: FastifyRequest, host: string, ws: PublicWorkspace) => {
+    const prefix = ws.route.publicPathPrefix;
+    return {
+      publicBaseUrl: ws.route.publicBaseUrl ?? `${originOf(request, host)}${prefix === "/" ? "" : prefix}`,
+      publicHost: host,
+      publicPathPrefix: prefix,
+    };
+  };
+
+  app.get("/workspace/public/context", async (request, reply) => {
+    void reply.header("cache-control", "no-store");
+    const host = hostOf(request);
+    const path = normalisePath(
+      first(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
+    );
+    const ws = host === null ? null : await byHost(host, path, request.id);
+    if (ws === null || host === null) return hidden(reply);
+    return reply.type(JSON_TYPE).send({ workspace: ws.workspace, route: routeInfo(request, host, ws) });
+  });
+
+  app.get("/workspace/public/bootstrap.js", async (request, reply) => {
+    const host = hostOf(request);
+    let rawPath = queryValue(request.query, "path");
+    if (rawPath === undefined) {
+      const referer = first(request.headers.referer);
+      try {
+        rawPath = referer === undefined ? undefined : new URL(referer).pathname;
+      } catch {
+        rawPath = undefined;
+      }
+    }
+    const path = normalisePath(rawPath ?? "/");
+    const ws = host === null ? null : await byHost(host, path, request.id);
+    const origin = originOf(request, host ?? "localhost");
+    const context =
+      ws === null || host === null
+        ? {
+            workspace: { key: "default", name: "Workspace", type: "base" },
+            route: { publicBaseUrl: `${origin}/surface-app/`, publicPathPrefix: path },
+          }
+        : (() => {
+            const info = routeInfo(request, host, ws);
+            return {
+              workspace: ws.workspace,
+              route: { publicBaseUrl: info.publicBaseUrl, publicPathPrefix: info.publicPathPrefix },
+            };
+          })();
+    return reply
+      .header("content-type", "application/javascript; charset=utf-8")
+      .header("cache-control", "no-store, no-cache, must-revalidate")
+      .send(`window.__SVC_WORKSPACE_CONTEXT__ = ${scriptJson(context)};\n`);
+  });
+
+  app.get("/workspace/public/ui-chain", async (request, reply) => {
+    const workspaceKey = workspaceKeyOf(request.query);
+    const ws = await shown(request, workspaceKey);
+    if (ws === null) return hidden(reply);
+    const { chain } = await chainAndTheme(ws.workspace.key, request.id);
+    return reply
+      .type(JSON_TYPE)
+      .header("cache-control", "no-store")
+      .send({ workspaceKey: ws.workspace.key, chain });
+  });
+
+  app.get("/workspace/public/theme", async (request, reply) => {
+    const workspaceKey = workspaceKeyOf(request.query);
+    const ws = await shown(request, workspaceKey);
+    void reply.type(JSON_TYPE).header("cache-control", "no-store");
+    if (ws === null) {
+      return reply.send({
+        workspaceKey,
+        themePluginId: null,
+        themeVersion: null,
+        valuesByKey: {},
+        sectionLayouts: [],
+      } satisfies PublicTheme);
+    }
+    return reply.send((await chainAndTheme(ws.workspace.key, request.id)).theme);
+  });
+
+  /**
+   * Navigation: the workspace named by `workspaceKey`, or else resolved from host and path (X-Forwarded-Uri,
+   * then `path`, then `/`); `surfaceKey` (default `default`); `parentKey` lists that item's children
+   * instead of the root's. Full paths start with the prefix the workspace was reached under.
+   */
+  app.get("/workspace/public/navigation", async (request, reply) => {
+    const named = queryValue(request.query, "workspaceKey")?.trim();
+    const surfaceKey = queryValue(request.query, "surfaceKey")?.trim() || "default";
+    const parentKey = queryValue(request.query, "parentKey")?.trim() || undefined;
+    let ws: PublicWorkspace | null;
+    if (named !== undefined && named !== "") {
+      ws = await shown(request, named);
+    } else {
+      const host = hostOf(request);
+      const path = normalisePath(
+        first(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
+      );
+      ws = host === null ? null : await byHost(host, path, request.id);
+      if (ws?.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) ws = null;
+    }
+    if (ws === null || surfaceKey.length > 63 || (parentKey?.length ?? 0) > 100) return hidden(reply);
+    const workspaceKey = ws.workspace.key;
+    const pathPrefix = ws.route.publicPathPrefix;
+    const bytes = await navigations.load(
+      `${workspaceKey}\n${surfaceKey}\n${parentKey ?? ""}\n${pathPrefix}`,
+      () =>
+        bus.requestRaw(
+          "resolver.navigation.get",
+          { workspaceKey, surfaceKey, pathPrefix, ...(parentKey === undefined ? {} : { parentKey }) },
+          { requestId: request.id },
+        ),
+    );
+    const nav = JSON.parse(decoder.decode(bytes)) as NavigationView | null;
+    if (nav === null) return hidden(reply);
+    return reply.type(JSON_TYPE).header("cache-control", "no-store").send(nav);
+  });
+}

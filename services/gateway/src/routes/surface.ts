@@ -1,0 +1,212 @@
+/**
+ * The public surface (issue 13, items 5-7; spec 1 routing table, 4.1; docs/operator-guide.md "Public
+ * routes"):
+ * - `GET /surface/render`: host (X-Forwarded-Host first) and path (X-Forwarded-Uri, else `/`) resolve the
+ *   workspace; 404 when none; an Authenticated workspace and an anonymous caller: 302 to
+ *   `/login?workspaceKey=…&returnUrl=…` (returnUrl: the path, only ever a same-origin path); else the
+ *   plugin registry renders the chain's entry template, and the shell is served when there is none or it
+ *   fails (200). Rendered pages are cached per host and path until the next change broadcast.
+ * - the static shells `/surface-app/*` (the single-page-app shell) and `/admin/*` (a placeholder), with
+ *   their index for any path that is not a file;
+ * - the redirects `/login`, `/` and every other GET of a path that is not a file: to the workspace shell
+ *   when the host (and path) resolve a workspace, else to the admin shell (`/`, `/login`) or `/404`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+import fastifyStatic from "@fastify/static";
+import type { Bus } from "@svc/bus";
+import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
+import { normaliseHost, normalisePath } from "@svc/workspace";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+import { ResolveCache } from "../resolve-cache.js";
+import { originFor, type PublicIdentity } from "./public-routes.js";
+
+/** The shells' files: next to the bundle (dist/static) or in the sources (services/gateway/static). */
+function staticRoot(): string {
+  for (const candidate of [
+    new URL("./static/", import.meta.url),
+    new URL("../../static/", import.meta.url),
+  ]) {
+    const path = fileURLToPath(candidate);
+    if (existsSync(`${path}surface-app/index.html`)) return path;
+  }
+  throw new Error("the gateway's static files (surface-app/, admin/) were not found");
+}
+
+/** Paths the surface never takes over: the APIs, probes and assets answer their own 404s. */
+const RESERVED =
+  /^\/(api|workspace|surface|plugin-assets|manifests|schemas|\.well-known|openapi\.json|health|ready|metrics)(\/|$)/;
+/** A path whose last segment has no extension (not a file). */
+const NON_FILE = (path: string) => !/\.[A-Za-z0-9]{1,8}$/.test(path.split("/").pop() ?? "");
+
+/** A same-origin path to return to, or `/`: never another origin (no `//host`, no scheme, no backslash). */
+export function safeReturnPath(raw: string | undefined): string {
+  if (raw === undefined || !raw.startsWith("/") || raw.startsWith("//") || raw.includes("\\")) return "/";
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f]/.test(raw)) return "/";
+  return raw.slice(0, 2_000);
+}
+
+export interface SurfaceFallback {
+  /** The not-found handler asks this first: a redirect or a shell page for a GET of a non-file path. */
+  handle?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export async function registerSurface(
+  app: FastifyInstance,
+  options: {
+    readonly bus: Bus;
+    readonly identity: PublicIdentity;
+    readonly fallback: SurfaceFallback;
+    readonly cacheTtlMs: number;
+    readonly cacheSize: number;
+  },
+): Promise<void> {
+  const { bus, identity } = options;
+  const root = staticRoot();
+  const shellHtml = readFileSync(`${root}surface-app/index.html`);
+  const adminHtml = readFileSync(`${root}admin/index.html`);
+  const notFoundHtml = readFileSync(`${root}404.html`);
+  const pages = new ResolveCache(options.cacheTtlMs, options.cacheSize);
+  const workspaces = new ResolveCache(options.cacheTtlMs, options.cacheSize);
+  bus.onBroadcast("resolver.cache.invalidate", () => {
+    pages.invalidate();
+    workspaces.invalidate();
+  });
+  bus.onBroadcast("plugin-registry.contributions.changed", () => pages.invalidate());
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+
+  await app.register(fastifyStatic, {
+    root: `${root}surface-app`,
+    prefix: "/surface-app/",
+    index: ["index.html"],
+    cacheControl: false,
+    setHeaders: (res, path) =>
+      void res.header("cache-control", path.endsWith(".html") ? "no-cache" : "public, max-age=300"),
+  });
+  await app.register(fastifyStatic, {
+    root: `${root}admin`,
+    prefix: "/admin/",
+    index: ["index.html"],
+    decorateReply: false,
+    cacheControl: false,
+    setHeaders: (res, path) =>
+      void res.header("cache-control", path.endsWith(".html") ? "no-cache" : "public, max-age=300"),
+  });
+
+  const html = (reply: FastifyReply, body: Buffer | string, status = 200) =>
+    reply.code(status).type("text/html; charset=utf-8").header("cache-control", "no-store").send(body);
+  const hostOf = (request: FastifyRequest) =>
+    normaliseHost(first(request.headers["x-forwarded-host"]) ?? request.headers.host);
+  const originOf = (request: FastifyRequest, host: string) => originFor(request, host);
+  async function resolve(
+    request: FastifyRequest,
+    host: string,
+    path: string,
+  ): Promise<PublicWorkspace | null> {
+    const bytes = await workspaces.load(`${host}\n${path}`, () =>
+      bus.requestRaw("resolver.workspace.public", { host, path }, { requestId: request.id }),
+    );
+    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+  }
+
+  app.get("/surface/render", async (request, reply) => {
+    const host = hostOf(request);
+    const forwardedUri = first(request.headers["x-forwarded-uri"]);
+    const path = normalisePath(forwardedUri ?? "/");
+    const ws = host === null ? null : await resolve(request, host, path);
+    if (ws === null || host === null) {
+      return html(reply, notFoundHtml, 404);
+    }
+    if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) {
+      const returnUrl = safeReturnPath(forwardedUri ?? "/");
+      const location = `/login?workspaceKey=${encodeURIComponent(ws.workspace.key)}&returnUrl=${encodeURIComponent(returnUrl)}`;
+      return reply.code(302).header("location", location).header("cache-control", "no-store").send();
+    }
+    const origin = originOf(request, host);
+    const prefix = ws.route.publicPathPrefix;
+    const publicBaseUrl = ws.route.publicBaseUrl ?? `${origin}${prefix === "/" ? "" : prefix}`;
+    // Signed-in callers of an Authenticated workspace get their own render (never a cached page).
+    const cacheable = ws.accessPolicy === "Public";
+    const render = async () => {
+      const data: SurfaceData = await bus.request(
+        "resolver.surface.data",
+        { workspaceKey: ws.workspace.key, pathPrefix: prefix },
+        { requestId: request.id },
+      );
+      const rendered: RenderedSurface = await bus.request(
+        "plugin-registry.surface.render",
+        { workspace: ws, publicBaseUrl, path, data },
+        { requestId: request.id },
+      );
+      return encoder.encode(JSON.stringify(rendered));
+    };
+    let rendered: RenderedSurface;
+    try {
+      const bytes = cacheable ? await pages.load(`${origin}\n${path}`, render) : await render();
+      rendered = JSON.parse(decoder.decode(bytes)) as RenderedSurface;
+    } catch (error) {
+      // Without the renderer (down or slow), the surface stays up: the shell (spec 4.1, render rule 4).
+      const status = (error as { status?: number }).status;
+      if (status !== 503 && status !== 504) throw error;
+      return html(reply, shellHtml);
+    }
+    return html(reply, rendered.html ?? shellHtml);
+  });
+
+  const redirect = (reply: FastifyReply, location: string) =>
+    reply.code(302).header("location", location).header("cache-control", "no-store").send();
+
+  /** The workspace of this host (and path), or of the visible `workspaceKey` query value. */
+  async function workspaceFor(request: FastifyRequest, path: string): Promise<PublicWorkspace | null> {
+    const host = hostOf(request);
+    const named = (request.query as Record<string, unknown> | undefined)?.workspaceKey;
+    if (typeof named === "string" && named.trim() !== "") {
+      const bytes = await bus.requestRaw(
+        "resolver.workspace.public",
+        { workspaceKey: named.trim() },
+        { requestId: request.id },
+      );
+      return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+    }
+    return host === null ? null : resolve(request, host, path);
+  }
+
+  app.get("/login", async (request, reply) => {
+    const returnUrl = safeReturnPath(
+      (request.query as Record<string, unknown>).returnUrl as string | undefined,
+    );
+    const ws = await workspaceFor(request, returnUrl);
+    if (ws === null) return redirect(reply, `/admin/login?returnUrl=${encodeURIComponent(returnUrl)}`);
+    return redirect(
+      reply,
+      `/surface-app/login?workspaceKey=${encodeURIComponent(ws.workspace.key)}&returnUrl=${encodeURIComponent(returnUrl)}`,
+    );
+  });
+
+  app.get("/", async (request, reply) => {
+    const ws = await workspaceFor(request, "/");
+    return redirect(reply, ws === null ? "/admin/" : "/surface-app/?path=%2F");
+  });
+
+  app.get("/404", async (_request, reply) => html(reply, notFoundHtml, 404));
+
+  options.fallback.handle = async (request, reply) => {
+    if (request.method !== "GET" && request.method !== "HEAD") return undefined;
+    const path = normalisePath(request.url.split("?")[0]);
+    if (path === "/admin" || path === "/surface-app") return redirect(reply, `${path}/`);
+    // The shells' own paths: their index for any page that is not a file.
+    if (path.startsWith("/surface-app/") && NON_FILE(path)) return html(reply, shellHtml);
+    if (path.startsWith("/admin/") && NON_FILE(path)) return html(reply, adminHtml);
+    if (RESERVED.test(path) || !NON_FILE(path)) return undefined;
+    const ws = await workspaceFor(request, path);
+    return redirect(reply, ws === null ? "/404" : `/surface-app/?path=${encodeURIComponent(path)}`);
+  };
+}

@@ -1,0 +1,365 @@
+/**
+ * Entitlements and delegations (issue 12, item 2; docs/plugins.md "Entitlements").
+ *
+ * A workspace may use an `application` plugin only while it is entitled: by a grant to the workspace or
+ * to its tenant that has not expired. A `system` plugin is entitled everywhere. Grants come from operators
+ * (PUT /api/entitlements, source `manual`) or from a sync (POST /api/entitlements/sync: the full list of
+ * one source, e.g. a billing system, replaces that source's grants in one transaction). A chain may hold
+ * only entitled plugins; when a grant goes, the plugin stays in the chain but counts for nothing (no
+ * ui-chain entry, no session keys) until it is entitled again.
+ *
+ * A delegation lets a tenant's own workspace admins (workspace sessions holding plugin.assign) put a
+ * plugin in their workspace's chain; platform operators may assign any entitled plugin.
+ */
+import type { TenancyLookupReply, TenancyLookupRequest } from "@svc/contracts";
+import { type Db, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { NotFoundError, ValidationError } from "@svc/errors";
+
+import type { HandlerWith, PluginDeps, RouteName } from "./common.js";
+
+export interface EntitlementDeps extends PluginDeps {
+  /** Which workspaces and tenants exist, and each workspace's tenant (the resolver owns them). */
+  readonly tenancy: (request: TenancyLookupRequest) => Promise<TenancyLookupReply>;
+}
+
+type Handler<K extends RouteName> = HandlerWith<EntitlementDeps, K>;
+
+const GRANTS: Listing = { tag: "entitlements", kinds: ["text", "text", "text"] };
+
+type Via = "workspace" | "tenant" | "system" | null;
+
+/** The SQL condition "grant `e` is in force". */
+const inForce = sql`(e.expires_at IS NULL OR e.expires_at > now())`;
+
+/** How `pluginId` is entitled for a workspace of `tenantKey` (or the tenant alone, workspace null). */
+export async function entitlementOf(
+  db: Queries,
+  pluginId: string,
+  tenantKey: string,
+  workspaceKey: string | null,
+): Promise<{ via: Via; expiresAt: Date | null }> {
+  const tier = await db.maybeOne<{ tier: string }>(
+    sql`SELECT tier FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
+  );
+  if (tier?.tier === "system") return { via: "system", expiresAt: null };
+  const grants = await db.any<{ subject_type: "tenant" | "workspace"; expires_at: Date | null }>(sql`
+    SELECT e.subject_type, e.expires_at FROM plugin_registry.entitlements e
+    WHERE e.plugin_id = ${pluginId} AND ${inForce}
+      AND ((e.subject_type = 'tenant' AND e.subject_key = ${tenantKey})
+        OR (e.subject_type = 'workspace' AND e.subject_key = ${workspaceKey ?? ""}))
+    ORDER BY e.subject_type DESC`);
+  const grant = grants[0];
+  return grant === undefined
+    ? { via: null, expiresAt: null }
+    : { via: grant.subject_type, expiresAt: grant.expires_at };
+}
+
+/** The tenant of a workspace; 404 when the resolver does not know it. */
+export async function tenantOf(deps: EntitlementDeps, workspaceKey: string): Promise<string> {
+  const found = await deps.tenancy({ workspaceKeys: [workspaceKey], tenantKeys: [] });
+  const tenant = found.workspaces.find((w) => w.workspaceKey === workspaceKey)?.tenantKey;
+  if (tenant === undefined) throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
+  return tenant;
+}
+
+async function assertTenant(deps: EntitlementDeps, tenantKey: string): Promise<void> {
+  const found = await deps.tenancy({ workspaceKeys: [], tenantKeys: [tenantKey] });
+  if (!found.tenants.includes(tenantKey)) throw new NotFoundError(`Tenant '${tenantKey}' was not found.`);
+}
+
+export const workspaceEntitlement: Handler<"entitlements.workspace"> = async (deps, req) => {
+  const { workspaceKey, pluginId } = req.params;
+  const tenantKey = await tenantOf(deps, workspaceKey);
+  const { via, expiresAt } = await entitlementOf(deps.db, pluginId, tenantKey, workspaceKey);
+  return {
+    status: 200,
+    body: {
+      workspaceKey,
+      tenantKey,
+      pluginId,
+      entitled: via !== null,
+      via,
+      expiresAtUtc: expiresAt?.toISOString() ?? null,
+    },
+  };
+};
+
+export const tenantEntitlement: Handler<"entitlements.tenant"> = async (deps, req) => {
+  const { tenantId: tenantKey, pluginId } = req.params;
+  await assertTenant(deps, tenantKey);
+  const { via, expiresAt } = await entitlementOf(deps.db, pluginId, tenantKey, null);
+  return {
+    status: 200,
+    body: {
+      tenantKey,
+      pluginId,
+      entitled: via !== null,
+      via,
+      expiresAtUtc: expiresAt?.toISOString() ?? null,
+    },
+  };
+};
+
+interface GrantRow {
+  subject_type: "tenant" | "workspace";
+  subject_key: string;
+  plugin_id: string;
+  source: string;
+  expires_at: Date | null;
+  granted_by: string;
+  granted_at: Date;
+}
+
+export const listEntitlements: Handler<"entitlements.list"> = async (deps, req) => {
+  const q = req.query;
+  const { limit, after } = readPage(q, GRANTS);
+  const conditions = [
+    q.tenantKey === undefined ? sql`true` : sql`(subject_type = 'tenant' AND subject_key = ${q.tenantKey})`,
+    q.workspaceKey === undefined
+      ? sql`true`
+      : sql`(subject_type = 'workspace' AND subject_key = ${q.workspaceKey})`,
+    q.pluginId === undefined ? sql`true` : sql`plugin_id = ${q.pluginId}`,
+    q.source === undefined ? sql`true` : sql`source = ${q.source}`,
+    after === null
+      ? sql`true`
+      : sql`(subject_type, subject_key, plugin_id) > (${after[0]}, ${after[1]}, ${after[2]})`,
+  ];
+  const rows = await deps.db.any<GrantRow>(sql`
+    SELECT * FROM plugin_registry.entitlements
+    WHERE ${join(conditions, " AND ")}
+    ORDER BY subject_type, subject_key, plugin_id LIMIT ${limit + 1}`);
+  return {
+    status: 200,
+    body: toPage(
+      rows,
+      limit,
+      GRANTS,
+      (r) => [r.subject_type, r.subject_key, r.plugin_id],
+      (r) => ({
+        tenantKey: r.subject_type === "tenant" ? r.subject_key : null,
+        workspaceKey: r.subject_type === "workspace" ? r.subject_key : null,
+        pluginId: r.plugin_id,
+        source: r.source,
+        expiresAtUtc: r.expires_at?.toISOString() ?? null,
+        grantedBy: r.granted_by,
+        grantedAtUtc: r.granted_at.toISOString(),
+      }),
+    ),
+  };
+};
+
+interface Grantee {
+  readonly tenantKey?: string;
+  readonly workspaceKey?: string;
+  readonly pluginId: string;
+  readonly expiresAtUtc?: string | null;
+}
+
+/** Checks that each grant names exactly one tenant or workspace, that exists; the subjects, in order. */
+async function subjects(deps: EntitlementDeps, items: readonly Grantee[]) {
+  const violations: Array<{ field: string; message: string }> = [];
+  items.forEach((item, i) => {
+    if ((item.tenantKey === undefined) === (item.workspaceKey === undefined)) {
+      violations.push({
+        field: `/body/items/${i}`,
+        message: "names exactly one of tenantKey and workspaceKey",
+      });
+    }
+    if (item.expiresAtUtc != null && Number.isNaN(Date.parse(item.expiresAtUtc))) {
+      violations.push({ field: `/body/items/${i}/expiresAtUtc`, message: "is not a date-time" });
+    }
+  });
+  if (violations.length > 0) throw new ValidationError(violations);
+  const found = await deps.tenancy({
+    workspaceKeys: [...new Set(items.flatMap((i) => (i.workspaceKey ? [i.workspaceKey] : [])))],
+    tenantKeys: [...new Set(items.flatMap((i) => (i.tenantKey ? [i.tenantKey] : [])))],
+  });
+  const workspaces = new Set(found.workspaces.map((w) => w.workspaceKey));
+  const tenants = new Set(found.tenants);
+  items.forEach((item, i) => {
+    if (item.workspaceKey !== undefined && !workspaces.has(item.workspaceKey)) {
+      violations.push({
+        field: `/body/items/${i}/workspaceKey`,
+        message: `workspace '${item.workspaceKey}' does not exist`,
+      });
+    }
+    if (item.tenantKey !== undefined && !tenants.has(item.tenantKey)) {
+      violations.push({
+        field: `/body/items/${i}/tenantKey`,
+        message: `tenant '${item.tenantKey}' does not exist`,
+      });
+    }
+  });
+  if (violations.length > 0) throw new ValidationError(violations);
+  return items.map((item) => ({
+    type: item.tenantKey !== undefined ? "tenant" : "workspace",
+    key: (item.tenantKey ?? item.workspaceKey) as string,
+    pluginId: item.pluginId,
+    expiresAt: item.expiresAtUtc ?? null,
+  }));
+}
+
+const unnest = (
+  rows: ReadonlyArray<{ type: string; key: string; pluginId: string; expiresAt: string | null }>,
+) => sql`
+  unnest(${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.pluginId)}::text[],
+         ${rows.map((r) => r.expiresAt)}::timestamptz[]) AS t(subject_type, subject_key, plugin_id, expires_at)`;
+
+export const putEntitlements: Handler<"entitlements.put"> = async (deps, req) => {
+  const items = req.body.items;
+  const rows = await subjects(deps, items);
+  const grant = rows.filter((_r, i) => items[i]?.entitled === true);
+  const withdraw = rows.filter((_r, i) => items[i]?.entitled === false);
+  const { withdrawn } = await deps.db.transaction(async (tx) => {
+    await tx.query(sql`
+      INSERT INTO plugin_registry.entitlements (subject_type, subject_key, plugin_id, expires_at, source, granted_by)
+      SELECT subject_type, subject_key, plugin_id, expires_at, 'manual', ${req.principal.subject} FROM ${unnest(grant)}
+      ON CONFLICT (subject_type, subject_key, plugin_id) DO UPDATE SET
+        expires_at = excluded.expires_at, source = 'manual', granted_by = excluded.granted_by, granted_at = now()`);
+    const gone = await tx.any(sql`
+      DELETE FROM plugin_registry.entitlements e USING ${unnest(withdraw)}
+      WHERE e.subject_type = t.subject_type AND e.subject_key = t.subject_key AND e.plugin_id = t.plugin_id
+      RETURNING 1 AS one`);
+    return { withdrawn: gone.length };
+  });
+  deps.announce("");
+  return { status: 200, body: { granted: grant.length, withdrawn } };
+};
+
+export const syncEntitlements: Handler<"entitlements.sync"> = async (deps, req) => {
+  const { source, items } = req.body;
+  if (source === "manual") {
+    throw new ValidationError([
+      { field: "/body/source", message: "'manual' is the source of PUT /api/entitlements" },
+    ]);
+  }
+  const rows = items.length === 0 ? [] : await subjects(deps, items);
+  const result = await deps.db.transaction(async (tx) => {
+    // One sync per source at a time, across replicas.
+    await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`entitlements:${source}`}))`);
+    const before = await tx.any<{ subject_type: string; subject_key: string; plugin_id: string }>(sql`
+      SELECT subject_type, subject_key, plugin_id FROM plugin_registry.entitlements WHERE source = ${source}`);
+    const removed = await tx.any(sql`
+      DELETE FROM plugin_registry.entitlements e
+      WHERE e.source = ${source}
+        AND (e.subject_type, e.subject_key, e.plugin_id) NOT IN (
+          SELECT subject_type, subject_key, plugin_id FROM ${unnest(rows)})
+      RETURNING 1 AS one`);
+    // A grant another source (or an operator) made stays theirs: a sync only adds what nobody granted.
+    const added = await tx.any(sql`
+      INSERT INTO plugin_registry.entitlements (subject_type, subject_key, plugin_id, expires_at, source, granted_by)
+      SELECT DISTINCT ON (subject_type, subject_key, plugin_id) subject_type, subject_key, plugin_id, expires_at, ${source}, ${req.principal.subject}
+      FROM ${unnest(rows)}
+      ON CONFLICT (subject_type, subject_key, plugin_id) DO UPDATE SET expires_at = excluded.expires_at
+        WHERE plugin_registry.entitlements.source = ${source}
+      RETURNING (xmax = 0) AS inserted`);
+    const inserted = added.filter((r) => (r as { inserted: boolean }).inserted).length;
+    return { added: inserted, removed: removed.length, kept: before.length - removed.length };
+  });
+  deps.announce("");
+  return { status: 200, body: { source, ...result } };
+};
+
+interface DelegationRow {
+  tenant_key: string;
+  plugin_id: string;
+  delegated_by: string;
+  delegated_at: Date;
+}
+
+export const listDelegations: Handler<"delegations.list"> = async (deps, req) => {
+  const tenantKey = req.params.tenantKey;
+  await assertTenant(deps, tenantKey);
+  const rows = await deps.db.any<DelegationRow>(
+    sql`SELECT * FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} ORDER BY plugin_id`,
+  );
+  return {
+    status: 200,
+    body: {
+      tenantKey,
+      items: rows.map((r) => ({
+        tenantKey,
+        pluginId: r.plugin_id,
+        delegated: true,
+        delegatedBy: r.delegated_by,
+        delegatedAtUtc: r.delegated_at.toISOString(),
+      })),
+    },
+  };
+};
+
+export const putDelegation: Handler<"delegations.put"> = async (deps, req) => {
+  const { tenantKey, pluginId } = req.params;
+  await assertTenant(deps, tenantKey);
+  if (!req.body.delegated) {
+    await deps.db.query(
+      sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} AND plugin_id = ${pluginId}`,
+    );
+    return {
+      status: 200,
+      body: { tenantKey, pluginId, delegated: false, delegatedBy: null, delegatedAtUtc: null },
+    };
+  }
+  const installed = await deps.db.maybeOne(
+    sql`SELECT 1 AS one FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
+  );
+  if (installed === null) throw new NotFoundError(`Plugin '${pluginId}' is not installed.`);
+  const row = await deps.db.one<DelegationRow>(sql`
+    INSERT INTO plugin_registry.delegations (tenant_key, plugin_id, delegated_by)
+    VALUES (${tenantKey}, ${pluginId}, ${req.principal.subject})
+    ON CONFLICT (tenant_key, plugin_id) DO UPDATE SET delegated_by = excluded.delegated_by, delegated_at = now()
+    RETURNING *`);
+  return {
+    status: 200,
+    body: {
+      tenantKey,
+      pluginId,
+      delegated: true,
+      delegatedBy: row.delegated_by,
+      delegatedAtUtc: row.delegated_at.toISOString(),
+    },
+  };
+};
+
+/** Whether `pluginId` is delegated to `tenantKey`. */
+export async function isDelegated(db: Queries, tenantKey: string, pluginId: string): Promise<boolean> {
+  return (
+    (await db.maybeOne(
+      sql`SELECT 1 AS one FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} AND plugin_id = ${pluginId}`,
+    )) !== null
+  );
+}
+
+/** The SQL condition "chain entry `w` (of plugin `p`) is entitled now", for the chain and its readers. */
+export const chainEntitled = sql`(p.tier = 'system' OR EXISTS (
+  SELECT 1 FROM plugin_registry.entitlements e
+  WHERE e.plugin_id = w.plugin_id AND ${inForce}
+    AND ((e.subject_type = 'workspace' AND e.subject_key = w.workspace_key)
+      OR (e.subject_type = 'tenant' AND e.subject_key = w.tenant_key))))`;
+
+/**
+ * Workspaces or tenants were deleted (the resolver's broadcast): their chains, theme choices and values,
+ * grants and delegations go too.
+ */
+export async function forgetDeleted(
+  db: Db,
+  workspaceKeys: readonly string[],
+  tenantKeys: readonly string[],
+): Promise<void> {
+  const wks = [...workspaceKeys];
+  const tks = [...tenantKeys];
+  await db.transaction(async (tx) => {
+    await tx.query(
+      sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ANY(${wks}::text[])`,
+    );
+    await tx.query(
+      sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ANY(${wks}::text[])`,
+    );
+    await tx.query(sql`DELETE FROM plugin_registry.theme_values WHERE workspace_key = ANY(${wks}::text[])`);
+    await tx.query(sql`
+      DELETE FROM plugin_registry.entitlements
+      WHERE (subject_type = 'workspace' AND subject_key = ANY(${wks}::text[]))
+         OR (subject_type = 'tenant' AND subject_key = ANY(${tks}::text[]))`);
+    await tx.query(sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ANY(${tks}::text[])`);
+  });
+}

@@ -1,0 +1,231 @@
+// The plugin runtime's worker (issue 12, docs/adr/0007-plugin-runtime.md): one child process per active
+// plugin, with its own heap limit (started by isolate.ts; its data is the first argument, its messages go
+// over the IPC channel). It loads the plugin's entry module (verified by the registry a moment
+// before), creates the entry object with the host API, and serves the plugin's subject itself with its
+// own NATS connection (docs/wire-contract.md), so a request crosses no other thread. Plain JavaScript, so
+// that it loads the same way from the sources, under the tests and from dist/.
+//
+// A worker starts as a spare (the NATS client loaded and connected) and becomes a plugin's on "load", which
+// keeps activation fast (docs/adr/0007-plugin-runtime.md).
+//
+// Messages from the registry: {type:"load", plugin}, {type:"ping", id}, {type:"stop"},
+// {type:"published", id, error?}.
+// Messages to it: {type:"ready", handlers}, {type:"failed", error}, {type:"pong", id},
+// {type:"publish", id, event}, {type:"log", …}, {type:"stopped"}.
+/* global TextDecoder, setTimeout, clearTimeout, process */
+import { connect, headers as natsHeaders } from "@nats-io/transport-node";
+
+const { natsServers } = JSON.parse(process.argv[2] ?? "{}");
+const port = {
+  postMessage: (message) => process.send?.(message),
+  on: (event, listener) => process.on(event, listener),
+};
+// The registry went away: so does this process.
+process.on("disconnect", () => process.exit(0));
+// A throw outside a handler (a timer, an event) ends the plugin: said first, then exit.
+process.on("uncaughtException", (error) => {
+  process.send?.({ type: "crashed", error: describe(error) }, () => process.exit(1));
+});
+process.on("unhandledRejection", (error) => {
+  process.send?.({ type: "crashed", error: describe(error) }, () => process.exit(1));
+});
+// Set by "load": entryUrl, entryTypeName, pluginId, version, and the subject and queue it serves (none
+// for a worker without NATS).
+let plugin;
+
+const connectOptions = (name) => ({
+  servers: natsServers,
+  name,
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 500,
+  waitOnFirstConnect: false,
+  timeout: 5_000,
+});
+// The spare connects at once; a failed early connect is tried again at load.
+const connecting = natsServers ? connect(connectOptions("svc-plugin-runtime")).catch(() => null) : null;
+let nextPublish = 0;
+const publishing = new Map();
+
+function describe(error) {
+  if (error instanceof Error) return { message: error.message, name: error.name };
+  return { message: String(error), name: "Error" };
+}
+
+function log(level, message, data) {
+  port.postMessage({ type: "log", level, message: String(message), data: data ?? null });
+}
+
+// The publisher contract (spec 6.2): publish(eventName, workspaceKey, payload). Decorators wrap it in the
+// order they were added: each gets the event and `next`; it may change the event or drop it (not call next).
+const decorators = [];
+function send(event) {
+  const id = ++nextPublish;
+  return new Promise((resolve, reject) => {
+    publishing.set(id, { resolve, reject });
+    port.postMessage({ type: "publish", id, event });
+  });
+}
+function publish(eventName, workspaceKey, payload) {
+  const run = (index, event) =>
+    index === decorators.length
+      ? send(event)
+      : Promise.resolve(decorators[index](event, (next) => run(index + 1, next)));
+  return run(0, { eventName, workspaceKey: workspaceKey ?? null, payload: payload ?? {} });
+}
+
+const hostApi = () =>
+  Object.freeze({
+    pluginId: plugin.pluginId,
+    version: plugin.version,
+    log: Object.freeze({
+      debug: (m, d) => log("debug", m, d),
+      info: (m, d) => log("info", m, d),
+      warn: (m, d) => log("warn", m, d),
+      error: (m, d) => log("error", m, d),
+    }),
+    events: Object.freeze({
+      publish,
+      decorate(decorator) {
+        if (typeof decorator !== "function") throw new TypeError("a publisher decorator is a function");
+        decorators.push(decorator);
+      },
+    }),
+  });
+
+let entry;
+
+async function start() {
+  const { entryUrl, entryTypeName } = plugin;
+  const host = hostApi();
+  const module = await import(entryUrl);
+  const exported = module[entryTypeName];
+  if (exported === undefined) throw new Error(`the entry module has no export '${entryTypeName}'`);
+  // A class is constructed with the host API; a factory function is called with it; an object is used.
+  if (typeof exported === "function") {
+    entry = /^class[\s{]/.test(Function.prototype.toString.call(exported))
+      ? new exported(host)
+      : await exported(host);
+  } else {
+    entry = exported;
+  }
+  if (entry === null || typeof entry !== "object") throw new Error(`'${entryTypeName}' gave no object`);
+  if (typeof entry.activate === "function") await entry.activate(host);
+  const handlers = [];
+  for (let o = entry; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const name of Object.getOwnPropertyNames(o)) {
+      if (name !== "constructor" && typeof entry[name] === "function") handlers.push(name);
+    }
+  }
+  if (plugin.subject) await listen();
+  port.postMessage({ type: "ready", handlers: [...new Set(handlers)] });
+}
+
+// A handler's result as the wire reply {status, headers, body}: a value with a numeric `status` is one
+// already; any other value is a 200 JSON body, null or undefined a 204.
+function toReply(value) {
+  if (value !== null && typeof value === "object" && typeof value.status === "number") {
+    const status =
+      Number.isInteger(value.status) && value.status >= 200 && value.status <= 599 ? value.status : 500;
+    const headers = {};
+    if (value.headers !== null && typeof value.headers === "object") {
+      for (const [name, h] of Object.entries(value.headers)) {
+        if (typeof h === "string" && /^[a-z0-9-]{1,64}$/i.test(name)) headers[name.toLowerCase()] = h;
+      }
+    }
+    return value.body === undefined ? { status, headers } : { status, headers, body: value.body };
+  }
+  return value === null || value === undefined ? { status: 204 } : { status: 200, body: value };
+}
+
+const decoder = new TextDecoder();
+let nc;
+
+// A platform error reply (docs/wire-contract.md): the code in Svc-Error-Code, the problem's detail in the body.
+function respondError(msg, code, status, detail) {
+  if (!msg.reply) return;
+  const h = natsHeaders();
+  h.set("Svc-Error-Code", code);
+  h.set("Nats-Service-Error-Code", String(status));
+  h.set("Nats-Service-Error", detail);
+  msg.respond(JSON.stringify({ detail }), { headers: h });
+}
+
+// One request on the plugin's subject: the handler the route names runs with the parsed request, within
+// the request's deadline (the gateway sets it from BackendHost__PluginCallTimeoutMs; 30 s without one).
+async function serve(msg) {
+  const deadline = Number(msg.headers?.get("Svc-Deadline"));
+  const left = Number.isFinite(deadline) && deadline > 0 ? deadline - Date.now() : 30_000;
+  if (left <= 0) return; // the caller has given up
+  const timeoutMs = Math.max(1, Math.min(left, 30_000));
+  let timer;
+  try {
+    const request = JSON.parse(decoder.decode(msg.data));
+    const handler = request?.route?.handler;
+    const fn = typeof handler === "string" ? entry?.[handler] : undefined;
+    if (typeof fn !== "function") throw new Error(`the plugin has no handler '${String(handler)}'`);
+    const expired = new Promise((_resolve, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error("timeout"), { timeout: true })), timeoutMs);
+    });
+    const value = await Promise.race([fn.call(entry, request), expired]);
+    msg.respond(JSON.stringify(toReply(value)));
+  } catch (error) {
+    if (error?.timeout === true) {
+      respondError(msg, "SVC_TIMEOUT", 504, `The plugin did not answer within ${timeoutMs} ms.`);
+    } else {
+      log("warn", "a route handler failed", describe(error));
+      // The plugin's own message stays in the log: it may hold anything.
+      respondError(msg, "SVC_PLUGIN_FAILED", 502, "The plugin failed to handle the request.");
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function listen() {
+  nc = (await connecting) ?? (await connect(connectOptions(`plugin:${plugin.pluginId}`)));
+  nc.subscribe(plugin.subject, {
+    queue: plugin.queue,
+    callback: (err, msg) => {
+      if (err === null) void serve(msg);
+    },
+  });
+  await nc.flush();
+}
+
+async function stop() {
+  // Stop taking requests and finish those in flight, then let the plugin clean up.
+  await nc?.drain().catch(() => undefined);
+  if (typeof entry?.deactivate === "function") await entry.deactivate();
+}
+
+port.on("message", (message) => {
+  switch (message.type) {
+    case "load":
+      if (plugin !== undefined) break;
+      plugin = message.plugin;
+      start().catch((error) => port.postMessage({ type: "failed", error: describe(error) }));
+      break;
+    case "ping":
+      port.postMessage({ type: "pong", id: message.id });
+      break;
+    case "published": {
+      const waiting = publishing.get(message.id);
+      publishing.delete(message.id);
+      if (message.error) waiting?.reject(new Error(message.error));
+      else waiting?.resolve();
+      break;
+    }
+    case "stop":
+      if (plugin === undefined) {
+        void connecting?.then((c) => c?.close());
+        port.postMessage({ type: "stopped" });
+        break;
+      }
+      stop()
+        .catch((error) => log("warn", "deactivate failed", describe(error)))
+        .finally(() => port.postMessage({ type: "stopped" }));
+      break;
+  }
+});
+
+port.postMessage({ type: "idle" });

@@ -1,0 +1,191 @@
+/**
+ * The plugin runtime of one registry replica (issue 12, ADR 0007). It keeps exactly the plugins whose
+ * state is `active` loaded, each in its own worker, which serves the plugin's routes on the plugin's
+ * subject (`<prefix>.plugins.<pluginId>.http`, queue group `plugin.<pluginId>`) with its own NATS
+ * connection: the contract any NATS client can serve instead (docs/wire-contract.md). It reconciles with the database at start, on every lifecycle
+ * broadcast and every 30 s. A plugin only loads from a package that verifies at that moment.
+ */
+import type { EventPublisher } from "@svc/bus";
+import type { BackendHostSettings } from "@svc/config";
+import type { Logger } from "@svc/observability";
+
+import type { PluginRow } from "../common.js";
+import type { ExtractionCache } from "./cache.js";
+import { type PublishedByPlugin, WorkerHost, WorkerPool } from "./worker-host.js";
+
+/** What the gateway sends on a plugin's subject (docs/wire-contract.md). */
+export interface PluginHttpRequest {
+  readonly route: { readonly method: string; readonly path: string; readonly handler: string };
+  readonly method: string;
+  readonly path: string;
+  readonly params: Record<string, string>;
+  readonly query: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+  readonly body: unknown;
+  readonly principal: unknown;
+}
+
+export const pluginSubject = (prefix: string, pluginId: string) => `${prefix}.plugins.${pluginId}.http`;
+
+interface Loaded {
+  readonly sha256: string;
+  /** The verified package on disk (the extraction cache). */
+  readonly root: string;
+  /** None for an `external` plugin, which serves its subject itself. */
+  readonly host: WorkerHost | undefined;
+}
+
+const running = (entry: Loaded | undefined) =>
+  entry !== undefined && (entry.host === undefined || entry.host.running);
+
+export interface RuntimeOptions {
+  /** NATS server URL(s) the workers connect to. */
+  readonly natsUrl: string;
+  readonly prefix: string;
+  readonly cache: ExtractionCache;
+  readonly settings: BackendHostSettings;
+  readonly events: EventPublisher;
+  readonly log: Logger;
+  /** Called with each plugin's verified package before it starts (its UI assets are published). */
+  readonly onVerified?: (row: PluginRow, root: string) => Promise<void>;
+  /** The plugin was stopped by the runtime (crash, hang, memory, exit): record it. */
+  readonly onFailure: (pluginId: string, sha256: string, reason: string) => void;
+}
+
+export class PluginRuntime {
+  private readonly loaded = new Map<string, Loaded>();
+  private readonly loading = new Map<string, Promise<Loaded>>();
+
+  private readonly pool: WorkerPool;
+
+  constructor(private readonly o: RuntimeOptions) {
+    this.pool = new WorkerPool(
+      o.settings.pluginMemoryLimitMb,
+      o.natsUrl.split(",").map((u) => u.trim()),
+      o.settings.pluginSpareProcesses,
+    );
+    this.pool.refill();
+  }
+
+  /** Whether the plugin runs here (its package hash), for tests and /health. */
+  runningVersion(pluginId: string): string | undefined {
+    const entry = this.loaded.get(pluginId);
+    return running(entry) ? entry?.sha256 : undefined;
+  }
+
+  /** Where a plugin running here has its verified package, with the package hash; undefined otherwise. */
+  packageOf(pluginId: string): { root: string; sha256: string } | undefined {
+    const entry = this.loaded.get(pluginId);
+    return running(entry) && entry !== undefined ? { root: entry.root, sha256: entry.sha256 } : undefined;
+  }
+
+  /**
+   * Loads the plugin of `row` (or reuses it when the same package runs already); rejects when the package
+   * does not verify or the plugin fails to start.
+   */
+  async load(row: PluginRow): Promise<void> {
+    const current = this.loaded.get(row.plugin_id);
+    if (current !== undefined && current.sha256 === row.package_sha256 && running(current)) return;
+    const key = `${row.plugin_id}@${row.package_sha256}`;
+    let pending = this.loading.get(key);
+    if (pending === undefined) {
+      pending = this.start(row).finally(() => this.loading.delete(key));
+      this.loading.set(key, pending);
+    }
+    const started = await pending;
+    const previous = this.loaded.get(row.plugin_id);
+    this.loaded.set(row.plugin_id, started);
+    if (previous !== undefined && previous !== started) await this.dispose(previous);
+  }
+
+  /** Unloads the plugin (deactivate, uninstall, failure elsewhere). */
+  async unload(pluginId: string): Promise<void> {
+    const entry = this.loaded.get(pluginId);
+    if (entry === undefined) return;
+    this.loaded.delete(pluginId);
+    await this.dispose(entry);
+  }
+
+  /** Loads every active plugin not running here and unloads every other one. */
+  async reconcile(rows: readonly PluginRow[]): Promise<void> {
+    const wanted = new Map(rows.filter((r) => r.state === "active").map((r) => [r.plugin_id, r]));
+    for (const id of [...this.loaded.keys()]) {
+      const row = wanted.get(id);
+      const entry = this.loaded.get(id);
+      if (row === undefined || entry?.sha256 !== row.package_sha256 || !running(entry)) {
+        await this.unload(id);
+      }
+    }
+    for (const row of wanted.values()) {
+      if (this.loaded.has(row.plugin_id)) continue;
+      try {
+        await this.load(row);
+      } catch (error) {
+        this.o.log.warn({ pluginId: row.plugin_id, err: error }, "an active plugin could not be loaded here");
+        this.o.onFailure(
+          row.plugin_id,
+          row.package_sha256,
+          `could not be loaded: ${(error as Error).message}`,
+        );
+      }
+    }
+    await this.o.cache.prune(new Set([...wanted.values()].map((r) => r.package_sha256)));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.loaded.keys()].map((id) => this.unload(id)));
+    await this.pool.close();
+  }
+
+  private async start(row: PluginRow): Promise<Loaded> {
+    const { root, opened } = await this.o.cache.prepare(row.package_sha256);
+    await this.o.onVerified?.(row, root);
+    const registry = opened.registry;
+    // An external plugin is served by its own process over NATS (docs/wire-contract.md): nothing to run.
+    if (registry.runtime === "external") return { sha256: row.package_sha256, root, host: undefined };
+    const declared = new Set(registry.events ?? []);
+    const host: WorkerHost = new WorkerHost(this.pool, {
+      pluginId: row.plugin_id,
+      version: registry.version,
+      root,
+      entryFile: registry.assemblyFileName,
+      entryTypeName: registry.entryTypeName,
+      hangTimeoutMs: this.o.settings.pluginHangTimeoutMs,
+      startTimeoutMs: 10_000,
+      serve: { subject: pluginSubject(this.o.prefix, row.plugin_id), queue: `plugin.${row.plugin_id}` },
+      log: this.o.log,
+      publish: (event) => this.publish(row.plugin_id, declared, event),
+      onFailure: (reason) => {
+        const entry = this.loaded.get(row.plugin_id);
+        if (entry?.host === host) void this.unload(row.plugin_id);
+        this.o.onFailure(row.plugin_id, row.package_sha256, reason);
+      },
+    });
+    try {
+      await host.ready;
+      const missing = (registry.routes ?? []).filter((r) => !host.has(r.handler)).map((r) => r.handler);
+      if (missing.length > 0) {
+        throw new Error(`the entry object lacks the route handler(s) ${missing.join(", ")}`);
+      }
+    } catch (error) {
+      await host.stop(0);
+      throw error;
+    }
+    return { sha256: row.package_sha256, root, host };
+  }
+
+  private async dispose(entry: Loaded): Promise<void> {
+    await entry.host?.stop();
+  }
+
+  private async publish(pluginId: string, declared: ReadonlySet<string>, event: PublishedByPlugin) {
+    if (typeof event?.eventName !== "string" || !declared.has(event.eventName)) {
+      throw new Error(`'${String(event?.eventName)}' is not an event this plugin declares in registry.json`);
+    }
+    if (event.workspaceKey !== null && typeof event.workspaceKey !== "string") {
+      throw new Error("workspaceKey is a string or null");
+    }
+    await this.o.events.publish(event.eventName, event.workspaceKey, event.payload);
+    this.o.log.debug({ pluginId, eventName: event.eventName }, "plugin event published");
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The UI-asset manifest (issue 12, item 8; spec 2.6 plugin-ui-assets.manifest.json): what the active
+ * plugins bring to the browser, emitted by the platform as canonical JSON (RFC 8785, the `canonicalize`
+ * library) into one NATS KV value, so that every gateway replica serves the same document and no reader
+ * ever sees a partial one (a KV value is replaced whole). The files it names are copied, once per plugin
+ * version, from the verified package to the asset object store, where the gateway serves them at
+ * `/plugin-assets/<pluginId>/<version>/<path>`; the manifest's paths are relative to `/plugin-assets/`.
+ *
+ * Every replica publishes after it reconciles its runtime; a write happens only when the content (all but
+ * `generatedAtUtc`) changed, with a compare-and-set on the KV revision so concurrent replicas do not
+ * overwrite each other with the same content.
+ */
+import { readFile } from "node:fs/promises";
+
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ensureBucket } from "@svc/bus";
+import { type Queries, sql } from "@svc/db";
+import type { Logger } from "@svc/observability";
+import { listPackageFiles } from "@svc/plugin-package";
+import { AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
+import canonicalize from "canonicalize";
+
+import type { PluginRow } from "../common.js";
+
+export interface UiAssetManifest {
+  generatedAtUtc: string;
+  entries: Array<{ pluginId: string; surface: string; entryPath: string }>;
+  styleEntries: Array<{ pluginId: string; surface: string; stylePath: string }>;
+  workspaceTemplates: Array<{ pluginId: string; templatePath: string }>;
+}
+
+const assetName = (pluginId: string, version: string, path: string) => `${pluginId}/${version}/${path}`;
+
+export class UiManifestPublisher {
+  private kv: Promise<KV> | undefined;
+  readonly assets: AssetStore;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly prefix: string,
+    private readonly log: Logger,
+  ) {
+    this.assets = new AssetStore(nc, prefix);
+  }
+
+  private bucket(): Promise<KV> {
+    this.kv ??= ensureBucket(this.nc, MANIFEST_BUCKET(this.prefix), { history: 1 }).catch((error) => {
+      this.kv = undefined;
+      throw error;
+    });
+    return this.kv;
+  }
+
+  /** After a NATS reconnect: buckets are opened (or created) again on next use. */
+  reset(): void {
+    this.kv = undefined;
+    this.assets.reset();
+  }
+
+  /** Copies a loaded plugin's `ui/` files to the asset store, unless this version's are there already. */
+  async publishAssets(row: PluginRow, root: string): Promise<void> {
+    const files = (await listPackageFiles(root)).filter((f) => f.path.startsWith("ui/"));
+    for (const file of files) {
+      const name = assetName(row.plugin_id, row.version, file.path);
+      if (await this.assets.has(name)) continue;
+      await this.assets.put(name, await readFile(file.full));
+    }
+  }
+
+  /** The manifest the active plugins make now. */
+  async build(db: Queries): Promise<UiAssetManifest> {
+    const rows = await db.any<PluginRow>(
+      sql`SELECT * FROM plugin_registry.plugins WHERE state = 'active' ORDER BY plugin_id`,
+    );
+    const templates = await db.any<{ plugin_id: string; template_path: string }>(sql`
+      SELECT d.plugin_id, d.template_path FROM plugin_registry.theme_definitions d
+      JOIN plugin_registry.plugins p ON p.plugin_id = d.plugin_id AND p.version = d.version
+      WHERE p.state = 'active' AND d.is_active AND d.surface = 'workspace'
+      ORDER BY d.plugin_id, d.template_path`);
+    return {
+      generatedAtUtc: new Date().toISOString(),
+      entries: rows.flatMap((r) =>
+        (r.registry.uiAssets?.entries ?? []).map((e) => ({
+          pluginId: r.plugin_id,
+          surface: e.surface,
+          entryPath: assetName(r.plugin_id, r.version, e.path),
+        })),
+      ),
+      styleEntries: rows.flatMap((r) =>
+        (r.registry.uiAssets?.styles ?? []).map((e) => ({
+          pluginId: r.plugin_id,
+          surface: e.surface,
+          stylePath: assetName(r.plugin_id, r.version, e.path),
+        })),
+      ),
+      workspaceTemplates: [...new Set(templates.map((t) => `${t.plugin_id}\u0000${t.template_path}`))].map(
+        (k) => {
+          const [pluginId, templatePath] = k.split("\u0000") as [string, string];
+          return { pluginId, templatePath };
+        },
+      ),
+    };
+  }
+
+  /** Writes the manifest when its content changed; true when this call wrote it. */
+  async publish(db: Queries): Promise<boolean> {
+    const next = await this.build(db);
+    const kv = await this.bucket();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await kv.get(MANIFEST_KEY);
+      if (current !== null && current.operation === "PUT" && sameContent(current.string(), next))
+        return false;
+      const bytes = new TextEncoder().encode(canonicalize(next));
+      try {
+        if (current === null || current.operation !== "PUT") await kv.create(MANIFEST_KEY, bytes);
+        else await kv.update(MANIFEST_KEY, bytes, current.revision);
+        this.log.info({ entries: next.entries.length }, "UI-asset manifest published");
+        return true;
+      } catch {
+        // Another replica wrote meanwhile: look again.
+      }
+    }
+    return false;
+  }
+}
+
+function sameContent(stored: string, next: UiAssetManifest): boolean {
+  try {
+    const content = (m: UiAssetManifest) =>
+      canonicalize({
+        entries: m.entries,
+        styleEntries: m.styleEntries,
+        workspaceTemplates: m.workspaceTemplates,
+      });
+    return content(JSON.parse(stored) as UiAssetManifest) === content(next);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * One active plugin in its own process (ADR 0007; isolate.ts): started from a verified package, with a heap
+ * limit; watched by a heartbeat. Whatever the plugin does (throws, loops, exhausts its heap, calls
+ * `process.exit`), the service goes on; the process is ended and `onFailure` says why, once. Processes
+ * come from a pool that keeps one spare started (the NATS client loaded and connected), so an activation
+ * does not wait for a process to boot.
+ */
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import type { Logger } from "@svc/observability";
+
+import { type Isolate, startIsolate } from "./isolate.js";
+
+export interface PublishedByPlugin {
+  readonly eventName: string;
+  readonly workspaceKey: string | null;
+  readonly payload: unknown;
+}
+
+export interface WorkerHostOptions {
+  readonly pluginId: string;
+  readonly version: string;
+  readonly root: string;
+  readonly entryFile: string;
+  readonly entryTypeName: string;
+  /** A worker that does not answer a heartbeat for this long is stuck (a busy loop): it is ended. */
+  readonly hangTimeoutMs: number;
+  /** Longest the start (module load and `activate`) may take. */
+  readonly startTimeoutMs: number;
+  /** The worker serves this subject itself, with its own connection (its pool's NATS servers). */
+  readonly serve?: { readonly subject: string; readonly queue: string };
+  readonly log: Logger;
+  readonly publish: (event: PublishedByPlugin) => Promise<void>;
+  readonly onFailure: (reason: string) => void;
+}
+
+type WorkerMessage =
+  | { type: "idle" }
+  | { type: "ready"; handlers: string[] }
+  | { type: "failed"; error: { message: string } }
+  | { type: "pong"; id: number }
+  | { type: "publish"; id: number; event: PublishedByPlugin }
+  | { type: "log"; level: "debug" | "info" | "warn" | "error"; message: string; data: unknown }
+  | { type: "crashed"; error: { message: string } }
+  | { type: "stopped" };
+
+const WORKER_URL = new URL("./plugin-worker.mjs", import.meta.url);
+
+/** Starts plugin processes with the same limits and keeps `spares` started in advance. */
+export class WorkerPool {
+  private readonly ready: Isolate[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly memoryLimitMb: number,
+    /** NATS server URL(s) the processes connect to; none: processes that serve no subject (tests). */
+    private readonly natsServers: readonly string[] | null,
+    private readonly spares = 2,
+  ) {}
+
+  /** A started process for one plugin (a spare when there is one); the spares are topped up. */
+  take(): Isolate {
+    let isolate = this.ready.shift();
+    while (isolate?.exited) isolate = this.ready.shift();
+    setImmediate(() => this.refill());
+    return isolate ?? this.start();
+  }
+
+  /** Starts spares up to the number kept (at service start, so the first activation finds one). */
+  refill(): void {
+    for (let i = this.ready.length - 1; i >= 0; i--) if (this.ready[i]?.exited) this.ready.splice(i, 1);
+    while (!this.closed && this.ready.length < this.spares) this.ready.push(this.start());
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.ready.splice(0).map((i) => i.kill()));
+  }
+
+  private start(): Isolate {
+    return startIsolate(WORKER_URL, { natsServers: this.natsServers }, this.memoryLimitMb);
+  }
+}
+
+export class WorkerHost {
+  private readonly worker: Isolate;
+  private nextId = 0;
+  private lastPong = Date.now();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private ended = false;
+  private stopping = false;
+  private handlers: ReadonlySet<string> = new Set();
+  /** What the plugin's process said before it ended (an uncaught error). */
+  private crash: string | undefined;
+  readonly ready: Promise<void>;
+
+  constructor(
+    pool: WorkerPool,
+    private readonly options: WorkerHostOptions,
+  ) {
+    this.worker = pool.take();
+    this.worker.send({
+      type: "load",
+      plugin: {
+        entryUrl: pathToFileURL(join(options.root, options.entryFile)).href,
+        entryTypeName: options.entryTypeName,
+        pluginId: options.pluginId,
+        version: options.version,
+        subject: options.serve?.subject ?? null,
+        queue: options.serve?.queue ?? null,
+      },
+    });
+    this.ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`the plugin did not start within ${options.startTimeoutMs} ms`));
+        void this.end();
+      }, options.startTimeoutMs);
+      const settle = (error?: Error) => {
+        clearTimeout(timer);
+        if (error) reject(error);
+        else resolve();
+      };
+      this.worker.onMessage((raw) => {
+        const message = raw as WorkerMessage;
+        if (message.type === "ready") {
+          this.handlers = new Set(message.handlers);
+          this.startHeartbeat();
+          settle();
+        } else if (message.type === "failed") {
+          settle(new Error(message.error.message));
+          void this.end();
+        } else if (message.type === "crashed") {
+          this.crash = `the plugin crashed: ${message.error.message.slice(0, 500)}`;
+        } else this.onMessage(message);
+      });
+      this.worker.onExit((code, signal) => {
+        const reason = this.crash ?? describeExit(code, signal);
+        settle(new Error(`${reason} while starting`));
+        this.fail(reason);
+      });
+    });
+    // A start failure is reported by `ready`; a later one by onFailure.
+    this.ready.catch(() => undefined);
+  }
+
+  /** Whether the entry object has a method of this name. */
+  has(handler: string): boolean {
+    return this.handlers.has(handler);
+  }
+
+  /** Asks the plugin to deactivate, then ends the worker (after `graceMs` at most). */
+  async stop(graceMs = 1_000): Promise<void> {
+    if (this.ended) return;
+    this.stopping = true;
+    const stopped = new Promise<void>((resolve) => {
+      const onMessage = (m: unknown) => {
+        if ((m as WorkerMessage).type === "stopped") resolve();
+      };
+      this.worker.onMessage(onMessage);
+      setTimeout(resolve, graceMs).unref();
+    });
+    this.worker.send({ type: "stop" });
+    await stopped;
+    await this.end();
+  }
+
+  get running(): boolean {
+    return !this.ended;
+  }
+
+  private onMessage(message: WorkerMessage): void {
+    switch (message.type) {
+      case "pong":
+        this.lastPong = Date.now();
+        return;
+      case "publish":
+        this.options.publish(message.event).then(
+          () => this.post({ type: "published", id: message.id }),
+          (error: unknown) =>
+            this.post({ type: "published", id: message.id, error: (error as Error).message }),
+        );
+        return;
+      case "log": {
+        const fields = { pluginId: this.options.pluginId, data: message.data };
+        const level = ["debug", "info", "warn", "error"].includes(message.level) ? message.level : "info";
+        this.options.log[level](fields, `plugin: ${message.message.slice(0, 2_000)}`);
+        return;
+      }
+      case "idle":
+      case "ready":
+      case "failed":
+      case "crashed":
+      case "stopped":
+        return;
+    }
+  }
+
+  private post(message: unknown): void {
+    if (!this.ended) this.worker.send(message);
+  }
+
+  private startHeartbeat(): void {
+    const every = Math.max(50, Math.floor(this.options.hangTimeoutMs / 4));
+    this.lastPong = Date.now();
+    this.heartbeat = setInterval(() => {
+      if (Date.now() - this.lastPong > this.options.hangTimeoutMs) {
+        this.fail(
+          `the plugin stopped answering for more than ${this.options.hangTimeoutMs} ms (a busy loop?)`,
+        );
+        return;
+      }
+      this.post({ type: "ping", id: ++this.nextId });
+    }, every);
+    this.heartbeat.unref();
+  }
+
+  private fail(reason: string): void {
+    if (this.ended) return;
+    const expected = this.stopping;
+    void this.end();
+    if (!expected) this.options.onFailure(reason);
+  }
+
+  private async end(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    await this.worker.kill();
+  }
+}
+
+/** Why a plugin's process ended, in words (an out-of-memory abort, a signal, an exit code). */
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  // V8 aborts the process when the heap limit is reached (SIGABRT, or SIGTRAP on some builds).
+  if (signal === "SIGABRT" || signal === "SIGTRAP" || code === 134)
+    return "the plugin exceeded its memory limit";
+  if (signal !== null) return `the plugin's process was ended by ${signal}`;
+  return `the plugin's process exited (code ${code})`;
+}

@@ -1,0 +1,100 @@
+/**
+ * Server-side rendering of a workspace's surface (issue 13, item 6; spec 4.1 render rules 3-5; ADR 0008).
+ * The primary plugin of the workspace's chain (active, entitled) renders its `views/surface/index.njk`
+ * with the whole chain's `views/surface/` directories on the loader path, from the packages this replica
+ * verified when it loaded them. No chain, no entry template or a template error: the gateway serves the
+ * shell instead (a template error is logged). Render context: SurfaceKey `default`, SurfaceType `spa`,
+ * Locale `de`, tokens (the theme's values, with `themePluginId` when the workspace has a theme plugin),
+ * the workspace and its route, the theme, its values as `settings`, the navigation and the snippets.
+ */
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+
+import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
+import type { Db } from "@svc/db";
+import { ValidationError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
+
+import { publicChain } from "./assignments.js";
+import type { SurfaceRenderer } from "./runtime/renderer.js";
+import type { PluginRuntime } from "./runtime/runtime.js";
+import { themeOf } from "./themes.js";
+
+export interface SurfaceDeps {
+  readonly db: Db;
+  readonly runtime: PluginRuntime;
+  readonly renderer: SurfaceRenderer;
+  readonly log: Logger;
+}
+
+const isFile = (path: string) =>
+  stat(path).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+
+export async function renderSurface(
+  deps: SurfaceDeps,
+  request: { workspace: PublicWorkspace; publicBaseUrl: string; path: string; data: SurfaceData },
+): Promise<RenderedSurface> {
+  const wk = request.workspace.workspace.key;
+  const chain = await publicChain(deps.db, wk);
+  const roots = chain.flatMap((pluginId) => {
+    const found = deps.runtime.packageOf(pluginId);
+    return found === undefined
+      ? []
+      : [{ pluginId, dir: join(found.root, "views", "surface"), sha256: found.sha256 }];
+  });
+  const primary = roots[0];
+  if (primary === undefined || primary.pluginId !== chain[0]) return { html: null, reason: "no-chain" };
+  if (!(await isFile(join(primary.dir, "index.njk")))) return { html: null, reason: "no-entry" };
+  const theme = await themeOf(deps.db, wk);
+  const tokens: Record<string, string> = { ...theme.valuesByKey };
+  if (theme.themePluginId !== null) tokens.themePluginId = theme.themePluginId;
+  const context = {
+    SurfaceKey: "default",
+    SurfaceType: "spa",
+    Locale: "de",
+    tokens,
+    workspace: request.workspace.workspace,
+    route: { ...request.workspace.route, publicBaseUrl: request.publicBaseUrl, path: request.path },
+    theme,
+    settings: theme.valuesByKey,
+    navigation: request.data.navigation,
+    snippets: request.data.snippets,
+    chain,
+  };
+  try {
+    const html = await deps.renderer.render({
+      chainKey: roots.map((r) => `${r.pluginId}@${r.sha256}`).join(","),
+      roots: roots.map((r) => ({ pluginId: r.pluginId, dir: r.dir })),
+      entry: `@${primary.pluginId}/index.njk`,
+      context,
+    });
+    return { html, reason: "rendered" };
+  } catch (error) {
+    deps.log.warn(
+      { workspaceKey: wk, pluginId: primary.pluginId, error: (error as Error).message },
+      "a surface template failed; the shell is served instead",
+    );
+    return { html: null, reason: "template-error" };
+  }
+}
+
+/** Checks a render request arriving over NATS (any client can send one). */
+export function decodeRenderRequest(payload: unknown) {
+  const p = (payload ?? {}) as Record<string, unknown>;
+  const ws = p.workspace as { workspace?: { key?: unknown } } | undefined;
+  const data = p.data as { navigation?: unknown; snippets?: unknown } | undefined;
+  if (
+    typeof ws?.workspace?.key !== "string" ||
+    typeof p.publicBaseUrl !== "string" ||
+    typeof p.path !== "string" ||
+    !Array.isArray(data?.navigation) ||
+    typeof data?.snippets !== "object" ||
+    data.snippets === null
+  ) {
+    throw new ValidationError([{ field: "/", message: "needs workspace, publicBaseUrl, path and data" }]);
+  }
+  return payload as { workspace: PublicWorkspace; publicBaseUrl: string; path: string; data: SurfaceData };
+}

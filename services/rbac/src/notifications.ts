@@ -1,0 +1,206 @@
+/**
+ * Notifications (issue 14, item 2). rbac follows three platform events with durable JetStream consumers
+ * (one per event, so nothing published while rbac is down is lost, and a redelivery adds nothing) and
+ * addresses each to the operators who can act on it:
+ * - `job.dead-lettered` (the job reaper): holders of `webhook.manage` for webhook deliveries, else of
+ *   `job.read`;
+ * - `webhook.circuit-opened` (the webhook dispatcher): holders of `webhook.manage`;
+ * - `plugin.refused` (the plugin registry, at re-verification): holders of `plugin.execute`.
+ * A holder is an active user whose global role grants the key (or `*`, or is superadmin) or, for an event
+ * of a workspace, a member whose member roles there grant it. `GET /api/notifications` lists the caller's
+ * own, unread first; `PUT /api/notifications/{id}/read` marks one read.
+ */
+import { randomUUID } from "node:crypto";
+
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { Header } from "@svc/bus";
+import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { NotFoundError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
+
+import type { RbacHandler } from "./deps.js";
+
+interface Described {
+  readonly key: string;
+  readonly title: string;
+  readonly detail: string | null;
+}
+
+type Data = Record<string, unknown>;
+const text = (v: unknown) => (typeof v === "string" ? v : typeof v === "number" ? String(v) : "");
+
+/** What each followed event means for an operator, and who can act on it. */
+const KINDS: Record<string, (data: Data) => Described> = {
+  "job.dead-lettered": (d) => ({
+    key: text(d.type).startsWith("webhook.") ? "webhook.manage" : "job.read",
+    title: `Job ${text(d.type)} #${text(d.jobId)} failed for good after ${text(d.attempts)} attempt(s)`,
+    detail: typeof d.lastError === "string" ? d.lastError : null,
+  }),
+  "webhook.circuit-opened": (d) => ({
+    key: "webhook.manage",
+    title: `Webhook deliveries to ${text(d.origin)} are paused`,
+    detail: `${text(d.failures)} failed deliveries in a row; deliveries are tried again after ${Math.round(Number(d.openForMs) / 1000)} s.`,
+  }),
+  "plugin.refused": (d) => ({
+    key: "plugin.execute",
+    title: `Plugin ${text(d.pluginId)} ${text(d.version)} was refused when it was verified again`,
+    detail: typeof d.reason === "string" ? d.reason : null,
+  }),
+};
+
+/** The users who can act on an event: by their global role, or by their member roles in its workspace. */
+async function recipients(db: Queries, key: string, workspaceKey: string | null): Promise<string[]> {
+  const rows = await db.any<{ id: string }>(sql`
+    SELECT u.id FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role
+    WHERE u.is_active AND (r.name = 'superadmin' OR ${key} = ANY(r.permissions) OR '*' = ANY(r.permissions))
+    UNION
+    SELECT u.id FROM rbac.membership_roles mr
+    JOIN rbac.users u ON u.id = mr.user_id JOIN rbac.roles r ON r.name = mr.role
+    WHERE u.is_active AND mr.workspace_key = ${workspaceKey ?? ""} AND ${key} = ANY(r.permissions)`);
+  return rows.map((r) => r.id);
+}
+
+/** Records one event's notifications (idempotent by event id). */
+export async function notify(
+  db: Db,
+  event: { eventName: string; eventId: string; workspaceKey: string | null; data: Data },
+): Promise<number> {
+  const kind = KINDS[event.eventName];
+  if (kind === undefined) return 0;
+  const d = kind(event.data);
+  const users = await recipients(db, d.key, event.workspaceKey);
+  if (users.length === 0) return 0;
+  const inserted = await db.any(sql`
+    INSERT INTO rbac.notifications (id, user_id, event_id, kind, title, detail, workspace_key, data)
+    SELECT id, u, ${event.eventId}, ${event.eventName}, ${d.title.slice(0, 500)}, ${d.detail?.slice(0, 2_000) ?? null},
+           ${event.workspaceKey}, ${JSON.stringify(event.data)}::jsonb
+    FROM unnest(${users.map(() => randomUUID())}::uuid[], ${users}::uuid[]) AS t(id, u)
+    ON CONFLICT (user_id, event_id) DO NOTHING
+    RETURNING 1 AS one`);
+  return inserted.length;
+}
+
+/**
+ * Follows the events with one durable consumer each (created when missing: at start and after a NATS
+ * server lost its store). A message is acknowledged once its notifications are recorded; a failure is
+ * redelivered after 5 s.
+ */
+export async function followNotifications(
+  nc: NatsConnection,
+  db: Db,
+  options: { stream: string; prefix: string; log: Logger },
+): Promise<{ ensure: () => Promise<void>; stop: () => void }> {
+  const jsm = await jetstreamManager(nc);
+  let stopped = false;
+  const loops: Array<{ stop: () => void }> = [];
+  const durable = (eventName: string) => `${options.prefix}-rbac-notify-${eventName.replaceAll(".", "-")}`;
+  const handle = async (m: JsMsg, eventName: string) => {
+    try {
+      await notify(db, {
+        eventName,
+        eventId: m.headers?.get(Header.MsgId) || `seq-${m.seq}`,
+        workspaceKey: m.headers?.get(Header.WorkspaceKey) || null,
+        data: m.data.length === 0 ? {} : m.json(),
+      });
+      m.ack();
+    } catch (error) {
+      options.log.warn(
+        { eventName, error: (error as Error).message },
+        "could not record notifications; retried",
+      );
+      m.nak(5_000);
+    }
+  };
+  const ensure = async () => {
+    for (const loop of loops.splice(0)) loop.stop();
+    for (const eventName of Object.keys(KINDS)) {
+      const name = durable(eventName);
+      await jsm.consumers.info(options.stream, name).catch(() =>
+        jsm.consumers
+          .add(options.stream, {
+            durable_name: name,
+            ack_policy: AckPolicy.Explicit,
+            deliver_policy: DeliverPolicy.New,
+            filter_subject: `${options.prefix}.events.${eventName}`,
+            ack_wait: 30_000_000_000,
+          })
+          .catch(() => jsm.consumers.info(options.stream, name)),
+      );
+      const messages = await (
+        await jetstream(nc).consumers.get(options.stream, name)
+      ).consume({ max_messages: 50 });
+      loops.push({ stop: () => void messages.stop() });
+      void (async () => {
+        for await (const m of messages) {
+          if (stopped) break;
+          await handle(m, eventName);
+        }
+      })().catch(() => undefined);
+    }
+  };
+  await ensure();
+  return {
+    ensure,
+    stop: () => {
+      stopped = true;
+      for (const loop of loops.splice(0)) loop.stop();
+    },
+  };
+}
+
+interface NotificationRow {
+  id: string;
+  kind: string;
+  title: string;
+  detail: string | null;
+  workspace_key: string | null;
+  data: unknown;
+  created_at: Date;
+  read_at: Date | null;
+  read_flag: number;
+}
+
+const INBOX: Listing = { tag: "notifications", kinds: ["text", "timestamp", "uuid"] };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const view = (r: NotificationRow) => ({
+  id: r.id,
+  kind: r.kind,
+  title: r.title,
+  detail: r.detail,
+  workspaceKey: r.workspace_key,
+  data: r.data,
+  createdAtUtc: r.created_at.toISOString(),
+  readAtUtc: r.read_at?.toISOString() ?? null,
+});
+
+export const listNotifications: RbacHandler<"notifications.list"> = async (deps, req) => {
+  const user = req.principal.subject;
+  const { limit, after } = readPage(req.query, INBOX);
+  // Only users have an inbox (an API key or an integration has none).
+  if (!UUID.test(user)) return { status: 200, body: { items: [], nextCursor: null } };
+  const rows = await deps.db.any<NotificationRow>(sql`
+    SELECT *, (read_at IS NOT NULL)::int AS read_flag FROM rbac.notifications
+    WHERE user_id = ${user}
+      AND (${req.query.unreadOnly === true} = false OR read_at IS NULL)
+      AND (${after === null}
+        OR (read_at IS NOT NULL)::int > ${Number(after?.[0] ?? 0)}
+        OR ((read_at IS NOT NULL)::int = ${Number(after?.[0] ?? 0)}
+            AND (created_at, id) < (${after?.[1] ?? null}::timestamptz, ${after?.[2] ?? null}::uuid)))
+    ORDER BY (read_at IS NOT NULL), created_at DESC, id DESC
+    LIMIT ${limit + 1}`);
+  return {
+    status: 200,
+    body: toPage(rows, limit, INBOX, (r) => [String(r.read_flag), r.created_at.toISOString(), r.id], view),
+  };
+};
+
+export const markRead: RbacHandler<"notifications.read"> = async (deps, req) => {
+  const row = await deps.db.maybeOne<NotificationRow>(sql`
+    UPDATE rbac.notifications SET read_at = COALESCE(read_at, now())
+    WHERE id = ${req.params.id} AND user_id::text = ${req.principal.subject}
+    RETURNING *, 1 AS read_flag`);
+  if (row === null) throw new NotFoundError(`Notification '${req.params.id}' was not found.`);
+  return { status: 200, body: view(row) };
+};

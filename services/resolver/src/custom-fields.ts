@@ -1,0 +1,165 @@
+/**
+ * Custom fields (issue 14, item 4). Installed plugins define them per entity type (registry.json
+ * `customFields`: on `user`, `workspace`, `tenant`, or an entity of their own such as `crm.contact`); the
+ * resolver follows the registry's contributions for the definitions and keeps the values. A PUT is checked
+ * against the definitions: known keys, each value by its type (text, number, boolean, select among its
+ * options, url, color, date, email), and every required field set afterwards. A workspace or tenant must
+ * exist; a workspace session reaches only its own workspace's fields (other entities: 404).
+ */
+import { requireReach } from "@svc/access";
+import type { Principal } from "@svc/bus";
+import type { PluginContribution } from "@svc/contracts";
+import { type Queries, sql } from "@svc/db";
+import { NotFoundError, ValidationError } from "@svc/errors";
+import { checkValue, serialiseValue } from "@svc/plugin-package";
+
+import type { ResolverHandler } from "./deps.js";
+
+export interface FieldDefinition {
+  readonly entityName: string;
+  readonly key: string;
+  readonly label: string;
+  readonly type: string;
+  readonly required: boolean;
+  readonly options: string[];
+  readonly description: string | null;
+  readonly pluginId: string;
+}
+
+/** The definitions of the installed plugins, kept current by the contributions follower. */
+export class CustomFieldCatalogue {
+  private byEntity = new Map<string, FieldDefinition[]>();
+
+  apply(plugins: readonly PluginContribution[]): void {
+    const next = new Map<string, FieldDefinition[]>();
+    for (const p of plugins) {
+      for (const f of p.customFields ?? []) {
+        const list = next.get(f.entityName) ?? [];
+        if (!list.some((d) => d.key === f.key))
+          list.push({ ...f, options: [...f.options], pluginId: p.pluginId });
+        next.set(f.entityName, list);
+      }
+    }
+    this.byEntity = next;
+  }
+
+  of(entityName: string): FieldDefinition[] {
+    return this.byEntity.get(entityName) ?? [];
+  }
+
+  all(): FieldDefinition[] {
+    return [...this.byEntity.values()]
+      .flat()
+      .sort((a, b) => a.entityName.localeCompare(b.entityName) || a.key.localeCompare(b.key));
+  }
+}
+
+export interface CustomFieldDeps {
+  readonly db: Queries;
+  readonly catalogue: CustomFieldCatalogue;
+}
+
+type Handler<K extends "custom-fields.definitions" | "custom-fields.get" | "custom-fields.put"> = (
+  deps: CustomFieldDeps,
+  request: Parameters<ResolverHandler<K>>[1],
+) => ReturnType<ResolverHandler<K>>;
+
+export const definitions: Handler<"custom-fields.definitions"> = async (deps, req) => ({
+  status: 200,
+  body: {
+    items:
+      req.query.entityName === undefined ? deps.catalogue.all() : deps.catalogue.of(req.query.entityName),
+  },
+});
+
+/** 404 unless the entity has fields, exists (workspaces and tenants), and is within the caller's reach. */
+async function entity(deps: CustomFieldDeps, principal: Principal, entityName: string, entityId: string) {
+  const fields = deps.catalogue.of(entityName);
+  const reach = requireReach(principal);
+  const notFound = () => new NotFoundError(`No ${entityName} '${entityId}' with custom fields.`);
+  if (reach.kind === "workspace" && (entityName !== "workspace" || entityId !== reach.workspaceKey))
+    throw notFound();
+  if (fields.length === 0) throw notFound();
+  const table =
+    entityName === "workspace"
+      ? sql`resolver.workspaces`
+      : entityName === "tenant"
+        ? sql`resolver.tenants`
+        : null;
+  if (
+    table !== null &&
+    (await deps.db.maybeOne(sql`SELECT 1 AS one FROM ${table} WHERE key = ${entityId}`)) === null
+  ) {
+    throw notFound();
+  }
+  return fields;
+}
+
+async function values(db: Queries, entityName: string, entityId: string): Promise<Record<string, string>> {
+  const rows = await db.any<{ key: string; value: string }>(sql`
+    SELECT key, value FROM resolver.custom_field_values WHERE entity_name = ${entityName} AND entity_id = ${entityId}`);
+  return Object.fromEntries(rows.map((r) => [r.key, r.value]));
+}
+
+export const getValues: Handler<"custom-fields.get"> = async (deps, req) => {
+  const { entityName, entityId } = req.params;
+  const fields = await entity(deps, req.principal, entityName, entityId);
+  const stored = await values(deps.db, entityName, entityId);
+  const known = new Set(fields.map((f) => f.key));
+  return {
+    status: 200,
+    body: {
+      entityName,
+      entityId,
+      values: Object.fromEntries(Object.entries(stored).filter(([k]) => known.has(k))),
+      fields,
+    },
+  };
+};
+
+export const putValues: Handler<"custom-fields.put"> = async (deps, req) => {
+  const { entityName, entityId } = req.params;
+  const fields = await entity(deps, req.principal, entityName, entityId);
+  const byKey = new Map(fields.map((f) => [f.key, f]));
+  const violations: Array<{ field: string; message: string }> = [];
+  const set: Array<[string, string]> = [];
+  const unset: string[] = [];
+  for (const [key, raw] of Object.entries(req.body.values)) {
+    const def = byKey.get(key);
+    const field = `/body/values/${key}`;
+    if (def === undefined) {
+      violations.push({ field, message: `'${entityName}' has no custom field '${key}'` });
+      continue;
+    }
+    if (raw === null) {
+      unset.push(key);
+      continue;
+    }
+    const value = serialiseValue(raw) ?? "";
+    const problem = checkValue({ ...def, helpText: null, value: null, group: null, order: 0 }, value);
+    if (problem !== null) violations.push({ field, message: problem });
+    else set.push([key, value]);
+  }
+  // Required fields must hold a value once the change is applied.
+  const after = { ...(await values(deps.db, entityName, entityId)) };
+  for (const k of unset) delete after[k];
+  for (const [k, v] of set) after[k] = v;
+  for (const f of fields) {
+    if (f.required && (after[f.key] ?? "").trim() === "") {
+      violations.push({ field: `/body/values/${f.key}`, message: "is required" });
+    }
+  }
+  if (violations.length > 0) throw new ValidationError(violations);
+  const actor = req.principal.subject;
+  await deps.db.query(sql`
+    DELETE FROM resolver.custom_field_values
+    WHERE entity_name = ${entityName} AND entity_id = ${entityId} AND key = ANY(${unset}::text[])`);
+  if (set.length > 0) {
+    await deps.db.query(sql`
+      INSERT INTO resolver.custom_field_values (entity_name, entity_id, key, value, updated_by)
+      SELECT ${entityName}, ${entityId}, k, v, ${actor}
+      FROM unnest(${set.map((x) => x[0])}::text[], ${set.map((x) => x[1])}::text[]) AS t(k, v)
+      ON CONFLICT (entity_name, entity_id, key) DO UPDATE SET value = excluded.value, updated_by = excluded.updated_by, updated_at = now()`);
+  }
+  return getValues(deps, req);
+};

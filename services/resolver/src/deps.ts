@@ -1,0 +1,20 @@
+/** What the resolver's route handlers share, and their type from the route contracts. */
+import type { ReplyOfRoute, RequestOfRoute, resolverRoutes } from "@svc/contracts";
+import type { Db } from "@svc/db";
+import type { Logger } from "@svc/observability";
+import type { Outbox } from "@svc/outbox";
+
+export interface ResolverDeps {
+  readonly db: Db;
+  /** Workspace events are recorded with the change they describe, and relayed from there. */
+  readonly outbox: Outbox;
+  readonly log: Logger;
+  /** Tells the services that keep per-workspace data (plugin chains, themes) that workspaces went. */
+  readonly announceDeleted: (workspaceKeys: readonly string[], tenantKeys: readonly string[]) => void;
+}
+
+type Routes = typeof resolverRoutes;
+export type ResolverHandler<K extends keyof Routes> = (
+  deps: ResolverDeps,
+  request: RequestOfRoute<Routes[K]>,
+) => Promise<ReplyOfRoute<Routes[K]>>;

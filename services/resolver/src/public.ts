@@ -1,0 +1,208 @@
+/**
+ * What the public workspace routes read from the resolver (spec 2.1, 2.2, 4.1): a visible workspace with
+ * its route info, by host and path (longest path prefix wins) or by key, and a surface's navigation.
+ * Visible: the workspace and its tenant are active and, with BackendHost:DefaultTenantKey set, it belongs
+ * to that tenant. Requests arrive over NATS from any client, so their shape is checked here.
+ */
+import type {
+  NavigationView,
+  NavItem,
+  PublicWorkspace,
+  PublicWorkspaceRequest,
+  SurfaceData,
+} from "@svc/contracts";
+import { type Queries, sql } from "@svc/db";
+import { ValidationError } from "@svc/errors";
+import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
+
+const KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export function decodePublicRequest(payload: unknown): PublicWorkspaceRequest {
+  const p = (payload ?? {}) as Record<string, unknown>;
+  if (typeof p.workspaceKey === "string" && p.workspaceKey.length <= 63)
+    return { workspaceKey: p.workspaceKey };
+  if (
+    typeof p.host === "string" &&
+    p.host.length <= MAX_HOST_LENGTH &&
+    typeof p.path === "string" &&
+    p.path.length <= MAX_PATH_LENGTH
+  ) {
+    return { host: p.host, path: p.path };
+  }
+  throw new ValidationError([{ field: "/", message: "needs workspaceKey, or host and path" }]);
+}
+
+interface Row {
+  key: string;
+  name: string;
+  type: string;
+  access_policy: "Public" | "Authenticated";
+  tenant_key: string;
+  public_base_url: string | null;
+  host: string | null;
+  path_prefix: string | null;
+}
+
+const visible = (defaultTenantKey: string | null) => sql`
+  w.is_active AND t.is_active AND (${defaultTenantKey}::text IS NULL OR t.key = ${defaultTenantKey}::text)`;
+
+export async function publicWorkspace(
+  db: Queries,
+  defaultTenantKey: string | null,
+  request: PublicWorkspaceRequest,
+): Promise<PublicWorkspace | null> {
+  let row: Row | null;
+  if ("workspaceKey" in request) {
+    if (!KEY.test(request.workspaceKey)) return null;
+    row = await db.maybeOne<Row>(sql`
+      SELECT w.key, w.name, w.type, w.access_policy, w.tenant_key, w.public_base_url, b.host, b.path_prefix
+      FROM resolver.workspaces w JOIN resolver.tenants t ON t.key = w.tenant_key
+      LEFT JOIN LATERAL (
+        SELECT host, path_prefix FROM resolver.workspace_bindings WHERE workspace_key = w.key
+        ORDER BY length(path_prefix), host LIMIT 1) b ON true
+      WHERE w.key = ${request.workspaceKey} AND ${visible(defaultTenantKey)}`);
+  } else {
+    const host = normaliseHost(request.host);
+    if (host === null) return null;
+    const path = normalisePath(request.path);
+    row = await db.maybeOne<Row>(sql`
+      SELECT w.key, w.name, w.type, w.access_policy, w.tenant_key, w.public_base_url, b.host, b.path_prefix
+      FROM resolver.workspace_bindings b
+      JOIN resolver.workspaces w ON w.key = b.workspace_key
+      JOIN resolver.tenants t ON t.key = w.tenant_key
+      WHERE b.host = ${host} AND ${visible(defaultTenantKey)}
+        AND (b.path_prefix = '/' OR b.path_prefix = ${path} OR starts_with(${path}, b.path_prefix || '/'))
+      ORDER BY length(b.path_prefix) DESC
+      LIMIT 1`);
+  }
+  if (row === null) return null;
+  return {
+    workspace: { key: row.key, name: row.name, type: row.type },
+    accessPolicy: row.access_policy,
+    tenantKey: row.tenant_key,
+    route: {
+      publicBaseUrl: row.public_base_url,
+      publicHost: row.host ?? "",
+      publicPathPrefix: row.path_prefix ?? "/",
+    },
+  };
+}
+
+interface NavigationRequest {
+  workspaceKey: string;
+  surfaceKey: string;
+  parentKey?: string;
+  /** The path prefix the workspace was reached under (the matched binding's); default: its first binding's. */
+  pathPrefix?: string;
+}
+
+export function decodeNavigationRequest(payload: unknown): NavigationRequest {
+  const p = (payload ?? {}) as Record<string, unknown>;
+  const violations: Array<{ field: string; message: string }> = [];
+  if (typeof p.workspaceKey !== "string" || p.workspaceKey.length > 63) {
+    violations.push({ field: "/workspaceKey", message: "is required" });
+  }
+  if (typeof p.surfaceKey !== "string" || p.surfaceKey.length > 63) {
+    violations.push({ field: "/surfaceKey", message: "is required" });
+  }
+  if (p.parentKey !== undefined && (typeof p.parentKey !== "string" || p.parentKey.length > 100)) {
+    violations.push({ field: "/parentKey", message: "is a string" });
+  }
+  if (
+    p.pathPrefix !== undefined &&
+    (typeof p.pathPrefix !== "string" || !/^\/[^\s]{0,199}$/.test(p.pathPrefix))
+  ) {
+    violations.push({ field: "/pathPrefix", message: "is a path" });
+  }
+  if (violations.length > 0) throw new ValidationError(violations);
+  return {
+    workspaceKey: p.workspaceKey as string,
+    surfaceKey: p.surfaceKey as string,
+    ...(typeof p.parentKey === "string" ? { parentKey: p.parentKey } : {}),
+    ...(typeof p.pathPrefix === "string" ? { pathPrefix: p.pathPrefix } : {}),
+  };
+}
+
+const join = (base: string, segment: string) =>
+  segment === "" ? base : `${base === "/" ? "" : base.replace(/\/$/, "")}/${segment}`;
+
+/**
+ * The navigation of a visible workspace's surface: the visible children of its application root (or of the
+ * item `parentKey`), ordered by `order` then title, each with its full path: the path prefix the workspace
+ * was reached under, the root's path, then each segment down to the item.
+ */
+export async function navigation(
+  db: Queries,
+  defaultTenantKey: string | null,
+  request: NavigationRequest,
+): Promise<NavigationView | null> {
+  const ws = await publicWorkspace(db, defaultTenantKey, { workspaceKey: request.workspaceKey });
+  if (ws === null) return null;
+  const surface = await db.maybeOne<{ root: NavItem }>(sql`
+    SELECT root FROM resolver.surfaces
+    WHERE workspace_key = ${request.workspaceKey} AND surface_key = ${request.surfaceKey}`);
+  if (surface === null) return null;
+  const rootPath = join(request.pathPrefix ?? ws.route.publicPathPrefix, surface.root.path);
+  let parent: NavItem | undefined = surface.root;
+  let parentPath = rootPath;
+  if (request.parentKey !== undefined) {
+    const find = (item: NavItem, path: string): [NavItem, string] | undefined => {
+      for (const child of item.children ?? []) {
+        const childPath = join(path, child.path);
+        if (child.key === request.parentKey) return [child, childPath];
+        const found = find(child, childPath);
+        if (found) return found;
+      }
+      return undefined;
+    };
+    const found = find(surface.root, rootPath);
+    if (found === undefined) return null;
+    [parent, parentPath] = found;
+  }
+  const items = (parent.children ?? [])
+    .filter((c) => c.visible !== false)
+    .map((c) => ({
+      key: c.key,
+      title: c.title,
+      path: c.path,
+      fullPath: join(parentPath, c.path),
+      order: c.order ?? 0,
+      hasChildren: (c.children ?? []).some((g) => g.visible !== false),
+    }))
+    .sort((a, b) => a.order - b.order || a.title.localeCompare(b.title));
+  return { workspaceKey: request.workspaceKey, surfaceKey: request.surfaceKey, items };
+}
+
+/** The default surface's navigation (root children) and the snippets of a workspace, for rendering. */
+export async function surfaceData(
+  db: Queries,
+  defaultTenantKey: string | null,
+  request: { workspaceKey: string; pathPrefix: string },
+): Promise<SurfaceData> {
+  const nav = await navigation(db, defaultTenantKey, {
+    workspaceKey: request.workspaceKey,
+    surfaceKey: "default",
+    pathPrefix: request.pathPrefix,
+  });
+  const rows = await db.any<{ snippet_key: string; content: string; content_type: string }>(sql`
+    SELECT snippet_key, content, content_type FROM resolver.snippets WHERE workspace_key = ${request.workspaceKey}`);
+  return {
+    navigation: nav?.items ?? [],
+    snippets: Object.fromEntries(
+      rows.map((r) => [r.snippet_key, { content: r.content, contentType: r.content_type }]),
+    ),
+  };
+}
+
+export function decodeSurfaceDataRequest(payload: unknown): { workspaceKey: string; pathPrefix: string } {
+  const p = (payload ?? {}) as Record<string, unknown>;
+  if (
+    typeof p.workspaceKey !== "string" ||
+    p.workspaceKey.length > 63 ||
+    typeof p.pathPrefix !== "string" ||
+    !/^\/[^\s]{0,199}$/.test(p.pathPrefix)
+  ) {
+    throw new ValidationError([{ field: "/", message: "needs workspaceKey and pathPrefix" }]);
+  }
+  return { workspaceKey: p.workspaceKey, pathPrefix: p.pathPrefix };
+}

@@ -1,0 +1,187 @@
+/**
+ * Settings changed at run time (issue 14, item 1). Values stored with `PUT /api/config/values` live in
+ * the NATS KV bucket `<prefix>_config_values`, one key per variable (`BackendHost__RateLimitApiPerMinute`),
+ * the raw text as an environment variable would hold it. Every replica of every service watches the bucket
+ * and applies, for the settings it declares that are marked `changeable`, each stored value that its own
+ * declaration accepts; listeners (the rate limiter, the webhook client) take it from there, within a
+ * second and without a restart. A deleted key returns the setting to its environment value or default.
+ *
+ * Every replica also answers `config.describe` (fan-out) with its settings: definition, value (secrets
+ * never), source; and `config.check` with the problems it finds in proposed values. The configuration API
+ * (the resolver) gathers both.
+ */
+import type { KV } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ensureBucket } from "@svc/bus";
+import {
+  type BackendHostSettings,
+  buildSettingTree,
+  type Config,
+  getSetting,
+  Reader,
+  registeredSettings,
+  type SettingDef,
+} from "@svc/config";
+import type { Logger } from "@svc/observability";
+
+export const configBucket = (prefix: string) => `${prefix}_config_values`;
+
+const envName = (name: string) => name.replaceAll(":", "__");
+
+export interface SettingDescription {
+  readonly variable: string;
+  readonly owner: string;
+  readonly type: string;
+  readonly defaultText: string;
+  readonly doc: string;
+  readonly changeable: boolean;
+  readonly secret: boolean;
+  /** The value in force, as text; null for a secret or an unset value. */
+  readonly value: string | null;
+  readonly source: "default" | "environment" | "stored";
+}
+
+interface Entry {
+  readonly def: SettingDef<unknown>;
+  readonly owner: string;
+  readonly property: string;
+  readonly scope: "top" | "backendHost";
+}
+
+/** The settings this process declares, by variable name. */
+function declared(): Map<string, Entry> {
+  const out = new Map<string, Entry>();
+  for (const d of registeredSettings()) {
+    for (const [property, def] of Object.entries(d.top)) {
+      if (def.hidden !== true)
+        out.set(def.display ?? envName(def.name), { def, owner: d.owner, property, scope: "top" });
+    }
+    for (const [property, def] of Object.entries(d.backendHost)) {
+      if (def.hidden !== true) {
+        out.set(def.display ?? envName(def.name), { def, owner: d.owner, property, scope: "backendHost" });
+      }
+    }
+  }
+  return out;
+}
+
+function show(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join(",");
+  return null;
+}
+
+export class LiveSettings {
+  private readonly entries = declared();
+  private readonly overrides = new Map<string, unknown>();
+  private readonly listeners = new Set<() => void>();
+  private stopWatch: (() => void) | undefined;
+  private view: BackendHostSettings;
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {
+    this.view = config.backendHost;
+  }
+
+  /** The `BackendHost` settings in force: the configuration with the stored changes applied. */
+  get backendHost(): BackendHostSettings {
+    return this.view;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Parses `raw` with the setting's own declaration: the value, or the problem. */
+  parse(variable: string, raw: string): { value: unknown } | { problem: string } {
+    const entry = this.entries.get(variable);
+    if (entry === undefined) return { problem: "is not a setting" };
+    const env = { [variable]: raw };
+    const reader = new Reader(env, buildSettingTree(env).tree);
+    const value = entry.def.read(reader);
+    return reader.problems.length > 0 ? { problem: reader.problems.join("; ") } : { value };
+  }
+
+  /** What `config.check` answers: which of the variables this process declares, and their problems. */
+  check(values: Record<string, string | null>) {
+    const owned: string[] = [];
+    const problems: Array<{ variable: string; message: string }> = [];
+    for (const [variable, raw] of Object.entries(values)) {
+      const entry = this.entries.get(variable);
+      if (entry === undefined) continue;
+      owned.push(variable);
+      if (entry.def.changeable !== true) {
+        problems.push({ variable, message: "cannot be changed at run time (set it in the environment)" });
+      } else if (raw !== null) {
+        const parsed = this.parse(variable, raw);
+        if ("problem" in parsed) problems.push({ variable, message: parsed.problem });
+      }
+    }
+    return { owned, problems };
+  }
+
+  describe(): SettingDescription[] {
+    return [...this.entries].map(([variable, e]) => {
+      const stored = this.overrides.has(e.property);
+      const inEnv = getSetting(this.config.settings, e.def.name) !== undefined;
+      const current =
+        e.scope === "top"
+          ? (this.config as unknown as Record<string, unknown>)[e.property]
+          : (this.view as unknown as Record<string, unknown>)[e.property];
+      return {
+        variable,
+        owner: e.owner,
+        type: e.def.type ?? "string",
+        defaultText: e.def.defaultText,
+        doc: e.def.doc,
+        changeable: e.def.changeable === true,
+        secret: e.def.secret,
+        value: e.def.secret ? null : show(current),
+        source: stored ? "stored" : inEnv ? "environment" : "default",
+      };
+    });
+  }
+
+  /** Watches the bucket (again, after a reconnect). */
+  async start(nc: NatsConnection, prefix: string): Promise<void> {
+    this.stopWatch?.();
+    const kv: KV = await ensureBucket(nc, configBucket(prefix), { history: 1 });
+    const iterator = await kv.watch({ key: ">" });
+    this.stopWatch = () => iterator.stop();
+    void (async () => {
+      for await (const entry of iterator)
+        this.apply(entry.key, entry.operation === "PUT" ? entry.string() : null);
+    })().catch(() => undefined);
+  }
+
+  stop(): void {
+    this.stopWatch?.();
+  }
+
+  private apply(variable: string, raw: string | null): void {
+    const entry = this.entries.get(variable);
+    if (entry === undefined || entry.def.changeable !== true || entry.scope !== "backendHost") return;
+    if (raw === null) {
+      if (!this.overrides.delete(entry.property)) return;
+    } else {
+      const parsed = this.parse(variable, raw);
+      if ("problem" in parsed) {
+        this.log.warn({ variable, problem: parsed.problem }, "a stored setting was refused");
+        return;
+      }
+      this.overrides.set(entry.property, parsed.value);
+    }
+    this.view = Object.freeze({
+      ...this.config.backendHost,
+      ...Object.fromEntries(this.overrides),
+    });
+    this.log.info({ variable, stored: raw !== null }, "a run-time setting changed");
+    for (const listener of this.listeners) listener();
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Issue 14, item 3: media. A multipart upload stored where every replica reads it, its type sniffed from
+ * the bytes and its name sanitised; the content served with ETag, Content-Length, ranges,
+ * Content-Disposition and nosniff; an upload over the limit refused with 413 and nothing stored; a
+ * workspace session sees only its workspace's files; events for uploads and deletions.
+ */
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+import { eventually } from "./support/wait.js";
+
+const h = await createHarness();
+let base: string;
+let operator: string;
+let nc: NatsConnection;
+const events: string[] = [];
+const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxMediaUploadBytes: "1000" };
+
+/** The first bytes of a PNG file, then filler. */
+const PNG = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]),
+  Buffer.alloc(100, 7),
+]);
+
+async function upload(bytes: Buffer, fileName: string, token = operator, workspaceKey = "mw") {
+  const form = new FormData();
+  // The client claims HTML: the platform believes the bytes.
+  form.append("file", new Blob([bytes], { type: "text/html" }), fileName);
+  const response = await fetch(`${base}/api/media?workspaceKey=${workspaceKey}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: form,
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+const api = (method: string, path: string, token = operator, headers: Record<string, string> = {}) =>
+  http(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
+
+beforeAll(async () => {
+  await h.start(rbacService, env);
+  await h.start(resolverService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  await http(`${base}/api/tenants`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+    body: JSON.stringify({ tenantKey: "mt", name: "Media" }),
+  });
+  for (const key of ["mw", "other-mw"]) {
+    await http(`${base}/api/workspaces/${key}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({ tenantKey: "mt", name: key }),
+    });
+  }
+  nc = await connect({ servers: h.env.NATS_URL });
+  nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.events.media.>`, {
+    callback: (_e, m) => void events.push(m.subject.split(".events.")[1] as string),
+  });
+});
+afterAll(async () => {
+  await nc?.close();
+  await h.stopAll();
+});
+
+describe("media", () => {
+  it("stores an upload with its sniffed type and a safe name, and serves it with ranges", async () => {
+    const up = await upload(PNG, "../../evil\u0007name.png");
+    expect(up.status).toBe(201);
+    expect(up.json).toMatchObject({
+      workspaceKey: "mw",
+      contentType: "image/png",
+      fileName: "evil_name.png",
+      size: PNG.length,
+    });
+    const id = up.json.id as string;
+    const listed = (await api("GET", "/api/media?workspaceKey=mw")).json<{ items: Array<{ id: string }> }>();
+    expect(listed.items.map((m) => m.id)).toEqual([id]);
+
+    const content = await api("GET", `/api/media/${id}/content`);
+    expect(content.status).toBe(200);
+    expect(content.headers["content-type"]).toBe("image/png");
+    expect(content.headers["content-length"]).toBe(String(PNG.length));
+    expect(content.headers["x-content-type-options"]).toBe("nosniff");
+    expect(content.headers["content-disposition"]).toContain('attachment; filename="evil_name.png"');
+    expect(content.headers["accept-ranges"]).toBe("bytes");
+    const etag = content.headers.etag as string;
+    expect(etag).toMatch(/^"[0-9a-f]{64}"$/);
+    expect((await api("GET", `/api/media/${id}/content`, operator, { "if-none-match": etag })).status).toBe(
+      304,
+    );
+
+    const part = await api("GET", `/api/media/${id}/content`, operator, { range: "bytes=1-3" });
+    expect(part.status).toBe(206);
+    expect(part.headers["content-range"]).toBe(`bytes 1-3/${PNG.length}`);
+    expect(part.headers["content-length"]).toBe("3");
+    expect(part.text).toBe("PNG");
+    const beyond = await api("GET", `/api/media/${id}/content`, operator, { range: "bytes=5000-" });
+    expect(beyond.status).toBe(416);
+    expect(beyond.headers["content-range"]).toBe(`bytes */${PNG.length}`);
+
+    // Text is text, whatever the client says; other bytes are octet-stream.
+    expect((await upload(Buffer.from("hello, world"), "notes.txt")).json).toMatchObject({
+      contentType: "text/plain; charset=utf-8",
+    });
+    expect((await upload(Buffer.from([0, 1, 2, 3, 255]), "blob.bin")).json).toMatchObject({
+      contentType: "application/octet-stream",
+    });
+  });
+
+  it("refuses an upload over the limit with 413 and stores nothing", async () => {
+    const before = (await api("GET", "/api/media?workspaceKey=mw")).json<{ items: unknown[] }>().items.length;
+    const tooBig = await upload(Buffer.alloc(2_000, 1), "big.bin");
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.json).toMatchObject({ code: "SVC_PAYLOAD_TOO_LARGE" });
+    expect((await api("GET", "/api/media?workspaceKey=mw")).json<{ items: unknown[] }>().items).toHaveLength(
+      before,
+    );
+  });
+
+  it("keeps a workspace's files to its own sessions, and deletes them", async () => {
+    const up = await upload(PNG, "logo.png");
+    const id = up.json.id as string;
+    const stranger = await mintToken({
+      scope: "workspace",
+      workspaceKey: "other-mw",
+      permissions: ["media.read", "media.manage"],
+    });
+    expect((await api("GET", `/api/media/${id}/content`, stranger)).status).toBe(404);
+    expect((await api("DELETE", `/api/media/${id}`, stranger)).status).toBe(404);
+    expect((await api("GET", "/api/media", stranger)).json<{ items: unknown[] }>().items).toEqual([]);
+    const member = await mintToken({
+      scope: "workspace",
+      workspaceKey: "mw",
+      permissions: ["media.read", "media.manage"],
+    });
+    expect((await api("GET", `/api/media/${id}/content`, member)).status).toBe(200);
+    expect((await api("DELETE", `/api/media/${id}`, member)).status).toBe(204);
+    expect((await api("GET", `/api/media/${id}/content`, member)).status).toBe(404);
+    const seen = await eventually(
+      async () => [...events],
+      (e) => e.includes("media.deleted"),
+    );
+    expect(seen).toContain("media.uploaded");
+    expect(seen).toContain("media.deleted");
+  });
+});

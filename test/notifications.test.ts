@@ -1,0 +1,184 @@
+/**
+ * Issue 14, item 2: notifications. A job that dead-letters (announced by the job reaper), a webhook
+ * receiver's opened circuit and a plugin refused at re-verification (their events) become notifications
+ * for the operators who can act on them; each operator lists their own, unread first, and marks them read.
+ */
+import { jetstream } from "@nats-io/jetstream";
+import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { gatewayService } from "@svc/service-gateway";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { rbacService } from "@svc/service-rbac";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+import { eventually } from "./support/wait.js";
+
+const h = await createHarness();
+let base: string;
+let operator: string;
+let nc: NatsConnection;
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__RateLimitAuthPerMinute: "0",
+  BackendHost__JobReaperIntervalMs: "100",
+};
+
+const api = (method: string, path: string, token: string, body?: unknown) =>
+  http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+async function userWithRole(userName: string, role: string, permissions: string[] | null): Promise<string> {
+  if (permissions !== null)
+    expect((await api("PUT", `/api/rbac/roles/${role}`, operator, { permissions })).status).toBe(201);
+  const created = await api("POST", "/api/users", operator, {
+    userName,
+    password: `${userName}'s long password`,
+  });
+  const { id } = created.json<{ id: string }>();
+  expect((await api("PUT", `/api/rbac/users/${id}`, operator, { role })).status).toBe(200);
+  const login = await http(`${base}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: userName, password: `${userName}'s long password` }),
+  });
+  return login.json<{ accessToken: string }>().accessToken;
+}
+
+interface Notification {
+  id: string;
+  kind: string;
+  title: string;
+  detail: string | null;
+  readAtUtc: string | null;
+}
+const inbox = async (token: string) =>
+  (await api("GET", "/api/notifications?limit=100", token)).json<{ items: Notification[] }>().items;
+
+async function publish(eventName: string, payload: unknown, eventId: string) {
+  const h2 = natsHeaders();
+  await jetstream(nc).publish(`${h.env.SVC_SUBJECT_PREFIX}.events.${eventName}`, JSON.stringify(payload), {
+    msgID: eventId,
+    headers: h2,
+  });
+}
+
+let boss: string;
+let webhooks: string;
+let jobs: string;
+
+beforeAll(async () => {
+  await h.start(rbacService, env);
+  await h.start(jobReaperService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  nc = await connect({ servers: h.env.NATS_URL });
+  boss = await userWithRole("boss", "superadmin", null);
+  webhooks = await userWithRole("hooks", "hook-ops", ["webhook.manage", "notification.read"]);
+  jobs = await userWithRole("jobs", "job-ops", ["job.read", "notification.read"]);
+});
+afterAll(async () => {
+  await nc?.close();
+  await h.stopAll();
+});
+
+describe("notifications", () => {
+  it("tells the operators who can act about a dead-lettered job, once", async () => {
+    await h.sql(
+      `INSERT INTO job_reaper.jobs (type, status, attempts, max_attempts, last_error) VALUES ('report.build', 'Failed', 5, 5, 'the report service answered 500')`,
+    );
+    const mine = await eventually(
+      () => inbox(jobs),
+      (items) => items.length === 1,
+    );
+    expect(mine).toEqual([
+      expect.objectContaining({
+        kind: "job.dead-lettered",
+        title: expect.stringMatching(/^Job report\.build #\d+ failed for good after 5 attempt/),
+        detail: "the report service answered 500",
+        readAtUtc: null,
+      }),
+    ]);
+    expect(
+      await eventually(
+        () => inbox(boss),
+        (items) => items.length === 1,
+      ),
+    ).toHaveLength(1);
+    // The webhook operator cannot act on a report job.
+    expect(await inbox(webhooks)).toEqual([]);
+    // Announced once: later sweeps add nothing.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await inbox(jobs)).toHaveLength(1);
+  });
+
+  it("tells webhook operators about an opened circuit and plugin operators about a refused plugin", async () => {
+    await publish(
+      "webhook.circuit-opened",
+      { origin: "https://hooks.example", failures: 5, openForMs: 30_000 },
+      "c-1",
+    );
+    await publish(
+      "webhook.circuit-opened",
+      { origin: "https://hooks.example", failures: 5, openForMs: 30_000 },
+      "c-1",
+    );
+    await publish(
+      "plugin.refused",
+      { pluginId: "hello", version: "1.0.0", reason: "revoked-signer: …" },
+      "p-1",
+    );
+    const hooks = await eventually(
+      () => inbox(webhooks),
+      (items) => items.length === 1,
+    );
+    expect(hooks).toEqual([
+      expect.objectContaining({
+        kind: "webhook.circuit-opened",
+        title: "Webhook deliveries to https://hooks.example are paused",
+      }),
+    ]);
+    const all = await eventually(
+      () => inbox(boss),
+      (items) => items.length === 3,
+    );
+    expect(all.map((n) => n.kind).sort()).toEqual([
+      "job.dead-lettered",
+      "plugin.refused",
+      "webhook.circuit-opened",
+    ]);
+    expect((await inbox(jobs)).map((n) => n.kind)).toEqual(["job.dead-lettered"]);
+  });
+
+  it("lists unread first and marks one read; another's is not found", async () => {
+    const [first] = await inbox(boss);
+    const read = await api("PUT", `/api/notifications/${first?.id}/read`, boss);
+    expect(read.status, read.text).toBe(200);
+    expect(read.json<Notification>().readAtUtc).not.toBeNull();
+    const after = await inbox(boss);
+    expect(after.at(-1)?.id).toBe(first?.id);
+    expect(after.slice(0, -1).every((n) => n.readAtUtc === null)).toBe(true);
+    const unread = (await api("GET", "/api/notifications?unreadOnly=true", boss, undefined)).json<{
+      items: unknown[];
+    }>();
+    expect(unread.items).toHaveLength(2);
+    expect((await api("PUT", `/api/notifications/${first?.id}/read`, jobs)).status).toBe(404);
+    // Paging walks them all once.
+    const page1 = (await api("GET", "/api/notifications?limit=2", boss)).json<{
+      items: Notification[];
+      nextCursor: string;
+    }>();
+    const page2 = (
+      await api("GET", `/api/notifications?limit=2&cursor=${encodeURIComponent(page1.nextCursor)}`, boss)
+    ).json<{ items: Notification[]; nextCursor: string | null }>();
+    expect([...page1.items, ...page2.items].map((n) => n.id)).toEqual(after.map((n) => n.id));
+    expect(page2.nextCursor).toBeNull();
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * Issue 12, item 8: the UI-asset manifest. 404 before the registry has published one; then canonical JSON
+ * (RFC 8785) listing the active plugins' entries, styles and workspace templates; the files it names are
+ * served by the gateway; while plugins are activated and deactivated in a loop, every read through two
+ * gateway replicas is a whole, parseable manifest.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { gatewayService } from "@svc/service-gateway";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
+import { rbacService } from "@svc/service-rbac";
+import canonicalize from "canonicalize";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+import { eventually } from "./support/wait.js";
+
+const h = await createHarness();
+const work = mkdtempSync(join(tmpdir(), "svc-manifest-"));
+const MANIFEST = "/manifests/plugin-ui-assets.manifest.json";
+let gateways: string[] = [];
+let operator: string;
+
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__RequestTimeoutMs: "20000",
+  BackendHost__PluginCacheDir: join(work, "cache"),
+  ...devSignerEnv(),
+};
+
+const api = (method: string, path: string, base = gateways[0]) =>
+  http(`${base}${path}`, { method, headers: { authorization: `Bearer ${operator}` } });
+
+interface Manifest {
+  generatedAtUtc: string;
+  entries: Array<{ pluginId: string; surface: string; entryPath: string }>;
+  styleEntries: Array<{ pluginId: string; surface: string; stylePath: string }>;
+  workspaceTemplates: Array<{ pluginId: string; templatePath: string }>;
+}
+
+async function manifest(base = gateways[0]): Promise<Manifest | null> {
+  const r = await http(`${base}${MANIFEST}`);
+  if (r.status === 404) return null;
+  expect(r.status).toBe(200);
+  expect(r.headers["content-type"]).toMatch(/^application\/json/);
+  // Canonical JSON: exactly what RFC 8785 makes of the same value.
+  expect(r.text).toBe(canonicalize(JSON.parse(r.text)));
+  return r.json<Manifest>();
+}
+
+beforeAll(async () => {
+  await h.start(rbacService, env);
+  gateways = [
+    (await h.start(gatewayService, env)).hooks.httpAddress as string,
+    (await h.start(gatewayService, env)).hooks.httpAddress as string,
+  ];
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+});
+
+afterAll(async () => {
+  await h.stopAll();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("the UI-asset manifest", () => {
+  it("is 404 before the first publication, then lists the active plugins' assets", async () => {
+    const before = await http(`${gateways[0]}${MANIFEST}`);
+    expect(before.status).toBe(404);
+    expect(before.headers["content-type"]).toMatch(/^application\/problem\+json/);
+
+    await h.start(pluginRegistryService, env);
+    // The registry publishes at start: nothing is active yet.
+    const empty = await eventually(manifest, (m) => m !== null);
+    expect(empty).toMatchObject({ entries: [], styleEntries: [], workspaceTemplates: [] });
+
+    const installed = await http(`${gateways[0]}/api/plugins/install`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
+      body: await examplePackage(),
+    });
+    expect(installed.status).toBe(201);
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    const listed = await eventually(manifest, (m) => (m?.entries.length ?? 0) > 0);
+    expect(listed).toEqual({
+      generatedAtUtc: expect.any(String),
+      entries: [{ pluginId: "hello", surface: "workspace", entryPath: "hello/1.0.0/ui/hello.js" }],
+      styleEntries: [{ pluginId: "hello", surface: "workspace", stylePath: "hello/1.0.0/ui/hello.css" }],
+      workspaceTemplates: [{ pluginId: "hello", templatePath: "views/surface/index.njk" }],
+    });
+    expect(Number.isNaN(Date.parse(listed?.generatedAtUtc ?? ""))).toBe(false);
+
+    // The files it names, from either gateway.
+    for (const base of gateways) {
+      const script = await http(`${base}/plugin-assets/hello/1.0.0/ui/hello.js`);
+      expect(script.status).toBe(200);
+      expect(script.headers["content-type"]).toMatch(/^text\/javascript/);
+      expect(script.headers["cache-control"]).toContain("immutable");
+      expect(script.text).toContain("__SVC_WORKSPACE_CONTEXT__");
+      const style = await http(`${base}/plugin-assets/hello/1.0.0/ui/hello.css`);
+      expect(style.headers["content-type"]).toMatch(/^text\/css/);
+    }
+    expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.0/registry.json`)).status).toBe(404);
+    expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.0/ui/../registry.json`)).status).toBe(404);
+    expect((await http(`${gateways[0]}/plugin-assets/hello/9.9.9/ui/hello.js`)).status).toBe(404);
+  });
+
+  it("is never partial while it is rewritten in a loop, on either replica", async () => {
+    let running = true;
+    let reads = 0;
+    const readers = gateways.map(async (base) => {
+      while (running) {
+        const r = await http(`${base}${MANIFEST}`);
+        expect(r.status).toBe(200);
+        const m = JSON.parse(r.text) as Manifest; // throws on a partial document
+        expect(Array.isArray(m.entries) && Array.isArray(m.styleEntries)).toBe(true);
+        reads++;
+      }
+    });
+    for (let i = 0; i < 10; i++) {
+      expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+      expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    }
+    running = false;
+    await Promise.all(readers);
+    expect(reads).toBeGreaterThan(20);
+    // Deactivated, it leaves the manifest.
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect(await eventually(manifest, (m) => m?.entries.length === 0)).toMatchObject({ entries: [] });
+  });
+});

@@ -1,0 +1,544 @@
+/**
+ * Issue 12: plugins at work, on real NATS and PostgreSQL. The example plugin is activated and its routes
+ * answer through the gateway with the guard; deactivated, they are 404. A workspace admin's session
+ * carries the plugin's keys only while it is active and in the workspace's chain. An event the plugin
+ * publishes reaches a webhook receiver with its sensitive field masked. A plugin that throws, loops,
+ * exhausts its heap, exits or crashes later is contained: the service keeps answering and the plugin is
+ * marked failed.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { connect } from "@nats-io/transport-node";
+import { gatewayService } from "@svc/service-gateway";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { decodeJwt } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
+import { codePlugin, fixtureSigner, MISBEHAVING, MISBEHAVING_ROUTES } from "./plugins/runtime-fixtures.js";
+import { createHarness } from "./support/harness.js";
+import { http, type HttpResponse } from "./support/http.js";
+import { Receiver } from "./support/receiver.js";
+import { mintToken } from "./support/tokens.js";
+import { eventually } from "./support/wait.js";
+
+const h = await createHarness();
+const work = mkdtempSync(join(tmpdir(), "svc-runtime-"));
+const signer = fixtureSigner();
+const receiver = new Receiver();
+let base: string;
+let operator: string;
+
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__RateLimitAuthPerMinute: "0",
+  BackendHost__RequestTimeoutMs: "20000",
+  BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  BackendHost__JobPollIntervalMs: "100",
+  BackendHost__PluginCallTimeoutMs: "1500",
+  BackendHost__PluginHangTimeoutMs: "600",
+  BackendHost__PluginMemoryLimitMb: "32",
+  BackendHost__PluginCacheDir: join(work, "cache"),
+  ...devSignerEnv(),
+  BackendHost__TrustedSigners__1__PublisherId: "tests",
+  BackendHost__TrustedSigners__1__PublicKey: signer.publicPem,
+};
+
+async function api(method: string, path: string, body?: unknown, token: string | null = operator) {
+  return http(`${base}${path}`, {
+    method,
+    headers: {
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+function install(bytes: Buffer): Promise<HttpResponse> {
+  return http(`${base}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
+    body: bytes,
+  });
+}
+
+const stateOf = async (id: string) =>
+  (await api("GET", "/api/plugins"))
+    .json<Array<{ pluginId: string; state: string; failureReason: string }>>()
+    .find((p) => p.pluginId === id);
+
+beforeAll(async () => {
+  await receiver.start();
+  await h.start(rbacService, env);
+  await h.start(resolverService, env);
+  await h.start(webhookDispatcherService, env);
+  await h.start(jobReaperService, env);
+  await h.start(pluginRegistryService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  expect((await install(await examplePackage())).status).toBe(201);
+  // Tenants and workspaces have no API yet (the public-surface issue): two tenants with a workspace each.
+  await h.sql(`INSERT INTO resolver.tenants (key, name) VALUES ('acme', 'Acme'), ('other', 'Other')`);
+  await h.sql(
+    `INSERT INTO resolver.workspaces (key, tenant_key, name) VALUES ('ws-hello', 'acme', 'Hello'), ('ws-other', 'other', 'Other')`,
+  );
+});
+
+afterAll(async () => {
+  await h.stopAll();
+  await receiver.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("activation and plugin routes", () => {
+  it("serves the plugin's routes only while it is active, behind the guard", async () => {
+    // Installed but inactive: the route is unknown.
+    expect((await api("GET", "/api/plugins/hello/greeting")).status).toBe(404);
+    const activated = await api("POST", "/api/plugins/hello/activate");
+    expect(activated.status, activated.text).toBe(200);
+    expect(activated.json()).toMatchObject({ pluginId: "hello", state: "active", isActive: true });
+
+    const greeting = await eventually(
+      () => api("GET", "/api/plugins/hello/greeting?name=Ada"),
+      (r) => r.status === 200,
+    );
+    expect(greeting.json()).toMatchObject({ greeting: "Hello, Ada!" });
+
+    // Empty key: any authenticated caller; anonymous is 401.
+    const nobody = await mintToken({ scope: "platform", permissions: [] });
+    expect((await api("GET", "/api/plugins/hello/greeting", undefined, nobody)).status).toBe(200);
+    expect((await api("GET", "/api/plugins/hello/greeting", undefined, null)).status).toBe(401);
+
+    // A keyed route: 403 naming the plugin's key; the key, `*` and superadmin pass.
+    const denied = await api("GET", "/api/plugins/hello/stats", undefined, nobody);
+    expect(denied.status).toBe(403);
+    expect(denied.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(denied.json()).toMatchObject({ status: 403, missingPermission: "hello.greeting.read" });
+    const holder = await mintToken({ scope: "platform", permissions: ["hello.greeting.read"] });
+    expect((await api("GET", "/api/plugins/hello/stats", undefined, holder)).status).toBe(200);
+    const star = await mintToken({ scope: "platform", permissions: ["*"] });
+    expect((await api("GET", "/api/plugins/hello/stats", undefined, star)).status).toBe(200);
+    expect((await api("GET", "/api/plugins/hello/stats")).json()).toMatchObject({ greetings: 2 });
+
+    // A path or method the plugin does not declare.
+    expect((await api("GET", "/api/plugins/hello/nothing")).status).toBe(404);
+    expect((await api("DELETE", "/api/plugins/hello/greeting")).status).toBe(405);
+    expect((await api("GET", "/api/plugins/nobody/greeting")).status).toBe(404);
+
+    const deactivated = await api("POST", "/api/plugins/hello/deactivate");
+    expect(deactivated.json()).toMatchObject({ state: "inactive" });
+    expect(
+      (
+        await eventually(
+          () => api("GET", "/api/plugins/hello/greeting"),
+          (r) => r.status === 404,
+        )
+      ).status,
+    ).toBe(404);
+    const audit = (await api("GET", "/api/plugins/audit")).json<{ items: Array<{ action: string }> }>();
+    expect(audit.items.map((a) => a.action)).toEqual(expect.arrayContaining(["activate", "deactivate"]));
+  });
+
+  it("refuses to activate what is not installed, and a plugin whose handlers are missing", async () => {
+    expect((await api("POST", "/api/plugins/nothing-here/activate")).status).toBe(404);
+    const bytes = await codePlugin(work, signer, "lacking", "export class Plugin {}\n", [
+      { method: "GET", path: "/x", handler: "absent" },
+    ]);
+    expect((await install(bytes)).status).toBe(201);
+    const refused = await api("POST", "/api/plugins/lacking/activate");
+    expect(refused.status).toBe(422);
+    expect(refused.json<{ detail: string }>().detail).toContain("absent");
+    expect(await stateOf("lacking")).toMatchObject({ state: "inactive" });
+    expect((await api("DELETE", "/api/plugins/lacking")).status).toBe(204);
+  });
+});
+
+describe("the local extraction cache (issue 11, item 7)", () => {
+  it("is verified again before each load: a copy edited on disk is replaced from the shared store", async () => {
+    const activated = await api("POST", "/api/plugins/hello/activate");
+    const sha = activated.json<{ packageSha256: string }>().packageSha256;
+    const entry = join(work, "cache", sha, "index.mjs");
+    const original = readFileSync(entry, "utf8");
+    writeFileSync(entry, original.replace("Hello, ${name}!", "Tampered, ${name}!"));
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    const greeting = await eventually(
+      () => api("GET", "/api/plugins/hello/greeting?name=Ada"),
+      (r) => r.status === 200,
+    );
+    expect(greeting.json()).toMatchObject({ greeting: "Hello, Ada!" });
+    expect(readFileSync(entry, "utf8")).toBe(original);
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+  });
+});
+
+describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
+  it("is dispatched to whoever serves its subject with a plain NATS client", async () => {
+    const bytes = await codePlugin(
+      work,
+      signer,
+      "outside",
+      "// served elsewhere\n",
+      [{ method: "POST", path: "/echo/:word", handler: "echo", permission: "outside.echo.execute" }],
+      { runtime: "external", permissions: ["outside.echo.execute"] },
+    );
+    expect((await install(bytes)).status).toBe(201);
+    expect((await api("POST", "/api/plugins/outside/activate")).status).toBe(200);
+    const nc = await connect({ servers: h.env.NATS_URL });
+    const seen: unknown[] = [];
+    const sub = nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.plugins.outside.http`, {
+      queue: "plugin.outside",
+      callback: (_err, msg) => {
+        const request = msg.json<{
+          params: { word: string };
+          body: unknown;
+          principal: { subject: string };
+        }>();
+        seen.push(request);
+        msg.respond(
+          JSON.stringify({
+            status: 201,
+            headers: { "x-echo": "1" },
+            body: { word: request.params.word, body: request.body },
+          }),
+        );
+      },
+    });
+    try {
+      const holder = await mintToken({ scope: "platform", permissions: ["outside.echo.execute"] });
+      const answer = await eventually(
+        () => api("POST", "/api/plugins/outside/echo/hi", { n: 1 }, holder),
+        (r) => r.status !== 404,
+      );
+      expect(answer.status, answer.text).toBe(201);
+      expect(answer.headers["x-echo"]).toBe("1");
+      expect(answer.json()).toEqual({ word: "hi", body: { n: 1 } });
+      expect(seen[0]).toMatchObject({ route: { handler: "echo" }, path: "/echo/hi" });
+      const nobody = await mintToken({ scope: "platform", permissions: [] });
+      expect((await api("POST", "/api/plugins/outside/echo/hi", {}, nobody)).json()).toMatchObject({
+        missingPermission: "outside.echo.execute",
+      });
+    } finally {
+      sub.unsubscribe();
+      await nc.close();
+    }
+    // Nobody serving it: a clear 503, not a hang.
+    const holder = await mintToken({ scope: "platform", permissions: ["outside.echo.execute"] });
+    const none = await api("POST", "/api/plugins/outside/echo/hi", {}, holder);
+    expect(none.status).toBe(503);
+    expect((await api("DELETE", "/api/plugins/outside")).status).toBe(204);
+  });
+});
+
+describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
+  it("carries the plugin's keys only while it is active and in the workspace's chain", async () => {
+    const user = (
+      await api("POST", "/api/users", { userName: "wanda", password: "wanda's long password" })
+    ).json<{ id: string }>();
+    expect((await api("PUT", `/api/workspaces/ws-hello/members/${user.id}`)).status).toBe(201);
+    expect(
+      (
+        await api("PUT", "/api/rbac/roles/hello-admin", {
+          permissions: ["webhook.read", "hello.greeting.read"],
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await api("PUT", `/api/workspaces/ws-hello/members/${user.id}/roles`, { roles: ["hello-admin"] }))
+        .status,
+    ).toBe(200);
+    const keys = async () => {
+      const r = await http(`${base}/api/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          username: "wanda",
+          password: "wanda's long password",
+          workspaceKey: "ws-hello",
+        }),
+      });
+      expect(r.status).toBe(200);
+      return decodeJwt(r.json<{ accessToken: string }>().accessToken).permission as string[];
+    };
+    expect(await keys()).toEqual(["webhook.read"]);
+
+    // Not entitled: it cannot join the chain.
+    const unentitled = await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] });
+    expect(unentitled.status).toBe(400);
+    expect(unentitled.json()).toMatchObject({
+      errors: [{ field: "/body/chain/0", message: expect.stringContaining("not entitled") }],
+    });
+    const granted = await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
+    });
+    expect(granted.json()).toEqual({ granted: 1, withdrawn: 0 });
+
+    // In the chain but inactive: nothing.
+    const chain = await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] });
+    expect(chain.status, chain.text).toBe(200);
+    expect(chain.json()).toMatchObject({
+      workspaceKey: "ws-hello",
+      chain: [{ pluginId: "hello", position: 0 }],
+    });
+    expect((await api("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
+      chain: [{ pluginId: "hello" }],
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await keys()).toEqual(["webhook.read"]);
+
+    // Active and in the chain: its keys join the session.
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toEqual([
+      "hello.greeting.read",
+      "webhook.read",
+    ]);
+
+    // Out of the chain again: gone, though still active.
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
+    expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
+
+    // Back in the chain; then the tenant's entitlement is withdrawn: gone, and the chain says why.
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(200);
+    expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toContain("hello.greeting.read");
+    expect(
+      (
+        await api("PUT", "/api/entitlements", {
+          items: [{ tenantKey: "acme", pluginId: "hello", entitled: false }],
+        })
+      ).json(),
+    ).toEqual({ granted: 0, withdrawn: 1 });
+    expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
+    expect((await api("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
+      tenantKey: "acme",
+      chain: [{ pluginId: "hello", entitled: false }],
+    });
+    // A grant to the workspace itself brings it back; then deactivation takes the keys away.
+    await api("PUT", "/api/entitlements", {
+      items: [{ workspaceKey: "ws-hello", pluginId: "hello", entitled: true }],
+    });
+    expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toContain("hello.greeting.read");
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
+
+    // An unknown plugin cannot join a chain.
+    const bad = await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello", "ghost"] });
+    expect(bad.status).toBe(400);
+    expect(bad.json()).toMatchObject({ errors: [{ field: "/body/chain/1" }] });
+  });
+});
+
+describe("entitlements and delegations", () => {
+  it("answers through what a workspace or tenant is entitled, and syncs one source's full list", async () => {
+    const ws = await api("GET", "/api/workspaces/ws-other/entitlements/hello");
+    expect(ws.status, ws.text).toBe(200);
+    expect(ws.json()).toEqual({
+      workspaceKey: "ws-other",
+      tenantKey: "other",
+      pluginId: "hello",
+      entitled: false,
+      via: null,
+      expiresAtUtc: null,
+    });
+    expect((await api("GET", "/api/workspaces/nowhere/entitlements/hello")).status).toBe(404);
+    expect((await api("GET", "/api/tenants/nobody/entitlements/hello")).status).toBe(404);
+
+    // A billing system's full list: tenant `other` until a date, and one workspace.
+    const until2099 = "2099-01-01T00:00:00.000Z";
+    const first = await api("POST", "/api/entitlements/sync", {
+      source: "billing",
+      items: [
+        { tenantKey: "other", pluginId: "hello", expiresAtUtc: until2099 },
+        { workspaceKey: "ws-hello", pluginId: "telephony" },
+      ],
+    });
+    expect(first.status, first.text).toBe(200);
+    expect(first.json()).toEqual({ source: "billing", added: 2, removed: 0, kept: 0 });
+    expect((await api("GET", "/api/tenants/other/entitlements/hello")).json()).toEqual({
+      tenantKey: "other",
+      pluginId: "hello",
+      entitled: true,
+      via: "tenant",
+      expiresAtUtc: until2099,
+    });
+    expect((await api("GET", "/api/workspaces/ws-other/entitlements/hello")).json()).toMatchObject({
+      entitled: true,
+      via: "tenant",
+    });
+    // The next list drops the workspace grant and keeps the tenant's.
+    const second = await api("POST", "/api/entitlements/sync", {
+      source: "billing",
+      items: [{ tenantKey: "other", pluginId: "hello", expiresAtUtc: until2099 }],
+    });
+    expect(second.json()).toEqual({ source: "billing", added: 0, removed: 1, kept: 1 });
+    const listed = await api("GET", "/api/entitlements?source=billing");
+    expect(listed.json()).toEqual({
+      items: [
+        expect.objectContaining({
+          tenantKey: "other",
+          workspaceKey: null,
+          pluginId: "hello",
+          source: "billing",
+        }),
+      ],
+      nextCursor: null,
+    });
+    // An expired grant entitles nobody.
+    await api("PUT", "/api/entitlements", {
+      items: [
+        {
+          workspaceKey: "ws-other",
+          pluginId: "lapsed",
+          entitled: true,
+          expiresAtUtc: "2001-01-01T00:00:00Z",
+        },
+      ],
+    });
+    expect((await api("GET", "/api/workspaces/ws-other/entitlements/lapsed")).json()).toMatchObject({
+      entitled: false,
+    });
+    // Bad grants are listed, each with its field.
+    const bad = await api("PUT", "/api/entitlements", {
+      items: [
+        { tenantKey: "other", workspaceKey: "ws-other", pluginId: "hello", entitled: true },
+        { tenantKey: "ghost", pluginId: "hello", entitled: true },
+      ],
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.json()).toMatchObject({ errors: [{ field: "/body/items/0" }] });
+    const ghost = await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "ghost", pluginId: "hello", entitled: true }],
+    });
+    expect(ghost.json()).toMatchObject({ errors: [{ field: "/body/items/0/tenantKey" }] });
+    // Entitlement writes are for platform sessions only.
+    const scoped = await mintToken({
+      scope: "workspace",
+      workspaceKey: "ws-other",
+      permissions: ["plugin.execute"],
+    });
+    expect((await api("PUT", "/api/entitlements", { items: [] }, scoped)).status).toBe(403);
+  });
+
+  it("lets a tenant's own admin put only delegated plugins in its workspace's chain", async () => {
+    const admin = await mintToken({
+      scope: "workspace",
+      workspaceKey: "ws-other",
+      permissions: ["plugin.assign"],
+    });
+    // Entitled (through the billing grant above) but not delegated.
+    const refused = await api("PUT", "/api/workspaces/ws-other/plugins", { chain: ["hello"] }, admin);
+    expect(refused.status).toBe(400);
+    expect(refused.json()).toMatchObject({ errors: [{ message: expect.stringContaining("not delegated") }] });
+    const delegated = await api("PUT", "/api/tenants/other/plugins/hello/delegation", { delegated: true });
+    expect(delegated.json()).toMatchObject({ tenantKey: "other", pluginId: "hello", delegated: true });
+    expect((await api("GET", "/api/tenants/other/plugins/delegations")).json()).toMatchObject({
+      tenantKey: "other",
+      items: [{ pluginId: "hello", delegated: true }],
+    });
+    expect((await api("PUT", "/api/workspaces/ws-other/plugins", { chain: ["hello"] }, admin)).status).toBe(
+      200,
+    );
+    // Its reach is its own workspace only.
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] }, admin)).status).toBe(404);
+    expect((await api("PUT", "/api/workspaces/ws-other/plugins", { chain: [] }, admin)).status).toBe(200);
+    expect(
+      (await api("PUT", "/api/tenants/other/plugins/hello/delegation", { delegated: false })).json(),
+    ).toMatchObject({ delegated: false });
+  });
+});
+
+describe("events from plugins (spec 6.2)", () => {
+  it("reach a webhook receiver through the decorated publisher, the sensitive field masked", async () => {
+    const sub = await api("POST", "/api/webhooks", {
+      eventName: "hello.greeted",
+      targetUrl: receiver.url,
+      secret: "s3cret-value",
+    });
+    expect(sub.status, sub.text).toBe(201);
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    const sent = await eventually(
+      () => api("POST", "/api/plugins/hello/greetings", { to: "Grace", greeting: "Top secret greeting" }),
+      (r) => r.status === 202,
+    );
+    expect(sent.json()).toMatchObject({ published: "hello.greeted" });
+    await receiver.waitFor(1, 15_000);
+    const delivered = JSON.parse(receiver.received[0]?.body ?? "{}") as {
+      event: string;
+      data: Record<string, unknown>;
+    };
+    expect(delivered.event).toBe("hello.greeted");
+    // The decorator added `source`; `greeting` is a sensitive field the plugin declared.
+    expect(delivered.data).toEqual({ to: "Grace", greeting: "Top***ng", source: "hello" });
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+  });
+});
+
+describe("containment (ADR 0007)", () => {
+  it("keeps the service answering while plugins throw, loop, exhaust memory, exit and crash later", async () => {
+    const bytes = await codePlugin(work, signer, "rogue", MISBEHAVING, MISBEHAVING_ROUTES);
+    expect((await install(bytes)).status).toBe(201);
+    const activate = async () => {
+      const r = await api("POST", "/api/plugins/rogue/activate");
+      expect(r.status, r.text).toBe(200);
+      await eventually(
+        () => api("GET", "/api/plugins/rogue/ok"),
+        (x) => x.status === 200,
+      );
+    };
+    await activate();
+
+    // A handler that throws is the caller's 502; the plugin's message is not shown, and it keeps running.
+    const thrown = await api("GET", "/api/plugins/rogue/throws");
+    expect(thrown.status).toBe(502);
+    expect(thrown.json()).toMatchObject({ code: "SVC_PLUGIN_FAILED" });
+    expect(thrown.text).not.toContain("secret detail");
+    expect((await api("GET", "/api/plugins/rogue/ok")).status).toBe(200);
+
+    const cases: Array<[string, RegExp]> = [
+      ["spin", /stopped answering/],
+      ["hog", /memory/],
+      // One array grown past the heap limit: this aborts a worker thread's whole process on Node 20.
+      ["grow", /memory/],
+      ["exit", /exited/],
+      ["later", /crashed/],
+    ];
+    for (const [route, reason] of cases) {
+      const started = Date.now();
+      const misbehaving = api("GET", `/api/plugins/rogue/${route}`);
+      // Meanwhile the platform answers other requests.
+      const other = await api("GET", "/api/plugins/installed");
+      expect(other.status).toBe(200);
+      const answer = await misbehaving;
+      expect([200, 502, 503, 504]).toContain(answer.status);
+      const failed = await eventually(
+        () => stateOf("rogue"),
+        (p) => p?.state === "failed",
+        10_000,
+      );
+      expect(failed, route).toMatchObject({ state: "failed", failureReason: expect.stringMatching(reason) });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(
+        (
+          await eventually(
+            () => api("GET", "/api/plugins/rogue/ok"),
+            (x) => x.status === 404,
+          )
+        ).status,
+      ).toBe(404);
+      await activate();
+    }
+    const audit = (await api("GET", "/api/plugins/audit?limit=100")).json<{
+      items: Array<{ action: string; pluginId: string; outcome: string }>;
+    }>();
+    expect(audit.items.filter((a) => a.action === "fail" && a.pluginId === "rogue").length).toBe(5);
+    const metrics = await http(`${base}/metrics`);
+    expect(metrics.text).toMatch(/svc_plugin_runtime_failures_total\{cause="hang"[^}]*\} 1/);
+    expect((await api("DELETE", "/api/plugins/rogue")).status).toBe(204);
+  });
+});

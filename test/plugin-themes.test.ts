@@ -1,0 +1,282 @@
+/**
+ * Issue 12, item 7: themes through the gateway on real NATS and PostgreSQL. The catalogue lists the
+ * template definitions of installed packages (and ones registered through the API); a workspace chooses an
+ * entitled theme plugin; its settings are checked against each field's type and options; the effective
+ * templates resolve over the theme plugin and the chain by priority; a broken theme.json is refused.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { gatewayService } from "@svc/service-gateway";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
+import { codePlugin, fixtureSigner } from "./plugins/runtime-fixtures.js";
+import { createHarness } from "./support/harness.js";
+import { http, type HttpResponse } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+const work = mkdtempSync(join(tmpdir(), "svc-themes-"));
+const signer = fixtureSigner();
+let base: string;
+let operator: string;
+
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__RequestTimeoutMs: "20000",
+  BackendHost__PluginCacheDir: join(work, "cache"),
+  ...devSignerEnv(),
+  BackendHost__TrustedSigners__1__PublisherId: "tests",
+  BackendHost__TrustedSigners__1__PublicKey: signer.publicPem,
+};
+
+async function api(method: string, path: string, body?: unknown, token: string = operator) {
+  return http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+function install(bytes: Buffer): Promise<HttpResponse> {
+  return http(`${base}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
+    body: bytes,
+  });
+}
+
+/** A package with only a theme.json (and an entry module that does nothing). */
+const themePlugin = (pluginId: string, theme: unknown) =>
+  codePlugin(
+    work,
+    signer,
+    pluginId,
+    "export class Plugin {}\n",
+    [],
+    {},
+    { "theme.json": JSON.stringify(theme) },
+  );
+
+beforeAll(async () => {
+  await h.start(rbacService, env);
+  await h.start(resolverService, env);
+  await h.start(pluginRegistryService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  await h.sql(`INSERT INTO resolver.tenants (key, name) VALUES ('acme', 'Acme')`);
+  await h.sql(`INSERT INTO resolver.workspaces (key, tenant_key, name) VALUES ('shop', 'acme', 'Shop')`);
+  expect((await install(await examplePackage())).status).toBe(201);
+});
+
+afterAll(async () => {
+  await h.stopAll();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("theme catalogue", () => {
+  it("lists the definitions of installed packages, and registers and switches others", async () => {
+    const listed = await api("GET", "/api/themes/definitions?pluginId=hello");
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.json()).toEqual({
+      items: [
+        {
+          templateKey: "index",
+          pluginId: "hello",
+          version: "1.0.0",
+          displayName: "Hello page",
+          templatePath: "views/surface/index.njk",
+          parentTemplateKey: null,
+          surface: "workspace",
+          scope: "workspace",
+          isActive: true,
+          priority: 100,
+          source: "package",
+        },
+      ],
+    });
+    const put = await api("PUT", "/api/themes/definitions/footer/plugins/hello/versions/1.0.0", {
+      displayName: "Footer",
+      parentTemplateKey: "index",
+      priority: 5,
+    });
+    expect(put.status, put.text).toBe(201);
+    expect(put.json()).toMatchObject({
+      templateKey: "footer",
+      source: "api",
+      templatePath: "views/surface/footer.html",
+    });
+    const off = await api("PUT", "/api/themes/definitions/footer/plugins/hello/versions/1.0.0/activation", {
+      isActive: false,
+    });
+    expect(off.json()).toMatchObject({ isActive: false });
+    expect((await api("PUT", "/api/themes/definitions/x/plugins/hello/versions/9.9.9", {})).status).toBe(404);
+    expect(
+      (
+        await api("PUT", "/api/themes/definitions/x/plugins/hello/versions/1.0.0", {
+          templatePath: "../../etc/passwd",
+        })
+      ).status,
+    ).toBe(400);
+  });
+
+  it("refuses a package whose theme.json is not JSON, naming the file", async () => {
+    const bytes = await codePlugin(
+      work,
+      signer,
+      "broken-theme",
+      "export class Plugin {}\n",
+      [],
+      {},
+      {
+        "theme.json": "{ this is not json",
+      },
+    );
+    const refused = await install(bytes);
+    expect(refused.status).toBe(422);
+    expect(refused.json()).toMatchObject({
+      code: "SVC_PLUGIN_REFUSED",
+      reason: "theme-invalid",
+      path: "theme.json",
+    });
+  });
+});
+
+describe("a workspace's theme", () => {
+  it("is chosen among entitled theme plugins, with settings checked against the fields", async () => {
+    // Nothing chosen: nulls and empty values.
+    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toEqual({
+      workspaceKey: "shop",
+      themePluginId: null,
+      themeVersion: null,
+      valuesByKey: {},
+      sectionLayouts: [],
+    });
+    const unentitled = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect(unentitled.status).toBe(400);
+    expect(unentitled.json<{ detail: string }>().detail).toContain("not entitled");
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
+    });
+    const chosen = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect(chosen.status, chosen.text).toBe(200);
+    expect(chosen.json()).toEqual({
+      workspaceKey: "shop",
+      themePluginId: "hello",
+      themeVersion: "1.0.0",
+      valuesByKey: { greeting: "Hello", accent: "#3366ff", layout: "wide" },
+      sectionLayouts: [
+        { section: "Content", keys: ["greeting"] },
+        { section: "Look", keys: ["accent", "layout"] },
+      ],
+    });
+
+    const settings = await api("GET", "/api/themes/workspaces/shop/settings");
+    expect(settings.json()).toMatchObject({
+      themePluginId: "hello",
+      themeVersion: "1.0.0",
+      fields: [
+        { key: "greeting", type: "text", value: "Hello", group: "Content" },
+        { key: "accent", type: "color", value: "#3366ff", group: "Look" },
+        {
+          key: "layout",
+          type: "select",
+          options: ["wide", "narrow"],
+          helpText: "How wide the page content runs",
+        },
+      ],
+    });
+    const bad = await api("PUT", "/api/themes/workspaces/shop/settings", {
+      values: { accent: "red", layout: "huge", nope: "x" },
+    });
+    expect(bad.status).toBe(400);
+    expect(
+      bad
+        .json<{ errors: Array<{ field: string }> }>()
+        .errors.map((e) => e.field)
+        .sort(),
+    ).toEqual(["/body/values/accent", "/body/values/layout", "/body/values/nope"]);
+    const good = await api("PUT", "/api/themes/workspaces/shop/settings", {
+      values: { accent: "#000000", layout: "narrow", greeting: "Moin" },
+    });
+    expect(good.status, good.text).toBe(200);
+    expect(good.json()).toMatchObject({
+      valuesByKey: { greeting: "Moin", accent: "#000000", layout: "narrow" },
+    });
+    // null: back to the default.
+    const reset = await api("PUT", "/api/themes/workspaces/shop/settings", { values: { greeting: null } });
+    expect(reset.json()).toMatchObject({ valuesByKey: { greeting: "Hello", accent: "#000000" } });
+
+    // Removing the theme keeps the values for a later choice.
+    expect((await api("DELETE", "/api/themes/workspaces/shop")).status).toBe(204);
+    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({ themePluginId: null });
+    expect((await api("DELETE", "/api/themes/workspaces/shop")).status).toBe(404);
+    await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
+      valuesByKey: { accent: "#000000", layout: "narrow" },
+    });
+  });
+
+  it("resolves the effective templates over the theme plugin and the chain, by priority", async () => {
+    expect(
+      (
+        await install(
+          await themePlugin("brand", {
+            definitions: [
+              { key: "index", extends: "layout", priority: 200 },
+              { key: "layout", templatePath: "views/surface/layout.njk" },
+            ],
+          }),
+        )
+      ).status,
+    ).toBe(201);
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "acme", pluginId: "brand", entitled: true }],
+    });
+    expect((await api("POST", "/api/plugins/brand/activate")).status).toBe(200);
+    expect((await api("PUT", "/api/workspaces/shop/plugins", { chain: ["brand"] })).status).toBe(200);
+
+    const effective = await api("GET", "/api/themes/workspaces/shop/effective");
+    expect(effective.status, effective.text).toBe(200);
+    expect(effective.json()).toMatchObject({
+      workspaceKey: "shop",
+      themePluginId: "hello",
+      templates: [
+        { templateKey: "index", pluginId: "brand", inheritance: ["index", "layout"], priority: 200 },
+        { templateKey: "layout", pluginId: "brand", templatePath: "views/surface/layout.njk" },
+      ],
+    });
+    // Switching brand's index off lets the theme plugin's index win.
+    await api("PUT", "/api/themes/definitions/index/plugins/brand/versions/1.0.0/activation", {
+      isActive: false,
+    });
+    const after = (await api("GET", "/api/themes/workspaces/shop/effective")).json<{
+      templates: Array<{ templateKey: string; pluginId: string }>;
+    }>();
+    expect(after.templates.find((t) => t.templateKey === "index")?.pluginId).toBe("hello");
+
+    // The caller's own workspace: a workspace session's, or ?workspaceKey for a platform session.
+    const member = await mintToken({
+      scope: "workspace",
+      workspaceKey: "shop",
+      permissions: ["extension.read"],
+    });
+    const mine = await api("GET", "/workspace/themes/effective", undefined, member);
+    expect(mine.status, mine.text).toBe(200);
+    expect(mine.json()).toMatchObject({ workspaceKey: "shop", themePluginId: "hello" });
+    expect(
+      (await api("GET", "/workspace/themes/effective?workspaceKey=other", undefined, member)).status,
+    ).toBe(404);
+    expect((await api("GET", "/workspace/themes/effective?workspaceKey=shop")).json()).toMatchObject({
+      workspaceKey: "shop",
+    });
+  });
+});

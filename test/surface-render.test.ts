@@ -1,0 +1,244 @@
+/**
+ * Issue 13, items 5-7: `GET /surface/render` over a plugin chain (inheritance across three plugins, the
+ * shell on a template error, a loop cut off, no file outside the chain readable, the 302 of an
+ * Authenticated workspace), the redirect routes and the static shells, on real NATS and PostgreSQL.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { gatewayService } from "@svc/service-gateway";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { codePlugin, fixtureSigner } from "./plugins/runtime-fixtures.js";
+import { createHarness } from "./support/harness.js";
+import { http, type HttpResponse } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+import { eventually } from "./support/wait.js";
+
+const h = await createHarness();
+const work = mkdtempSync(join(tmpdir(), "svc-render-"));
+const signer = fixtureSigner();
+let base: string;
+let operator: string;
+
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__RequestTimeoutMs: "20000",
+  BackendHost__PluginCacheDir: join(work, "cache"),
+  BackendHost__SurfaceRenderTimeoutMs: "400",
+  BackendHost__TrustedSigners__0__PublisherId: "tests",
+  BackendHost__TrustedSigners__0__PublicKey: signer.publicPem,
+};
+
+const api = (method: string, path: string, body?: unknown) =>
+  http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${operator}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+const get = (path: string, headers: Record<string, string> = {}) => http(`${base}${path}`, { headers });
+
+/** Installs, entitles and activates a plugin whose only content is surface templates. */
+async function templatePlugin(pluginId: string, templates: Record<string, string>): Promise<void> {
+  const files = Object.fromEntries(
+    Object.entries(templates).map(([name, src]) => [`views/surface/${name}`, src]),
+  );
+  const bytes = await codePlugin(work, signer, pluginId, "export class Plugin {}\n", [], {}, files);
+  const installed = await http(`${base}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
+    body: bytes,
+  });
+  expect(installed.status, installed.text).toBe(201);
+  await api("PUT", "/api/entitlements", { items: [{ tenantKey: "rt", pluginId, entitled: true }] });
+  expect((await api("POST", `/api/plugins/${pluginId}/activate`)).status).toBe(200);
+}
+
+async function chain(...ids: string[]) {
+  expect((await api("PUT", "/api/workspaces/rw/plugins", { chain: ids })).status).toBe(200);
+}
+
+const render = (headers: Record<string, string> = {}) =>
+  get("/surface/render", { host: "render.example", ...headers });
+const isShell = (r: HttpResponse) => r.text.includes('id="svc-shell"');
+
+beforeAll(async () => {
+  await h.start(rbacService, env);
+  await h.start(resolverService, env);
+  await h.start(pluginRegistryService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  expect((await api("POST", "/api/tenants", { tenantKey: "rt", name: "Render tenant" })).status).toBe(201);
+  expect(
+    (
+      await api("PUT", "/api/workspaces/rw", {
+        tenantKey: "rt",
+        name: "Render <b>Shop</b>",
+        bindings: [{ host: "render.example" }],
+      })
+    ).status,
+  ).toBe(201);
+  await api("PUT", "/api/surfaces/default?workspaceKey=rw", {
+    name: "Render",
+    applicationRoot: {
+      key: "root",
+      title: "Root",
+      path: "",
+      children: [{ key: "a", title: "About", path: "about" }],
+    },
+  });
+  await api("PUT", "/api/snippets/footer?workspaceKey=rw", {
+    content: "<em>made by us</em>",
+    contentType: "text/html",
+  });
+  await api("PUT", "/api/snippets/motto?workspaceKey=rw", { content: "<b>plain</b>" });
+  await templatePlugin("alpha", {
+    "index.njk":
+      '{% extends "page.njk" %}{% block content %}Alpha content for {{ workspace.name }} ({{ SurfaceKey }}/{{ SurfaceType }}/{{ Locale }}) {{ snippets.footer }} {{ snippets.motto }}{% endblock %}',
+  });
+  await templatePlugin("beta", {
+    "page.njk":
+      '{% extends "layout.njk" %}{% block body %}<section>{% block content %}Beta default{% endblock %}</section>{% endblock %}',
+    "index.njk": "Beta's own entry (not used: alpha is the primary)",
+  });
+  await templatePlugin("gamma", {
+    "layout.njk":
+      '<!doctype html><html><body>{% block body %}Gamma body{% endblock %}<nav>{% for item in navigation %}<a href="{{ item.fullPath }}">{{ item.title }}</a>{% endfor %}</nav></body></html>',
+  });
+});
+
+afterAll(async () => {
+  await h.stopAll();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("GET /surface/render", () => {
+  it("renders the primary's entry with the whole chain on the loader path (three plugins)", async () => {
+    expect(isShell(await render())).toBe(true); // no chain yet: the shell
+    await chain("alpha", "beta", "gamma");
+    const page = await eventually(render, (r) => !isShell(r));
+    expect(page.status).toBe(200);
+    expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
+    // alpha's block inside beta's page inside gamma's layout.
+    expect(page.text).toContain("<section>Alpha content for Render &lt;b&gt;Shop&lt;/b&gt; (default/spa/de)");
+    expect(page.text).toContain("<em>made by us</em> &lt;b&gt;plain&lt;/b&gt;");
+    expect(page.text).toContain('<nav><a href="/about">About</a></nav>');
+    expect(page.text).not.toContain("Beta default");
+  });
+
+  it("serves the shell with 200 when the entry template throws, and logs it", async () => {
+    await templatePlugin("broken", { "index.njk": "{% extends 'nowhere.njk' %}" });
+    await chain("broken", "gamma");
+    const page = await eventually(render, (r) => isShell(r));
+    expect(page.status).toBe(200);
+    expect(isShell(page)).toBe(true);
+  });
+
+  it("reads nothing outside the chain's template directories", async () => {
+    await templatePlugin("sneaky", {
+      "index.njk": '{% include "../../registry.json" %}{% include "/etc/passwd" %}',
+    });
+    await chain("sneaky");
+    const page = await eventually(render, (r) => isShell(r));
+    expect(isShell(page)).toBe(true);
+    expect(page.text).not.toContain("root:");
+    expect(page.text).not.toContain("pluginId");
+  });
+
+  it("cuts off a template that loops, and goes on rendering", async () => {
+    await templatePlugin("looping", {
+      "index.njk": "{% for i in range(0, 1000000000) %}{{ i }}{% endfor %}",
+    });
+    await chain("looping");
+    const started = Date.now();
+    const page = await eventually(render, (r) => isShell(r), 10_000);
+    expect(isShell(page)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await chain("alpha", "beta", "gamma");
+    expect((await eventually(render, (r) => r.text.includes("Alpha content"))).text).toContain(
+      "Alpha content",
+    );
+  });
+
+  it("sends anonymous callers of an Authenticated workspace to /login with a same-origin returnUrl", async () => {
+    await api("PUT", "/api/workspaces/rw", {
+      tenantKey: "rt",
+      name: "Render <b>Shop</b>",
+      accessPolicy: "Authenticated",
+      bindings: [{ host: "render.example" }],
+    });
+    const redirected = await eventually(
+      () => render({ "x-forwarded-uri": "/deep/page?q=1" }),
+      (r) => r.status === 302,
+    );
+    expect(redirected.headers.location).toBe("/login?workspaceKey=rw&returnUrl=%2Fdeep%2Fpage%3Fq%3D1");
+    const evil = await render({ "x-forwarded-uri": "//evil.example/steal" });
+    expect(evil.headers.location).toBe("/login?workspaceKey=rw&returnUrl=%2F");
+    const signedIn = await render({ authorization: `Bearer ${operator}` });
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.text).toContain("Alpha content");
+    await api("PUT", "/api/workspaces/rw", {
+      tenantKey: "rt",
+      name: "Render <b>Shop</b>",
+      bindings: [{ host: "render.example" }],
+    });
+  });
+
+  it("answers 404 when no visible workspace resolves", async () => {
+    const none = await get("/surface/render", { host: "nothing.example" });
+    expect(none.status).toBe(404);
+    expect(none.headers["content-type"]).toMatch(/^text\/html/);
+  });
+});
+
+describe("redirects and shells", () => {
+  it("forwards /, /login and other pages to the workspace shell, the admin shell or /404", async () => {
+    const root = await get("/", { host: "render.example" });
+    expect(root.status).toBe(302);
+    expect(root.headers.location).toBe("/surface-app/?path=%2F");
+    expect((await get("/", { host: "admin.example" })).headers.location).toBe("/admin/");
+    expect((await get("/shop/page", { host: "render.example" })).headers.location).toBe(
+      "/surface-app/?path=%2Fshop%2Fpage",
+    );
+    expect((await get("/shop/page", { host: "nothing.example" })).headers.location).toBe("/404");
+    expect((await get("/login?returnUrl=/x", { host: "render.example" })).headers.location).toBe(
+      "/surface-app/login?workspaceKey=rw&returnUrl=%2Fx",
+    );
+    expect(
+      (await get("/login?returnUrl=https://evil.example", { host: "admin.example" })).headers.location,
+    ).toBe("/admin/login?returnUrl=%2F");
+    const notFound = await get("/404");
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers["content-type"]).toMatch(/^text\/html/);
+    // Files and the APIs keep their own 404s.
+    const favicon = await get("/favicon.ico", { host: "render.example" });
+    expect(favicon.status).toBe(404);
+    expect(favicon.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect((await get("/api/nothing")).status).toBe(404);
+    expect((await http(`${base}/nothing`, { method: "POST" })).status).toBe(404);
+  });
+
+  it("serves the shells with their content types and caching", async () => {
+    const shell = await get("/surface-app/");
+    expect(shell.status).toBe(200);
+    expect(shell.headers["content-type"]).toMatch(/^text\/html/);
+    expect(shell.headers["cache-control"]).toBe("no-cache");
+    const script = await get("/surface-app/shell.js");
+    expect(script.headers["content-type"]).toMatch(/javascript/);
+    expect(script.headers["cache-control"]).toBe("public, max-age=300");
+    expect((await get("/surface-app/login?workspaceKey=rw")).text).toContain('id="svc-shell"');
+    const admin = await get("/admin/");
+    expect(admin.status).toBe(200);
+    expect(admin.text).toContain("svc admin");
+    expect((await get("/admin")).headers.location).toBe("/admin/");
+    expect((await get("/surface-app/missing.js")).status).toBe(404);
+  });
+});

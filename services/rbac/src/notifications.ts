@@ -1,11 +1,12 @@
 /**
- * Notifications (issue 14, item 2). rbac follows three platform events with durable JetStream consumers
+ * Notifications (issue 14, item 2). rbac follows four platform events with durable JetStream consumers
  * (one per event, so nothing published while rbac is down is lost, and a redelivery adds nothing) and
  * addresses each to the operators who can act on it:
  * - `job.dead-lettered` (the job reaper): holders of `webhook.manage` for webhook deliveries, else of
  *   `job.read`;
  * - `webhook.circuit-opened` (the webhook dispatcher): holders of `webhook.manage`;
- * - `plugin.refused` (the plugin registry, at re-verification): holders of `plugin.execute`.
+ * - `plugin.refused` (the plugin registry, at re-verification): holders of `plugin.execute`;
+ * - `flow.notification` (a flow's notify action): holders of the key the action names.
  * A holder is an active user whose global role grants the key (or `*`, or is superadmin) or, for an event
  * of a workspace, a member whose member roles there grant it. `GET /api/notifications` lists the caller's
  * own, unread first; `PUT /api/notifications/{id}/read` marks one read.
@@ -28,6 +29,7 @@ interface Described {
 }
 
 type Data = Record<string, unknown>;
+const KEY = /^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$/;
 const text = (v: unknown) => (typeof v === "string" ? v : typeof v === "number" ? String(v) : "");
 
 /** What each followed event means for an operator, and who can act on it. */
@@ -41,6 +43,12 @@ const KINDS: Record<string, (data: Data) => Described> = {
     key: "webhook.manage",
     title: `Webhook deliveries to ${text(d.origin)} are paused`,
     detail: `${text(d.failures)} failed deliveries in a row; deliveries are tried again after ${Math.round(Number(d.openForMs) / 1000)} s.`,
+  }),
+  // A flow's notify action (webhook-dispatcher): its title and detail, for the holders of its key.
+  "flow.notification": (d) => ({
+    key: typeof d.permission === "string" && KEY.test(d.permission) ? d.permission : "flow.manage",
+    title: text(d.title) || "A flow ran",
+    detail: typeof d.detail === "string" ? d.detail : null,
   }),
   "plugin.refused": (d) => ({
     key: "plugin.execute",

@@ -29,6 +29,8 @@ import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
 
+import { MAX_FLOW_DEPTH } from "./flow-run.js";
+import { type MatchedFlow, matchingFlowsMany } from "./flows.js";
 import { matchingSubscriptionsMany } from "./subscriptions.js";
 
 export const CONSUMER_NAME = "webhook-dispatcher";
@@ -94,6 +96,8 @@ export async function startMatcher(
     readonly workspaceKey: string | null;
     readonly occurredAtUtc: string;
     readonly data: unknown;
+    /** Svc-Flow-Depth: how many flows led to this event. */
+    readonly depth: number;
   }
 
   const drop = (m: JsMsg, eventName: string, reason: string) => {
@@ -114,6 +118,7 @@ export async function startMatcher(
           m.headers?.get(Header.OccurredAt) ||
           new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString(),
         data: m.data.length === 0 ? {} : m.json(),
+        depth: Math.max(0, Math.min(1_000, Number(m.headers?.get(Header.FlowDepth)) || 0)),
       };
     } catch {
       drop(m, eventName, "the payload is not JSON");
@@ -163,7 +168,33 @@ export async function startMatcher(
         },
       })),
     );
-    if (jobs.length > 0) await enqueueMany(db, jobs);
+    // Flows: one run per (event, flow), unless a chain of flows published the event.
+    const flowPairs = pairs.filter((p) =>
+      events.some((e) => pairKey(e) === pairKey(p) && e.depth < MAX_FLOW_DEPTH),
+    );
+    const flowMatches =
+      flowPairs.length === 0 ? new Map<number, MatchedFlow[]>() : await matchingFlowsMany(db, flowPairs);
+    const flowsByPair = new Map(flowPairs.map((p, i) => [pairKey(p), flowMatches.get(i) ?? []]));
+    const runs = events
+      .filter((e) => e.depth < MAX_FLOW_DEPTH)
+      .flatMap((e) =>
+        (flowsByPair.get(pairKey(e)) ?? []).map((flow) => ({
+          type: "flow.run" as const,
+          workspaceKey: e.workspaceKey,
+          idempotencyKey: `${e.eventId}:flow:${flow.id}`,
+          payload: {
+            flowId: flow.id,
+            eventId: e.eventId,
+            event: e.eventName,
+            workspaceKey: e.workspaceKey,
+            occurredAtUtc: e.occurredAtUtc,
+            data: e.data,
+            depth: e.depth,
+            actions: flow.actions,
+          },
+        })),
+      );
+    if (jobs.length + runs.length > 0) await enqueueMany(db, [...jobs, ...runs]);
     for (const e of events) settle(() => e.m.ack());
   };
 

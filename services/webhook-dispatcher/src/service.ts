@@ -7,6 +7,8 @@ import type { ServiceDefinition } from "@svc/runtime";
 
 import { CircuitBreaker } from "./circuit-breaker.js";
 import { deliver } from "./deliver.js";
+import { pruneFlowSteps, runFlow } from "./flow-run.js";
+import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
@@ -27,9 +29,14 @@ export const webhookDispatcherService: ServiceDefinition = {
     serveRoute(bus, routes["webhooks.activation"], (req) => subs.setActivation(db, req));
     serveRoute(bus, routes["webhooks.delete"], (req) => subs.deleteSubscription(db, req));
     serveRoute(bus, routes["events.catalog"], () => subs.eventCatalog(db));
+    serveRoute(bus, routes["flows.list"], (req) => flows.listFlows(db, req));
+    serveRoute(bus, routes["flows.create"], (req) => flows.createFlow(db, secrets, allowed, req));
+    serveRoute(bus, routes["flows.put"], (req) => flows.replaceFlow(db, secrets, allowed, req));
+    serveRoute(bus, routes["flows.delete"], (req) => flows.deleteFlow(db, req));
 
     const openCircuits = () =>
       ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 });
+    // Circuit-opened events and the events flows publish.
     const circuitEvents = createEventPublisher(nc, config.subjectPrefix);
     const breaker = new CircuitBreaker(
       await openCircuits(),
@@ -78,6 +85,16 @@ export const webhookDispatcherService: ServiceDefinition = {
       sensitiveFields,
     };
     worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(deliverDeps, job) });
+    const flowDeps = { ...deliverDeps, events: circuitEvents };
+    worker.register("flow.run", { concurrency: 20, handler: (job) => runFlow(flowDeps, job) });
+    const pruning = setInterval(
+      () =>
+        void pruneFlowSteps(db).catch((err: unknown) =>
+          log.warn({ error: (err as Error).message }, "could not prune old flow steps"),
+        ),
+      3_600_000,
+    );
+    pruning.unref();
     await worker.start();
     const matcher = await startMatcher(nc, db, {
       stream: config.eventsStream,
@@ -97,6 +114,7 @@ export const webhookDispatcherService: ServiceDefinition = {
       // Stop taking events first, then let running deliveries finish and release queued ones.
       beforeDrain: async () => {
         plugins.stop();
+        clearInterval(pruning);
         await matcher.stop();
         await worker.stop();
         breaker.stop();

@@ -25,7 +25,7 @@ export interface EventPublisher {
     eventName: string,
     workspaceKey: string | null,
     payload: unknown,
-    options?: { eventId?: string; occurredAt?: Date },
+    options?: { eventId?: string; occurredAt?: Date; flowDepth?: number },
   ): Promise<PublishedEvent>;
 }
 
@@ -39,6 +39,8 @@ export function createEventPublisher(nc: NatsConnection, prefix: string): EventP
       const h = natsHeaders();
       if (workspaceKey !== null) h.set(Header.WorkspaceKey, workspaceKey);
       h.set(Header.OccurredAt, (options.occurredAt ?? new Date()).toISOString());
+      if (options.flowDepth !== undefined && options.flowDepth > 0)
+        h.set(Header.FlowDepth, String(options.flowDepth));
       const ack = await js.publish(eventsSubject(prefix, eventName), encodeJson(payload ?? {}), {
         msgID: eventId,
         headers: h,

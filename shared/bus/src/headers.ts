@@ -10,6 +10,8 @@ export const Header = {
   WorkspaceKey: "Svc-Workspace-Key",
   /** When the event happened (ISO 8601); defaults to when it was published. */
   OccurredAt: "Svc-Occurred-At",
+  /** How many flows led to this event (set by a flow's actions; flows stop at a limit). */
+  FlowDepth: "Svc-Flow-Depth",
   /** JetStream de-duplication id of a published event. */
   MsgId: "Nats-Msg-Id",
 } as const;

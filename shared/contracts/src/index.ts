@@ -46,7 +46,15 @@ export {
   type TenancyLookupReply,
   type TenancyLookupRequest,
 } from "./subjects.js";
-export { MAX_TARGET_URL, SUBSCRIPTION_PATTERN, SubscriptionView, webhookRoutes } from "./webhooks.js";
+export {
+  FlowAction,
+  FlowView,
+  MAX_FLOW_ACTIONS,
+  MAX_TARGET_URL,
+  SUBSCRIPTION_PATTERN,
+  SubscriptionView,
+  webhookRoutes,
+} from "./webhooks.js";
 
 /** Every operator route, each once. */
 export const OPERATOR_ROUTES: readonly RouteContract[] = [

@@ -1,7 +1,7 @@
 /** Routes the webhook dispatcher owns: subscriptions, the event catalogue and flows. */
 import { Type } from "@sinclair/typebox";
 
-import { idParams, Nullable, Page, pageFields, Uuid } from "./common.js";
+import { idParams, Nullable, Page, pageFields, PermissionKeyString, Uuid } from "./common.js";
 import { defineRoutes } from "./route.js";
 
 /** Spec 2.3: a subscription's event name: letters, digits, `_`, `.`, `-`, and `*` as the only wildcard. */
@@ -17,6 +17,98 @@ export const SubscriptionView = Type.Object({
   isActive: Type.Boolean(),
   includeSensitiveData: Type.Boolean(),
   createdAtUtc: Type.String(),
+  matchesKnownEvent: Type.Boolean(),
+});
+
+/** Most actions one flow may hold. */
+export const MAX_FLOW_ACTIONS = 10;
+
+/**
+ * A flow's actions (issue 14, item 5). `title`, `detail` and string values of `data` may hold
+ * placeholders: `{{event}}`, `{{eventId}}`, `{{workspaceKey}}`, `{{occurredAtUtc}}` and
+ * `{{data.<path>}}` (a dotted path into the triggering event's data); an unknown one becomes empty.
+ * The branches are open objects (an action's unknown properties are dropped by the flow service, as the
+ * gateway drops those of closed objects): Ajv's removal of additional properties inside `anyOf` would
+ * strip one branch's properties while trying another.
+ */
+export const FlowAction = Type.Union([
+  Type.Object(
+    {
+      /** POST the event, as a webhook delivery would, to a URL (signed when a secret is set). */
+      type: Type.Literal("http"),
+      url: Type.String({ format: "uri", maxLength: MAX_TARGET_URL }),
+      /** Write-only: the view shows `hasSecret`. On PUT, omit it to keep the stored one. */
+      secret: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+      includeSensitiveData: Type.Optional(Type.Boolean()),
+    },
+    { title: "HttpAction" },
+  ),
+  Type.Object(
+    {
+      /** Publish another event in the triggering event's workspace. */
+      type: Type.Literal("publish"),
+      eventName: Type.String({ pattern: "^[\\w.-]{1,120}$" }),
+      /** The new event's data; the triggering event's data when omitted. */
+      data: Type.Optional(
+        Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 50 }),
+      ),
+    },
+    { title: "PublishAction" },
+  ),
+  Type.Object(
+    {
+      /** Notify the holders of `permission` (default flow.manage), as GET /api/notifications shows. */
+      type: Type.Literal("notify"),
+      title: Type.String({ minLength: 1, maxLength: 300 }),
+      detail: Type.Optional(Type.String({ maxLength: 2_000 })),
+      permission: Type.Optional(PermissionKeyString),
+    },
+    { title: "NotifyAction" },
+  ),
+]);
+
+const FlowBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    /** The trigger, matched like a webhook subscription's (spec 6.2): an event name, or `*` for every event. */
+    eventName: Type.String({ pattern: SUBSCRIPTION_PATTERN }),
+    actions: Type.Array(FlowAction, { minItems: 1, maxItems: MAX_FLOW_ACTIONS }),
+    /** A platform session may leave it out (every workspace); a workspace session's flow is its own. */
+    workspaceKey: Type.Optional(Nullable(Type.String({ maxLength: 63 }))),
+    isActive: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const FlowActionView = Type.Union([
+  Type.Object({
+    type: Type.Literal("http"),
+    url: Type.String(),
+    hasSecret: Type.Boolean(),
+    includeSensitiveData: Type.Boolean(),
+  }),
+  Type.Object({
+    type: Type.Literal("publish"),
+    eventName: Type.String(),
+    data: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  }),
+  Type.Object({
+    type: Type.Literal("notify"),
+    title: Type.String(),
+    detail: Nullable(Type.String()),
+    permission: Type.String(),
+  }),
+]);
+
+export const FlowView = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  workspaceKey: Nullable(Type.String()),
+  eventName: Type.String(),
+  actions: Type.Array(FlowActionView),
+  isActive: Type.Boolean(),
+  createdAtUtc: Type.String(),
+  updatedAtUtc: Type.String(),
   matchesKnownEvent: Type.Boolean(),
 });
 
@@ -75,13 +167,40 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
       Type.Object({ eventName: Type.String(), source: Type.String(), description: Type.String() }),
     ),
   },
-  "flows.list": { method: "GET", path: "/api/flows", permission: "flow.read", summary: "List flows" },
-  "flows.create": { method: "POST", path: "/api/flows", permission: "flow.manage", summary: "Create a flow" },
-  "flows.put": { method: "PUT", path: "/api/flows/:id", permission: "flow.manage", summary: "Update a flow" },
+  "flows.list": {
+    method: "GET",
+    path: "/api/flows",
+    permission: "flow.read",
+    summary: "List flows (newest first)",
+    query: Type.Object(
+      { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })), ...pageFields },
+      { additionalProperties: false },
+    ),
+    reply: Page(FlowView),
+  },
+  "flows.create": {
+    method: "POST",
+    path: "/api/flows",
+    permission: "flow.manage",
+    summary:
+      "Create a flow: a trigger (an event name pattern) and the actions run, as durable jobs, on each match",
+    body: FlowBody,
+    reply: FlowView,
+  },
+  "flows.put": {
+    method: "PUT",
+    path: "/api/flows/:id",
+    permission: "flow.manage",
+    summary: "Replace a flow (runs already queued keep the actions they were queued with)",
+    params: idParams,
+    body: FlowBody,
+    reply: FlowView,
+  },
   "flows.delete": {
     method: "DELETE",
     path: "/api/flows/:id",
     permission: "flow.manage",
-    summary: "Delete a flow",
+    summary: "Delete a flow (its queued runs do nothing)",
+    params: idParams,
   },
 });

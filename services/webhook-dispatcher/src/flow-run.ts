@@ -1,0 +1,194 @@
+/**
+ * The `flow.run` job (issue 14, item 5): runs one flow's actions, in order, for one event. Each finished
+ * step is recorded in `webhook_dispatcher.flow_steps`, so a run whose dispatcher died mid-way (the job is
+ * claimed again after its lease) resumes at the first step not done. A step interrupted by the crash runs
+ * again, with the same identity: the http action's `X-Svc-Delivery`, and the event id of a published
+ * event or notification (JetStream drops the duplicate within its window; rbac records a notification
+ * once per user and event id). A failed step fails the attempt; the engine retries with backoff (five
+ * attempts) and then dead-letters the run, which notifies the operators.
+ *
+ * Events published by a flow carry `Svc-Flow-Depth` (one more than the triggering event's); flows do
+ * not trigger on events of depth MAX_FLOW_DEPTH, so flows that publish each other's triggers stop.
+ */
+import { createHash } from "node:crypto";
+
+import type { EventPublisher } from "@svc/bus";
+import { type Db, sql } from "@svc/db";
+import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
+
+import { signature } from "./deliver.js";
+import { DEFAULT_NOTIFY_PERMISSION, type StoredAction } from "./flows.js";
+import { post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
+import { maskPayload } from "./masking.js";
+import type { SecretBox } from "./secrets.js";
+
+/** Events of this depth (published by a chain of this many flows) trigger no flow. */
+export const MAX_FLOW_DEPTH = 3;
+/** The event a notify action publishes; rbac turns it into notifications. */
+export const FLOW_NOTIFICATION_EVENT = "flow.notification";
+
+export interface FlowRunPayload {
+  flowId: string;
+  eventId: string;
+  event: string;
+  workspaceKey: string | null;
+  occurredAtUtc: string;
+  data: unknown;
+  /** The triggering event's flow depth (0 for an event no flow published). */
+  depth: number;
+  /** The flow's actions when the event matched: a later edit does not change a queued run. */
+  actions: StoredAction[];
+}
+
+declare module "@svc/jobs" {
+  interface JobPayloads {
+    "flow.run": FlowRunPayload;
+  }
+}
+
+defineJobType("flow.run", { maxAttempts: 5 });
+
+export interface FlowRunDeps {
+  readonly db: Db;
+  readonly events: EventPublisher;
+  readonly secrets: SecretBox;
+  readonly allowed: TargetPolicy;
+  readonly timeoutMs: number;
+  readonly maxResponseBytes: number;
+  readonly sensitiveFields: () => Promise<ReadonlySet<string>>;
+}
+
+/** A UUID derived from a step's identity, so a repeated step repeats its id. */
+export function stepId(stepKey: string): string {
+  const h = createHash("sha256").update(stepKey).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+}
+
+/** `{{event}}`, `{{eventId}}`, `{{workspaceKey}}`, `{{occurredAtUtc}}`, `{{data.a.b}}`; unknown: empty. */
+export function fill(template: string, p: FlowRunPayload): string {
+  return template.replace(/\{\{\s*([\w.-]{1,200})\s*\}\}/g, (_, name: string) => {
+    const top: Record<string, unknown> = {
+      event: p.event,
+      eventId: p.eventId,
+      workspaceKey: p.workspaceKey ?? "",
+      occurredAtUtc: p.occurredAtUtc,
+    };
+    let value: unknown = name.startsWith("data.")
+      ? name
+          .slice(5)
+          .split(".")
+          .reduce<unknown>(
+            (v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined),
+            p.data,
+          )
+      : top[name];
+    if (value === undefined || value === null) value = "";
+    return typeof value === "object" ? JSON.stringify(value) : String(value);
+  });
+}
+
+function fillData(data: Record<string, unknown>, p: FlowRunPayload): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(data).map(([k, v]) => [k, typeof v === "string" ? fill(v, p) : v]),
+  );
+}
+
+async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAction, stepKey: string) {
+  const id = stepId(stepKey);
+  switch (action.type) {
+    case "http": {
+      const data =
+        action.includeSensitiveData === true ? p.data : maskPayload(p.data, await deps.sensitiveFields());
+      const body = Buffer.from(
+        JSON.stringify({
+          event: p.event,
+          eventId: p.eventId,
+          workspaceKey: p.workspaceKey,
+          occurredAtUtc: p.occurredAtUtc,
+          flowId: p.flowId,
+          data,
+        }),
+      );
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        "user-agent": "svc-flows/1",
+        "x-svc-event": p.event,
+        "x-svc-delivery": id,
+        "x-svc-flow": p.flowId,
+      };
+      if (action.secretEncrypted !== undefined) {
+        headers["x-svc-signature"] = signature(deps.secrets.open(action.secretEncrypted), body);
+      }
+      try {
+        const response = await post(
+          {
+            url: new URL(action.url),
+            body,
+            headers,
+            timeoutMs: deps.timeoutMs,
+            maxResponseBytes: deps.maxResponseBytes,
+            allowed: deps.allowed,
+          },
+          2,
+        );
+        if (response.status < 200 || response.status >= 300) {
+          throw new Error(`${action.url} answered ${response.status}`);
+        }
+      } catch (error) {
+        if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
+        throw error;
+      }
+      return;
+    }
+    case "publish":
+      await deps.events.publish(
+        action.eventName,
+        p.workspaceKey,
+        action.data === undefined ? p.data : fillData(action.data, p),
+        { eventId: id, flowDepth: p.depth + 1 },
+      );
+      return;
+    case "notify":
+      await deps.events.publish(
+        FLOW_NOTIFICATION_EVENT,
+        p.workspaceKey,
+        {
+          flowId: p.flowId,
+          title: fill(action.title, p).slice(0, 500),
+          detail: action.detail === undefined ? null : fill(action.detail, p).slice(0, 2_000),
+          permission: action.permission ?? DEFAULT_NOTIFY_PERMISSION,
+          trigger: { event: p.event, eventId: p.eventId },
+        },
+        { eventId: id, flowDepth: p.depth + 1 },
+      );
+      return;
+  }
+}
+
+export async function runFlow(deps: FlowRunDeps, job: ClaimedJob<"flow.run">): Promise<void> {
+  const p = job.payload;
+  const flow = await deps.db.maybeOne<{ is_active: boolean }>(sql`
+    SELECT is_active FROM webhook_dispatcher.flows WHERE id = ${p.flowId}`);
+  // A flow disabled or deleted since the event matched runs no more actions.
+  if (flow === null || !flow.is_active) return;
+  const runKey = `${p.eventId}:${p.flowId}`;
+  const done = new Set(
+    (
+      await deps.db.any<{ step: number }>(sql`
+        SELECT step FROM webhook_dispatcher.flow_steps WHERE run_key = ${runKey}`)
+    ).map((r) => r.step),
+  );
+  for (const [step, action] of p.actions.entries()) {
+    if (done.has(step)) continue;
+    await runAction(deps, p, action, `${runKey}:${step}`);
+    await deps.db.query(sql`
+      INSERT INTO webhook_dispatcher.flow_steps (run_key, step) VALUES (${runKey}, ${step})
+      ON CONFLICT DO NOTHING`);
+  }
+}
+
+/** Forgets the steps of runs older than a week (a run is retried for minutes, not days). */
+export async function pruneFlowSteps(db: Db): Promise<void> {
+  await db.query(sql`
+    DELETE FROM webhook_dispatcher.flow_steps WHERE completed_at < now() - interval '7 days'`);
+}

@@ -1,0 +1,246 @@
+/**
+ * Flow management (issue 14, item 5): `GET`/`POST /api/flows`, `PUT`/`DELETE /api/flows/{id}`. A flow is a
+ * trigger (an event name pattern, matched like a webhook subscription's, in its workspace or, without
+ * one, in every workspace) and a list of actions; the matcher queues one `flow.run` job per matching
+ * event (flow-run.ts runs it). An http action's secret is sealed at rest and never shown again.
+ */
+import { randomUUID } from "node:crypto";
+
+import type { Static } from "@sinclair/typebox";
+import { listWorkspace, reachCondition } from "@svc/access";
+import type { Principal } from "@svc/bus";
+import type { FlowAction, ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
+import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
+
+import type { TargetPolicy } from "./http-client.js";
+import type { SecretBox } from "./secrets.js";
+import { patternMatches, targetUrlViolations } from "./subscriptions.js";
+
+type Routes = typeof webhookRoutes;
+type ActionInput = Static<typeof FlowAction>;
+const FLOWS: Listing = { tag: "flows", kinds: ["timestamp", "uuid"] };
+
+/** An action as stored: an http action's secret sealed under `secretEncrypted`. */
+export type StoredAction =
+  | { type: "http"; url: string; secretEncrypted?: string; includeSensitiveData?: boolean }
+  | { type: "publish"; eventName: string; data?: Record<string, unknown> }
+  | { type: "notify"; title: string; detail?: string; permission?: string };
+
+interface Row {
+  id: string;
+  name: string;
+  workspace_key: string | null;
+  event_name: string;
+  actions: StoredAction[];
+  is_active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = sql`id, name, workspace_key, event_name, actions, is_active, created_at, updated_at`;
+/** The default audience of a notify action: whoever may manage flows. */
+export const DEFAULT_NOTIFY_PERMISSION = "flow.manage";
+
+function actionView(a: StoredAction) {
+  switch (a.type) {
+    case "http":
+      return {
+        type: a.type,
+        url: a.url,
+        hasSecret: a.secretEncrypted !== undefined,
+        includeSensitiveData: a.includeSensitiveData === true,
+      };
+    case "publish":
+      return { type: a.type, eventName: a.eventName, data: a.data ?? null };
+    case "notify":
+      return {
+        type: a.type,
+        title: a.title,
+        detail: a.detail ?? null,
+        permission: a.permission ?? DEFAULT_NOTIFY_PERMISSION,
+      };
+  }
+}
+
+function view(row: Row, catalog: readonly string[]) {
+  return {
+    id: row.id,
+    name: row.name,
+    workspaceKey: row.workspace_key,
+    eventName: row.event_name,
+    actions: row.actions.map(actionView),
+    isActive: row.is_active,
+    createdAtUtc: row.created_at.toISOString(),
+    updatedAtUtc: row.updated_at.toISOString(),
+    matchesKnownEvent: catalog.some((name) => patternMatches(row.event_name, name)),
+  };
+}
+
+async function catalogNames(db: Queries): Promise<string[]> {
+  return (
+    await db.any<{ event_name: string }>(sql`SELECT event_name FROM webhook_dispatcher.event_catalog`)
+  ).map((r) => r.event_name);
+}
+
+const reach = (principal: Principal) => reachCondition(principal, (key) => sql`workspace_key = ${key}`);
+
+/**
+ * Checks what the schema cannot (an http action's URL against the outbound policy) and seals secrets; on
+ * an update, an http action without a secret keeps the secret of the stored action with the same URL.
+ */
+function storeActions(
+  actions: readonly ActionInput[],
+  secrets: SecretBox,
+  allowed: TargetPolicy,
+  previous: readonly StoredAction[] = [],
+): StoredAction[] {
+  const violations: Violation[] = [];
+  const stored = actions.map((a, i): StoredAction => {
+    // Only the known properties are kept (the action schemas are open; see FlowAction).
+    if (a.type === "publish") {
+      return { type: a.type, eventName: a.eventName, ...(a.data === undefined ? {} : { data: a.data }) };
+    }
+    if (a.type === "notify") {
+      return {
+        type: a.type,
+        title: a.title,
+        ...(a.detail === undefined ? {} : { detail: a.detail }),
+        ...(a.permission === undefined ? {} : { permission: a.permission }),
+      };
+    }
+    for (const v of targetUrlViolations(a.url, allowed)) {
+      violations.push({ field: `/body/actions/${i}/url`, message: v.message });
+    }
+    const kept = previous.find(
+      (p): p is Extract<StoredAction, { type: "http" }> => p.type === "http" && p.url === a.url,
+    )?.secretEncrypted;
+    const secretEncrypted = a.secret !== undefined ? secrets.seal(a.secret) : kept;
+    return {
+      type: "http",
+      url: a.url,
+      ...(secretEncrypted === undefined ? {} : { secretEncrypted }),
+      ...(a.includeSensitiveData === true ? { includeSensitiveData: true } : {}),
+    };
+  });
+  if (violations.length > 0) throw new ValidationError(violations);
+  return stored;
+}
+
+export async function createFlow(
+  db: Db,
+  secrets: SecretBox,
+  allowed: TargetPolicy,
+  req: RequestOfRoute<Routes["flows.create"]>,
+): Promise<ReplyOfRoute<Routes["flows.create"]>> {
+  const body = req.body;
+  const actions = storeActions(body.actions, secrets, allowed);
+  const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
+  const row = await db.one<Row>(sql`
+    INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
+    VALUES (${randomUUID()}, ${body.name}, ${workspaceKey}, ${body.eventName},
+            ${JSON.stringify(actions)}::jsonb, ${body.isActive !== false})
+    RETURNING ${COLUMNS}`);
+  return {
+    status: 201,
+    body: view(row, await catalogNames(db)),
+    headers: { location: `/api/flows/${row.id}` },
+  };
+}
+
+export async function replaceFlow(
+  db: Db,
+  secrets: SecretBox,
+  allowed: TargetPolicy,
+  req: RequestOfRoute<Routes["flows.put"]>,
+): Promise<ReplyOfRoute<Routes["flows.put"]>> {
+  const body = req.body;
+  const row = await db.transaction(async (tx) => {
+    const current = await tx.maybeOne<Row>(sql`
+      SELECT ${COLUMNS} FROM webhook_dispatcher.flows
+      WHERE id = ${req.params.id} AND ${reach(req.principal)} FOR UPDATE`);
+    if (current === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
+    const actions = storeActions(body.actions, secrets, allowed, current.actions);
+    // A workspace session's flow stays in its workspace; a platform session may move it.
+    const workspaceKey =
+      body.workspaceKey === undefined
+        ? current.workspace_key
+        : (listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null);
+    return tx.one<Row>(sql`
+      UPDATE webhook_dispatcher.flows
+      SET name = ${body.name}, workspace_key = ${workspaceKey}, event_name = ${body.eventName},
+          actions = ${JSON.stringify(actions)}::jsonb, is_active = ${body.isActive ?? current.is_active},
+          updated_at = now()
+      WHERE id = ${req.params.id}
+      RETURNING ${COLUMNS}`);
+  });
+  return { status: 200, body: view(row, await catalogNames(db)) };
+}
+
+export async function deleteFlow(
+  db: Db,
+  req: RequestOfRoute<Routes["flows.delete"]>,
+): Promise<ReplyOfRoute<Routes["flows.delete"]>> {
+  const row = await db.maybeOne(sql`
+    DELETE FROM webhook_dispatcher.flows WHERE id = ${req.params.id} AND ${reach(req.principal)} RETURNING id`);
+  if (row === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
+  return { status: 204 };
+}
+
+/** Paged newest first by (created_at, id). */
+export async function listFlows(
+  db: Db,
+  req: RequestOfRoute<Routes["flows.list"]>,
+): Promise<ReplyOfRoute<Routes["flows.list"]>> {
+  const q = req.query;
+  const { limit, after } = readPage(q, FLOWS);
+  const workspaceKey = listWorkspace(req.principal, q.workspaceKey) ?? null;
+  const rows = await db.any<Row & { created_at_us: string }>(sql`
+    SELECT ${COLUMNS},
+           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us
+    FROM webhook_dispatcher.flows
+    WHERE (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
+      AND (${after?.[0] ?? null}::timestamptz IS NULL
+           OR (created_at, id) < (${after?.[0] ?? null}::timestamptz, ${after?.[1] ?? null}::uuid))
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${limit + 1}`);
+  const catalog = await catalogNames(db);
+  return {
+    status: 200,
+    body: toPage(
+      rows,
+      limit,
+      FLOWS,
+      (last) => [last.created_at_us, last.id],
+      (r) => view(r, catalog),
+    ),
+  };
+}
+
+export interface MatchedFlow {
+  readonly id: string;
+  readonly actions: StoredAction[];
+}
+
+/**
+ * For many (event name, workspace) pairs at once: the active flows each triggers, by pair index. The rule
+ * is a subscription's (spec 6.2): the flow's event name equals the event's, or is `*`.
+ */
+export async function matchingFlowsMany(
+  db: Queries,
+  pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
+): Promise<Map<number, MatchedFlow[]>> {
+  const rows = await db.any<{ ord: string; id: string; actions: StoredAction[] }>(sql`
+    SELECT e.ord::text, f.id::text, f.actions
+    FROM unnest(${pairs.map((p) => p.eventName)}::text[], ${pairs.map((p) => p.workspaceKey)}::text[])
+      WITH ORDINALITY AS e(name, ws, ord)
+    JOIN webhook_dispatcher.flows f
+      ON f.is_active AND (f.event_name = e.name OR f.event_name = '*')
+     AND (f.workspace_key IS NULL OR f.workspace_key = e.ws)`);
+  const out = new Map<number, MatchedFlow[]>();
+  for (const r of rows) {
+    const index = Number(r.ord) - 1;
+    out.set(index, [...(out.get(index) ?? []), { id: r.id, actions: r.actions }]);
+  }
+  return out;
+}

@@ -1,0 +1,320 @@
+/**
+ * Issue 14, item 5: flows. A flow's trigger is matched like a webhook subscription; its actions (call a
+ * URL, publish an event, create a notification) run in order as one durable `flow.run` job, and a run
+ * whose dispatcher is killed mid-way is finished by another after the lease, each step once.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { createEventPublisher } from "@svc/bus";
+import { gatewayService } from "@svc/service-gateway";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { rbacService } from "@svc/service-rbac";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { repoRoot } from "../scripts/lib/stack.js";
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { Receiver } from "./support/receiver.js";
+import { mintToken } from "./support/tokens.js";
+import { eventually, until } from "./support/wait.js";
+
+const h = await createHarness();
+const extra = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__RateLimitAuthPerMinute: "0",
+  BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  BackendHost__JobLeaseMs: "1500",
+  BackendHost__JobPollIntervalMs: "100",
+  BackendHost__JobReaperIntervalMs: "100",
+};
+let base: string;
+let operator: string;
+let boss: string;
+let nc: NatsConnection;
+const children = new Set<ChildProcess>();
+const receivers: Receiver[] = [];
+
+const api = (method: string, path: string, token: string, body?: unknown) =>
+  http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+interface FlowView {
+  id: string;
+  name: string;
+  workspaceKey: string | null;
+  eventName: string;
+  isActive: boolean;
+  actions: Array<Record<string, unknown>>;
+}
+
+const countEvents = async (eventName: string) => {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(h.env.SVC_EVENTS_STREAM as string, {
+    subjects_filter: `${h.env.SVC_SUBJECT_PREFIX}.events.${eventName}`,
+  });
+  return info.state.subjects?.[`${h.env.SVC_SUBJECT_PREFIX}.events.${eventName}`] ?? 0;
+};
+
+beforeAll(async () => {
+  await h.start(rbacService, extra);
+  await h.start(jobReaperService, extra);
+  base = (await h.start(gatewayService, extra)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  nc = await connect({ servers: h.env.NATS_URL });
+  // A real user (a minted token's subject has no inbox) who may manage flows.
+  const created = await api("POST", "/api/users", operator, {
+    userName: "flow-boss",
+    password: "flow-boss's long password",
+  });
+  const { id } = created.json<{ id: string }>();
+  expect((await api("PUT", `/api/rbac/users/${id}`, operator, { role: "superadmin" })).status).toBe(200);
+  const login = await http(`${base}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "flow-boss", password: "flow-boss's long password" }),
+  });
+  boss = login.json<{ accessToken: string }>().accessToken;
+});
+afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  for (const r of receivers) await r.stop();
+  await nc?.close();
+  await h.stopAll();
+});
+
+describe("flows API", () => {
+  let dispatcher: Awaited<ReturnType<typeof h.start>>;
+  beforeAll(async () => {
+    dispatcher = await h.start(webhookDispatcherService, extra);
+  });
+  afterAll(async () => {
+    await dispatcher.stop();
+  });
+
+  it("creates, lists, replaces and deletes flows; a secret is never shown and kept on replace", async () => {
+    const created = await api("POST", "/api/flows", operator, {
+      name: "Welcome",
+      eventName: "user.created",
+      actions: [
+        { type: "http", url: "http://127.0.0.1:9/hook", secret: "s3cret-value" },
+        { type: "notify", title: "New user {{data.userName}}" },
+      ],
+    });
+    expect(created.status).toBe(201);
+    const flow = created.json<FlowView>();
+    expect(created.headers.location).toBe(`/api/flows/${flow.id}`);
+    expect(created.text).not.toContain("s3cret-value");
+    expect(flow).toMatchObject({
+      name: "Welcome",
+      workspaceKey: null,
+      eventName: "user.created",
+      isActive: true,
+      matchesKnownEvent: true,
+      actions: [
+        { type: "http", url: "http://127.0.0.1:9/hook", hasSecret: true, includeSensitiveData: false },
+        { type: "notify", title: "New user {{data.userName}}", detail: null, permission: "flow.manage" },
+      ],
+    });
+    const stored = await h.sql<{ actions: string }>(
+      `SELECT actions::text FROM webhook_dispatcher.flows WHERE id = $1`,
+      [flow.id],
+    );
+    expect(stored[0]?.actions).not.toContain("s3cret-value");
+
+    const replaced = await api("PUT", `/api/flows/${flow.id}`, operator, {
+      name: "Welcome (paused)",
+      eventName: "user.created",
+      isActive: false,
+      actions: [{ type: "http", url: "http://127.0.0.1:9/hook" }],
+    });
+    expect(replaced.status).toBe(200);
+    expect(replaced.json<FlowView>()).toMatchObject({
+      name: "Welcome (paused)",
+      isActive: false,
+      actions: [{ type: "http", hasSecret: true }],
+    });
+
+    const listed = await api("GET", "/api/flows?limit=10", operator);
+    expect(listed.status).toBe(200);
+    expect(listed.json<{ items: FlowView[] }>().items.map((f) => f.id)).toContain(flow.id);
+
+    expect((await api("DELETE", `/api/flows/${flow.id}`, operator)).status).toBe(204);
+    const again = await api("DELETE", `/api/flows/${flow.id}`, operator);
+    expect(again.status).toBe(404);
+    expect(again.headers["content-type"]).toContain("application/problem+json");
+  });
+
+  it("refuses a bad flow with every violation in one problem document", async () => {
+    const res = await api("POST", "/api/flows", operator, {
+      name: "",
+      eventName: "user created",
+      actions: [{ type: "teleport" }],
+    });
+    expect(res.status).toBe(400);
+    const problem = res.json<{ errors: Array<{ field: string }> }>();
+    const fields = problem.errors.map((e) => e.field);
+    expect(fields).toEqual(expect.arrayContaining(["/body/name", "/body/eventName"]));
+    expect(fields.some((f) => f.startsWith("/body/actions/0"))).toBe(true);
+
+    // An address webhooks may not reach is refused for a flow too (the gateway's policy here allows
+    // 127.0.0.1 only).
+    const metadata = await api("POST", "/api/flows", operator, {
+      name: "steal",
+      eventName: "*",
+      actions: [{ type: "http", url: "http://169.254.169.254/latest/meta-data" }],
+    });
+    expect(metadata.status).toBe(400);
+    expect(metadata.json<{ errors: Array<{ field: string }> }>().errors[0]?.field).toBe(
+      "/body/actions/0/url",
+    );
+    expect(
+      (await api("POST", "/api/flows", operator, { name: "x", eventName: "*", actions: [] })).status,
+    ).toBe(400);
+  });
+
+  it("keeps a workspace session's flows in its workspace", async () => {
+    const admin = await mintToken({ scope: "workspace", workspaceKey: "default", roles: ["superadmin"] });
+    const mine = await api("POST", "/api/flows", admin, {
+      name: "local",
+      eventName: "media.uploaded",
+      workspaceKey: "default",
+      actions: [{ type: "notify", title: "uploaded" }],
+    });
+    expect(mine.status).toBe(201);
+    expect(mine.json<FlowView>().workspaceKey).toBe("default");
+    const other = await api("POST", "/api/flows", admin, {
+      name: "elsewhere",
+      eventName: "media.uploaded",
+      workspaceKey: "other",
+      actions: [{ type: "notify", title: "uploaded" }],
+    });
+    expect(other.status).toBe(404);
+    const platformFlow = await api("POST", "/api/flows", operator, {
+      name: "platform",
+      eventName: "media.uploaded",
+      actions: [{ type: "notify", title: "uploaded" }],
+    });
+    const id = platformFlow.json<FlowView>().id;
+    expect((await api("DELETE", `/api/flows/${id}`, admin)).status).toBe(404);
+    expect((await api("DELETE", `/api/flows/${id}`, operator)).status).toBe(204);
+    expect((await api("DELETE", `/api/flows/${mine.json<FlowView>().id}`, admin)).status).toBe(204);
+  });
+});
+
+describe("flow runs", () => {
+  it("a flow triggered by user.created completes its actions after the dispatcher was killed mid-run", async () => {
+    const receiver = new Receiver();
+    receivers.push(receiver);
+    await receiver.start();
+    // The first call hangs: the dispatcher is killed while it waits.
+    receiver.respond = () => (receiver.received.length === 1 ? "hang" : { status: 200 });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join("services", "webhook-dispatcher", "src", "main.ts")],
+      {
+        cwd: repoRoot,
+        env: { ...h.env, ...extra, PATH: process.env.PATH ?? "", BackendHost__WebhookTimeoutMs: "60000" },
+        stdio: "ignore",
+      },
+    );
+    children.add(child);
+    const body = {
+      name: "onboarding",
+      eventName: "user.created",
+      actions: [
+        { type: "publish", eventName: "demo.onboarding-started", data: { who: "{{data.userName}}" } },
+        { type: "http", url: receiver.url, secret: "flow-secret" },
+        { type: "notify", title: "{{data.userName}} joined", detail: "via {{event}}" },
+      ],
+    };
+    // The child serves the flow routes once it is up.
+    const flow = await eventually(
+      () => api("POST", "/api/flows", operator, body),
+      (res) => res.status !== 503,
+      30_000,
+      200,
+    );
+    expect(flow.status).toBe(201);
+    const flowId = flow.json<FlowView>().id;
+    // rbac publishes user.created; the child matches it, runs step 0 (publish) and hangs in step 1.
+    const user = await api("POST", "/api/users", operator, {
+      userName: "flow-newcomer",
+      password: "a long enough password",
+    });
+    expect(user.status).toBe(201);
+    await receiver.waitFor(1, 30_000);
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    children.delete(child);
+
+    const dispatcher = await h.start(webhookDispatcherService, extra);
+    await receiver.waitFor(2, 20_000);
+    const [first, second] = receiver.received;
+    expect(second?.headers["x-svc-delivery"]).toBe(first?.headers["x-svc-delivery"]);
+    expect(second?.headers["x-svc-flow"]).toBe(flowId);
+    expect(second?.headers["x-svc-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(JSON.parse(second?.body ?? "{}")).toMatchObject({
+      event: "user.created",
+      flowId,
+      data: { userName: "flow-newcomer" },
+    });
+
+    const runs = await eventually(
+      () =>
+        h.sql<{ status: string; attempts: number }>(
+          `SELECT status, attempts FROM job_reaper.jobs WHERE type = 'flow.run' AND payload->>'flowId' = $1`,
+          [flowId],
+        ),
+      (rows) => rows.length === 1 && rows[0]?.status === "Succeeded",
+      20_000,
+    );
+    expect(runs[0]?.attempts).toBe(2);
+    // Step 0 ran before the kill and was not repeated; the notification reached the flow managers.
+    expect(await countEvents("demo.onboarding-started")).toBe(1);
+    const inbox = await eventually(
+      async () =>
+        (await api("GET", "/api/notifications?limit=100", boss)).json<{
+          items: Array<{ kind: string; title: string; detail: string | null }>;
+        }>().items,
+      (items) => items.some((n) => n.kind === "flow.notification"),
+      15_000,
+    );
+    expect(inbox.filter((n) => n.kind === "flow.notification")).toEqual([
+      expect.objectContaining({ title: "flow-newcomer joined", detail: "via user.created" }),
+    ]);
+    expect((await api("DELETE", `/api/flows/${flowId}`, operator)).status).toBe(204);
+    await dispatcher.stop();
+  }, 90_000);
+
+  it("stops a chain of flows that publish their own trigger after three runs", async () => {
+    const dispatcher = await h.start(webhookDispatcherService, extra);
+    const flow = await api("POST", "/api/flows", operator, {
+      name: "echo",
+      eventName: "demo.ping",
+      actions: [{ type: "publish", eventName: "demo.ping" }],
+    });
+    const flowId = flow.json<FlowView>().id;
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("demo.ping", null, { n: 1 });
+    await until(async () => (await countEvents("demo.ping")) >= 4, 20_000);
+    // Give a fourth run the time it would need to appear.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const runs = await h.sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM job_reaper.jobs WHERE type = 'flow.run' AND payload->>'flowId' = $1`,
+      [flowId],
+    );
+    expect(runs[0]?.n).toBe(3);
+    expect(await countEvents("demo.ping")).toBe(4);
+    await api("DELETE", `/api/flows/${flowId}`, operator);
+    await dispatcher.stop();
+  }, 40_000);
+});

@@ -82,8 +82,9 @@ export function fill(template: string, p: FlowRunPayload): string {
             p.data,
           )
       : top[name];
-    if (value === undefined || value === null) value = "";
-    return typeof value === "object" ? JSON.stringify(value) : String(value);
+    if (typeof value === "string") return value;
+    if (typeof value === "number" || typeof value === "boolean") return String(value);
+    return value === undefined || value === null ? "" : JSON.stringify(value);
   });
 }
 

@@ -73,7 +73,7 @@ export function fill(template: string, p: FlowRunPayload): string {
       workspaceKey: p.workspaceKey ?? "",
       occurredAtUtc: p.occurredAtUtc,
     };
-    let value: unknown = name.startsWith("data.")
+    const value: unknown = name.startsWith("data.")
       ? name
           .slice(5)
           .split(".")

@@ -8,15 +8,24 @@ import type { ServiceDefinition } from "@svc/runtime";
 
 import { listJobsFor } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
+import { Recorder } from "./recorder.js";
 
-/** The job engine's sweeper (expired leases, dead letters), the jobs list and the queue-depth gauge. */
+/**
+ * The job engine's sweeper (expired leases, dead letters), the jobs list, the queue-depth gauge and the
+ * diagnostics recorder's API.
+ */
 export const jobReaperService: ServiceDefinition = {
   name: ServiceName.JobReaper,
-  start({ bus, db, nc, config, log, metrics }) {
+  async start({ bus, db, nc, config, log, metrics, provision }) {
     serveRoute(bus, jobRoutes["jobs.list"], async ({ principal, query }) => ({
       status: 200,
       body: await listJobsFor(db, principal, query),
     }));
+    const recorder = new Recorder(nc, config.subjectPrefix, log);
+    await provision("diagnostics recorder", () => recorder.start());
+    serveRoute(bus, jobRoutes["diagnostics.start"], (req) => recorder.startRecording(req));
+    serveRoute(bus, jobRoutes["diagnostics.stop"], () => recorder.stopRecording());
+    serveRoute(bus, jobRoutes["diagnostics.get"], (req) => recorder.read(req));
     const depth = new Gauge({
       name: "svc_jobs_queue_depth",
       help: "Jobs by type and status.",
@@ -35,6 +44,9 @@ export const jobReaperService: ServiceDefinition = {
       metrics,
       createEventPublisher(nc, config.subjectPrefix),
     );
-    return { afterDrain: () => reaper.stop() };
+    return {
+      beforeDrain: async () => recorder.stop(),
+      afterDrain: () => reaper.stop(),
+    };
   },
 };

@@ -158,6 +158,31 @@ export class Bus {
     request: RequestOf<S>,
     options?: RequestOptions,
   ): Promise<Uint8Array> {
+    const observer = this.requestObserver;
+    if (observer === undefined) return this.sendRequest(subject, request, options);
+    const started = performance.now();
+    try {
+      const reply = await this.sendRequest(subject, request, options);
+      observer(subject, performance.now() - started, "ok", reply.length);
+      return reply;
+    } catch (error) {
+      observer(subject, performance.now() - started, error instanceof SvcError ? error.code : "error", 0);
+      throw error;
+    }
+  }
+
+  /**
+   * Told of every request this bus sends while it is set (the diagnostics recorder): subject, duration,
+   * outcome (`ok` or the error code) and the reply's size. It must not throw or block.
+   */
+  requestObserver:
+    ((subject: string, durationMs: number, outcome: string, replyBytes: number) => void) | undefined;
+
+  private async sendRequest<S extends Subject>(
+    subject: S,
+    request: RequestOf<S>,
+    options?: RequestOptions,
+  ): Promise<Uint8Array> {
     const now = Date.now();
     const deadline = options?.deadline ?? now + (options?.timeoutMs ?? this.defaultTimeoutMs);
     const timeout = Math.max(1, deadline - now);

@@ -19,6 +19,31 @@ export const JobView = Type.Object({
   lastError: Nullable(Type.String()),
 });
 
+/** The diagnostics recorder's recording (issue 14, item 6). */
+export const RecordingView = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal("recording"), Type.Literal("stopped")]),
+  kinds: Type.Array(Type.String()),
+  maxEntries: Type.Integer(),
+  entryCount: Type.Integer(),
+  startedAtUtc: Type.String(),
+  stopsAtUtc: Type.String(),
+  stoppedAtUtc: Nullable(Type.String()),
+  stopReason: Nullable(Type.Union([Type.Literal("operator"), Type.Literal("time"), Type.Literal("entries")])),
+  startedBy: Type.String(),
+});
+
+/** One recorded operation: a database statement with its literals, or a NATS request. */
+export const RecordedEntryView = Type.Object({
+  atUtc: Type.String(),
+  service: Type.String(),
+  instance: Type.String(),
+  kind: Type.Union([Type.Literal("database"), Type.Literal("nats")]),
+  text: Type.String(),
+  durationMs: Type.Number(),
+  outcome: Type.String(),
+});
+
 export const jobRoutes = defineRoutes("job-reaper", {
   "jobs.list": {
     method: "GET",
@@ -42,18 +67,49 @@ export const jobRoutes = defineRoutes("job-reaper", {
     method: "POST",
     path: "/api/diagnostics/recorder/start",
     permission: "diagnostics.record",
-    summary: "Start the diagnostics recorder",
+    summary:
+      "Start recording, across all services, database commands (with literals) and NATS requests; stops by itself",
+    body: Type.Object(
+      {
+        /** How long the recording runs at most (default 60). */
+        maxDurationSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600 })),
+        /** How many entries it keeps at most (default 1,000). */
+        maxEntries: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+        /** What it records (default both). */
+        kinds: Type.Optional(
+          Type.Array(Type.Union([Type.Literal("database"), Type.Literal("nats")]), {
+            minItems: 1,
+            maxItems: 2,
+            uniqueItems: true,
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    reply: RecordingView,
   },
   "diagnostics.stop": {
     method: "POST",
     path: "/api/diagnostics/recorder/stop",
     permission: "diagnostics.record",
-    summary: "Stop the diagnostics recorder",
+    summary: "Stop the running recording (its entries stay readable for 24 hours)",
+    reply: RecordingView,
   },
   "diagnostics.get": {
     method: "GET",
     path: "/api/diagnostics/recorder",
     permission: "diagnostics.record",
-    summary: "The diagnostics recording",
+    summary: "The last recording: its state and a page of its entries, oldest first",
+    query: Type.Object(
+      {
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000 })),
+        cursor: Type.Optional(Type.String({ pattern: "^[0-9]{1,15}$" })),
+      },
+      { additionalProperties: false },
+    ),
+    reply: Type.Composite([
+      RecordingView,
+      Type.Object({ items: Type.Array(RecordedEntryView), nextCursor: Nullable(Type.String()) }),
+    ]),
   },
 });

@@ -8,6 +8,8 @@ export {
   isReadOnly,
   type PoolOptions,
   Queries,
+  type QueryHooks,
+  type StatementObserver,
   type Transaction,
 } from "./pool.js";
 export {

@@ -36,21 +36,42 @@ function statementName(text: string): string {
 }
 
 /**
+ * Told of every statement a Db runs while it is set (the diagnostics recorder): its text and values, how
+ * long it took, and the error when it failed. It must not throw or block.
+ */
+export type StatementObserver = (statement: Sql, durationMs: number, error?: unknown) => void;
+
+/** What a Db shares with its transactions: the statement observer, when one is set. */
+export interface QueryHooks {
+  observer?: StatementObserver;
+}
+
+/**
  * Typed queries over a node-postgres pool. Every statement is an `sql` template (values always travel
  * as parameters, never spliced into text); rows are typed by the caller. See ADR 0002 for why this is not
  * slonik.
  */
 export class Queries {
-  constructor(protected readonly target: Queryable) {}
+  constructor(
+    protected readonly target: Queryable,
+    readonly hooks: QueryHooks = {},
+  ) {}
 
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(statement: Sql): Promise<pg.QueryResult<R>> {
     // Work for a request whose caller has given up is not started.
     checkDeadline();
-    return this.target.query<R>({
-      name: statementName(statement.text),
-      text: statement.text,
-      values: statement.values,
-    });
+    const config = { name: statementName(statement.text), text: statement.text, values: statement.values };
+    const observer = this.hooks.observer;
+    if (observer === undefined) return this.target.query<R>(config);
+    const started = performance.now();
+    try {
+      const result = await this.target.query<R>(config);
+      observer(statement, performance.now() - started);
+      return result;
+    } catch (error) {
+      observer(statement, performance.now() - started, error);
+      throw error;
+    }
   }
 
   async any<R extends pg.QueryResultRow>(statement: Sql): Promise<R[]> {
@@ -123,7 +144,7 @@ export class Db extends Queries {
     try {
       checkDeadline();
       await client.query("BEGIN");
-      const result = await work(new Queries(client));
+      const result = await work(new Queries(client, this.hooks));
       // Past the request's deadline the caller has answered 504: roll back rather than change anything.
       checkDeadline();
       await client.query("COMMIT");

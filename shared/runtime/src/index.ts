@@ -1,3 +1,14 @@
+export {
+  diagnosticsBucket,
+  diagnosticsStream,
+  diagnosticsSubject,
+  inlineValues,
+  literal,
+  type RecordedEntry,
+  RECORDING_KEY,
+  type RecordingKind,
+  type RecordingState,
+} from "./diagnostics.js";
 export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
 export {
   HOST_VERSION,

@@ -9,6 +9,7 @@ import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
 import rootPackage from "../../../package.json" with { type: "json" };
+import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
 import type { PingReply } from "./subjects.js";
 
@@ -110,6 +111,15 @@ export async function startService(
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     const live = new LiveSettings(config, log);
     await provisioner.add("run-time settings watch", () => live.start(nc, config.subjectPrefix));
+    const tap = new DiagnosticsTap({
+      service: definition.name,
+      instance,
+      prefix: config.subjectPrefix,
+      db,
+      bus,
+      log,
+    });
+    await provisioner.add("diagnostics watch", () => tap.start(nc));
     bus.serve("config.describe", () => ({ service: definition.name, settings: live.describe() }), {
       fanOut: true,
     });
@@ -159,6 +169,7 @@ export async function startService(
         log.info("service stopping");
         provisioner.stop();
         live.stop();
+        tap.stop();
         await hooks.beforeDrain?.();
         await bus.drain();
         await hooks.afterDrain?.();

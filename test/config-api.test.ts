@@ -6,6 +6,7 @@
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
@@ -50,6 +51,7 @@ interface Effective {
 beforeAll(async () => {
   await h.start(rbacService, env);
   await h.start(resolverService, env);
+  await h.start(webhookDispatcherService, env);
   gateways = [
     (await h.start(gatewayService, env)).hooks.httpAddress as string,
     (await h.start(gatewayService, env)).hooks.httpAddress as string,
@@ -162,5 +164,29 @@ describe("the configuration API", () => {
       1_000,
     );
     expect(freed).toEqual([200, 200, 200, 200]);
+  });
+
+  it("changes the webhook settings at run time, checked by the dispatcher that declares them", async () => {
+    const bad = await api("PUT", "/api/config/values", { values: { BackendHost__WebhookTimeoutMs: 5 } });
+    expect(bad.status).toBe(400);
+    const put = await api("PUT", "/api/config/values", {
+      values: { BackendHost__WebhookTimeoutMs: 2_500, BackendHost__WebhookMaxResponseBytes: 1_024 },
+    });
+    expect(put.status, put.text).toBe(200);
+    const effective = await eventually(
+      async () =>
+        (await api("GET", "/api/config/effective"))
+          .json<{ items: Effective[] }>()
+          .items.filter((e) => e.variable.startsWith("BackendHost__Webhook")),
+      (items) => items.filter((e) => e.source === "stored").length === 2,
+      1_000,
+    );
+    expect(effective.find((e) => e.variable === "BackendHost__WebhookTimeoutMs")).toMatchObject({
+      value: "2500",
+      source: "stored",
+    });
+    await api("PUT", "/api/config/values", {
+      values: { BackendHost__WebhookTimeoutMs: null, BackendHost__WebhookMaxResponseBytes: null },
+    });
   });
 });

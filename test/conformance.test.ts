@@ -164,6 +164,33 @@ describe("the OpenAPI description", () => {
       expect(op?.["x-svc-permission"]).toBe(keyOf(route));
     }
     expect(Object.keys(doc.paths).some((p) => p.startsWith("/workspace/public"))).toBe(false);
+    // Request and response shapes for each (issue 14): a body where the route takes one, a schema for
+    // every success answer that has a body, 204 where there is none.
+    type Op = {
+      requestBody?: { content: Record<string, { schema?: unknown }> };
+      responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+    };
+    for (const route of OPERATOR_ROUTES) {
+      const op = doc.paths[route.path.replace(/:(\w+)/g, "{$1}")]?.[
+        route.method.toLowerCase()
+      ] as unknown as Op;
+      const name = `${route.method} ${route.path}`;
+      if (route.body !== undefined || route.upload !== undefined) {
+        expect(Object.values(op.requestBody?.content ?? {})[0]?.schema, name).toBeDefined();
+      }
+      const success = Object.entries(op.responses).filter(([status]) => status.startsWith("2"));
+      expect(success.length, name).toBeGreaterThan(0);
+      if (route.reply === undefined && route.download !== true) {
+        expect(
+          success.map(([status]) => status),
+          name,
+        ).toEqual(["204"]);
+      } else {
+        for (const [, response] of success.filter(([status]) => status !== "206")) {
+          expect(Object.values(response.content ?? {})[0]?.schema, name).toBeDefined();
+        }
+      }
+    }
     expect(doc.paths["/health"]).toBeUndefined();
   });
 });

@@ -15,12 +15,19 @@ import { knownKeys } from "./roles.js";
 const reach = (principal: Principal) => reachCondition(principal, (key) => sql`workspace_key = ${key}`);
 
 export const listIntegrations: RbacHandler<"integrations.list"> = async (deps, req) => {
-  const rows = await deps.db.any(sql`
-    SELECT id, name, client_id AS "clientId", workspace_key AS "workspaceKey", permissions, created_at AS "createdAtUtc"
+  const rows = await deps.db.any<{
+    id: string;
+    name: string;
+    clientId: string;
+    workspaceKey: string | null;
+    permissions: string[];
+    createdAt: Date;
+  }>(sql`
+    SELECT id, name, client_id AS "clientId", workspace_key AS "workspaceKey", permissions, created_at AS "createdAt"
     FROM rbac.integrations
     WHERE ${reach(req.principal)}
     ORDER BY created_at`);
-  return ok(rows);
+  return ok(rows.map(({ createdAt, ...r }) => ({ ...r, createdAtUtc: createdAt.toISOString() })));
 };
 
 export const createIntegration: RbacHandler<"integrations.create"> = async (deps, req) => {

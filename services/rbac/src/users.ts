@@ -130,15 +130,39 @@ export const deleteUser: RbacHandler<"users.delete"> = async (deps, req) => {
 /** Everything stored about a user (spec 5.3's data export). */
 export const exportUser: RbacHandler<"users.export"> = async (deps: RbacDeps, req) => {
   const user = await reachableUser(deps.db, req.principal, req.params.userId);
-  const memberships = await deps.db.any(sql`
-    SELECT m.workspace_key AS "workspaceKey", m.created_at AS "createdAtUtc",
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
+  const memberships = await deps.db.any<{ workspaceKey: string; createdAt: Date; roles: string[] }>(sql`
+    SELECT m.workspace_key AS "workspaceKey", m.created_at AS "createdAt",
            coalesce(array_agg(mr.role ORDER BY mr.role) FILTER (WHERE mr.role IS NOT NULL), '{}') AS roles
     FROM rbac.memberships m
     LEFT JOIN rbac.membership_roles mr USING (workspace_key, user_id)
     WHERE m.user_id = ${user.id} GROUP BY m.workspace_key, m.created_at ORDER BY m.workspace_key`);
-  const sessions = await deps.db.any(sql`
-    SELECT id, workspace_key AS "workspaceKey", roles, created_at AS "createdAtUtc", expires_at AS "expiresAtUtc",
-           revoked_at AS "revokedAtUtc"
+  const sessions = await deps.db.any<{
+    id: string;
+    workspaceKey: string | null;
+    roles: string[];
+    createdAt: Date;
+    expiresAt: Date;
+    revokedAt: Date | null;
+  }>(sql`
+    SELECT id, workspace_key AS "workspaceKey", roles, created_at AS "createdAt", expires_at AS "expiresAt",
+           revoked_at AS "revokedAt"
     FROM rbac.sessions WHERE user_id = ${user.id} ORDER BY created_at`);
-  return ok({ exportedAtUtc: new Date().toISOString(), user: userView(user), memberships, sessions });
+  return ok({
+    exportedAtUtc: new Date().toISOString(),
+    user: userView(user),
+    memberships: memberships.map((m) => ({
+      workspaceKey: m.workspaceKey,
+      roles: m.roles,
+      createdAtUtc: m.createdAt.toISOString(),
+    })),
+    sessions: sessions.map((x) => ({
+      id: x.id,
+      workspaceKey: x.workspaceKey,
+      roles: x.roles,
+      createdAtUtc: x.createdAt.toISOString(),
+      expiresAtUtc: x.expiresAt.toISOString(),
+      revokedAtUtc: iso(x.revokedAt),
+    })),
+  });
 };

@@ -19,7 +19,7 @@ import * as subs from "./subscriptions.js";
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
 export const webhookDispatcherService: ServiceDefinition = {
   name: ServiceName.WebhookDispatcher,
-  async start({ bus, db, config, log, nc, metrics, instance, provision }) {
+  async start({ bus, db, config, log, nc, metrics, instance, provision, live }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
@@ -75,17 +75,34 @@ export const webhookDispatcherService: ServiceDefinition = {
       pollIntervalMs: b.jobPollIntervalMs,
       batchSize: 100,
     });
+    // The time limit and the answer size are read per delivery: both can change at run time.
     const deliverDeps = {
       db,
       secrets,
       breaker,
       allowed,
-      timeoutMs: b.webhookTimeoutMs,
-      maxResponseBytes: b.webhookMaxResponseBytes,
+      get timeoutMs() {
+        return live.backendHost.webhookTimeoutMs;
+      },
+      get maxResponseBytes() {
+        return live.backendHost.webhookMaxResponseBytes;
+      },
       sensitiveFields,
     };
     worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(deliverDeps, job) });
-    const flowDeps = { ...deliverDeps, events: circuitEvents };
+    const flowDeps = {
+      db,
+      secrets,
+      allowed,
+      sensitiveFields,
+      events: circuitEvents,
+      get timeoutMs() {
+        return live.backendHost.webhookTimeoutMs;
+      },
+      get maxResponseBytes() {
+        return live.backendHost.webhookMaxResponseBytes;
+      },
+    };
     worker.register("flow.run", { concurrency: 20, handler: (job) => runFlow(flowDeps, job) });
     const pruning = setInterval(
       () =>

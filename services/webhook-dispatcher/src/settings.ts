@@ -1,5 +1,5 @@
 /** The webhook dispatcher's settings: the key sealing stored secrets, target policy, timeouts, circuits. */
-import { defineSettings, DEVELOPMENT_SECRETS_KEY, setting, type SettingsOf } from "@svc/config";
+import { changeable, defineSettings, DEVELOPMENT_SECRETS_KEY, setting, type SettingsOf } from "@svc/config";
 
 const SECRETS_KEY = "BackendHost:SecretsEncryptionKey";
 
@@ -29,19 +29,23 @@ export const webhookSettings = defineSettings({
       "BackendHost:WebhookAllowedNetworks",
       "networks (CIDR) webhook targets may reach although private or loopback (development, tests)",
     ),
-    webhookTimeoutMs: setting.int(
-      "BackendHost:WebhookTimeoutMs",
-      10_000,
-      100,
-      120_000,
-      "time limit of one delivery attempt",
+    webhookTimeoutMs: changeable(
+      setting.int(
+        "BackendHost:WebhookTimeoutMs",
+        10_000,
+        100,
+        120_000,
+        "time limit of one delivery attempt (and of a flow's http action; changeable at run time)",
+      ),
     ),
-    webhookMaxResponseBytes: setting.int(
-      "BackendHost:WebhookMaxResponseBytes",
-      65_536,
-      0,
-      10_485_760,
-      "how much of a receiver's answer is read (the rest is discarded)",
+    webhookMaxResponseBytes: changeable(
+      setting.int(
+        "BackendHost:WebhookMaxResponseBytes",
+        65_536,
+        0,
+        10_485_760,
+        "how much of a receiver's answer is read, the rest is discarded (changeable at run time)",
+      ),
     ),
     webhookCircuitFailureThreshold: setting.int(
       "BackendHost:WebhookCircuitFailureThreshold",

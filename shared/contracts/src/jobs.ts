@@ -84,7 +84,10 @@ export const jobRoutes = defineRoutes("job-reaper", {
           }),
         ),
       },
-      { additionalProperties: false },
+      {
+        additionalProperties: false,
+        examples: [{ maxDurationSeconds: 30, maxEntries: 2_000, kinds: ["database", "nats"] }],
+      },
     ),
     reply: RecordingView,
   },

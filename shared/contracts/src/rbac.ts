@@ -34,6 +34,20 @@ export const RoleView = Type.Object({
   permissions: Type.Array(Type.String()),
   source: Type.String(),
 });
+const PermissionKeyView = Type.Object({
+  key: Type.String(),
+  source: Type.String(),
+  description: Type.String(),
+});
+const Timestamp = Type.String({ format: "date-time" });
+const IntegrationView = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  clientId: Type.String(),
+  workspaceKey: Nullable(Type.String()),
+  permissions: Type.Array(Type.String()),
+  createdAtUtc: Timestamp,
+});
 const MemberRoles = Type.Object({ userId: Uuid, roles: Type.Array(Type.String()) });
 const Email = Type.Optional(Nullable(Type.String({ format: "email", maxLength: 320 })));
 
@@ -85,7 +99,7 @@ export const rbacRoutes = defineRoutes("rbac", {
     permission: "role.read",
     summary: "List permission keys",
     platformOnly: true,
-    reply: Type.Array(Type.Object({ key: Type.String(), source: Type.String() })),
+    reply: Type.Array(PermissionKeyView),
   },
   "role-assignments.list": {
     method: "GET",
@@ -129,6 +143,7 @@ export const rbacRoutes = defineRoutes("rbac", {
     platformOnly: true,
     params: userParams,
     body: Type.Object({ role: RoleName }, { additionalProperties: false }),
+    reply: Type.Object({ userId: Uuid, userName: Type.String(), role: Type.String() }),
   },
   "role-assignments.delete": {
     method: "DELETE",
@@ -179,6 +194,27 @@ export const rbacRoutes = defineRoutes("rbac", {
     summary: "Export everything stored about a user",
     platformOnly: true,
     params: userParams,
+    reply: Type.Object({
+      exportedAtUtc: Timestamp,
+      user: UserView,
+      memberships: Type.Array(
+        Type.Object({
+          workspaceKey: Type.String(),
+          createdAtUtc: Timestamp,
+          roles: Type.Array(Type.String()),
+        }),
+      ),
+      sessions: Type.Array(
+        Type.Object({
+          id: Type.String(),
+          workspaceKey: Nullable(Type.String()),
+          roles: Type.Array(Type.String()),
+          createdAtUtc: Timestamp,
+          expiresAtUtc: Timestamp,
+          revokedAtUtc: Nullable(Timestamp),
+        }),
+      ),
+    }),
   },
   "users.update": {
     method: "PUT",
@@ -223,13 +259,15 @@ export const rbacRoutes = defineRoutes("rbac", {
     summary: "List a workspace's members",
     params: wkParams,
     query: PageQuery,
+    reply: Page(Type.Composite([UserView, Type.Object({ roles: Type.Array(Type.String()) })])),
   },
   "members.put": {
     method: "PUT",
     path: "/api/workspaces/:workspaceKey/members/:userId",
     permission: ["membership.update", "workspace.update"],
-    summary: "Add a member",
+    summary: "Add a member (201 when added, 200 when already a member)",
     params: wkUserParams,
+    reply: Type.Object({ workspaceKey: Type.String(), userId: Uuid, roles: Type.Array(Type.String()) }),
   },
   "members.delete": {
     method: "DELETE",
@@ -264,6 +302,7 @@ export const rbacRoutes = defineRoutes("rbac", {
     path: "/api/security/integrations",
     permission: "integration.read",
     summary: "List integrations (API clients)",
+    reply: Type.Array(IntegrationView),
   },
   "integrations.create": {
     method: "POST",
@@ -278,6 +317,10 @@ export const rbacRoutes = defineRoutes("rbac", {
       },
       { additionalProperties: false },
     ),
+    reply: Type.Composite([
+      Type.Omit(IntegrationView, ["createdAtUtc"]),
+      Type.Object({ clientSecret: Type.String({ description: "Shown once, never again" }) }),
+    ]),
   },
   "integrations.delete": {
     method: "DELETE",
@@ -292,5 +335,6 @@ export const rbacRoutes = defineRoutes("rbac", {
     permission: "role.read",
     summary: "Every permission key, plugin-declared ones included",
     platformOnly: true,
+    reply: Type.Array(PermissionKeyView),
   },
 });

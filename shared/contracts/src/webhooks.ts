@@ -77,7 +77,20 @@ const FlowBody = Type.Object(
     workspaceKey: Type.Optional(Nullable(Type.String({ maxLength: 63 }))),
     isActive: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        name: "Welcome new users",
+        eventName: "user.created",
+        actions: [
+          { type: "http", url: "https://crm.example.com/hooks/svc", secret: "a shared secret" },
+          { type: "publish", eventName: "crm.contact-requested", data: { userName: "{{data.userName}}" } },
+          { type: "notify", title: "{{data.userName}} joined", permission: "user.read" },
+        ],
+      },
+    ],
+  },
 );
 
 export const FlowActionView = Type.Union([

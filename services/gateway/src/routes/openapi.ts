@@ -41,6 +41,71 @@ function parameters(route: RouteContract) {
   return out;
 }
 
+/** The request body: JSON, an uploaded package archive, or a multipart media upload. */
+function requestBody(route: RouteContract): Record<string, unknown> {
+  if (route.upload === "media") {
+    return {
+      requestBody: {
+        required: true,
+        content: {
+          "multipart/form-data": {
+            schema: {
+              type: "object",
+              required: ["file"],
+              properties: { file: { type: "string", contentEncoding: "binary" } },
+            },
+          },
+        },
+      },
+    };
+  }
+  if (route.upload === true) {
+    const archive = { schema: { type: "string", contentEncoding: "binary" } };
+    return {
+      requestBody: {
+        required: true,
+        content: {
+          "application/gzip": archive,
+          "application/zip": archive,
+          "application/x-tar": archive,
+          "application/octet-stream": archive,
+        },
+      },
+    };
+  }
+  if (route.body === undefined) return {};
+  return {
+    requestBody: { required: true, content: { "application/json": { schema: plain(route.body) } } },
+  };
+}
+
+/**
+ * The success answers: a route without a reply body answers 204; a POST or PUT answers 201 when it
+ * created the resource (with a Location header) and 200 otherwise; a download streams the stored file.
+ */
+function successResponses(route: RouteContract): Record<string, unknown> {
+  if (route.download === true) {
+    return {
+      "200": {
+        description: "The file's bytes (Range requests answer 206)",
+        content: { "application/octet-stream": { schema: { type: "string", contentEncoding: "binary" } } },
+      },
+      "206": { description: "The requested byte range" },
+    };
+  }
+  if (route.reply === undefined) return { "204": { description: "Done; no body" } };
+  const content = { "application/json": { schema: plain(route.reply) } };
+  if (route.method === "GET") return { "200": { description: "Success", content } };
+  return {
+    "200": { description: "Success", content },
+    "201": {
+      description: "Created (when the request created the resource)",
+      headers: { Location: { schema: { type: "string" } } },
+      content,
+    },
+  };
+}
+
 /**
  * The OpenAPI 3.1 description of the operator API, derived from the route contracts (@svc/contracts), as the routes and the
  * guard are; each operation names its permission key (`x-svc-permission`). Public routes are excluded, as spec
@@ -60,19 +125,9 @@ export function buildOpenApi(routes: readonly RouteContract[]) {
       ...(route.platformOnly ? { "x-svc-platform-scope-only": true } : {}),
       security: [{ bearer: [] }, { apiKey: [] }],
       parameters: parameters(route),
-      ...(route.body
-        ? {
-            requestBody: {
-              required: true,
-              content: { "application/json": { schema: plain(route.body) } },
-            },
-          }
-        : {}),
+      ...requestBody(route),
       responses: {
-        "200": {
-          description: "Success",
-          ...(route.reply ? { content: { "application/json": { schema: plain(route.reply) } } } : {}),
-        },
+        ...successResponses(route),
         "400": problem,
         "401": problem,
         "403": problem,

@@ -66,6 +66,16 @@ export const platformSettings = defineSettings({
         check: (v) => (SUBJECT_TOKEN.test(v) ? null : "expected a stream name (letters, digits, _ and -)"),
       },
     ),
+    managementHost: setting.string("MANAGEMENT_HOST", "0.0.0.0", "address the management listener binds"),
+    managementPort: setting.custom<number | null>({
+      name: "MANAGEMENT_PORT",
+      doc: "port of the service's management listener (`/health`, `/ready`, `/metrics` for probes and a per-pod scrape); unset: none, 0: any free port",
+      defaultText: "unset",
+      secret: false,
+      type: "integer",
+      read: (r) =>
+        r.optionalString("MANAGEMENT_PORT") === null ? null : r.int("MANAGEMENT_PORT", 0, 0, 65_535),
+    }),
     shutdownTimeoutMs: setting.int(
       "SHUTDOWN_TIMEOUT_MS",
       10_000,

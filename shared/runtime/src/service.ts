@@ -11,6 +11,7 @@ import { createLogger, createMetricsRegistry, type Logger, type Registry } from 
 import rootPackage from "../../../package.json" with { type: "json" };
 import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
+import { startManagementServer } from "./management.js";
 import type { PingReply } from "./subjects.js";
 
 /** The host version, fixed at build time from the root package.json (spec 9.2). */
@@ -43,6 +44,8 @@ export interface ServiceHooks {
   readonly afterDrain?: () => Promise<void>;
   /** The base URL of the service's HTTP listener, for the one service that has one (the gateway). */
   readonly httpAddress?: string;
+  /** The base URL of the management listener (`/health`, `/ready`, `/metrics`), when MANAGEMENT_PORT is set. */
+  readonly managementAddress?: string;
 }
 
 export interface ServiceDefinition {
@@ -154,7 +157,26 @@ export async function startService(
         { fanOut: true },
       );
     }
-    const hooks = (await definition.start(deps)) ?? {};
+    let phase: "starting" | "running" | "draining" = "starting";
+    const management =
+      config.managementPort === null
+        ? undefined
+        : await startManagementServer({
+            port: config.managementPort,
+            host: config.managementHost,
+            db,
+            nc,
+            metrics,
+            phase: () => phase,
+            log,
+          });
+    let hooks: ServiceHooks;
+    try {
+      hooks = (await definition.start(deps)) ?? {};
+    } catch (error) {
+      await management?.close();
+      throw error;
+    }
     // Last: a replica that answers its ping has every handler in place.
     bus.serve(`${definition.name}.ping`, (): PingReply => ({
       service: definition.name,
@@ -162,11 +184,14 @@ export async function startService(
       version: HOST_VERSION,
       uptimeMs: Date.now() - startedAt,
     }));
+    phase = "running";
+    if (management !== undefined) hooks = { ...hooks, managementAddress: management.address };
     log.info({ instance }, "service started");
     let stopping: Promise<void> | undefined;
     const stop = () => {
       stopping ??= (async () => {
         log.info("service stopping");
+        phase = "draining";
         provisioner.stop();
         live.stop();
         tap.stop();
@@ -174,6 +199,7 @@ export async function startService(
         await bus.drain();
         await hooks.afterDrain?.();
         await deps.db.end();
+        await management?.close();
         log.info("service stopped");
       })();
       return stopping;

@@ -9,7 +9,7 @@
  * Nothing else is served (404), and nothing here needs a credential: bind it where only the kubelet and
  * Prometheus reach it (the chart's NetworkPolicy does).
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 
 import type { NatsConnection } from "@nats-io/transport-node";
 import { isNatsConnected } from "@svc/bus";
@@ -34,7 +34,7 @@ export interface ManagementServer {
 }
 
 export async function startManagementServer(o: ManagementOptions): Promise<ManagementServer> {
-  const send = (res: import("node:http").ServerResponse, status: number, body: unknown) => {
+  const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
     res.end(JSON.stringify(body));
   };

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check bench chaos fuzz build clean
+.PHONY: plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check helm-check bench chaos fuzz build clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -68,6 +68,12 @@ settings-doc: node_modules/.install-stamp
 ## Bundles each service into dist/ for the container image.
 build: node_modules/.install-stamp
 	node scripts/build.mjs
+
+helm-check: node_modules/.install-stamp
+	node --import tsx scripts/helm.ts lint deploy/helm/svc --strict
+	node --import tsx scripts/helm.ts lint deploy/helm/svc --strict -f deploy/helm/svc/ci/production-values.yaml
+	node --import tsx scripts/helm.ts template svc deploy/helm/svc > /dev/null
+	node --import tsx scripts/helm.ts template svc deploy/helm/svc -f deploy/helm/svc/ci/production-values.yaml > /dev/null
 
 clean:
 	rm -rf dist .dev node_modules/.install-stamp

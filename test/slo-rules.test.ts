@@ -36,7 +36,7 @@ describe("plugin lifecycle objectives (spec 8)", () => {
       "utf8",
     );
     expect(template).toContain("kind: PrometheusRule");
-    expect(template).toContain('.Files.Get "rules/plugin-lifecycle.rules.yaml"');
+    expect(template).toContain('"rules/plugin-lifecycle.rules.yaml"');
     const rules = readFileSync(RULES, "utf8");
     for (const name of [
       "SvcPluginActivationSlow",

@@ -7,15 +7,14 @@
 import { randomUUID } from "node:crypto";
 
 import type { Static } from "@sinclair/typebox";
-import { listWorkspace, reachCondition } from "@svc/access";
-import type { Principal } from "@svc/bus";
+import { listWorkspace } from "@svc/access";
 import type { FlowAction, ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
 import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
 import type { SecretBox } from "./secrets.js";
-import { patternMatches, targetUrlViolations } from "./subscriptions.js";
+import { catalogNames, patternMatches, reach, targetUrlViolations } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 type ActionInput = Static<typeof FlowAction>;
@@ -76,14 +75,6 @@ function view(row: Row, catalog: readonly string[]) {
     matchesKnownEvent: catalog.some((name) => patternMatches(row.event_name, name)),
   };
 }
-
-async function catalogNames(db: Queries): Promise<string[]> {
-  return (
-    await db.any<{ event_name: string }>(sql`SELECT event_name FROM webhook_dispatcher.event_catalog`)
-  ).map((r) => r.event_name);
-}
-
-const reach = (principal: Principal) => reachCondition(principal, (key) => sql`workspace_key = ${key}`);
 
 /**
  * Checks what the schema cannot (an http action's URL against the outbound policy) and seals secrets; on

@@ -43,7 +43,8 @@ export function patternMatches(pattern: string, eventName: string): boolean {
   return regex.test(eventName);
 }
 
-async function catalogNames(db: Queries): Promise<string[]> {
+/** The catalogue's event names (for `matchesKnownEvent`). */
+export async function catalogNames(db: Queries): Promise<string[]> {
   return (
     await db.any<{ event_name: string }>(sql`SELECT event_name FROM webhook_dispatcher.event_catalog`)
   ).map((r) => r.event_name);
@@ -64,7 +65,8 @@ function view(row: Row, catalog: readonly string[]) {
 }
 
 /** Which subscriptions a principal reaches: all for platform sessions, its workspace's otherwise. */
-const reach = (principal: Principal) => reachCondition(principal, (key) => sql`workspace_key = ${key}`);
+export const reach = (principal: Principal) =>
+  reachCondition(principal, (key) => sql`workspace_key = ${key}`);
 
 /**
  * What the body's schema cannot say about a target URL (its length and the other fields are checked by

@@ -4,9 +4,9 @@
  *   watches (shared/runtime/src/diagnostics.ts), after emptying the entries stream and bounding it to the
  *   recording's entry limit (the stream refuses entries past it). One recording at a time: 409 while one
  *   runs. Start and stop are compare-and-set writes, so two callers or two reaper replicas cannot both win.
- * - The recording stops by itself: every reaper replica checks, four times a second while one runs,
- *   whether its time is up or the stream holds its entry limit, and marks it stopped; the taps also stop
- *   on their own at the deadline.
+ * - The recording stops by itself: every reaper replica follows the key and, only while a recording
+ *   runs, checks four times a second whether its time is up or the stream holds its entry limit, and
+ *   marks it stopped; the taps also stop on their own at the deadline. With no recording nothing polls.
  * - `POST /api/diagnostics/recorder/stop` stops it (reason `operator`); stopping a stopped one is a no-op.
  * - `GET /api/diagnostics/recorder` shows the last recording and a page of its entries, oldest first
  *   (`cursor` is the stream sequence to continue after). Entries are kept for 24 hours.
@@ -20,10 +20,11 @@ import {
   jetstreamManager,
   RetentionPolicy,
   StorageType,
+  type StreamState,
 } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket } from "@svc/bus";
+import { ensureBucket, followKv } from "@svc/bus";
 import type { jobRoutes, ReplyOfRoute, RequestOfRoute } from "@svc/contracts";
 import { ConflictError, NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -31,6 +32,7 @@ import {
   diagnosticsBucket,
   diagnosticsStream,
   diagnosticsSubject,
+  readRecording,
   type RecordedEntry,
   RECORDING_KEY,
   type RecordingState,
@@ -50,6 +52,7 @@ export class Recorder {
   private kv: KV | undefined;
   private jsm: JetStreamManager | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private stopFollowing: (() => void) | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -61,27 +64,36 @@ export class Recorder {
     return diagnosticsStream(this.prefix);
   }
 
-  /** Opens the bucket and starts the self-stop check (again, after a NATS server lost its store). */
+  /** Opens the bucket and follows the recording (again, after a NATS server lost its store). */
   async start(): Promise<void> {
     this.kv = await ensureBucket(this.nc, diagnosticsBucket(this.prefix), { history: 1 });
     this.jsm = await jetstreamManager(this.nc);
-    clearInterval(this.timer);
-    this.timer = setInterval(() => void this.stopIfDone().catch(() => undefined), 250);
-    this.timer.unref();
+    this.stopFollowing?.();
+    this.stopFollowing = await followKv(this.kv, RECORDING_KEY, (entry) =>
+      this.checkWhile(readRecording(entry)?.status === "recording"),
+    );
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.stopFollowing?.();
+    this.checkWhile(false);
+  }
+
+  /** Runs the self-stop check while a recording runs, and only then. */
+  private checkWhile(recording: boolean): void {
+    if (!recording) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    } else if (this.timer === undefined) {
+      this.timer = setInterval(() => void this.stopIfDone().catch(() => undefined), 250);
+      this.timer.unref();
+    }
   }
 
   private async current(): Promise<Current | null> {
     const entry = await this.bucket().get(RECORDING_KEY);
-    if (entry === null || entry.operation !== "PUT") return null;
-    try {
-      return { state: entry.json<RecordingState>(), revision: entry.revision };
-    } catch {
-      return null;
-    }
+    const state = entry === null ? null : readRecording(entry);
+    return entry === null || state === null ? null : { state, revision: entry.revision };
   }
 
   private bucket(): KV {
@@ -94,11 +106,12 @@ export class Recorder {
     return this.jsm;
   }
 
-  private async entryCount(): Promise<number> {
+  /** The entries stream's state; undefined before the first recording made it. */
+  private async streamState(): Promise<StreamState | undefined> {
     try {
-      return (await this.manager().streams.info(this.stream)).state.messages;
+      return (await this.manager().streams.info(this.stream)).state;
     } catch {
-      return 0;
+      return undefined;
     }
   }
 
@@ -128,14 +141,14 @@ export class Recorder {
   }
 
   /** The recording as the API shows it: a running one past its time already reads as stopped. */
-  private async view(state: RecordingState) {
+  private view(state: RecordingState, entries: number) {
     const overdue = state.status === "recording" && Date.parse(state.stopsAtUtc) <= Date.now();
     return {
       id: state.id,
       status: overdue ? ("stopped" as const) : state.status,
       kinds: state.kinds,
       maxEntries: state.maxEntries,
-      entryCount: Math.min(state.maxEntries, await this.entryCount()),
+      entryCount: Math.min(state.maxEntries, entries),
       startedAtUtc: state.startedAtUtc,
       stopsAtUtc: state.stopsAtUtc,
       stoppedAtUtc: overdue ? state.stopsAtUtc : state.stoppedAtUtc,
@@ -169,7 +182,7 @@ export class Recorder {
     const current = await this.current();
     if (current === null || current.state.status !== "recording") return;
     if (Date.parse(current.state.stopsAtUtc) <= Date.now()) await this.markStopped(current, "time");
-    else if ((await this.entryCount()) >= current.state.maxEntries)
+    else if (((await this.streamState())?.messages ?? 0) >= current.state.maxEntries)
       await this.markStopped(current, "entries");
   }
 
@@ -212,7 +225,7 @@ export class Recorder {
     );
     return {
       status: 201,
-      body: await this.view(state),
+      body: this.view(state, 0),
       headers: { location: "/api/diagnostics/recorder" },
     };
   }
@@ -222,7 +235,7 @@ export class Recorder {
     if (current === null) throw new NotFoundError("No recording was made yet.");
     const state =
       current.state.status === "recording" ? await this.markStopped(current, "operator") : current.state;
-    return { status: 200, body: await this.view(state) };
+    return { status: 200, body: this.view(state, (await this.streamState())?.messages ?? 0) };
   }
 
   async read(
@@ -230,20 +243,15 @@ export class Recorder {
   ): Promise<ReplyOfRoute<Routes["diagnostics.get"]>> {
     const current = await this.current();
     if (current === null) throw new NotFoundError("No recording was made yet.");
-    const view = await this.view(current.state);
+    const stream = await this.streamState();
+    const view = this.view(current.state, stream?.messages ?? 0);
     const limit = req.query.limit ?? 200;
     const after = Number(req.query.cursor ?? 0);
     const items: Array<Omit<RecordedEntry, "recordingId">> = [];
     let lastSeq = after;
-    let info;
-    try {
-      info = await this.manager().streams.info(this.stream);
-    } catch {
-      info = undefined;
-    }
-    const last = info?.state.last_seq ?? 0;
-    const first = Math.max(after + 1, info?.state.first_seq ?? 1);
-    if (info !== undefined && info.state.messages > 0 && first <= last) {
+    const last = stream?.last_seq ?? 0;
+    const first = Math.max(after + 1, stream?.first_seq ?? 1);
+    if (stream !== undefined && stream.messages > 0 && first <= last) {
       const consumer = await jetstream(this.nc).consumers.get(this.stream, { opt_start_seq: first });
       const wanted = Math.min(limit, last - first + 1);
       const messages = await consumer.fetch({ max_messages: wanted, expires: 2_000 });

@@ -8,7 +8,8 @@
  */
 import { createHash } from "node:crypto";
 
-import type { KV, KvWatchEntry } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
+import { followKv } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 
 interface State {
@@ -42,20 +43,11 @@ export class CircuitBreaker {
   }
 
   async start(): Promise<void> {
-    const iterator = await this.kv.watch({ key: ">" });
-    this.stopWatch = () => iterator.stop();
-    void (async () => {
-      for await (const entry of iterator as AsyncIterable<KvWatchEntry>) {
-        if (entry.operation !== "PUT") this.states.delete(entry.key);
-        else {
-          try {
-            this.states.set(entry.key, JSON.parse(entry.string()) as State);
-          } catch {
-            // ignore a malformed entry
-          }
-        }
-      }
-    })().catch(() => undefined);
+    // A malformed entry is skipped.
+    this.stopWatch = await followKv(this.kv, ">", (entry) => {
+      if (entry.operation !== "PUT") this.states.delete(entry.key);
+      else this.states.set(entry.key, JSON.parse(entry.string()) as State);
+    });
   }
 
   stop(): void {

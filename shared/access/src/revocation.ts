@@ -1,6 +1,6 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket } from "@svc/bus";
+import { ensureBucket, followKv } from "@svc/bus";
 
 /** The bucket holding revoked session ids; every gateway replica watches it. */
 export function revocationBucketName(prefix: string): string {
@@ -41,21 +41,17 @@ export class RevocationList {
 
   async start(kv: KV): Promise<void> {
     const status = await kv.status();
-    const iterator = await kv.watch({ key: ">" });
-    this.stopWatch = () => iterator.stop();
     let resolveLoaded: () => void = () => undefined;
     const loaded = new Promise<void>((resolve) => {
       resolveLoaded = resolve;
     });
     if (status.values === 0) resolveLoaded();
-    void (async () => {
-      for await (const entry of iterator) {
-        if (entry.operation === "PUT")
-          this.revoked.set(entry.key, Number(entry.string()) || Number.MAX_SAFE_INTEGER);
-        else this.revoked.delete(entry.key);
-        if (entry.delta === 0) resolveLoaded();
-      }
-    })().catch(() => undefined);
+    this.stopWatch = await followKv(kv, ">", (entry) => {
+      if (entry.operation === "PUT")
+        this.revoked.set(entry.key, Number(entry.string()) || Number.MAX_SAFE_INTEGER);
+      else this.revoked.delete(entry.key);
+      if (entry.delta === 0) resolveLoaded();
+    });
     await loaded;
     this.ready = true;
     this.pruneTimer = setInterval(() => {

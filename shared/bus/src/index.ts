@@ -16,7 +16,7 @@ export {
   type PublishedEvent,
 } from "./events.js";
 export { Header } from "./headers.js";
-export { ensureBucket } from "./kv.js";
+export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";
 export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./streams.js";

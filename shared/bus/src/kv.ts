@@ -1,5 +1,5 @@
 import { jetstream } from "@nats-io/jetstream";
-import { type KV, Kvm, type KvOptions } from "@nats-io/kv";
+import { type KV, Kvm, type KvOptions, type KvWatchEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /**
@@ -20,4 +20,27 @@ export async function ensureBucket(
   } catch {
     return kvm.open(name);
   }
+}
+
+/**
+ * Follows a bucket's keys matching `key` (a subject filter, `>` for all): `onEntry` is called for each
+ * value present now and for every later change (a delete or purge too: `entry.operation` says which).
+ * Returns the function that stops following. A throwing `onEntry` ends nothing: the entry is skipped.
+ */
+export async function followKv(
+  kv: KV,
+  key: string,
+  onEntry: (entry: KvWatchEntry) => void,
+): Promise<() => void> {
+  const iterator = await kv.watch({ key });
+  void (async () => {
+    for await (const entry of iterator as AsyncIterable<KvWatchEntry>) {
+      try {
+        onEntry(entry);
+      } catch {
+        // a malformed entry is skipped
+      }
+    }
+  })().catch(() => undefined);
+  return () => iterator.stop();
 }

@@ -12,7 +12,7 @@
  */
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type Bus, ensureBucket } from "@svc/bus";
+import { type Bus, ensureBucket, followKv } from "@svc/bus";
 import type { Db, Sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
@@ -38,6 +38,16 @@ export interface RecordingState {
   readonly stopReason: "operator" | "time" | "entries" | null;
   /** Who started it (a principal's subject). */
   readonly startedBy: string;
+}
+
+/** The recording a KV entry holds: null for a deleted or malformed one. */
+export function readRecording(entry: { readonly operation: string; json<T>(): T }): RecordingState | null {
+  if (entry.operation !== "PUT") return null;
+  try {
+    return entry.json<RecordingState>();
+  } catch {
+    return null;
+  }
 }
 
 /** One recorded operation as published (and as the recorder lists it). */
@@ -106,19 +116,7 @@ export class DiagnosticsTap {
   async start(nc: NatsConnection): Promise<void> {
     this.stopWatch?.();
     const kv: KV = await ensureBucket(nc, diagnosticsBucket(this.o.prefix), { history: 1 });
-    const iterator = await kv.watch({ key: RECORDING_KEY });
-    this.stopWatch = () => iterator.stop();
-    void (async () => {
-      for await (const entry of iterator) {
-        let state: RecordingState | null = null;
-        try {
-          state = entry.operation === "PUT" ? entry.json<RecordingState>() : null;
-        } catch {
-          state = null;
-        }
-        this.apply(nc, state);
-      }
-    })().catch(() => undefined);
+    this.stopWatch = await followKv(kv, RECORDING_KEY, (entry) => this.apply(nc, readRecording(entry)));
   }
 
   stop(): void {

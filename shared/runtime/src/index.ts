@@ -4,12 +4,14 @@ export {
   diagnosticsSubject,
   inlineValues,
   literal,
+  readRecording,
   type RecordedEntry,
   RECORDING_KEY,
   type RecordingKind,
   type RecordingState,
 } from "./diagnostics.js";
 export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
+export { checkReadiness, type Phase } from "./management.js";
 export {
   HOST_VERSION,
   type RunningService,

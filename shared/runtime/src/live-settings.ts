@@ -12,7 +12,7 @@
  */
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket } from "@svc/bus";
+import { ensureBucket, followKv } from "@svc/bus";
 import {
   type BackendHostSettings,
   buildSettingTree,
@@ -152,12 +152,9 @@ export class LiveSettings {
   async start(nc: NatsConnection, prefix: string): Promise<void> {
     this.stopWatch?.();
     const kv: KV = await ensureBucket(nc, configBucket(prefix), { history: 1 });
-    const iterator = await kv.watch({ key: ">" });
-    this.stopWatch = () => iterator.stop();
-    void (async () => {
-      for await (const entry of iterator)
-        this.apply(entry.key, entry.operation === "PUT" ? entry.string() : null);
-    })().catch(() => undefined);
+    this.stopWatch = await followKv(kv, ">", (entry) =>
+      this.apply(entry.key, entry.operation === "PUT" ? entry.string() : null),
+    );
   }
 
   stop(): void {

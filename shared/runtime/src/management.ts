@@ -2,8 +2,8 @@
  * Every service's management listener (issue 15, ADR 0010), on `MANAGEMENT_PORT` when it is set: the
  * Kubernetes way to probe and scrape each pod.
  * - `GET /health`: liveness; a process whose event loop answers is alive.
- * - `GET /ready`: readiness; 503 while the NATS connection is down, PostgreSQL does not answer
- *   `SELECT 1`, the service is still starting or it is draining (from SIGTERM on). The body names what is down, as the
+ * - `GET /ready`: readiness (`checkReadiness`); 503 while NATS does not answer a round trip, PostgreSQL does
+ *   not answer `SELECT 1`, the service is still starting or it is draining (from SIGTERM on). The body names what is down, as the
  *   gateway's `/ready` does.
  * - `GET /metrics`: this replica's own metrics (Prometheus text format), so every pod is its own series.
  * Nothing else is served (404), and nothing here needs a credential: bind it where only the kubelet and
@@ -12,7 +12,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import { isNatsConnected } from "@svc/bus";
+import { natsIsReachable } from "@svc/bus";
 import { type Db, dbIsReachable } from "@svc/db";
 import type { Logger, Registry } from "@svc/observability";
 
@@ -23,8 +23,29 @@ export interface ManagementOptions {
   readonly nc: NatsConnection;
   readonly metrics: Registry;
   /** `starting` until every handler is in place, `draining` from SIGTERM on: both answer 503. */
-  readonly phase: () => "starting" | "running" | "draining";
+  readonly phase: () => Phase;
   readonly log: Logger;
+}
+
+export type Phase = "starting" | "running" | "draining";
+
+/**
+ * Readiness, as every `/ready` answers it (this listener's and the gateway's): 503 while starting or
+ * draining, else PostgreSQL (`SELECT 1`) and NATS (a round trip) checked in parallel within `timeoutMs`;
+ * 503 names what is down.
+ */
+export async function checkReadiness(
+  db: Db,
+  nc: NatsConnection,
+  phase: Phase,
+  timeoutMs: number,
+): Promise<{ status: 200 | 503; body: Record<string, unknown> }> {
+  if (phase !== "running") return { status: 503, body: { status: phase, checks: {}, down: [] } };
+  const [postgres, nats] = await Promise.all([dbIsReachable(db, timeoutMs), natsIsReachable(nc, timeoutMs)]);
+  const checks = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };
+  if (postgres && nats) return { status: 200, body: { status: "ready", checks } };
+  const down = Object.entries(checks).flatMap(([k, v]) => (v === "down" ? [k] : []));
+  return { status: 503, body: { status: "unavailable", checks, down } };
 }
 
 export interface ManagementServer {
@@ -44,24 +65,7 @@ export async function startManagementServer(o: ManagementOptions): Promise<Manag
       return send(res, 405, { status: "method not allowed" });
     if (path === "/health") return send(res, 200, { status: "ok" });
     if (path === "/ready") {
-      const phase = o.phase();
-      if (phase !== "running") return send(res, 503, { status: phase, checks: {}, down: [] });
-      const nats = isNatsConnected(o.nc);
-      void dbIsReachable(o.db, 1_000).then((postgres) => {
-        const checks = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };
-        const ready = postgres && nats;
-        send(res, ready ? 200 : 503, {
-          status: ready ? "ready" : "unavailable",
-          checks,
-          ...(ready
-            ? {}
-            : {
-                down: Object.entries(checks)
-                  .filter(([, v]) => v === "down")
-                  .map(([k]) => k),
-              }),
-        });
-      });
+      void checkReadiness(o.db, o.nc, o.phase(), 1_000).then(({ status, body }) => send(res, status, body));
       return;
     }
     if (path === "/metrics") {

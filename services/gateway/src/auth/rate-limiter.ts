@@ -13,7 +13,8 @@
  */
 import { createHash } from "node:crypto";
 
-import type { KV, KvWatchEntry } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
+import { followKv } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 import ipaddr from "ipaddr.js";
 
@@ -86,16 +87,12 @@ export class RateLimiter {
   private async watchWindow(window: number) {
     this.watchStop?.();
     try {
-      const iterator = await this.kv.watch({ key: `api.${window}.>` });
-      this.watchStop = () => iterator.stop();
-      void (async () => {
-        for await (const entry of iterator as AsyncIterable<KvWatchEntry>) {
-          if (entry.operation !== "PUT") continue;
-          const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0 };
-          counter.shared = Math.max(counter.shared, Number(entry.string()) || 0);
-          this.counters.set(entry.key, counter);
-        }
-      })().catch(() => undefined);
+      this.watchStop = await followKv(this.kv, `api.${window}.>`, (entry) => {
+        if (entry.operation !== "PUT") return;
+        const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0 };
+        counter.shared = Math.max(counter.shared, Number(entry.string()) || 0);
+        this.counters.set(entry.key, counter);
+      });
     } catch (err) {
       this.log.warn({ error: (err as Error).message }, "rate-limit watch failed; counting per replica");
     }

@@ -11,7 +11,7 @@ import { extname } from "node:path";
 
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket } from "@svc/bus";
+import { ensureBucket, followKv } from "@svc/bus";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
@@ -44,18 +44,14 @@ class ManifestWatch {
 
   async start(kv: KV): Promise<void> {
     this.stopWatch?.();
-    const iterator = await kv.watch({ key: MANIFEST_KEY });
-    this.stopWatch = () => iterator.stop();
-    void (async () => {
-      for await (const entry of iterator) {
-        if (entry.operation === "PUT") {
-          const bytes = Buffer.from(entry.value);
-          this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
-        } else {
-          this.current = undefined;
-        }
+    this.stopWatch = await followKv(kv, MANIFEST_KEY, (entry) => {
+      if (entry.operation === "PUT") {
+        const bytes = Buffer.from(entry.value);
+        this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
+      } else {
+        this.current = undefined;
       }
-    })().catch(() => undefined);
+    });
   }
 
   get(): { bytes: Buffer; etag: string } | undefined {

@@ -11,19 +11,62 @@ import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, DeferJobError, PermanentJobError, RetryLaterError } from "@svc/jobs";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
-import { post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
+import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
 import { maskPayload } from "./masking.js";
 import type { SecretBox } from "./secrets.js";
 
-export interface DeliverDeps {
+/** What a POST to a receiver needs: deliveries and flows' http actions alike. */
+export interface OutboundDeps {
   readonly db: Db;
   readonly secrets: SecretBox;
-  readonly breaker: CircuitBreaker;
   readonly allowed: TargetPolicy;
   readonly timeoutMs: number;
   readonly maxResponseBytes: number;
   /** The current sensitive-field set (baseline and plugin-registered names). */
   readonly sensitiveFields: () => Promise<ReadonlySet<string>>;
+}
+
+export interface DeliverDeps extends OutboundDeps {
+  readonly breaker: CircuitBreaker;
+}
+
+/** An event's data as a receiver sees it: masked unless it asked for sensitive data. */
+export async function shownData(
+  deps: OutboundDeps,
+  data: unknown,
+  includeSensitive: boolean,
+): Promise<unknown> {
+  return includeSensitive ? data : maskPayload(data, await deps.sensitiveFields());
+}
+
+/**
+ * One attempt to POST a JSON body (up to two retries on a connection failure or a transient answer); a
+ * target the outbound policy refuses fails for good (PermanentJobError).
+ */
+export async function postJson(
+  deps: OutboundDeps,
+  url: URL,
+  body: Buffer,
+  headers: Record<string, string>,
+  retryAfter?: (r: DeliveryResponse) => number | undefined,
+): Promise<DeliveryResponse> {
+  try {
+    return await post(
+      {
+        url,
+        body,
+        headers,
+        timeoutMs: deps.timeoutMs,
+        maxResponseBytes: deps.maxResponseBytes,
+        allowed: deps.allowed,
+      },
+      2,
+      retryAfter,
+    );
+  } catch (error) {
+    if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
+    throw error;
+  }
 }
 
 interface SubscriptionRow {
@@ -68,7 +111,7 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
   const admission = await deps.breaker.admit(origin);
   if (!admission.allowed) throw new DeferJobError(`circuit open for ${origin}`, admission.retryInMs);
 
-  const data = sub.include_sensitive_data ? p.data : maskPayload(p.data, await deps.sensitiveFields());
+  const data = await shownData(deps, p.data, sub.include_sensitive_data);
   const body = Buffer.from(
     JSON.stringify({ event: p.event, workspaceKey: p.workspaceKey, occurredAtUtc: p.occurredAtUtc, data }),
   );
@@ -82,22 +125,12 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
   let status: number;
   let retryAfter: number | undefined;
   try {
-    const response = await post(
-      {
-        url,
-        body,
-        headers,
-        timeoutMs: deps.timeoutMs,
-        maxResponseBytes: deps.maxResponseBytes,
-        allowed: deps.allowed,
-      },
-      2,
-      (r) => retryAfterMs(r.headers["retry-after"]),
-    );
+    const response = await postJson(deps, url, body, headers, (r) => retryAfterMs(r.headers["retry-after"]));
     status = response.status;
     retryAfter = retryAfterMs(response.headers["retry-after"]);
   } catch (error) {
-    if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
+    // A refused target is not the receiver's failure.
+    if (error instanceof PermanentJobError) throw error;
     await deps.breaker.recordFailure(origin);
     throw error;
   }

@@ -14,13 +14,10 @@ import { createHash } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
+import { type ClaimedJob, defineJobType } from "@svc/jobs";
 
-import { signature } from "./deliver.js";
+import { type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
 import { DEFAULT_NOTIFY_PERMISSION, type StoredAction } from "./flows.js";
-import { post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
-import { maskPayload } from "./masking.js";
-import type { SecretBox } from "./secrets.js";
 
 /** Events of this depth (published by a chain of this many flows) trigger no flow. */
 export const MAX_FLOW_DEPTH = 3;
@@ -48,14 +45,8 @@ declare module "@svc/jobs" {
 
 defineJobType("flow.run", { maxAttempts: 5 });
 
-export interface FlowRunDeps {
-  readonly db: Db;
+export interface FlowRunDeps extends OutboundDeps {
   readonly events: EventPublisher;
-  readonly secrets: SecretBox;
-  readonly allowed: TargetPolicy;
-  readonly timeoutMs: number;
-  readonly maxResponseBytes: number;
-  readonly sensitiveFields: () => Promise<ReadonlySet<string>>;
 }
 
 /** A UUID derived from a step's identity, so a repeated step repeats its id. */
@@ -98,8 +89,7 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
   const id = stepId(stepKey);
   switch (action.type) {
     case "http": {
-      const data =
-        action.includeSensitiveData === true ? p.data : maskPayload(p.data, await deps.sensitiveFields());
+      const data = await shownData(deps, p.data, action.includeSensitiveData === true);
       const body = Buffer.from(
         JSON.stringify({
           event: p.event,
@@ -120,24 +110,9 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       if (action.secretEncrypted !== undefined) {
         headers["x-svc-signature"] = signature(deps.secrets.open(action.secretEncrypted), body);
       }
-      try {
-        const response = await post(
-          {
-            url: new URL(action.url),
-            body,
-            headers,
-            timeoutMs: deps.timeoutMs,
-            maxResponseBytes: deps.maxResponseBytes,
-            allowed: deps.allowed,
-          },
-          2,
-        );
-        if (response.status < 200 || response.status >= 300) {
-          throw new Error(`${action.url} answered ${response.status}`);
-        }
-      } catch (error) {
-        if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
-        throw error;
+      const response = await postJson(deps, new URL(action.url), body, headers);
+      if (response.status < 200 || response.status >= 300) {
+        throw new Error(`${action.url} answered ${response.status}`);
       }
       return;
     }

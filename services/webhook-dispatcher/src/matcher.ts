@@ -169,31 +169,29 @@ export async function startMatcher(
       })),
     );
     // Flows: one run per (event, flow), unless a chain of flows published the event.
-    const flowPairs = pairs.filter((p) =>
-      events.some((e) => pairKey(e) === pairKey(p) && e.depth < MAX_FLOW_DEPTH),
-    );
+    const flowEvents = events.filter((e) => e.depth < MAX_FLOW_DEPTH);
+    const flowPairKeys = new Set(flowEvents.map(pairKey));
+    const flowPairs = pairs.filter((p) => flowPairKeys.has(pairKey(p)));
     const flowMatches =
       flowPairs.length === 0 ? new Map<number, MatchedFlow[]>() : await matchingFlowsMany(db, flowPairs);
     const flowsByPair = new Map(flowPairs.map((p, i) => [pairKey(p), flowMatches.get(i) ?? []]));
-    const runs = events
-      .filter((e) => e.depth < MAX_FLOW_DEPTH)
-      .flatMap((e) =>
-        (flowsByPair.get(pairKey(e)) ?? []).map((flow) => ({
-          type: "flow.run" as const,
+    const runs = flowEvents.flatMap((e) =>
+      (flowsByPair.get(pairKey(e)) ?? []).map((flow) => ({
+        type: "flow.run" as const,
+        workspaceKey: e.workspaceKey,
+        idempotencyKey: `${e.eventId}:flow:${flow.id}`,
+        payload: {
+          flowId: flow.id,
+          eventId: e.eventId,
+          event: e.eventName,
           workspaceKey: e.workspaceKey,
-          idempotencyKey: `${e.eventId}:flow:${flow.id}`,
-          payload: {
-            flowId: flow.id,
-            eventId: e.eventId,
-            event: e.eventName,
-            workspaceKey: e.workspaceKey,
-            occurredAtUtc: e.occurredAtUtc,
-            data: e.data,
-            depth: e.depth,
-            actions: flow.actions,
-          },
-        })),
-      );
+          occurredAtUtc: e.occurredAtUtc,
+          data: e.data,
+          depth: e.depth,
+          actions: flow.actions,
+        },
+      })),
+    );
     if (jobs.length + runs.length > 0) await enqueueMany(db, [...jobs, ...runs]);
     for (const e of events) settle(() => e.m.ack());
   };

@@ -75,24 +75,12 @@ export const webhookDispatcherService: ServiceDefinition = {
       pollIntervalMs: b.jobPollIntervalMs,
       batchSize: 100,
     });
-    // The time limit and the answer size are read per delivery: both can change at run time.
-    const deliverDeps = {
+    // What deliveries and flow runs need; the time limit and the answer size are read per attempt: both
+    // can change at run time.
+    const outbound = {
       db,
       secrets,
       breaker,
-      allowed,
-      get timeoutMs() {
-        return live.backendHost.webhookTimeoutMs;
-      },
-      get maxResponseBytes() {
-        return live.backendHost.webhookMaxResponseBytes;
-      },
-      sensitiveFields,
-    };
-    worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(deliverDeps, job) });
-    const flowDeps = {
-      db,
-      secrets,
       allowed,
       sensitiveFields,
       events: circuitEvents,
@@ -103,7 +91,8 @@ export const webhookDispatcherService: ServiceDefinition = {
         return live.backendHost.webhookMaxResponseBytes;
       },
     };
-    worker.register("flow.run", { concurrency: 20, handler: (job) => runFlow(flowDeps, job) });
+    worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(outbound, job) });
+    worker.register("flow.run", { concurrency: 20, handler: (job) => runFlow(outbound, job) });
     const pruning = setInterval(
       () =>
         void pruneFlowSteps(db).catch((err: unknown) =>

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually, until } from "./support/wait.js";
@@ -38,15 +38,7 @@ let nc: NatsConnection;
 const children = new Set<ChildProcess>();
 const receivers: Receiver[] = [];
 
-const api = (method: string, path: string, token: string, body?: unknown) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const api = bearerApi(() => base);
 
 interface FlowView {
   id: string;

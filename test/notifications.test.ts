@@ -11,7 +11,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -25,15 +25,7 @@ const env = {
   BackendHost__JobReaperIntervalMs: "100",
 };
 
-const api = (method: string, path: string, token: string, body?: unknown) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const api = bearerApi(() => base);
 
 async function userWithRole(userName: string, role: string, permissions: string[] | null): Promise<string> {
   if (permissions !== null)

@@ -40,3 +40,19 @@ export function http(
     req.end(options.body);
   });
 }
+
+/**
+ * A caller of the operator API: `api(method, path, token, body?)` sends the token as a bearer and the
+ * body as JSON, to the base `base()` gives at the call (tests learn it in `beforeAll`).
+ */
+export function bearerApi(base: () => string) {
+  return (method: string, path: string, token: string, body?: unknown) =>
+    http(`${base()}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+}

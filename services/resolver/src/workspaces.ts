@@ -105,7 +105,7 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
   const b = req.body;
   const bindings = b.bindings === undefined ? undefined : normaliseBindings(b.bindings);
   const platform = reachOf(req.principal).kind === "platform";
-  const created = await deps.db.transaction(async (tx) => {
+  const { created, row } = await deps.db.transaction(async (tx) => {
     const existing = await tx.maybeOne<{ tenant_key: string }>(
       sql`SELECT tenant_key FROM resolver.workspaces WHERE key = ${key} FOR UPDATE`,
     );
@@ -170,9 +170,8 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
       key,
       workspaceView(row),
     );
-    return existing === null;
+    return { created: existing === null, row };
   });
-  const row = (await findWorkspace(deps.db, key)) as WorkspaceRow;
   return {
     status: created ? 201 : 200,
     ...(created ? { headers: { location: `/api/workspaces/${key}` } } : {}),
@@ -182,7 +181,7 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
 
 export const deleteWorkspace: ResolverHandler<"workspaces.delete"> = async (deps, req) => {
   const key = req.params.workspaceKey;
-  const tenantKey = await deps.db.transaction(async (tx) => {
+  await deps.db.transaction(async (tx) => {
     const gone = await tx.maybeOne<{ tenant_key: string }>(
       sql`DELETE FROM resolver.workspaces WHERE key = ${key} RETURNING tenant_key`,
     );
@@ -190,9 +189,7 @@ export const deleteWorkspace: ResolverHandler<"workspaces.delete"> = async (deps
     await deps.outbox.record(tx, "workspace.deleted", key, { workspaceKey: key, tenantKey: gone.tenant_key });
     await tx.query(sql`
       DELETE FROM resolver.custom_field_values WHERE entity_name = 'workspace' AND entity_id = ${key}`);
-    return gone.tenant_key;
   });
-  void tenantKey;
   deps.announceDeleted([key], []);
   return { status: 204 };
 };

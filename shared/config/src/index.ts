@@ -30,4 +30,5 @@ export {
   type SettingsDeclaration,
   type SettingsOf,
   type SettingTable,
+  variableOf,
 } from "./table.js";

@@ -168,12 +168,17 @@ export interface SettingRow {
 }
 
 /** The reference of every registered, documented setting, in declaration order. */
+/** The environment variable a setting is written as (`BackendHost__RateLimitApiPerMinute`, `X__N`). */
+export function variableOf(def: SettingDef<unknown>): string {
+  return def.display ?? envName(def.name);
+}
+
 export function describeSettings(): SettingRow[] {
   return registeredSettings().flatMap((d) =>
     [...Object.values(d.top), ...Object.values(d.backendHost)]
       .filter((s) => s.hidden !== true)
       .map((s) => ({
-        variable: s.display ?? envName(s.name),
+        variable: variableOf(s),
         owner: d.owner,
         defaultText: s.defaultText,
         secret: s.secret,

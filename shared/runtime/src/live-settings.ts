@@ -21,12 +21,11 @@ import {
   Reader,
   registeredSettings,
   type SettingDef,
+  variableOf,
 } from "@svc/config";
 import type { Logger } from "@svc/observability";
 
 export const configBucket = (prefix: string) => `${prefix}_config_values`;
-
-const envName = (name: string) => name.replaceAll(":", "__");
 
 export interface SettingDescription {
   readonly variable: string;
@@ -53,12 +52,11 @@ function declared(): Map<string, Entry> {
   const out = new Map<string, Entry>();
   for (const d of registeredSettings()) {
     for (const [property, def] of Object.entries(d.top)) {
-      if (def.hidden !== true)
-        out.set(def.display ?? envName(def.name), { def, owner: d.owner, property, scope: "top" });
+      if (def.hidden !== true) out.set(variableOf(def), { def, owner: d.owner, property, scope: "top" });
     }
     for (const [property, def] of Object.entries(d.backendHost)) {
       if (def.hidden !== true) {
-        out.set(def.display ?? envName(def.name), { def, owner: d.owner, property, scope: "backendHost" });
+        out.set(variableOf(def), { def, owner: d.owner, property, scope: "backendHost" });
       }
     }
   }

@@ -103,6 +103,6 @@ export async function recordFailure(deps: ActivationDeps, id: string, sha256: st
     WHERE plugin_id = ${id} AND package_sha256 = ${sha256} AND state = 'active'
     RETURNING *`);
   if (row === null) return;
-  await audit(deps.db, RUNTIME, "fail", { id, version: row.version }, new Error(reason), reason);
+  await audit(deps.db, RUNTIME, "fail", { id, version: row.version }, reason);
   deps.announce(id);
 }

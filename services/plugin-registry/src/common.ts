@@ -145,19 +145,22 @@ export function lifecycleMetrics(registry: Registry) {
 }
 export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
 
+/**
+ * Records a lifecycle action: succeeded without `error`, failed with it. A string `error` is the reason as
+ * written; an SvcError gives its reason code and message; anything else is an internal error.
+ */
 export async function audit(
   db: Queries,
   principal: Principal,
   action: string,
   plugin: { id?: string | null; version?: string | null },
   error?: unknown,
-  why?: string,
 ): Promise<void> {
   const reason =
     error === undefined
       ? null
-      : why !== undefined
-        ? why.slice(0, 1_000)
+      : typeof error === "string"
+        ? error.slice(0, 1_000)
         : error instanceof SvcError
           ? `${reasonOf(error)}: ${error.message}`
           : "internal error";

@@ -339,27 +339,29 @@ export const chainEntitled = sql`(p.tier = 'system' OR EXISTS (
 
 /**
  * Workspaces or tenants were deleted (the resolver's broadcast): their chains, theme choices and values,
- * grants and delegations go too.
+ * grants and delegations go too. Returns how many rows went (0 on the replicas that came second).
  */
 export async function forgetDeleted(
   db: Db,
   workspaceKeys: readonly string[],
   tenantKeys: readonly string[],
-): Promise<void> {
+): Promise<number> {
   const wks = [...workspaceKeys];
   const tks = [...tenantKeys];
-  await db.transaction(async (tx) => {
-    await tx.query(
+  return db.transaction(async (tx) => {
+    let deleted = 0;
+    for (const statement of [
       sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ANY(${wks}::text[])`,
-    );
-    await tx.query(
       sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ANY(${wks}::text[])`,
-    );
-    await tx.query(sql`DELETE FROM plugin_registry.theme_values WHERE workspace_key = ANY(${wks}::text[])`);
-    await tx.query(sql`
-      DELETE FROM plugin_registry.entitlements
-      WHERE (subject_type = 'workspace' AND subject_key = ANY(${wks}::text[]))
-         OR (subject_type = 'tenant' AND subject_key = ANY(${tks}::text[]))`);
-    await tx.query(sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ANY(${tks}::text[])`);
+      sql`DELETE FROM plugin_registry.theme_values WHERE workspace_key = ANY(${wks}::text[])`,
+      sql`
+          DELETE FROM plugin_registry.entitlements
+          WHERE (subject_type = 'workspace' AND subject_key = ANY(${wks}::text[]))
+             OR (subject_type = 'tenant' AND subject_key = ANY(${tks}::text[]))`,
+      sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ANY(${tks}::text[])`,
+    ]) {
+      deleted += (await tx.query(statement)).rowCount ?? 0;
+    }
+    return deleted;
   });
 }

@@ -62,6 +62,11 @@ export async function unpack(bytes: Buffer, dir: string, s: BackendHostSettings)
     }
     throw error;
   }
+  return packageRoot(dir);
+}
+
+/** An unpacked package's root: `dir`, or its only entry when that is a `package/` folder (npm style). */
+export async function packageRoot(dir: string): Promise<string> {
   const entries = await readdir(dir);
   return entries.length === 1 && entries[0] === "package" && (await stat(join(dir, "package"))).isDirectory()
     ? join(dir, "package")

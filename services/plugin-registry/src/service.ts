@@ -72,11 +72,12 @@ export const pluginRegistryService: ServiceDefinition = {
       }
     });
     bus.onBroadcast("plugin-registry.contributions.changed", () => void reconcile());
-    // Deleted workspaces and tenants: what is kept for them goes (every replica runs the same deletes).
+    // Deleted workspaces and tenants: what is kept for them goes (every replica runs the same deletes; the
+    // one that deleted something announces the change).
     bus.onBroadcast("resolver.workspaces.deleted", ({ workspaceKeys, tenantKeys }) => {
       entitlements
         .forgetDeleted(db, workspaceKeys, tenantKeys)
-        .then(() => deps.announce(""))
+        .then((deleted) => (deleted > 0 ? deps.announce("") : undefined))
         .catch((error: unknown) => log.warn({ err: error }, "could not forget deleted workspaces"));
     });
     const timer = setInterval(() => void reconcile(), 30_000);

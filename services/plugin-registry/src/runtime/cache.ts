@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { BackendHostSettings } from "@svc/config";
 import type { PackageStore } from "@svc/plugin-package/store";
 
-import { checkPackage, type OpenedPackage, storedPackage, unpack } from "../packages.js";
+import { checkPackage, type OpenedPackage, packageRoot, storedPackage, unpack } from "../packages.js";
 
 export interface CachedPackage {
   /** The package root on disk. */
@@ -95,11 +95,4 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-async function packageRoot(home: string): Promise<string> {
-  const entries = await readdir(home);
-  return entries.length === 1 && entries[0] === "package" && (await exists(join(home, "package")))
-    ? join(home, "package")
-    : home;
 }

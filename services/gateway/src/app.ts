@@ -12,7 +12,7 @@ import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
 import { registerUiAssets } from "./plugins/ui-assets.js";
-import type { PublicIdentity } from "./routes/public-routes.js";
+import { type PublicIdentity, PublicWorkspaces } from "./routes/public-routes.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
 import { registerSurface, type SurfaceFallback } from "./routes/surface.js";
 import { validatorCompiler } from "./validation.js";
@@ -68,8 +68,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(healthPlugin, { db: deps.db, nc: deps.nc, isDraining: () => draining });
   // Public routes ask whether a caller is signed in; the operator API, which owns the authenticator, answers.
   const identity: PublicIdentity = { signedIn: async () => false };
+  const workspaces = new PublicWorkspaces(deps.bus, {
+    ttlMs: config.backendHost.resolveCacheTtlMs,
+    size: config.backendHost.resolveCacheSize,
+    staleMs: config.backendHost.resolveStaleMs,
+  });
   await app.register(publicWorkspacePlugin, {
     identity,
+    workspaces,
     bus: deps.bus,
     registry: deps.metrics,
     cacheTtlMs: config.backendHost.resolveCacheTtlMs,
@@ -89,6 +95,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     registerSurface(child, {
       bus: deps.bus,
       identity,
+      workspaces,
       fallback,
       cacheTtlMs: config.backendHost.resolveCacheTtlMs,
       cacheSize: config.backendHost.resolveCacheSize,

@@ -1,3 +1,4 @@
+import type { Broadcast, Bus } from "@svc/bus";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { LRUCache } from "lru-cache";
 
@@ -93,4 +94,22 @@ export class ResolveCache {
   get size(): number {
     return this.entries?.size ?? 0;
   }
+}
+
+/**
+ * A cache kept coherent with its sources: dropped whole on each of `broadcasts` and after every NATS
+ * reconnect (invalidations broadcast while the connection was down were missed, so nothing cached before
+ * it is trusted). Every public cache of the gateway is made here.
+ */
+export function followedCache(
+  bus: Bus,
+  broadcasts: readonly Broadcast[],
+  options: { readonly ttlMs: number; readonly size: number; readonly staleMs?: number },
+): ResolveCache {
+  const cache = new ResolveCache(options.ttlMs, options.size, options.staleMs ?? 0);
+  for (const subject of broadcasts) bus.onBroadcast(subject, () => cache.invalidate());
+  void (async () => {
+    for await (const status of bus.nc.status()) if (status.type === "reconnect") cache.invalidate();
+  })().catch(() => undefined);
+  return cache;
 }

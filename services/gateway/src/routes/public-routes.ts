@@ -13,7 +13,7 @@ import type { NavigationView, PublicTheme, PublicWorkspace } from "@svc/contract
 import { normaliseHost, normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
-import { ResolveCache } from "../resolve-cache.js";
+import { followedCache, type ResolveCache } from "../resolve-cache.js";
 
 /** Whether the request carries a valid session (set by the operator API once its authenticator runs). */
 export interface PublicIdentity {
@@ -23,8 +23,44 @@ export interface PublicIdentity {
 const JSON_TYPE = "application/json; charset=utf-8";
 const decoder = new TextDecoder();
 
-function first(value: string | string[] | undefined): string | undefined {
+/** A header's first value. */
+export function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The host a request names (`X-Forwarded-Host` first, else `Host`), normalised; null when unusable. */
+export function requestHost(request: FastifyRequest): string | null {
+  return normaliseHost(firstHeader(request.headers["x-forwarded-host"]) ?? request.headers.host);
+}
+
+/**
+ * The visible workspaces as the resolver answers them (`resolver.workspace.public`), by host and path or
+ * by key; cached (with the stale window for outages) and dropped on the resolver's change broadcasts. The
+ * public routes and the surface share one.
+ */
+export class PublicWorkspaces {
+  private readonly cache: ResolveCache;
+
+  constructor(
+    private readonly bus: Bus,
+    options: { readonly ttlMs: number; readonly size: number; readonly staleMs: number },
+  ) {
+    this.cache = followedCache(bus, ["resolver.cache.invalidate"], options);
+  }
+
+  async byHost(host: string, path: string, requestId: string): Promise<PublicWorkspace | null> {
+    const bytes = await this.cache.load(`h\n${host}\n${path}`, () =>
+      this.bus.requestRaw("resolver.workspace.public", { host, path }, { requestId }),
+    );
+    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+  }
+
+  async byKey(workspaceKey: string, requestId: string): Promise<PublicWorkspace | null> {
+    const bytes = await this.cache.load(`k\n${workspaceKey}`, () =>
+      this.bus.requestRaw("resolver.workspace.public", { workspaceKey }, { requestId }),
+    );
+    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+  }
 }
 
 /** `workspaceKey` of the query: absent or blank means `default` (spec 2.1.4). */
@@ -61,11 +97,10 @@ function hidden(reply: FastifyReply) {
  * port as `X-Forwarded-Host` or `Host` gave them (when well formed; else the resolved host alone).
  */
 export function originFor(request: FastifyRequest, resolvedHost: string): string {
-  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
-  const proto = first(request.headers["x-forwarded-proto"])?.split(",")[0]?.trim().toLowerCase();
+  const proto = firstHeader(request.headers["x-forwarded-proto"])?.split(",")[0]?.trim().toLowerCase();
   const scheme = proto === "https" || proto === "http" ? proto : request.protocol;
   const raw =
-    (first(request.headers["x-forwarded-host"]) ?? request.headers.host ?? "")
+    (firstHeader(request.headers["x-forwarded-host"]) ?? request.headers.host ?? "")
       .split(",")[0]
       ?.trim()
       .toLowerCase() ?? "";
@@ -89,34 +124,16 @@ export function registerPublicRoutes(
   app: FastifyInstance,
   bus: Bus,
   identity: PublicIdentity,
+  workspaces: PublicWorkspaces,
   options: { cacheTtlMs: number; cacheSize: number; staleMs: number },
 ): void {
-  const workspaces = new ResolveCache(options.cacheTtlMs, options.cacheSize, options.staleMs);
-  const plugins = new ResolveCache(options.cacheTtlMs, options.cacheSize, options.staleMs);
-  const navigations = new ResolveCache(options.cacheTtlMs, options.cacheSize, options.staleMs);
-  bus.onBroadcast("resolver.cache.invalidate", () => {
-    workspaces.invalidate();
-    navigations.invalidate();
-    plugins.invalidate();
-  });
-  bus.onBroadcast("plugin-registry.contributions.changed", () => plugins.invalidate());
-
-  const hostOf = (request: FastifyRequest) =>
-    normaliseHost(first(request.headers["x-forwarded-host"]) ?? request.headers.host);
-  const originOf = (request: FastifyRequest, host: string) => originFor(request, host);
-
-  async function byHost(host: string, path: string, requestId: string): Promise<PublicWorkspace | null> {
-    const bytes = await workspaces.load(`h\n${host}\n${path}`, () =>
-      bus.requestRaw("resolver.workspace.public", { host, path }, { requestId }),
-    );
-    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
-  }
-  async function byKey(workspaceKey: string, requestId: string): Promise<PublicWorkspace | null> {
-    const bytes = await workspaces.load(`k\n${workspaceKey}`, () =>
-      bus.requestRaw("resolver.workspace.public", { workspaceKey }, { requestId }),
-    );
-    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
-  }
+  const cacheOptions = { ttlMs: options.cacheTtlMs, size: options.cacheSize, staleMs: options.staleMs };
+  const plugins = followedCache(
+    bus,
+    ["resolver.cache.invalidate", "plugin-registry.contributions.changed"],
+    cacheOptions,
+  );
+  const navigations = followedCache(bus, ["resolver.cache.invalidate"], cacheOptions);
   async function chainAndTheme(workspaceKey: string, requestId: string) {
     const bytes = await plugins.load(workspaceKey, () =>
       bus.requestRaw("plugin-registry.workspace.public", { workspaceKey }, { requestId }),
@@ -125,7 +142,7 @@ export function registerPublicRoutes(
   }
   /** The visible workspace, unless it is Authenticated and the caller is anonymous. */
   async function shown(request: FastifyRequest, workspaceKey: string): Promise<PublicWorkspace | null> {
-    const ws = await byKey(workspaceKey, request.id);
+    const ws = await workspaces.byKey(workspaceKey, request.id);
     if (ws === null) return null;
     if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) return null;
     return ws;
@@ -133,7 +150,7 @@ export function registerPublicRoutes(
   const routeInfo = (request: FastifyRequest, host: string, ws: PublicWorkspace) => {
     const prefix = ws.route.publicPathPrefix;
     return {
-      publicBaseUrl: ws.route.publicBaseUrl ?? `${originOf(request, host)}${prefix === "/" ? "" : prefix}`,
+      publicBaseUrl: ws.route.publicBaseUrl ?? `${originFor(request, host)}${prefix === "/" ? "" : prefix}`,
       publicHost: host,
       publicPathPrefix: prefix,
     };
@@ -141,20 +158,20 @@ export function registerPublicRoutes(
 
   app.get("/workspace/public/context", async (request, reply) => {
     void reply.header("cache-control", "no-store");
-    const host = hostOf(request);
+    const host = requestHost(request);
     const path = normalisePath(
-      first(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
+      firstHeader(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
     );
-    const ws = host === null ? null : await byHost(host, path, request.id);
+    const ws = host === null ? null : await workspaces.byHost(host, path, request.id);
     if (ws === null || host === null) return hidden(reply);
     return reply.type(JSON_TYPE).send({ workspace: ws.workspace, route: routeInfo(request, host, ws) });
   });
 
   app.get("/workspace/public/bootstrap.js", async (request, reply) => {
-    const host = hostOf(request);
+    const host = requestHost(request);
     let rawPath = queryValue(request.query, "path");
     if (rawPath === undefined) {
-      const referer = first(request.headers.referer);
+      const referer = firstHeader(request.headers.referer);
       try {
         rawPath = referer === undefined ? undefined : new URL(referer).pathname;
       } catch {
@@ -162,8 +179,8 @@ export function registerPublicRoutes(
       }
     }
     const path = normalisePath(rawPath ?? "/");
-    const ws = host === null ? null : await byHost(host, path, request.id);
-    const origin = originOf(request, host ?? "localhost");
+    const ws = host === null ? null : await workspaces.byHost(host, path, request.id);
+    const origin = originFor(request, host ?? "localhost");
     const context =
       ws === null || host === null
         ? {
@@ -223,11 +240,11 @@ export function registerPublicRoutes(
     if (named !== undefined && named !== "") {
       ws = await shown(request, named);
     } else {
-      const host = hostOf(request);
+      const host = requestHost(request);
       const path = normalisePath(
-        first(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
+        firstHeader(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
       );
-      ws = host === null ? null : await byHost(host, path, request.id);
+      ws = host === null ? null : await workspaces.byHost(host, path, request.id);
       if (ws?.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) ws = null;
     }
     if (ws === null || surfaceKey.length > 63 || (parentKey?.length ?? 0) > 100) return hidden(reply);

@@ -1,11 +1,17 @@
 import type { Bus, ReplyOf } from "@svc/bus";
 import { Counter, type Registry } from "@svc/observability";
-import { normaliseHost, normalisePath } from "@svc/workspace";
+import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
-import { ResolveCache } from "../resolve-cache.js";
-import { type PublicIdentity, registerPublicRoutes } from "./public-routes.js";
+import { followedCache } from "../resolve-cache.js";
+import {
+  firstHeader,
+  type PublicIdentity,
+  type PublicWorkspaces,
+  registerPublicRoutes,
+  requestHost,
+} from "./public-routes.js";
 
 export interface PublicWorkspaceOptions {
   readonly bus: Bus;
@@ -15,16 +21,14 @@ export interface PublicWorkspaceOptions {
   readonly staleMs: number;
   /** Whether a request is signed in (for Authenticated workspaces). */
   readonly identity: PublicIdentity;
+  /** The visible workspaces, shared with the surface. */
+  readonly workspaces: PublicWorkspaces;
 }
 
 const UNRESOLVED_BODY = Buffer.from(
   JSON.stringify({ resolved: false, workspaceKey: null } satisfies ReplyOf<"resolver.workspace.resolve">),
 );
 const JSON_TYPE = "application/json; charset=utf-8";
-
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
 
 /**
  * The anonymous public workspace routes (spec 4.1; docs/operator-guide.md "Public routes"):
@@ -33,14 +37,12 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
  * registry answer is cached here (ResolveCache) and dropped on their change broadcasts.
  */
 export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
-  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize, staleMs, identity }) => {
-    const cache = new ResolveCache(cacheTtlMs, cacheSize, staleMs);
-    bus.onBroadcast("resolver.cache.invalidate", () => cache.invalidate());
-    // Invalidations broadcast while the connection was down were missed: after a reconnect nothing cached
-    // before it is trusted.
-    void (async () => {
-      for await (const status of bus.nc.status()) if (status.type === "reconnect") cache.invalidate();
-    })().catch(() => undefined);
+  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize, staleMs, identity, workspaces }) => {
+    const cache = followedCache(bus, ["resolver.cache.invalidate"], {
+      ttlMs: cacheTtlMs,
+      size: cacheSize,
+      staleMs,
+    });
     const lookups = new Counter({
       name: "svc_gateway_resolve_cache_lookups_total",
       help: "Workspace resolutions at the gateway, by whether the cache answered.",
@@ -55,10 +57,10 @@ export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
     });
     void lookups;
 
-    registerPublicRoutes(app, bus, identity, { cacheTtlMs, cacheSize, staleMs });
+    registerPublicRoutes(app, bus, identity, workspaces, { cacheTtlMs, cacheSize, staleMs });
 
     app.get("/workspace/public/resolve", async (request, reply) => {
-      const host = normaliseHost(firstHeader(request.headers["x-forwarded-host"]) ?? request.headers.host);
+      const host = requestHost(request);
       reply.header("content-type", JSON_TYPE).header("cache-control", "no-store");
       if (host === null) return reply.send(UNRESOLVED_BODY);
       const path = normalisePath(firstHeader(request.headers["x-forwarded-uri"]));

@@ -17,11 +17,17 @@ import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { Bus } from "@svc/bus";
 import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
-import { normaliseHost, normalisePath } from "@svc/workspace";
+import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
-import { ResolveCache } from "../resolve-cache.js";
-import { originFor, type PublicIdentity } from "./public-routes.js";
+import { followedCache } from "../resolve-cache.js";
+import {
+  firstHeader,
+  originFor,
+  type PublicIdentity,
+  type PublicWorkspaces,
+  requestHost,
+} from "./public-routes.js";
 
 /** The shells' files: next to the bundle (dist/static) or in the sources (services/gateway/static). */
 function staticRoot(): string {
@@ -54,32 +60,26 @@ export interface SurfaceFallback {
   handle?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
 }
 
-function first(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 export async function registerSurface(
   app: FastifyInstance,
   options: {
     readonly bus: Bus;
     readonly identity: PublicIdentity;
+    readonly workspaces: PublicWorkspaces;
     readonly fallback: SurfaceFallback;
     readonly cacheTtlMs: number;
     readonly cacheSize: number;
   },
 ): Promise<void> {
-  const { bus, identity } = options;
+  const { bus, identity, workspaces } = options;
   const root = staticRoot();
   const shellHtml = readFileSync(`${root}surface-app/index.html`);
   const adminHtml = readFileSync(`${root}admin/index.html`);
   const notFoundHtml = readFileSync(`${root}404.html`);
-  const pages = new ResolveCache(options.cacheTtlMs, options.cacheSize);
-  const workspaces = new ResolveCache(options.cacheTtlMs, options.cacheSize);
-  bus.onBroadcast("resolver.cache.invalidate", () => {
-    pages.invalidate();
-    workspaces.invalidate();
+  const pages = followedCache(bus, ["resolver.cache.invalidate", "plugin-registry.contributions.changed"], {
+    ttlMs: options.cacheTtlMs,
+    size: options.cacheSize,
   });
-  bus.onBroadcast("plugin-registry.contributions.changed", () => pages.invalidate());
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
 
@@ -103,23 +103,12 @@ export async function registerSurface(
 
   const html = (reply: FastifyReply, body: Buffer | string, status = 200) =>
     reply.code(status).type("text/html; charset=utf-8").header("cache-control", "no-store").send(body);
-  const hostOf = (request: FastifyRequest) =>
-    normaliseHost(first(request.headers["x-forwarded-host"]) ?? request.headers.host);
-  const originOf = (request: FastifyRequest, host: string) => originFor(request, host);
-  async function resolve(
-    request: FastifyRequest,
-    host: string,
-    path: string,
-  ): Promise<PublicWorkspace | null> {
-    const bytes = await workspaces.load(`${host}\n${path}`, () =>
-      bus.requestRaw("resolver.workspace.public", { host, path }, { requestId: request.id }),
-    );
-    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
-  }
+  const resolve = (request: FastifyRequest, host: string, path: string) =>
+    workspaces.byHost(host, path, request.id);
 
   app.get("/surface/render", async (request, reply) => {
-    const host = hostOf(request);
-    const forwardedUri = first(request.headers["x-forwarded-uri"]);
+    const host = requestHost(request);
+    const forwardedUri = firstHeader(request.headers["x-forwarded-uri"]);
     const path = normalisePath(forwardedUri ?? "/");
     const ws = host === null ? null : await resolve(request, host, path);
     if (ws === null || host === null) {
@@ -130,7 +119,7 @@ export async function registerSurface(
       const location = `/login?workspaceKey=${encodeURIComponent(ws.workspace.key)}&returnUrl=${encodeURIComponent(returnUrl)}`;
       return reply.code(302).header("location", location).header("cache-control", "no-store").send();
     }
-    const origin = originOf(request, host);
+    const origin = originFor(request, host);
     const prefix = ws.route.publicPathPrefix;
     const publicBaseUrl = ws.route.publicBaseUrl ?? `${origin}${prefix === "/" ? "" : prefix}`;
     // Signed-in callers of an Authenticated workspace get their own render (never a cached page).
@@ -166,16 +155,9 @@ export async function registerSurface(
 
   /** The workspace of this host (and path), or of the visible `workspaceKey` query value. */
   async function workspaceFor(request: FastifyRequest, path: string): Promise<PublicWorkspace | null> {
-    const host = hostOf(request);
+    const host = requestHost(request);
     const named = (request.query as Record<string, unknown> | undefined)?.workspaceKey;
-    if (typeof named === "string" && named.trim() !== "") {
-      const bytes = await bus.requestRaw(
-        "resolver.workspace.public",
-        { workspaceKey: named.trim() },
-        { requestId: request.id },
-      );
-      return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
-    }
+    if (typeof named === "string" && named.trim() !== "") return workspaces.byKey(named.trim(), request.id);
     return host === null ? null : resolve(request, host, path);
   }
 

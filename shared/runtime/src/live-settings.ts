@@ -3,8 +3,9 @@
  * the NATS KV bucket `<prefix>_config_values`, one key per variable (`BackendHost__RateLimitApiPerMinute`),
  * the raw text as an environment variable would hold it. Every replica of every service watches the bucket
  * and applies, for the settings it declares that are marked `changeable`, each stored value that its own
- * declaration accepts; listeners (the rate limiter, the webhook client) take it from there, within a
- * second and without a restart. A deleted key returns the setting to its environment value or default.
+ * declaration accepts; users read `backendHost` when they need a value (the rate limiter per request, the
+ * webhook client per attempt), so a change applies within a second and without a restart. A deleted key
+ * returns the setting to its environment value or default.
  *
  * Every replica also answers `config.describe` (fan-out) with its settings: definition, value (secrets
  * never), source; and `config.check` with the problems it finds in proposed values. The configuration API
@@ -75,7 +76,6 @@ function show(value: unknown): string | null {
 export class LiveSettings {
   private readonly entries = declared();
   private readonly overrides = new Map<string, unknown>();
-  private readonly listeners = new Set<() => void>();
   private stopWatch: (() => void) | undefined;
   private view: BackendHostSettings;
 
@@ -89,11 +89,6 @@ export class LiveSettings {
   /** The `BackendHost` settings in force: the configuration with the stored changes applied. */
   get backendHost(): BackendHostSettings {
     return this.view;
-  }
-
-  onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   /** Parses `raw` with the setting's own declaration: the value, or the problem. */
@@ -177,6 +172,5 @@ export class LiveSettings {
       ...Object.fromEntries(this.overrides),
     });
     this.log.info({ variable, stored: raw !== null }, "a run-time setting changed");
-    for (const listener of this.listeners) listener();
   }
 }

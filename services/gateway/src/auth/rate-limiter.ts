@@ -56,7 +56,8 @@ export class RateLimiter {
 
   constructor(
     private readonly kv: KV,
-    private limits: Readonly<Record<Policy, number>>,
+    /** Read at each request (the gateway passes getters over the run-time settings). */
+    private readonly limits: Readonly<Record<Policy, number>>,
     private readonly log: Logger,
   ) {}
 
@@ -65,11 +66,6 @@ export class RateLimiter {
     this.syncTimer = setInterval(() => void this.sync(), SYNC_MS);
     this.syncTimer.unref();
   }
-  /** New limits (a run-time setting changed): they apply from the next request on. */
-  setLimits(limits: Readonly<Record<Policy, number>>): void {
-    this.limits = limits;
-  }
-
   stop(): void {
     clearInterval(this.syncTimer);
     this.watchStop?.();

@@ -75,19 +75,20 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       );
     const revocations = new RevocationList();
     await revocations.start(await openRevocations());
+    // The limits are read per request: a change at run time (PUT /api/config/values) applies at once.
     const limits = new RateLimiter(
       await openLimits(),
-      { auth: b.rateLimitAuthPerMinute, api: b.rateLimitApiPerMinute },
+      {
+        get auth() {
+          return live.backendHost.rateLimitAuthPerMinute;
+        },
+        get api() {
+          return live.backendHost.rateLimitApiPerMinute;
+        },
+      },
       log,
     );
     await limits.start();
-    // The limits are changeable at run time (PUT /api/config/values): every gateway applies a change.
-    const stopFollowing = live.onChange(() =>
-      limits.setLimits({
-        auth: live.backendHost.rateLimitAuthPerMinute,
-        api: live.backendHost.rateLimitApiPerMinute,
-      }),
-    );
     const openIdempotency = () =>
       ensureBucket(nc, `${config.subjectPrefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS });
     let idempotencyKv = await openIdempotency();
@@ -119,7 +120,6 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       }
     };
     app.addHook("onClose", async () => {
-      stopFollowing();
       limits.stop();
       revocations.stop();
     });

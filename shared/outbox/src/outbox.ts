@@ -15,7 +15,13 @@
 import { randomUUID } from "node:crypto";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import { createEventPublisher, EVENT_NAME_PATTERN, type EventPublisher, isNatsConnected } from "@svc/bus";
+import {
+  coalesce,
+  createEventPublisher,
+  EVENT_NAME_PATTERN,
+  type EventPublisher,
+  isNatsConnected,
+} from "@svc/bus";
 import { type Db, type Listener, listenForNotifications, type Queries, raw, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
@@ -52,8 +58,9 @@ export class Outbox {
   private readonly publisher: EventPublisher;
   private listener: Listener | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** One relay pass at a time; a wake during a pass asks for one more right after it. */
+  private readonly relay = coalesce(() => this.relayAll());
   private relaying: Promise<void> | undefined;
-  private again = false;
   private stopped = false;
   /** Events relayed by this replica since start. */
   relayed = 0;
@@ -104,17 +111,7 @@ export class Outbox {
   /** Runs a relay pass now, or right after the one under way. */
   wake(): void {
     if (this.stopped) return;
-    if (this.relaying !== undefined) {
-      this.again = true;
-      return;
-    }
-    this.relaying = this.relayAll().finally(() => {
-      this.relaying = undefined;
-      if (this.again) {
-        this.again = false;
-        this.wake();
-      }
-    });
+    this.relaying = this.relay();
   }
 
   /** Passes until the table is empty or a pass fails. */

@@ -3,7 +3,7 @@ import { type Queries, sql } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
 
-import { findVisibleWorkspace } from "./repository.js";
+import { findVisibleWorkspace, WORKSPACE_KEY } from "./repository.js";
 
 const UNRESOLVED: ResolveResult = Object.freeze({ resolved: false, workspaceKey: null });
 
@@ -33,8 +33,6 @@ export async function resolveWorkspace(
   return key === null ? UNRESOLVED : { resolved: true, workspaceKey: key };
 }
 
-const KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
 /** Checks a tenancy lookup: two lists of at most 500 keys each. */
 export function decodeTenancyLookup(payload: unknown): TenancyLookupRequest {
   const p = (payload ?? {}) as Partial<Record<keyof TenancyLookupRequest, unknown>>;
@@ -43,7 +41,7 @@ export function decodeTenancyLookup(payload: unknown): TenancyLookupRequest {
     if (!Array.isArray(value) || value.length > 500 || value.some((v) => typeof v !== "string")) {
       throw new ValidationError([{ field, message: "must be an array of at most 500 strings" }]);
     }
-    return (value as string[]).filter((v) => KEY.test(v));
+    return (value as string[]).filter((v) => WORKSPACE_KEY.test(v));
   };
   return {
     workspaceKeys: list(p.workspaceKeys, "/workspaceKeys"),

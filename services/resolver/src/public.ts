@@ -15,7 +15,7 @@ import { type Queries, sql } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
 
-const KEY = /^[a-z0-9][a-z0-9-]{0,62}$/;
+import { findVisibleByHost, visible, type VisibleWorkspaceRow, WORKSPACE_KEY } from "./repository.js";
 
 export function decodePublicRequest(payload: unknown): PublicWorkspaceRequest {
   const p = (payload ?? {}) as Record<string, unknown>;
@@ -32,29 +32,15 @@ export function decodePublicRequest(payload: unknown): PublicWorkspaceRequest {
   throw new ValidationError([{ field: "/", message: "needs workspaceKey, or host and path" }]);
 }
 
-interface Row {
-  key: string;
-  name: string;
-  type: string;
-  access_policy: "Public" | "Authenticated";
-  tenant_key: string;
-  public_base_url: string | null;
-  host: string | null;
-  path_prefix: string | null;
-}
-
-const visible = (defaultTenantKey: string | null) => sql`
-  w.is_active AND t.is_active AND (${defaultTenantKey}::text IS NULL OR t.key = ${defaultTenantKey}::text)`;
-
 export async function publicWorkspace(
   db: Queries,
   defaultTenantKey: string | null,
   request: PublicWorkspaceRequest,
 ): Promise<PublicWorkspace | null> {
-  let row: Row | null;
+  let row: VisibleWorkspaceRow | null;
   if ("workspaceKey" in request) {
-    if (!KEY.test(request.workspaceKey)) return null;
-    row = await db.maybeOne<Row>(sql`
+    if (!WORKSPACE_KEY.test(request.workspaceKey)) return null;
+    row = await db.maybeOne<VisibleWorkspaceRow>(sql`
       SELECT w.key, w.name, w.type, w.access_policy, w.tenant_key, w.public_base_url, b.host, b.path_prefix
       FROM resolver.workspaces w JOIN resolver.tenants t ON t.key = w.tenant_key
       LEFT JOIN LATERAL (
@@ -65,15 +51,7 @@ export async function publicWorkspace(
     const host = normaliseHost(request.host);
     if (host === null) return null;
     const path = normalisePath(request.path);
-    row = await db.maybeOne<Row>(sql`
-      SELECT w.key, w.name, w.type, w.access_policy, w.tenant_key, w.public_base_url, b.host, b.path_prefix
-      FROM resolver.workspace_bindings b
-      JOIN resolver.workspaces w ON w.key = b.workspace_key
-      JOIN resolver.tenants t ON t.key = w.tenant_key
-      WHERE b.host = ${host} AND ${visible(defaultTenantKey)}
-        AND (b.path_prefix = '/' OR b.path_prefix = ${path} OR starts_with(${path}, b.path_prefix || '/'))
-      ORDER BY length(b.path_prefix) DESC
-      LIMIT 1`);
+    row = await findVisibleByHost(db, host, path, defaultTenantKey);
   }
   if (row === null) return null;
   return {

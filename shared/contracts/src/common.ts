@@ -1,7 +1,10 @@
 /** Schemas several services' contracts share: keys, identifiers and the paging shapes. */
 import { type TSchema, Type } from "@sinclair/typebox";
 
-export const WorkspaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
+/** A workspace's or tenant's key: lower case letters, digits and `-`, 1–63 characters. */
+export const KEY_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
+export const WorkspaceKey = Type.String({ pattern: KEY_PATTERN });
+export const TenantKey = Type.String({ pattern: KEY_PATTERN });
 export const Uuid = Type.String({ format: "uuid" });
 export const PermissionKeyString = Type.String({
   pattern: "^(\\*|[a-z0-9][a-z0-9-]*(\\.[a-z0-9][a-z0-9-]*)+)$",

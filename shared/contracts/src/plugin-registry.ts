@@ -4,7 +4,7 @@
  */
 import { Type } from "@sinclair/typebox";
 
-import { Nullable, Page, pageFields, PageQuery, wkParams, WorkspaceKey } from "./common.js";
+import { Nullable, Page, pageFields, PageQuery, TenantKey, wkParams, WorkspaceKey } from "./common.js";
 import { defineRoutes } from "./route.js";
 
 const PluginId = Type.String({ pattern: "^[a-z][a-z0-9-]{1,62}$" });
@@ -88,7 +88,6 @@ const AuditEntry = Type.Object({
   reason: Nullable(Type.String()),
 });
 
-const TenantKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const Source = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,62}$" });
 /** How a workspace or tenant is entitled to a plugin: its own grant, its tenant's, or a system-tier plugin. */
 const Via = Nullable(Type.Union([Type.Literal("workspace"), Type.Literal("tenant"), Type.Literal("system")]));

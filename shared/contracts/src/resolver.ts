@@ -4,10 +4,9 @@
  */
 import { type TSchema, Type } from "@sinclair/typebox";
 
-import { Nullable, Page, pageFields, wkParams, WorkspaceKey } from "./common.js";
+import { Nullable, Page, pageFields, TenantKey, wkParams, WorkspaceKey } from "./common.js";
 import { defineRoutes } from "./route.js";
 
-const TenantKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const SurfaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const SnippetKey = Type.String({ pattern: "^[a-z0-9][a-z0-9_-]{0,62}$" });
 /** Which workspace a surface or snippet route means: a workspace session's own, else this (default `default`). */

@@ -101,13 +101,16 @@ async function values(db: Queries, entityName: string, entityId: string): Promis
   return Object.fromEntries(rows.map((r) => [r.key, r.value]));
 }
 
-export const getValues: Handler<"custom-fields.get"> = async (deps, req) => {
-  const { entityName, entityId } = req.params;
-  const fields = await entity(deps, req.principal, entityName, entityId);
-  const stored = await values(deps.db, entityName, entityId);
+/** An entity's values of the fields defined now (a value of a field since removed is not shown). */
+function valuesReply(
+  entityName: string,
+  entityId: string,
+  fields: Awaited<ReturnType<typeof entity>>,
+  stored: Record<string, string>,
+) {
   const known = new Set(fields.map((f) => f.key));
   return {
-    status: 200,
+    status: 200 as const,
     body: {
       entityName,
       entityId,
@@ -115,6 +118,12 @@ export const getValues: Handler<"custom-fields.get"> = async (deps, req) => {
       fields,
     },
   };
+}
+
+export const getValues: Handler<"custom-fields.get"> = async (deps, req) => {
+  const { entityName, entityId } = req.params;
+  const fields = await entity(deps, req.principal, entityName, entityId);
+  return valuesReply(entityName, entityId, fields, await values(deps.db, entityName, entityId));
 };
 
 export const putValues: Handler<"custom-fields.put"> = async (deps, req) => {
@@ -161,5 +170,5 @@ export const putValues: Handler<"custom-fields.put"> = async (deps, req) => {
       FROM unnest(${set.map((x) => x[0])}::text[], ${set.map((x) => x[1])}::text[]) AS t(k, v)
       ON CONFLICT (entity_name, entity_id, key) DO UPDATE SET value = excluded.value, updated_by = excluded.updated_by, updated_at = now()`);
   }
-  return getValues(deps, req);
+  return valuesReply(entityName, entityId, fields, after);
 };

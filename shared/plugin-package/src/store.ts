@@ -10,54 +10,84 @@ import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /**
- * An object store bucket created (or opened) on first use; a failed attempt is tried again next time, and
- * `reset` forgets the handle (after a NATS reconnect the bucket may have to be created again).
+ * A handle (a bucket) opened on first use; a failed attempt is tried again next time, and `reset` forgets
+ * the handle (after a NATS reconnect the bucket may have to be created again).
  */
-function lazyBucket(nc: NatsConnection, name: string) {
-  let store: Promise<ObjectStore> | undefined;
+export function lazily<T>(open: () => Promise<T>) {
+  let handle: Promise<T> | undefined;
   return {
-    get(): Promise<ObjectStore> {
-      store ??= new Objm(nc).create(name, { storage: "file" }).catch((error: unknown) => {
-        store = undefined;
+    get(): Promise<T> {
+      handle ??= open().catch((error: unknown) => {
+        handle = undefined;
         throw error;
       });
-      return store;
+      return handle;
     },
     reset(): void {
-      store = undefined;
+      handle = undefined;
     },
   };
+}
+
+/** Named blobs in one object store bucket, opened (or created) on first use. */
+export class BlobStore {
+  private readonly lazy: ReturnType<typeof lazily<ObjectStore>>;
+
+  constructor(nc: NatsConnection, name: string) {
+    this.lazy = lazily(() => new Objm(nc).create(name, { storage: "file" }));
+  }
+
+  /** Forgets the bucket handle (after a NATS reconnect, the bucket may have to be created again). */
+  reset(): void {
+    this.lazy.reset();
+  }
+
+  async has(name: string): Promise<boolean> {
+    const info = await (await this.lazy.get()).info(name);
+    return info !== null && !info.deleted;
+  }
+
+  async put(name: string, bytes: Uint8Array): Promise<void> {
+    await (await this.lazy.get()).putBlob({ name }, bytes);
+  }
+
+  /** The bytes stored under `name`, or null when there are none. */
+  async get(name: string): Promise<Buffer | null> {
+    const bytes = await (await this.lazy.get()).getBlob(name);
+    return bytes === null ? null : Buffer.from(bytes);
+  }
+
+  async delete(name: string): Promise<void> {
+    await (await this.lazy.get()).delete(name).catch(() => undefined);
+  }
 }
 
 export function packageBucket(prefix: string): string {
   return `${prefix}_plugin_packages`;
 }
 
+/** Package archives, each under the SHA-256 of its bytes. */
 export class PackageStore {
-  private readonly bucket: () => Promise<ObjectStore>;
+  private readonly blobs: BlobStore;
 
   constructor(nc: NatsConnection, prefix: string) {
-    const lazy = lazyBucket(nc, packageBucket(prefix));
-    this.bucket = () => lazy.get();
+    this.blobs = new BlobStore(nc, packageBucket(prefix));
   }
 
   /** Stores bytes under their SHA-256 unless they are there already; returns the hash. */
   async put(bytes: Buffer): Promise<string> {
     const sha256 = createHash("sha256").update(bytes).digest("hex");
-    const store = await this.bucket();
-    const existing = await store.info(sha256);
-    if (existing === null || existing.deleted) await store.putBlob({ name: sha256 }, bytes);
+    if (!(await this.blobs.has(sha256))) await this.blobs.put(sha256, bytes);
     return sha256;
   }
 
   /** The bytes stored under `sha256`, or null when there are none. */
-  async get(sha256: string): Promise<Buffer | null> {
-    const bytes = await (await this.bucket()).getBlob(sha256);
-    return bytes === null ? null : Buffer.from(bytes);
+  get(sha256: string): Promise<Buffer | null> {
+    return this.blobs.get(sha256);
   }
 
-  async delete(sha256: string): Promise<void> {
-    await (await this.bucket()).delete(sha256).catch(() => undefined);
+  delete(sha256: string): Promise<void> {
+    return this.blobs.delete(sha256);
   }
 }
 
@@ -70,34 +100,9 @@ export function assetBucket(prefix: string): string {
  * by the registry as `<pluginId>/<version>/<path>` in the object store `<prefix>_plugin_assets`, where the
  * gateway reads it for `/plugin-assets/<pluginId>/<version>/<path>`. A version's files never change.
  */
-export class AssetStore {
-  private readonly lazy: ReturnType<typeof lazyBucket>;
-
+export class AssetStore extends BlobStore {
   constructor(nc: NatsConnection, prefix: string) {
-    this.lazy = lazyBucket(nc, assetBucket(prefix));
-  }
-
-  private bucket(): Promise<ObjectStore> {
-    return this.lazy.get();
-  }
-
-  /** Forgets the bucket handle (after a NATS reconnect, the bucket may have to be created again). */
-  reset(): void {
-    this.lazy.reset();
-  }
-
-  async has(name: string): Promise<boolean> {
-    const info = await (await this.bucket()).info(name);
-    return info !== null && !info.deleted;
-  }
-
-  async put(name: string, bytes: Uint8Array): Promise<void> {
-    await (await this.bucket()).putBlob({ name }, bytes);
-  }
-
-  async get(name: string): Promise<Buffer | null> {
-    const bytes = await (await this.bucket()).getBlob(name);
-    return bytes === null ? null : Buffer.from(bytes);
+    super(nc, assetBucket(prefix));
   }
 }
 
@@ -113,23 +118,8 @@ export function mediaBucket(prefix: string): string {
  * Uploaded media (issue 14, item 3): each file's bytes in the object store `<prefix>_media` under its
  * media id, written by the gateway at upload, read by it to serve the content, deleted by the resolver.
  */
-export class MediaStore {
-  private readonly lazy: ReturnType<typeof lazyBucket>;
-
+export class MediaStore extends BlobStore {
   constructor(nc: NatsConnection, prefix: string) {
-    this.lazy = lazyBucket(nc, mediaBucket(prefix));
-  }
-
-  async put(name: string, bytes: Uint8Array): Promise<void> {
-    await (await this.lazy.get()).putBlob({ name }, bytes);
-  }
-
-  async get(name: string): Promise<Buffer | null> {
-    const bytes = await (await this.lazy.get()).getBlob(name);
-    return bytes === null ? null : Buffer.from(bytes);
-  }
-
-  async delete(name: string): Promise<void> {
-    await (await this.lazy.get()).delete(name).catch(() => undefined);
+    super(nc, mediaBucket(prefix));
   }
 }

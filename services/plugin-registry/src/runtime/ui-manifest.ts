@@ -18,7 +18,7 @@ import { ensureBucket } from "@svc/bus";
 import { type Queries, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import { listPackageFiles } from "@svc/plugin-package";
-import { AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
+import { AssetStore, lazily, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
 import canonicalize from "canonicalize";
 
 import type { PluginRow } from "../common.js";
@@ -33,28 +33,25 @@ export interface UiAssetManifest {
 const assetName = (pluginId: string, version: string, path: string) => `${pluginId}/${version}/${path}`;
 
 export class UiManifestPublisher {
-  private kv: Promise<KV> | undefined;
+  private readonly kv: ReturnType<typeof lazily<KV>>;
   readonly assets: AssetStore;
 
   constructor(
-    private readonly nc: NatsConnection,
-    private readonly prefix: string,
+    nc: NatsConnection,
+    prefix: string,
     private readonly log: Logger,
   ) {
     this.assets = new AssetStore(nc, prefix);
+    this.kv = lazily(() => ensureBucket(nc, MANIFEST_BUCKET(prefix), { history: 1 }));
   }
 
   private bucket(): Promise<KV> {
-    this.kv ??= ensureBucket(this.nc, MANIFEST_BUCKET(this.prefix), { history: 1 }).catch((error) => {
-      this.kv = undefined;
-      throw error;
-    });
-    return this.kv;
+    return this.kv.get();
   }
 
   /** After a NATS reconnect: buckets are opened (or created) again on next use. */
   reset(): void {
-    this.kv = undefined;
+    this.kv.reset();
     this.assets.reset();
   }
 

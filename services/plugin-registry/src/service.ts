@@ -65,8 +65,9 @@ export const pluginRegistryService: ServiceDefinition = {
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
     const reconcile = coalesce(async () => {
       try {
-        await runtime.reconcile(await allPlugins(db));
-        await manifest.publish(db);
+        const plugins = await allPlugins(db);
+        await runtime.reconcile(plugins);
+        await manifest.publish(db, plugins);
       } catch (error) {
         log.warn({ err: error }, "plugin runtime reconciliation failed");
       }

@@ -65,11 +65,9 @@ export class UiManifestPublisher {
     }
   }
 
-  /** The manifest the active plugins make now. */
-  async build(db: Queries): Promise<UiAssetManifest> {
-    const rows = await db.any<PluginRow>(
-      sql`SELECT * FROM plugin_registry.plugins WHERE state = 'active' ORDER BY plugin_id`,
-    );
+  /** The manifest the active ones of `plugins` (all plugins, by id) make. */
+  async build(db: Queries, plugins: readonly PluginRow[]): Promise<UiAssetManifest> {
+    const rows = plugins.filter((p) => p.state === "active");
     const templates = await db.any<{ plugin_id: string; template_path: string }>(sql`
       SELECT d.plugin_id, d.template_path FROM plugin_registry.theme_definitions d
       JOIN plugin_registry.plugins p ON p.plugin_id = d.plugin_id AND p.version = d.version
@@ -101,8 +99,8 @@ export class UiManifestPublisher {
   }
 
   /** Writes the manifest when its content changed; true when this call wrote it. */
-  async publish(db: Queries): Promise<boolean> {
-    const next = await this.build(db);
+  async publish(db: Queries, plugins: readonly PluginRow[]): Promise<boolean> {
+    const next = await this.build(db, plugins);
     const kv = await this.bucket();
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await kv.get(MANIFEST_KEY);

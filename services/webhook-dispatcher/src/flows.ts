@@ -13,6 +13,7 @@ import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
+import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 import { catalogNames, patternMatches, reach, targetUrlViolations } from "./subscriptions.js";
 
@@ -37,6 +38,7 @@ interface Row {
   updated_at: Date;
 }
 
+const FLOWS_TABLE = sql`webhook_dispatcher.flows`;
 const COLUMNS = sql`id, name, workspace_key, event_name, actions, is_active, created_at, updated_at`;
 /** The default audience of a notify action: whoever may manage flows. */
 export const DEFAULT_NOTIFY_PERMISSION = "flow.manage";
@@ -183,24 +185,15 @@ export async function listFlows(
   db: Db,
   req: RequestOfRoute<Routes["flows.list"]>,
 ): Promise<ReplyOfRoute<Routes["flows.list"]>> {
-  const q = req.query;
-  const { limit, after } = readPage(q, FLOWS);
-  const workspaceKey = listWorkspace(req.principal, q.workspaceKey) ?? null;
-  const rows = await db.any<Row & { created_at_us: string }>(sql`
-    SELECT ${COLUMNS},
-           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us
-    FROM webhook_dispatcher.flows
-    WHERE (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
-      AND (${after?.[0] ?? null}::timestamptz IS NULL
-           OR (created_at, id) < (${after?.[0] ?? null}::timestamptz, ${after?.[1] ?? null}::uuid))
-    ORDER BY created_at DESC, id DESC
-    LIMIT ${limit + 1}`);
+  const page = readPage(req.query, FLOWS);
+  const workspaceKey = listWorkspace(req.principal, req.query.workspaceKey) ?? null;
+  const rows = await newestFirst<Row>(db, FLOWS_TABLE, COLUMNS, workspaceKey, page);
   const catalog = await catalogNames(db);
   return {
     status: 200,
     body: toPage(
       rows,
-      limit,
+      page.limit,
       FLOWS,
       (last) => [last.created_at_us, last.id],
       (r) => view(r, catalog),
@@ -217,21 +210,9 @@ export interface MatchedFlow {
  * For many (event name, workspace) pairs at once: the active flows each triggers, by pair index. The rule
  * is a subscription's (spec 6.2): the flow's event name equals the event's, or is `*`.
  */
-export async function matchingFlowsMany(
+export function matchingFlowsMany(
   db: Queries,
   pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
 ): Promise<Map<number, MatchedFlow[]>> {
-  const rows = await db.any<{ ord: string; id: string; actions: StoredAction[] }>(sql`
-    SELECT e.ord::text, f.id::text, f.actions
-    FROM unnest(${pairs.map((p) => p.eventName)}::text[], ${pairs.map((p) => p.workspaceKey)}::text[])
-      WITH ORDINALITY AS e(name, ws, ord)
-    JOIN webhook_dispatcher.flows f
-      ON f.is_active AND (f.event_name = e.name OR f.event_name = '*')
-     AND (f.workspace_key IS NULL OR f.workspace_key = e.ws)`);
-  const out = new Map<number, MatchedFlow[]>();
-  for (const r of rows) {
-    const index = Number(r.ord) - 1;
-    out.set(index, [...(out.get(index) ?? []), { id: r.id, actions: r.actions }]);
-  }
-  return out;
+  return matchingMany<MatchedFlow>(db, FLOWS_TABLE, sql`t.id::text AS id, t.actions`, pairs);
 }

@@ -13,12 +13,14 @@ import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
+import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 
 export const EVENT_PATTERN = new RegExp(SUBSCRIPTION_PATTERN);
 type Routes = typeof webhookRoutes;
 /** Newest first by (created_at, id). */
 const SUBSCRIPTIONS: Listing = { tag: "webhooks", kinds: ["timestamp", "uuid"] };
+const SUBSCRIPTIONS_TABLE = sql`webhook_dispatcher.subscriptions`;
 
 interface Row {
   id: string;
@@ -136,29 +138,25 @@ export async function listSubscriptions(
   req: RequestOfRoute<Routes["webhooks.list"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.list"]>> {
   const q = req.query;
-  const { limit, after } = readPage(q, SUBSCRIPTIONS);
+  const page = readPage(q, SUBSCRIPTIONS);
   const requested = q.workspaceKey?.trim() === "" ? "default" : q.workspaceKey;
   const workspaceKey = listWorkspace(req.principal, requested) ?? null;
-  const rows = await db.any<Row & { created_at_us: string }>(sql`
-    SELECT id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at,
-           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us
-    FROM webhook_dispatcher.subscriptions
-    WHERE (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
-      AND (${after?.[0] ?? null}::timestamptz IS NULL
-           OR (created_at, id) < (${after?.[0] ?? null}::timestamptz, ${after?.[1] ?? null}::uuid))
-    ORDER BY created_at DESC, id DESC
-    LIMIT ${limit + 1}`);
+  const rows = await newestFirst<Row>(
+    db,
+    SUBSCRIPTIONS_TABLE,
+    sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`,
+    workspaceKey,
+    page,
+  );
   const catalog = await catalogNames(db);
-  // The cursor keeps created_at to the microsecond: at millisecond precision rows created in the same
-  // millisecond as the page's last one would be skipped.
-  const page = toPage(
+  const body = toPage(
     rows,
-    limit,
+    page.limit,
     SUBSCRIPTIONS,
     (last) => [last.created_at_us, last.id],
     (r) => view(r, catalog),
   );
-  return { status: 200, body: page };
+  return { status: 200, body };
 }
 
 export async function setActivation(
@@ -197,17 +195,6 @@ export async function matchingSubscriptionsMany(
   db: Queries,
   pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
 ): Promise<Map<number, string[]>> {
-  const rows = await db.any<{ ord: string; id: string }>(sql`
-    SELECT e.ord::text, s.id::text
-    FROM unnest(${pairs.map((p) => p.eventName)}::text[], ${pairs.map((p) => p.workspaceKey)}::text[])
-      WITH ORDINALITY AS e(name, ws, ord)
-    JOIN webhook_dispatcher.subscriptions s
-      ON s.is_active AND (s.event_name = e.name OR s.event_name = '*')
-     AND (s.workspace_key IS NULL OR s.workspace_key = e.ws)`);
-  const out = new Map<number, string[]>();
-  for (const r of rows) {
-    const index = Number(r.ord) - 1;
-    out.set(index, [...(out.get(index) ?? []), r.id]);
-  }
-  return out;
+  const matches = await matchingMany<{ id: string }>(db, SUBSCRIPTIONS_TABLE, sql`t.id::text AS id`, pairs);
+  return new Map([...matches].map(([index, rows]) => [index, rows.map((r) => r.id)]));
 }

@@ -92,14 +92,6 @@ const Source = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,62}$" });
 /** How a workspace or tenant is entitled to a plugin: its own grant, its tenant's, or a system-tier plugin. */
 const Via = Nullable(Type.Union([Type.Literal("workspace"), Type.Literal("tenant"), Type.Literal("system")]));
 
-const WorkspaceEntitlement = Type.Object({
-  workspaceKey: Type.String(),
-  tenantKey: Type.String(),
-  pluginId: Type.String(),
-  entitled: Type.Boolean(),
-  via: Via,
-  expiresAtUtc: Nullable(Type.String()),
-});
 const TenantEntitlement = Type.Object({
   tenantKey: Type.String(),
   pluginId: Type.String(),
@@ -107,6 +99,10 @@ const TenantEntitlement = Type.Object({
   via: Via,
   expiresAtUtc: Nullable(Type.String()),
 });
+const WorkspaceEntitlement = Type.Composite([
+  Type.Object({ workspaceKey: Type.String() }),
+  TenantEntitlement,
+]);
 /** One grant: to a tenant (all its workspaces) or to one workspace. */
 const EntitlementView = Type.Object({
   tenantKey: Nullable(Type.String()),

@@ -30,3 +30,18 @@ export const wkParams = Type.Object({ workspaceKey: WorkspaceKey });
 export const wkUserParams = Type.Object({ workspaceKey: WorkspaceKey, userId: Uuid });
 export const userParams = Type.Object({ userId: Uuid });
 export const idParams = Type.Object({ id: Uuid });
+
+/**
+ * Values of declared fields (custom fields, theme settings) by field key; each is checked against its
+ * field's type and options by the owning service; null removes a value (back to the default).
+ */
+export const FieldValuesBody = Type.Object(
+  {
+    values: Type.Record(
+      Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
+      Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
+      { maxProperties: 200 },
+    ),
+  },
+  { additionalProperties: false },
+);

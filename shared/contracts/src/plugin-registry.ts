@@ -4,7 +4,16 @@
  */
 import { Type } from "@sinclair/typebox";
 
-import { Nullable, Page, pageFields, PageQuery, TenantKey, wkParams, WorkspaceKey } from "./common.js";
+import {
+  FieldValuesBody,
+  Nullable,
+  Page,
+  pageFields,
+  PageQuery,
+  TenantKey,
+  wkParams,
+  WorkspaceKey,
+} from "./common.js";
 import { defineRoutes } from "./route.js";
 
 const PluginId = Type.String({ pattern: "^[a-z][a-z0-9-]{1,62}$" });
@@ -568,16 +577,7 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     summary:
       "Set theme setting values (checked against each field's type and options; null: back to the default)",
     params: wkParams,
-    body: Type.Object(
-      {
-        values: Type.Record(
-          Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
-          Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
-          { maxProperties: 200 },
-        ),
-      },
-      { additionalProperties: false },
-    ),
+    body: FieldValuesBody,
     reply: ThemeSettings,
   },
 });

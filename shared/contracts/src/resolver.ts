@@ -4,7 +4,7 @@
  */
 import { type TSchema, Type } from "@sinclair/typebox";
 
-import { Nullable, Page, pageFields, TenantKey, wkParams, WorkspaceKey } from "./common.js";
+import { FieldValuesBody, Nullable, Page, pageFields, TenantKey, wkParams, WorkspaceKey } from "./common.js";
 import { defineRoutes } from "./route.js";
 
 const SurfaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
@@ -315,16 +315,7 @@ export const resolverRoutes = defineRoutes("resolver", {
     permission: "customfield.update",
     summary: "Set an entity's custom field values (checked against the definitions; null removes one)",
     params: CustomFieldParams,
-    body: Type.Object(
-      {
-        values: Type.Record(
-          Type.String({ pattern: "^[A-Za-z0-9_.-]{1,100}$" }),
-          Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
-          { maxProperties: 200 },
-        ),
-      },
-      { additionalProperties: false },
-    ),
+    body: FieldValuesBody,
     reply: CustomFieldValues,
   },
   "workspaces.list": {

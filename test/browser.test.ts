@@ -16,7 +16,7 @@ import { resolverService } from "@svc/service-resolver";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { codePlugin, fixtureSigner } from "./plugins/runtime-fixtures.js";
+import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
@@ -55,13 +55,7 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the public 
 
   beforeAll(async () => {
     h = await createHarness();
-    const env = {
-      BackendHost__RateLimitApiPerMinute: "0",
-      BackendHost__RequestTimeoutMs: "20000",
-      BackendHost__PluginCacheDir: join(work, "cache"),
-      BackendHost__TrustedSigners__0__PublisherId: "tests",
-      BackendHost__TrustedSigners__0__PublicKey: signer.publicPem,
-    };
+    const env = pluginStackEnv(work, { tests: signer });
     await h.start(rbacService, env);
     await h.start(resolverService, env);
     await h.start(pluginRegistryService, env);

@@ -13,7 +13,7 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { codePlugin, fixtureSigner } from "./plugins/runtime-fixtures.js";
+import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
@@ -25,13 +25,7 @@ const signer = fixtureSigner();
 let base: string;
 let operator: string;
 
-const env = {
-  BackendHost__RateLimitApiPerMinute: "0",
-  BackendHost__RequestTimeoutMs: "20000",
-  BackendHost__PluginCacheDir: join(work, "cache"),
-  BackendHost__TrustedSigners__0__PublisherId: "tests",
-  BackendHost__TrustedSigners__0__PublicKey: signer.publicPem,
-};
+const env = pluginStackEnv(work, { tests: signer });
 
 const api = (
   method: string,

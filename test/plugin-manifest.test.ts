@@ -14,9 +14,10 @@ import { rbacService } from "@svc/service-rbac";
 import canonicalize from "canonicalize";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
+import { examplePackage } from "../scripts/lib/example-plugin.js";
+import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { http, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -26,12 +27,7 @@ const MANIFEST = "/manifests/plugin-ui-assets.manifest.json";
 let gateways: string[] = [];
 let operator: string;
 
-const env = {
-  BackendHost__RateLimitApiPerMinute: "0",
-  BackendHost__RequestTimeoutMs: "20000",
-  BackendHost__PluginCacheDir: join(work, "cache"),
-  ...devSignerEnv(),
-};
+const env = pluginStackEnv(work, { dev: true });
 
 const api = (method: string, path: string, base = gateways[0]) =>
   http(`${base}${path}`, { method, headers: { authorization: `Bearer ${operator}` } });
@@ -78,11 +74,7 @@ describe("the UI-asset manifest", () => {
     const empty = await eventually(manifest, (m) => m !== null);
     expect(empty).toMatchObject({ entries: [], styleEntries: [], workspaceTemplates: [] });
 
-    const installed = await http(`${gateways[0]}/api/plugins/install`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
-      body: await examplePackage(),
-    });
+    const installed = await installPackage(gateways[0] as string, operator, await examplePackage());
     expect(installed.status).toBe(201);
     expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
     const listed = await eventually(manifest, (m) => (m?.entries.length ?? 0) > 0);

@@ -20,10 +20,16 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
-import { codePlugin, fixtureSigner, MISBEHAVING, MISBEHAVING_ROUTES } from "./plugins/runtime-fixtures.js";
+import { examplePackage } from "../scripts/lib/example-plugin.js";
+import {
+  codePlugin,
+  fixtureSigner,
+  MISBEHAVING,
+  MISBEHAVING_ROUTES,
+  pluginStackEnv,
+} from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse } from "./support/http.js";
+import { http, type HttpResponse, installPackage } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
@@ -36,18 +42,13 @@ let base: string;
 let operator: string;
 
 const env = {
-  BackendHost__RateLimitApiPerMinute: "0",
+  ...pluginStackEnv(work, { dev: true, tests: signer }),
   BackendHost__RateLimitAuthPerMinute: "0",
-  BackendHost__RequestTimeoutMs: "20000",
   BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
   BackendHost__JobPollIntervalMs: "100",
   BackendHost__PluginCallTimeoutMs: "1500",
   BackendHost__PluginHangTimeoutMs: "600",
   BackendHost__PluginMemoryLimitMb: "32",
-  BackendHost__PluginCacheDir: join(work, "cache"),
-  ...devSignerEnv(),
-  BackendHost__TrustedSigners__1__PublisherId: "tests",
-  BackendHost__TrustedSigners__1__PublicKey: signer.publicPem,
 };
 
 async function api(method: string, path: string, body?: unknown, token: string | null = operator) {
@@ -61,13 +62,7 @@ async function api(method: string, path: string, body?: unknown, token: string |
   });
 }
 
-function install(bytes: Buffer): Promise<HttpResponse> {
-  return http(`${base}/api/plugins/install`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
-    body: bytes,
-  });
-}
+const install = (bytes: Buffer): Promise<HttpResponse> => installPackage(base, operator, bytes);
 
 const stateOf = async (id: string) =>
   (await api("GET", "/api/plugins"))

@@ -14,10 +14,10 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
-import { codePlugin, fixtureSigner } from "./plugins/runtime-fixtures.js";
+import { examplePackage } from "../scripts/lib/example-plugin.js";
+import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse } from "./support/http.js";
+import { http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -26,14 +26,7 @@ const signer = fixtureSigner();
 let base: string;
 let operator: string;
 
-const env = {
-  BackendHost__RateLimitApiPerMinute: "0",
-  BackendHost__RequestTimeoutMs: "20000",
-  BackendHost__PluginCacheDir: join(work, "cache"),
-  ...devSignerEnv(),
-  BackendHost__TrustedSigners__1__PublisherId: "tests",
-  BackendHost__TrustedSigners__1__PublicKey: signer.publicPem,
-};
+const env = pluginStackEnv(work, { dev: true, tests: signer });
 
 async function api(method: string, path: string, body?: unknown, token: string = operator) {
   return http(`${base}${path}`, {
@@ -46,13 +39,7 @@ async function api(method: string, path: string, body?: unknown, token: string =
   });
 }
 
-function install(bytes: Buffer): Promise<HttpResponse> {
-  return http(`${base}/api/plugins/install`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
-    body: bytes,
-  });
-}
+const install = (bytes: Buffer): Promise<HttpResponse> => installPackage(base, operator, bytes);
 
 /** A package with only a theme.json (and an entry module that does nothing). */
 const themePlugin = (pluginId: string, theme: unknown) =>

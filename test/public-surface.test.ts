@@ -15,9 +15,10 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { devSignerEnv, examplePackage } from "../scripts/lib/example-plugin.js";
+import { examplePackage } from "../scripts/lib/example-plugin.js";
+import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse } from "./support/http.js";
+import { http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -29,12 +30,7 @@ let nc: NatsConnection;
 const events: Array<{ subject: string; workspaceKey: string | undefined; data: Record<string, unknown> }> =
   [];
 
-const env = {
-  BackendHost__RateLimitApiPerMinute: "0",
-  BackendHost__RequestTimeoutMs: "20000",
-  BackendHost__PluginCacheDir: join(work, "cache"),
-  ...devSignerEnv(),
-};
+const env = pluginStackEnv(work, { dev: true });
 
 function api(
   method: string,
@@ -242,11 +238,7 @@ describe("public routes", () => {
   });
 
   it("ui-chain and theme: the chain of active, entitled plugins; identical 404s that enumerate nothing", async () => {
-    const installed = await http(`${gateways[0]}/api/plugins/install`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
-      body: await examplePackage(),
-    });
+    const installed = await installPackage(gateways[0] as string, operator, await examplePackage());
     expect(installed.status).toBe(201);
     await api("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],

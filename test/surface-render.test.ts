@@ -13,9 +13,9 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { codePlugin, fixtureSigner } from "./plugins/runtime-fixtures.js";
+import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse } from "./support/http.js";
+import { http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -25,14 +25,7 @@ const signer = fixtureSigner();
 let base: string;
 let operator: string;
 
-const env = {
-  BackendHost__RateLimitApiPerMinute: "0",
-  BackendHost__RequestTimeoutMs: "20000",
-  BackendHost__PluginCacheDir: join(work, "cache"),
-  BackendHost__SurfaceRenderTimeoutMs: "400",
-  BackendHost__TrustedSigners__0__PublisherId: "tests",
-  BackendHost__TrustedSigners__0__PublicKey: signer.publicPem,
-};
+const env = { ...pluginStackEnv(work, { tests: signer }), BackendHost__SurfaceRenderTimeoutMs: "400" };
 
 const api = (method: string, path: string, body?: unknown) =>
   http(`${base}${path}`, {
@@ -52,11 +45,7 @@ async function templatePlugin(pluginId: string, templates: Record<string, string
     Object.entries(templates).map(([name, src]) => [`views/surface/${name}`, src]),
   );
   const bytes = await codePlugin(work, signer, pluginId, "export class Plugin {}\n", [], {}, files);
-  const installed = await http(`${base}/api/plugins/install`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${operator}`, "content-type": "application/gzip" },
-    body: bytes,
-  });
+  const installed = await installPackage(base, operator, bytes);
   expect(installed.status, installed.text).toBe(201);
   await api("PUT", "/api/entitlements", { items: [{ tenantKey: "rt", pluginId, entitled: true }] });
   expect((await api("POST", `/api/plugins/${pluginId}/activate`)).status).toBe(200);

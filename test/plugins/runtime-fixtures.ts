@@ -8,6 +8,8 @@ import { dirname, join } from "node:path";
 
 import { hashDirectory, packDirectory, signManifest } from "@svc/plugin-package";
 
+import { devSignerEnv } from "../../scripts/lib/example-plugin.js";
+
 export interface FixtureSigner {
   readonly privateKey: KeyObject;
   readonly publicPem: string;
@@ -16,6 +18,29 @@ export interface FixtureSigner {
 export function fixtureSigner(): FixtureSigner {
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
   return { privateKey, publicPem: publicKey.export({ type: "spki", format: "pem" }).toString() };
+}
+
+/**
+ * The environment of a test stack that installs plugins: no API rate limit, a request deadline long
+ * enough for installs, the extraction cache under `work`, and the signers trusted: the development signer
+ * (examples/plugins) first when `dev` is set, then the test signer.
+ */
+export function pluginStackEnv(
+  work: string,
+  trust: { readonly dev?: boolean; readonly tests?: FixtureSigner },
+): Record<string, string> {
+  const env: Record<string, string> = {
+    BackendHost__RateLimitApiPerMinute: "0",
+    BackendHost__RequestTimeoutMs: "20000",
+    BackendHost__PluginCacheDir: join(work, "cache"),
+    ...(trust.dev === true ? devSignerEnv() : {}),
+  };
+  if (trust.tests !== undefined) {
+    const index = trust.dev === true ? 1 : 0;
+    env[`BackendHost__TrustedSigners__${index}__PublisherId`] = "tests";
+    env[`BackendHost__TrustedSigners__${index}__PublicKey`] = trust.tests.publicPem;
+  }
+  return env;
 }
 
 export interface FixtureRoute {

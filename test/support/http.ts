@@ -56,3 +56,12 @@ export function bearerApi(base: () => string) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 }
+
+/** `POST /api/plugins/install` of a package archive (.tgz bytes) as `token`. */
+export function installPackage(base: string, token: string, bytes: Buffer): Promise<HttpResponse> {
+  return http(`${base}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+    body: bytes,
+  });
+}

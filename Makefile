@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck check helm-check bench chaos fuzz build clean
+.PHONY: plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
 
 node_modules/.install-stamp: package.json package-lock.json
 	npm ci
@@ -39,7 +39,19 @@ format: node_modules/.install-stamp
 typecheck: node_modules/.install-stamp
 	npx tsc -p tsconfig.json --noEmit
 
-check: lint typecheck test
+## The public interface of the plugin SDK and the wire contract against docs/api/unshipped/ (docs/releasing.md).
+api-check: node_modules/.install-stamp
+	$(NODE_RUN) scripts/api-check.ts
+
+## After an intended change of that interface: rewrites docs/api/unshipped/ and docs/sdk/ (commit them).
+api-update: node_modules/.install-stamp
+	$(NODE_RUN) scripts/api-check.ts --update
+
+## The release step: docs/api/unshipped/ becomes docs/api/shipped/.
+api-release: node_modules/.install-stamp
+	$(NODE_RUN) scripts/api-check.ts --release
+
+check: lint typecheck api-check test
 
 ## Prints throughput and latency of the public route next to bare Fastify and moleculer-web.
 bench: node_modules/.install-stamp
@@ -76,4 +88,4 @@ helm-check: node_modules/.install-stamp
 	node --import tsx scripts/helm.ts template svc deploy/helm/svc -f deploy/helm/svc/ci/production-values.yaml > /dev/null
 
 clean:
-	rm -rf dist .dev node_modules/.install-stamp
+	rm -rf dist .dev .api-build node_modules/.install-stamp

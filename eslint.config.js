@@ -4,7 +4,17 @@ import simpleImportSort from "eslint-plugin-simple-import-sort";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", "**/dist/**", ".dev/**", "deploy/**", "scripts/build.mjs"] },
+  {
+    ignores: [
+      "**/node_modules/**",
+      "**/dist/**",
+      ".dev/**",
+      ".api-build/**",
+      "docs/sdk/**",
+      "deploy/**",
+      "scripts/build.mjs",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

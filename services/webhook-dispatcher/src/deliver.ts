@@ -9,6 +9,7 @@ import { createHmac } from "node:crypto";
 
 import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, DeferJobError, PermanentJobError, RetryLaterError } from "@svc/jobs";
+import { type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
@@ -112,15 +113,19 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
   if (!admission.allowed) throw new DeferJobError(`circuit open for ${origin}`, admission.retryInMs);
 
   const data = await shownData(deps, p.data, sub.include_sensitive_data);
-  const body = Buffer.from(
-    JSON.stringify({ event: p.event, workspaceKey: p.workspaceKey, occurredAtUtc: p.occurredAtUtc, data }),
-  );
+  const delivery: WebhookDelivery = {
+    event: p.event,
+    workspaceKey: p.workspaceKey,
+    occurredAtUtc: p.occurredAtUtc,
+    data,
+  };
+  const body = Buffer.from(JSON.stringify(delivery));
   const headers = {
     "content-type": "application/json",
     "user-agent": "svc-webhooks/1",
-    "x-svc-event": p.event,
-    "x-svc-delivery": p.deliveryId,
-    "x-svc-signature": signature(deps.secrets.open(sub.secret_encrypted), body),
+    [WebhookHeader.Event]: p.event,
+    [WebhookHeader.Delivery]: p.deliveryId,
+    [WebhookHeader.Signature]: signature(deps.secrets.open(sub.secret_encrypted), body),
   };
   let status: number;
   let retryAfter: number | undefined;

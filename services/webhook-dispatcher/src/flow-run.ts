@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, defineJobType } from "@svc/jobs";
+import { WebhookHeader } from "@svc/wire-contract";
 
 import { type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
 import { DEFAULT_NOTIFY_PERMISSION, type StoredAction } from "./flows.js";
@@ -103,12 +104,12 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       const headers: Record<string, string> = {
         "content-type": "application/json",
         "user-agent": "svc-flows/1",
-        "x-svc-event": p.event,
-        "x-svc-delivery": id,
+        [WebhookHeader.Event]: p.event,
+        [WebhookHeader.Delivery]: id,
         "x-svc-flow": p.flowId,
       };
       if (action.secretEncrypted !== undefined) {
-        headers["x-svc-signature"] = signature(deps.secrets.open(action.secretEncrypted), body);
+        headers[WebhookHeader.Signature] = signature(deps.secrets.open(action.secretEncrypted), body);
       }
       const response = await postJson(deps, new URL(action.url), body, headers);
       if (response.status < 200 || response.status >= 300) {

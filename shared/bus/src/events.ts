@@ -2,12 +2,11 @@ import { randomUUID } from "node:crypto";
 
 import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { EVENT_NAME_PATTERN, eventsSubject, Header } from "@svc/wire-contract";
 
 import { encodeJson } from "./bus.js";
-import { Header } from "./headers.js";
-import { eventsSubject } from "./streams.js";
 
-export const EVENT_NAME_PATTERN = /^[\w.-]{1,120}$/;
+export { EVENT_NAME_PATTERN };
 
 export interface PublishedEvent {
   readonly eventId: string;

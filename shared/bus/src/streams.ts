@@ -1,5 +1,6 @@
 import { jetstreamManager, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { eventsSubject } from "@svc/wire-contract";
 
 export interface EventsStreamOptions {
   readonly name: string;
@@ -13,10 +14,7 @@ export interface EventsStreamOptions {
 
 const NS_PER_MS = 1_000_000;
 
-/** The subject filter of the events stream: `<prefix>.events.>`. */
-export function eventsSubject(prefix: string, eventName = ">"): string {
-  return `${prefix}.events.${eventName}`;
-}
+export { eventsSubject };
 
 /**
  * Creates the events stream, or brings an existing one to the wanted subjects and limits. Safe to call

@@ -5,40 +5,11 @@
  * both sides.
  */
 
-/** Session scope (spec 5.2). */
-export const Scope = { Platform: "platform", Workspace: "workspace" } as const;
-export type Scope = (typeof Scope)[keyof typeof Scope];
-
 /**
- * Who is calling, as the gateway established it; travels with every operator request so that the owning
- * service applies the caller's reach (scope and workspace) to what it returns.
+ * The envelope of operator routes (principal, request, reply) is the wire contract's (@svc/wire-contract,
+ * docs/wire-contract.md): any NATS client sends and receives the same shapes.
  */
-export interface Principal {
-  readonly subject: string;
-  /** null: no scope claim, which never grants platform reach (spec 5.2.4). */
-  readonly scope: Scope | null;
-  readonly workspaceKey: string | null;
-  readonly permissions: readonly string[];
-  readonly roles: readonly string[];
-}
-
-/**
- * What the gateway sends a service for an operator route: the authenticated principal and the validated
- * route parameters, query and body. The route's contract (@svc/contracts) gives their shapes.
- */
-export interface RouteRequest<P = Record<string, string>, Q = Record<string, unknown>, B = unknown> {
-  readonly principal: Principal;
-  readonly params: P;
-  readonly query: Q;
-  readonly body: B;
-}
-
-/** A service's answer to an operator route; errors travel as SvcErrors instead. */
-export interface RouteReply<T = unknown> {
-  readonly status: number;
-  readonly body?: T;
-  readonly headers?: Readonly<Record<string, string>>;
-}
+export { type Principal, type RouteReply, type RouteRequest, Scope } from "@svc/wire-contract";
 
 /**
  * The typed map of request/reply subjects outside the operator routes. The bus declares none itself: the

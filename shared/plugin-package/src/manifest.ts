@@ -12,27 +12,15 @@
  */
 import { createHash, createPublicKey, type KeyObject, sign, verify } from "node:crypto";
 
+import type { SignatureManifest, SignedFile } from "@svc/plugin-sdk";
+
 export const SIGNATURE_FILE = "plugin.signature.json";
 export const ALGORITHM = "ECDSA-P256-SHA256";
 export const SIGNATURE_SCHEMA_VERSION = "1.0";
 
-export interface FileEntry {
-  /** Relative to the package root, `/`-separated. */
-  readonly path: string;
-  /** Lower-case hex SHA-256 of the file's bytes. */
-  readonly sha256: string;
-}
-
-export interface SignatureManifest {
-  readonly schemaVersion: string;
-  readonly pluginId: string;
-  readonly version: string;
-  readonly algorithm: string;
-  readonly signerFingerprint: string;
-  readonly files: readonly FileEntry[];
-  /** Base64; absent before signing. */
-  readonly signature?: string;
-}
+/** A file of the manifest: the plugin SDK's declaration, which plugin authors build against. */
+export type FileEntry = SignedFile;
+export type { SignatureManifest };
 
 /** A key that cannot sign or verify plugin packages (not EC, or not P-256). */
 export class KeyError extends Error {

@@ -1,6 +1,13 @@
+import { PLUGIN_CONTRACT_VERSION, type PluginDescriptor } from "@svc/plugin-sdk";
 import { describe, expect, it } from "vitest";
 
-import { contributedKeys, validateRegistry } from "./registry.js";
+import {
+  contributedKeys,
+  PLUGIN_CONTRACT,
+  type RegistryJson,
+  RegistryJsonSchema,
+  validateRegistry,
+} from "./registry.js";
 
 const good = {
   contractVersion: "1.0",
@@ -93,5 +100,48 @@ describe("routes and admin-API keys (issue 12)", () => {
       "/registry.json/routes/2/path",
       "/registry.json/routes/3/permission",
     ]);
+  });
+});
+
+/** Every field of the SDK's descriptor; `satisfies` fails to compile when one is missing or extra. */
+const descriptorFields = {
+  $schema: true,
+  contractVersion: true,
+  schemaVersion: true,
+  name: true,
+  pluginId: true,
+  version: true,
+  assemblyFileName: true,
+  entryTypeName: true,
+  tier: true,
+  capabilities: true,
+  requiresCapabilities: true,
+  dependencies: true,
+  extensions: true,
+  sensitiveFields: true,
+  permissions: true,
+  adminApi: true,
+  customFields: true,
+  uiAssets: true,
+  runtime: true,
+  routes: true,
+  events: true,
+} satisfies Record<keyof PluginDescriptor, true>;
+
+describe("the plugin SDK's PluginDescriptor (issue 15, item 5)", () => {
+  it("names exactly the fields the validator's schema has", () => {
+    expect(Object.keys(RegistryJsonSchema.properties).sort()).toEqual(Object.keys(descriptorFields).sort());
+    // At the type level too (a compile error otherwise): what the validator accepts reads as the SDK's
+    // descriptor.
+    const read = (r: RegistryJson): PluginDescriptor => r;
+    const accepted: PluginDescriptor = read(good);
+    expect(validateRegistry(accepted, context)).toEqual([]);
+  });
+
+  it("the host accepts the SDK's contract version and every one of its major", () => {
+    expect(PLUGIN_CONTRACT.current).toBe(PLUGIN_CONTRACT_VERSION);
+    expect(fields({ ...good, contractVersion: PLUGIN_CONTRACT_VERSION })).toEqual([]);
+    expect(fields({ ...good, contractVersion: "1.9" })).toEqual([]);
+    expect(fields({ ...good, contractVersion: "2.0" })).toEqual(["/registry.json/contractVersion"]);
   });
 });

@@ -8,10 +8,19 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { CORE_PERMISSION_KEYS } from "@svc/access";
+import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
 import semver from "semver";
 
-/** The plugin contract this host implements, and the contract versions it accepts. */
-export const PLUGIN_CONTRACT = { current: "1.0", supported: ">=1.0.0 <2.0.0" } as const;
+/**
+ * The plugin contract this host implements (the plugin SDK's), and the contract versions it accepts: every
+ * version of the same major.
+ */
+export const PLUGIN_CONTRACT = {
+  current: PLUGIN_CONTRACT_VERSION,
+  supported: `>=${semver.major(semver.coerce(PLUGIN_CONTRACT_VERSION) ?? "0.0.0")}.0.0 <${
+    semver.major(semver.coerce(PLUGIN_CONTRACT_VERSION) ?? "0.0.0") + 1
+  }.0.0`,
+} as const;
 
 /** The key of `dependencies` that names the host, e.g. `"dependencies": { "host": ">=0.1.0" }`. */
 export const HOST_DEPENDENCY = "host";
@@ -132,7 +141,7 @@ export const RegistryJsonSchema = Type.Object(
             label: Type.Optional(Type.String({ maxLength: 200 })),
             type: Type.Optional(
               Type.Union(
-                ["text", "number", "boolean", "select", "url", "color", "date", "email"].map((t) =>
+                (["text", "number", "boolean", "select", "url", "color", "date", "email"] as const).map((t) =>
                   Type.Literal(t),
                 ),
               ),

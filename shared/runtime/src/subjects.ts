@@ -1,14 +1,12 @@
 /** The subjects every service answers, declared into the bus's map: its ping and metrics.collect. */
 import type { ServiceName } from "@svc/contracts";
+import type { PingReply as WirePingReply } from "@svc/wire-contract";
 
 import type { SettingDescription } from "./live-settings.js";
 
-/** What one replica of a service says about itself. */
-export interface PingReply {
+/** What one replica of a service says about itself (the wire contract's ping, with the service named). */
+export interface PingReply extends WirePingReply {
   readonly service: ServiceName;
-  readonly instance: string;
-  readonly version: string;
-  readonly uptimeMs: number;
 }
 
 /** One replica's metrics, as prom-client's `getMetricsAsJSON()`. */

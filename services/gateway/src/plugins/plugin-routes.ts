@@ -9,6 +9,7 @@ import type { Bus, Principal, RouteReply } from "@svc/bus";
 import { followContributions, type PluginContribution, quietUnlessUp } from "@svc/contracts";
 import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import type { PluginHttpReply, PluginHttpRequest } from "@svc/wire-contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 import { authorise } from "../auth/guard.js";
@@ -116,18 +117,20 @@ export async function registerPluginRoutes(
         const value = request.headers[name];
         if (typeof value === "string") headers[name] = value;
       }
-      const result = await options.bus.requestEndpoint<unknown, RouteReply>(
+      const message: PluginHttpRequest = {
+        route: { method: route.method, path: route.path, handler: route.handler },
+        method: request.method,
+        path,
+        params,
+        query,
+        headers,
+        body: request.body ?? null,
+        principal,
+      };
+      // The subject without the deployment prefix (the bus adds it): pluginHttpSubject's shape.
+      const result = await options.bus.requestEndpoint<PluginHttpRequest, PluginHttpReply>(
         `plugins.${pluginId}.http`,
-        {
-          route: { method: route.method, path: route.path, handler: route.handler },
-          method: request.method,
-          path,
-          params,
-          query,
-          headers,
-          body: request.body ?? null,
-          principal,
-        },
+        message,
         { requestId: request.id, timeoutMs: options.timeoutMs },
       );
       return options.send(reply, result);

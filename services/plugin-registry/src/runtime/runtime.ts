@@ -8,24 +8,11 @@
 import type { EventPublisher } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
 import type { Logger } from "@svc/observability";
+import { pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
 import type { ExtractionCache } from "./cache.js";
 import { type PublishedByPlugin, WorkerHost, WorkerPool } from "./worker-host.js";
-
-/** What the gateway sends on a plugin's subject (docs/wire-contract.md). */
-export interface PluginHttpRequest {
-  readonly route: { readonly method: string; readonly path: string; readonly handler: string };
-  readonly method: string;
-  readonly path: string;
-  readonly params: Record<string, string>;
-  readonly query: Record<string, unknown>;
-  readonly headers: Record<string, string>;
-  readonly body: unknown;
-  readonly principal: unknown;
-}
-
-export const pluginSubject = (prefix: string, pluginId: string) => `${prefix}.plugins.${pluginId}.http`;
 
 interface Loaded {
   readonly sha256: string;
@@ -152,7 +139,10 @@ export class PluginRuntime {
       entryTypeName: registry.entryTypeName,
       hangTimeoutMs: this.o.settings.pluginHangTimeoutMs,
       startTimeoutMs: 10_000,
-      serve: { subject: pluginSubject(this.o.prefix, row.plugin_id), queue: `plugin.${row.plugin_id}` },
+      serve: {
+        subject: pluginHttpSubject(this.o.prefix, row.plugin_id),
+        queue: pluginQueueGroup(row.plugin_id),
+      },
       log: this.o.log,
       publish: (event) => this.publish(row.plugin_id, declared, event),
       onFailure: (reason) => {

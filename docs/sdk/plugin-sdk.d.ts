@@ -1,0 +1,292 @@
+/**
+ * The plugin SDK: the types a plugin builds against (docs/plugins.md). The entry module's export and the
+ * host API it is given, what a route handler receives and returns, and the three files of a package:
+ * `registry.json` ({@link PluginDescriptor}), `theme.json` ({@link ThemeDescriptor}) and
+ * `plugin.signature.json` ({@link SignatureManifest}).
+ *
+ * A plugin in JavaScript uses these through JSDoc (`@type {import("@svc/plugin-sdk").PluginHost}`); in
+ * TypeScript it imports them. The platform's own runtime, validator and signer use the same declarations.
+ *
+ * This is public interface, tracked by `make api-check` against its baselines in docs/api/ (see
+ * docs/releasing.md). Adding optional members is free; changing or removing a shipped
+ * declaration breaks plugins and needs a new major {@link PLUGIN_CONTRACT_VERSION}.
+ *
+ * @packageDocumentation
+ */
+
+/** A custom field the plugin defines on a platform entity or one of its own (`<pluginId>.<name>`). */
+export declare interface CustomFieldDeclaration {
+    readonly entityName: string;
+    readonly key: string;
+    readonly label?: string;
+    readonly type?: "text" | "number" | "boolean" | "select" | "url" | "color" | "date" | "email";
+    readonly required?: boolean;
+    /** For `select`. */
+    readonly options?: readonly string[];
+    readonly description?: string;
+}
+
+/**
+ * What a route handler returns: a {@link PluginResponse} (a value with a numeric `status`), any other
+ * value as a 200 JSON body, or nothing (`undefined`, `null`) for a 204. A throw is a 502
+ * `SVC_PLUGIN_FAILED` for the caller.
+ */
+export declare type HandlerResult = PluginResponse | JsonValue | undefined;
+
+/** A JSON value. */
+export declare type JsonValue = string | number | boolean | null | readonly JsonValue[] | {
+    readonly [key: string]: JsonValue;
+};
+
+/**
+ * The plugin contract this SDK describes, as `registry.json`'s `contractVersion` names it. A host accepts
+ * every contract version of the same major (`>=1.0.0 <2.0.0` for `1.0`).
+ */
+export declare const PLUGIN_CONTRACT_VERSION = "1.0";
+
+/** `registry.json`, the plugin descriptor (spec 2.6); its JSON Schema is `docs/schemas/registry.schema.json`. */
+export declare interface PluginDescriptor {
+    readonly $schema?: string;
+    /** The plugin contract built against ({@link PLUGIN_CONTRACT_VERSION}). */
+    readonly contractVersion: string;
+    /** The version of this descriptor's format, `"1.0"`. */
+    readonly schemaVersion: string;
+    readonly name: string;
+    /** Stable id: `^[a-z][a-z0-9-]{1,62}$`, not a namespace the host reserves. */
+    readonly pluginId: string;
+    /** Semantic version. */
+    readonly version: string;
+    /** Path of the entry ES module inside the package. */
+    readonly assemblyFileName: string;
+    /** The entry module's export ({@link PluginEntryExport}). */
+    readonly entryTypeName: string;
+    readonly tier?: "system" | "application";
+    readonly capabilities?: readonly string[];
+    readonly requiresCapabilities?: readonly string[];
+    /** Other plugins by semver range; the key `host` is the host itself. */
+    readonly dependencies?: Readonly<Record<string, string>>;
+    readonly extensions?: ReadonlyArray<{
+        readonly extensionPointId: string;
+        readonly surface: string;
+    }>;
+    /** Payload property names masked in webhook deliveries. */
+    readonly sensitiveFields?: readonly string[];
+    /** Permission keys the plugin declares: `<pluginId>.<resource>.<create|read|update|delete|execute>`. */
+    readonly permissions?: readonly string[];
+    /** Keys the plugin's admin-API extension contributes (spec 5.5.3). */
+    readonly adminApi?: {
+        readonly permissions?: readonly string[];
+    };
+    readonly customFields?: readonly CustomFieldDeclaration[];
+    readonly uiAssets?: {
+        readonly entries?: readonly UiAssetDeclaration[];
+        readonly styles?: readonly UiAssetDeclaration[];
+    };
+    /** `worker` (default): the host runs the entry module; `external`: the plugin serves its subject itself. */
+    readonly runtime?: "worker" | "external";
+    readonly routes?: readonly PluginRouteDeclaration[];
+    /** Event names the plugin publishes; it may publish no other. */
+    readonly events?: readonly string[];
+}
+
+/** The entry object: optional lifecycle methods, and the route handlers by name. */
+export declare interface PluginEntry {
+    /** Called once after construction, before any route is served. A throw fails the activation. */
+    activate?(host: PluginHost): void | Promise<void>;
+    /** Called before the plugin is unloaded (one second at most). */
+    deactivate?(): void | Promise<void>;
+}
+
+/**
+ * What registry.json's `entryTypeName` may name: a class (constructed with the host API), a function
+ * (called with it; it may be async) or an object.
+ */
+export declare type PluginEntryExport = (new (host: PluginHost) => PluginEntry) | ((host: PluginHost) => PluginEntry | Promise<PluginEntry>) | PluginEntry;
+
+/** An event on its way out, as publisher decorators see it. */
+export declare interface PluginEvent {
+    /** One of the names registry.json's `events` declares. */
+    readonly eventName: string;
+    /** null: a platform-wide event. */
+    readonly workspaceKey: string | null;
+    /** JSON; it becomes `data` of webhook deliveries. */
+    readonly payload: unknown;
+}
+
+/** The publisher contract of spec 6.2. */
+export declare interface PluginEvents {
+    /** Publishes durably to the platform's event stream; resolves once stored. */
+    publish(eventName: string, workspaceKey: string | null, payload: unknown): Promise<void>;
+    /** Adds a decorator around every later publish. */
+    decorate(decorator: PublisherDecorator): void;
+}
+
+/** What the host gives the entry export: the constructor's or factory's argument, and `activate`'s. */
+export declare interface PluginHost {
+    readonly pluginId: string;
+    /** The installed version (registry.json's `version`). */
+    readonly version: string;
+    readonly log: PluginLog;
+    readonly events: PluginEvents;
+}
+
+/** A plugin's answer on its subject: `body` omitted for an empty answer. */
+export declare interface PluginHttpReply {
+    readonly status: number;
+    readonly headers?: Readonly<Record<string, string>>;
+    readonly body?: unknown;
+}
+
+/** What the gateway sends on a plugin's subject (`<prefix>.plugins.<pluginId>.http`) for one HTTP request. */
+export declare interface PluginHttpRequest {
+    readonly route: PluginRouteRef;
+    readonly method: string;
+    /** The path under `/api/plugins/<pluginId>`. */
+    readonly path: string;
+    readonly params: Readonly<Record<string, string>>;
+    readonly query: Readonly<Record<string, unknown>>;
+    /** Only `content-type`, `accept`, `accept-language` and `user-agent`, lower case. */
+    readonly headers: Readonly<Record<string, string>>;
+    /** The parsed JSON body, or null. */
+    readonly body: unknown;
+    readonly principal: Principal;
+}
+
+/** The plugin's log: lines go to the plugin registry's log with the plugin id. `console` is discarded. */
+export declare interface PluginLog {
+    debug(message: string, data?: unknown): void;
+    info(message: string, data?: unknown): void;
+    warn(message: string, data?: unknown): void;
+    error(message: string, data?: unknown): void;
+}
+
+/** The caller of a route, as the gateway established it. */
+export declare type PluginPrincipal = Principal;
+
+/** What a route handler receives (docs/wire-contract.md, "Serving a plugin's routes"). */
+export declare type PluginRequest = PluginHttpRequest;
+
+/** A full answer; `headers` names must be letters, digits and `-` (others are dropped). */
+export declare type PluginResponse = PluginHttpReply;
+
+/** A route the plugin serves at `/api/plugins/<pluginId><path>` (spec 4.5). */
+export declare interface PluginRouteDeclaration {
+    readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+    /** Starts with `/`; `:name` segments are parameters. */
+    readonly path: string;
+    /** The key the caller must hold (or `*`); empty or absent: any signed-in caller. */
+    readonly permission?: string;
+    /** The entry object's method that answers. */
+    readonly handler: string;
+}
+
+/** The route of a plugin's registry.json that a request matched. */
+export declare interface PluginRouteRef {
+    readonly method: string;
+    /** As declared, with `:name` parameters. */
+    readonly path: string;
+    /** The entry object's method that answers it. */
+    readonly handler: string;
+}
+
+/**
+ * Who is calling, as the gateway established it; travels with every operator and plugin route request so
+ * that the receiver applies the caller's reach (scope and workspace) to what it returns.
+ */
+export declare interface Principal {
+    /** The user id, or the API client's id. */
+    readonly subject: string;
+    /** null: no scope claim, which never grants platform reach (spec 5.2.4). */
+    readonly scope: Scope | null;
+    /** The workspace of a workspace-scoped session; null for platform sessions. */
+    readonly workspaceKey: string | null;
+    /** The permission keys the session holds (`*`: every key). */
+    readonly permissions: readonly string[];
+    readonly roles: readonly string[];
+}
+
+/**
+ * Wraps every publish, in the order decorators were added: it may change the event and pass it on with
+ * `next`, or drop it by not calling `next`.
+ */
+export declare type PublisherDecorator = (event: PluginEvent, next: (event: PluginEvent) => Promise<void>) => Promise<void> | void;
+
+/** A route handler: a method of the entry object that registry.json's `routes[].handler` names. */
+export declare type RouteHandler = (request: PluginRequest) => HandlerResult | Promise<HandlerResult>;
+
+/** Session scope (spec 5.2). */
+export declare const Scope: {
+    readonly Platform: "platform";
+    readonly Workspace: "workspace";
+};
+
+/** `platform` or `workspace`. */
+export declare type Scope = (typeof Scope)[keyof typeof Scope];
+
+/** `plugin.signature.json`, the signed content manifest (spec 5.7). */
+export declare interface SignatureManifest {
+    readonly schemaVersion: string;
+    readonly pluginId: string;
+    readonly version: string;
+    /** `ECDSA-P256-SHA256`. */
+    readonly algorithm: string;
+    /** Lower-case hex SHA-256 of the signer's public key (SubjectPublicKeyInfo DER). */
+    readonly signerFingerprint: string;
+    /** Every file but this one, sorted by path. */
+    readonly files: readonly SignedFile[];
+    /** Base64 (DER or IEEE P1363); absent before signing. */
+    readonly signature?: string;
+}
+
+/** A file of the package and the SHA-256 of its bytes. */
+export declare interface SignedFile {
+    /** Relative to the package root, `/`-separated. */
+    readonly path: string;
+    /** Lower-case hex SHA-256 of the file's bytes. */
+    readonly sha256: string;
+}
+
+/** A template definition of theme.json. */
+export declare interface ThemeDefinitionDeclaration {
+    readonly templateKey: string;
+    readonly displayName?: string;
+    /** Default `views/surface/<templateKey>.html`; stays inside the package. */
+    readonly templatePath?: string;
+    readonly parentTemplateKey?: string;
+    readonly surface?: string;
+    readonly scope?: string;
+    readonly isActive?: boolean;
+    /** Default 100; the highest active priority wins. */
+    readonly priority?: number;
+}
+
+/** `theme.json`; its JSON Schema is `docs/schemas/theme.schema.json`. */
+export declare interface ThemeDescriptor {
+    readonly $schema?: string;
+    readonly surface?: string;
+    readonly definitions?: readonly ThemeDefinitionDeclaration[];
+    readonly config?: {
+        readonly fields?: Readonly<Record<string, ThemeFieldDeclaration>>;
+    };
+}
+
+/** A setting a workspace can give the theme. */
+export declare interface ThemeFieldDeclaration {
+    readonly label?: string;
+    readonly type?: "text" | "color" | "number" | "boolean" | "select" | "url";
+    readonly helpText?: string;
+    readonly value?: string | number | boolean;
+    readonly required?: boolean;
+    readonly group?: string;
+    readonly options?: readonly string[];
+    readonly order?: number;
+}
+
+/** A browser file under the package's `ui/` directory. */
+export declare interface UiAssetDeclaration {
+    readonly surface: "admin" | "workspace";
+    /** `ui/…` */
+    readonly path: string;
+}
+
+export { }

@@ -1,0 +1,131 @@
+/**
+ * Issue 15, item 5 (spec 9.3): the public interface of the packages plugins build against is tracked
+ * against a shipped and an unshipped baseline, and a mismatch fails `make api-check` (so `make check` and
+ * CI). The repository matches its baselines; in a copy of the tree, a changed public type fails the check
+ * with a diff, `--update` takes the change into the unshipped baseline, and the comparison with the
+ * shipped one names it as a change that may break plugins; `--release` moves unshipped to shipped.
+ */
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, describe, expect, it } from "vitest";
+
+import { compareReports, PUBLIC_PACKAGES, runApiCheck } from "../scripts/api-check.js";
+import { repoRoot } from "../scripts/lib/stack.js";
+
+const copies: string[] = [];
+afterAll(() => {
+  for (const dir of copies) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The public packages, their tsconfigs and baselines in a fresh directory (node_modules linked). */
+function copyTree(): string {
+  const dir = mkdtempSync(join(tmpdir(), "svc-api-"));
+  copies.push(dir);
+  for (const file of ["tsconfig.json", "tsconfig.api.json", "tsconfig.api-extractor.json"])
+    cpSync(join(repoRoot, file), join(dir, file));
+  for (const name of PUBLIC_PACKAGES)
+    cpSync(join(repoRoot, "shared", name), join(dir, "shared", name), { recursive: true });
+  cpSync(join(repoRoot, "docs", "api"), join(dir, "docs", "api"), { recursive: true });
+  cpSync(join(repoRoot, "docs", "sdk"), join(dir, "docs", "sdk"), { recursive: true });
+  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
+  return dir;
+}
+
+const cli = (root: string, ...args: string[]) =>
+  spawnSync(
+    process.execPath,
+    ["--import", "tsx", join(repoRoot, "scripts", "api-check.ts"), ...args, "--root", root],
+    {
+      cwd: repoRoot,
+      encoding: "utf8",
+    },
+  );
+
+describe("public API baselines (make api-check)", () => {
+  it("the repository's plugin SDK and wire contract match their baselines", () => {
+    const result = runApiCheck("check", copyTree());
+    expect(result.mismatched, result.output).toEqual([]);
+    expect(result.staleRollups, result.output).toEqual([]);
+    // The rollup a plugin author uses is self-contained: the wire types it needs are inside.
+    const rollup = readFileSync(join(repoRoot, "docs", "sdk", "plugin-sdk.d.ts"), "utf8");
+    expect(rollup).toMatch(/export declare interface PluginHost \{/);
+    expect(rollup).toMatch(/export declare interface PluginHttpRequest \{/);
+    expect(rollup).not.toMatch(/from '@svc\//);
+  }, 60_000);
+
+  it("a changed public type fails the check until the baseline is updated", () => {
+    const root = copyTree();
+    const sdk = join(root, "shared", "plugin-sdk", "src", "index.ts");
+    const source = readFileSync(sdk, "utf8");
+    const changed = source.replace(
+      "  readonly events: PluginEvents;\n}",
+      "  readonly events: PluginEvents;\n  readonly tenantKey: string | null;\n}",
+    );
+    expect(changed).not.toBe(source);
+    writeFileSync(sdk, changed);
+
+    const failing = cli(root);
+    expect(failing.status, failing.stdout + failing.stderr).toBe(1);
+    expect(failing.stdout).toContain(
+      "plugin-sdk: the public interface differs from docs/api/unshipped/plugin-sdk.api.md",
+    );
+    expect(failing.stdout).toMatch(/^\+\s+readonly tenantKey: string \| null;$/m);
+    expect(failing.stdout).toContain("docs/sdk/plugin-sdk.d.ts is out of date");
+
+    const update = cli(root, "--update");
+    expect(update.status, update.stdout + update.stderr).toBe(0);
+    const passing = cli(root);
+    expect(passing.status, passing.stdout + passing.stderr).toBe(0);
+    // Compared with the shipped baseline, an added member is an addition.
+    expect(passing.stdout).toMatch(/added\s+export interface PluginHost \{ \(new members\)/);
+  }, 120_000);
+
+  it("a wire contract change fails too, and release moves unshipped to shipped", () => {
+    const root = copyTree();
+    const wire = join(root, "shared", "wire-contract", "src", "index.ts");
+    writeFileSync(
+      wire,
+      readFileSync(wire, "utf8").replace("readonly uptimeMs: number;", "readonly uptimeMs: string;"),
+    );
+    const failing = cli(root);
+    expect(failing.status).toBe(1);
+    expect(failing.stdout).toContain("wire-contract: the public interface differs");
+
+    expect(cli(root, "--update").status).toBe(0);
+    const changed = cli(root);
+    expect(changed.status).toBe(0);
+    expect(changed.stdout).toMatch(/CHANGED\s+export interface PingReply \{\s+\(may break plugins/);
+
+    expect(cli(root, "--release").status).toBe(0);
+    const shipped = readFileSync(join(root, "docs", "api", "shipped", "wire-contract.api.md"), "utf8");
+    expect(shipped).toContain("readonly uptimeMs: string;");
+    expect(cli(root).stdout).toContain("wire-contract: no change since the shipped baseline");
+  }, 120_000);
+});
+
+describe("comparing reports", () => {
+  const report = (code: string) => `## API Report\n\n\`\`\`ts\n${code}\n\`\`\`\n`;
+  const before = report(
+    "// @public\nexport interface A {\n    readonly x: string;\n}\n\n// @public\nexport type B = string;\n",
+  );
+
+  it("finds removed declarations and changed members, and tells additions apart", () => {
+    expect(compareReports(before, before)).toEqual({ added: [], changedOrRemoved: [] });
+    const removed = report("// @public\nexport interface A {\n    readonly x: string;\n}\n");
+    expect(compareReports(before, removed).changedOrRemoved).toEqual(["export type B = string;"]);
+    const narrowed = report(
+      "// @public\nexport interface A {\n    readonly x: number;\n}\n\nexport type B = string;\n",
+    );
+    expect(compareReports(before, narrowed).changedOrRemoved).toEqual(["export interface A {"]);
+    const grown = report(
+      "export interface A {\n    readonly x: string;\n    readonly y?: string;\n}\nexport type B = string;\nexport type C = number;\n",
+    );
+    expect(compareReports(before, grown)).toEqual({
+      added: ["export interface A { (new members)", "export type C = number;"],
+      changedOrRemoved: [],
+    });
+  });
+});

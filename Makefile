@@ -77,9 +77,15 @@ plugin-schemas: node_modules/.install-stamp
 settings-doc: node_modules/.install-stamp
 	$(NODE_RUN) scripts/settings-doc.ts
 
-## Bundles each service into dist/ for the container image.
+## Bundles each service into dist/ for the container image, with the version, commit and build time fixed in.
 build: node_modules/.install-stamp
 	node scripts/build.mjs
+
+VERSION := $(shell node -p "require('./package.json').version")
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+## The container image (needs a Docker engine): svc:<version>, labelled with the version and the commit.
+image:
+	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t svc:$(VERSION) .
 
 helm-check: node_modules/.install-stamp
 	node --import tsx scripts/helm.ts lint deploy/helm/svc --strict

@@ -1,11 +1,31 @@
 // Bundles each service's entry (services/<name>/src/main.ts) with the workspace libraries into
 // dist/<name>.mjs. npm dependencies stay external and are installed in the image with `npm ci --omit=dev`.
-import { copyFileSync, cpSync, readFileSync } from "node:fs";
+// The build is fixed into every bundle (spec 9.2): the root package.json's version, the commit
+// (SVC_BUILD_COMMIT, else `git rev-parse HEAD`, else none) and the build time, as `__SVC_BUILD_INFO__`
+// (shared/runtime/src/build-info.ts). `node scripts/build.mjs --outdir <dir>` writes elsewhere than dist/.
+import { execFileSync } from "node:child_process";
+import { copyFileSync, cpSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { build } from "esbuild";
 
 const services = ["gateway", "rbac", "resolver", "plugin-registry", "webhook-dispatcher", "job-reaper"];
 const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
 const external = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
+const at = process.argv.indexOf("--outdir");
+const out = at > 0 ? process.argv[at + 1] : "dist";
+
+function commit() {
+  if (process.env.SVC_BUILD_COMMIT) return process.env.SVC_BUILD_COMMIT;
+  try {
+    return execFileSync("git", ["rev-parse", "HEAD"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return null;
+  }
+}
+const buildInfo = { version: pkg.version, commit: commit(), builtAt: new Date().toISOString() };
 
 const common = {
   bundle: true,
@@ -15,27 +35,30 @@ const common = {
   sourcemap: true,
   external,
   logLevel: "warning",
+  define: { __SVC_BUILD_INFO__: JSON.stringify(buildInfo) },
 };
 
+mkdirSync(out, { recursive: true });
 await Promise.all(
   services.map((name) =>
-    build({ ...common, entryPoints: [`services/${name}/src/main.ts`], outfile: `dist/${name}.mjs` }),
+    build({ ...common, entryPoints: [`services/${name}/src/main.ts`], outfile: join(out, `${name}.mjs`) }),
   ),
 );
 for (const script of ["migrate", "bootstrap-operator"]) {
-  await build({ ...common, entryPoints: [`scripts/${script}.ts`], outfile: `dist/${script}.mjs` });
+  await build({ ...common, entryPoints: [`scripts/${script}.ts`], outfile: join(out, `${script}.mjs`) });
 }
 await build({
   ...common,
   entryPoints: ["shared/plugin-package/src/main.ts"],
-  outfile: "dist/svc-plugin.mjs",
+  outfile: join(out, "svc-plugin.mjs"),
 });
 // The plugin runtime's and the surface renderer's workers are loaded by URL next to the registry's bundle
 // (plain JavaScript, not bundled).
-copyFileSync("services/plugin-registry/src/runtime/plugin-worker.mjs", "dist/plugin-worker.mjs");
-copyFileSync("services/plugin-registry/src/runtime/render-worker.mjs", "dist/render-worker.mjs");
+copyFileSync("services/plugin-registry/src/runtime/plugin-worker.mjs", join(out, "plugin-worker.mjs"));
+copyFileSync("services/plugin-registry/src/runtime/render-worker.mjs", join(out, "render-worker.mjs"));
 // The gateway's static shells (surface-app/, admin/, 404.html), found next to its bundle.
-cpSync("services/gateway/static", "dist/static", { recursive: true });
+cpSync("services/gateway/static", join(out, "static"), { recursive: true });
 console.log(
-  `built ${services.length} services, the migrator, the operator bootstrap and svc-plugin into dist/`,
+  `built ${services.length} services, the migrator, the operator bootstrap and svc-plugin ${buildInfo.version}` +
+    ` (${buildInfo.commit?.slice(0, 12) ?? "no commit"}) into ${out}/`,
 );

@@ -8,7 +8,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import type { RunningService } from "@svc/runtime";
+import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
+import { HOST_VERSION, type RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
@@ -60,7 +61,18 @@ describe("management listeners", () => {
   it("every service is live and ready, and serves its own metrics", async () => {
     for (const { name, service } of services) {
       expect(address(service), name).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect((await http(`${address(service)}/health`)).status, name).toBe(200);
+      const health = await http(`${address(service)}/health`);
+      expect(health.status, name).toBe(200);
+      expect(health.json(), name).toEqual({ status: "ok", version: HOST_VERSION });
+      // Spec 9.2: what this build is. Run from the sources, commit and build time are unknown.
+      expect((await http(`${address(service)}/version`)).json(), name).toEqual({
+        service: name,
+        version: HOST_VERSION,
+        commit: null,
+        builtAt: null,
+        pluginContractVersion: PLUGIN_CONTRACT_VERSION,
+        node: process.version,
+      });
       const r = await http(`${address(service)}/ready`);
       expect(r.status, name).toBe(200);
       expect(r.json(), name).toEqual({ status: "ready", checks: { postgres: "up", nats: "up" } });

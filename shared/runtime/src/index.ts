@@ -12,8 +12,8 @@ export {
 } from "./diagnostics.js";
 export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
 export { checkReadiness, type Phase } from "./management.js";
+export { BUILD_INFO, type BuildInfo, HOST_VERSION, versionReport } from "./build-info.js";
 export {
-  HOST_VERSION,
   type RunningService,
   runServiceMain,
   type ServiceDefinition,

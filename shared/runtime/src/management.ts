@@ -1,7 +1,8 @@
 /**
  * Every service's management listener (issue 15, ADR 0010), on `MANAGEMENT_PORT` when it is set: the
  * Kubernetes way to probe and scrape each pod.
- * - `GET /health`: liveness; a process whose event loop answers is alive.
+ * - `GET /health`: liveness; a process whose event loop answers is alive. Its body names the version.
+ * - `GET /version`: the build (version, commit, build time, plugin contract), spec 9.2.
  * - `GET /ready`: readiness (`checkReadiness`); 503 while NATS does not answer a round trip, PostgreSQL does
  *   not answer `SELECT 1`, the service is still starting or it is draining (from SIGTERM on). The body names what is down, as the
  *   gateway's `/ready` does.
@@ -16,7 +17,11 @@ import { natsIsReachable } from "@svc/bus";
 import { type Db, dbIsReachable } from "@svc/db";
 import type { Logger, Registry } from "@svc/observability";
 
+import { BUILD_INFO, versionReport } from "./build-info.js";
+
 export interface ManagementOptions {
+  /** The service's name, reported by `/version`. */
+  readonly service: string;
   readonly port: number;
   readonly host: string;
   readonly db: Db;
@@ -63,7 +68,8 @@ export async function startManagementServer(o: ManagementOptions): Promise<Manag
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD")
       return send(res, 405, { status: "method not allowed" });
-    if (path === "/health") return send(res, 200, { status: "ok" });
+    if (path === "/health") return send(res, 200, { status: "ok", version: BUILD_INFO.version });
+    if (path === "/version") return send(res, 200, versionReport(o.service));
     if (path === "/ready") {
       void checkReadiness(o.db, o.nc, o.phase(), 1_000).then(({ status, body }) => send(res, status, body));
       return;

@@ -8,14 +8,12 @@ import { createDb, type Db } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
-import rootPackage from "../../../package.json" with { type: "json" };
 import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
 import { startManagementServer } from "./management.js";
 import type { PingReply } from "./subjects.js";
 
-/** The host version, fixed at build time from the root package.json (spec 9.2). */
-export const HOST_VERSION: string = rootPackage.version;
+import { HOST_VERSION } from "./build-info.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
 export interface ServiceDeps {
@@ -162,6 +160,7 @@ export async function startService(
       config.managementPort === null
         ? undefined
         : await startManagementServer({
+            service: definition.name,
             port: config.managementPort,
             host: config.managementHost,
             db,

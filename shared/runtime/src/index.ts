@@ -1,3 +1,4 @@
+export { BUILD_INFO, type BuildInfo, HOST_VERSION, versionReport } from "./build-info.js";
 export {
   diagnosticsBucket,
   diagnosticsStream,
@@ -12,7 +13,6 @@ export {
 } from "./diagnostics.js";
 export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
 export { checkReadiness, type Phase } from "./management.js";
-export { BUILD_INFO, type BuildInfo, HOST_VERSION, versionReport } from "./build-info.js";
 export {
   type RunningService,
   runServiceMain,

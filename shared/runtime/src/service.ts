@@ -8,12 +8,11 @@ import { createDb, type Db } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
+import { HOST_VERSION } from "./build-info.js";
 import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
 import { startManagementServer } from "./management.js";
 import type { PingReply } from "./subjects.js";
-
-import { HOST_VERSION } from "./build-info.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
 export interface ServiceDeps {

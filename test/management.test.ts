@@ -80,6 +80,8 @@ describe("management listeners", () => {
       expect(metrics.status, name).toBe(200);
       expect(metrics.headers["content-type"], name).toMatch(/^text\/plain/);
       // In tests the process metrics are off; services with metrics of their own show them.
+      expect(metrics.text, name).toMatch(/^svc_service_ready\{[^}]*\} 1$/m);
+      expect(metrics.text, name).toContain(`svc_build_info{version="${HOST_VERSION}",commit="unknown"`);
       if (name === "job-reaper") expect(metrics.text).toMatch(/^# HELP svc_jobs_queue_depth /m);
       if (name === "webhook-dispatcher") expect(metrics.text).toMatch(/^# HELP svc_jobs_/m);
       if (promtool) {
@@ -111,6 +113,10 @@ describe("management listeners", () => {
       expect(body.down, name).toContain("nats");
       // Liveness does not depend on NATS: a restart would not help.
       expect((await http(`${address(service)}/health`)).status, name).toBe(200);
+      // What an alert sees: alive (scraped) but not ready.
+      expect((await http(`${address(service)}/metrics`)).text, name).toMatch(
+        /^svc_service_ready\{[^}]*\} 0$/m,
+      );
     }
     await proxy.open();
     for (const { name, service } of services) {
@@ -121,6 +127,9 @@ describe("management listeners", () => {
         200,
       );
       expect(status, name).toBe(200);
+      expect((await http(`${address(service)}/metrics`)).text, name).toMatch(
+        /^svc_service_ready\{[^}]*\} 1$/m,
+      );
     }
   }, 90_000);
 

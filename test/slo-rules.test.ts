@@ -47,3 +47,23 @@ describe("plugin lifecycle objectives (spec 8)", () => {
     }
   });
 });
+
+describe("the platform's alerts (issue 15)", () => {
+  const PLATFORM = join(repoRoot, "deploy", "helm", "svc", "rules", "platform.rules.yaml");
+
+  it.runIf(promtool || process.env.CI === "true")("pass promtool check rules", () => {
+    const run = spawnSync("promtool", ["check", "rules", PLATFORM], { encoding: "utf8" });
+    expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+    expect(run.stdout).toContain("SUCCESS: 5 rules found");
+  });
+
+  it.runIf(promtool || process.env.CI === "true")(
+    "fire exactly as their promtool unit tests say: circuits by max, the failure rate without deferrals, alive but not ready, dead letters by type",
+    () => {
+      const tests = join(repoRoot, "test", "prometheus", "platform.test.yaml");
+      const run = spawnSync("promtool", ["test", "rules", tests], { encoding: "utf8", cwd: repoRoot });
+      expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+      expect(run.stdout).toContain("SUCCESS");
+    },
+  );
+});

@@ -8,6 +8,7 @@ import { connectNats, createEventPublisher, type EventPublisher } from "@svc/bus
 import { createDb, type Db, sql } from "@svc/db";
 import { enqueue } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
+import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
@@ -26,6 +27,19 @@ let base: string;
 let operator: string;
 let nc: NatsConnection;
 let events: EventPublisher;
+let dispatcher: RunningService;
+
+/** A sample of the dispatcher's metrics: the value for these labels (0 when there is none). */
+async function sample(name: string, labels: Record<string, string>): Promise<number> {
+  const metric = dispatcher.deps.metrics.getSingleMetric(name);
+  if (metric === undefined) throw new Error(`no metric ${name}`);
+  const { values } = await metric.get();
+  const found = values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return found?.value ?? 0;
+}
+const circuitsNotClosed = async () =>
+  (await sample("svc_webhook_circuits", { state: "open" })) +
+  (await sample("svc_webhook_circuits", { state: "half_open" }));
 /** Receivers of single tests, stopped at the end even when a test fails. */
 const ownReceivers: Receiver[] = [];
 
@@ -101,7 +115,7 @@ async function retryNow(attempt: number, pauseMs = 0) {
 beforeAll(async () => {
   await receiver.start();
   await h.start(rbacService, env);
-  await h.start(webhookDispatcherService, env);
+  dispatcher = await h.start(webhookDispatcherService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({
     scope: "platform",
@@ -335,6 +349,13 @@ describe("delivery", () => {
     // A receiver of its own: circuits are per receiver, and the previous tests' failures are not its.
     const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 500 });
+    const before = {
+      failed: await sample("svc_webhook_deliveries_total", { outcome: "failed" }),
+      deferred: await sample("svc_webhook_deliveries_total", { outcome: "deferred" }),
+      delivered: await sample("svc_webhook_deliveries_total", { outcome: "delivered" }),
+      timed: await sample("svc_webhook_delivery_duration_seconds", { outcome: "failed", le: "+Inf" }),
+      circuits: await circuitsNotClosed(),
+    };
     for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });
     // Three failed attempts (three tries each), each recorded by the breaker before it was written back.
     await until(
@@ -362,6 +383,15 @@ describe("delivery", () => {
       sql`SELECT last_error FROM job_reaper.jobs WHERE last_error LIKE '%circuit open%'`,
     );
     expect(blocked.length).toBeGreaterThan(0);
+    // The metrics say so: three failed attempts (timed), a deferred one, and one more circuit not closed.
+    expect(await sample("svc_webhook_deliveries_total", { outcome: "failed" })).toBe(before.failed + 3);
+    expect(await sample("svc_webhook_delivery_duration_seconds", { outcome: "failed", le: "+Inf" })).toBe(
+      before.timed + 3,
+    );
+    expect(await sample("svc_webhook_deliveries_total", { outcome: "deferred" })).toBeGreaterThan(
+      before.deferred,
+    );
+    expect(await circuitsNotClosed()).toBe(before.circuits + 1);
     // After the open period a trial goes through; success closes the circuit and the rest follow.
     own.respond = () => ({ status: 200 });
     await new Promise((r) => setTimeout(r, 1_600));
@@ -376,6 +406,8 @@ describe("delivery", () => {
         ).n === 4
       );
     }, 10_000);
+    expect(await sample("svc_webhook_deliveries_total", { outcome: "delivered" })).toBe(before.delivered + 4);
+    expect(await circuitsNotClosed()).toBe(before.circuits);
     await own.stop();
   }, 20_000);
 

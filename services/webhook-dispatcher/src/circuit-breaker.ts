@@ -54,6 +54,21 @@ export class CircuitBreaker {
     this.stopWatch?.();
   }
 
+  /**
+   * Receivers whose circuit is open (deliveries wait) or half-open (the next one is a trial), by the
+   * watched copy of the shared state.
+   */
+  counts(now = Date.now()): { open: number; halfOpen: number } {
+    let open = 0;
+    let halfOpen = 0;
+    for (const state of this.states.values()) {
+      if (state.failures < this.threshold) continue;
+      if (state.openUntil > now) open += 1;
+      else halfOpen += 1;
+    }
+    return { open, halfOpen };
+  }
+
   /** Watches the bucket again (after a NATS reconnect, the bucket provisioned anew). */
   async restart(): Promise<void> {
     this.stopWatch?.();

@@ -14,6 +14,7 @@ import { type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
 import { maskPayload } from "./masking.js";
+import type { DeliveryOutcome, WebhookMetrics } from "./metrics.js";
 import type { SecretBox } from "./secrets.js";
 
 /** What a POST to a receiver needs: deliveries and flows' http actions alike. */
@@ -29,6 +30,7 @@ export interface OutboundDeps {
 
 export interface DeliverDeps extends OutboundDeps {
   readonly breaker: CircuitBreaker;
+  readonly metrics: WebhookMetrics;
 }
 
 /** An event's data as a receiver sees it: masked unless it asked for sensitive data. */
@@ -99,18 +101,22 @@ async function wakeDeferred(db: Db, origin: string): Promise<void> {
 }
 
 export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.deliver">): Promise<void> {
+  const count = (outcome: DeliveryOutcome) => deps.metrics.deliveries.labels(outcome).inc();
   const p = job.payload;
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
     SELECT target_url, secret_encrypted, is_active, include_sensitive_data
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
   // Spec 3.2: a disabled or deleted subscription's queued delivery does nothing.
-  if (sub === null || !sub.is_active) return;
+  if (sub === null || !sub.is_active) return count("skipped");
 
   const url = new URL(sub.target_url);
   const origin = url.origin;
   // An open circuit defers the delivery without spending one of its attempts (the receiver was not tried).
   const admission = await deps.breaker.admit(origin);
-  if (!admission.allowed) throw new DeferJobError(`circuit open for ${origin}`, admission.retryInMs);
+  if (!admission.allowed) {
+    count("deferred");
+    throw new DeferJobError(`circuit open for ${origin}`, admission.retryInMs);
+  }
 
   const data = await shownData(deps, p.data, sub.include_sensitive_data);
   const delivery: WebhookDelivery = {
@@ -129,17 +135,26 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
   };
   let status: number;
   let retryAfter: number | undefined;
+  const timer = deps.metrics.duration.startTimer();
   try {
     const response = await postJson(deps, url, body, headers, (r) => retryAfterMs(r.headers["retry-after"]));
     status = response.status;
     retryAfter = retryAfterMs(response.headers["retry-after"]);
   } catch (error) {
     // A refused target is not the receiver's failure.
-    if (error instanceof PermanentJobError) throw error;
+    if (error instanceof PermanentJobError) {
+      count("refused");
+      throw error;
+    }
+    timer({ outcome: "failed" });
+    count("failed");
     await deps.breaker.recordFailure(origin);
     throw error;
   }
-  if (status >= 200 && status < 300) {
+  const delivered = status >= 200 && status < 300;
+  timer({ outcome: delivered ? "delivered" : "failed" });
+  count(delivered ? "delivered" : "failed");
+  if (delivered) {
     // A successful trial closed the circuit: the deliveries waiting for it may go now.
     if (await deps.breaker.recordSuccess(origin, admission.trial)) await wakeDeferred(deps.db, origin);
     return;

@@ -12,6 +12,7 @@ import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
+import { createWebhookMetrics } from "./metrics.js";
 import { applyPluginContributions } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
 import * as subs from "./subscriptions.js";
@@ -90,6 +91,7 @@ export const webhookDispatcherService: ServiceDefinition = {
       get maxResponseBytes() {
         return live.backendHost.webhookMaxResponseBytes;
       },
+      metrics: createWebhookMetrics(metrics, () => breaker.counts()),
     };
     worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(outbound, job) });
     worker.register("flow.run", { concurrency: 20, handler: (job) => runFlow(outbound, job) });

@@ -15,7 +15,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { natsIsReachable } from "@svc/bus";
 import { type Db, dbIsReachable } from "@svc/db";
-import type { Logger, Registry } from "@svc/observability";
+import { Gauge, type Logger, type Registry } from "@svc/observability";
 
 import { BUILD_INFO, versionReport } from "./build-info.js";
 
@@ -51,6 +51,34 @@ export async function checkReadiness(
   if (postgres && nats) return { status: 200, body: { status: "ready", checks } };
   const down = Object.entries(checks).flatMap(([k, v]) => (v === "down" ? [k] : []));
   return { status: 503, body: { status: "unavailable", checks, down } };
+}
+
+/**
+ * Every replica's own gauges: `svc_build_info{version,commit}` (always 1: which builds run) and
+ * `svc_service_ready` (1 while `/ready` would answer 200, checked at each scrape), so that an alert sees a
+ * replica that is alive but not ready (its NATS or PostgreSQL connection lost), which `up` does not.
+ */
+export function registerServiceGauges(
+  metrics: Registry,
+  ready: () => Promise<boolean>,
+  build: { version: string; commit: string | null },
+): void {
+  new Gauge({
+    name: "svc_build_info",
+    help: "The build this replica runs: always 1, labelled with the host version and the commit.",
+    labelNames: ["version", "commit"] as const,
+    registers: [metrics],
+  })
+    .labels(build.version, build.commit ?? "unknown")
+    .set(1);
+  new Gauge({
+    name: "svc_service_ready",
+    help: "1 while this replica is ready (started, not draining, NATS and PostgreSQL answering), else 0.",
+    registers: [metrics],
+    async collect() {
+      this.set((await ready()) ? 1 : 0);
+    },
+  });
 }
 
 export interface ManagementServer {

@@ -8,10 +8,10 @@ import { createDb, type Db } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
-import { HOST_VERSION } from "./build-info.js";
+import { BUILD_INFO, HOST_VERSION } from "./build-info.js";
 import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
-import { startManagementServer } from "./management.js";
+import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
 import type { PingReply } from "./subjects.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
@@ -109,6 +109,13 @@ export async function startService(
       micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
+    let phase: Phase = "starting";
+    const ownDb = db;
+    registerServiceGauges(
+      metrics,
+      async () => (await checkReadiness(ownDb, nc, phase, 1_000)).status === 200,
+      BUILD_INFO,
+    );
     const live = new LiveSettings(config, log);
     await provisioner.add("run-time settings watch", () => live.start(nc, config.subjectPrefix));
     const tap = new DiagnosticsTap({
@@ -154,7 +161,6 @@ export async function startService(
         { fanOut: true },
       );
     }
-    let phase: "starting" | "running" | "draining" = "starting";
     const management =
       config.managementPort === null
         ? undefined

@@ -1,0 +1,54 @@
+/**
+ * The dispatcher's webhook metrics, beside the job engine's (`svc_jobs_*{type="webhook.deliver"}`):
+ * - `svc_webhook_deliveries_total{outcome}`: each delivery attempt's end: `delivered` (a 2xx), `failed`
+ *   (another status, a connection failure or a time-out; retried by the job engine), `deferred` (the
+ *   receiver's circuit is open: no request was sent), `refused` (the target is not allowed: failed for
+ *   good), `skipped` (the subscription was disabled or deleted meanwhile).
+ * - `svc_webhook_delivery_duration_seconds{outcome}`: the time of an attempt's HTTP exchange, its two
+ *   in-attempt retries included (`delivered` or `failed`).
+ * - `svc_webhook_circuits{state}`: receivers whose circuit is `open` (deliveries wait) or `half_open`
+ *   (the next delivery is a trial), read from the state every replica shares: each replica reports the
+ *   same number, so dashboards and alerts take `max`.
+ */
+import { Counter, Gauge, Histogram, type Registry } from "@svc/observability";
+
+export type DeliveryOutcome = "delivered" | "failed" | "deferred" | "refused" | "skipped";
+
+export interface WebhookMetrics {
+  readonly deliveries: Counter<"outcome">;
+  readonly duration: Histogram<"outcome">;
+}
+
+export function createWebhookMetrics(
+  registry: Registry,
+  circuits: () => { open: number; halfOpen: number },
+): WebhookMetrics {
+  const deliveries = new Counter({
+    name: "svc_webhook_deliveries_total",
+    help: "Webhook delivery attempts by outcome (delivered, failed, deferred, refused, skipped).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
+  // Every outcome is a series from the start, so rates are defined before the first failure.
+  for (const outcome of ["delivered", "failed", "deferred", "refused", "skipped"] satisfies DeliveryOutcome[])
+    deliveries.labels(outcome).inc(0);
+  const duration = new Histogram({
+    name: "svc_webhook_delivery_duration_seconds",
+    help: "Time of a webhook delivery attempt's HTTP exchange (retries within the attempt included).",
+    labelNames: ["outcome"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  new Gauge({
+    name: "svc_webhook_circuits",
+    help: "Receivers by circuit state (open, half_open), from the state all replicas share.",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    collect() {
+      const { open, halfOpen } = circuits();
+      this.labels("open").set(open);
+      this.labels("half_open").set(halfOpen);
+    },
+  });
+  return { deliveries, duration };
+}

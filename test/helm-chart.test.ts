@@ -108,6 +108,15 @@ describe("the Helm chart", () => {
       expect(kinds).toContain(kind);
     // The default follows the convention too: no aggregate ServiceMonitor.
     expect(render().map((m) => m.kind)).not.toContain("ServiceMonitor");
+    // The Grafana dashboard, for the sidecar: labelled, in its folder, the JSON intact.
+    const dashboards = render(["-f", PRODUCTION]).find(
+      (m) => m.kind === "ConfigMap" && m.metadata.name === "rel-svc-dashboards",
+    ) as
+      (Manifest & { data: Record<string, string>; metadata: { labels: Record<string, string> } }) | undefined;
+    expect(dashboards?.metadata.labels.grafana_dashboard).toBe("1");
+    const json = JSON.parse(dashboards?.data["svc-platform.json"] ?? "null") as { uid: string } | null;
+    expect(json?.uid).toBe("svc-platform");
+    expect(render().some((m) => m.metadata.name === "rel-svc-dashboards")).toBe(false);
   });
 
   it.skipIf(!promtool && process.env.CI !== "true")(

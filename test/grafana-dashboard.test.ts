@@ -14,16 +14,11 @@ import { join } from "node:path";
 
 import { createMetricsRegistry } from "@svc/observability";
 import type { RunningService } from "@svc/runtime";
-import { gatewayService } from "@svc/service-gateway";
-import { jobReaperService } from "@svc/service-job-reaper";
-import { pluginRegistryService } from "@svc/service-plugin-registry";
-import { rbacService } from "@svc/service-rbac";
-import { resolverService } from "@svc/service-resolver";
-import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 
 import { repoRoot } from "../scripts/lib/stack.js";
+import { startAllServices } from "./support/all-services.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 
@@ -118,16 +113,8 @@ const services: RunningService[] = [];
 const exposed = new Set<string>();
 
 beforeAll(async () => {
-  for (const definition of [
-    rbacService,
-    resolverService,
-    jobReaperService,
-    webhookDispatcherService,
-    pluginRegistryService,
-    gatewayService,
-  ]) {
-    services.push(await h.start(definition, { MANAGEMENT_PORT: "0", MANAGEMENT_HOST: "127.0.0.1" }));
-  }
+  for (const { service } of await startAllServices(h, { MANAGEMENT_PORT: "0", MANAGEMENT_HOST: "127.0.0.1" }))
+    services.push(service);
   for (const service of services) {
     const scraped = await http(`${service.hooks.managementAddress as string}/metrics`);
     expect(scraped.status).toBe(200);

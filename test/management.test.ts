@@ -10,14 +10,10 @@ import { join } from "node:path";
 
 import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
 import { HOST_VERSION, type RunningService } from "@svc/runtime";
-import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
-import { pluginRegistryService } from "@svc/service-plugin-registry";
-import { rbacService } from "@svc/service-rbac";
-import { resolverService } from "@svc/service-resolver";
-import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { startAllServices } from "./support/all-services.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
@@ -39,16 +35,7 @@ beforeAll(async () => {
     MANAGEMENT_PORT: "0",
     MANAGEMENT_HOST: "127.0.0.1",
   };
-  for (const definition of [
-    rbacService,
-    resolverService,
-    jobReaperService,
-    webhookDispatcherService,
-    pluginRegistryService,
-    gatewayService,
-  ]) {
-    services.push({ name: definition.name, service: await h.start(definition, env) });
-  }
+  services.push(...(await startAllServices(h, env)));
 }, 60_000);
 
 afterAll(async () => {

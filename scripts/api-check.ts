@@ -37,9 +37,15 @@ export interface ApiCheckResult {
   readonly output: string;
 }
 
+/** A declaration's key: its kind and name (`interface PluginHost`), or its first line. */
+function keyOf(head: string): string {
+  const m = /^export (?:declare )?(interface|type|const|function|class|enum|namespace) ([\w$]+)/.exec(head);
+  return m === null ? head : `${m[1]} ${m[2]}`;
+}
+
 /**
- * A report's declarations, each as its first line and its member lines: a shipped line that is gone
- * from the unshipped report is a changed or removed part of the interface.
+ * A report's declarations by key, each as its lines (the first and its members): a shipped line that is
+ * gone from the unshipped report is a changed or removed part of the interface.
  */
 export function declarations(report: string): Map<string, string[]> {
   const code = report.split("```ts")[1]?.split("```")[0] ?? "";
@@ -50,14 +56,14 @@ export function declarations(report: string): Map<string, string[]> {
     const text = line.trim();
     if (text === "" || text.startsWith("//")) continue;
     if (!/^\s/.test(line) && !/^[})\]]/.test(text)) {
-      current = [];
-      out.set(text, current);
+      current = [text];
+      out.set(keyOf(text), current);
     } else current?.push(text);
   }
   return out;
 }
 
-/** What changed from the shipped report to the unshipped one. */
+/** What changed from the shipped report to the unshipped one, by declaration key. */
 export function compareReports(
   shipped: string,
   unshipped: string,
@@ -66,13 +72,13 @@ export function compareReports(
   const after = declarations(unshipped);
   const added: string[] = [];
   const changedOrRemoved: string[] = [];
-  for (const [head, members] of before) {
-    const now = after.get(head);
-    if (now === undefined) changedOrRemoved.push(head);
-    else if (members.some((m) => !now.includes(m))) changedOrRemoved.push(head);
-    else if (now.some((m) => !members.includes(m))) added.push(`${head} (new members)`);
+  for (const [key, lines] of before) {
+    const now = after.get(key);
+    if (now === undefined) changedOrRemoved.push(`${key} (removed)`);
+    else if (lines.some((l) => !now.includes(l))) changedOrRemoved.push(key);
+    else if (now.some((l) => !lines.includes(l))) added.push(`${key} (new members)`);
   }
-  for (const head of after.keys()) if (!before.has(head)) added.push(head);
+  for (const key of after.keys()) if (!before.has(key)) added.push(key);
   return { added, changedOrRemoved };
 }
 

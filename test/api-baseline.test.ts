@@ -80,7 +80,7 @@ describe("public API baselines (make api-check)", () => {
     const passing = cli(root);
     expect(passing.status, passing.stdout + passing.stderr).toBe(0);
     // Compared with the shipped baseline, an added member is an addition.
-    expect(passing.stdout).toMatch(/added\s+export interface PluginHost \{ \(new members\)/);
+    expect(passing.stdout).toMatch(/added\s+interface PluginHost \(new members\)/);
   }, 120_000);
 
   it("a wire contract change fails too, and release moves unshipped to shipped", () => {
@@ -97,7 +97,7 @@ describe("public API baselines (make api-check)", () => {
     expect(cli(root, "--update").status).toBe(0);
     const changed = cli(root);
     expect(changed.status).toBe(0);
-    expect(changed.stdout).toMatch(/CHANGED\s+export interface PingReply \{\s+\(may break plugins/);
+    expect(changed.stdout).toMatch(/CHANGED\s+interface PingReply\s+\(may break plugins/);
 
     expect(cli(root, "--release").status).toBe(0);
     const shipped = readFileSync(join(root, "docs", "api", "shipped", "wire-contract.api.md"), "utf8");
@@ -115,17 +115,71 @@ describe("comparing reports", () => {
   it("finds removed declarations and changed members, and tells additions apart", () => {
     expect(compareReports(before, before)).toEqual({ added: [], changedOrRemoved: [] });
     const removed = report("// @public\nexport interface A {\n    readonly x: string;\n}\n");
-    expect(compareReports(before, removed).changedOrRemoved).toEqual(["export type B = string;"]);
+    expect(compareReports(before, removed).changedOrRemoved).toEqual(["type B (removed)"]);
     const narrowed = report(
       "// @public\nexport interface A {\n    readonly x: number;\n}\n\nexport type B = string;\n",
     );
-    expect(compareReports(before, narrowed).changedOrRemoved).toEqual(["export interface A {"]);
+    expect(compareReports(before, narrowed).changedOrRemoved).toEqual(["interface A"]);
+    const retyped = report("export interface A {\n    readonly x: string;\n}\nexport type B = number;\n");
+    expect(compareReports(before, retyped)).toEqual({ added: [], changedOrRemoved: ["type B"] });
     const grown = report(
       "export interface A {\n    readonly x: string;\n    readonly y?: string;\n}\nexport type B = string;\nexport type C = number;\n",
     );
     expect(compareReports(before, grown)).toEqual({
-      added: ["export interface A { (new members)", "export type C = number;"],
+      added: ["interface A (new members)", "type C"],
       changedOrRemoved: [],
     });
   });
+});
+
+describe("the plugin SDK as an author uses it (docs/plugins.md, Types)", () => {
+  /** The guide's JSDoc example, in a plugin directory beside the SDK's .d.ts, checked by tsc. */
+  function checkExample(edit: (source: string) => string = (s) => s) {
+    const guide = readFileSync(join(repoRoot, "docs", "plugins.md"), "utf8");
+    const section = guide.slice(guide.indexOf("**Types.**"));
+    const example = /```js\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+    expect(example).toContain("@ts-check");
+    const dir = mkdtempSync(join(tmpdir(), "svc-author-"));
+    copies.push(dir);
+    cpSync(join(repoRoot, "docs", "sdk", "plugin-sdk.d.ts"), join(dir, "plugin-sdk.d.ts"));
+    const entry = join(dir, "hello", "index.mjs");
+    cpSync(join(repoRoot, "examples", "plugins", "hello"), join(dir, "hello"), { recursive: true });
+    writeFileSync(
+      entry,
+      `${edit(example)}\n/** @type {import("../plugin-sdk.js").PluginEntryExport} */\nexport const entry = HelloPlugin;\n`,
+    );
+    return spawnSync(
+      process.execPath,
+      [
+        join(repoRoot, "node_modules", "typescript", "bin", "tsc"),
+        "--noEmit",
+        "--allowJs",
+        "--checkJs",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--types",
+        "node",
+        "--typeRoots",
+        join(repoRoot, "node_modules", "@types"),
+        entry,
+      ],
+      { encoding: "utf8", cwd: dir },
+    );
+  }
+
+  it("the guide's example type-checks against docs/sdk/plugin-sdk.d.ts", () => {
+    const run = checkExample();
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+  }, 60_000);
+
+  it("and a misuse of the host API does not", () => {
+    const run = checkExample((s) =>
+      s.replace("this.host = host;", 'this.host = host;\n    host.log.shout("hi");'),
+    );
+    expect(run.status).not.toBe(0);
+    expect(run.stdout).toContain("Property 'shout' does not exist on type 'PluginLog'");
+  }, 60_000);
 });

@@ -89,7 +89,10 @@ export declare interface PluginDescriptor {
     readonly events?: readonly string[];
 }
 
-/** The entry object: optional lifecycle methods, and the route handlers by name. */
+/**
+ * The lifecycle methods the host calls on the entry object when it has them. The entry object also has
+ * the route handlers ({@link RouteHandler}) by the names registry.json's routes give.
+ */
 export declare interface PluginEntry {
     /** Called once after construction, before any route is served. A throw fails the activation. */
     activate?(host: PluginHost): void | Promise<void>;
@@ -99,9 +102,10 @@ export declare interface PluginEntry {
 
 /**
  * What registry.json's `entryTypeName` may name: a class (constructed with the host API), a function
- * (called with it; it may be async) or an object.
+ * (called with it; it may be async) or an object. What it gives is the entry object: any object, with the
+ * {@link PluginEntry} methods it needs and its route handlers.
  */
-export declare type PluginEntryExport = (new (host: PluginHost) => PluginEntry) | ((host: PluginHost) => PluginEntry | Promise<PluginEntry>) | PluginEntry;
+export declare type PluginEntryExport = (new (host: PluginHost) => object) | ((host: PluginHost) => object | Promise<object>) | object;
 
 /** An event on its way out, as publisher decorators see it. */
 export declare interface PluginEvent {

@@ -91,7 +91,10 @@ export type HandlerResult = PluginResponse | JsonValue | undefined;
 /** A route handler: a method of the entry object that registry.json's `routes[].handler` names. */
 export type RouteHandler = (request: PluginRequest) => HandlerResult | Promise<HandlerResult>;
 
-/** The entry object: optional lifecycle methods, and the route handlers by name. */
+/**
+ * The lifecycle methods the host calls on the entry object when it has them. The entry object also has
+ * the route handlers ({@link RouteHandler}) by the names registry.json's routes give.
+ */
 export interface PluginEntry {
   /** Called once after construction, before any route is served. A throw fails the activation. */
   activate?(host: PluginHost): void | Promise<void>;
@@ -101,12 +104,13 @@ export interface PluginEntry {
 
 /**
  * What registry.json's `entryTypeName` may name: a class (constructed with the host API), a function
- * (called with it; it may be async) or an object.
+ * (called with it; it may be async) or an object. What it gives is the entry object: any object, with the
+ * {@link PluginEntry} methods it needs and its route handlers.
  */
 export type PluginEntryExport =
-  | (new (host: PluginHost) => PluginEntry)
-  | ((host: PluginHost) => PluginEntry | Promise<PluginEntry>)
-  | PluginEntry;
+  | (new (host: PluginHost) => object)
+  | ((host: PluginHost) => object | Promise<object>)
+  | object;
 
 /** The caller of a route, as the gateway established it. */
 export type PluginPrincipal = Principal;

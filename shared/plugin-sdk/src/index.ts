@@ -108,9 +108,7 @@ export interface PluginEntry {
  * {@link PluginEntry} methods it needs and its route handlers.
  */
 export type PluginEntryExport =
-  | (new (host: PluginHost) => object)
-  | ((host: PluginHost) => object | Promise<object>)
-  | object;
+  (new (host: PluginHost) => object) | ((host: PluginHost) => object | Promise<object>) | object;
 
 /** The caller of a route, as the gateway established it. */
 export type PluginPrincipal = Principal;

@@ -46,5 +46,10 @@ describe("GET /metrics", () => {
       { maxWaitMs: 1_000, stallMs: 150 },
     );
     expect(replies.map((r) => r.service).sort()).toEqual(["job-reaper", "resolver"]);
+
+    // A second job-reaper reads the same table: the aggregate takes one reading, not the sum of two.
+    await h.start(jobReaperService);
+    const twice = (await http(`${base}/metrics`)).text;
+    expect(twice).toMatch(/svc_jobs_queue_depth\{[^}]*type="noop"[^}]*status="Pending"[^}]*\} 1$/m);
   });
 });

@@ -31,6 +31,8 @@ export const jobReaperService: ServiceDefinition = {
       help: "Jobs by type and status.",
       labelNames: ["type", "status"] as const,
       registers: [metrics],
+      // Every replica reads the same table: the gateway's aggregate /metrics takes one, not the sum.
+      aggregator: "max",
       async collect() {
         this.reset();
         for (const row of await queueDepth(db)) this.set({ type: row.type, status: row.status }, row.count);

@@ -44,6 +44,8 @@ export function createWebhookMetrics(
     help: "Receivers by circuit state (open, half_open), from the state all replicas share.",
     labelNames: ["state"] as const,
     registers: [registry],
+    // The gateway's aggregate /metrics merges replicas: they all report the same shared state.
+    aggregator: "max",
     collect() {
       const { open, halfOpen } = circuits();
       this.labels("open").set(open);

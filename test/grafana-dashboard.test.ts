@@ -12,8 +12,10 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { JobStatus } from "@svc/jobs";
 import { createMetricsRegistry } from "@svc/observability";
 import type { RunningService } from "@svc/runtime";
+import type { MetricObject } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 
@@ -64,16 +66,26 @@ function dashboardQueries(): Array<{ where: string; expr: string }> {
 }
 
 /** The expressions of the chart's Prometheus rules and the names they record. */
-function ruleFiles(): { exprs: Array<{ where: string; expr: string }>; recorded: Set<string> } {
+function ruleFiles(): { exprs: Array<{ where: string; expr: string }>; recorded: Map<string, string[]> } {
   const exprs: Array<{ where: string; expr: string }> = [];
-  const recorded = new Set<string>();
+  /** Each recorded name and the labels its expression keeps (its outermost `by`). */
+  const recorded = new Map<string, string[]>();
   for (const file of readdirSync(join(CHART, "rules"))) {
     const doc = parseYaml(readFileSync(join(CHART, "rules", file), "utf8")) as {
       groups: Array<{ rules: Array<{ expr: string; record?: string; alert?: string }> }>;
     };
     for (const rule of doc.groups.flatMap((g) => g.rules)) {
       exprs.push({ where: `${file}: ${rule.alert ?? rule.record ?? "?"}`, expr: rule.expr });
-      if (rule.record !== undefined) recorded.add(rule.record);
+      if (rule.record !== undefined) {
+        const by = /\bby\s*\(([^)]*)\)/.exec(rule.expr)?.[1] ?? "";
+        recorded.set(
+          rule.record,
+          by
+            .split(",")
+            .map((l) => l.trim())
+            .filter((l) => l !== "" && l !== "le"),
+        );
+      }
     }
   }
   return { exprs, recorded };
@@ -108,22 +120,76 @@ function exposedNames(text: string): Set<string> {
   return names;
 }
 
+/** Labels Prometheus adds to every scraped series (the chart's PodMonitor), and `service`, every registry's. */
+const TARGET_LABELS = ["namespace", "pod", "container", "job", "instance", "endpoint", "service"];
+
+/** The label names each exposed sample name may carry. */
+function labelsOf(metric: MetricObject): Map<string, Set<string>> {
+  const own = (metric as unknown as { labelNames?: string[] }).labelNames ?? [];
+  const kind = String(metric.type);
+  const names = new Map<string, Set<string>>([[metric.name, new Set([...own, ...TARGET_LABELS])]]);
+  if (kind === "histogram") {
+    names.set(`${metric.name}_bucket`, new Set([...own, ...TARGET_LABELS, "le"]));
+    for (const s of ["_sum", "_count"]) names.set(`${metric.name}${s}`, new Set([...own, ...TARGET_LABELS]));
+  }
+  return names;
+}
+
+/** Every `metric{label op "value", …}` selector of an expression. */
+function selectors(expr: string): Array<{ metric: string; label: string; op: string; value: string }> {
+  const out: Array<{ metric: string; label: string; op: string; value: string }> = [];
+  for (const m of expr.matchAll(/([A-Za-z_:][\w:]*)\s*\{([^}]*)\}/g)) {
+    for (const matcher of (m[2] ?? "").matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)) {
+      out.push({
+        metric: m[1] ?? "",
+        label: matcher[1] ?? "",
+        op: matcher[2] ?? "",
+        value: matcher[3] ?? "",
+      });
+    }
+  }
+  return out;
+}
+
+/** Labels whose every value the platform declares: a matcher naming another value selects nothing. */
+const ENUMERATED: Record<string, { label: string; values: readonly string[] }> = {
+  svc_webhook_deliveries_total: {
+    label: "outcome",
+    values: ["delivered", "failed", "deferred", "refused", "skipped", "error"],
+  },
+  svc_webhook_circuits: { label: "state", values: ["open", "half_open"] },
+  svc_jobs_queue_depth: { label: "status", values: Object.values(JobStatus) },
+};
+
 const h = await createHarness();
 const services: RunningService[] = [];
 const exposed = new Set<string>();
+const labels = new Map<string, Set<string>>();
 
 beforeAll(async () => {
   for (const { service } of await startAllServices(h, { MANAGEMENT_PORT: "0", MANAGEMENT_HOST: "127.0.0.1" }))
     services.push(service);
+  const withProcess = createMetricsRegistry("probe", true);
   for (const service of services) {
     const scraped = await http(`${service.hooks.managementAddress as string}/metrics`);
     expect(scraped.status).toBe(200);
     for (const name of exposedNames(scraped.text)) exposed.add(name);
   }
   // Production replicas add the process metrics (the tests' services leave them out).
-  for (const name of exposedNames(await createMetricsRegistry("probe", true).metrics())) exposed.add(name);
-  for (const name of ruleFiles().recorded) exposed.add(name);
+  for (const name of exposedNames(await withProcess.metrics())) exposed.add(name);
+  for (const registry of [...services.map((s) => s.deps.metrics), withProcess]) {
+    for (const metric of registry.getMetricsAsArray()) {
+      for (const [name, set] of labelsOf(metric))
+        labels.set(name, new Set([...(labels.get(name) ?? []), ...set]));
+    }
+  }
+  // Recording rules keep the labels they aggregate by; `up` has the target's.
+  for (const [name, by] of ruleFiles().recorded) {
+    exposed.add(name);
+    labels.set(name, new Set([...by, ...TARGET_LABELS]));
+  }
   exposed.add("up"); // Prometheus's own, per scraped target.
+  labels.set("up", new Set(TARGET_LABELS));
 }, 60_000);
 
 afterAll(() => h.stopAll());
@@ -168,6 +234,34 @@ describe("the Grafana dashboard", () => {
       for (const name of names) if (!exposed.has(name)) unknown.push(`${where}: ${name}`);
     }
     expect(unknown).toEqual([]);
+  });
+
+  it("selects only by labels those metrics carry, and only by values the platform declares", () => {
+    const wrong: string[] = [];
+    for (const { where, expr } of [...dashboardQueries(), ...ruleFiles().exprs]) {
+      for (const s of selectors(expr)) {
+        const known = labels.get(s.metric);
+        if (known === undefined) wrong.push(`${where}: no labels known for ${s.metric}`);
+        else if (!known.has(s.label)) wrong.push(`${where}: ${s.metric} has no label ${s.label}`);
+        const enumerated = ENUMERATED[s.metric];
+        if (enumerated?.label === s.label && !s.value.includes("$")) {
+          const values = s.op.endsWith("~") ? s.value.split("|") : [s.value];
+          for (const v of values)
+            if (!enumerated.values.includes(v))
+              wrong.push(`${where}: ${s.metric}{${s.label}} is never "${v}"`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+    // The check itself sees a wrong label and a wrong value.
+    expect(
+      selectors('rate(svc_http_request_duration_seconds_count{status="500", route=~"/a|/b"}[5m])'),
+    ).toEqual([
+      { metric: "svc_http_request_duration_seconds_count", label: "status", op: "=", value: "500" },
+      { metric: "svc_http_request_duration_seconds_count", label: "route", op: "=~", value: "/a|/b" },
+    ]);
+    expect(labels.get("svc_http_request_duration_seconds_count")?.has("status")).toBe(false);
+    expect(labels.get("svc_http_request_duration_seconds_bucket")?.has("le")).toBe(true);
   });
 
   it("the name check itself catches an unknown metric and reads PromQL's syntax", () => {

@@ -446,6 +446,24 @@ describe("delivery", () => {
     expect(await count(sql`attempts = 1`)).toBeGreaterThanOrEqual(4);
   }, 30_000);
 
+  it("counts a delivery the platform could not prepare as an error, without calling the receiver", async () => {
+    const own = await subscribedReceiver("user.created");
+    // A secret that no longer opens (a changed encryption key, a damaged row).
+    await db.query(sql`UPDATE webhook_dispatcher.subscriptions SET secret_encrypted = 'not.a.secret'`);
+    const before = {
+      error: await sample("svc_webhook_deliveries_total", { outcome: "error" }),
+      failed: await sample("svc_webhook_deliveries_total", { outcome: "failed" }),
+    };
+    await events.publish("user.created", null, { i: 1 });
+    await until(async () => {
+      const job = await onlyJob();
+      return job.status === "Pending" && job.attempts === 1;
+    }, 15_000);
+    expect(own.received).toHaveLength(0);
+    expect(await sample("svc_webhook_deliveries_total", { outcome: "error" })).toBe(before.error + 1);
+    expect(await sample("svc_webhook_deliveries_total", { outcome: "failed" })).toBe(before.failed);
+  });
+
   it("delivers nothing for a disabled or deleted subscription's queued job", async () => {
     const sub = await subscribe({ eventName: "user.created" });
     expect((await api("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`)).json()).toMatchObject({

@@ -56,13 +56,17 @@ export class CircuitBreaker {
 
   /**
    * Receivers whose circuit is open (deliveries wait) or half-open (the next one is a trial), by the
-   * watched copy of the shared state.
+   * watched copy of the shared state. A state last written longer than `stateTtlMs` ago has expired from
+   * the bucket (which tells no watcher), so it no longer counts.
    */
-  counts(now = Date.now()): { open: number; halfOpen: number } {
+  counts(now = Date.now(), stateTtlMs = 24 * 3_600_000): { open: number; halfOpen: number } {
     let open = 0;
     let halfOpen = 0;
     for (const state of this.states.values()) {
       if (state.failures < this.threshold) continue;
+      // Written at the failure that opened it (openUntil - openMs) or at the last trial's claim.
+      const written = Math.max(state.openUntil - this.openMs, (state.trialUntil ?? 0) - this.trialMs);
+      if (now - written > stateTtlMs) continue;
       if (state.openUntil > now) open += 1;
       else halfOpen += 1;
     }

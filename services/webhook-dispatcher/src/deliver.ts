@@ -100,8 +100,30 @@ async function wakeDeferred(db: Db, origin: string): Promise<void> {
   await db.query(sql`SELECT pg_notify('svc_jobs', 'webhook.deliver')`);
 }
 
+/**
+ * One delivery attempt, counted once in `svc_webhook_deliveries_total`: by its outcome, or as `error` when
+ * it failed before reaching the receiver for a reason of the platform's (the database, a secret that no
+ * longer decrypts, a stored address that no longer parses).
+ */
 export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.deliver">): Promise<void> {
-  const count = (outcome: DeliveryOutcome) => deps.metrics.deliveries.labels(outcome).inc();
+  let counted = false;
+  const count = (outcome: DeliveryOutcome) => {
+    counted = true;
+    deps.metrics.deliveries.labels(outcome).inc();
+  };
+  try {
+    await attempt(deps, job, count);
+  } catch (error) {
+    if (!counted) count("error");
+    throw error;
+  }
+}
+
+async function attempt(
+  deps: DeliverDeps,
+  job: ClaimedJob<"webhook.deliver">,
+  count: (outcome: DeliveryOutcome) => void,
+): Promise<void> {
   const p = job.payload;
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
     SELECT target_url, secret_encrypted, is_active, include_sensitive_data

@@ -3,7 +3,8 @@
  * - `svc_webhook_deliveries_total{outcome}`: each delivery attempt's end: `delivered` (a 2xx), `failed`
  *   (another status, a connection failure or a time-out; retried by the job engine), `deferred` (the
  *   receiver's circuit is open: no request was sent), `refused` (the target is not allowed: failed for
- *   good), `skipped` (the subscription was disabled or deleted meanwhile).
+ *   good), `skipped` (the subscription was disabled or deleted meanwhile), `error` (the platform could not
+ *   prepare it: the database, a secret that no longer decrypts; retried by the job engine).
  * - `svc_webhook_delivery_duration_seconds{outcome}`: the time of an attempt's HTTP exchange, its two
  *   in-attempt retries included (`delivered` or `failed`).
  * - `svc_webhook_circuits{state}`: receivers whose circuit is `open` (deliveries wait) or `half_open`
@@ -12,7 +13,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from "@svc/observability";
 
-export type DeliveryOutcome = "delivered" | "failed" | "deferred" | "refused" | "skipped";
+export type DeliveryOutcome = "delivered" | "failed" | "deferred" | "refused" | "skipped" | "error";
 
 export interface WebhookMetrics {
   readonly deliveries: Counter<"outcome">;
@@ -25,12 +26,13 @@ export function createWebhookMetrics(
 ): WebhookMetrics {
   const deliveries = new Counter({
     name: "svc_webhook_deliveries_total",
-    help: "Webhook delivery attempts by outcome (delivered, failed, deferred, refused, skipped).",
+    help: "Webhook delivery attempts by outcome (delivered, failed, deferred, refused, skipped, error).",
     labelNames: ["outcome"] as const,
     registers: [registry],
   });
   // Every outcome is a series from the start, so rates are defined before the first failure.
-  for (const outcome of ["delivered", "failed", "deferred", "refused", "skipped"] satisfies DeliveryOutcome[])
+  const outcomes = ["delivered", "failed", "deferred", "refused", "skipped", "error"] as const;
+  for (const outcome of outcomes satisfies readonly DeliveryOutcome[])
     deliveries.labels(outcome).inc(0);
   const duration = new Histogram({
     name: "svc_webhook_delivery_duration_seconds",

@@ -13,6 +13,10 @@ const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url),
 const external = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
 const at = process.argv.indexOf("--outdir");
 const out = at > 0 ? process.argv[at + 1] : "dist";
+if (!out || out.startsWith("-")) {
+  console.error("usage: node scripts/build.mjs [--outdir <dir>]");
+  process.exit(2);
+}
 
 function commit() {
   if (process.env.SVC_BUILD_COMMIT) return process.env.SVC_BUILD_COMMIT;

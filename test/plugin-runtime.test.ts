@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { connect } from "@nats-io/transport-node";
+import type { PluginEvents, PluginHost, PluginLog, PluginRequest } from "@svc/plugin-sdk";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
@@ -152,6 +153,55 @@ describe("activation and plugin routes", () => {
     expect(refused.json<{ detail: string }>().detail).toContain("absent");
     expect(await stateOf("lacking")).toMatchObject({ state: "inactive" });
     expect((await api("DELETE", "/api/plugins/lacking")).status).toBe(204);
+  });
+});
+
+describe("the host API is the plugin SDK's (issue 15, item 5)", () => {
+  // Every member of the SDK's declarations, with the kind of value the runtime must give; a member added
+  // to or removed from the SDK fails to compile here until the runtime's is checked too.
+  const log = { debug: "function", info: "function", warn: "function", error: "function" } satisfies Record<
+    keyof PluginLog,
+    "function"
+  >;
+  const events = { publish: "function", decorate: "function" } satisfies Record<
+    keyof PluginEvents,
+    "function"
+  >;
+  const host = { pluginId: "string", version: "string", log, events } satisfies Record<
+    keyof PluginHost,
+    unknown
+  >;
+  const request = {
+    route: "object",
+    method: "string",
+    path: "string",
+    params: "object",
+    query: "object",
+    headers: "object",
+    body: "object",
+    principal: "object",
+  } satisfies Record<keyof PluginRequest, string>;
+
+  it("a plugin receives exactly the PluginHost and PluginRequest members the SDK declares", async () => {
+    const code = `
+const shape = (o) => Object.fromEntries(Object.keys(o).map((k) =>
+  [k, typeof o[k] === "object" && o[k] !== null && !Array.isArray(o[k]) && Object.values(o[k]).some((v) => typeof v === "function") ? shape(o[k]) : typeof o[k]]));
+export class Plugin {
+  constructor(host) { this.seen = shape(host); }
+  show(request) { return { host: this.seen, request: shape(request) }; }
+}
+`;
+    const bytes = await codePlugin(work, signer, "shapes", code, [
+      { method: "POST", path: "/show", handler: "show" },
+    ]);
+    expect((await install(bytes)).status).toBe(201);
+    expect((await api("POST", "/api/plugins/shapes/activate")).status).toBe(200);
+    const r = await eventually(
+      () => api("POST", "/api/plugins/shapes/show", { any: 1 }),
+      (x) => x.status === 200,
+    );
+    expect(r.json()).toEqual({ host, request });
+    expect((await api("DELETE", "/api/plugins/shapes")).status).toBe(204);
   });
 });
 

@@ -4,8 +4,9 @@
  * `registry.json` ({@link PluginDescriptor}), `theme.json` ({@link ThemeDescriptor}) and
  * `plugin.signature.json` ({@link SignatureManifest}).
  *
- * A plugin in JavaScript uses these through JSDoc (`@type {import("@svc/plugin-sdk").PluginHost}`); in
- * TypeScript it imports them. The platform's own runtime, validator and signer use the same declarations.
+ * A plugin in JavaScript uses these through JSDoc (docs/plugins.md, "Types"); in TypeScript it imports
+ * them. The platform's validator and signer use the same declarations, and a test checks that the runtime
+ * gives a plugin exactly the host API and request declared here.
  *
  * This is public interface, tracked by `make api-check` against its baselines in docs/api/ (see
  * docs/releasing.md). Adding optional members is free; changing or removing a shipped

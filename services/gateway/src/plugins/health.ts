@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Db } from "@svc/db";
-import { BUILD_INFO, checkReadiness, versionReport } from "@svc/runtime";
+import { BUILD_INFO, checkReadiness } from "@svc/runtime";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
@@ -14,8 +14,8 @@ export interface HealthOptions {
 }
 
 /**
- * `GET /health`: liveness, checks nothing (a live process answers); its body names the version. `GET /version`:
- * the build (version, commit, build time, plugin contract; spec 9.2). `GET /ready`: readiness as every
+ * `GET /health`: liveness, checks nothing (a live process answers); its body names the version (the build's
+ * commit and time are on the management port's `/version` only, not on the public port). `GET /ready`: readiness as every
  * service's management listener answers it (`checkReadiness`): PostgreSQL and NATS checked in parallel;
  * 503 names what is down, and 503 with status `draining` once the process was told to stop.
  */
@@ -24,8 +24,6 @@ export const healthPlugin = fp<HealthOptions>(
     app.get("/health", async (_request, reply) =>
       reply.header("cache-control", "no-store").send({ status: "ok", version: BUILD_INFO.version }),
     );
-    const version = versionReport("gateway");
-    app.get("/version", async (_request, reply) => reply.header("cache-control", "no-store").send(version));
     app.get("/ready", async (_request, reply) => {
       const { status, body } = await checkReadiness(
         db,

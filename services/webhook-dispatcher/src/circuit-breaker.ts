@@ -12,6 +12,9 @@ import type { KV } from "@nats-io/kv";
 import { followKv } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 
+/** How long the bucket keeps a receiver's state after its last write (its TTL). */
+export const CIRCUIT_STATE_TTL_MS = 24 * 3_600_000;
+
 interface State {
   failures: number;
   openUntil: number;
@@ -59,7 +62,7 @@ export class CircuitBreaker {
    * watched copy of the shared state. A state last written longer than `stateTtlMs` ago has expired from
    * the bucket (which tells no watcher), so it no longer counts.
    */
-  counts(now = Date.now(), stateTtlMs = 24 * 3_600_000): { open: number; halfOpen: number } {
+  counts(now = Date.now(), stateTtlMs = CIRCUIT_STATE_TTL_MS): { open: number; halfOpen: number } {
     let open = 0;
     let halfOpen = 0;
     for (const state of this.states.values()) {

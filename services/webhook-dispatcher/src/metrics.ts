@@ -13,7 +13,8 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from "@svc/observability";
 
-export type DeliveryOutcome = "delivered" | "failed" | "deferred" | "refused" | "skipped" | "error";
+const DELIVERY_OUTCOMES = ["delivered", "failed", "deferred", "refused", "skipped", "error"] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
 
 export interface WebhookMetrics {
   readonly deliveries: Counter<"outcome">;
@@ -31,8 +32,7 @@ export function createWebhookMetrics(
     registers: [registry],
   });
   // Every outcome is a series from the start, so rates are defined before the first failure.
-  const outcomes = ["delivered", "failed", "deferred", "refused", "skipped", "error"] as const;
-  for (const outcome of outcomes satisfies readonly DeliveryOutcome[]) deliveries.labels(outcome).inc(0);
+  for (const outcome of DELIVERY_OUTCOMES) deliveries.labels(outcome).inc(0);
   const duration = new Histogram({
     name: "svc_webhook_delivery_duration_seconds",
     help: "Time of a webhook delivery attempt's HTTP exchange (retries within the attempt included).",

@@ -5,7 +5,7 @@ import { followContributions, quietUnlessUp, serveRoute, ServiceName, webhookRou
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
 
-import { CircuitBreaker } from "./circuit-breaker.js";
+import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver } from "./deliver.js";
 import { pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
@@ -36,7 +36,7 @@ export const webhookDispatcherService: ServiceDefinition = {
     serveRoute(bus, routes["flows.delete"], (req) => flows.deleteFlow(db, req));
 
     const openCircuits = () =>
-      ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: 24 * 3_600_000 });
+      ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: CIRCUIT_STATE_TTL_MS });
     // Circuit-opened events and the events flows publish.
     const circuitEvents = createEventPublisher(nc, config.subjectPrefix);
     const breaker = new CircuitBreaker(

@@ -16,9 +16,9 @@ import {
   TimeoutError,
 } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import { Header } from "@svc/wire-contract";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
-import { Header } from "./headers.js";
 import { type EndpointStats, MicroHeader, MicroService } from "./micro.js";
 import {
   type Broadcast,

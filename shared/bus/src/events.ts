@@ -6,8 +6,6 @@ import { EVENT_NAME_PATTERN, eventsSubject, Header } from "@svc/wire-contract";
 
 import { encodeJson } from "./bus.js";
 
-export { EVENT_NAME_PATTERN };
-
 export interface PublishedEvent {
   readonly eventId: string;
   readonly seq: number;

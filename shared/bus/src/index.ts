@@ -9,26 +9,27 @@ export {
 } from "./bus.js";
 export { coalesce } from "./coalesce.js";
 export { connectNats, type ConnectOptions, isNatsConnected, natsIsReachable } from "./connect.js";
-export {
-  createEventPublisher,
-  EVENT_NAME_PATTERN,
-  type EventPublisher,
-  type PublishedEvent,
-} from "./events.js";
-export { Header } from "./headers.js";
+export { createEventPublisher, type EventPublisher, type PublishedEvent } from "./events.js";
 export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";
-export { ensureEventsStream, type EventsStreamOptions, eventsSubject } from "./streams.js";
+export { ensureEventsStream, type EventsStreamOptions } from "./streams.js";
 export {
   type Broadcast,
   type BroadcastMap,
-  type Principal,
   type ReplyOf,
   type RequestOf,
-  type RouteReply,
-  type RouteRequest,
-  Scope,
   type Subject,
   type SubjectMap,
 } from "./subjects.js";
+// The wire contract's (docs/wire-contract.md) headers, event names, subjects and the envelope of operator
+// routes (principal, request, reply): any NATS client sends and receives the same shapes.
+export {
+  EVENT_NAME_PATTERN,
+  eventsSubject,
+  Header,
+  type Principal,
+  type RouteReply,
+  type RouteRequest,
+  Scope,
+} from "@svc/wire-contract";

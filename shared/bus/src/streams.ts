@@ -14,8 +14,6 @@ export interface EventsStreamOptions {
 
 const NS_PER_MS = 1_000_000;
 
-export { eventsSubject };
-
 /**
  * Creates the events stream, or brings an existing one to the wanted subjects and limits. Safe to call
  * from every replica at every start: concurrent creators converge on the same stream.

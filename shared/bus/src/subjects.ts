@@ -1,15 +1,8 @@
 /**
- * What travels on the bus: the typed subject map (filled by the code that owns each subject), and the
- * envelope of operator routes (the caller's principal, the route's input, the reply). Subjects are written
- * without the deployment prefix (`svc` by default); the Bus adds it. A wrong payload is a compile error on
- * both sides.
+ * What travels on the bus: the typed subject map, filled by the code that owns each subject (the envelope
+ * of operator routes is the wire contract's, which the index re-exports). Subjects are written without the
+ * deployment prefix (`svc` by default); the Bus adds it. A wrong payload is a compile error on both sides.
  */
-
-/**
- * The envelope of operator routes (principal, request, reply) is the wire contract's (@svc/wire-contract,
- * docs/wire-contract.md): any NATS client sends and receives the same shapes.
- */
-export { type Principal, type RouteReply, type RouteRequest, Scope } from "@svc/wire-contract";
 
 /**
  * The typed map of request/reply subjects outside the operator routes. The bus declares none itself: the

@@ -15,11 +15,10 @@ import semver from "semver";
  * The plugin contract this host implements (the plugin SDK's), and the contract versions it accepts: every
  * version of the same major.
  */
+const CONTRACT_MAJOR = semver.major(semver.coerce(PLUGIN_CONTRACT_VERSION) ?? "0.0.0");
 export const PLUGIN_CONTRACT = {
   current: PLUGIN_CONTRACT_VERSION,
-  supported: `>=${semver.major(semver.coerce(PLUGIN_CONTRACT_VERSION) ?? "0.0.0")}.0.0 <${
-    semver.major(semver.coerce(PLUGIN_CONTRACT_VERSION) ?? "0.0.0") + 1
-  }.0.0`,
+  supported: `>=${CONTRACT_MAJOR}.0.0 <${CONTRACT_MAJOR + 1}.0.0`,
 } as const;
 
 /** The key of `dependencies` that names the host, e.g. `"dependencies": { "host": ">=0.1.0" }`. */

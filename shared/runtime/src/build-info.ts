@@ -29,7 +29,7 @@ export const BUILD_INFO: BuildInfo = Object.freeze(
 /** The host version, fixed at build time (spec 9.2). */
 export const HOST_VERSION: string = BUILD_INFO.version;
 
-/** What `GET /version` answers, on the gateway and on every management listener. */
+/** What `GET /version` answers on every management listener. */
 export function versionReport(service: string): Record<string, unknown> {
   return {
     service,

@@ -1,4 +1,4 @@
-export { BUILD_INFO, type BuildInfo, HOST_VERSION, versionReport } from "./build-info.js";
+export { BUILD_INFO, type BuildInfo, HOST_VERSION } from "./build-info.js";
 export {
   diagnosticsBucket,
   diagnosticsStream,

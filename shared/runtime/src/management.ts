@@ -24,12 +24,16 @@ export interface ManagementOptions {
   readonly service: string;
   readonly port: number;
   readonly host: string;
-  readonly db: Db;
-  readonly nc: NatsConnection;
+  /** The replica's readiness now (`checkReadiness` with its connections and phase). */
+  readonly readiness: () => Promise<Readiness>;
   readonly metrics: Registry;
-  /** `starting` until every handler is in place, `draining` from SIGTERM on: both answer 503. */
-  readonly phase: () => Phase;
   readonly log: Logger;
+}
+
+/** What `/ready` answers. */
+export interface Readiness {
+  readonly status: 200 | 503;
+  readonly body: Record<string, unknown>;
 }
 
 export type Phase = "starting" | "running" | "draining";
@@ -44,7 +48,7 @@ export async function checkReadiness(
   nc: NatsConnection,
   phase: Phase,
   timeoutMs: number,
-): Promise<{ status: 200 | 503; body: Record<string, unknown> }> {
+): Promise<Readiness> {
   if (phase !== "running") return { status: 503, body: { status: phase, checks: {}, down: [] } };
   const [postgres, nats] = await Promise.all([dbIsReachable(db, timeoutMs), natsIsReachable(nc, timeoutMs)]);
   const checks = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };
@@ -54,29 +58,25 @@ export async function checkReadiness(
 }
 
 /**
- * Every replica's own gauges: `svc_build_info{version,commit}` (always 1: which builds run) and
- * `svc_service_ready` (1 while `/ready` would answer 200, checked at each scrape), so that an alert sees a
+ * Every replica's own gauges: `svc_build_info{version,commit}` (1: which builds run) and
+ * `svc_service_ready` (1 while `/ready` answers 200, checked at each scrape), so that an alert sees a
  * replica that is alive but not ready (its NATS or PostgreSQL connection lost), which `up` does not.
  */
-export function registerServiceGauges(
-  metrics: Registry,
-  ready: () => Promise<boolean>,
-  build: { version: string; commit: string | null },
-): void {
+export function registerServiceGauges(metrics: Registry, readiness: () => Promise<Readiness>): void {
   new Gauge({
     name: "svc_build_info",
     help: "The build this replica runs: always 1, labelled with the host version and the commit.",
     labelNames: ["version", "commit"] as const,
     registers: [metrics],
   })
-    .labels(build.version, build.commit ?? "unknown")
+    .labels(BUILD_INFO.version, BUILD_INFO.commit ?? "unknown")
     .set(1);
   new Gauge({
     name: "svc_service_ready",
     help: "1 while this replica is ready (started, not draining, NATS and PostgreSQL answering), else 0.",
     registers: [metrics],
     async collect() {
-      this.set((await ready()) ? 1 : 0);
+      this.set((await readiness()).status === 200 ? 1 : 0);
     },
   });
 }
@@ -99,7 +99,7 @@ export async function startManagementServer(o: ManagementOptions): Promise<Manag
     if (path === "/health") return send(res, 200, { status: "ok", version: BUILD_INFO.version });
     if (path === "/version") return send(res, 200, versionReport(o.service));
     if (path === "/ready") {
-      void checkReadiness(o.db, o.nc, o.phase(), 1_000).then(({ status, body }) => send(res, status, body));
+      void o.readiness().then(({ status, body }) => send(res, status, body));
       return;
     }
     if (path === "/metrics") {

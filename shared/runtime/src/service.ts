@@ -8,7 +8,7 @@ import { createDb, type Db } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
-import { BUILD_INFO, HOST_VERSION } from "./build-info.js";
+import { HOST_VERSION } from "./build-info.js";
 import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
@@ -109,13 +109,11 @@ export async function startService(
       micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
     });
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
+    // `starting` until every handler is in place, `draining` from SIGTERM on: both are not ready.
     let phase: Phase = "starting";
-    const ownDb = db;
-    registerServiceGauges(
-      metrics,
-      async () => (await checkReadiness(ownDb, nc, phase, 1_000)).status === 200,
-      BUILD_INFO,
-    );
+    const pool = db;
+    const readiness = () => checkReadiness(pool, nc, phase, 1_000);
+    registerServiceGauges(metrics, readiness);
     const live = new LiveSettings(config, log);
     await provisioner.add("run-time settings watch", () => live.start(nc, config.subjectPrefix));
     const tap = new DiagnosticsTap({
@@ -168,10 +166,8 @@ export async function startService(
             service: definition.name,
             port: config.managementPort,
             host: config.managementHost,
-            db,
-            nc,
+            readiness,
             metrics,
-            phase: () => phase,
             log,
           });
     let hooks: ServiceHooks;

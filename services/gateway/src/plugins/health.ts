@@ -15,8 +15,8 @@ export interface HealthOptions {
 
 /**
  * `GET /health`: liveness, checks nothing (a live process answers); its body names the version (the build's
- * commit and time are on the management port's `/version` only, not on the public port). `GET /ready`: readiness as every
- * service's management listener answers it (`checkReadiness`): PostgreSQL and NATS checked in parallel;
+ * commit and time are on the management port's `/version` only, not on the public port). `GET /ready`:
+ * readiness as every service's management listener answers it (`checkReadiness`): PostgreSQL and NATS checked in parallel;
  * 503 names what is down, and 503 with status `draining` once the process was told to stop.
  */
 export const healthPlugin = fp<HealthOptions>(

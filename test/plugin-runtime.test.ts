@@ -6,7 +6,7 @@
  * exhausts its heap, exits or crashes later is contained: the service keeps answering and the plugin is
  * marked failed.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -33,7 +33,7 @@ import { createHarness } from "./support/harness.js";
 import { http, type HttpResponse, installPackage } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
-import { eventually } from "./support/wait.js";
+import { eventually, until } from "./support/wait.js";
 
 const h = await createHarness();
 const work = mkdtempSync(join(tmpdir(), "svc-runtime-"));
@@ -222,6 +222,34 @@ describe("the local extraction cache (issue 11, item 7)", () => {
     expect(readFileSync(entry, "utf8")).toBe(original);
     expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
   });
+  it("keeps an installed plugin's copy across deactivations, so activating right after one never finds it removed; an uninstall removes it", async () => {
+    const bytes = await codePlugin(work, signer, "cycler", "export class Plugin { ok() { return {}; } }\n", [
+      { method: "GET", path: "/ok", handler: "ok" },
+    ]);
+    expect((await install(bytes)).status).toBe(201);
+    let sha = "";
+    // Each deactivation's reconcile runs while the next activation unpacks and loads (the bench's race).
+    for (let i = 0; i < 20; i++) {
+      const on = await api("POST", "/api/plugins/cycler/activate");
+      expect(on.status, on.text).toBe(200);
+      sha = on.json<{ packageSha256: string }>().packageSha256;
+      expect((await api("POST", "/api/plugins/cycler/deactivate")).status).toBe(200);
+    }
+    // Another plugin's uninstall: once its copy is gone, a prune ran after cycler's last deactivation.
+    const marker = await codePlugin(work, signer, "marker", "export class Plugin { ok() { return {}; } }\n", [
+      { method: "GET", path: "/ok", handler: "ok" },
+    ]);
+    expect((await install(marker)).status).toBe(201);
+    const markerOn = await api("POST", "/api/plugins/marker/activate");
+    expect(markerOn.status, markerOn.text).toBe(200);
+    const markerCopy = join(work, "cache", markerOn.json<{ packageSha256: string }>().packageSha256);
+    expect((await api("DELETE", "/api/plugins/marker")).status).toBe(204);
+    await until(async () => !existsSync(markerCopy), 10_000);
+    const copy = join(work, "cache", sha);
+    expect(existsSync(copy)).toBe(true);
+    expect((await api("DELETE", "/api/plugins/cycler")).status).toBe(204);
+    await until(async () => !existsSync(copy), 10_000);
+  }, 60_000);
 });
 
 describe("a plugin outside the runtime (docs/wire-contract.md)", () => {

@@ -86,7 +86,7 @@ export const pluginRegistrySettings = defineSettings({
     pluginCacheDir: setting.string(
       "BackendHost:PluginCacheDir",
       "",
-      "local directory where active plugins are unpacked (re-verified before every load); empty: `<tmp>/svc-plugin-cache`",
+      "local directory where activated plugins are unpacked, kept until uninstalled (re-verified before every load); empty: `<tmp>/svc-plugin-cache`",
     ),
     pluginMemoryLimitMb: setting.int(
       "BackendHost:PluginMemoryLimitMb",

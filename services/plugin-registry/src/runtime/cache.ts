@@ -48,8 +48,11 @@ export class ExtractionCache {
     return this.check(home);
   }
 
-  /** Removes cached packages other than `keep` (the ones active plugins use). */
-  async prune(keep: ReadonlySet<string>): Promise<void> {
+  /**
+   * Removes cached packages for which `keep` says no (asked once the directory is read, so it sees loads
+   * that started meanwhile): those of uninstalled or replaced versions.
+   */
+  async prune(keep: (sha256: string) => boolean): Promise<void> {
     let entries: string[];
     try {
       entries = await readdir(this.dir);
@@ -58,7 +61,7 @@ export class ExtractionCache {
     }
     await Promise.all(
       entries
-        .filter((name) => !keep.has(name) && !name.includes(".tmp-"))
+        .filter((name) => !name.includes(".tmp-") && !keep(name))
         .map((name) => rm(join(this.dir, name), { recursive: true, force: true })),
     );
   }

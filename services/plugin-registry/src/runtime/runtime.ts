@@ -116,7 +116,16 @@ export class PluginRuntime {
         );
       }
     }
-    await this.o.cache.prune(new Set([...wanted.values()].map((r) => r.package_sha256)));
+    // Unpacked packages stay while installed (an inactive plugin's too), and while one loads or runs here:
+    // an activation unpacks its package before the plugin is marked active, so a reconcile that read the
+    // rows earlier (one following the deactivation just before, say) must not remove it meanwhile.
+    const installed = new Set(rows.map((r) => r.package_sha256));
+    await this.o.cache.prune(
+      (sha256) =>
+        installed.has(sha256) ||
+        [...this.loaded.values()].some((entry) => entry.sha256 === sha256) ||
+        [...this.loading.keys()].some((key) => key.endsWith(`@${sha256}`)),
+    );
   }
 
   async stop(): Promise<void> {

@@ -2,9 +2,24 @@
 SHELL := /bin/bash
 NODE_RUN := node --import tsx
 
-.PHONY: plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
+# Every recipe runs on the Node.js release of .node-version: when the machine's Node is of an older major,
+# scripts/node-env.sh installs that release from the npm registry into .node/ and names its directory.
+NODE_BIN := $(shell scripts/node-env.sh || echo FAILED)
+ifeq ($(NODE_BIN),FAILED)
+$(error scripts/node-env.sh could not provide Node.js $(shell cat .node-version) (its message is above))
+endif
+ifneq ($(NODE_BIN),)
+export PATH := $(NODE_BIN):$(PATH)
+export npm_config_nodedir := $(abspath $(NODE_BIN)/..)
+endif
 
-node_modules/.install-stamp: package.json package-lock.json
+.PHONY: node plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
+
+## Prints the Node.js the other targets run on (installing the pinned release first when needed).
+node:
+	@echo "$$(command -v node) $$(node --version)"
+
+node_modules/.install-stamp: package.json package-lock.json .node-version
 	npm ci
 	@touch $@
 

@@ -34,7 +34,7 @@ const buildInfo = { version: pkg.version, commit: commit(), builtAt: new Date().
 const common = {
   bundle: true,
   platform: "node",
-  target: "node20",
+  target: "node24",
   format: "esm",
   sourcemap: true,
   external,

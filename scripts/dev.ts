@@ -26,6 +26,7 @@ import {
   SERVICES,
   tcpReachable,
   waitFor,
+  waitForPostgres,
 } from "./lib/stack.js";
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
@@ -113,7 +114,7 @@ async function ensurePostgres(url: string): Promise<void> {
         // No password in DATABASE_URL: the embedded server trusts local connections (loopback only).
         PG_PASSWORD: decodeURIComponent(u.password),
       },
-      stdio: ["ignore", "inherit", "inherit"],
+      stdio: ["ignore", "pipe", "inherit"],
       detached: true,
     },
   );
@@ -121,6 +122,16 @@ async function ensurePostgres(url: string): Promise<void> {
   let exited = false;
   child.once("exit", () => {
     exited = true;
+  });
+  // The server's port opens while it is still starting (a connection then gets SQLSTATE 57P03): what
+  // counts is the `ready` line scripts/embedded-postgres.ts prints once the server accepts sessions.
+  let ready = false;
+  let partial = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    const lines = (partial + chunk.toString()).split("\n");
+    partial = lines.pop() ?? "";
+    if (lines.some((line) => line.trim() === "ready")) ready = true;
   });
   await waitFor(
     "the embedded PostgreSQL",
@@ -130,7 +141,7 @@ async function ensurePostgres(url: string): Promise<void> {
           "the embedded PostgreSQL exited during start-up; its last line above says what to do",
         );
       }
-      return tcpReachable(host, port);
+      return ready;
     },
     120_000,
   );
@@ -198,6 +209,10 @@ try {
   mkdirSync(stateDir, { recursive: true });
   await ensureNats(config.natsUrl);
   await ensurePostgres(config.databaseUrl);
+  // Also for a server that was already there: one that has just started answers 57P03 for a moment.
+  await waitForPostgres(config.databaseUrl, 60_000).catch((error: unknown) => {
+    throw explainDatabaseError(error, config.databaseUrl);
+  });
   const applied = await migrateAll(config.databaseUrl).catch((error: unknown) => {
     throw explainDatabaseError(error, config.databaseUrl);
   });

@@ -100,6 +100,20 @@ describe("the container image (deploy/Dockerfile)", () => {
     expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", ".git"]));
   });
 
+  it("ships the Node.js release that .node-version names, which is the one these tests run on", () => {
+    const pinned = readFileSync(join(repoRoot, ".node-version"), "utf8").trim();
+    const arg = dockerfile.globalArgs.find((a) => a.startsWith("NODE_VERSION="));
+    expect(arg, "ARG NODE_VERSION=<release>").toBe(`NODE_VERSION=${pinned}`);
+    for (const stage of dockerfile.stages) expect(stage.from).toBe("node:${NODE_VERSION}-bookworm-slim");
+    // An LTS line (even major), and the suite's own runtime (make test and .ci/run use scripts/node-env.sh).
+    expect(Number(pinned.split(".")[0]) % 2).toBe(0);
+    expect(process.versions.node.split(".")[0]).toBe(pinned.split(".")[0]);
+    const engines = (
+      JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } }
+    ).engines.node;
+    expect(engines).toBe(`>=${pinned.split(".")[0]}`);
+  });
+
   it("copies only files that exist in the tree or that the build makes", () => {
     expect(built).toBe(true);
     expect(copiedFromBuild.length).toBeGreaterThan(3);

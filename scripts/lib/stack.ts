@@ -106,6 +106,35 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   throw new Error(`${what} did not come up within ${timeoutMs} ms`);
 }
 
+/** Errors of a server that is not accepting sessions yet: still starting (57P03), or its port not open. */
+const NOT_YET = new Set(["57P03", "ECONNREFUSED", "ECONNRESET"]);
+
+/**
+ * Waits until the PostgreSQL server of `databaseUrl` accepts a session (in its maintenance database
+ * `postgres`, since the one named may not exist yet). A server's port opens before it accepts sessions:
+ * until then it answers SQLSTATE 57P03 ("the database system is starting up"), which is waited out, as
+ * is a refused connection. Any other error (credentials, say) is thrown at once.
+ */
+export async function waitForPostgres(databaseUrl: string, timeoutMs: number): Promise<void> {
+  const url = new URL(databaseUrl);
+  url.pathname = "/postgres";
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 5_000 });
+    try {
+      await client.connect();
+      await client.query("SELECT 1");
+      return;
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? "";
+      if (!NOT_YET.has(code) || Date.now() > until) throw error;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 export const DEMO = {
   tenantKey: "demo",
   workspaceKey: "default",

@@ -36,7 +36,7 @@ export async function bundleServices(dir: string): Promise<Record<ServiceDir, st
         outfile: out[name],
         bundle: true,
         platform: "node",
-        target: "node20",
+        target: "node24",
         format: "esm",
         sourcemap: true,
         external,

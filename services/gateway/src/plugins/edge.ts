@@ -56,6 +56,9 @@ export interface EdgeOptions {
   readonly problemsBaseUrl: string;
 }
 
+/** How long a refused connection's remaining input is read and dropped before the socket is closed. */
+const LINGER_MS = 2_000;
+
 /** Options for the Fastify factory: framework errors and client errors as problem documents. */
 export function edgeFactoryOptions(problemsBaseUrl: string) {
   return {
@@ -72,19 +75,28 @@ export function edgeFactoryOptions(problemsBaseUrl: string) {
     },
     clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
       if (error.code === "ECONNRESET" || socket.destroyed) return;
-      if (socket.writable) {
-        const problem = toProblem(clientErrorReply(error), problemsBaseUrl);
-        const body = JSON.stringify(problem);
-        socket.write(
-          `HTTP/1.1 ${problem.status} ${problem.title}\r\n` +
-            `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-            "X-Content-Type-Options: nosniff\r\n" +
-            `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-            "Connection: close\r\n\r\n" +
-            body,
-        );
+      if (!socket.writable) {
+        socket.destroy();
+        return;
       }
-      socket.destroy();
+      const problem = toProblem(clientErrorReply(error), problemsBaseUrl);
+      const body = JSON.stringify(problem);
+      // A lingering close: the answer is sent and the write side closed, while what the client is still
+      // sending (the rest of a 70 KB request line) is read and dropped, for a moment. Destroying the socket
+      // with unread input makes the kernel reset the connection, and the client may lose the answer.
+      socket.end(
+        `HTTP/1.1 ${problem.status} ${problem.title}\r\n` +
+          `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+          "X-Content-Type-Options: nosniff\r\n" +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+          "Connection: close\r\n\r\n" +
+          body,
+      );
+      socket.on("error", () => undefined);
+      socket.removeAllListeners("data");
+      socket.on("data", () => undefined);
+      socket.resume();
+      setTimeout(() => socket.destroy(), LINGER_MS).unref();
     },
   };
 }

@@ -5,6 +5,7 @@
  * grown past the heap limit) aborts the whole process on Node 20; a child process takes only itself down.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 export interface Isolate {
@@ -15,9 +16,14 @@ export interface Isolate {
   /** Called once when the process is gone: its exit code, or the signal that ended it. */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   readonly exited: boolean;
+  /** The process's resident memory in bytes, read from /proc (undefined where there is none). */
+  residentBytes(): number | undefined;
   /** Ends the process at once (SIGKILL); resolves when it is gone. */
   kill(): Promise<void>;
 }
+
+/** Linux's page size on the platforms the image ships for (x86-64, arm64 with 4 KiB pages). */
+const PAGE_BYTES = 4_096;
 
 export function startIsolate(file: URL, data: unknown, memoryLimitMb: number): Isolate {
   const child: ChildProcess = fork(fileURLToPath(file), [JSON.stringify(data)], {
@@ -56,6 +62,16 @@ export function startIsolate(file: URL, data: unknown, memoryLimitMb: number): I
     },
     offMessage(listener) {
       child.off("message", listener);
+    },
+    residentBytes() {
+      if (exited || child.pid === undefined) return undefined;
+      try {
+        // statm: size resident shared … in pages.
+        const resident = Number(readFileSync(`/proc/${child.pid}/statm`, "utf8").split(" ")[1]);
+        return Number.isFinite(resident) ? resident * PAGE_BYTES : undefined;
+      } catch {
+        return undefined;
+      }
     },
     onExit(listener) {
       child.once("exit", listener);

@@ -147,6 +147,7 @@ export class PluginRuntime {
       entryFile: registry.assemblyFileName,
       entryTypeName: registry.entryTypeName,
       hangTimeoutMs: this.o.settings.pluginHangTimeoutMs,
+      memoryLimitMb: this.o.settings.pluginMemoryLimitMb,
       startTimeoutMs: 10_000,
       serve: {
         subject: pluginHttpSubject(this.o.prefix, row.plugin_id),

@@ -26,6 +26,8 @@ export interface WorkerHostOptions {
   readonly entryTypeName: string;
   /** A worker that does not answer a heartbeat for this long is stuck (a busy loop): it is ended. */
   readonly hangTimeoutMs: number;
+  /** The worker's heap limit, to tell a worker stalled by garbage collection near it from a busy loop. */
+  readonly memoryLimitMb: number;
   /** Longest the start (module load and `activate`) may take. */
   readonly startTimeoutMs: number;
   /** The worker serves this subject itself, with its own connection (its pool's NATS servers). */
@@ -87,6 +89,8 @@ export class WorkerHost {
   private readonly worker: Isolate;
   private nextId = 0;
   private lastPong = Date.now();
+  /** The process's resident memory once the plugin had started: what a stall's growth is measured from. */
+  private residentAtStart: number | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private ended = false;
   private stopping = false;
@@ -125,6 +129,7 @@ export class WorkerHost {
         const message = raw as WorkerMessage;
         if (message.type === "ready") {
           this.handlers = new Set(message.handlers);
+          this.residentAtStart = this.worker.residentBytes();
           this.startHeartbeat();
           settle();
         } else if (message.type === "failed") {
@@ -205,14 +210,27 @@ export class WorkerHost {
     this.lastPong = Date.now();
     this.heartbeat = setInterval(() => {
       if (Date.now() - this.lastPong > this.options.hangTimeoutMs) {
-        this.fail(
-          `the plugin stopped answering for more than ${this.options.hangTimeoutMs} ms (a busy loop?)`,
-        );
+        this.fail(this.stallReason());
         return;
       }
       this.post({ type: "ping", id: ++this.nextId });
     }, every);
     this.heartbeat.unref();
+  }
+
+  /**
+   * Why a worker stopped answering. A heap filling up towards its limit stalls the process in garbage
+   * collection before V8 aborts it, so the heartbeat can notice first: when the process grew by half its
+   * heap limit or more since it started, the reason is its memory, not a busy loop.
+   */
+  private stallReason(): string {
+    const now = this.worker.residentBytes();
+    const grownMb =
+      now === undefined || this.residentAtStart === undefined ? 0 : (now - this.residentAtStart) / 2 ** 20;
+    if (grownMb >= this.options.memoryLimitMb / 2) {
+      return `the plugin exceeded its memory limit (${this.options.memoryLimitMb} MB): it stopped answering while its process grew by ${Math.round(grownMb)} MB`;
+    }
+    return `the plugin stopped answering for more than ${this.options.hangTimeoutMs} ms (a busy loop?)`;
   }
 
   private fail(reason: string): void {

@@ -13,7 +13,7 @@ export PATH := $(NODE_BIN):$(PATH)
 export npm_config_nodedir := $(abspath $(NODE_BIN)/..)
 endif
 
-.PHONY: node plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
+.PHONY: node openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
 
 ## Prints the Node.js the other targets run on (installing the pinned release first when needed).
 node:
@@ -66,7 +66,11 @@ api-update: node_modules/.install-stamp
 api-release: node_modules/.install-stamp
 	$(NODE_RUN) scripts/api-check.ts --release
 
-check: lint typecheck api-check test
+## The OpenAPI description against Redocly's recommended rules and Spectral's spectral:oas: 0 errors, 0 warnings.
+openapi-lint: node_modules/.install-stamp
+	$(NODE_RUN) scripts/openapi-lint.ts
+
+check: lint typecheck api-check openapi-lint test
 
 ## Prints throughput and latency of the public route next to bare Fastify and moleculer-web.
 bench: node_modules/.install-stamp

@@ -193,4 +193,56 @@ describe("the OpenAPI description", () => {
     }
     expect(doc.paths["/health"]).toBeUndefined();
   });
+
+  it("groups operations by tag and says, per operation, what it does and who may call it (issue 32)", async () => {
+    type Operation = {
+      tags?: string[];
+      summary: string;
+      description?: string;
+      security?: unknown[];
+      responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }>;
+    };
+    const doc = (await http(`${base}/openapi.json`)).json<{
+      tags: Array<{ name: string; description: string }>;
+      servers: Array<{ url: string }>;
+      paths: Record<string, Record<string, Operation>>;
+      components: {
+        securitySchemes: { bearer: { description: string } };
+        responses: Record<string, { headers?: Record<string, unknown> }>;
+      };
+    }>();
+    const declared = new Set(doc.tags.map((t) => t.name));
+    for (const name of ["tenants", "workspaces", "users", "roles", "plugins", "webhooks", "jobs"]) {
+      expect(declared.has(name), name).toBe(true);
+    }
+    for (const tag of doc.tags) expect(tag.description.length, tag.name).toBeGreaterThan(20);
+    expect(doc.servers[0]?.url).toBe("/");
+    expect(doc.components.securitySchemes.bearer.description).toMatch(/ES256.*\/api\/auth\/login.*jwks/s);
+    for (const route of OPERATOR_ROUTES) {
+      const op = doc.paths[route.path.replace(/:(\w+)/g, "{$1}")]?.[route.method.toLowerCase()];
+      const name = `${route.method} ${route.path}`;
+      expect(op?.tags?.length, name).toBe(1);
+      expect(declared.has(op?.tags?.[0] ?? ""), name).toBe(true);
+      // What it does (the summary), then its key and its scope.
+      expect(op?.description, name).toContain(route.summary);
+      expect(op?.description, name).toContain(`\`${keyOf(route)}\``);
+      expect(op?.description, name).toMatch(
+        route.platformOnly ? /Platform sessions only/ : /workspace-scoped session acts only in its own/,
+      );
+      // Rate limited: the 429 and the headers a client can pace itself by, on success too.
+      expect(op?.responses["429"]?.$ref, name).toBe("#/components/responses/TooManyRequests");
+      const success = Object.entries(op?.responses ?? {}).find(([status]) => status.startsWith("2"));
+      expect(Object.keys(success?.[1].headers ?? {}), name).toEqual(
+        expect.arrayContaining(["RateLimit-Policy", "RateLimit"]),
+      );
+    }
+    expect(Object.keys(doc.components.responses.TooManyRequests?.headers ?? {}).sort()).toEqual([
+      "RateLimit",
+      "RateLimit-Policy",
+      "Retry-After",
+    ]);
+    // Sign-in is described too, with no security requirement.
+    expect(doc.paths["/api/auth/login"]?.post?.security).toEqual([]);
+    expect(doc.paths["/api/auth/login"]?.post?.tags).toEqual(["auth"]);
+  });
 });

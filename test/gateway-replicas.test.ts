@@ -124,16 +124,32 @@ describe("rate limits across two gateways", () => {
       await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     const window = Math.floor(Date.now() / 60_000);
     const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push((await send(a, "GET", "/api/rbac/roles", auth)).status);
+    // Issue 32, item 4: each answer under the limit says the policy and what is left of it.
+    const remaining: number[] = [];
+    const seen = (response: Awaited<ReturnType<typeof send>>) => {
+      statuses.push(response.status);
+      expect(response.headers["ratelimit-policy"]).toBe('"api";q=10;w=60');
+      const m = /^"api";r=(\d+);t=(\d+)$/.exec(String(response.headers.ratelimit));
+      expect(m, String(response.headers.ratelimit)).not.toBeNull();
+      expect(Number(m?.[2])).toBeGreaterThanOrEqual(1);
+      expect(Number(m?.[2])).toBeLessThanOrEqual(60);
+      remaining.push(Number(m?.[1]));
+    };
+    for (let i = 0; i < 6; i++) seen(await send(a, "GET", "/api/rbac/roles", auth));
+    expect(remaining).toEqual([9, 8, 7, 6, 5, 4]);
     await waitForSharedApiHits(window, 6);
-    for (let i = 0; i < 6; i++) statuses.push((await send(b, "GET", "/api/rbac/roles", auth)).status);
+    for (let i = 0; i < 6; i++) seen(await send(b, "GET", "/api/rbac/roles", auth));
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     expect(statuses.slice(-2)).toEqual([429, 429]);
+    // B saw A's six hits: it counts down from where A stopped, across replicas.
+    expect(remaining.slice(6)).toEqual([3, 2, 1, 0, 0, 0]);
     // A has seen B's hits once they are written (within a sync interval).
     await waitForSharedApiHits(window, 10);
     const limited = await send(a, "GET", "/api/rbac/roles", auth);
     expect(limited.status).toBe(429);
     expect(limited.headers["retry-after"]).toBe("60");
+    expect(limited.headers["ratelimit-policy"]).toBe('"api";q=10;w=60');
+    expect(String(limited.headers.ratelimit)).toMatch(/^"api";r=0;t=\d+$/);
     expect(limited.json()).toMatchObject({ status: 429, code: "SVC_RATE_LIMITED" });
   }, 90_000);
 
@@ -148,9 +164,17 @@ describe("rate limits across two gateways", () => {
     const attempt = (base: string) =>
       send(base, "POST", "/api/auth/login", from, { username: "nobody", password: "wrong" });
     const statuses = [];
-    for (const base of [a, b, a, b, a, b, a]) statuses.push((await attempt(base)).status);
+    const left = [];
+    for (const base of [a, b, a, b, a, b, a]) {
+      const answer = await attempt(base);
+      statuses.push(answer.status);
+      expect(answer.headers["ratelimit-policy"]).toBe('"auth";q=5;w=60');
+      left.push(/;r=(\d+);/.exec(String(answer.headers.ratelimit))?.[1]);
+    }
     // The gateways do not trust 127.0.0.1 as a proxy here, so all attempts count for 127.0.0.1.
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
+    // Counted exactly: each replica's answer says what is left across both.
+    expect(left).toEqual(["4", "3", "2", "1", "0", "0", "0"]);
   }, 90_000);
 
   it("believes X-Forwarded-For only from a trusted proxy", async () => {

@@ -143,7 +143,8 @@ export function operationsOf(openapi: OpenApi): Operation[] {
         method: method.toUpperCase(),
         path,
         group: groupOf(path),
-        kind: "operator",
+        // Sign-in and the JWKS are described too; they need no session.
+        kind: op["x-svc-permission"] ? "operator" : "public",
         pathParams: params.filter((p) => p.in === "path").map((p) => ({ name: p.name, schema: p.schema })),
         queryParams: params
           .filter((p) => p.in === "query")

@@ -10,6 +10,9 @@
  *   sync interval. Across N replicas a client can overshoot by at most what N replicas admit in 100 ms
  *   before they see each other; the hot path never waits on the network. When the bucket is unreachable
  *   the api policy keeps counting per replica (fails open), so an outage of NATS KV does not stop the API.
+ *
+ * Every decision says what is left and when the window resets, for the `RateLimit-Policy` and `RateLimit`
+ * headers of the answer (`rateLimitHeaders`); for `api` across replicas that count is approximate.
  */
 import { createHash } from "node:crypto";
 
@@ -32,6 +35,36 @@ interface Counter {
 
 export interface LimitDecision {
   readonly allowed: boolean;
+  /** The policy's requests per window; 0 when the limit is off (no headers are sent then). */
+  readonly limit: number;
+  /** Requests left in the current window after this one (0 when refused). */
+  readonly remaining: number;
+  /** Seconds until the current window ends and the count starts again. */
+  readonly resetSeconds: number;
+}
+
+const OFF: LimitDecision = { allowed: true, limit: 0, remaining: 0, resetSeconds: 0 };
+
+function decision(allowed: boolean, limit: number, used: number, now: number): LimitDecision {
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, limit - used),
+    resetSeconds: Math.max(1, Math.ceil(((windowOf(now) + 1) * WINDOW_MS - now) / 1000)),
+  };
+}
+
+/**
+ * The answer's rate-limit header fields (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy` names
+ * the policy with its quota `q` and window `w` (seconds); `RateLimit` says what is left, `r`, and when the
+ * window resets, `t` (seconds). None while the limit is off.
+ */
+export function rateLimitHeaders(policy: Policy, d: LimitDecision): Record<string, string> {
+  if (d.limit === 0) return {};
+  return {
+    "ratelimit-policy": `"${policy}";q=${d.limit};w=${WINDOW_MS / 1000}`,
+    ratelimit: `"${policy}";r=${d.remaining};t=${d.resetSeconds}`,
+  };
 }
 
 function windowOf(now: number): number {
@@ -106,7 +139,7 @@ export class RateLimiter {
   /** The api policy: admitted or not, without waiting on the network. */
   hit(policy: "api", client: string): LimitDecision {
     const limit = this.limits[policy];
-    if (limit === 0) return { allowed: true };
+    if (limit === 0) return OFF;
     const now = Date.now();
     this.roll(now);
     const key = this.key(policy, this.window, client);
@@ -115,9 +148,9 @@ export class RateLimiter {
       counter = { shared: 0, pending: 0 };
       this.counters.set(key, counter);
     }
-    if (counter.shared + counter.pending >= limit) return { allowed: false };
+    if (counter.shared + counter.pending >= limit) return decision(false, limit, limit, now);
     counter.pending++;
-    return { allowed: true };
+    return decision(true, limit, counter.shared + counter.pending, now);
   }
 
   /** Writes pending hits to the shared counters. */
@@ -169,16 +202,17 @@ export class RateLimiter {
    */
   async hitExact(policy: "auth", client: string): Promise<LimitDecision> {
     const limit = this.limits[policy];
-    if (limit === 0) return { allowed: true };
-    const key = this.key(policy, windowOf(Date.now()), client);
+    if (limit === 0) return OFF;
+    const now = Date.now();
+    const key = this.key(policy, windowOf(now), client);
     for (let attempt = 0; attempt < 10; attempt++) {
       const entry = await this.kv.get(key);
       const current = entry === null || entry.operation !== "PUT" ? 0 : Number(entry.string()) || 0;
-      if (current >= limit) return { allowed: false };
+      if (current >= limit) return decision(false, limit, limit, now);
       try {
         if (entry === null || entry.operation !== "PUT") await this.kv.create(key, "1");
         else await this.kv.update(key, String(current + 1), entry.revision);
-        return { allowed: true };
+        return decision(true, limit, current + 1, now);
       } catch {
         // lost a race with another attempt: read again
       }

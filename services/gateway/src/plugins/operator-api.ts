@@ -6,7 +6,6 @@
  * the owning service over NATS (503/504 when it is missing or slow).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Type } from "@sinclair/typebox";
 import { openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
@@ -22,8 +21,9 @@ import registrySchema from "../../../../docs/schemas/registry.schema.json" with 
 import themeSchema from "../../../../docs/schemas/theme.schema.json" with { type: "json" };
 import { Authenticator } from "../auth/authenticator.js";
 import { authorise } from "../auth/guard.js";
-import { clientAddress, parseTrustedProxies, RateLimiter } from "../auth/rate-limiter.js";
+import { clientAddress, parseTrustedProxies, RateLimiter, rateLimitHeaders } from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
+import { LoginBody } from "../routes/auth-schemas.js";
 import { buildOpenApi } from "../routes/openapi.js";
 import type { PublicIdentity } from "../routes/public-routes.js";
 import { MediaTransfers } from "./media.js";
@@ -46,16 +46,6 @@ export interface OperatorApiOptions {
   /** Told how to recognise a signed-in caller, for the public routes. */
   readonly identity: PublicIdentity;
 }
-
-const LoginBody = Type.Object(
-  {
-    username: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    userName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    password: Type.String({ minLength: 1, maxLength: 200 }),
-    workspaceKey: Type.Optional(Type.Union([Type.String({ maxLength: 63 }), Type.Null()])),
-  },
-  { additionalProperties: false },
-);
 
 export const operatorApiPlugin = fp<OperatorApiOptions>(
   async (app: FastifyInstance, { bus, nc, config, log, provision, identity, live }) => {
@@ -134,9 +124,14 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return Array.isArray(value) ? value[0] : value;
     };
 
-    /** The api rate limit, then authentication: the caller, or a 429/401. */
-    const identify = async (request: FastifyRequest): Promise<Principal> => {
-      if (!limits.hit("api", client(request)).allowed) throw new RateLimitedError("api");
+    /**
+     * The api rate limit, then authentication: the caller, or a 429/401. The answer carries the limit's
+     * RateLimit-Policy and RateLimit headers either way.
+     */
+    const identify = async (request: FastifyRequest, reply: FastifyReply): Promise<Principal> => {
+      const limit = limits.hit("api", client(request));
+      void reply.headers(rateLimitHeaders("api", limit));
+      if (!limit.allowed) throw new RateLimitedError("api");
       const principal = await authenticator.authenticate(
         header(request, "authorization"),
         header(request, "x-svc-api-key"),
@@ -160,7 +155,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         onRequest: async (request, reply) => {
           // Operator answers carry personal data: never stored by a cache, errors included.
           void reply.header("cache-control", "no-store");
-          const principal = await identify(request);
+          const principal = await identify(request, reply);
           authorise(
             principal,
             route,
@@ -255,6 +250,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           extensions: { service: "rate-limiter" },
         });
       }
+      void reply.headers(rateLimitHeaders("auth", decision));
       if (!decision.allowed) throw new RateLimitedError("auth");
       const body = request.body as {
         username?: string;

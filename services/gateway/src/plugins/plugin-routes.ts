@@ -86,7 +86,7 @@ export async function registerPluginRoutes(
     readonly bus: Bus;
     readonly log: Logger;
     /** Rate limit and authentication: the caller, or a 401/429. */
-    readonly identify: (request: FastifyRequest) => Promise<Principal>;
+    readonly identify: (request: FastifyRequest, reply: FastifyReply) => Promise<Principal>;
     readonly send: (reply: FastifyReply, result: RouteReply) => FastifyReply;
     /** The request deadline of a plugin route (BackendHost__PluginCallTimeoutMs). */
     readonly timeoutMs: number;
@@ -106,7 +106,7 @@ export async function registerPluginRoutes(
     url: "/api/plugins/:id/*",
     handler: async (request, reply) => {
       void reply.header("cache-control", "no-store");
-      const principal = await options.identify(request);
+      const principal = await options.identify(request, reply);
       const pluginId = request.params.id;
       const path = `/${request.params["*"]}`;
       const { route, params } = table.find(pluginId, request.method, path);

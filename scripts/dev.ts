@@ -255,6 +255,7 @@ try {
   say(`  health, ready   ${base}/health  ${base}/ready`);
   say(`  metrics         ${base}/metrics`);
   say(`  OpenAPI         ${base}/openapi.json`);
+  say(`  API reference   ${base}/api/docs`);
   if (config.nodeEnv === "development") {
     say(
       `  demo operator   user '${DEMO.adminUserName}', password '${DEMO.adminPassword}' (superadmin; development only)`,

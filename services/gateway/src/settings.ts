@@ -97,6 +97,17 @@ export const gatewaySettings = defineSettings({
       "BackendHost:TrustedProxies",
       "proxies (IP or CIDR) whose `X-Forwarded-For` names the client",
     ),
+    enableApiDocs: setting.custom<boolean | null>({
+      name: "BackendHost:EnableApiDocs",
+      doc: "serve the interactive API reference (Swagger UI) at `/api/docs`",
+      defaultText: "`true`, except `false` in `production`",
+      secret: false,
+      type: "boolean",
+      read: (r) =>
+        r.optionalString("BackendHost:EnableApiDocs") === null
+          ? null
+          : r.bool("BackendHost:EnableApiDocs", false),
+    }),
     enableBootstrapApiKeys: setting.bool(
       "BackendHost:EnableBootstrapApiKeys",
       false,

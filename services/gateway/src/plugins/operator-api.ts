@@ -26,6 +26,7 @@ import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { LoginBody } from "../routes/auth-schemas.js";
 import { buildOpenApi } from "../routes/openapi.js";
 import type { PublicIdentity } from "../routes/public-routes.js";
+import { apiDocsPlugin } from "./api-docs.js";
 import { MediaTransfers } from "./media.js";
 import { registerPluginRoutes } from "./plugin-routes.js";
 import { PackageUploads } from "./uploads.js";
@@ -293,7 +294,11 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         .send(JSON.stringify(schema));
     });
 
-    const openapi = JSON.stringify(buildOpenApi(OPERATOR_ROUTES));
+    const document = buildOpenApi(OPERATOR_ROUTES);
+    const openapi = JSON.stringify(document);
+    if (b.enableApiDocs ?? config.nodeEnv !== "production") {
+      await app.register(apiDocsPlugin, { document });
+    }
     app.get("/openapi.json", async (_request, reply) =>
       reply
         .type("application/json; charset=utf-8")

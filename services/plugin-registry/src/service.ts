@@ -41,10 +41,11 @@ export const pluginRegistryService: ServiceDefinition = {
       },
     };
     const manifest = new UiManifestPublisher(nc, config.subjectPrefix, log);
+    const cache = new ExtractionCache(store, config.backendHost, HOST_VERSION);
     const runtime = new PluginRuntime({
       natsUrl: config.natsUrl,
       prefix: config.subjectPrefix,
-      cache: new ExtractionCache(store, config.backendHost, HOST_VERSION),
+      cache,
       settings: config.backendHost,
       events: createEventPublisher(nc, config.subjectPrefix),
       log,
@@ -86,6 +87,7 @@ export const pluginRegistryService: ServiceDefinition = {
     const renderer = new SurfaceRenderer(
       config.backendHost.surfaceRenderWorkers,
       config.backendHost.surfaceRenderTimeoutMs,
+      [cache.dir],
     );
     bus.serve(
       "plugin-registry.surface.render",

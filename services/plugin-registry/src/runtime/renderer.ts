@@ -30,11 +30,16 @@ export class SurfaceRenderer {
   constructor(
     private readonly size: number,
     private readonly timeoutMs: number,
+    /** Folders holding the templates (where plugins are unpacked): all a render process may read. */
+    private readonly readable: readonly string[],
     private readonly memoryLimitMb = 128,
   ) {}
 
   private spawn(): Isolate {
-    return startIsolate(WORKER_URL, {}, this.memoryLimitMb);
+    return startIsolate(WORKER_URL, {}, this.memoryLimitMb, {
+      imports: ["nunjucks"],
+      readable: this.readable,
+    });
   }
 
   private async acquire(): Promise<Slot> {

@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { WorkerHost, WorkerPool } from "./worker-host.js";
 
 const root = mkdtempSync(join(tmpdir(), "svc-worker-host-"));
-const pool = new WorkerPool(32, null, 0);
+const pool = new WorkerPool(32, null, [root], 0);
 const quiet = { debug() {}, info() {}, warn() {}, error() {} } as never;
 
 afterAll(async () => {

@@ -58,6 +58,8 @@ export class WorkerPool {
     private readonly memoryLimitMb: number,
     /** NATS server URL(s) the processes connect to; none: processes that serve no subject (tests). */
     private readonly natsServers: readonly string[] | null,
+    /** Folders the processes may read: where plugins are unpacked (isolate.ts confines them to these). */
+    private readonly readable: readonly string[],
     private readonly spares = 2,
   ) {}
 
@@ -81,7 +83,10 @@ export class WorkerPool {
   }
 
   private start(): Isolate {
-    return startIsolate(WORKER_URL, { natsServers: this.natsServers }, this.memoryLimitMb);
+    return startIsolate(WORKER_URL, { natsServers: this.natsServers }, this.memoryLimitMb, {
+      imports: ["@nats-io/transport-node"],
+      readable: this.readable,
+    });
   }
 }
 

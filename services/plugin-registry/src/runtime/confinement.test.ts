@@ -1,0 +1,112 @@
+/**
+ * Node's permission model around untrusted code (isolate.ts; issue 32, item 2; issue 21 builds on it), with
+ * real child processes: a plugin's code and a surface template run where they can read only their own
+ * files, the packages their worker imports and the unpacked plugins. The host's environment
+ * (`/proc/<registry pid>/environ`: DATABASE_URL, keys), other files, child processes, worker threads and
+ * writes are refused.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, describe, expect, it } from "vitest";
+
+import { SurfaceRenderer } from "./renderer.js";
+import { WorkerHost, WorkerPool } from "./worker-host.js";
+
+const root = mkdtempSync(join(tmpdir(), "svc-confinement-"));
+const outside = join(mkdtempSync(join(tmpdir(), "svc-outside-")), "secret.txt");
+writeFileSync(outside, "not for plugins");
+const pool = new WorkerPool(64, null, [root], 0);
+const renderer = new SurfaceRenderer(1, 5_000, [root]);
+
+afterAll(async () => {
+  await pool.close();
+  await renderer.close();
+  rmSync(root, { recursive: true, force: true });
+  rmSync(join(outside, ".."), { recursive: true, force: true });
+});
+
+/** What each attempt gave: the value read, or the error code that refused it. */
+const PROBE = `
+const attempt = (f) => { try { const v = f(); return typeof v === "string" ? "read: " + v.slice(0, 40) : "done"; } catch (e) { return e.code ?? e.message; } };
+const fs = process.getBuiltinModule("node:fs");
+const probe = (own) => ({
+  environ: attempt(() => fs.readFileSync("/proc/" + process.ppid + "/environ", "latin1")),
+  ownEnviron: attempt(() => fs.readFileSync("/proc/self/environ", "latin1")),
+  passwd: attempt(() => fs.readFileSync("/etc/passwd", "utf8")),
+  outside: attempt(() => fs.readFileSync(${JSON.stringify(outside)}, "utf8")),
+  own: attempt(() => fs.readFileSync(own, "utf8")),
+  write: attempt(() => fs.writeFileSync(own + ".written", "x")),
+  spawn: attempt(() => process.getBuiltinModule("node:child_process").execFileSync("id").toString()),
+  worker: attempt(() => new (process.getBuiltinModule("node:worker_threads").Worker)("0", { eval: true })),
+  env: Object.keys(process.env).length,
+});
+`;
+
+const REFUSED = {
+  environ: "ERR_ACCESS_DENIED",
+  ownEnviron: "ERR_ACCESS_DENIED",
+  passwd: "ERR_ACCESS_DENIED",
+  outside: "ERR_ACCESS_DENIED",
+  write: "ERR_ACCESS_DENIED",
+  spawn: "ERR_ACCESS_DENIED",
+  worker: "ERR_ACCESS_DENIED",
+  env: 0,
+};
+
+describe("a plugin's process", () => {
+  it("reads its own files, and not the host's environment, other files; it writes and starts nothing", async () => {
+    const dir = join(root, "probe");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "data.txt"), "the plugin's own data");
+    writeFileSync(
+      join(dir, "index.mjs"),
+      `${PROBE}\nexport class Plugin { activate(host) { host.log.info("probe", probe(new URL("./data.txt", import.meta.url).pathname)); } }\n`,
+    );
+    const logged: unknown[] = [];
+    const log = {
+      debug() {},
+      info: (fields: { data: unknown }) => logged.push(fields.data),
+      warn() {},
+      error() {},
+    } as never;
+    const host = new WorkerHost(pool, {
+      pluginId: "probe",
+      version: "1.0.0",
+      root: dir,
+      entryFile: "index.mjs",
+      entryTypeName: "Plugin",
+      hangTimeoutMs: 2_000,
+      memoryLimitMb: 64,
+      startTimeoutMs: 10_000,
+      log,
+      publish: async () => undefined,
+      onFailure: () => undefined,
+    });
+    await host.ready;
+    await host.stop();
+    expect(logged[0]).toEqual({ ...REFUSED, own: "read: the plugin's own data" });
+  });
+});
+
+describe("a surface render process", () => {
+  it("gives a template that escapes nunjucks no file of the host's, and no process", async () => {
+    const dir = join(root, "theme", "views", "surface");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "own.txt"), "the template's own file");
+    // The known escape: a function's constructor is Function, whose body runs outside the template.
+    const escape = (body: string) => `{{ range.constructor(${JSON.stringify(body)})() | dump | safe }}`;
+    writeFileSync(
+      join(dir, "index.njk"),
+      escape(`${PROBE.replaceAll("\n", " ")}; return probe(${JSON.stringify(join(dir, "own.txt"))});`),
+    );
+    const html = await renderer.render({
+      chainKey: "probe",
+      roots: [{ pluginId: "theme", dir }],
+      entry: "index.njk",
+      context: {},
+    });
+    expect(JSON.parse(html)).toEqual({ ...REFUSED, own: "read: the template's own file" });
+  });
+});

@@ -49,6 +49,10 @@ function nodeModulesOf(specifier: string): string {
   return resolved.slice(0, at + marker.length - 1);
 }
 
+/** Stable as `--permission` since Node 23.5 (the project's Node is 24); experimental before. */
+const PERMISSION_FLAG =
+  Number(process.versions.node.split(".")[0]) >= 24 ? "--permission" : "--experimental-permission";
+
 /** The permission model's flags: read what `access` names, nothing else; no writes, processes or addons. */
 export function permissionFlags(file: URL, access: IsolateAccess): string[] {
   const readable = new Set([
@@ -58,7 +62,7 @@ export function permissionFlags(file: URL, access: IsolateAccess): string[] {
     // exist at start would be granted as a file only).
     ...access.readable.map((dir) => `${dir}${sep}*`),
   ]);
-  return ["--permission", ...[...readable].map((dir) => `--allow-fs-read=${dir}`)];
+  return [PERMISSION_FLAG, ...[...readable].map((dir) => `--allow-fs-read=${dir}`)];
 }
 
 export function startIsolate(

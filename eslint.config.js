@@ -13,6 +13,8 @@ export default tseslint.config(
       "docs/sdk/**",
       "deploy/**",
       "scripts/build.mjs",
+      // Reproductions against libraries the project does not depend on (ADR 0002): run in a scratch folder.
+      "scripts/repro/**",
     ],
   },
   js.configs.recommended,

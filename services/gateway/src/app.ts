@@ -2,10 +2,12 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Bus } from "@svc/bus";
 import type { Config } from "@svc/config";
 import type { Db } from "@svc/db";
-import type { Logger, Registry } from "@svc/observability";
+import { Counter, type Logger, type Registry } from "@svc/observability";
 import type { ServiceDeps } from "@svc/runtime";
 import Fastify, { type FastifyInstance } from "fastify";
 
+import { parseTrustedProxies } from "./auth/rate-limiter.js";
+import { connectionTimeouts, guardConnections } from "./plugins/connections.js";
 import { edgeFactoryOptions, edgePlugin } from "./plugins/edge.js";
 import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
@@ -37,13 +39,21 @@ let requestCounter = 0;
  */
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config } = deps;
+  const edge = edgeFactoryOptions(config.backendHost.problemsBaseUrl);
+  const timeouts = connectionTimeouts({
+    headersTimeoutMs: config.backendHost.headersTimeoutMs,
+    requestTimeoutMs: 60_000,
+    idleTimeoutMs: config.backendHost.idleConnectionTimeoutMs,
+  });
   const app = Fastify({
     logger: false,
     bodyLimit: config.backendHost.maxRequestBodyBytes,
-    requestTimeout: 60_000,
+    // Idle and slow connections are closed, so that they cannot hold every file descriptor.
+    ...timeouts,
     return503OnClosing: true,
     // Framework and HTTP-parser errors are problem documents too (plugins/edge.ts).
-    ...edgeFactoryOptions(config.backendHost.problemsBaseUrl),
+    ...edge,
+    http: { ...edge.http, ...timeouts.http },
     // A caller's id is kept when it looks like one; otherwise a cheap process-unique id.
     genReqId: (request) => {
       const incoming = request.headers["x-request-id"];
@@ -53,6 +63,17 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     },
   });
   app.setValidatorCompiler(validatorCompiler());
+  const refused = new Counter({
+    name: "svc_gateway_connections_refused_total",
+    help: "Connections closed as they opened because their client address held BackendHost__MaxConnectionsPerClient already.",
+    registers: [deps.metrics],
+  });
+  guardConnections(app.server, {
+    maxPerClient: config.backendHost.maxConnectionsPerClient,
+    firstRequestMs: config.backendHost.headersTimeoutMs,
+    trusted: parseTrustedProxies(config.backendHost.trustedProxies),
+    onRefused: () => refused.inc(),
+  });
   await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
   const fallback: SurfaceFallback = {};
   await app.register(problemsPlugin, {

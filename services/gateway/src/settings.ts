@@ -93,6 +93,27 @@ export const gatewaySettings = defineSettings({
         "operator API requests per client per minute, across replicas (0 disables; changeable at run time)",
       ),
     ),
+    maxConnectionsPerClient: setting.int(
+      "BackendHost:MaxConnectionsPerClient",
+      256,
+      0,
+      1_000_000,
+      "open connections one client address may hold; more are closed as they open (0: no cap; trusted proxies are exempt)",
+    ),
+    headersTimeoutMs: setting.int(
+      "BackendHost:HeadersTimeoutMs",
+      10_000,
+      1_000,
+      600_000,
+      "time a connection has to send a request's headers (from its opening, or from the previous answer on a kept-alive connection); then it is closed",
+    ),
+    idleConnectionTimeoutMs: setting.int(
+      "BackendHost:IdleConnectionTimeoutMs",
+      75_000,
+      1_000,
+      3_600_000,
+      "a connection with no traffic for this long is closed (above a load balancer's idle timeout)",
+    ),
     trustedProxies: setting.list(
       "BackendHost:TrustedProxies",
       "proxies (IP or CIDR) whose `X-Forwarded-For` names the client",

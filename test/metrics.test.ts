@@ -37,6 +37,10 @@ describe("GET /metrics", () => {
     expect(text).toMatch(/svc_jobs_queue_depth\{[^}]*type="noop"[^}]*status="Pending"[^}]*\} 1/);
     expect(text).toMatch(/svc_gateway_resolve_cache_lookups_total\{[^}]*result="miss"/);
     expect(text).toContain('service="job-reaper"');
+    // Issue 21, item 8: the public port says which version runs, never which commit (the management
+    // ports, which are not public, do).
+    expect(text).toMatch(/^svc_build_info\{version="[^"]+"[^}]*\} \d+$/m);
+    expect(text).not.toMatch(/commit=/);
 
     // Fuzz finding: the gateway's histogram (route × method × status) outgrew NATS's payload limit when
     // the gateway answered metrics.collect too. It is scraped over HTTP only; the others still answer.

@@ -526,6 +526,26 @@ describe("entitlements and delegations", () => {
   });
 });
 
+describe("the plugin audit and reach (issue 21, item 8)", () => {
+  it("shows a workspace session only the entries about its own workspace", async () => {
+    // Entries exist for the platform (installs, activations) and for two workspaces' chains.
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(200);
+    expect((await api("PUT", "/api/workspaces/ws-other/plugins", { chain: [] })).status).toBe(200);
+    type Audit = { items: Array<{ action: string }> };
+    const all = (await api("GET", "/api/plugins/audit?limit=100")).json<Audit>();
+    expect(all.items.some((a) => a.action.startsWith("assign ws-hello"))).toBe(true);
+    expect(all.items.some((a) => a.action === "install")).toBe(true);
+    const reader = await mintToken({
+      scope: "workspace",
+      workspaceKey: "ws-other",
+      permissions: ["plugin.read"],
+    });
+    const own = (await api("GET", "/api/plugins/audit?limit=100", undefined, reader)).json<Audit>();
+    expect(own.items.length).toBeGreaterThan(0);
+    expect(own.items.every((a) => a.action.startsWith("assign ws-other"))).toBe(true);
+  });
+});
+
 describe("events from plugins (spec 6.2)", () => {
   it("reach a webhook receiver through the decorated publisher, the sensitive field masked", async () => {
     const sub = await api("POST", "/api/webhooks", {

@@ -87,7 +87,7 @@ export const putChain: Handler<"assignments.put"> = async (deps, req) => {
       SELECT ${wk}, id, ord - 1, ${tenantKey}, ${req.principal.subject}
       FROM unnest(${chain}::text[]) WITH ORDINALITY AS t(id, ord)`);
   });
-  await audit(deps.db, req.principal, `assign ${wk}: [${chain.join(", ")}]`, {});
+  await audit(deps.db, req.principal, `assign ${wk}: [${chain.join(", ")}]`, {}, undefined, wk);
   // Followers fetch the whole set again: one nudge covers the plugins that joined and those that left.
   deps.announce(chain[0] ?? "");
   return { status: 200, body: body(wk, await chainOf(deps.db, wk)) };

@@ -155,6 +155,8 @@ export async function audit(
   action: string,
   plugin: { id?: string | null; version?: string | null },
   error?: unknown,
+  /** The workspace the entry is about (a chain, a theme): a workspace session sees only its own. */
+  workspaceKey: string | null = null,
 ): Promise<void> {
   const reason =
     error === undefined
@@ -165,9 +167,9 @@ export async function audit(
           ? `${reasonOf(error)}: ${error.message}`
           : "internal error";
   await db.query(sql`
-    INSERT INTO plugin_registry.audit (actor, action, plugin_id, version, outcome, reason)
+    INSERT INTO plugin_registry.audit (actor, action, plugin_id, version, outcome, reason, workspace_key)
     VALUES (${principal.subject}, ${action}, ${plugin.id ?? null}, ${plugin.version ?? null},
-            ${error === undefined ? "succeeded" : "failed"}, ${reason})`);
+            ${error === undefined ? "succeeded" : "failed"}, ${reason}, ${workspaceKey})`);
 }
 
 /** The refusal's reason code (`SVC_PLUGIN_REFUSED`), else the error code. */

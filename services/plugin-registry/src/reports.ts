@@ -2,6 +2,7 @@
  * What the registry reports about installed plugins: the signature report, signers, contract support
  * and compatibility, the audit, the contributions other services follow, and rehydration at start.
  */
+import { requireReach } from "@svc/access";
 import { type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { HOST_DEPENDENCY, PERMISSIONS_PROPERTY, PLUGIN_CONTRACT } from "@svc/plugin-package";
@@ -109,8 +110,14 @@ export const contractCompatibility: PluginHandler<"contracts.compatibility"> = a
 
 const AUDIT: Listing = { tag: "plugin-audit", kinds: ["bigint"] };
 
+/**
+ * The lifecycle audit, newest first. A platform session sees every entry; a workspace session only the
+ * entries about its own workspace (its chain and theme changes), never other tenants' or the platform's.
+ */
 export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
   const { limit, after } = readPage(req.query, AUDIT);
+  const reach = requireReach(req.principal);
+  const only = reach.kind === "workspace" ? reach.workspaceKey : null;
   const rows = await deps.db.any<{
     id: string;
     at: Date;
@@ -123,6 +130,7 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
   }>(sql`
     SELECT a.id::text AS id, at, actor, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
     WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
+      AND (${only}::text IS NULL OR a.workspace_key = ${only})
     -- a.id, the bigint column: the text output column would sort "9" before "10".
     ORDER BY a.id DESC LIMIT ${limit + 1}`);
   return {

@@ -183,7 +183,7 @@ export const putWorkspaceTheme: Handler<"themes.workspace-put"> = async (deps, r
     ON CONFLICT (workspace_key) DO UPDATE SET
       plugin_id = excluded.plugin_id, tenant_key = excluded.tenant_key,
       selected_by = excluded.selected_by, selected_at = now()`);
-  await audit(deps.db, req.principal, `theme ${wk}`, { id: pluginId });
+  await audit(deps.db, req.principal, `theme ${wk}`, { id: pluginId }, undefined, wk);
   deps.announce(pluginId);
   return { status: 200, body: await themeOf(deps.db, wk) };
 };

@@ -18,6 +18,24 @@ export interface MetricsOptions {
  * same labels from several replicas of one service are summed, as prom-client's cluster aggregation does;
  * every series carries its `service` label.
  */
+/**
+ * The public port's metrics name no commit (issue 21, item 8): `svc_build_info` keeps its `version` there;
+ * the commit is on every management port's `/metrics` and `/version`, which are not public.
+ */
+function withoutCommit(metrics: object[]): object[] {
+  return metrics.map((m) => {
+    const metric = m as { name?: string; values?: Array<{ labels?: Record<string, unknown> }> };
+    if (metric.name !== "svc_build_info" || metric.values === undefined) return m;
+    return {
+      ...metric,
+      values: metric.values.map((v) => ({
+        ...v,
+        labels: Object.fromEntries(Object.entries(v.labels ?? {}).filter(([name]) => name !== "commit")),
+      })),
+    };
+  });
+}
+
 export const metricsPlugin = fp<MetricsOptions>(
   async (app: FastifyInstance, { registry, bus }) => {
     const duration = new Histogram({
@@ -43,10 +61,9 @@ export const metricsPlugin = fp<MetricsOptions>(
       // Gateways are scraped one by one (each its own target) and do not answer metrics.collect: their
       // request histogram (route × method × status) would outgrow NATS's payload limit.
       const others = replies.filter((r) => r.service !== "gateway");
-      const merged = AggregatorRegistry.aggregate([
-        await registry.getMetricsAsJSON(),
-        ...others.map((r) => r.metrics as object[]),
-      ]);
+      const merged = AggregatorRegistry.aggregate(
+        [await registry.getMetricsAsJSON(), ...others.map((r) => r.metrics as object[])].map(withoutCommit),
+      );
       return reply.type(registry.contentType).send(await merged.metrics());
     });
   },

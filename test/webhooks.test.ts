@@ -411,6 +411,29 @@ describe("delivery", () => {
     await own.stop();
   }, 20_000);
 
+  it("keeps circuits per workspace: one tenant's failing endpoint does not pause another's deliveries to the same origin (issue 21, item 8)", async () => {
+    const own = await subscribedReceiver("user.updated");
+    // The failing one is workspace `wa`'s; `wb` subscribes to another path of the same origin.
+    await db.query(
+      sql`UPDATE webhook_dispatcher.subscriptions SET workspace_key = 'wa', target_url = ${`${own.url}/a`}`,
+    );
+    await subscribe({ eventName: "user.updated", targetUrl: `${own.url}/b`, workspaceKey: "wb" });
+    own.respond = (request) => ({ status: request.url.endsWith("/a") ? 500 : 200 });
+    for (let i = 0; i < 3; i++) await events.publish("user.updated", "wa", { i });
+    const count = async (where: ReturnType<typeof sql>) =>
+      (await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE ${where}`)).n;
+    // Three failed attempts open wa's circuit for this origin.
+    await until(async () => (await count(sql`status = 'Pending' AND attempts = 1`)) === 3);
+    await hurry();
+    await events.publish("user.updated", "wa", { i: 3 });
+    await until(async () => (await count(sql`last_error LIKE 'circuit open for wa %'`)) >= 1);
+    // wb's delivery to the same origin goes through.
+    await events.publish("user.updated", "wb", { i: 4 });
+    await until(async () => own.received.some((r) => r.url.endsWith("/b")), 10_000);
+    expect(await count(sql`last_error LIKE 'circuit open for wb %'`)).toBe(0);
+    await own.stop();
+  }, 30_000);
+
   it("an open circuit defers deliveries without spending attempts, and half-open lets one trial through (issue 9, point 6)", async () => {
     const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 500 });

@@ -1,6 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 
 export interface Received {
+  /** The request's path and query. */
+  readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
   readonly at: number;
@@ -23,7 +25,12 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        const r = { headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
+        const r = {
+          url: req.url ?? "",
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+          at: Date.now(),
+        };
         this.received.push(r);
         const answer = this.respond(r);
         if (answer === "hang") return;

@@ -41,7 +41,7 @@ const KINDS: Record<string, (data: Data) => Described> = {
   }),
   "webhook.circuit-opened": (d) => ({
     key: "webhook.manage",
-    title: `Webhook deliveries to ${text(d.origin)} are paused`,
+    title: `Webhook deliveries to ${text(d.origin)}${typeof d.workspaceKey === "string" ? ` from workspace ${d.workspaceKey}` : ""} are paused`,
     detail: `${text(d.failures)} failed deliveries in a row; deliveries are tried again after ${Math.round(Number(d.openForMs) / 1000)} s.`,
   }),
   // A flow's notify action (webhook-dispatcher): its title and detail, for the holders of its key.

@@ -77,6 +77,7 @@ interface SubscriptionRow {
   secret_encrypted: string;
   is_active: boolean;
   include_sensitive_data: boolean;
+  workspace_key: string | null;
 }
 
 export function signature(secret: string, body: Buffer): string {
@@ -92,11 +93,23 @@ export function retryAfterMs(value: string | string[] | undefined, now = Date.no
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-/** Makes the deliveries deferred by this origin's circuit due now. */
-async function wakeDeferred(db: Db, origin: string): Promise<void> {
+/** A circuit's key: the subscription's workspace (`platform` for a platform subscription) and the origin. */
+export function receiverKey(workspaceKey: string | null, origin: string): string {
+  return `${workspaceKey ?? "platform"} ${origin}`;
+}
+
+/** The workspace and origin of a circuit's key. */
+export function parseReceiverKey(receiver: string): { workspaceKey: string | null; origin: string } {
+  const at = receiver.indexOf(" ");
+  const workspace = receiver.slice(0, at);
+  return { workspaceKey: workspace === "platform" ? null : workspace, origin: receiver.slice(at + 1) };
+}
+
+/** Makes the deliveries deferred by this receiver's circuit due now. */
+async function wakeDeferred(db: Db, receiver: string): Promise<void> {
   await db.query(sql`
     UPDATE job_reaper.jobs SET run_at = now()
-    WHERE type = 'webhook.deliver' AND status = 'Pending' AND last_error = ${`circuit open for ${origin}`}`);
+    WHERE type = 'webhook.deliver' AND status = 'Pending' AND last_error = ${`circuit open for ${receiver}`}`);
   await db.query(sql`SELECT pg_notify('svc_jobs', 'webhook.deliver')`);
 }
 
@@ -126,18 +139,20 @@ async function attempt(
 ): Promise<void> {
   const p = job.payload;
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
-    SELECT target_url, secret_encrypted, is_active, include_sensitive_data
+    SELECT target_url, secret_encrypted, is_active, include_sensitive_data, workspace_key
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
   // Spec 3.2: a disabled or deleted subscription's queued delivery does nothing.
   if (sub === null || !sub.is_active) return count("skipped");
 
   const url = new URL(sub.target_url);
-  const origin = url.origin;
+  // One circuit per workspace and receiver origin: one tenant's failing endpoint never pauses another
+  // tenant's deliveries to the same origin.
+  const receiver = receiverKey(sub.workspace_key, url.origin);
   // An open circuit defers the delivery without spending one of its attempts (the receiver was not tried).
-  const admission = await deps.breaker.admit(origin);
+  const admission = await deps.breaker.admit(receiver);
   if (!admission.allowed) {
     count("deferred");
-    throw new DeferJobError(`circuit open for ${origin}`, admission.retryInMs);
+    throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs);
   }
 
   const data = await shownData(deps, p.data, sub.include_sensitive_data);
@@ -170,7 +185,7 @@ async function attempt(
     }
     timer({ outcome: "failed" });
     count("failed");
-    await deps.breaker.recordFailure(origin);
+    await deps.breaker.recordFailure(receiver);
     throw error;
   }
   const delivered = status >= 200 && status < 300;
@@ -178,10 +193,10 @@ async function attempt(
   count(delivered ? "delivered" : "failed");
   if (delivered) {
     // A successful trial closed the circuit: the deliveries waiting for it may go now.
-    if (await deps.breaker.recordSuccess(origin, admission.trial)) await wakeDeferred(deps.db, origin);
+    if (await deps.breaker.recordSuccess(receiver, admission.trial)) await wakeDeferred(deps.db, receiver);
     return;
   }
-  await deps.breaker.recordFailure(origin);
+  await deps.breaker.recordFailure(receiver);
   const message = `receiver answered ${status}`;
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }

@@ -6,7 +6,7 @@ import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
-import { deliver } from "./deliver.js";
+import { deliver, parseReceiverKey } from "./deliver.js";
 import { pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
@@ -47,9 +47,11 @@ export const webhookDispatcherService: ServiceDefinition = {
       // A trial holds the half-open circuit for longer than one attempt can take (three tries).
       b.webhookTimeoutMs * 3 + 5_000,
       // Operators who manage webhooks are notified (rbac turns the event into notifications).
-      async (origin, failures) => {
+      async (receiver, failures) => {
+        const { workspaceKey, origin } = parseReceiverKey(receiver);
         await circuitEvents.publish("webhook.circuit-opened", null, {
           origin,
+          workspaceKey,
           failures,
           openForMs: b.webhookCircuitOpenMs,
         });

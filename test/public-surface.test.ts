@@ -294,6 +294,32 @@ describe("public routes", () => {
       authorization: `Bearer ${operator}`,
     });
     expect(signedIn.json()).toEqual({ workspaceKey: "shop", chain: ["hello"] });
+    // Issue 21, item 4: "Authenticated" means a session of this workspace (or a platform session). A
+    // session of another workspace, or one with no scope, is as anonymous: the same 404, for the chain,
+    // the theme and the navigation.
+    const own = await mintToken({ scope: "workspace", workspaceKey: "shop", permissions: [] });
+    const other = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ["*"] });
+    const noScope = await mintToken({ permissions: ["*"] });
+    expect(
+      (await pub("/workspace/public/ui-chain?workspaceKey=shop", { authorization: `Bearer ${own}` })).status,
+    ).toBe(200);
+    for (const token of [other, noScope]) {
+      const auth = { authorization: `Bearer ${token}` };
+      expect((await pub("/workspace/public/ui-chain?workspaceKey=shop", auth)).status).toBe(404);
+      // The theme of a workspace the caller may not see is the empty one, as for an unknown workspace.
+      expect((await pub("/workspace/public/theme?workspaceKey=shop", auth)).json()).toMatchObject({
+        workspaceKey: "shop",
+        themePluginId: null,
+        valuesByKey: {},
+      });
+      expect((await pub("/workspace/public/navigation?workspaceKey=shop", auth)).status).toBe(404);
+      const page = await pub("/surface/render", {
+        host: "acme.example",
+        "x-forwarded-uri": "/shop/x",
+        authorization: `Bearer ${token}`,
+      });
+      expect(page.status).toBe(302);
+    }
     await api("PUT", "/api/workspaces/shop", {
       tenantKey: "acme",
       name: "Shop",

@@ -98,13 +98,16 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
     const trusted = parseTrustedProxies(b.trustedProxies);
     const authenticator = new Authenticator(bus, config, revocations);
-    identity.signedIn = async (request) => {
+    identity.signedIn = async (request, workspaceKey) => {
       try {
+        const principal = await authenticator.authenticate(
+          header(request, "authorization"),
+          header(request, "x-svc-api-key"),
+        );
+        if (principal === null) return false;
         return (
-          (await authenticator.authenticate(
-            header(request, "authorization"),
-            header(request, "x-svc-api-key"),
-          )) !== null
+          principal.scope === "platform" ||
+          (principal.scope === "workspace" && principal.workspaceKey === workspaceKey)
         );
       } catch {
         return false;

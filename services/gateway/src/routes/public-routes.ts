@@ -6,7 +6,8 @@
  *
  * An Authenticated workspace is not shown to anonymous callers: `ui-chain` and `navigation` answer them
  * the very 404 (status, headers, body) that a workspace that does not exist gets, so nothing can be
- * enumerated; `theme` answers its empty theme. A caller is signed in when it sends a valid bearer token.
+ * enumerated; `theme` answers its empty theme. A caller is signed in for such a workspace when it sends a
+ * platform session or a session of that very workspace (`PublicIdentity`).
  */
 import type { Bus } from "@svc/bus";
 import type { NavigationView, PublicTheme, PublicWorkspace } from "@svc/contracts";
@@ -17,7 +18,12 @@ import { followedCache, type ResolveCache } from "../resolve-cache.js";
 
 /** Whether the request carries a valid session (set by the operator API once its authenticator runs). */
 export interface PublicIdentity {
-  signedIn: (request: FastifyRequest) => Promise<boolean>;
+  /**
+   * Whether the caller holds a session that may see this workspace when its access policy is
+   * `Authenticated` (spec 5.2): a platform session, or a workspace session of this very workspace. A
+   * session of another workspace, or one without a scope claim, is anonymous here.
+   */
+  signedIn: (request: FastifyRequest, workspaceKey: string) => Promise<boolean>;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -144,7 +150,9 @@ export function registerPublicRoutes(
   async function shown(request: FastifyRequest, workspaceKey: string): Promise<PublicWorkspace | null> {
     const ws = await workspaces.byKey(workspaceKey, request.id);
     if (ws === null) return null;
-    if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) return null;
+    if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request, ws.workspace.key))) {
+      return null;
+    }
     return ws;
   }
   const routeInfo = (request: FastifyRequest, host: string, ws: PublicWorkspace) => {
@@ -245,7 +253,9 @@ export function registerPublicRoutes(
         firstHeader(request.headers["x-forwarded-uri"]) ?? queryValue(request.query, "path") ?? "/",
       );
       ws = host === null ? null : await workspaces.byHost(host, path, request.id);
-      if (ws?.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) ws = null;
+      if (ws?.accessPolicy === "Authenticated" && !(await identity.signedIn(request, ws.workspace.key))) {
+        ws = null;
+      }
     }
     if (ws === null || surfaceKey.length > 63 || (parentKey?.length ?? 0) > 100) return hidden(reply);
     const workspaceKey = ws.workspace.key;

@@ -114,7 +114,7 @@ export async function registerSurface(
     if (ws === null || host === null) {
       return html(reply, notFoundHtml, 404);
     }
-    if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request))) {
+    if (ws.accessPolicy === "Authenticated" && !(await identity.signedIn(request, ws.workspace.key))) {
       const returnUrl = safeReturnPath(forwardedUri ?? "/");
       const location = `/login?workspaceKey=${encodeURIComponent(ws.workspace.key)}&returnUrl=${encodeURIComponent(returnUrl)}`;
       return reply.code(302).header("location", location).header("cache-control", "no-store").send();

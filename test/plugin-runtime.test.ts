@@ -407,6 +407,49 @@ describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
   });
 });
 
+describe("plugin routes and the chain (issue 21, item 6)", () => {
+  it("serve a workspace session only where the plugin is in its workspace's chain and entitled", async () => {
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    await api("PUT", "/api/entitlements", {
+      items: [{ workspaceKey: "ws-hello", pluginId: "hello", entitled: true }],
+    });
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(200);
+    const inChain = await mintToken({ scope: "workspace", workspaceKey: "ws-hello", permissions: [] });
+    // ws-other's chain lacks it, and its tenant is not entitled.
+    const elsewhere = await mintToken({ scope: "workspace", workspaceKey: "ws-other", permissions: ["*"] });
+    const platform = await mintToken({ scope: "platform", permissions: [] });
+    const call = (token: string) => api("GET", "/api/plugins/hello/greeting?name=Ada", undefined, token);
+    expect(
+      (
+        await eventually(
+          () => call(inChain),
+          (r) => r.status === 200,
+        )
+      ).status,
+    ).toBe(200);
+    expect((await call(platform)).status).toBe(200);
+    const refused = await call(elsewhere);
+    expect(refused.status).toBe(404);
+    // The same 404 as a plugin that does not exist: nothing to enumerate.
+    const ghost = await api("GET", "/api/plugins/ghost/greeting", undefined, elsewhere);
+    expect(refused.json<{ detail: string }>().detail).toBe(
+      ghost.json<{ detail: string }>().detail.replace("ghost", "hello"),
+    );
+    // Out of the chain: gone for the workspace session too.
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
+    expect(
+      (
+        await eventually(
+          () => call(inChain),
+          (r) => r.status === 404,
+        )
+      ).status,
+    ).toBe(404);
+    expect((await call(platform)).status).toBe(200);
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+  });
+});
+
 describe("entitlements and delegations", () => {
   it("answers through what a workspace or tenant is entitled, and syncs one source's full list", async () => {
     const ws = await api("GET", "/api/workspaces/ws-other/entitlements/hello");

@@ -42,25 +42,38 @@ export function matchPath(
 
 const split = (path: string) => path.split("/").filter((s, i) => i > 0 || s !== "");
 
+interface ActivePlugin {
+  readonly routes: readonly CompiledRoute[];
+  /** The workspaces whose chain holds it while it is entitled there. */
+  readonly workspaces: ReadonlySet<string>;
+}
+
 export class PluginRouteTable {
-  private table = new Map<string, readonly CompiledRoute[]>();
+  private table = new Map<string, ActivePlugin>();
 
   apply(plugins: readonly PluginContribution[]): void {
-    const next = new Map<string, readonly CompiledRoute[]>();
+    const next = new Map<string, ActivePlugin>();
     for (const p of plugins) {
       if (p.state !== "active") continue;
-      next.set(
-        p.pluginId,
-        p.routes.map((r) => ({ ...r, segments: split(r.path) })),
-      );
+      next.set(p.pluginId, {
+        routes: p.routes.map((r) => ({ ...r, segments: split(r.path) })),
+        workspaces: new Set(p.workspaces),
+      });
     }
     this.table = next;
   }
 
-  /** The route and its parameters, or a 404/405 problem. */
-  find(pluginId: string, method: string, path: string) {
-    const routes = this.table.get(pluginId);
-    if (routes === undefined) throw new NotFoundError(`No active plugin '${pluginId}'.`);
+  /**
+   * The route and its parameters, or a 404/405 problem. `workspaceKey`: the caller's, for a workspace
+   * session, which reaches a plugin's routes only where the plugin is in its workspace's chain and
+   * entitled there (issue 21, item 6); elsewhere the plugin does not exist for it (the same 404).
+   */
+  find(pluginId: string, method: string, path: string, workspaceKey: string | null = null) {
+    const plugin = this.table.get(pluginId);
+    if (plugin === undefined || (workspaceKey !== null && !plugin.workspaces.has(workspaceKey))) {
+      throw new NotFoundError(`No active plugin '${pluginId}'.`);
+    }
+    const routes = plugin.routes;
     const parts = split(path === "" ? "/" : path);
     const allowed: string[] = [];
     for (const route of routes) {
@@ -109,7 +122,12 @@ export async function registerPluginRoutes(
       const principal = await options.identify(request, reply);
       const pluginId = request.params.id;
       const path = `/${request.params["*"]}`;
-      const { route, params } = table.find(pluginId, request.method, path);
+      const { route, params } = table.find(
+        pluginId,
+        request.method,
+        path,
+        principal.scope === "workspace" ? (principal.workspaceKey ?? "") : null,
+      );
       const query = request.query as Record<string, unknown>;
       authorise(principal, { permission: route.permission }, params, query);
       const headers: Record<string, string> = {};

@@ -60,6 +60,7 @@ await build({
 // (plain JavaScript, not bundled).
 copyFileSync("services/plugin-registry/src/runtime/plugin-worker.mjs", join(out, "plugin-worker.mjs"));
 copyFileSync("services/plugin-registry/src/runtime/render-worker.mjs", join(out, "render-worker.mjs"));
+copyFileSync("services/plugin-registry/src/runtime/template-sandbox.mjs", join(out, "template-sandbox.mjs"));
 // The gateway's static shells (surface-app/, admin/, 404.html), found next to its bundle.
 cpSync("services/gateway/static", join(out, "static"), { recursive: true });
 console.log(

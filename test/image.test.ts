@@ -161,7 +161,12 @@ describe("the container image (deploy/Dockerfile)", () => {
       expect(statSync(file).size, bundle).toBeGreaterThan(1_000);
     }
     // Loaded by URL next to the registry's bundle, and the gateway's static shells.
-    for (const extra of ["plugin-worker.mjs", "render-worker.mjs", "static/404.html"]) {
+    for (const extra of [
+      "plugin-worker.mjs",
+      "render-worker.mjs",
+      "template-sandbox.mjs",
+      "static/404.html",
+    ]) {
       expect(existsSync(join(out, extra)), extra).toBe(true);
     }
   });

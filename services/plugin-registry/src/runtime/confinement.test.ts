@@ -5,7 +5,7 @@
  * (`/proc/<registry pid>/environ`: DATABASE_URL, keys), other files, child processes, worker threads and
  * writes are refused.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -91,22 +91,38 @@ describe("a plugin's process", () => {
 });
 
 describe("a surface render process", () => {
-  it("gives a template that escapes nunjucks no file of the host's, and no process", async () => {
+  // Templates cannot run code any more (template-sandbox.test.ts), so what confines the process is read
+  // from its command line: the permission model, reading only its worker's folder, nunjucks and the cache.
+  it("runs under the permission model, reading only its code, nunjucks and the plugin cache", async () => {
     const dir = join(root, "theme", "views", "surface");
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "own.txt"), "the template's own file");
-    // The known escape: a function's constructor is Function, whose body runs outside the template.
-    const escape = (body: string) => `{{ range.constructor(${JSON.stringify(body)})() | dump | safe }}`;
-    writeFileSync(
-      join(dir, "index.njk"),
-      escape(`${PROBE.replaceAll("\n", " ")}; return probe(${JSON.stringify(join(dir, "own.txt"))});`),
-    );
+    writeFileSync(join(dir, "index.njk"), "{{ 1 + 1 }}");
     const html = await renderer.render({
-      chainKey: "probe",
+      chainKey: "plain",
       roots: [{ pluginId: "theme", dir }],
       entry: "index.njk",
       context: {},
     });
-    expect(JSON.parse(html)).toEqual({ ...REFUSED, own: "read: the template's own file" });
+    expect(html).toBe("2");
+    const worker = readdirSync("/proc")
+      .filter((name) => /^\d+$/.test(name))
+      .map((pid) => {
+        try {
+          const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+          const ppid = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+          return { args, ppid };
+        } catch {
+          return { args: [], ppid: 0 };
+        }
+      })
+      .find((p) => p.ppid === process.pid && p.args.some((a) => a.endsWith("render-worker.mjs")));
+    expect(worker, "the render process").toBeDefined();
+    const args = worker?.args ?? [];
+    expect(args).toContain("--permission");
+    const readable = args.filter((a) => a.startsWith("--allow-fs-read=")).map((a) => a.slice(16));
+    expect(readable).toContain(`${root}/*`);
+    expect(readable.some((r) => r.endsWith("/node_modules"))).toBe(true);
+    expect(readable.some((r) => r === "/" || r === "/*" || r.startsWith("/proc"))).toBe(false);
+    expect(args.some((a) => /^--allow-(child-process|worker|addons|fs-write)/.test(a))).toBe(false);
   });
 });

@@ -14,6 +14,10 @@ import { join, sep } from "node:path";
 
 import nunjucks from "nunjucks";
 
+import { globalsChanged, guardTemplates, snapshotGlobals } from "./template-sandbox.mjs";
+
+guardTemplates();
+
 const SAFE = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/;
 
 function resolveName(roots, name) {
@@ -80,19 +84,39 @@ function prepare(context) {
   return { ...context, snippets };
 }
 
-const parentPort = { postMessage: (message) => process.send?.(message) };
-process.on("disconnect", () => process.exit(0));
+// Kept from the start: a template that replaced process.send cannot intercept what is sent.
+const send = process.send.bind(process);
+const exit = process.exit.bind(process);
+const parentPort = { postMessage: (message) => send(message) };
+process.on("disconnect", () => exit(0));
+const pristine = snapshotGlobals();
+
+/** Answers a render; a render that changed the process's shared state is refused, and the process ends. */
+function answer(message) {
+  if (globalsChanged(pristine)) {
+    send(
+      {
+        id: message.id,
+        error: "the template changed the renderer's globals; its render process is discarded",
+        discard: true,
+      },
+      () => exit(70),
+    );
+    return;
+  }
+  parentPort.postMessage(message);
+}
 
 process.on("message", (message) => {
   const { id, chainKey, roots, entry, context } = message;
   try {
     const env = environmentFor(chainKey, roots);
     env.render(entry, prepare(context), (error, html) => {
-      if (error) parentPort.postMessage({ id, error: String(error?.message ?? error).slice(0, 2_000) });
-      else parentPort.postMessage({ id, html });
+      if (error) answer({ id, error: String(error?.message ?? error).slice(0, 2_000) });
+      else answer({ id, html });
     });
   } catch (error) {
-    parentPort.postMessage({ id, error: String(error?.message ?? error).slice(0, 2_000) });
+    answer({ id, error: String(error?.message ?? error).slice(0, 2_000) });
   }
 });
 

@@ -82,10 +82,15 @@ export class SurfaceRenderer {
           reject(new Error(`the template did not finish within ${this.timeoutMs} ms`));
         }, this.timeoutMs);
         const onMessage = (raw: unknown) => {
-          const m = raw as { id?: number; html?: string; error?: string };
+          const m = raw as { id?: number; html?: string; error?: string; discard?: boolean };
           if (m.id !== id) return;
           clearTimeout(timer);
           worker.offMessage(onMessage);
+          // A template changed the process's shared state: no later render runs in it.
+          if (m.discard === true) {
+            void worker.kill();
+            slot.worker = this.spawn();
+          }
           if (m.error !== undefined) reject(new Error(m.error));
           else resolve(m.html ?? "");
         };

@@ -615,6 +615,51 @@ describe("events from plugins (spec 6.2)", () => {
   });
 });
 
+describe("a plugin cannot reach the host's secrets (issue 21, item 1)", () => {
+  it("a signed probe plugin's reads of /proc, other files and other plugins, writes and processes fail", async () => {
+    const code = `
+const fs = process.getBuiltinModule("node:fs");
+const attempt = (f) => { try { f(); return "allowed"; } catch (e) { return e.code ?? e.message; } };
+export class Plugin {
+  probe(request) {
+    const cache = ${JSON.stringify(join(work, "cache"))};
+    const others = attempt(() => fs.readdirSync(cache));
+    return {
+      registryEnviron: attempt(() => fs.readFileSync("/proc/" + process.ppid + "/environ")),
+      registryCmdline: attempt(() => fs.readFileSync("/proc/" + process.ppid + "/cmdline")),
+      passwd: attempt(() => fs.readFileSync("/etc/passwd")),
+      cacheListing: others,
+      ownFile: attempt(() => fs.readFileSync(new URL("./registry.json", import.meta.url))),
+      write: attempt(() => fs.writeFileSync(new URL("./x", import.meta.url), "x")),
+      spawn: attempt(() => process.getBuiltinModule("node:child_process").execFileSync("/bin/true")),
+      env: Object.keys(process.env).length,
+    };
+  }
+}`;
+    const bytes = await codePlugin(work, signer, "probe", code, [
+      { method: "GET", path: "/probe", handler: "probe" },
+    ]);
+    expect((await install(bytes)).status).toBe(201);
+    expect((await api("POST", "/api/plugins/probe/activate")).status).toBe(200);
+    const answer = await eventually(
+      () => api("GET", "/api/plugins/probe/probe"),
+      (r) => r.status === 200,
+    );
+    expect(answer.json()).toEqual({
+      registryEnviron: "ERR_ACCESS_DENIED",
+      registryCmdline: "ERR_ACCESS_DENIED",
+      passwd: "ERR_ACCESS_DENIED",
+      cacheListing: "ERR_ACCESS_DENIED",
+      ownFile: "allowed",
+      write: "ERR_ACCESS_DENIED",
+      spawn: "ERR_ACCESS_DENIED",
+      env: 0,
+    });
+    expect((await api("POST", "/api/plugins/probe/deactivate")).status).toBe(200);
+    expect((await api("DELETE", "/api/plugins/probe")).status).toBe(204);
+  });
+});
+
 describe("containment (ADR 0007)", () => {
   it("keeps the service answering while plugins throw, loop, exhaust memory, exit and crash later", async () => {
     const bytes = await codePlugin(work, signer, "rogue", MISBEHAVING, MISBEHAVING_ROUTES);

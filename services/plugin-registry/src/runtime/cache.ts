@@ -23,6 +23,8 @@ export interface CachedPackage {
 
 export class ExtractionCache {
   readonly dir: string;
+  /** Where each plugin process gets its own folder, its package linked in (worker-host.ts). */
+  readonly slotsDir: string;
 
   constructor(
     private readonly store: PackageStore,
@@ -30,6 +32,7 @@ export class ExtractionCache {
     private readonly hostVersion: string,
   ) {
     this.dir = settings.pluginCacheDir || join(tmpdir(), "svc-plugin-cache");
+    this.slotsDir = join(this.dir, "processes");
   }
 
   /** The verified package `sha256`, unpacked; a 422 `SVC_PLUGIN_REFUSED` when it does not verify. */
@@ -61,7 +64,8 @@ export class ExtractionCache {
     }
     await Promise.all(
       entries
-        .filter((name) => !name.includes(".tmp-") && !keep(name))
+        // Unpacked packages only (named by their hash): not the processes' slots, not copies being made.
+        .filter((name) => PACKAGE_DIR.test(name) && !keep(name))
         .map((name) => rm(join(this.dir, name), { recursive: true, force: true })),
     );
   }
@@ -91,6 +95,8 @@ export class ExtractionCache {
     }
   }
 }
+
+const PACKAGE_DIR = /^[0-9a-f]{64}$/;
 
 async function exists(path: string): Promise<boolean> {
   try {

@@ -17,7 +17,7 @@ import { WorkerHost, WorkerPool } from "./worker-host.js";
 const root = mkdtempSync(join(tmpdir(), "svc-confinement-"));
 const outside = join(mkdtempSync(join(tmpdir(), "svc-outside-")), "secret.txt");
 writeFileSync(outside, "not for plugins");
-const pool = new WorkerPool(64, null, [root], 0);
+const pool = new WorkerPool(64, null, join(root, "processes"), 0);
 const renderer = new SurfaceRenderer(1, 5_000, [root]);
 
 afterAll(async () => {
@@ -31,7 +31,8 @@ afterAll(async () => {
 const PROBE = `
 const attempt = (f) => { try { const v = f(); return typeof v === "string" ? "read: " + v.slice(0, 40) : "done"; } catch (e) { return e.code ?? e.message; } };
 const fs = process.getBuiltinModule("node:fs");
-const probe = (own) => ({
+const probe = (own, cached) => ({
+  cachedCopy: attempt(() => fs.readFileSync(cached, "utf8")),
   environ: attempt(() => fs.readFileSync("/proc/" + process.ppid + "/environ", "latin1")),
   ownEnviron: attempt(() => fs.readFileSync("/proc/self/environ", "latin1")),
   passwd: attempt(() => fs.readFileSync("/etc/passwd", "utf8")),
@@ -62,7 +63,7 @@ describe("a plugin's process", () => {
     writeFileSync(join(dir, "data.txt"), "the plugin's own data");
     writeFileSync(
       join(dir, "index.mjs"),
-      `${PROBE}\nexport class Plugin { activate(host) { host.log.info("probe", probe(new URL("./data.txt", import.meta.url).pathname)); } }\n`,
+      `${PROBE}\nexport class Plugin { activate(host) { host.log.info("probe", probe(new URL("./data.txt", import.meta.url).pathname, ${JSON.stringify(join(dir, "data.txt"))})); } }\n`,
     );
     const logged: unknown[] = [];
     const log = {
@@ -86,7 +87,13 @@ describe("a plugin's process", () => {
     });
     await host.ready;
     await host.stop();
-    expect(logged[0]).toEqual({ ...REFUSED, own: "read: the plugin's own data" });
+    // Its own files, linked into its own folder: readable; the package as cached for every plugin
+    // process (and every other plugin's): not.
+    expect(logged[0]).toEqual({
+      ...REFUSED,
+      own: "read: the plugin's own data",
+      cachedCopy: "ERR_ACCESS_DENIED",
+    });
   });
 });
 

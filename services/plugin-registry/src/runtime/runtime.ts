@@ -49,7 +49,7 @@ export class PluginRuntime {
     this.pool = new WorkerPool(
       o.settings.pluginMemoryLimitMb,
       o.natsUrl.split(",").map((u) => u.trim()),
-      [o.cache.dir],
+      o.cache.slotsDir,
       o.settings.pluginSpareProcesses,
     );
     this.pool.refill();

@@ -5,7 +5,7 @@
  * stall is usually seen before the abort: the race the containment test in test/plugin-runtime.test.ts
  * runs into at 600 ms.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -13,13 +13,15 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { WorkerHost, WorkerPool } from "./worker-host.js";
 
-const root = mkdtempSync(join(tmpdir(), "svc-worker-host-"));
-const pool = new WorkerPool(32, null, [root], 0);
+const base = mkdtempSync(join(tmpdir(), "svc-worker-host-"));
+const root = join(base, "plugins");
+mkdirSync(root);
+const pool = new WorkerPool(32, null, join(base, "processes"), 0);
 const quiet = { debug() {}, info() {}, warn() {}, error() {} } as never;
 
 afterAll(async () => {
   await pool.close();
-  rmSync(root, { recursive: true, force: true });
+  rmSync(base, { recursive: true, force: true });
 });
 
 /** Starts a plugin whose activate() schedules `body` to run once the plugin is ready. */

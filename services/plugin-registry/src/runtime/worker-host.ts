@@ -5,6 +5,8 @@
  * come from a pool that keeps one spare started (the NATS client loaded and connected), so an activation
  * does not wait for a process to boot.
  */
+import { randomUUID } from "node:crypto";
+import { linkSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -49,49 +51,96 @@ type WorkerMessage =
 
 const WORKER_URL = new URL("./plugin-worker.mjs", import.meta.url);
 
-/** Starts plugin processes with the same limits and keeps `spares` started in advance. */
+/** A started process and the folder it may read (its slot), where its plugin's files are put at load. */
+export interface PluginProcess {
+  readonly isolate: Isolate;
+  readonly slot: string;
+}
+
+/**
+ * Puts a package's files into a slot: hard links (same file system, no copy), a copy where linking is
+ * refused. Directories are made; anything else (links) is left out: packages hold plain files only.
+ */
+function linkTree(from: string, to: string): void {
+  mkdirSync(to, { recursive: true, mode: 0o700 });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory()) linkTree(source, target);
+    else if (entry.isFile()) linkSync(source, target);
+  }
+}
+
+/**
+ * Starts plugin processes with the same limits and keeps `spares` started in advance. Each process may
+ * read only its own slot, a folder under `slotsDir` (isolate.ts confines it); the plugin it serves is
+ * linked into that slot when it is loaded, so a plugin reads its own files and no other plugin's.
+ */
 export class WorkerPool {
-  private readonly ready: Isolate[] = [];
+  private readonly ready: PluginProcess[] = [];
   private closed = false;
 
   constructor(
     private readonly memoryLimitMb: number,
     /** NATS server URL(s) the processes connect to; none: processes that serve no subject (tests). */
     private readonly natsServers: readonly string[] | null,
-    /** Folders the processes may read: where plugins are unpacked (isolate.ts confines them to these). */
-    private readonly readable: readonly string[],
+    /** Where each process's slot is made (beside the plugin cache, on the same file system). */
+    private readonly slotsDir: string,
     private readonly spares = 2,
   ) {}
 
   /** A started process for one plugin (a spare when there is one); the spares are topped up. */
-  take(): Isolate {
-    let isolate = this.ready.shift();
-    while (isolate?.exited) isolate = this.ready.shift();
+  take(): PluginProcess {
+    let taken = this.ready.shift();
+    while (taken?.isolate.exited) {
+      release(taken);
+      taken = this.ready.shift();
+    }
     setImmediate(() => this.refill());
-    return isolate ?? this.start();
+    return taken ?? this.start();
   }
 
   /** Starts spares up to the number kept (at service start, so the first activation finds one). */
   refill(): void {
-    for (let i = this.ready.length - 1; i >= 0; i--) if (this.ready[i]?.exited) this.ready.splice(i, 1);
+    for (let i = this.ready.length - 1; i >= 0; i--) {
+      const spare = this.ready[i] as PluginProcess;
+      if (spare.isolate.exited) {
+        release(spare);
+        this.ready.splice(i, 1);
+      }
+    }
     while (!this.closed && this.ready.length < this.spares) this.ready.push(this.start());
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.ready.splice(0).map((i) => i.kill()));
+    await Promise.all(
+      this.ready.splice(0).map(async (spare) => {
+        await spare.isolate.kill();
+        release(spare);
+      }),
+    );
   }
 
-  private start(): Isolate {
-    return startIsolate(WORKER_URL, { natsServers: this.natsServers }, this.memoryLimitMb, {
+  private start(): PluginProcess {
+    const slot = join(this.slotsDir, randomUUID());
+    mkdirSync(slot, { recursive: true, mode: 0o700 });
+    const isolate = startIsolate(WORKER_URL, { natsServers: this.natsServers }, this.memoryLimitMb, {
       imports: ["@nats-io/transport-node"],
-      readable: this.readable,
+      readable: [slot],
     });
+    return { isolate, slot };
   }
+}
+
+/** Removes a process's slot (its linked files; the cached package itself stays). */
+function release(process: PluginProcess): void {
+  rmSync(process.slot, { recursive: true, force: true });
 }
 
 export class WorkerHost {
   private readonly worker: Isolate;
+  private readonly process: PluginProcess;
   private nextId = 0;
   private lastPong = Date.now();
   /** The process's resident memory once the plugin had started: what a stall's growth is measured from. */
@@ -108,11 +157,15 @@ export class WorkerHost {
     pool: WorkerPool,
     private readonly options: WorkerHostOptions,
   ) {
-    this.worker = pool.take();
+    this.process = pool.take();
+    this.worker = this.process.isolate;
+    // The plugin's files, where its process may read them (and nothing else of the cache).
+    const home = join(this.process.slot, "package");
+    linkTree(options.root, home);
     this.worker.send({
       type: "load",
       plugin: {
-        entryUrl: pathToFileURL(join(options.root, options.entryFile)).href,
+        entryUrl: pathToFileURL(join(home, options.entryFile)).href,
         entryTypeName: options.entryTypeName,
         pluginId: options.pluginId,
         version: options.version,
@@ -250,6 +303,7 @@ export class WorkerHost {
     this.ended = true;
     clearInterval(this.heartbeat);
     await this.worker.kill();
+    release(this.process);
   }
 }
 

@@ -31,6 +31,12 @@ interface Counter {
   shared: number;
   /** Hits this replica admitted and has not written yet. */
   pending: number;
+  /**
+   * Hits being written now, counted until the write returns the new shared total (so they never drop out
+   * of the count meanwhile; the watch may show them a moment earlier, which counts them twice for that
+   * moment and errs on the strict side).
+   */
+  writing: number;
 }
 
 export interface LimitDecision {
@@ -118,7 +124,7 @@ export class RateLimiter {
     try {
       this.watchStop = await followKv(this.kv, `api.${window}.>`, (entry) => {
         if (entry.operation !== "PUT") return;
-        const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0 };
+        const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0, writing: 0 };
         counter.shared = Math.max(counter.shared, Number(entry.string()) || 0);
         this.counters.set(entry.key, counter);
       });
@@ -145,12 +151,13 @@ export class RateLimiter {
     const key = this.key(policy, this.window, client);
     let counter = this.counters.get(key);
     if (counter === undefined) {
-      counter = { shared: 0, pending: 0 };
+      counter = { shared: 0, pending: 0, writing: 0 };
       this.counters.set(key, counter);
     }
-    if (counter.shared + counter.pending >= limit) return decision(false, limit, limit, now);
+    const used = counter.shared + counter.writing + counter.pending;
+    if (used >= limit) return decision(false, limit, limit, now);
     counter.pending++;
-    return decision(true, limit, counter.shared + counter.pending, now);
+    return decision(true, limit, used + 1, now);
   }
 
   /** Writes pending hits to the shared counters. */
@@ -162,10 +169,15 @@ export class RateLimiter {
         if (counter.pending === 0) continue;
         const add = counter.pending;
         counter.pending = 0;
+        counter.writing += add;
         try {
-          counter.shared = await this.addShared(key, add);
+          const total = await this.addShared(key, add);
+          // The watch may have delivered a later total meanwhile.
+          counter.shared = Math.max(counter.shared, total);
         } catch {
           counter.pending += add; // try again next round; meanwhile keep counting locally
+        } finally {
+          counter.writing -= add;
         }
       }
     } finally {

@@ -224,7 +224,7 @@ describe("flow runs", () => {
       name: "onboarding",
       eventName: "user.created",
       actions: [
-        { type: "publish", eventName: "demo.onboarding-started", data: { who: "{{data.userName}}" } },
+        { type: "publish", eventName: "flow.onboarding-started", data: { who: "{{data.userName}}" } },
         { type: "http", url: receiver.url, secret: "flow-secret" },
         { type: "notify", title: "{{data.userName}} joined", detail: "via {{event}}" },
       ],
@@ -272,7 +272,7 @@ describe("flow runs", () => {
     );
     expect(runs[0]?.attempts).toBe(2);
     // Step 0 ran before the kill and was not repeated; the notification reached the flow managers.
-    expect(await countEvents("demo.onboarding-started")).toBe(1);
+    expect(await countEvents("flow.onboarding-started")).toBe(1);
     const inbox = await eventually(
       async () =>
         (await api("GET", "/api/notifications?limit=100", boss)).json<{
@@ -288,16 +288,40 @@ describe("flow runs", () => {
     await dispatcher.stop();
   }, 90_000);
 
+  it("refuses a flow that would publish a core event of the platform (issue 21, item 5)", async () => {
+    const dispatcher = await h.start(webhookDispatcherService, extra);
+    for (const eventName of ["user.deleted", "plugin.refused", "flow.", "hello.greeted"]) {
+      const refused = await api("POST", "/api/flows", operator, {
+        name: "impostor",
+        eventName: "user.created",
+        actions: [{ type: "publish", eventName }],
+      });
+      expect(refused.status, eventName).toBe(400);
+      expect(refused.json<{ errors: Array<{ field: string }> }>().errors[0]?.field).toBe(
+        "/body/actions/0/eventName",
+      );
+    }
+    // Its own namespace is fine.
+    const own = await api("POST", "/api/flows", operator, {
+      name: "own",
+      eventName: "user.created",
+      actions: [{ type: "publish", eventName: "flow.user-welcomed" }],
+    });
+    expect(own.status, own.text).toBe(201);
+    expect((await api("DELETE", `/api/flows/${own.json<FlowView>().id}`, operator)).status).toBe(204);
+    await dispatcher.stop();
+  }, 40_000);
+
   it("stops a chain of flows that publish their own trigger after three runs", async () => {
     const dispatcher = await h.start(webhookDispatcherService, extra);
     const flow = await api("POST", "/api/flows", operator, {
       name: "echo",
-      eventName: "demo.ping",
-      actions: [{ type: "publish", eventName: "demo.ping" }],
+      eventName: "flow.ping",
+      actions: [{ type: "publish", eventName: "flow.ping" }],
     });
     const flowId = flow.json<FlowView>().id;
-    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("demo.ping", null, { n: 1 });
-    await until(async () => (await countEvents("demo.ping")) >= 4, 20_000);
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("flow.ping", null, { n: 1 });
+    await until(async () => (await countEvents("flow.ping")) >= 4, 20_000);
     // Give a fourth run the time it would need to appear.
     await new Promise((r) => setTimeout(r, 1_500));
     const runs = await h.sql<{ n: number }>(
@@ -305,7 +329,7 @@ describe("flow runs", () => {
       [flowId],
     );
     expect(runs[0]?.n).toBe(3);
-    expect(await countEvents("demo.ping")).toBe(4);
+    expect(await countEvents("flow.ping")).toBe(4);
     await api("DELETE", `/api/flows/${flowId}`, operator);
     await dispatcher.stop();
   }, 40_000);

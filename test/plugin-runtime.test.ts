@@ -611,6 +611,14 @@ describe("events from plugins (spec 6.2)", () => {
     expect(delivered.event).toBe("hello.greeted");
     // The decorator added `source`; `greeting` is a sensitive field the plugin declared.
     expect(delivered.data).toEqual({ to: "Grace", greeting: "Top***ng", source: "hello" });
+    // Issue 21, item 5: not into a workspace whose chain lacks the plugin (ws-other's is empty): the host
+    // refuses the publish, so the plugin's handler fails and the caller gets 502.
+    const elsewhere = await api("POST", "/api/plugins/hello/greetings", {
+      to: "Mallory",
+      workspaceKey: "ws-other",
+    });
+    expect(elsewhere.status).toBe(502);
+    expect(elsewhere.json()).toMatchObject({ code: "SVC_PLUGIN_FAILED" });
     expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
   });
 });

@@ -41,7 +41,16 @@ export class HelloPlugin {
     const body = request.body ?? {};
     const to = typeof body.to === "string" ? body.to.slice(0, 100) : "world";
     const greeting = typeof body.greeting === "string" ? body.greeting.slice(0, 500) : `Hello, ${to}!`;
-    const workspaceKey = typeof body.workspaceKey === "string" ? body.workspaceKey : null;
+    // The workspace is the caller's, not one the body names: a workspace session publishes into its own
+    // workspace; a platform session may name one. The host refuses a workspace whose chain lacks this
+    // plugin, and any event name outside `hello.` (docs/plugins.md, "Events").
+    const principal = request.principal ?? {};
+    const workspaceKey =
+      principal.scope === "workspace"
+        ? principal.workspaceKey
+        : typeof body.workspaceKey === "string"
+          ? body.workspaceKey
+          : null;
     await this.host.events.publish("hello.greeted", workspaceKey, { to, greeting });
     return { status: 202, body: { published: "hello.greeted", to } };
   }

@@ -337,6 +337,15 @@ export const chainEntitled = sql`(p.tier = 'system' OR EXISTS (
     AND ((e.subject_type = 'workspace' AND e.subject_key = w.workspace_key)
       OR (e.subject_type = 'tenant' AND e.subject_key = w.tenant_key))))`;
 
+/** Whether workspace `workspaceKey`'s chain holds the plugin while it is entitled there. */
+export async function inEntitledChain(db: Queries, pluginId: string, workspaceKey: string): Promise<boolean> {
+  return (
+    (await db.maybeOne(sql`
+      SELECT 1 AS one FROM plugin_registry.workspace_plugins w JOIN plugin_registry.plugins p USING (plugin_id)
+      WHERE w.plugin_id = ${pluginId} AND w.workspace_key = ${workspaceKey} AND ${chainEntitled}`)) !== null
+  );
+}
+
 /**
  * Workspaces or tenants were deleted (the resolver's broadcast): their chains, theme choices and values,
  * grants and delegations go too. Returns how many rows went (0 on the replicas that came second).

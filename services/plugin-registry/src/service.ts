@@ -48,6 +48,7 @@ export const pluginRegistryService: ServiceDefinition = {
       cache,
       settings: config.backendHost,
       events: createEventPublisher(nc, config.subjectPrefix),
+      inChain: (pluginId, workspaceKey) => entitlements.inEntitledChain(db, pluginId, workspaceKey),
       log,
       onVerified: (row, root) => manifest.publishAssets(row, root),
       onFailure: (id, sha256, reason) =>

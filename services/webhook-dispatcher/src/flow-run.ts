@@ -14,11 +14,17 @@ import { createHash } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, defineJobType } from "@svc/jobs";
+import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
 import { WebhookHeader } from "@svc/wire-contract";
 
 import { type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
-import { DEFAULT_NOTIFY_PERMISSION, type StoredAction } from "./flows.js";
+import {
+  DEFAULT_NOTIFY_PERMISSION,
+  FLOW_EVENT_PREFIX,
+  mayPublish,
+  pluginEventNames,
+  type StoredAction,
+} from "./flows.js";
 
 /** Events of this depth (published by a chain of this many flows) trigger no flow. */
 export const MAX_FLOW_DEPTH = 3;
@@ -118,6 +124,12 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       return;
     }
     case "publish":
+      // Checked again when it runs: a flow stored before the rule, or a plugin uninstalled since.
+      if (!mayPublish(action.eventName, await pluginEventNames(deps.db))) {
+        throw new PermanentJobError(
+          `a flow may not publish '${action.eventName}': only '${FLOW_EVENT_PREFIX}' names and plugins' events`,
+        );
+      }
       await deps.events.publish(
         action.eventName,
         p.workspaceKey,

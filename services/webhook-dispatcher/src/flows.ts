@@ -86,12 +86,19 @@ function storeActions(
   actions: readonly ActionInput[],
   secrets: SecretBox,
   allowed: TargetPolicy,
+  pluginEvents: ReadonlySet<string>,
   previous: readonly StoredAction[] = [],
 ): StoredAction[] {
   const violations: Violation[] = [];
   const stored = actions.map((a, i): StoredAction => {
     // Only the known properties are kept (the action schemas are open; see FlowAction).
     if (a.type === "publish") {
+      if (!mayPublish(a.eventName, pluginEvents)) {
+        violations.push({
+          field: `/body/actions/${i}/eventName`,
+          message: `a flow publishes names under '${FLOW_EVENT_PREFIX}' or installed plugins' events, never the platform's ('${a.eventName}')`,
+        });
+      }
       return { type: a.type, eventName: a.eventName, ...(a.data === undefined ? {} : { data: a.data }) };
     }
     if (a.type === "notify") {
@@ -120,6 +127,28 @@ function storeActions(
   return stored;
 }
 
+/** The namespace of the events flows raise themselves. */
+export const FLOW_EVENT_PREFIX = "flow.";
+
+/**
+ * What a flow may publish (issue 21, item 5): its own names, `flow.<name>`, or an installed plugin's
+ * declared events; never a core event of the platform (`user.deleted`, `plugin.refused`, …), which only
+ * the services that own them raise.
+ */
+export function mayPublish(eventName: string, pluginEvents: ReadonlySet<string>): boolean {
+  return (
+    (eventName.startsWith(FLOW_EVENT_PREFIX) && eventName.length > FLOW_EVENT_PREFIX.length) ||
+    pluginEvents.has(eventName)
+  );
+}
+
+/** The event names installed plugins contribute to the catalogue (not the platform's own). */
+export async function pluginEventNames(db: Queries): Promise<Set<string>> {
+  const rows = await db.any<{ event_name: string }>(sql`
+    SELECT event_name FROM webhook_dispatcher.event_catalog WHERE source NOT IN ('baseline', 'host')`);
+  return new Set(rows.map((r) => r.event_name));
+}
+
 export async function createFlow(
   db: Db,
   secrets: SecretBox,
@@ -127,7 +156,7 @@ export async function createFlow(
   req: RequestOfRoute<Routes["flows.create"]>,
 ): Promise<ReplyOfRoute<Routes["flows.create"]>> {
   const body = req.body;
-  const actions = storeActions(body.actions, secrets, allowed);
+  const actions = storeActions(body.actions, secrets, allowed, await pluginEventNames(db));
   const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
   const row = await db.one<Row>(sql`
     INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
@@ -153,7 +182,7 @@ export async function replaceFlow(
       SELECT ${COLUMNS} FROM webhook_dispatcher.flows
       WHERE id = ${req.params.id} AND ${reach(req.principal)} FOR UPDATE`);
     if (current === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
-    const actions = storeActions(body.actions, secrets, allowed, current.actions);
+    const actions = storeActions(body.actions, secrets, allowed, await pluginEventNames(tx), current.actions);
     // A workspace session's flow stays in its workspace; a platform session may move it.
     const workspaceKey =
       body.workspaceKey === undefined

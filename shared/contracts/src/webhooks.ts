@@ -45,7 +45,10 @@ export const FlowAction = Type.Union([
   ),
   Type.Object(
     {
-      /** Publish another event in the triggering event's workspace. */
+      /**
+       * Publish another event in the triggering event's workspace: a name under `flow.`, or an installed
+       * plugin's event; never a core event of the platform (400).
+       */
       type: Type.Literal("publish"),
       eventName: Type.String({ pattern: "^[\\w.-]{1,120}$" }),
       /** The new event's data; the triggering event's data when omitted. */
@@ -85,7 +88,7 @@ const FlowBody = Type.Object(
         eventName: "user.created",
         actions: [
           { type: "http", url: "https://crm.example.com/hooks/svc", secret: "a shared secret" },
-          { type: "publish", eventName: "crm.contact-requested", data: { userName: "{{data.userName}}" } },
+          { type: "publish", eventName: "flow.contact-requested", data: { userName: "{{data.userName}}" } },
           { type: "notify", title: "{{data.userName}} joined", permission: "user.read" },
         ],
       },

@@ -128,6 +128,24 @@ const descriptorFields = {
   events: true,
 } satisfies Record<keyof PluginDescriptor, true>;
 
+describe("events (issue 21, item 5)", () => {
+  it("accepts only names in the plugin's own namespace: never the platform's or another plugin's", () => {
+    expect(validateRegistry({ ...good, events: ["hello.greeted", "hello.farewell.sent"] }, context)).toEqual(
+      [],
+    );
+    const raw = {
+      ...good,
+      events: ["hello.greeted", "user.created", "plugin.refused", "other.thing", "hello."],
+    };
+    expect(fields(raw).sort()).toEqual([
+      "/registry.json/events/1",
+      "/registry.json/events/2",
+      "/registry.json/events/3",
+      "/registry.json/events/4",
+    ]);
+  });
+});
+
 describe("the plugin SDK's PluginDescriptor (issue 15, item 5)", () => {
   it("names exactly the fields the validator's schema has", () => {
     expect(Object.keys(RegistryJsonSchema.properties).sort()).toEqual(Object.keys(descriptorFields).sort());

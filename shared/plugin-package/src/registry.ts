@@ -284,6 +284,12 @@ export function validateRegistry(raw: unknown, context: RegistryContext): Regist
       add(field, `'${key}' does not end in a known action (${KEY_ACTIONS.join(", ")})`);
     }
   });
+  // Events (issue 21, item 5): a plugin names only its own, `<pluginId>.<name>`; never the platform's.
+  (r.events ?? []).forEach((name, i) => {
+    if (!name.startsWith(`${r.pluginId}.`) || name.length === r.pluginId.length + 1) {
+      add(`events/${i}`, `'${name}' is outside the plugin's namespace '${r.pluginId}.'`);
+    }
+  });
   // Keys of the admin-API extension path (spec 5.5.3): the namespace rule applies, the action rule does not.
   (r.adminApi?.permissions ?? []).forEach((key, i) => {
     const field = `adminApi/permissions/${i}`;

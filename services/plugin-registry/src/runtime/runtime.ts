@@ -35,6 +35,8 @@ export interface RuntimeOptions {
   readonly log: Logger;
   /** Called with each plugin's verified package before it starts (its UI assets are published). */
   readonly onVerified?: (row: PluginRow, root: string) => Promise<void>;
+  /** Whether the workspace's chain holds the plugin while it is entitled there (where it may publish). */
+  readonly inChain: (pluginId: string, workspaceKey: string) => Promise<boolean>;
   /** The plugin was stopped by the runtime (crash, hang, memory, exit): record it. */
   readonly onFailure: (pluginId: string, sha256: string, reason: string) => void;
 }
@@ -179,12 +181,25 @@ export class PluginRuntime {
     await entry.host?.stop();
   }
 
+  /**
+   * A plugin's event (issue 21, item 5): only a name it declares, in its own namespace; into no workspace
+   * (a platform event) or only a workspace whose chain holds the plugin while it is entitled there.
+   */
   private async publish(pluginId: string, declared: ReadonlySet<string>, event: PublishedByPlugin) {
-    if (typeof event?.eventName !== "string" || !declared.has(event.eventName)) {
+    if (
+      typeof event?.eventName !== "string" ||
+      !declared.has(event.eventName) ||
+      !event.eventName.startsWith(`${pluginId}.`)
+    ) {
       throw new Error(`'${String(event?.eventName)}' is not an event this plugin declares in registry.json`);
     }
     if (event.workspaceKey !== null && typeof event.workspaceKey !== "string") {
       throw new Error("workspaceKey is a string or null");
+    }
+    if (event.workspaceKey !== null && !(await this.o.inChain(pluginId, event.workspaceKey))) {
+      throw new Error(
+        `the plugin is not in workspace '${event.workspaceKey}''s chain (or not entitled there): it cannot publish into it`,
+      );
     }
     await this.o.events.publish(event.eventName, event.workspaceKey, event.payload);
     this.o.log.debug({ pluginId, eventName: event.eventName }, "plugin event published");

@@ -26,6 +26,7 @@ import {
   surfaceData,
 } from "./public.js";
 import * as surfaces from "./surfaces.js";
+import * as tenantHosts from "./tenant-hosts.js";
 import * as tenants from "./tenants.js";
 import * as workspaces from "./workspaces.js";
 
@@ -89,6 +90,9 @@ export const resolverService: ServiceDefinition = {
     serveRoute(bus, r["tenants.activate"], (req) => tenants.activateTenant(deps, req));
     serveRoute(bus, r["tenants.suspend"], (req) => tenants.suspendTenant(deps, req));
     serveRoute(bus, r["tenants.delete"], (req) => tenants.deleteTenant(deps, req));
+    serveRoute(bus, r["tenant-hosts.list"], (req) => tenantHosts.listHosts(deps, req));
+    serveRoute(bus, r["tenant-hosts.put"], (req) => tenantHosts.putHost(deps, req));
+    serveRoute(bus, r["tenant-hosts.delete"], (req) => tenantHosts.deleteHost(deps, req));
     serveRoute(bus, r["workspaces.list"], (req) => workspaces.listWorkspaces(deps, req));
     serveRoute(bus, r["workspaces.get"], (req) => workspaces.getWorkspace(deps, req));
     serveRoute(bus, r["workspaces.put"], (req) => workspaces.putWorkspace(deps, req));

@@ -12,6 +12,7 @@ import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors
 import { normaliseHost } from "@svc/workspace";
 
 import type { ResolverHandler } from "./deps.js";
+import { claimHosts } from "./tenant-hosts.js";
 
 interface WorkspaceRow {
   key: string;
@@ -121,20 +122,31 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
       );
     }
     if (bindings !== undefined) {
+      // A host belongs to one tenant (issue 21, item 3): only its workspaces bind paths under it.
+      await claimHosts(
+        tx,
+        b.tenantKey,
+        bindings.map((x) => x.host),
+        platform,
+      );
       const taken = await tx.any<{ host: string; path_prefix: string; workspace_key: string }>(sql`
         SELECT host, path_prefix, workspace_key FROM resolver.workspace_bindings
         WHERE workspace_key <> ${key}
           AND (host, path_prefix) IN (SELECT * FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[]))`);
       if (taken.length > 0) {
+        const where = `${taken[0]?.host}${taken[0]?.path_prefix === "/" ? "" : taken[0]?.path_prefix}`;
+        // A platform session sees every workspace; a workspace session learns only that it is taken.
         throw new SvcError(
           ErrorCode.Conflict,
-          `${taken[0]?.host}${taken[0]?.path_prefix === "/" ? "" : taken[0]?.path_prefix} is bound to workspace '${taken[0]?.workspace_key}'.`,
+          platform
+            ? `${where} is bound to workspace '${taken[0]?.workspace_key}'.`
+            : `${where} is already bound.`,
           {
             extensions: {
               bindings: taken.map((t) => ({
                 host: t.host,
                 pathPrefix: t.path_prefix,
-                workspaceKey: t.workspace_key,
+                ...(platform ? { workspaceKey: t.workspace_key } : {}),
               })),
             },
           },

@@ -26,6 +26,15 @@ export const TenantView = Type.Object({
   updatedAtUtc: Type.String(),
 });
 
+/** A host name as a binding takes it (no port; normalised to lower case by the resolver). */
+const HostName = Type.String({ minLength: 1, maxLength: 253, pattern: "^[A-Za-z0-9.-]+$" });
+
+export const TenantHostView = Type.Object({
+  host: Type.String(),
+  tenantKey: Type.String(),
+  createdAtUtc: Type.String(),
+});
+
 const Binding = Type.Object(
   {
     host: Type.String({ minLength: 1, maxLength: 253 }),
@@ -189,6 +198,32 @@ export const resolverRoutes = defineRoutes("resolver", {
     summary: "Delete a tenant; one with workspaces only with deleteWorkspaces=true (they are deleted too)",
     params: Type.Object({ tenantKey: TenantKey }),
     query: Type.Object({ deleteWorkspaces: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+  },
+  "tenant-hosts.list": {
+    method: "GET",
+    path: "/api/tenants/:tenantKey/hosts",
+    permission: "tenant.read",
+    platformOnly: true,
+    summary: "The hosts assigned to a tenant: only its workspaces may bind paths under them",
+    params: Type.Object({ tenantKey: TenantKey }),
+    reply: Type.Object({ tenantKey: Type.String(), items: Type.Array(TenantHostView) }),
+  },
+  "tenant-hosts.put": {
+    method: "PUT",
+    path: "/api/tenants/:tenantKey/hosts/:host",
+    permission: "tenant.update",
+    platformOnly: true,
+    summary: "Assign a host to a tenant (201; 200 when it has it already; 409 when another tenant has it)",
+    params: Type.Object({ tenantKey: TenantKey, host: HostName }),
+    reply: TenantHostView,
+  },
+  "tenant-hosts.delete": {
+    method: "DELETE",
+    path: "/api/tenants/:tenantKey/hosts/:host",
+    permission: "tenant.update",
+    platformOnly: true,
+    summary: "Take a host back from a tenant (409 while one of its workspaces binds it)",
+    params: Type.Object({ tenantKey: TenantKey, host: HostName }),
   },
   "config.definitions": {
     method: "GET",

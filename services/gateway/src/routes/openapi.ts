@@ -160,6 +160,7 @@ type Tag = (typeof TAGS)[number][0];
 /** A route's tag, from the first segment of its contract name (`tenants.create` is in `tenants`). */
 const TAG_OF_NAME: Readonly<Record<string, Tag>> = {
   tenants: "tenants",
+  "tenant-hosts": "tenants",
   workspaces: "workspaces",
   members: "members",
   "member-roles": "members",

@@ -1,0 +1,125 @@
+/**
+ * Issue 21, item 3: a host belongs to one tenant. The attack: a workspace admin of one tenant, holding only
+ * `workspace.update`, bound another tenant's host under a new prefix (`b.example` + `/login`) and served
+ * its page there, and the 409 for an exact clash named the other workspace. Now hosts are assigned to
+ * tenants (by the platform, or when a platform session first binds them), a workspace binds only its
+ * tenant's hosts, and a refusal names nothing the caller cannot see.
+ */
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+let base: string;
+let operator: string;
+
+const api = (method: string, path: string, body?: unknown, token = operator) =>
+  http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+afterAll(() => h.stopAll());
+beforeAll(async () => {
+  const env = { BackendHost__RateLimitApiPerMinute: "0" };
+  await h.start(rbacService, env);
+  await h.start(resolverService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  for (const tenantKey of ["victim", "attacker"]) {
+    expect((await api("POST", "/api/tenants", { tenantKey, name: tenantKey })).status).toBe(201);
+  }
+  // The victim's site, bound by a platform operator: the host becomes the victim tenant's.
+  const site = await api("PUT", "/api/workspaces/victim-site", {
+    tenantKey: "victim",
+    name: "Victim",
+    bindings: [{ host: "b.example", pathPrefix: "/" }],
+  });
+  expect(site.status, site.text).toBe(201);
+  expect(
+    (await api("PUT", "/api/workspaces/attacker-site", { tenantKey: "attacker", name: "Attacker" })).status,
+  ).toBe(201);
+});
+
+describe("hosts belong to one tenant", () => {
+  it("a workspace admin cannot bind another tenant's host, under any prefix, and learns nothing of it", async () => {
+    const admin = await mintToken({
+      scope: "workspace",
+      workspaceKey: "attacker-site",
+      permissions: ["workspace.update", "workspace.read"],
+    });
+    for (const pathPrefix of ["/login", "/"]) {
+      const taken = await api(
+        "PUT",
+        "/api/workspaces/attacker-site",
+        { tenantKey: "attacker", name: "Attacker", bindings: [{ host: "b.example", pathPrefix }] },
+        admin,
+      );
+      expect(taken.status, pathPrefix).toBe(409);
+      expect(taken.text).not.toContain("victim");
+    }
+    // The victim's page still resolves to the victim.
+    const resolved = await http(`${base}/workspace/public/resolve`, {
+      headers: { host: "b.example", "x-forwarded-uri": "/login" },
+    });
+    expect(resolved.json()).toEqual({ resolved: true, workspaceKey: "victim-site" });
+  });
+
+  it("a workspace admin binds only hosts its tenant has; the platform assigns them", async () => {
+    const admin = await mintToken({
+      scope: "workspace",
+      workspaceKey: "attacker-site",
+      permissions: ["workspace.update"],
+    });
+    const body = {
+      tenantKey: "attacker",
+      name: "Attacker",
+      bindings: [{ host: "a.example", pathPrefix: "/shop" }],
+    };
+    const unassigned = await api("PUT", "/api/workspaces/attacker-site", body, admin);
+    expect(unassigned.status).toBe(409);
+    expect(unassigned.text).toContain("a platform operator assigns hosts");
+    expect((await api("PUT", "/api/tenants/attacker/hosts/a.example")).status).toBe(201);
+    expect((await api("PUT", "/api/tenants/attacker/hosts/A.Example")).status).toBe(200);
+    expect((await api("PUT", "/api/workspaces/attacker-site", body, admin)).status).toBe(200);
+    expect((await api("GET", "/api/tenants/attacker/hosts")).json()).toMatchObject({
+      tenantKey: "attacker",
+      items: [{ host: "a.example", tenantKey: "attacker" }],
+    });
+    // One tenant's host cannot be given to another; nor taken back while bound.
+    expect((await api("PUT", "/api/tenants/victim/hosts/a.example")).status).toBe(409);
+    expect((await api("DELETE", "/api/tenants/attacker/hosts/a.example")).status).toBe(409);
+    // The host routes are the platform's.
+    expect((await api("GET", "/api/tenants/attacker/hosts", undefined, admin)).status).toBe(403);
+    await api("PUT", "/api/workspaces/attacker-site", { ...body, bindings: [] }, admin);
+    expect((await api("DELETE", "/api/tenants/attacker/hosts/a.example")).status).toBe(204);
+  });
+
+  it("a platform session binding a new host assigns it to the workspace's tenant", async () => {
+    const bound = await api("PUT", "/api/workspaces/attacker-site", {
+      tenantKey: "attacker",
+      name: "Attacker",
+      bindings: [{ host: "c.example" }],
+    });
+    expect(bound.status, bound.text).toBe(200);
+    expect((await api("GET", "/api/tenants/attacker/hosts")).json()).toMatchObject({
+      items: [{ host: "c.example" }],
+    });
+    // Even a platform session cannot bind another tenant's host to this tenant's workspace.
+    const refused = await api("PUT", "/api/workspaces/attacker-site", {
+      tenantKey: "attacker",
+      name: "Attacker",
+      bindings: [{ host: "b.example", pathPrefix: "/other" }],
+    });
+    expect(refused.status).toBe(409);
+  });
+});

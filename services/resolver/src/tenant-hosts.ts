@@ -5,7 +5,7 @@
  * workspace session binds only hosts its tenant has. A refusal names nothing the caller cannot see.
  */
 import { type Queries, sql } from "@svc/db";
-import { ConflictError, ErrorCode,NotFoundError, SvcError } from "@svc/errors";
+import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import { normaliseHost } from "@svc/workspace";
 
 import type { ResolverHandler } from "./deps.js";

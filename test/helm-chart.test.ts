@@ -60,6 +60,38 @@ beforeAll(async () => {
 }, 120_000);
 
 describe("the Helm chart", () => {
+  it("gives secrets as mounted files, each key only to the service that uses it (issue 21, item 1)", () => {
+    type Env = { name: string; value?: string; valueFrom?: unknown };
+    type Pod = {
+      containers: Array<{ name: string; env?: Env[]; volumeMounts?: Array<{ name: string }> }>;
+      volumes?: Array<{ name: string; secret?: { items?: Array<{ key: string }>; defaultMode?: number } }>;
+    };
+    const pods = render(["-f", PRODUCTION])
+      .filter((m) => m.kind === "Deployment" || m.kind === "Job")
+      .map((m) => (m.spec as { template: { spec: Pod } }).template.spec);
+    expect(pods.length).toBeGreaterThan(6);
+    const keysOf = (pod: Pod) =>
+      (pod.volumes ?? []).flatMap((v) => (v.secret?.items ?? []).map((i) => i.key)).sort();
+    for (const pod of pods) {
+      const container = pod.containers[0];
+      const env = container?.env ?? [];
+      // No secret in the environment (where every process of the user could read it).
+      expect(
+        env.filter((e) => e.valueFrom !== undefined),
+        container?.name,
+      ).toEqual([]);
+      expect(env.map((e) => e.name)).toContain("DATABASE_URL_FILE");
+      const expected =
+        container?.name === "rbac"
+          ? ["DATABASE_URL", "JWT_SIGNING_KEY"]
+          : container?.name === "webhook-dispatcher"
+            ? ["DATABASE_URL", "SECRETS_ENCRYPTION_KEY"]
+            : ["DATABASE_URL"];
+      expect(keysOf(pod), container?.name).toEqual(expected);
+      for (const v of pod.volumes ?? []) if (v.secret) expect(v.secret.defaultMode, v.name).toBe(0o440);
+    }
+  });
+
   it("passes helm lint with the default and the production-like values", () => {
     for (const values of [[], ["-f", PRODUCTION]]) {
       const lint = run(["lint", CHART, "--strict", ...values]);

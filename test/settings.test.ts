@@ -3,7 +3,8 @@
  * loads), parsed into one frozen object; every bad variable listed at once; the docs generated from the
  * same tables (issue 10, item 3).
  */
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import {
@@ -91,6 +92,32 @@ describe("parseConfig", () => {
       expect(problems).toContain(name);
     }
     expect((error as ConfigError).problems).toHaveLength(5);
+  });
+
+  it("reads any setting from the file <VARIABLE>_FILE names, as a mounted Secret gives it (issue 21, item 1)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-settings-files-"));
+    try {
+      writeFileSync(join(dir, "database-url"), "postgres://svc@db.internal:5432/svc\n");
+      const key = Buffer.alloc(32, 9).toString("base64");
+      writeFileSync(join(dir, "secrets-key"), key);
+      const config = parseConfig({
+        DATABASE_URL_FILE: join(dir, "database-url"),
+        BackendHost__SecretsEncryptionKey_FILE: join(dir, "secrets-key"),
+      });
+      expect(config.databaseUrl).toBe("postgres://svc@db.internal:5432/svc");
+      expect((config.backendHost as unknown as { secretsEncryptionKey: string }).secretsEncryptionKey).toBe(
+        key,
+      );
+      // A missing file, or both forms at once, is a bad configuration naming the variable.
+      expect(() => parseConfig({ DATABASE_URL_FILE: join(dir, "nothing-here") })).toThrow(
+        /DATABASE_URL_FILE: cannot read .*nothing-here \(ENOENT\)/,
+      );
+      expect(() =>
+        parseConfig({ DATABASE_URL: "postgres://a@b/c", DATABASE_URL_FILE: join(dir, "database-url") }),
+      ).toThrow(/set either DATABASE_URL or DATABASE_URL_FILE/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses the development signing key and API key in every mode but development (issue 8, point 9)", () => {

@@ -2,7 +2,14 @@
  * Reads raw settings (plain variables and the `BackendHost:X` tree) into typed values, collecting every
  * problem instead of stopping at the first, so one run lists all bad variables. Values whose name looks
  * like a secret are never echoed.
+ *
+ * Every setting may also come from a file: `<VARIABLE>_FILE` names it (`DATABASE_URL_FILE`,
+ * `BackendHost__JwtSigningKey_FILE`), as a Kubernetes Secret mounted as files gives it; one trailing line
+ * break is dropped. So a secret need not sit in the process's environment, which every process of the same
+ * user on the host could otherwise read.
  */
+import { readFileSync } from "node:fs";
+
 import { getSetting, getSettingArray, type SettingTree } from "./settings-tree.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -16,6 +23,36 @@ export class Reader {
   ) {}
 
   private raw(name: string): { label: string; value: string } | undefined {
+    const direct = this.direct(name);
+    const file = this.fromFile(name);
+    if (direct !== undefined && file !== undefined) {
+      this.problems.push(`${direct.label}: set either ${direct.label} or ${direct.label}_FILE, not both`);
+      return direct;
+    }
+    return direct ?? file;
+  }
+
+  /** The value of `<VARIABLE>_FILE`'s file, or a problem when it cannot be read. */
+  private fromFile(name: string): { label: string; value: string } | undefined {
+    const label = `${name.replaceAll(":", "__")}_FILE`;
+    const path = name.includes(":") ? getSetting(this.tree, `${name}_FILE`) : this.env[label];
+    if (path === undefined || path === "") return undefined;
+    if (typeof path !== "string") {
+      this.problems.push(`${label}: expected a file path`);
+      return undefined;
+    }
+    try {
+      const value = readFileSync(path, "utf8").replace(/\r?\n$/, "");
+      return { label: name.replaceAll(":", "__"), value };
+    } catch (error) {
+      this.problems.push(
+        `${label}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})`,
+      );
+      return undefined;
+    }
+  }
+
+  private direct(name: string): { label: string; value: string } | undefined {
     if (name.includes(":")) {
       const value = getSetting(this.tree, name);
       if (value === undefined) return undefined;

@@ -3,6 +3,7 @@
  * package must meet (the corpus of test/plugins/corpus.ts): zip-slip, absolute paths, links in tar and zip,
  * a zip bomb stopped at the size limit; the good package unpacks from .tgz and .zip and verifies.
  */
+import { execFileSync } from "node:child_process";
 import { createPublicKey } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -61,6 +62,33 @@ describe("plugin package archives", () => {
     expect((await refusal(corpus.archives.tarSymlink)).message).toMatch(/SymbolicLink entry is not allowed/);
     expect((await refusal(corpus.archives.zipSymlink)).message).toMatch(/Links and special files/);
   });
+
+  it("stops a gzip bomb made by GNU tar at the size limit, with bounded memory (issue 21, item 8)", async () => {
+    // 400 MiB of zeros in a .tgz of well under 1 MiB, made by the tools users have.
+    const dir = join(work, "gzip-bomb");
+    execFileSync("mkdir", ["-p", dir]);
+    execFileSync(
+      "sh",
+      ["-c", "head -c 400M /dev/zero > zeros.bin && tar -czf bomb.tgz zeros.bin && rm zeros.bin"],
+      {
+        cwd: dir,
+      },
+    );
+    const bomb = readFileSync(join(dir, "bomb.tgz"));
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+    const error = await extractArchive(bomb, join(work, "bomb-out"), DEFAULT_LIMITS).catch((e: unknown) => e);
+    clearInterval(sampler);
+    peak = Math.max(peak, process.memoryUsage().rss);
+    expect(error).toBeInstanceOf(PackageError);
+    expect((error as Error).message).toMatch(/more than 52428800 bytes/);
+    // Inflating stops at what a package within the limits can take (50 MiB and its tar headers).
+    const grownMb = (peak - before) / 2 ** 20;
+    console.warn(`gzip bomb: refused; resident memory grew by ${grownMb.toFixed(1)} MiB`);
+    expect(grownMb).toBeLessThan(160);
+  }, 60_000);
 
   it("stops a zip bomb at the size limit, and refuses what is no archive", async () => {
     expect((await refusal(corpus.archives.zipBomb)).message).toMatch(/more than 52428800 bytes/);

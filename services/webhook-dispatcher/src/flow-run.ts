@@ -18,13 +18,8 @@ import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
 import { WebhookHeader } from "@svc/wire-contract";
 
 import { type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
-import {
-  DEFAULT_NOTIFY_PERMISSION,
-  FLOW_EVENT_PREFIX,
-  mayPublish,
-  pluginEventNames,
-  type StoredAction,
-} from "./flows.js";
+import { DEFAULT_NOTIFY_PERMISSION, FLOW_EVENT_PREFIX, mayPublish, type StoredAction } from "./flows.js";
+import type { PluginEventScopes } from "./plugin-contributions.js";
 
 /** Events of this depth (published by a chain of this many flows) trigger no flow. */
 export const MAX_FLOW_DEPTH = 3;
@@ -53,6 +48,8 @@ declare module "@svc/jobs" {
 defineJobType("flow.run", { maxAttempts: 5 });
 
 export interface FlowRunDeps extends OutboundDeps {
+  /** Which workspaces may raise each plugin event (the plugin's chain). */
+  readonly pluginEvents: PluginEventScopes;
   readonly events: EventPublisher;
 }
 
@@ -124,8 +121,8 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       return;
     }
     case "publish":
-      // Checked again when it runs: a flow stored before the rule, or a plugin uninstalled since.
-      if (!mayPublish(action.eventName, await pluginEventNames(deps.db))) {
+      // Checked again when it runs: a flow stored before the rule, or a plugin taken out of the chain since.
+      if (!mayPublish(action.eventName, (name) => deps.pluginEvents.mayRaise(name, p.workspaceKey))) {
         throw new PermanentJobError(
           `a flow may not publish '${action.eventName}': only '${FLOW_EVENT_PREFIX}' names and plugins' events`,
         );

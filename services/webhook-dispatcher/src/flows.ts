@@ -13,6 +13,7 @@ import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
+import type { PluginEventScopes } from "./plugin-contributions.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 import { catalogNames, patternMatches, reach, targetUrlViolations } from "./subscriptions.js";
@@ -86,17 +87,17 @@ function storeActions(
   actions: readonly ActionInput[],
   secrets: SecretBox,
   allowed: TargetPolicy,
-  pluginEvents: ReadonlySet<string>,
+  mayRaise: (eventName: string) => boolean,
   previous: readonly StoredAction[] = [],
 ): StoredAction[] {
   const violations: Violation[] = [];
   const stored = actions.map((a, i): StoredAction => {
     // Only the known properties are kept (the action schemas are open; see FlowAction).
     if (a.type === "publish") {
-      if (!mayPublish(a.eventName, pluginEvents)) {
+      if (!mayPublish(a.eventName, mayRaise)) {
         violations.push({
           field: `/body/actions/${i}/eventName`,
-          message: `a flow publishes names under '${FLOW_EVENT_PREFIX}' or installed plugins' events, never the platform's ('${a.eventName}')`,
+          message: `a flow publishes names under '${FLOW_EVENT_PREFIX}', or events of plugins in its workspace's chain; never the platform's ('${a.eventName}')`,
         });
       }
       return { type: a.type, eventName: a.eventName, ...(a.data === undefined ? {} : { data: a.data }) };
@@ -131,33 +132,28 @@ function storeActions(
 export const FLOW_EVENT_PREFIX = "flow.";
 
 /**
- * What a flow may publish (issue 21, item 5): its own names, `flow.<name>`, or an installed plugin's
- * declared events; never a core event of the platform (`user.deleted`, `plugin.refused`, …), which only
- * the services that own them raise.
+ * What a flow may publish (issue 21, item 5): its own names, `flow.<name>`, or the declared events of a
+ * plugin its workspace may raise (`mayRaise`: the plugin is in the workspace's chain and entitled; for a
+ * platform flow, installed); never a core event of the platform (`user.deleted`, `plugin.refused`, …),
+ * which only the services that own them raise.
  */
-export function mayPublish(eventName: string, pluginEvents: ReadonlySet<string>): boolean {
+export function mayPublish(eventName: string, mayRaise: (eventName: string) => boolean): boolean {
   return (
     (eventName.startsWith(FLOW_EVENT_PREFIX) && eventName.length > FLOW_EVENT_PREFIX.length) ||
-    pluginEvents.has(eventName)
+    mayRaise(eventName)
   );
-}
-
-/** The event names installed plugins contribute to the catalogue (not the platform's own). */
-export async function pluginEventNames(db: Queries): Promise<Set<string>> {
-  const rows = await db.any<{ event_name: string }>(sql`
-    SELECT event_name FROM webhook_dispatcher.event_catalog WHERE source NOT IN ('baseline', 'host')`);
-  return new Set(rows.map((r) => r.event_name));
 }
 
 export async function createFlow(
   db: Db,
   secrets: SecretBox,
   allowed: TargetPolicy,
+  scopes: PluginEventScopes,
   req: RequestOfRoute<Routes["flows.create"]>,
 ): Promise<ReplyOfRoute<Routes["flows.create"]>> {
   const body = req.body;
-  const actions = storeActions(body.actions, secrets, allowed, await pluginEventNames(db));
   const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
+  const actions = storeActions(body.actions, secrets, allowed, (name) => scopes.mayRaise(name, workspaceKey));
   const row = await db.one<Row>(sql`
     INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
     VALUES (${randomUUID()}, ${body.name}, ${workspaceKey}, ${body.eventName},
@@ -174,6 +170,7 @@ export async function replaceFlow(
   db: Db,
   secrets: SecretBox,
   allowed: TargetPolicy,
+  scopes: PluginEventScopes,
   req: RequestOfRoute<Routes["flows.put"]>,
 ): Promise<ReplyOfRoute<Routes["flows.put"]>> {
   const body = req.body;
@@ -182,12 +179,18 @@ export async function replaceFlow(
       SELECT ${COLUMNS} FROM webhook_dispatcher.flows
       WHERE id = ${req.params.id} AND ${reach(req.principal)} FOR UPDATE`);
     if (current === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
-    const actions = storeActions(body.actions, secrets, allowed, await pluginEventNames(tx), current.actions);
     // A workspace session's flow stays in its workspace; a platform session may move it.
     const workspaceKey =
       body.workspaceKey === undefined
         ? current.workspace_key
         : (listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null);
+    const actions = storeActions(
+      body.actions,
+      secrets,
+      allowed,
+      (name) => scopes.mayRaise(name, workspaceKey),
+      current.actions,
+    );
     return tx.one<Row>(sql`
       UPDATE webhook_dispatcher.flows
       SET name = ${body.name}, workspace_key = ${workspaceKey}, event_name = ${body.eventName},

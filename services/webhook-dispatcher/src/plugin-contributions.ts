@@ -36,3 +36,28 @@ export async function applyPluginContributions(
     }),
   );
 }
+
+/**
+ * Which workspaces may raise each plugin's events (issue 21, item 5): those whose chain holds the plugin
+ * while it is entitled there (the contributions' `workspaces`). A flow of a workspace publishes a plugin's
+ * event only there; a platform flow, anywhere the plugin is installed. Follows the contributions.
+ */
+export class PluginEventScopes {
+  private scopes = new Map<string, ReadonlySet<string>>();
+
+  apply(plugins: readonly PluginContribution[]): void {
+    const next = new Map<string, ReadonlySet<string>>();
+    for (const p of plugins) {
+      const workspaces = new Set(p.workspaces);
+      for (const name of p.events) next.set(name, workspaces);
+    }
+    this.scopes = next;
+  }
+
+  /** Whether a flow of `workspaceKey` (null: a platform flow) may publish the plugin event `eventName`. */
+  mayRaise(eventName: string, workspaceKey: string | null): boolean {
+    const workspaces = this.scopes.get(eventName);
+    if (workspaces === undefined) return false;
+    return workspaceKey === null || workspaces.has(workspaceKey);
+  }
+}

@@ -13,7 +13,7 @@ import { createTargetPolicy } from "./http-client.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
 import { createWebhookMetrics } from "./metrics.js";
-import { applyPluginContributions } from "./plugin-contributions.js";
+import { applyPluginContributions, PluginEventScopes } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
 import * as subs from "./subscriptions.js";
 
@@ -31,8 +31,11 @@ export const webhookDispatcherService: ServiceDefinition = {
     serveRoute(bus, routes["webhooks.delete"], (req) => subs.deleteSubscription(db, req));
     serveRoute(bus, routes["events.catalog"], () => subs.eventCatalog(db));
     serveRoute(bus, routes["flows.list"], (req) => flows.listFlows(db, req));
-    serveRoute(bus, routes["flows.create"], (req) => flows.createFlow(db, secrets, allowed, req));
-    serveRoute(bus, routes["flows.put"], (req) => flows.replaceFlow(db, secrets, allowed, req));
+    const pluginEvents = new PluginEventScopes();
+    serveRoute(bus, routes["flows.create"], (req) =>
+      flows.createFlow(db, secrets, allowed, pluginEvents, req),
+    );
+    serveRoute(bus, routes["flows.put"], (req) => flows.replaceFlow(db, secrets, allowed, pluginEvents, req));
     serveRoute(bus, routes["flows.delete"], (req) => flows.deleteFlow(db, req));
 
     const openCircuits = () =>
@@ -86,6 +89,7 @@ export const webhookDispatcherService: ServiceDefinition = {
       breaker,
       allowed,
       sensitiveFields,
+      pluginEvents,
       events: circuitEvents,
       get timeoutMs() {
         return live.backendHost.webhookTimeoutMs;
@@ -117,7 +121,10 @@ export const webhookDispatcherService: ServiceDefinition = {
     // Installed plugins' sensitive fields and event names (and their removal on uninstall).
     const plugins = followContributions(
       bus,
-      (list) => applyPluginContributions(db, list),
+      async (list) => {
+        pluginEvents.apply(list);
+        await applyPluginContributions(db, list);
+      },
       quietUnlessUp(log),
     );
     return {

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { reachCondition } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import { isUniqueViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
-import { ConflictError, NotFoundError } from "@svc/errors";
+import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 
 import { noContent, ok, type RbacDeps, type RbacHandler, revoke } from "./deps.js";
 import { hashPassword } from "./passwords.js";
@@ -83,8 +83,40 @@ export const createUser: RbacHandler<"users.create"> = async (deps, req) => {
   return ok(userView(user), 201);
 };
 
+/**
+ * No one changes a user more powerful than themselves (issue 34, item 1): a caller may change a user's
+ * password, e-mail, name, activation or existence only when every key the user holds (through the global
+ * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
+ * by a superadmin or a `*` holder. Otherwise a 403 problem naming the rule.
+ */
+export async function requireNotMorePowerful(
+  db: Queries,
+  principal: Principal,
+  userId: string,
+): Promise<void> {
+  const callerAll = principal.roles.includes("superadmin") || principal.permissions.includes("*");
+  if (callerAll) return;
+  const roles = await db.any<{ name: string; permissions: string[] }>(sql`
+    SELECT r.name, r.permissions FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role WHERE u.id = ${userId}
+    UNION ALL
+    SELECT r.name, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
+    WHERE mr.user_id = ${userId}`);
+  const held = new Set(principal.permissions);
+  const beyond = roles.some(
+    (r) => r.name === "superadmin" || r.permissions.some((key) => key === "*" || !held.has(key)),
+  );
+  if (beyond) {
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      "This user holds rights you do not hold: only a caller with all of them (a superadmin for a superadmin) may change the user.",
+      { extensions: { rule: "target-holds-more-rights" } },
+    );
+  }
+}
+
 export const updateUser: RbacHandler<"users.update"> = async (deps, req) => {
   const existing = await reachableUser(deps.db, req.principal, req.params.userId);
+  await requireNotMorePowerful(deps.db, req.principal, existing.id);
   const body = req.body;
   const hash = body.password === undefined ? null : await hashPassword(body.password);
   const user = await deps.db.transaction(async (tx) => {
@@ -106,6 +138,7 @@ export const updateUser: RbacHandler<"users.update"> = async (deps, req) => {
 
 export const setUserActivation: RbacHandler<"users.activation"> = async (deps, req) => {
   const existing = await reachableUser(deps.db, req.principal, req.params.userId);
+  await requireNotMorePowerful(deps.db, req.principal, existing.id);
   const user = await deps.db.transaction(async (tx) => {
     const row = await tx.maybeOne<UserRow>(sql`
       UPDATE rbac.users SET is_active = ${req.query.isActive}, updated_at = now() WHERE id = ${existing.id} RETURNING *`);
@@ -119,6 +152,7 @@ export const setUserActivation: RbacHandler<"users.activation"> = async (deps, r
 
 export const deleteUser: RbacHandler<"users.delete"> = async (deps, req) => {
   const user = await reachableUser(deps.db, req.principal, req.params.userId);
+  await requireNotMorePowerful(deps.db, req.principal, user.id);
   await revoke(deps, await sessionsOfUser(deps.db, user.id));
   await deps.db.transaction(async (tx) => {
     await tx.query(sql`DELETE FROM rbac.users WHERE id = ${user.id}`);

@@ -32,17 +32,30 @@ interface Row {
   created_at: Date;
 }
 
-/** Spec 2.3: only `*` is a wildcard; everything else is literal. */
+/**
+ * Spec 2.3: only `*` is a wildcard (any run of characters); everything else is literal. Matched without a
+ * regular expression, in time linear in the name for each literal run (issue 34, item 2): a pattern of
+ * many `*`s (`"*********Q"`) made the former `.*` regular expression backtrack for seconds per name, on
+ * every list of subscriptions or flows. The literal runs between `*`s are found left to right, which is
+ * exact for a `*`-only glob; repeated `*`s count as one.
+ */
 export function patternMatches(pattern: string, eventName: string): boolean {
   if (!pattern.includes("*")) return pattern === eventName;
-  const regex = new RegExp(
-    `^${pattern
-      .split("*")
-      .map((part) => part.replace(/[.+?^${}()|[\]\\-]/g, "\\$&"))
-      .join(".*")}$`,
-    "s", // `*` matches any character, line terminators included
-  );
-  return regex.test(eventName);
+  const parts = pattern.split("*");
+  const first = parts[0] ?? "";
+  const last = parts[parts.length - 1] ?? "";
+  if (eventName.length < first.length + last.length) return false;
+  if (!eventName.startsWith(first) || !eventName.endsWith(last)) return false;
+  const end = eventName.length - last.length;
+  let at = first.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const middle = parts[i] as string;
+    if (middle === "") continue;
+    const found = eventName.indexOf(middle, at);
+    if (found < 0 || found + middle.length > end) return false;
+    at = found + middle.length;
+  }
+  return true;
 }
 
 /** The catalogue's event names (for `matchesKnownEvent`). */

@@ -1,0 +1,92 @@
+/**
+ * Issue 34, item 1: no one changes a user more powerful than themselves. The attack: an operator whose
+ * platform role holds only `user.read` and `user.update` set a superadmin's password and signed in as the
+ * superadmin. Now a caller changes a user's password, e-mail, activation or existence only when it holds
+ * every key that user holds; a superadmin is changed only by a superadmin.
+ */
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { http } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+
+const h = await createHarness();
+let base: string;
+let operator: string;
+const ids: Record<string, string> = {};
+
+const api = (method: string, path: string, body?: unknown, token = operator) =>
+  http(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+const login = (username: string, password: string) =>
+  http(`${base}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username, password }),
+  });
+
+afterAll(() => h.stopAll());
+beforeAll(async () => {
+  const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__RateLimitAuthPerMinute: "0" };
+  await h.start(rbacService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  expect(
+    (
+      await api("PUT", "/api/rbac/roles/helpdesk", {
+        permissions: ["user.read", "user.update", "user.delete"],
+      })
+    ).status,
+  ).toBe(201);
+  for (const [name, role] of [
+    ["boss", "superadmin"],
+    ["plain", null],
+  ] as const) {
+    const created = await api("POST", "/api/users", { userName: name, password: `${name}-long-password` });
+    expect(created.status, created.text).toBe(201);
+    ids[name] = created.json<{ id: string }>().id;
+    if (role !== null) expect((await api("PUT", `/api/rbac/users/${ids[name]}`, { role })).status).toBe(200);
+  }
+});
+
+describe("changing users", () => {
+  it("a helpdesk operator cannot take over a superadmin: password, activation and deletion are refused", async () => {
+    const helpdesk = await mintToken({
+      scope: "platform",
+      roles: ["helpdesk"],
+      permissions: ["user.read", "user.update", "user.delete"],
+    });
+    const boss = ids.boss as string;
+    for (const [method, path, body] of [
+      ["PUT", `/api/users/${boss}`, { password: "taken-over-password" }],
+      ["PUT", `/api/users/${boss}/activation?isActive=false`, undefined],
+      ["DELETE", `/api/users/${boss}`, undefined],
+    ] as const) {
+      const refused = await api(method, path, body, helpdesk);
+      expect(refused.status, `${method} ${path}`).toBe(403);
+      expect(refused.json()).toMatchObject({ rule: "target-holds-more-rights" });
+    }
+    expect((await login("boss", "taken-over-password")).status).toBe(401);
+    expect((await login("boss", "boss-long-password")).status).toBe(200);
+  });
+
+  it("a user holding no more than the caller can be changed; a superadmin changes anyone", async () => {
+    const helpdesk = await mintToken({
+      scope: "platform",
+      roles: ["helpdesk"],
+      permissions: ["user.read", "user.update"],
+    });
+    expect((await api("PUT", `/api/users/${ids.plain}`, { displayName: "Plain" }, helpdesk)).status).toBe(
+      200,
+    );
+    expect((await api("PUT", `/api/users/${ids.boss}`, { displayName: "Boss" })).status).toBe(200);
+  });
+});

@@ -35,6 +35,7 @@ const ALL = [
   "membership.update",
   "integration.read",
   "integration.manage",
+  "notification.read",
 ];
 
 async function api(method: string, path: string, token: string | null = operator, body?: unknown) {
@@ -189,6 +190,18 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
       ],
       ["/api/webhooks", b64(JSON.stringify({ at: "2026-99-99", id: "x" }))],
       ["/api/webhooks", "%%%"],
+      // Issue 34, item 10: the inbox's read flag was an untyped text value; "abc" reached the query (500).
+      [
+        "/api/notifications",
+        b64(
+          JSON.stringify([
+            "notifications",
+            "abc",
+            "2026-01-01T00:00:00.000Z",
+            "00000000-0000-0000-0000-000000000000",
+          ]),
+        ),
+      ],
     ] as const) {
       const problem = expectProblem(await api("GET", `${path}?cursor=${encodeURIComponent(cursor)}`), 400);
       expect(problem.errors?.[0]?.field, `${path} ${cursor}`).toBe("/query/cursor");

@@ -169,7 +169,8 @@ interface NotificationRow {
   read_flag: number;
 }
 
-const INBOX: Listing = { tag: "notifications", kinds: ["text", "timestamp", "uuid"] };
+// The read flag (0 or 1), the creation time, the id: each value typed, so a forged cursor is a 400.
+const INBOX: Listing = { tag: "notifications", kinds: ["bigint", "timestamp", "uuid"] };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const view = (r: NotificationRow) => ({

@@ -31,3 +31,14 @@ describe("maskPayload", () => {
     expect(payload.email).toBe("alice@example.com");
   });
 });
+
+describe("maskPayload and the case of names (issue 34, item 11)", () => {
+  it("masks `Email`, `EMAIL` and `DisplayName` as it masks `email` and `displayName`", () => {
+    expect(
+      maskPayload(
+        { Email: "alice@example.com", EMAIL: "bob@example.com", nested: { DISPLAYNAME: "Carol Smith" } },
+        sensitive,
+      ),
+    ).toEqual({ Email: "ali***om", EMAIL: "bob***om", nested: { DISPLAYNAME: "Car***th" } });
+  });
+});

@@ -11,18 +11,37 @@ export function maskValue(value: unknown): string {
   return chars.length > 5 ? `${chars.slice(0, 3).join("")}***${chars.slice(-2).join("")}` : "***";
 }
 
+/** The set in lower case, made once per set: names are compared case-insensitively (issue 34, item 11). */
+const lowered = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
+function lowerCase(names: ReadonlySet<string>): ReadonlySet<string> {
+  let lower = lowered.get(names);
+  if (lower === undefined) {
+    lower = new Set([...names].map((n) => n.toLowerCase()));
+    lowered.set(names, lower);
+  }
+  return lower;
+}
+
+/**
+ * Masks every property whose name is sensitive, at any depth. Names compare case-insensitively: `Email`
+ * and `EMAIL` are the `email` field as much as `email` is.
+ */
 export function maskPayload(value: unknown, sensitive: ReadonlySet<string>, depth = 0): unknown {
+  return maskLowered(value, lowerCase(sensitive), depth);
+}
+
+function maskLowered(value: unknown, sensitive: ReadonlySet<string>, depth: number): unknown {
   if (depth > 64) return "***"; // a pathological depth is not walked further, and not leaked either
-  if (Array.isArray(value)) return value.map((v) => maskPayload(v, sensitive, depth + 1));
+  if (Array.isArray(value)) return value.map((v) => maskLowered(v, sensitive, depth + 1));
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
       // Defined, not assigned: a member named `__proto__` (JSON.parse makes one) stays a member.
       Object.defineProperty(out, key, {
         value:
-          sensitive.has(key) && v !== null && v !== undefined
+          sensitive.has(key.toLowerCase()) && v !== null && v !== undefined
             ? maskValue(v)
-            : maskPayload(v, sensitive, depth + 1),
+            : maskLowered(v, sensitive, depth + 1),
         enumerable: true,
         writable: true,
         configurable: true,

@@ -126,13 +126,23 @@ describe("masking (spec 6.4)", () => {
     );
   });
 
-  it("masks only names in the sensitive set, exactly (no case folding, no substring)", () => {
+  it("masks only names in the sensitive set, in any case, never a name that merely contains one", () => {
     fc.assert(
       fc.property(
-        fc.constantFrom("Email", "EMAIL", "emailAddress", "my_email", "display_name", "targetvalue", "phone"),
+        fc.constantFrom("emailAddress", "my_email", "display_name", "target_value", "phone"),
         fc.string({ minLength: 6, maxLength: 20 }),
         (name, value) => {
           expect(maskPayload({ [name]: value }, SENSITIVE)).toEqual({ [name]: value });
+        },
+      ),
+    );
+    // Issue 34, item 11: a sensitive name in another case is the same field.
+    fc.assert(
+      fc.property(
+        fc.constantFrom("Email", "EMAIL", "eMail", "targetvalue", "DisplayName"),
+        fc.string({ minLength: 6, maxLength: 20 }),
+        (name, value) => {
+          expect(maskPayload({ [name]: value }, SENSITIVE)).toEqual({ [name]: maskValue(value) });
         },
       ),
     );

@@ -244,7 +244,8 @@ export function parseTrustedProxies(entries: readonly string[]): ProxyList {
   });
 }
 
-function normalise(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+/** An address as parsed, IPv4-mapped IPv6 as IPv4; null when it is none. */
+export function normaliseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   try {
     const parsed = ipaddr.parse(address.trim());
     return parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()
@@ -253,6 +254,11 @@ function normalise(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   } catch {
     return null;
   }
+}
+
+/** Whether `ip` is one of the trusted proxies. */
+export function isTrustedProxy(ip: ipaddr.IPv4 | ipaddr.IPv6, trusted: ProxyList): boolean {
+  return trusted.some(([range, bits]) => ip.kind() === range.kind() && ip.match(range, bits));
 }
 
 /**
@@ -265,18 +271,16 @@ function normalise(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
  * the first address, as the spec says; a forged prefix cannot pick a fresh rate-limit bucket.
  */
 export function clientAddress(remote: string, forwardedFor: string | undefined, trusted: ProxyList): string {
-  const peer = normalise(remote);
+  const peer = normaliseAddress(remote);
   if (peer === null) return remote;
-  const isTrusted = (ip: ipaddr.IPv4 | ipaddr.IPv6) =>
-    trusted.some(([range, bits]) => ip.kind() === range.kind() && ip.match(range, bits));
-  if (forwardedFor === undefined || !isTrusted(peer)) return peer.toString();
-  const hops = forwardedFor.split(",").map((h) => normalise(h));
+  if (forwardedFor === undefined || !isTrustedProxy(peer, trusted)) return peer.toString();
+  const hops = forwardedFor.split(",").map((h) => normaliseAddress(h));
   let client = peer;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i];
     if (hop === null || hop === undefined) break; // an unparsable entry: stop at the last good one
     client = hop;
-    if (!isTrusted(hop)) break;
+    if (!isTrustedProxy(hop, trusted)) break;
   }
   return client.toString();
 }

@@ -18,29 +18,27 @@ export interface ApiDocsOptions {
 
 /** Registered in a context of its own (not fastify-plugin): its hook runs for the reference's routes only. */
 export async function apiDocsPlugin(app: FastifyInstance, { document }: ApiDocsOptions): Promise<void> {
-  {
-    // Static mode: the document is ours, built from the route contracts; nothing is collected from routes.
-    await app.register(swagger, {
-      mode: "static",
-      specification: { document: document as never },
-    });
-    await app.register(swaggerUi, {
-      routePrefix: API_DOCS_PATH,
-      uiConfig: {
-        // Operations listed under their tags, a filter box that searches tags, links to each operation.
-        docExpansion: "list",
-        deepLinking: true,
-        filter: true,
-        displayOperationId: false,
-        tryItOutEnabled: false,
-        persistAuthorization: false,
-        validatorUrl: null,
-      },
-      staticCSP: false,
-    });
-    // The reference is documentation: cacheable for a while.
-    app.addHook("onSend", async (_request, reply) => {
-      void reply.header("cache-control", "public, max-age=300");
-    });
-  }
+  // Static mode: the document is ours, built from the route contracts; nothing is collected from routes.
+  await app.register(swagger, {
+    mode: "static",
+    specification: { document: document as never },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: API_DOCS_PATH,
+    uiConfig: {
+      // Operations listed under their tags, a filter box that searches tags, links to each operation.
+      docExpansion: "list",
+      deepLinking: true,
+      filter: true,
+      displayOperationId: false,
+      tryItOutEnabled: false,
+      persistAuthorization: false,
+      validatorUrl: null,
+    },
+    staticCSP: false,
+  });
+  // The reference is documentation: cacheable for a while.
+  app.addHook("onSend", async (_request, reply) => {
+    void reply.header("cache-control", "public, max-age=300");
+  });
 }

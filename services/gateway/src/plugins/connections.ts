@@ -2,7 +2,7 @@
  * What keeps idle or slow connections from taking the gateway down (issue 21, item 7): 20,000 sockets that
  * never sent a byte once used up the process's file descriptors, and `/health` stopped answering.
  *
- * - Time limits on every connection (`connectionLimits`, given to Node's HTTP server): the request's
+ * - Time limits on every connection (`connectionTimeouts`, given to Node's HTTP server): the request's
  *   headers must arrive within `headersTimeoutMs` of the connection (or of the previous response), the
  *   whole request within `requestTimeoutMs`, and a socket with no traffic at all is closed after
  *   `idleTimeoutMs`. Node checks the first two every second here (its default is every 30 s).
@@ -13,19 +13,16 @@
  */
 import type { Server, Socket } from "node:net";
 
-import ipaddr from "ipaddr.js";
+import { isTrustedProxy, normaliseAddress, type ProxyList } from "../auth/rate-limiter.js";
 
-import type { ProxyList } from "../auth/rate-limiter.js";
-
-export interface ConnectionLimits {
+export interface ConnectionTimeouts {
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly idleTimeoutMs: number;
-  readonly maxPerClient: number;
 }
 
 /** Fastify factory options: Node's own timeouts, checked every second. */
-export function connectionTimeouts(limits: Omit<ConnectionLimits, "maxPerClient">) {
+export function connectionTimeouts(limits: ConnectionTimeouts) {
   return {
     connectionTimeout: limits.idleTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
@@ -34,18 +31,6 @@ export function connectionTimeouts(limits: Omit<ConnectionLimits, "maxPerClient"
       connectionsCheckingInterval: 1_000,
     },
   };
-}
-
-/** The key a connection counts under: its address, IPv4-mapped IPv6 as IPv4. */
-function addressOf(socket: Socket): ipaddr.IPv4 | ipaddr.IPv6 | null {
-  try {
-    const parsed = ipaddr.parse(socket.remoteAddress ?? "");
-    return parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()
-      ? (parsed as ipaddr.IPv6).toIPv4Address()
-      : parsed;
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -76,12 +61,8 @@ export function guardConnections(
     timer.unref();
     waiting.set(socket, timer);
     socket.once("close", () => clearTimeout(timer));
-    const address = addressOf(socket);
-    if (options.maxPerClient === 0 || address === null) return;
-    const exempt = options.trusted.some(
-      ([range, bits]) => address.kind() === range.kind() && address.match(range, bits),
-    );
-    if (exempt) return;
+    const address = normaliseAddress(socket.remoteAddress ?? "");
+    if (options.maxPerClient === 0 || address === null || isTrustedProxy(address, options.trusted)) return;
     const key = address.toString();
     const count = open.get(key) ?? 0;
     if (count >= options.maxPerClient) {

@@ -73,24 +73,25 @@ export class SurfaceRenderer {
         // A process that died since its last render (its heap exhausted) is replaced first.
         if (slot.worker.exited) slot.worker = this.spawn();
         const worker = slot.worker;
-        const timer = setTimeout(() => {
-          // A template that does not finish (a loop, a heap exhausted) is cut off: its process is ended
-          // and replaced.
+        /** Ends this process and puts a fresh one in the slot. */
+        const replace = () => {
           worker.offMessage(onMessage);
           void worker.kill();
           slot.worker = this.spawn();
+        };
+        const timer = setTimeout(() => {
+          // A template that does not finish (a loop, a heap exhausted) is cut off: its process is ended
+          // and replaced.
+          replace();
           reject(new Error(`the template did not finish within ${this.timeoutMs} ms`));
         }, this.timeoutMs);
         const onMessage = (raw: unknown) => {
           const m = raw as { id?: number; html?: string; error?: string; discard?: boolean };
           if (m.id !== id) return;
           clearTimeout(timer);
-          worker.offMessage(onMessage);
           // A template changed the process's shared state: no later render runs in it.
-          if (m.discard === true) {
-            void worker.kill();
-            slot.worker = this.spawn();
-          }
+          if (m.discard === true) replace();
+          else worker.offMessage(onMessage);
           if (m.error !== undefined) reject(new Error(m.error));
           else resolve(m.html ?? "");
         };

@@ -58,8 +58,9 @@ export interface PluginProcess {
 }
 
 /**
- * Puts a package's files into a slot: hard links (same file system, no copy), a copy where linking is
- * refused. Directories are made; anything else (links) is left out: packages hold plain files only.
+ * Puts a package's files into a slot as hard links (the slots are beside the cache, on its file system, so
+ * nothing is copied). Directories are made; anything else (links) is left out: packages hold plain files
+ * only.
  */
 function linkTree(from: string, to: string): void {
   mkdirSync(to, { recursive: true, mode: 0o700 });

@@ -11,22 +11,16 @@ import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
 let base: string;
 let operator: string;
 
+const asCaller = bearerApi(() => base);
 const api = (method: string, path: string, body?: unknown, token = operator) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  asCaller(method, path, token, body);
 
 afterAll(() => h.stopAll());
 beforeAll(async () => {

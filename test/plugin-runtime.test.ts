@@ -419,14 +419,15 @@ describe("plugin routes and the chain (issue 21, item 6)", () => {
     const elsewhere = await mintToken({ scope: "workspace", workspaceKey: "ws-other", permissions: ["*"] });
     const platform = await mintToken({ scope: "platform", permissions: [] });
     const call = (token: string) => api("GET", "/api/plugins/hello/greeting?name=Ada", undefined, token);
-    expect(
+    // The route table follows the registry's broadcast: wait until the workspace session sees `status`.
+    const inChainSees = async (status: number) =>
       (
         await eventually(
           () => call(inChain),
-          (r) => r.status === 200,
+          (r) => r.status === status,
         )
-      ).status,
-    ).toBe(200);
+      ).status;
+    expect(await inChainSees(200)).toBe(200);
     expect((await call(platform)).status).toBe(200);
     const refused = await call(elsewhere);
     expect(refused.status).toBe(404);
@@ -437,14 +438,7 @@ describe("plugin routes and the chain (issue 21, item 6)", () => {
     );
     // Out of the chain: gone for the workspace session too.
     expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
-    expect(
-      (
-        await eventually(
-          () => call(inChain),
-          (r) => r.status === 404,
-        )
-      ).status,
-    ).toBe(404);
+    expect(await inChainSees(404)).toBe(404);
     expect((await call(platform)).status).toBe(200);
     expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
   });

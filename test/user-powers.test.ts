@@ -9,7 +9,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -17,15 +17,9 @@ let base: string;
 let operator: string;
 const ids: Record<string, string> = {};
 
+const asCaller = bearerApi(() => base);
 const api = (method: string, path: string, body?: unknown, token = operator) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  asCaller(method, path, token, body);
 const login = (username: string, password: string) =>
   http(`${base}/api/auth/login`, {
     method: "POST",

@@ -226,6 +226,22 @@ const waitForIdle = async (pool, timeoutMs = 5_000) => {
   return false;
 };
 
+/** Reopens the proxy, waits for SELECT 1 to work again, ends the pool and closes the proxy. */
+const reopenAndEnd = async (proxy, port, pool, poolErrors, { log, checks }) => {
+  await proxy.open(port);
+  log(`proxy reopened on ${port}`);
+  const again = await retrySelect1(pool);
+  log(
+    `SELECT 1 after reopen: ${again.ok ? "OK" : "FAILED"} after ${again.attempts} attempt(s) in ${again.time}` +
+      (again.errors.length ? `; errors: ${uniq(again.errors).join(" ; ")}` : ""),
+  );
+  if (!again.ok) checks.push("SELECT 1 never recovered after reopen");
+
+  await endPool(pool, checks, log);
+  if (poolErrors.length) log(`pool 'error' events: ${uniq(poolErrors).join(" ; ")}`);
+  await proxy.close();
+};
+
 /**
  * Proxy cut while the connection sits in the pool.
  * phase 'idle': cut once the connection is really IDLE (release, i.e. DISCARD ALL, finished).
@@ -268,18 +284,7 @@ const idleCut =
     }
     log(`pool.state() after failed query: ${JSON.stringify(pool.state())}`);
 
-    await proxy.open(port);
-    log(`proxy reopened on ${port}`);
-    const again = await retrySelect1(pool);
-    log(
-      `SELECT 1 after reopen: ${again.ok ? "OK" : "FAILED"} after ${again.attempts} attempt(s) in ${again.time}` +
-        (again.errors.length ? `; errors: ${uniq(again.errors).join(" ; ")}` : ""),
-    );
-    if (!again.ok) checks.push("SELECT 1 never recovered after reopen");
-
-    await endPool(pool, checks, log);
-    if (poolErrors.length) log(`pool 'error' events: ${uniq(poolErrors).join(" ; ")}`);
-    await proxy.close();
+    await reopenAndEnd(proxy, port, pool, poolErrors, { log, checks });
   };
 
 /** Proxy cut while SELECT pg_sleep(2) is in flight. */
@@ -319,18 +324,7 @@ const inFlightCut = async ({ log, checks }) => {
     checks.push(`SELECT 1 while down ${down.status}`);
   }
 
-  await proxy.open(port);
-  log(`proxy reopened on ${port}`);
-  const again = await retrySelect1(pool);
-  log(
-    `SELECT 1 after reopen: ${again.ok ? "OK" : "FAILED"} after ${again.attempts} attempt(s) in ${again.time}` +
-      (again.errors.length ? `; errors: ${uniq(again.errors).join(" ; ")}` : ""),
-  );
-  if (!again.ok) checks.push("SELECT 1 never recovered after reopen");
-
-  await endPool(pool, checks, log);
-  if (poolErrors.length) log(`pool 'error' events: ${uniq(poolErrors).join(" ; ")}`);
-  await proxy.close();
+  await reopenAndEnd(proxy, port, pool, poolErrors, { log, checks });
 };
 
 /** Backend killed with pg_terminate_backend (from a plain pg client) while idle in the pool. */

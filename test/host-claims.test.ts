@@ -98,6 +98,19 @@ describe("hosts belong to one tenant", () => {
     expect((await api("DELETE", "/api/tenants/attacker/hosts/a.example")).status).toBe(204);
   });
 
+  it("a binding for a tenant that does not exist is a 400 naming the tenant, and assigns no host", async () => {
+    // Found by make fuzz: the host was assigned before the tenant was checked, and the foreign key made a 500.
+    const missing = await api("PUT", "/api/workspaces/ghost-site", {
+      tenantKey: "no-such-tenant",
+      name: "Ghost",
+      bindings: [{ host: "ghost.example" }],
+    });
+    expect(missing.status, missing.text).toBe(400);
+    expect(missing.json()).toMatchObject({ errors: [{ field: "/body/tenantKey" }] });
+    expect((await api("PUT", "/api/tenants/attacker/hosts/ghost.example")).status).toBe(201);
+    expect((await api("DELETE", "/api/tenants/attacker/hosts/ghost.example")).status).toBe(204);
+  });
+
   it("a platform session binding a new host assigns it to the workspace's tenant", async () => {
     const bound = await api("PUT", "/api/workspaces/attacker-site", {
       tenantKey: "attacker",

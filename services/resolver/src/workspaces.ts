@@ -122,13 +122,6 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
       );
     }
     if (bindings !== undefined) {
-      // A host belongs to one tenant (issue 21, item 3): only its workspaces bind paths under it.
-      await claimHosts(
-        tx,
-        b.tenantKey,
-        bindings.map((x) => x.host),
-        platform,
-      );
       const taken = await tx.any<{ host: string; path_prefix: string; workspace_key: string }>(sql`
         SELECT host, path_prefix, workspace_key FROM resolver.workspace_bindings
         WHERE workspace_key <> ${key}
@@ -170,6 +163,14 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
       throw error;
     }
     if (bindings !== undefined) {
+      // A host belongs to one tenant (issue 21, item 3): only its workspaces bind paths under it. After
+      // the upsert, which refuses a tenant that does not exist (400) before a host is assigned to it.
+      await claimHosts(
+        tx,
+        b.tenantKey,
+        bindings.map((x) => x.host),
+        platform,
+      );
       await tx.query(sql`DELETE FROM resolver.workspace_bindings WHERE workspace_key = ${key}`);
       await tx.query(sql`
         INSERT INTO resolver.workspace_bindings (workspace_key, host, path_prefix)

@@ -269,7 +269,10 @@ export class WorkerHost {
     this.lastPong = Date.now();
     this.heartbeat = setInterval(() => {
       if (Date.now() - this.lastPong > this.options.hangTimeoutMs) {
-        this.fail(this.stallReason());
+        clearInterval(this.heartbeat);
+        // A heap at its limit stalls in garbage collection before V8 aborts the process: give the abort
+        // a moment to arrive (the exit names the memory limit) before calling the stall a busy loop.
+        setTimeout(() => this.fail(this.stallReason()), STALL_GRACE_MS).unref();
         return;
       }
       this.post({ type: "ping", id: ++this.nextId });
@@ -307,6 +310,9 @@ export class WorkerHost {
     release(this.process);
   }
 }
+
+/** How long a stalled process is given to abort on its own (a full heap) before it is ended as stuck. */
+const STALL_GRACE_MS = 1_000;
 
 /** Why a plugin's process ended, in words (an out-of-memory abort, a signal, an exit code). */
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {

@@ -1,7 +1,13 @@
 /** What every rbac handler is given, the shape of a handler, and session revocation. */
 import type { KV } from "@nats-io/kv";
 import type { Config } from "@svc/config";
-import type { rbacRoutes, ReplyOfRoute, RequestOfRoute } from "@svc/contracts";
+import type {
+  rbacRoutes,
+  ReplyOfRoute,
+  RequestOfRoute,
+  TenancyLookupReply,
+  TenancyLookupRequest,
+} from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";
@@ -20,14 +26,17 @@ export interface RbacDeps {
   readonly announceRoleChange: (role: string) => void;
   /** The plugins active and assigned in a workspace (their keys survive in its sessions). */
   readonly activePlugins: (workspaceKey: string) => ReadonlySet<string>;
+  /** Which workspaces exist, their tenant and whether they (and their tenant) are active: the resolver's. */
+  readonly tenancy: (request: TenancyLookupRequest) => Promise<TenancyLookupReply>;
 }
 
 export type RbacRoutes = typeof rbacRoutes;
 
 /**
- * An operator route's handler: the request and reply types come from the route's contract. The gateway
- * has checked the permission key, platform-only routes and the workspace in the path; handlers apply the
- * caller's reach again with its own principal (`@svc/access`), whoever forwarded the request.
+ * An operator route's handler: the request and reply types come from the route's contract. `serveRoute`
+ * has checked the permission key, platform-only routes and the workspaces in the path and query with the
+ * principal the request carries (the gateway's guard, run again here); handlers apply the caller's reach
+ * to rows with the same principal (`@svc/access`), whoever forwarded the request.
  */
 export type RbacHandler<K extends keyof RbacRoutes> = (
   deps: RbacDeps,

@@ -1,6 +1,13 @@
-import { hasPermission, requireReach } from "@svc/access";
+/**
+ * The route guard (spec 5.3), one function for the gateway and for every service: the gateway runs it
+ * before forwarding, and `serveRoute` runs it again in the owning service with the principal the request
+ * carries, so a service enforces its own contract whoever sends it a request (issue 34, item 14).
+ */
 import type { Principal } from "@svc/bus";
 import { ErrorCode, ForbiddenError, NotFoundError, SvcError } from "@svc/errors";
+
+import { hasPermission } from "./permissions.js";
+import { requireReach } from "./reach.js";
 
 const INVALID = "\u0000invalid";
 

@@ -1,3 +1,4 @@
+export { authorise, requestedWorkspaces } from "./guard.js";
 export {
   CORE_PERMISSION_KEYS,
   type CorePermissionKey,

@@ -1,9 +1,12 @@
 /**
  * Serving and calling an operator route by its contract. The service side checks every request against
- * the route's schemas before the handler runs (one place, whoever the caller), and in development and
+ * the route's schemas and then the route's guard (permission key, platform scope, reach of every
+ * workspace named in the path or query: `authorise` in @svc/access, the gateway's own check) before the
+ * handler runs (one place, whoever the caller), and in development and
  * tests checks the reply against the reply schema too, so the OpenAPI description cannot drift from what
  * the service answers.
  */
+import { authorise } from "@svc/access";
 import type { Bus, HandlerContext, RequestOptions } from "@svc/bus";
 
 import type { ReplyOfRoute, RequestOfRoute, RouteContract, RouteSpec } from "./route.js";
@@ -28,6 +31,7 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
   bus.serveEndpoint(
     route.subject,
     async (request: RequestOfRoute<S>, context) => {
+      authorise(request.principal, route, request.params, request.query);
       const reply = await handler(request, context);
       if (checkReplies) route.checkReply(reply);
       return reply;

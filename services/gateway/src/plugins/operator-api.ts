@@ -6,7 +6,7 @@
  * the owning service over NATS (503/504 when it is missing or slow).
  */
 import type { NatsConnection } from "@nats-io/transport-node";
-import { openRevocationBucket, RevocationList } from "@svc/access";
+import { authorise, openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { OPERATOR_ROUTES, requestRoute } from "@svc/contracts";
@@ -20,7 +20,6 @@ import signatureSchema from "../../../../docs/schemas/plugin.signature.schema.js
 import registrySchema from "../../../../docs/schemas/registry.schema.json" with { type: "json" };
 import themeSchema from "../../../../docs/schemas/theme.schema.json" with { type: "json" };
 import { Authenticator } from "../auth/authenticator.js";
-import { authorise } from "../auth/guard.js";
 import { clientAddress, parseTrustedProxies, RateLimiter, rateLimitHeaders } from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { LoginBody } from "../routes/auth-schemas.js";

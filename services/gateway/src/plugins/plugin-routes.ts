@@ -5,14 +5,13 @@
  * unknown or inactive plugin, or a path it does not declare, is a 404. The table of active plugins and
  * their routes follows the registry's lifecycle broadcast (within a second) and a 30 s resync.
  */
+import { authorise } from "@svc/access";
 import type { Bus, Principal, RouteReply } from "@svc/bus";
 import { followContributions, type PluginContribution, quietUnlessUp } from "@svc/contracts";
 import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { PluginHttpReply, PluginHttpRequest } from "@svc/wire-contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-
-import { authorise } from "../auth/guard.js";
 
 interface CompiledRoute {
   readonly method: string;

@@ -6,6 +6,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
 import { createLocalJWKSet, decodeJwt, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -54,6 +55,7 @@ beforeAll(async () => {
     BackendHost__ApiKeys__0: API_KEY,
   };
   await h.start(rbacService, env);
+  await h.start(resolverService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   // Bootstrap an operator the way the operator CLI does: a user with the superadmin global role.
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
@@ -67,6 +69,10 @@ beforeAll(async () => {
   expect((await api("PUT", `/api/rbac/users/${alice.id}`, operator, { role: "superadmin" })).status).toBe(
     200,
   );
+  // Memberships are only in workspaces that exist.
+  expect((await api("POST", "/api/tenants", operator, { tenantKey: "acme", name: "Acme" })).status).toBe(201);
+  const acme = await api("PUT", "/api/workspaces/acme", operator, { tenantKey: "acme", name: "Acme" });
+  expect(acme.status).toBe(201);
 });
 afterAll(() => h.stopAll());
 

@@ -3,13 +3,22 @@
  * a workspace session to its own workspace, and every handler checks the same again with the caller's
  * principal. Changing a member's roles or removing a member revokes their sessions in that workspace.
  */
-import { assertReachesWorkspace, SystemRole } from "@svc/access";
+import { assertReachesWorkspace, reachOf, SystemRole } from "@svc/access";
+import type { Principal } from "@svc/bus";
 import { isForeignKeyViolation, type Queries, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 
 import { noContent, ok, type RbacDeps, type RbacHandler, revoke } from "./deps.js";
-import { findUser, isMember, listRoles, memberRoleKeys, sessionsOfUser, userView } from "./repository.js";
-import { listUserRows } from "./users.js";
+import {
+  findUser,
+  isMember,
+  type UserRow,
+  listRoles,
+  memberRoleKeys,
+  sessionsOfUser,
+  userView,
+} from "./repository.js";
+import { holdsMoreRights, listUserRows } from "./users.js";
 
 async function memberRoles(db: Queries, workspaceKey: string, userId: string) {
   return (await memberRoleKeys(db, workspaceKey, userId)).map((r) => r.role);
@@ -33,11 +42,40 @@ export const listMembers: RbacHandler<"members.list"> = async (deps, req) => {
   return ok({ items: withRoles, nextCursor });
 };
 
+/**
+ * Whether a workspace session may add this user to its workspace (issue 34, item 3): only a user it
+ * already reaches through its tenant, a member of another workspace of the same tenant, who is no platform
+ * operator (holds no global role) and holds no right the caller lacks. Platform sessions add any user.
+ */
+async function mayAddMember(
+  deps: RbacDeps,
+  principal: Principal,
+  target: { readonly workspaceKey: string; readonly tenantKey: string },
+  user: UserRow,
+): Promise<boolean> {
+  if (reachOf(principal).kind === "platform") return true;
+  const userId = user.id;
+  const theirs = await deps.db.any<{ workspace_key: string }>(
+    sql`SELECT workspace_key FROM rbac.memberships WHERE user_id = ${userId} LIMIT 500`,
+  );
+  // Already a member: the caller reaches the user, and the PUT changes nothing.
+  if (theirs.some((m) => m.workspace_key === target.workspaceKey)) return true;
+  if (theirs.length === 0 || user.global_role !== null) return false;
+  const found = await deps.tenancy({ workspaceKeys: theirs.map((m) => m.workspace_key), tenantKeys: [] });
+  if (!found.workspaces.some((w) => w.tenantKey === target.tenantKey)) return false;
+  return !(await holdsMoreRights(deps.db, principal, userId));
+}
+
 export const putMember: RbacHandler<"members.put"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
   assertReachesWorkspace(req.principal, workspaceKey);
+  const target = (await deps.tenancy({ workspaceKeys: [workspaceKey], tenantKeys: [] })).workspaces[0];
+  if (target === undefined) throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
+  // One answer for a user that does not exist and one the caller does not reach: nothing tells them apart.
   const user = await findUser(deps.db, userId);
-  if (user === null) throw new NotFoundError(`User '${userId}' was not found.`);
+  if (user === null || !(await mayAddMember(deps, req.principal, target, user))) {
+    throw new NotFoundError(`User '${userId}' was not found.`);
+  }
   const inserted = await deps.db
     .transaction(async (tx) => {
       const row = await tx.maybeOne(sql`

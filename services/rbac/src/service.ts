@@ -48,6 +48,7 @@ export const rbacService: ServiceDefinition = {
       log,
       announceRoleChange: (role) => bus.broadcast("rbac.roles.changed", { role }),
       activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
+      tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
     };
     await seedAccess(db, config.backendHost.rbacRoles);
 

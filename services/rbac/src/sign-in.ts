@@ -7,13 +7,33 @@ import { randomUUID } from "node:crypto";
 import { type AccessClaims, filterWorkspaceKeys, SystemRole } from "@svc/access";
 import type { LoginRequest } from "@svc/contracts";
 import { sql, withRetry } from "@svc/db";
-import { UnauthenticatedError } from "@svc/errors";
+import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
 
 import type { RbacDeps } from "./deps.js";
 import { decoyHash, verifyPassword } from "./passwords.js";
-import { findUserByName, type RoleRow, type UserRow } from "./repository.js";
+import { findUserByName, isMember, type RoleRow, type UserRow } from "./repository.js";
 
 const INVALID_LOGIN = "Invalid user name or password.";
+
+/**
+ * Operators' decisions stick (issue 34, item 6): no session is signed in to a workspace an operator turned
+ * off or whose tenant is suspended. Asked only of a member who gave the right password, so the answer
+ * tells no one else anything; a workspace the resolver does not know is the uniform sign-in failure.
+ */
+async function requireOpenWorkspace(deps: RbacDeps, workspaceKey: string, userId: string): Promise<void> {
+  if (!(await isMember(deps.db, workspaceKey, userId))) throw new UnauthenticatedError(INVALID_LOGIN);
+  const found = (await deps.tenancy({ workspaceKeys: [workspaceKey], tenantKeys: [] })).workspaces[0];
+  if (found === undefined) throw new UnauthenticatedError(INVALID_LOGIN);
+  if (!found.isActive || !found.tenantIsActive) {
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      found.tenantIsActive
+        ? `Workspace '${workspaceKey}' was deactivated by an operator: no one signs in to it until it is turned on again.`
+        : `The tenant of workspace '${workspaceKey}' is suspended: no one signs in to it until it is resumed.`,
+      { extensions: { rule: found.tenantIsActive ? "workspace-inactive" : "tenant-suspended" } },
+    );
+  }
+}
 
 export async function login(deps: RbacDeps, request: LoginRequest) {
   const { db, config, issuer } = deps;
@@ -22,6 +42,7 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
   const valid = await verifyPassword(request.password, found?.password_hash ?? (await decoyHash()));
   if (!valid || found === null || !found.is_active) throw new UnauthenticatedError(INVALID_LOGIN);
   const workspaceKey = request.workspaceKey?.trim() || undefined;
+  if (workspaceKey !== undefined) await requireOpenWorkspace(deps, workspaceKey, found.id);
   const lifetime = config.backendHost.accessTokenLifetimeSeconds;
   const sid = randomUUID();
 

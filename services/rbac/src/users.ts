@@ -84,6 +84,24 @@ export const createUser: RbacHandler<"users.create"> = async (deps, req) => {
 };
 
 /**
+ * Whether a user holds a right the caller does not: a key of its global role or of any member role that the
+ * caller lacks, a `*` grant, or superadmin. A caller that is a superadmin (or holds `*`) lacks nothing.
+ */
+export async function holdsMoreRights(db: Queries, principal: Principal, userId: string): Promise<boolean> {
+  const callerAll = principal.roles.includes("superadmin") || principal.permissions.includes("*");
+  if (callerAll) return false;
+  const roles = await db.any<{ name: string; permissions: string[] }>(sql`
+    SELECT r.name, r.permissions FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role WHERE u.id = ${userId}
+    UNION ALL
+    SELECT r.name, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
+    WHERE mr.user_id = ${userId}`);
+  const held = new Set(principal.permissions);
+  return roles.some(
+    (r) => r.name === "superadmin" || r.permissions.some((key) => key === "*" || !held.has(key)),
+  );
+}
+
+/**
  * No one changes a user more powerful than themselves (issue 34, item 1): a caller may change a user's
  * password, e-mail, name, activation or existence only when every key the user holds (through the global
  * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
@@ -94,18 +112,7 @@ export async function requireNotMorePowerful(
   principal: Principal,
   userId: string,
 ): Promise<void> {
-  const callerAll = principal.roles.includes("superadmin") || principal.permissions.includes("*");
-  if (callerAll) return;
-  const roles = await db.any<{ name: string; permissions: string[] }>(sql`
-    SELECT r.name, r.permissions FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role WHERE u.id = ${userId}
-    UNION ALL
-    SELECT r.name, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
-    WHERE mr.user_id = ${userId}`);
-  const held = new Set(principal.permissions);
-  const beyond = roles.some(
-    (r) => r.name === "superadmin" || r.permissions.some((key) => key === "*" || !held.has(key)),
-  );
-  if (beyond) {
+  if (await holdsMoreRights(db, principal, userId)) {
     throw new SvcError(
       ErrorCode.Forbidden,
       "This user holds rights you do not hold: only a caller with all of them (a superadmin for a superadmin) may change the user.",

@@ -51,13 +51,25 @@ export function decodeTenancyLookup(payload: unknown): TenancyLookupRequest {
 
 /** The named workspaces that exist, with their tenant, and the named tenants that exist. */
 export async function lookupTenancy(db: Queries, request: TenancyLookupRequest): Promise<TenancyLookupReply> {
-  const workspaces = await db.any<{ workspace_key: string; tenant_key: string }>(sql`
-    SELECT key AS workspace_key, tenant_key FROM resolver.workspaces WHERE key = ANY(${[...request.workspaceKeys]}::text[])`);
+  const workspaces = await db.any<{
+    workspace_key: string;
+    tenant_key: string;
+    is_active: boolean;
+    tenant_is_active: boolean;
+  }>(sql`
+    SELECT w.key AS workspace_key, w.tenant_key, w.is_active, t.is_active AS tenant_is_active
+    FROM resolver.workspaces w JOIN resolver.tenants t ON t.key = w.tenant_key
+    WHERE w.key = ANY(${[...request.workspaceKeys]}::text[])`);
   const tenants = await db.any<{ key: string }>(
     sql`SELECT key FROM resolver.tenants WHERE key = ANY(${[...request.tenantKeys]}::text[])`,
   );
   return {
-    workspaces: workspaces.map((w) => ({ workspaceKey: w.workspace_key, tenantKey: w.tenant_key })),
+    workspaces: workspaces.map((w) => ({
+      workspaceKey: w.workspace_key,
+      tenantKey: w.tenant_key,
+      isActive: w.is_active,
+      tenantIsActive: w.tenant_is_active,
+    })),
     tenants: tenants.map((t) => t.key),
   };
 }

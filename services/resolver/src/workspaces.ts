@@ -107,12 +107,18 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
   const bindings = b.bindings === undefined ? undefined : normaliseBindings(b.bindings);
   const platform = reachOf(req.principal).kind === "platform";
   const { created, row } = await deps.db.transaction(async (tx) => {
-    const existing = await tx.maybeOne<{ tenant_key: string }>(
-      sql`SELECT tenant_key FROM resolver.workspaces WHERE key = ${key} FOR UPDATE`,
+    const existing = await tx.maybeOne<{ tenant_key: string; is_active: boolean }>(
+      sql`SELECT tenant_key, is_active FROM resolver.workspaces WHERE key = ${key} FOR UPDATE`,
     );
     if (existing === null && !platform) {
       throw new SvcError(ErrorCode.Forbidden, "Only a platform session creates workspaces.", {
         extensions: { missingPermission: "workspace.update", requiredScope: "platform" },
+      });
+    }
+    // Operators' decisions stick (issue 34, item 6): only a platform session turns a workspace on or off.
+    if (!platform && b.isActive !== undefined && b.isActive !== existing?.is_active) {
+      throw new SvcError(ErrorCode.Forbidden, "Only a platform session turns a workspace on or off.", {
+        extensions: { rule: "platform-only-field", field: "/body/isActive", requiredScope: "platform" },
       });
     }
     if (existing !== null && existing.tenant_key !== b.tenantKey) {
@@ -152,7 +158,8 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
         VALUES (${key}, ${b.tenantKey}, ${b.name}, ${b.type ?? "base"}, ${b.isActive ?? true},
                 ${b.accessPolicy ?? "Public"}, ${b.publicBaseUrl ?? null})
         ON CONFLICT (key) DO UPDATE SET
-          name = excluded.name, type = excluded.type, is_active = excluded.is_active,
+          name = excluded.name, type = excluded.type,
+          is_active = CASE WHEN ${b.isActive === undefined} THEN resolver.workspaces.is_active ELSE excluded.is_active END,
           access_policy = excluded.access_policy, public_base_url = excluded.public_base_url, updated_at = now()`);
     } catch (error) {
       if (isForeignKeyViolation(error)) {

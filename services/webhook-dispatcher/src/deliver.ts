@@ -7,6 +7,7 @@
  */
 import { createHmac } from "node:crypto";
 
+import type { WorkspaceStates } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, DeferJobError, PermanentJobError, RetryLaterError } from "@svc/jobs";
 import { type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
@@ -26,6 +27,27 @@ export interface OutboundDeps {
   readonly maxResponseBytes: number;
   /** The current sensitive-field set (baseline and plugin-registered names). */
   readonly sensitiveFields: () => Promise<ReadonlySet<string>>;
+  /** Whether a workspace is on and its tenant not suspended (the resolver's answer, cached). */
+  readonly workspaces: Pick<WorkspaceStates, "state">;
+  /** How long a delivery or flow run of a paused workspace waits before it looks again. */
+  readonly pausedRetryMs: number;
+}
+
+/**
+ * Operators' decisions stick (issue 34, item 6): the deliveries and flow runs of a workspace an operator
+ * turned off, or of a suspended tenant, wait (deferred, no attempt spent) until it is turned on or resumed.
+ */
+export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string | null): Promise<void> {
+  if (workspaceKey === null) return;
+  const state = await deps.workspaces.state(workspaceKey);
+  if (state === "inactive" || state === "suspended") {
+    throw new DeferJobError(
+      state === "inactive"
+        ? `workspace '${workspaceKey}' is turned off`
+        : `the tenant of '${workspaceKey}' is suspended`,
+      deps.pausedRetryMs,
+    );
+  }
 }
 
 export interface DeliverDeps extends OutboundDeps {
@@ -143,6 +165,12 @@ async function attempt(
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
   // Spec 3.2: a disabled or deleted subscription's queued delivery does nothing.
   if (sub === null || !sub.is_active) return count("skipped");
+  try {
+    await deferWhilePaused(deps, sub.workspace_key);
+  } catch (error) {
+    count("deferred");
+    throw error;
+  }
 
   const url = new URL(sub.target_url);
   // One circuit per workspace and receiver origin: one tenant's failing endpoint never pauses another

@@ -17,7 +17,7 @@ import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
 import { WebhookHeader } from "@svc/wire-contract";
 
-import { type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
+import { deferWhilePaused, type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
 import { DEFAULT_NOTIFY_PERMISSION, FLOW_EVENT_PREFIX, mayPublish, type StoredAction } from "./flows.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 
@@ -157,6 +157,7 @@ export async function runFlow(deps: FlowRunDeps, job: ClaimedJob<"flow.run">): P
     SELECT is_active FROM webhook_dispatcher.flows WHERE id = ${p.flowId}`);
   // A flow disabled or deleted since the event matched runs no more actions.
   if (flow === null || !flow.is_active) return;
+  await deferWhilePaused(deps, p.workspaceKey);
   const runKey = `${p.eventId}:${p.flowId}`;
   const done = new Set(
     (

@@ -1,7 +1,14 @@
 import "./settings.js";
 
 import { createEventPublisher, ensureBucket } from "@svc/bus";
-import { followContributions, quietUnlessUp, serveRoute, ServiceName, webhookRoutes } from "@svc/contracts";
+import {
+  followContributions,
+  quietUnlessUp,
+  serveRoute,
+  ServiceName,
+  webhookRoutes,
+  WorkspaceStates,
+} from "@svc/contracts";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
 import type { ServiceDefinition } from "@svc/runtime";
 
@@ -89,6 +96,8 @@ export const webhookDispatcherService: ServiceDefinition = {
       breaker,
       allowed,
       sensitiveFields,
+      workspaces: new WorkspaceStates(bus, log),
+      pausedRetryMs: b.pausedWorkspaceRetryMs,
       pluginEvents,
       events: circuitEvents,
       get timeoutMs() {

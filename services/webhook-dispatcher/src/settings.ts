@@ -47,6 +47,13 @@ export const webhookSettings = defineSettings({
         "how much of a receiver's answer is read, the rest is discarded (changeable at run time)",
       ),
     ),
+    pausedWorkspaceRetryMs: setting.int(
+      "BackendHost:PausedWorkspaceRetryMs",
+      30_000,
+      100,
+      600_000,
+      "how often a delivery or flow run of a turned-off workspace or a suspended tenant looks again whether it may go (it waits, spending no attempt)",
+    ),
     webhookCircuitFailureThreshold: setting.int(
       "BackendHost:WebhookCircuitFailureThreshold",
       5,

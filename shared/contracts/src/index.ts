@@ -64,3 +64,4 @@ export const OPERATOR_ROUTES: readonly RouteContract[] = [
   ...Object.values(webhookRoutes),
   ...Object.values(jobRoutes),
 ];
+export { type WorkspaceState, WorkspaceStates } from "./workspace-states.js";

@@ -383,7 +383,12 @@ export const resolverRoutes = defineRoutes("resolver", {
         tenantKey: TenantKey,
         name: Type.String({ minLength: 1, maxLength: 200 }),
         type: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9_.-]{1,50}$" })),
-        isActive: Type.Optional(Type.Boolean()),
+        isActive: Type.Optional(
+          Type.Boolean({
+            description:
+              "Platform sessions only (a workspace session changing it gets 403, rule platform-only-field). Omitted: true for a new workspace, unchanged for an existing one. An inactive workspace refuses sign-in and every request of its sessions.",
+          }),
+        ),
         accessPolicy: Type.Optional(Type.Union([Type.Literal("Public"), Type.Literal("Authenticated")])),
         bindings: Type.Optional(Type.Array(Binding, { maxItems: 50 })),
         publicBaseUrl: Type.Optional(Nullable(Type.String({ format: "uri", maxLength: 500 }))),

@@ -48,7 +48,14 @@ export interface TenancyLookupRequest {
   readonly tenantKeys: readonly string[];
 }
 export interface TenancyLookupReply {
-  readonly workspaces: ReadonlyArray<{ readonly workspaceKey: string; readonly tenantKey: string }>;
+  readonly workspaces: ReadonlyArray<{
+    readonly workspaceKey: string;
+    readonly tenantKey: string;
+    /** The workspace's own `isActive` (an operator's decision). */
+    readonly isActive: boolean;
+    /** false while the workspace's tenant is suspended. */
+    readonly tenantIsActive: boolean;
+  }>;
   readonly tenants: readonly string[];
 }
 

@@ -14,6 +14,8 @@ import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { LRUCache } from "lru-cache";
 
+import type { WorkspaceStates } from "@svc/contracts";
+
 type KeySet = ReturnType<typeof createLocalJWKSet>;
 
 interface CachedToken {
@@ -42,6 +44,8 @@ export class Authenticator {
     private readonly bus: Bus,
     private readonly config: Config,
     private readonly revocations: RevocationList,
+    /** Refuses workspace sessions of a deactivated workspace or a suspended tenant (issue 34, item 6). */
+    private readonly states?: WorkspaceStates,
   ) {
     const b = config.backendHost;
     const keys =
@@ -75,13 +79,15 @@ export class Authenticator {
     authorization: string | undefined,
     apiKey: string | undefined,
   ): Promise<Principal | null> {
+    let principal: Principal;
     if (authorization !== undefined) {
       const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(authorization.trim());
       if (!match?.[1]) throw new UnauthenticatedError("The Authorization header must be 'Bearer <token>'.");
-      return this.fromToken(match[1]);
-    }
-    if (apiKey !== undefined) return this.fromApiKey(apiKey);
-    return null;
+      principal = await this.fromToken(match[1]);
+    } else if (apiKey !== undefined) principal = await this.fromApiKey(apiKey);
+    else return null;
+    await this.states?.check(principal);
+    return principal;
   }
 
   private async fromToken(token: string): Promise<Principal> {

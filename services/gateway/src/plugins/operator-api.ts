@@ -9,7 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { authorise, openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
-import { OPERATOR_ROUTES, requestRoute } from "@svc/contracts";
+import { OPERATOR_ROUTES, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { ServiceDeps } from "@svc/runtime";
@@ -96,7 +96,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       idempotencyKv = await openIdempotency();
     });
     const trusted = parseTrustedProxies(b.trustedProxies);
-    const authenticator = new Authenticator(bus, config, revocations);
+    const authenticator = new Authenticator(bus, config, revocations, new WorkspaceStates(bus, log));
     identity.signedIn = async (request, workspaceKey) => {
       try {
         const principal = await authenticator.authenticate(

@@ -174,3 +174,78 @@ describe("notifications", () => {
     expect(page2.nextCursor).toBeNull();
   });
 });
+
+/**
+ * Issue 34, item 4: notifications stay in their workspace, and flows cannot write to operators. The attack:
+ * a workspace flow's notify action (free-text key, an attacker's title with a link) reached every
+ * superadmin's inbox, and a workspace session listed and marked read other workspaces' notifications.
+ */
+describe("notifications stay in their workspace", () => {
+  it("a workspace flow's notification reaches only that workspace's members, marked as a flow's text", async () => {
+    const member = await api("POST", "/api/users", operator, {
+      userName: "ws-flow-reader",
+      password: "a long enough password",
+    });
+    const memberId = member.json<{ id: string }>().id;
+    expect(
+      (await api("PUT", "/api/rbac/roles/ws-flows", operator, { permissions: ["flow.manage"] })).status,
+    ).toBe(201);
+    // Memberships are the resolver's workspaces' (not started here): set up in the table itself.
+    await h.sql(`INSERT INTO rbac.memberships (workspace_key, user_id) VALUES ('ws-n', '${memberId}')`);
+    await h.sql(
+      `INSERT INTO rbac.membership_roles (workspace_key, user_id, role) VALUES ('ws-n', '${memberId}', 'ws-flows')`,
+    );
+    const h2 = natsHeaders();
+    h2.set("Svc-Workspace-Key", "ws-n");
+    await jetstream(nc).publish(
+      `${h.env.SVC_SUBJECT_PREFIX}.events.flow.notification`,
+      JSON.stringify({
+        flowId: "f1",
+        title: "Your password expired: sign in at https://evil.example",
+        permission: "flow.manage",
+      }),
+      { msgID: "flow-note-1", headers: h2 },
+    );
+    const asMember = await mintToken({
+      sub: memberId,
+      scope: "workspace",
+      workspaceKey: "ws-n",
+      permissions: ["flow.manage", "notification.read"],
+    });
+    const seen = await eventually(
+      () => inbox(asMember),
+      (items) => items.length > 0,
+    );
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ kind: "flow.notification", origin: "flow" });
+    // No operator got it, although superadmins and `*` hold flow.manage.
+    const notes = await h.sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM rbac.notifications WHERE event_id = 'flow-note-1'`,
+    );
+    expect(notes[0]?.n).toBe(1);
+    expect((await inbox(boss)).some((n) => n.title.includes("evil.example"))).toBe(false);
+
+    // The member's session of another workspace neither lists nor marks it.
+    const elsewhere = await mintToken({
+      sub: memberId,
+      scope: "workspace",
+      workspaceKey: "ws-other",
+      permissions: ["notification.read"],
+    });
+    expect(await inbox(elsewhere)).toEqual([]);
+    expect((await api("PUT", `/api/notifications/${seen[0]?.id}/read`, elsewhere)).status).toBe(404);
+    expect((await api("PUT", `/api/notifications/${seen[0]?.id}/read`, asMember)).status).toBe(200);
+  });
+
+  it("a workspace session of an operator sees none of the operator's platform notifications", async () => {
+    const bossId = (await h.sql<{ id: string }>(`SELECT id FROM rbac.users WHERE user_name = 'boss'`))[0]?.id;
+    expect((await inbox(boss)).length).toBeGreaterThan(0);
+    const inWorkspace = await mintToken({
+      sub: bossId,
+      scope: "workspace",
+      workspaceKey: "ws-n",
+      permissions: ["notification.read"],
+    });
+    expect(await inbox(inWorkspace)).toEqual([]);
+  });
+});

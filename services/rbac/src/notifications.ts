@@ -15,7 +15,8 @@ import { randomUUID } from "node:crypto";
 
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Header } from "@svc/bus";
+import { reachCondition } from "@svc/access";
+import { Header, type Principal } from "@svc/bus";
 import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -30,6 +31,8 @@ interface Described {
 
 type Data = Record<string, unknown>;
 const KEY = /^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$/;
+/** The event a flow's notify action publishes: its title and detail are the flow's author's text. */
+const FLOW_NOTIFICATION = "flow.notification";
 const text = (v: unknown) => (typeof v === "string" ? v : typeof v === "number" ? String(v) : "");
 
 /** What each followed event means for an operator, and who can act on it. */
@@ -45,7 +48,7 @@ const KINDS: Record<string, (data: Data) => Described> = {
     detail: `${text(d.failures)} failed deliveries in a row; deliveries are tried again after ${Math.round(Number(d.openForMs) / 1000)} s.`,
   }),
   // A flow's notify action (webhook-dispatcher): its title and detail, for the holders of its key.
-  "flow.notification": (d) => ({
+  [FLOW_NOTIFICATION]: (d) => ({
     key: typeof d.permission === "string" && KEY.test(d.permission) ? d.permission : "flow.manage",
     title: text(d.title) || "A flow ran",
     detail: typeof d.detail === "string" ? d.detail : null,
@@ -57,11 +60,21 @@ const KINDS: Record<string, (data: Data) => Described> = {
   }),
 };
 
-/** The users who can act on an event: by their global role, or by their member roles in its workspace. */
-async function recipients(db: Queries, key: string, workspaceKey: string | null): Promise<string[]> {
+/**
+ * The users who can act on an event: by their global role, or by their member roles in its workspace.
+ * What a flow wrote about a workspace goes to that workspace's members only (issue 34, item 4): a
+ * workspace's flow never writes to the platform's operators.
+ */
+async function recipients(
+  db: Queries,
+  key: string,
+  workspaceKey: string | null,
+  membersOnly: boolean,
+): Promise<string[]> {
   const rows = await db.any<{ id: string }>(sql`
     SELECT u.id FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role
-    WHERE u.is_active AND (r.name = 'superadmin' OR ${key} = ANY(r.permissions) OR '*' = ANY(r.permissions))
+    WHERE ${!membersOnly} AND u.is_active
+      AND (r.name = 'superadmin' OR ${key} = ANY(r.permissions) OR '*' = ANY(r.permissions))
     UNION
     SELECT u.id FROM rbac.membership_roles mr
     JOIN rbac.users u ON u.id = mr.user_id JOIN rbac.roles r ON r.name = mr.role
@@ -77,7 +90,8 @@ export async function notify(
   const kind = KINDS[event.eventName];
   if (kind === undefined) return 0;
   const d = kind(event.data);
-  const users = await recipients(db, d.key, event.workspaceKey);
+  const fromFlow = event.eventName === FLOW_NOTIFICATION;
+  const users = await recipients(db, d.key, event.workspaceKey, fromFlow && event.workspaceKey !== null);
   if (users.length === 0) return 0;
   const inserted = await db.any(sql`
     INSERT INTO rbac.notifications (id, user_id, event_id, kind, title, detail, workspace_key, data)
@@ -176,6 +190,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const view = (r: NotificationRow) => ({
   id: r.id,
   kind: r.kind,
+  // Text a flow wrote is marked as such wherever it is shown (issue 34, item 4).
+  origin: r.kind === FLOW_NOTIFICATION ? ("flow" as const) : ("platform" as const),
   title: r.title,
   detail: r.detail,
   workspaceKey: r.workspace_key,
@@ -184,6 +200,13 @@ const view = (r: NotificationRow) => ({
   readAtUtc: r.read_at?.toISOString() ?? null,
 });
 
+/**
+ * Notifications stay in their workspace (issue 34, item 4): a workspace session sees and marks only its
+ * workspace's notifications; a platform session all of the user's own.
+ */
+const inSessionWorkspace = (principal: Principal) =>
+  reachCondition(principal, (workspaceKey) => sql`workspace_key = ${workspaceKey}`);
+
 export const listNotifications: RbacHandler<"notifications.list"> = async (deps, req) => {
   const user = req.principal.subject;
   const { limit, after } = readPage(req.query, INBOX);
@@ -191,7 +214,7 @@ export const listNotifications: RbacHandler<"notifications.list"> = async (deps,
   if (!UUID.test(user)) return { status: 200, body: { items: [], nextCursor: null } };
   const rows = await deps.db.any<NotificationRow>(sql`
     SELECT *, (read_at IS NOT NULL)::int AS read_flag FROM rbac.notifications
-    WHERE user_id = ${user}
+    WHERE user_id = ${user} AND ${inSessionWorkspace(req.principal)}
       AND (${req.query.unreadOnly === true} = false OR read_at IS NULL)
       AND (${after === null}
         OR (read_at IS NOT NULL)::int > ${Number(after?.[0] ?? 0)}
@@ -209,6 +232,7 @@ export const markRead: RbacHandler<"notifications.read"> = async (deps, req) => 
   const row = await deps.db.maybeOne<NotificationRow>(sql`
     UPDATE rbac.notifications SET read_at = COALESCE(read_at, now())
     WHERE id = ${req.params.id} AND user_id::text = ${req.principal.subject}
+      AND ${inSessionWorkspace(req.principal)}
     RETURNING *, 1 AS read_flag`);
   if (row === null) throw new NotFoundError(`Notification '${req.params.id}' was not found.`);
   return { status: 200, body: view(row) };

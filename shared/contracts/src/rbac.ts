@@ -53,8 +53,10 @@ const Email = Type.Optional(Nullable(Type.String({ format: "email", maxLength: 3
 
 const NotificationView = Type.Object({
   id: Type.String(),
-  /** The event it came from: job.dead-lettered, webhook.circuit-opened, plugin.refused. */
+  /** The event it came from: job.dead-lettered, webhook.circuit-opened, plugin.refused, flow.notification. */
   kind: Type.String(),
+  /** `flow`: the title and detail are a flow author's text (a notify action), not the platform's. */
+  origin: Type.Union([Type.Literal("platform"), Type.Literal("flow")]),
   title: Type.String(),
   detail: Nullable(Type.String()),
   workspaceKey: Nullable(Type.String()),

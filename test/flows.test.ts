@@ -312,6 +312,115 @@ describe("flow runs", () => {
     await dispatcher.stop();
   }, 40_000);
 
+  it("stops a wide chain of flows at its event budget and caps flows per workspace (issue 34, item 5)", async () => {
+    const dispatcher = await h.start(webhookDispatcherService, {
+      ...extra,
+      BackendHost__FlowEventBudget: "15",
+      BackendHost__MaxFlowsPerWorkspace: "3",
+    });
+    // Three flows, each publishing its own trigger three times: 9 events, then 81, then 729 without a budget.
+    const flow = (n: number) => ({
+      name: `fan-${n}`,
+      workspaceKey: "amp",
+      eventName: "flow.amp",
+      actions: [1, 2, 3].map(() => ({ type: "publish", eventName: "flow.amp" })),
+    });
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const created = await api("POST", "/api/flows", operator, flow(n));
+      expect(created.status, created.text).toBe(201);
+      ids.push(created.json<FlowView>().id);
+    }
+    const fourth = await api("POST", "/api/flows", operator, flow(4));
+    expect(fourth.status).toBe(409);
+    expect(fourth.json()).toMatchObject({ rule: "flows-per-workspace", limit: 3 });
+    // Another workspace has its own allowance.
+    const elsewhere = await api("POST", "/api/flows", operator, { ...flow(5), workspaceKey: "amp-2" });
+    expect(elsewhere.status).toBe(201);
+    ids.push(elsewhere.json<FlowView>().id);
+
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("flow.amp", "amp", { n: 1 });
+    await until(async () => (await countEvents("flow.amp")) >= 16, 20_000);
+    // Give the runs still queued the time they would need to publish more.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await countEvents("flow.amp")).toBe(16);
+    const over = dispatcher.deps.metrics.getSingleMetric("svc_flow_events_over_budget_total");
+    expect((await over?.get())?.values[0]?.value).toBeGreaterThan(0);
+    for (const id of ids) await api("DELETE", `/api/flows/${id}`, operator);
+    await dispatcher.stop();
+  }, 40_000);
+
+  it("fills placeholders from masked data: a flow cannot copy an e-mail address into a new name (issue 34, item 11)", async () => {
+    const dispatcher = await h.start(webhookDispatcherService, extra);
+    const created = await api("POST", "/api/flows", operator, {
+      name: "copier",
+      eventName: "flow.secret-in",
+      actions: [
+        { type: "publish", eventName: "flow.secret-out", data: { copied: "{{data.email}}" } },
+        { type: "notify", title: "pw={{data.EMAIL}}", detail: "{{data}}" },
+      ],
+    });
+    expect(created.status, created.text).toBe(201);
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("flow.secret-in", null, {
+      email: "someone@example.test",
+      EMAIL: "someone@example.test",
+    });
+    await until(async () => (await countEvents("flow.secret-out")) >= 1, 20_000);
+    const jsm = await jetstreamManager(nc);
+    const out = await jsm.streams.getMessage(h.env.SVC_EVENTS_STREAM as string, {
+      last_by_subj: `${h.env.SVC_SUBJECT_PREFIX}.events.flow.secret-out`,
+    });
+    expect(out?.json<{ copied: string }>().copied).toBe("som***st");
+    const notes = await eventually(
+      () =>
+        h.sql<{ title: string; detail: string }>(
+          `SELECT title, detail FROM rbac.notifications WHERE title LIKE 'pw=%'`,
+        ),
+      (rows) => rows.length > 0,
+    );
+    expect(notes.length).toBeGreaterThan(0);
+    for (const n of notes) expect(`${n.title} ${n.detail}`).not.toContain("someone@example.test");
+    await api("DELETE", `/api/flows/${created.json<FlowView>().id}`, operator);
+    await dispatcher.stop();
+  }, 40_000);
+
+  it("sends a flow's http actions through the receiver's circuit (issue 34, item 5)", async () => {
+    const dispatcher = await h.start(webhookDispatcherService, {
+      ...extra,
+      BackendHost__WebhookCircuitFailureThreshold: "2",
+      BackendHost__WebhookCircuitOpenMs: "60000",
+    });
+    const failing = new Receiver();
+    failing.respond = () => ({ status: 500 });
+    receivers.push(failing);
+    await failing.start();
+    const created = await api("POST", "/api/flows", operator, {
+      name: "caller",
+      workspaceKey: "cb",
+      eventName: "flow.cb",
+      actions: [{ type: "http", url: failing.url }],
+    });
+    expect(created.status, created.text).toBe(201);
+    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    await events.publish("flow.cb", "cb", { n: 1 });
+    await events.publish("flow.cb", "cb", { n: 2 });
+    // Each run's attempt tries three times (two in-attempt retries on a 5xx), then counts one failure.
+    await failing.waitFor(6);
+    // Two failures opened the circuit: the next run is deferred without calling the receiver.
+    await new Promise((r) => setTimeout(r, 300));
+    const calls = failing.received.length;
+    await events.publish("flow.cb", "cb", { n: 3 });
+    await until(async () => {
+      const rows = await h.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM job_reaper.jobs WHERE type = 'flow.run' AND last_error LIKE 'circuit open for %'`,
+      );
+      return (rows[0]?.n ?? 0) > 0;
+    }, 20_000);
+    expect(failing.received.length).toBe(calls);
+    await api("DELETE", `/api/flows/${created.json<FlowView>().id}`, operator);
+    await dispatcher.stop();
+  }, 40_000);
+
   it("stops a chain of flows that publish their own trigger after three runs", async () => {
     const dispatcher = await h.start(webhookDispatcherService, extra);
     const flow = await api("POST", "/api/flows", operator, {

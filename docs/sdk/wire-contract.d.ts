@@ -44,6 +44,8 @@ export declare const Header: {
     readonly OccurredAt: "Svc-Occurred-At";
     /** How many flows led to this event; set by the platform only (flows stop at a limit). */
     readonly FlowDepth: "Svc-Flow-Depth";
+    /** The id of the event that started a chain of flows; set by the platform only (a chain's budget). */
+    readonly FlowRoot: "Svc-Flow-Root";
     /** JetStream de-duplication id of a published event: one per logical event. */
     readonly MsgId: "Nats-Msg-Id";
 };

@@ -12,10 +12,10 @@ import { noContent, ok, type RbacDeps, type RbacHandler, revoke } from "./deps.j
 import {
   findUser,
   isMember,
-  type UserRow,
   listRoles,
   memberRoleKeys,
   sessionsOfUser,
+  type UserRow,
   userView,
 } from "./repository.js";
 import { holdsMoreRights, listUserRows } from "./users.js";

@@ -128,7 +128,7 @@ export function parseReceiverKey(receiver: string): { workspaceKey: string | nul
 }
 
 /** Makes the deliveries deferred by this receiver's circuit due now. */
-async function wakeDeferred(db: Db, receiver: string): Promise<void> {
+export async function wakeDeferred(db: Db, receiver: string): Promise<void> {
   await db.query(sql`
     UPDATE job_reaper.jobs SET run_at = now()
     WHERE type = 'webhook.deliver' AND status = 'Pending' AND last_error = ${`circuit open for ${receiver}`}`);

@@ -14,11 +14,22 @@ import { createHash } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
+import { type ClaimedJob, DeferJobError, defineJobType, PermanentJobError } from "@svc/jobs";
+import type { Logger } from "@svc/observability";
 import { WebhookHeader } from "@svc/wire-contract";
 
-import { deferWhilePaused, type OutboundDeps, postJson, shownData, signature } from "./deliver.js";
+import type { CircuitBreaker } from "./circuit-breaker.js";
+import {
+  deferWhilePaused,
+  type OutboundDeps,
+  postJson,
+  receiverKey,
+  shownData,
+  signature,
+  wakeDeferred,
+} from "./deliver.js";
 import { DEFAULT_NOTIFY_PERMISSION, FLOW_EVENT_PREFIX, mayPublish, type StoredAction } from "./flows.js";
+import type { WebhookMetrics } from "./metrics.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 
 /** Events of this depth (published by a chain of this many flows) trigger no flow. */
@@ -35,6 +46,8 @@ export interface FlowRunPayload {
   data: unknown;
   /** The triggering event's flow depth (0 for an event no flow published). */
   depth: number;
+  /** The event that started this chain of flows (absent in runs queued before the budget: the event's id). */
+  rootEventId?: string;
   /** The flow's actions when the event matched: a later edit does not change a queued run. */
   actions: StoredAction[];
 }
@@ -51,6 +64,24 @@ export interface FlowRunDeps extends OutboundDeps {
   /** Which workspaces may raise each plugin event (the plugin's chain). */
   readonly pluginEvents: PluginEventScopes;
   readonly events: EventPublisher;
+  /** Flow http actions go through the receivers' circuits, as deliveries do. */
+  readonly breaker: CircuitBreaker;
+  /** How many events flows may publish in the chain one event starts (issue 34, item 5). */
+  readonly flowEventBudget: number;
+  readonly metrics: Pick<WebhookMetrics, "flowEventsOverBudget">;
+  readonly log: Logger;
+}
+
+/**
+ * Counts one more event published in a chain; false when the chain's budget is spent (the event is then not
+ * published). A step run again after a failure counts again: the budget errs on the side of fewer events.
+ */
+async function spendBudget(deps: FlowRunDeps, rootEventId: string): Promise<boolean> {
+  const row = await deps.db.one<{ published: number }>(sql`
+    INSERT INTO webhook_dispatcher.flow_fanout (root_event_id, published) VALUES (${rootEventId}, 1)
+    ON CONFLICT (root_event_id) DO UPDATE SET published = webhook_dispatcher.flow_fanout.published + 1
+    RETURNING published`);
+  return row.published <= deps.flowEventBudget;
 }
 
 /** A UUID derived from a step's identity, so a repeated step repeats its id. */
@@ -81,6 +112,41 @@ export function fill(template: string, p: FlowRunPayload): string {
     if (typeof value === "number" || typeof value === "boolean") return String(value);
     return value === undefined || value === null ? "" : JSON.stringify(value);
   });
+}
+
+/**
+ * Publishes an event a flow raises (a publish or a notify action) as one more of its chain: with the next
+ * depth and the chain's root, and only while the chain's budget lasts (otherwise dropped, logged, counted).
+ */
+async function publishInChain(
+  deps: FlowRunDeps,
+  p: FlowRunPayload,
+  eventId: string,
+  eventName: string,
+  data: unknown,
+): Promise<void> {
+  const root = p.rootEventId ?? p.eventId;
+  if (!(await spendBudget(deps, root))) {
+    deps.metrics.flowEventsOverBudget.inc();
+    deps.log.warn(
+      { flowId: p.flowId, rootEventId: root, eventName, budget: deps.flowEventBudget },
+      "a flow's event was dropped: the chain of flows its first event started has spent its budget",
+    );
+    return;
+  }
+  await deps.events.publish(eventName, p.workspaceKey, data, {
+    eventId,
+    flowDepth: p.depth + 1,
+    flowRoot: root,
+  });
+}
+
+/**
+ * The run as placeholders see it (issue 34, item 11): the event's data masked, so `{{data.password}}`
+ * cannot copy a sensitive value into a notification, a new event's field or its name.
+ */
+async function maskedRun(deps: FlowRunDeps, p: FlowRunPayload): Promise<FlowRunPayload> {
+  return { ...p, data: await shownData(deps, p.data, false) };
 }
 
 function fillData(data: Record<string, unknown>, p: FlowRunPayload): Record<string, unknown> {
@@ -114,10 +180,24 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       if (action.secretEncrypted !== undefined) {
         headers[WebhookHeader.Signature] = signature(deps.secrets.open(action.secretEncrypted), body);
       }
-      const response = await postJson(deps, new URL(action.url), body, headers);
+      const url = new URL(action.url);
+      // The receiver's circuit, shared with deliveries to the same origin from the same workspace: an
+      // open circuit defers the run (the steps done stay done) without spending an attempt.
+      const receiver = receiverKey(p.workspaceKey, url.origin);
+      const admission = await deps.breaker.admit(receiver);
+      if (!admission.allowed) throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs);
+      let response: Awaited<ReturnType<typeof postJson>>;
+      try {
+        response = await postJson(deps, url, body, headers);
+      } catch (error) {
+        if (!(error instanceof PermanentJobError)) await deps.breaker.recordFailure(receiver);
+        throw error;
+      }
       if (response.status < 200 || response.status >= 300) {
+        await deps.breaker.recordFailure(receiver);
         throw new Error(`${action.url} answered ${response.status}`);
       }
+      if (await deps.breaker.recordSuccess(receiver, admission.trial)) await wakeDeferred(deps.db, receiver);
       return;
     }
     case "publish":
@@ -127,27 +207,25 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
           `a flow may not publish '${action.eventName}': only '${FLOW_EVENT_PREFIX}' names and plugins' events`,
         );
       }
-      await deps.events.publish(
+      await publishInChain(
+        deps,
+        p,
+        id,
         action.eventName,
-        p.workspaceKey,
-        action.data === undefined ? p.data : fillData(action.data, p),
-        { eventId: id, flowDepth: p.depth + 1 },
+        action.data === undefined ? p.data : fillData(action.data, await maskedRun(deps, p)),
       );
       return;
-    case "notify":
-      await deps.events.publish(
-        FLOW_NOTIFICATION_EVENT,
-        p.workspaceKey,
-        {
-          flowId: p.flowId,
-          title: fill(action.title, p).slice(0, 500),
-          detail: action.detail === undefined ? null : fill(action.detail, p).slice(0, 2_000),
-          permission: action.permission ?? DEFAULT_NOTIFY_PERMISSION,
-          trigger: { event: p.event, eventId: p.eventId },
-        },
-        { eventId: id, flowDepth: p.depth + 1 },
-      );
+    case "notify": {
+      const shown = await maskedRun(deps, p);
+      await publishInChain(deps, p, id, FLOW_NOTIFICATION_EVENT, {
+        flowId: p.flowId,
+        title: fill(action.title, shown).slice(0, 500),
+        detail: action.detail === undefined ? null : fill(action.detail, shown).slice(0, 2_000),
+        permission: action.permission ?? DEFAULT_NOTIFY_PERMISSION,
+        trigger: { event: p.event, eventId: p.eventId },
+      });
       return;
+    }
   }
 }
 
@@ -178,4 +256,6 @@ export async function runFlow(deps: FlowRunDeps, job: ClaimedJob<"flow.run">): P
 export async function pruneFlowSteps(db: Db): Promise<void> {
   await db.query(sql`
     DELETE FROM webhook_dispatcher.flow_steps WHERE completed_at < now() - interval '7 days'`);
+  await db.query(sql`
+    DELETE FROM webhook_dispatcher.flow_fanout WHERE created_at < now() - interval '7 days'`);
 }

@@ -10,7 +10,7 @@ import type { Static } from "@sinclair/typebox";
 import { listWorkspace } from "@svc/access";
 import type { FlowAction, ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
 import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
-import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
+import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
@@ -149,16 +149,32 @@ export async function createFlow(
   secrets: SecretBox,
   allowed: TargetPolicy,
   scopes: PluginEventScopes,
+  maxPerWorkspace: number,
   req: RequestOfRoute<Routes["flows.create"]>,
 ): Promise<ReplyOfRoute<Routes["flows.create"]>> {
   const body = req.body;
   const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
   const actions = storeActions(body.actions, secrets, allowed, (name) => scopes.mayRaise(name, workspaceKey));
-  const row = await db.one<Row>(sql`
-    INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
-    VALUES (${randomUUID()}, ${body.name}, ${workspaceKey}, ${body.eventName},
-            ${JSON.stringify(actions)}::jsonb, ${body.isActive !== false})
-    RETURNING ${COLUMNS}`);
+  const row = await db.transaction(async (tx) => {
+    // Flows cannot amplify (issue 34, item 5): a workspace has at most `maxPerWorkspace` flows. The lock
+    // makes the count and the insert one step for concurrent creates in the same workspace.
+    await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`flows:${workspaceKey ?? ""}`}))`);
+    const { n } = await tx.one<{ n: number }>(sql`
+      SELECT count(*)::int AS n FROM webhook_dispatcher.flows
+      WHERE workspace_key IS NOT DISTINCT FROM ${workspaceKey}`);
+    if (n >= maxPerWorkspace) {
+      throw new SvcError(
+        ErrorCode.Conflict,
+        `${workspaceKey === null ? "The platform has" : `Workspace '${workspaceKey}' has`} ${n} flows, the most allowed: delete one first.`,
+        { extensions: { limit: maxPerWorkspace, rule: "flows-per-workspace" } },
+      );
+    }
+    return tx.one<Row>(sql`
+      INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
+      VALUES (${randomUUID()}, ${body.name}, ${workspaceKey}, ${body.eventName},
+              ${JSON.stringify(actions)}::jsonb, ${body.isActive !== false})
+      RETURNING ${COLUMNS}`);
+  });
   return {
     status: 201,
     body: view(row, await catalogNames(db)),

@@ -98,6 +98,8 @@ export async function startMatcher(
     readonly data: unknown;
     /** Svc-Flow-Depth: how many flows led to this event. */
     readonly depth: number;
+    /** Svc-Flow-Root: the event that started the chain of flows (this event's own id when none did). */
+    readonly rootEventId: string;
   }
 
   const drop = (m: JsMsg, eventName: string, reason: string) => {
@@ -119,20 +121,32 @@ export async function startMatcher(
           new Date(Math.floor(m.info.timestampNanos / 1e6)).toISOString(),
         data: m.data.length === 0 ? {} : m.json(),
         depth: Math.max(0, Math.min(1_000, Number(m.headers?.get(Header.FlowDepth)) || 0)),
+        rootEventId: "",
       };
+      parsed = { ...parsed, rootEventId: m.headers?.get(Header.FlowRoot) || parsed.eventId };
     } catch {
       drop(m, eventName, "the payload is not JSON");
       return null;
     }
     const unsafe = findUnsafeInput(
-      { eventName, eventId: parsed.eventId, workspaceKey: parsed.workspaceKey, data: parsed.data },
+      {
+        eventName,
+        eventId: parsed.eventId,
+        rootEventId: parsed.rootEventId,
+        workspaceKey: parsed.workspaceKey,
+        data: parsed.data,
+      },
       "",
     );
     if (unsafe !== undefined) {
       drop(m, eventName, `${unsafe.field} ${unsafe.message}`);
       return null;
     }
-    if (parsed.eventId.length > 200 || (parsed.workspaceKey?.length ?? 0) > 200) {
+    if (
+      parsed.eventId.length > 200 ||
+      parsed.rootEventId.length > 200 ||
+      (parsed.workspaceKey?.length ?? 0) > 200
+    ) {
       drop(m, eventName, "the event id or workspace key is longer than 200 characters");
       return null;
     }
@@ -188,6 +202,7 @@ export async function startMatcher(
           occurredAtUtc: e.occurredAtUtc,
           data: e.data,
           depth: e.depth,
+          rootEventId: e.rootEventId,
           actions: flow.actions,
         },
       })),

@@ -7,6 +7,8 @@
  *   prepare it: the database, a secret that no longer decrypts; retried by the job engine).
  * - `svc_webhook_delivery_duration_seconds{outcome}`: the time of an attempt's HTTP exchange, its two
  *   in-attempt retries included (`delivered` or `failed`).
+ * - `svc_flow_events_over_budget_total`: events flows would have published past the budget of the chain
+ *   one event started (`BackendHost__FlowEventBudget`), dropped instead.
  * - `svc_webhook_circuits{state}`: receivers whose circuit is `open` (deliveries wait) or `half_open`
  *   (the next delivery is a trial), read from the state every replica shares: each replica reports the
  *   same number, so dashboards and alerts take `max`.
@@ -19,6 +21,7 @@ export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
 export interface WebhookMetrics {
   readonly deliveries: Counter<"outcome">;
   readonly duration: Histogram<"outcome">;
+  readonly flowEventsOverBudget: Counter;
 }
 
 export function createWebhookMetrics(
@@ -53,5 +56,10 @@ export function createWebhookMetrics(
       this.labels("half_open").set(halfOpen);
     },
   });
-  return { deliveries, duration };
+  const flowEventsOverBudget = new Counter({
+    name: "svc_flow_events_over_budget_total",
+    help: "Events flows would have published past the budget of the chain one event started, dropped.",
+    registers: [registry],
+  });
+  return { deliveries, duration, flowEventsOverBudget };
 }

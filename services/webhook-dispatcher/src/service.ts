@@ -40,7 +40,7 @@ export const webhookDispatcherService: ServiceDefinition = {
     serveRoute(bus, routes["flows.list"], (req) => flows.listFlows(db, req));
     const pluginEvents = new PluginEventScopes();
     serveRoute(bus, routes["flows.create"], (req) =>
-      flows.createFlow(db, secrets, allowed, pluginEvents, req),
+      flows.createFlow(db, secrets, allowed, pluginEvents, b.maxFlowsPerWorkspace, req),
     );
     serveRoute(bus, routes["flows.put"], (req) => flows.replaceFlow(db, secrets, allowed, pluginEvents, req));
     serveRoute(bus, routes["flows.delete"], (req) => flows.deleteFlow(db, req));
@@ -97,6 +97,8 @@ export const webhookDispatcherService: ServiceDefinition = {
       allowed,
       sensitiveFields,
       workspaces: new WorkspaceStates(bus, log),
+      flowEventBudget: b.flowEventBudget,
+      log,
       pausedRetryMs: b.pausedWorkspaceRetryMs,
       pluginEvents,
       events: circuitEvents,

@@ -47,6 +47,20 @@ export const webhookSettings = defineSettings({
         "how much of a receiver's answer is read, the rest is discarded (changeable at run time)",
       ),
     ),
+    maxFlowsPerWorkspace: setting.int(
+      "BackendHost:MaxFlowsPerWorkspace",
+      50,
+      1,
+      10_000,
+      "flows one workspace may have (platform flows count as one more workspace); creating one more is a 409",
+    ),
+    flowEventBudget: setting.int(
+      "BackendHost:FlowEventBudget",
+      100,
+      1,
+      100_000,
+      "events the flows may publish (publish and notify actions) in the chain one event starts; the rest are dropped and counted",
+    ),
     pausedWorkspaceRetryMs: setting.int(
       "BackendHost:PausedWorkspaceRetryMs",
       30_000,

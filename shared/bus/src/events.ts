@@ -22,7 +22,7 @@ export interface EventPublisher {
     eventName: string,
     workspaceKey: string | null,
     payload: unknown,
-    options?: { eventId?: string; occurredAt?: Date; flowDepth?: number },
+    options?: { eventId?: string; occurredAt?: Date; flowDepth?: number; flowRoot?: string },
   ): Promise<PublishedEvent>;
 }
 
@@ -38,6 +38,7 @@ export function createEventPublisher(nc: NatsConnection, prefix: string): EventP
       h.set(Header.OccurredAt, (options.occurredAt ?? new Date()).toISOString());
       if (options.flowDepth !== undefined && options.flowDepth > 0)
         h.set(Header.FlowDepth, String(options.flowDepth));
+      if (options.flowRoot !== undefined) h.set(Header.FlowRoot, options.flowRoot);
       const ack = await js.publish(eventsSubject(prefix, eventName), encodeJson(payload ?? {}), {
         msgID: eventId,
         headers: h,

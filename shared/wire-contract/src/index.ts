@@ -29,6 +29,8 @@ export const Header = {
   OccurredAt: "Svc-Occurred-At",
   /** How many flows led to this event; set by the platform only (flows stop at a limit). */
   FlowDepth: "Svc-Flow-Depth",
+  /** The id of the event that started a chain of flows; set by the platform only (a chain's budget). */
+  FlowRoot: "Svc-Flow-Root",
   /** JetStream de-duplication id of a published event: one per logical event. */
   MsgId: "Nats-Msg-Id",
 } as const;

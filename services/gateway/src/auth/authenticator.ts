@@ -10,11 +10,10 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { type AccessClaims, type RevocationList, SystemRole, TOKEN_AUDIENCE } from "@svc/access";
 import type { Bus, Principal } from "@svc/bus";
 import { type Config, DEVELOPMENT_API_KEY } from "@svc/config";
+import type { WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { LRUCache } from "lru-cache";
-
-import type { WorkspaceStates } from "@svc/contracts";
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;
 

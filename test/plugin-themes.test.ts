@@ -19,12 +19,14 @@ import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fix
 import { createHarness } from "./support/harness.js";
 import { http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness();
 const work = mkdtempSync(join(tmpdir(), "svc-themes-"));
 const signer = fixtureSigner();
 let base: string;
 let operator: string;
+let registry: Awaited<ReturnType<typeof h.start>>;
 
 const env = pluginStackEnv(work, { dev: true, tests: signer });
 
@@ -56,7 +58,7 @@ const themePlugin = (pluginId: string, theme: unknown) =>
 beforeAll(async () => {
   await h.start(rbacService, env);
   await h.start(resolverService, env);
-  await h.start(pluginRegistryService, env);
+  registry = await h.start(pluginRegistryService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
   await h.sql(`INSERT INTO resolver.tenants (key, name) VALUES ('acme', 'Acme')`);
@@ -153,6 +155,11 @@ describe("a workspace's theme", () => {
     await api("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
     });
+    // A theme serves only while its plugin is active (issue 34, item 7).
+    const inactive = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect(inactive.status).toBe(400);
+    expect(inactive.json<{ detail: string }>().detail).toContain("not active");
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
     const chosen = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
     expect(chosen.status, chosen.text).toBe(200);
     expect(chosen.json()).toEqual({
@@ -265,5 +272,121 @@ describe("a workspace's theme", () => {
     expect((await api("GET", "/workspace/themes/effective?workspaceKey=shop")).json()).toMatchObject({
       workspaceKey: "shop",
     });
+  });
+});
+
+/**
+ * Issue 34, items 7 and 12: themes respect tenants as chains do. The attacks: choosing a theme skipped the
+ * delegation check chains have; a theme kept serving after its grant was withdrawn; setting values stayed
+ * in force under a theme whose field has another type; a workspace admin removed from its chain plugins
+ * the platform put there and never delegated; the signature report unpacked every package on each call.
+ */
+describe("themes and chains respect tenants", () => {
+  const admin = () =>
+    mintToken({
+      scope: "workspace",
+      workspaceKey: "shop",
+      permissions: ["extension.read", "extension.update", "plugin.assign", "plugin.read"],
+    });
+  const publicTheme = async () =>
+    (await http(`${base}/workspace/public/theme?workspaceKey=shop`)).json<{ themePluginId: string | null }>();
+
+  it("a workspace admin chooses only a delegated theme", async () => {
+    const refused = await api(
+      "PUT",
+      "/api/themes/workspaces/shop",
+      { themePluginId: "hello" },
+      await admin(),
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.json<{ detail: string }>().detail).toContain("not delegated");
+    const delegate = await api("PUT", "/api/tenants/acme/plugins/hello/delegation", { delegated: true });
+    expect(delegate.status, delegate.text).toBe(200);
+    expect(
+      (await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" }, await admin())).status,
+    ).toBe(200);
+  });
+
+  it("a theme stops serving when its grant is withdrawn, everywhere, and serves again when it is back", async () => {
+    await until(async () => (await publicTheme()).themePluginId === "hello");
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "acme", pluginId: "hello", entitled: false }],
+    });
+    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({ themePluginId: null });
+    expect((await api("GET", "/api/themes/workspaces/shop/settings")).json()).toMatchObject({
+      themePluginId: null,
+      fields: [],
+    });
+    const effective = (await api("GET", "/api/themes/workspaces/shop/effective")).json<{
+      themePluginId: string | null;
+      templates: Array<{ pluginId: string }>;
+    }>();
+    expect(effective.themePluginId).toBeNull();
+    expect(effective.templates.some((t) => t.pluginId === "hello")).toBe(false);
+    await until(async () => (await publicTheme()).themePluginId === null);
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
+    });
+    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
+      themePluginId: "hello",
+    });
+  });
+
+  it("checks stored values again against the fields of a newly chosen theme", async () => {
+    // hello's accent is a colour, set to #000000 above; numbers' accent is a number.
+    expect(
+      (
+        await install(
+          await themePlugin("numbers", {
+            config: { fields: { accent: { label: "Accent size", type: "number", value: "3" } } },
+          }),
+        )
+      ).status,
+    ).toBe(201);
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "acme", pluginId: "numbers", entitled: true }],
+    });
+    expect((await api("POST", "/api/plugins/numbers/activate")).status).toBe(200);
+    const switched = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "numbers" });
+    expect(switched.status, switched.text).toBe(200);
+    expect(switched.json()).toMatchObject({ valuesByKey: { accent: "3" } });
+    // Back to hello: the stored colour fits again.
+    const back = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect(back.json()).toMatchObject({ valuesByKey: { accent: "#000000" } });
+  });
+
+  it("a workspace admin changes only delegated chain entries", async () => {
+    // brand was put in shop's chain by the platform and is not delegated to acme.
+    const dropped = await api("PUT", "/api/workspaces/shop/plugins", { chain: [] }, await admin());
+    expect(dropped.status).toBe(400);
+    expect(dropped.json<{ errors: Array<{ field: string }> }>().errors[0]?.field).toBe("/body/chain");
+    const withDelegated = await api(
+      "PUT",
+      "/api/workspaces/shop/plugins",
+      { chain: ["hello", "brand"] },
+      await admin(),
+    );
+    expect(withDelegated.status, withDelegated.text).toBe(200);
+    const chain = (await api("GET", "/api/workspaces/shop/plugins")).json<{
+      chain: Array<{ pluginId: string }>;
+    }>();
+    expect(chain.chain.map((c) => c.pluginId)).toEqual(["hello", "brand"]);
+    expect(
+      (await api("PUT", "/api/workspaces/shop/plugins", { chain: ["brand"] }, await admin())).status,
+    ).toBe(200);
+  });
+
+  it("verifies a stored package once per hash and trust settings for the signature report", async () => {
+    const verifications = async () => {
+      const metric = registry.deps.metrics.getSingleMetric("svc_plugin_lifecycle_operations_total");
+      const { values } = (await metric?.get()) ?? { values: [] };
+      return values.filter((v) => v.labels.action === "verify").reduce((n, v) => n + v.value, 0);
+    };
+    const first = await api("GET", "/api/plugins/signature-report", undefined, await admin());
+    expect(first.status, first.text).toBe(200);
+    const after = await verifications();
+    const second = await api("GET", "/api/plugins/signature-report", undefined, await admin());
+    expect(second.json<{ items: unknown[] }>().items).toEqual(first.json<{ items: unknown[] }>().items);
+    expect(await verifications()).toBe(after);
   });
 });

@@ -70,13 +70,29 @@ export const putChain: Handler<"assignments.put"> = async (deps, req) => {
     );
     const installed = new Set(known.map((r) => r.plugin_id));
     const violations: Array<{ field: string; message: string }> = [];
+    // A workspace session changes only delegated entries (issue 34, item 12): what the platform put in the
+    // chain and never delegated stays, in the same order (and may stay although not delegated).
+    const fixed: string[] = [];
+    if (tenantAdmin) {
+      const current = await tx.any<{ plugin_id: string }>(sql`
+        SELECT plugin_id FROM plugin_registry.workspace_plugins WHERE workspace_key = ${wk} ORDER BY position`);
+      for (const { plugin_id } of current) {
+        if (!(await isDelegated(tx, tenantKey, plugin_id))) fixed.push(plugin_id);
+      }
+      if (chain.filter((id) => fixed.includes(id)).join("\n") !== fixed.join("\n")) {
+        violations.push({
+          field: "/body/chain",
+          message: `the platform's entries [${fixed.join(", ")}] are not delegated to tenant '${tenantKey}': they stay, in this order`,
+        });
+      }
+    }
     for (const [i, id] of chain.entries()) {
       const field = `/body/chain/${i}`;
       if (!installed.has(id)) {
         violations.push({ field, message: `plugin '${id}' is not installed` });
-      } else if ((await entitlementOf(tx, id, tenantKey, wk)).via === null) {
+      } else if (!fixed.includes(id) && (await entitlementOf(tx, id, tenantKey, wk)).via === null) {
         violations.push({ field, message: `workspace '${wk}' is not entitled to plugin '${id}'` });
-      } else if (tenantAdmin && !(await isDelegated(tx, tenantKey, id))) {
+      } else if (tenantAdmin && !fixed.includes(id) && !(await isDelegated(tx, tenantKey, id))) {
         violations.push({ field, message: `plugin '${id}' is not delegated to tenant '${tenantKey}'` });
       }
     }

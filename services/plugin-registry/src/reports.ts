@@ -6,6 +6,7 @@ import { requireReach } from "@svc/access";
 import { type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { HOST_DEPENDENCY, PERMISSIONS_PROPERTY, PLUGIN_CONTRACT } from "@svc/plugin-package";
+import { LRUCache } from "lru-cache";
 import semver from "semver";
 
 import {
@@ -20,11 +21,39 @@ import {
 import { chainEntitled } from "./entitlements.js";
 import { openPackage, storedPackage } from "./packages.js";
 
-/** Loads a stored package and verifies it with the current trust settings: its signedness, or why not. */
-async function verifyStored(
-  deps: PluginDeps,
-  row: PluginRow,
-): Promise<{ signed: boolean; failure?: undefined } | { failure: SvcError }> {
+type Verified = { signed: boolean; failure?: undefined } | { failure: SvcError };
+
+/**
+ * Verification results by package hash and trust settings (issue 34, item 12): the report unpacked and
+ * re-verified every stored package on each call. A package's bytes never change under its hash, so the
+ * answer changes only with the trust settings, which are part of the key.
+ */
+const verified = new LRUCache<string, Verified>({ max: 5_000 });
+
+function trustKey(deps: PluginDeps, sha256: string): string {
+  const s = deps.settings;
+  return JSON.stringify([
+    sha256,
+    s.trustedSigners,
+    s.revokedSignerFingerprints,
+    s.revokedContentHashes,
+    s.allowUnsignedPlugins,
+    s.pluginMaxFiles,
+    s.pluginMaxExpandedBytes,
+  ]);
+}
+
+/** A stored package's verification with the current trust settings: its signedness, or why not (cached). */
+async function verifyStored(deps: PluginDeps, row: PluginRow): Promise<Verified> {
+  const key = trustKey(deps, row.package_sha256);
+  const known = verified.get(key);
+  if (known !== undefined) return known;
+  const result = await verifyStoredNow(deps, row);
+  verified.set(key, result);
+  return result;
+}
+
+async function verifyStoredNow(deps: PluginDeps, row: PluginRow): Promise<Verified> {
   try {
     const opened = await deps.metrics.time("verify", async () =>
       openPackage(await storedPackage(deps.store, row.package_sha256), {
@@ -40,7 +69,10 @@ async function verifyStored(
   }
 }
 
-/** Re-verifies every installed plugin's stored package now, with the current trust settings. */
+/**
+ * Every installed plugin's stored package verified with the current trust settings (a package is
+ * unpacked and verified once per hash and trust settings; the re-verification at every load is separate).
+ */
 export const signatureReport: PluginHandler<"plugins.signature-report"> = async (deps) => {
   const items = [];
   for (const row of await allPlugins(deps.db)) {

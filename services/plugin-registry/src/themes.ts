@@ -5,14 +5,14 @@
  * a workspace: per template key the active definition with the highest priority among the theme plugin
  * and the workspace's chain (active, entitled plugins), with the keys it inherits from.
  */
-import { requireReach } from "@svc/access";
+import { reachOf, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import { type Queries, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 import { checkValue, serialiseValue, type Theme, type ThemeField } from "@svc/plugin-package";
 
 import { audit, type HandlerWith, type RouteName } from "./common.js";
-import { chainEntitled, type EntitlementDeps, entitlementOf, tenantOf } from "./entitlements.js";
+import { chainEntitled, type EntitlementDeps, entitlementOf, isDelegated, tenantOf } from "./entitlements.js";
 
 type Handler<K extends RouteName> = HandlerWith<EntitlementDeps, K>;
 
@@ -106,11 +106,19 @@ interface Selected {
   readonly theme: Theme | null;
 }
 
-/** The workspace's theme plugin, when it has one that is still installed. */
+/**
+ * The condition a chosen theme must meet at every use, as a chain entry must (issue 34, item 7): its plugin
+ * active (so neither stopped, failed nor refused at re-verification) and the workspace still entitled. A
+ * theme whose grant is withdrawn stops serving at once, and serves again if the grant comes back.
+ */
+const themeInForce = sql`p.state = 'active' AND p.refused_reason IS NULL AND ${chainEntitled}`;
+
+/** The workspace's theme plugin, when it has one that is installed, active and entitled now. */
 async function selected(db: Queries, workspaceKey: string): Promise<Selected | null> {
   const row = await db.maybeOne<{ plugin_id: string; version: string; theme: Theme | null }>(sql`
     SELECT w.plugin_id, p.version, p.theme FROM plugin_registry.workspace_themes w
-    JOIN plugin_registry.plugins p USING (plugin_id) WHERE w.workspace_key = ${workspaceKey}`);
+    JOIN plugin_registry.plugins p USING (plugin_id)
+    WHERE w.workspace_key = ${workspaceKey} AND ${themeInForce}`);
   return row === null ? null : { pluginId: row.plugin_id, version: row.version, theme: row.theme };
 }
 
@@ -121,14 +129,19 @@ async function storedValues(db: Queries, workspaceKey: string): Promise<Map<stri
   return new Map(rows.map((r) => [r.key, r.value]));
 }
 
-/** The fields' defaults, overlaid by the workspace's stored values (for the theme's fields). */
+/**
+ * The fields' defaults, overlaid by the workspace's stored values (for the theme's fields). Values outlive a
+ * theme change, so each is checked again against the field of the theme now chosen (issue 34, item 12): a
+ * value the new field's type refuses is not shown; the default is.
+ */
 function valuesByKey(
   fields: readonly ThemeField[],
   stored: ReadonlyMap<string, string>,
 ): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of fields) {
-    const value = stored.get(f.key) ?? f.value;
+    const own = stored.get(f.key);
+    const value = own !== undefined && checkValue(f, own) === null ? own : f.value;
     if (value !== null) out[f.key] = value;
   }
   return out;
@@ -164,9 +177,11 @@ export const putWorkspaceTheme: Handler<"themes.workspace-put"> = async (deps, r
   const wk = req.params.workspaceKey;
   const pluginId = req.body.themePluginId;
   const tenantKey = await tenantOf(deps, wk);
-  const plugin = await deps.db.maybeOne<{ theme: Theme | null }>(
-    sql`SELECT theme FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
-  );
+  const plugin = await deps.db.maybeOne<{
+    theme: Theme | null;
+    state: string;
+    refused_reason: string | null;
+  }>(sql`SELECT theme, state, refused_reason FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`);
   const field = "/body/themePluginId";
   if (plugin === null)
     throw new ValidationError([{ field, message: `plugin '${pluginId}' is not installed` }]);
@@ -175,6 +190,17 @@ export const putWorkspaceTheme: Handler<"themes.workspace-put"> = async (deps, r
   if ((await entitlementOf(deps.db, pluginId, tenantKey, wk)).via === null) {
     throw new ValidationError([
       { field, message: `workspace '${wk}' is not entitled to plugin '${pluginId}'` },
+    ]);
+  }
+  if (plugin.state !== "active" || plugin.refused_reason !== null) {
+    throw new ValidationError([
+      { field, message: `plugin '${pluginId}' is not active: activate it before choosing it as a theme` },
+    ]);
+  }
+  // The chain's rule (issue 34, item 7): a workspace session chooses only a plugin delegated to its tenant.
+  if (reachOf(req.principal).kind === "workspace" && !(await isDelegated(deps.db, tenantKey, pluginId))) {
+    throw new ValidationError([
+      { field, message: `plugin '${pluginId}' is not delegated to tenant '${tenantKey}'` },
     ]);
   }
   await deps.db.query(sql`
@@ -271,7 +297,9 @@ export async function effectiveTemplates(db: Queries, workspaceKey: string) {
       FROM plugin_registry.workspace_plugins w JOIN plugin_registry.plugins p USING (plugin_id)
       WHERE w.workspace_key = ${workspaceKey} AND p.state = 'active' AND ${chainEntitled}
       UNION ALL
-      SELECT plugin_id, 0 FROM plugin_registry.workspace_themes WHERE workspace_key = ${workspaceKey}
+      SELECT w.plugin_id, 0
+      FROM plugin_registry.workspace_themes w JOIN plugin_registry.plugins p USING (plugin_id)
+      WHERE w.workspace_key = ${workspaceKey} AND ${themeInForce}
     )
     SELECT DISTINCT ON (d.template_key) d.*, s.rank
     FROM plugin_registry.theme_definitions d

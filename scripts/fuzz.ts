@@ -109,6 +109,7 @@ try {
     BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
     BackendHost__RateLimitApiPerMinute: "0",
     BackendHost__RateLimitAuthPerMinute: "0",
+    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
     BackendHost__EnableBootstrapApiKeys: "true",
     BackendHost__ApiKeys__0: API_KEY,
   });

@@ -41,7 +41,11 @@ const signIn = (userName: string) =>
   });
 
 beforeAll(async () => {
-  const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__RateLimitAuthPerMinute: "0" };
+  const env = {
+    BackendHost__RateLimitApiPerMinute: "0",
+    BackendHost__RateLimitAuthPerMinute: "0",
+    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
+  };
   await h.start(rbacService, env);
   await h.start(jobReaperService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;

@@ -26,6 +26,7 @@ const h = await createHarness();
 const extra = {
   BackendHost__RateLimitApiPerMinute: "0",
   BackendHost__RateLimitAuthPerMinute: "0",
+  BackendHost__RateLimitAuthPerAccountPerMinute: "0",
   BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
   BackendHost__JobLeaseMs: "1500",
   BackendHost__JobPollIntervalMs: "100",

@@ -40,6 +40,7 @@ describe("issue 8, point 12: the fuzz harness, short run", () => {
     const env = {
       BackendHost__RateLimitApiPerMinute: "0",
       BackendHost__RateLimitAuthPerMinute: "0",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
       BackendHost__EnableBootstrapApiKeys: "true",
       BackendHost__ApiKeys__0: API_KEY,
     };

@@ -66,7 +66,11 @@ async function waitForSharedApiHits(window: number, hits: number) {
 
 describe("session revocation across two gateways", () => {
   it("changing a role revokes its holders' sessions on every replica within a second", async () => {
-    const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__RateLimitAuthPerMinute: "0" };
+    const env = {
+      BackendHost__RateLimitApiPerMinute: "0",
+      BackendHost__RateLimitAuthPerMinute: "0",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
+    };
     const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const auth = { authorization: `Bearer ${operator}` };

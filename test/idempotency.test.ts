@@ -14,10 +14,16 @@ import { mintToken } from "./support/tokens.js";
 const h = await createHarness();
 let base: string;
 let operator: string;
+const API_KEYS = ["first-break-glass-key-0123456789abcdef", "second-break-glass-key-0123456789abcdef"];
 beforeAll(async () => {
-  await h.start(rbacService, { BackendHost__RateLimitApiPerMinute: "0" });
-  base = (await h.start(gatewayService, { BackendHost__RateLimitApiPerMinute: "0" })).hooks
-    .httpAddress as string;
+  const env = {
+    BackendHost__RateLimitApiPerMinute: "0",
+    BackendHost__EnableBootstrapApiKeys: "true",
+    BackendHost__ApiKeys__0: API_KEYS[0] as string,
+    BackendHost__ApiKeys__1: API_KEYS[1] as string,
+  };
+  await h.start(rbacService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"], sub: "op-1" });
 });
 afterAll(() => h.stopAll());
@@ -77,5 +83,29 @@ describe("issue 9, point 5: Idempotency-Key", () => {
     expect(theirs.headers["idempotency-replayed"]).toBeUndefined();
     const bad = await createUser({ userName: "idem-five", password: "long-enough-password" }, "has space");
     expect(bad.status).toBe(400);
+  });
+
+  it("gives each API key its own keys (issue 34, item 8)", async () => {
+    const grant = await http(`${base}/api/rbac/roles/host.api`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({ permissions: ["user.create"] }),
+    });
+    expect(grant.status, grant.text).toBeLessThan(300);
+    const withKey = (apiKey: string) =>
+      http(`${base}/api/users`, {
+        method: "POST",
+        headers: {
+          "x-svc-api-key": apiKey,
+          "content-type": "application/json",
+          "idempotency-key": "break-glass-1",
+        },
+        body: JSON.stringify({ userName: "idem-api", password: "long-enough-password" }),
+      });
+    expect((await withKey(API_KEYS[0] as string)).status).toBe(201);
+    // The other key's request under the same Idempotency-Key runs (and finds the name taken).
+    const other = await withKey(API_KEYS[1] as string);
+    expect(other.status).toBe(409);
+    expect(other.headers["idempotency-replayed"]).toBeUndefined();
   });
 });

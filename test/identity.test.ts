@@ -51,6 +51,7 @@ beforeAll(async () => {
   const env = {
     BackendHost__RateLimitApiPerMinute: "0",
     BackendHost__RateLimitAuthPerMinute: "0",
+    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
     BackendHost__EnableBootstrapApiKeys: "true",
     BackendHost__ApiKeys__0: API_KEY,
   };

@@ -4,7 +4,9 @@
  * Content-Disposition and nosniff; an upload over the limit refused with 413 and nothing stored; a
  * workspace session sees only its workspace's files; events for uploads and deletions.
  */
+import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { mediaBucket } from "@svc/plugin-package/store";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
@@ -150,5 +152,78 @@ describe("media", () => {
     );
     expect(seen).toContain("media.uploaded");
     expect(seen).toContain("media.deleted");
+  });
+});
+
+/**
+ * Issue 34, item 8: the upload was stored before its Idempotency-Key was checked, so a retry never replayed
+ * (the fingerprint held a fresh object name: 422) and refused uploads left bytes no listing shows.
+ */
+describe("media uploads and Idempotency-Key", () => {
+  const objects = async () => {
+    const store = await new Objm(nc).open(mediaBucket(h.env.SVC_SUBJECT_PREFIX as string));
+    let n = 0;
+    for (const info of await store.list()) if (!info.deleted) n++;
+    return n;
+  };
+  const uploadWith = async (bytes: Buffer, key: string, token = operator, workspaceKey = "mw") => {
+    const form = new FormData();
+    form.append("file", new Blob([bytes]), "retry.png");
+    const response = await fetch(`${base}/api/media?workspaceKey=${workspaceKey}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "idempotency-key": key },
+      body: form,
+    });
+    return {
+      status: response.status,
+      replayed: response.headers.get("idempotency-replayed"),
+      json: (await response.json()) as Record<string, unknown>,
+    };
+  };
+
+  it("replays a retried upload without storing its bytes again", async () => {
+    const before = await objects();
+    const first = await uploadWith(PNG, "upload-once");
+    expect(first.status, JSON.stringify(first.json)).toBe(201);
+    const retry = await uploadWith(PNG, "upload-once");
+    expect(retry.status).toBe(201);
+    expect(retry.replayed).toBe("true");
+    expect(retry.json.id).toBe(first.json.id);
+    expect(await objects()).toBe(before + 1);
+    // Another file under the same key is another request.
+    const other = await uploadWith(Buffer.concat([PNG, Buffer.from("x")]), "upload-once");
+    expect(other.status).toBe(422);
+    expect(await objects()).toBe(before + 1);
+  });
+
+  it("leaves no bytes behind for a refused upload", async () => {
+    const before = await objects();
+    const refused = await uploadWith(PNG, "to-nowhere", operator, "no-such-workspace");
+    expect(refused.status).toBe(404);
+    const unauthorised = await uploadWith(PNG, "no-key-for-it", await mintToken({ scope: "platform" }));
+    expect(unauthorised.status).toBe(403);
+    expect(await objects()).toBe(before);
+  });
+
+  it("keeps keys per session scope and workspace", async () => {
+    const sub = "00000000-0000-4000-8000-00000000abcd";
+    const inMw = await mintToken({
+      sub,
+      scope: "workspace",
+      workspaceKey: "mw",
+      permissions: ["media.manage"],
+    });
+    const inOther = await mintToken({
+      sub,
+      scope: "workspace",
+      workspaceKey: "other-mw",
+      permissions: ["media.manage"],
+    });
+    const a = await uploadWith(PNG, "same-key", inMw, "mw");
+    const b = await uploadWith(PNG, "same-key", inOther, "other-mw");
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(b.replayed).toBeNull();
+    expect(b.json.workspaceKey).toBe("other-mw");
   });
 });

@@ -40,6 +40,7 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
       BackendHost__ResolveCacheTtlMs: "200",
       BackendHost__ResolveStaleMs: "60000",
       BackendHost__RateLimitAuthPerMinute: "1000",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
     };
     await h.start(resolverService, env);
     await h.start(rbacService, env);
@@ -90,6 +91,7 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
     const env = {
       NATS_URL: nats.url,
       BackendHost__RateLimitAuthPerMinute: "1000",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
       BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
       BackendHost__JobPollIntervalMs: "100",
     };

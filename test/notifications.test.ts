@@ -22,6 +22,7 @@ let nc: NatsConnection;
 const env = {
   BackendHost__RateLimitApiPerMinute: "0",
   BackendHost__RateLimitAuthPerMinute: "0",
+  BackendHost__RateLimitAuthPerAccountPerMinute: "0",
   BackendHost__JobReaperIntervalMs: "100",
 };
 

@@ -45,6 +45,7 @@ let operator: string;
 const env = {
   ...pluginStackEnv(work, { dev: true, tests: signer }),
   BackendHost__RateLimitAuthPerMinute: "0",
+  BackendHost__RateLimitAuthPerAccountPerMinute: "0",
   BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
   BackendHost__JobPollIntervalMs: "100",
   BackendHost__PluginCallTimeoutMs: "1500",

@@ -55,6 +55,7 @@ beforeAll(async () => {
   const env = {
     BackendHost__RateLimitApiPerMinute: "0",
     BackendHost__RateLimitAuthPerMinute: "0",
+    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
     BackendHost__JobPollIntervalMs: "100",
     BackendHost__PausedWorkspaceRetryMs: "300",

@@ -29,7 +29,11 @@ const login = (username: string, password: string) =>
 
 afterAll(() => h.stopAll());
 beforeAll(async () => {
-  const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__RateLimitAuthPerMinute: "0" };
+  const env = {
+    BackendHost__RateLimitApiPerMinute: "0",
+    BackendHost__RateLimitAuthPerMinute: "0",
+    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
+  };
   await h.start(rbacService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });

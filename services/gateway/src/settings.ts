@@ -75,6 +75,15 @@ export const gatewaySettings = defineSettings({
       1024 * 1024 * 1024,
       "largest plugin package archive accepted by `POST /api/plugins/install` (413 above)",
     ),
+    rateLimitAuthPerAccountPerMinute: changeable(
+      setting.int(
+        "BackendHost:RateLimitAuthPerAccountPerMinute",
+        10,
+        0,
+        1_000_000,
+        "sign-in attempts per account (user name, from any address) per minute, exact across replicas (0 disables; changeable at run time)",
+      ),
+    ),
     rateLimitAuthPerMinute: changeable(
       setting.int(
         "BackendHost:RateLimitAuthPerMinute",

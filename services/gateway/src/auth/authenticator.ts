@@ -175,7 +175,9 @@ export class Authenticator {
       throw new UnauthenticatedError("The API key has expired.");
     }
     return {
-      subject: "api-key",
+      // Each key its own identity (issue 34, item 8): audit entries and Idempotency-Keys tell keys apart.
+      // A prefix of the key's SHA-256 names it without revealing it.
+      subject: `api-key:${digest.toString("hex").slice(0, 16)}`,
       scope: "platform",
       workspaceKey: null,
       permissions: await this.hostApiPermissions(),

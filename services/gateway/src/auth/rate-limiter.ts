@@ -21,7 +21,8 @@ import { followKv } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 import ipaddr from "ipaddr.js";
 
-export type Policy = "auth" | "api";
+/** `account`: sign-in attempts per account (issue 34, item 9), counted exactly as `auth` is. */
+export type Policy = "auth" | "api" | "account";
 
 const WINDOW_MS = 60_000;
 const SYNC_MS = 100;
@@ -212,7 +213,7 @@ export class RateLimiter {
    * The auth policy: counts exactly across replicas before admitting. Throws when the shared store is
    * unreachable (login fails closed).
    */
-  async hitExact(policy: "auth", client: string): Promise<LimitDecision> {
+  async hitExact(policy: "auth" | "account", client: string): Promise<LimitDecision> {
     const limit = this.limits[policy];
     if (limit === 0) return OFF;
     const now = Date.now();
@@ -254,6 +255,18 @@ export function normaliseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | n
   } catch {
     return null;
   }
+}
+
+/**
+ * What a limit counts against for a client address: an IPv4 address itself, an IPv6 address's /64 (one
+ * subscriber's network holds 2^64 addresses, so counting each would let one client pick fresh buckets at
+ * will; issue 34, item 9). Anything unparsable counts as itself.
+ */
+export function limitGroup(client: string): string {
+  const ip = normaliseAddress(client);
+  if (ip === null || ip.kind() === "ipv4") return client;
+  const parts = (ip as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16));
+  return `${parts.join(":")}::/64`;
 }
 
 /** Whether `ip` is one of the trusted proxies. */

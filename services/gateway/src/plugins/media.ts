@@ -45,10 +45,10 @@ async function sniff(bytes: Buffer): Promise<string> {
 }
 
 export class MediaTransfers {
-  private readonly store: MediaStore;
+  private readonly objects: MediaStore;
 
   constructor(nc: NatsConnection, prefix: string) {
-    this.store = new MediaStore(nc, prefix);
+    this.objects = new MediaStore(nc, prefix);
   }
 
   /** Accepts multipart uploads of one file in `app` (an encapsulated context holding only media uploads). */
@@ -58,7 +58,11 @@ export class MediaTransfers {
     });
   }
 
-  async put(request: FastifyRequest) {
+  /**
+   * Reads the one uploaded file of a multipart request (bounded by the upload limit) and describes it:
+   * size, sniffed content type, sanitised name and content hash. Nothing is stored yet.
+   */
+  async read(request: FastifyRequest) {
     const tooLarge = () =>
       new SvcError(ErrorCode.PayloadTooLarge, "The file is larger than the media upload limit.");
     let part;
@@ -79,19 +83,24 @@ export class MediaTransfers {
       throw error;
     }
     if (part.file.truncated) throw tooLarge();
-    const objectName = randomUUID();
     const contentType = await sniff(bytes);
     const sha256 = createHash("sha256").update(bytes).digest("hex");
-    await this.store.put(objectName, bytes);
     return {
-      media: {
-        objectName,
-        size: bytes.length,
-        contentType,
-        fileName: sanitiseFileName(part.filename),
-        sha256,
-      },
+      bytes,
+      described: { size: bytes.length, contentType, fileName: sanitiseFileName(part.filename), sha256 },
     };
+  }
+
+  /** Stores a read file's bytes under a new object name, which the upload's forwarded body carries. */
+  async store(bytes: Buffer): Promise<string> {
+    const objectName = randomUUID();
+    await this.objects.put(objectName, bytes);
+    return objectName;
+  }
+
+  /** Removes stored bytes no record will point to (an upload that did not complete). */
+  async remove(objectName: string): Promise<void> {
+    await this.objects.delete(objectName);
   }
 
   /** Sends a stored file's bytes (the resolver described it and checked the caller's reach). */
@@ -111,7 +120,7 @@ export class MediaTransfers {
         `attachment; filename="${file.fileName.replace(/[^\x20-\x7e]|"/g, "_")}"; filename*=UTF-8''${encodeURIComponent(file.fileName)}`,
       );
     if (request.headers["if-none-match"] === etag) return reply.code(304).send();
-    const bytes = await this.store.get(file.objectName);
+    const bytes = await this.objects.get(file.objectName);
     if (bytes === null) throw new NotFoundError("The file's content is gone.");
     const range = request.headers.range;
     if (typeof range === "string") {

@@ -20,7 +20,13 @@ import signatureSchema from "../../../../docs/schemas/plugin.signature.schema.js
 import registrySchema from "../../../../docs/schemas/registry.schema.json" with { type: "json" };
 import themeSchema from "../../../../docs/schemas/theme.schema.json" with { type: "json" };
 import { Authenticator } from "../auth/authenticator.js";
-import { clientAddress, parseTrustedProxies, RateLimiter, rateLimitHeaders } from "../auth/rate-limiter.js";
+import {
+  clientAddress,
+  limitGroup,
+  parseTrustedProxies,
+  RateLimiter,
+  rateLimitHeaders,
+} from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { LoginBody } from "../routes/auth-schemas.js";
 import { buildOpenApi } from "../routes/openapi.js";
@@ -45,6 +51,11 @@ export interface OperatorApiOptions {
   readonly live: ServiceDeps["live"];
   /** Told how to recognise a signed-in caller, for the public routes. */
   readonly identity: PublicIdentity;
+}
+
+/** Whose an Idempotency-Key is: the subject within its session's scope and workspace. */
+function idempotencyOwner(principal: Principal): string {
+  return `${principal.subject}\n${principal.scope ?? ""}\n${principal.workspaceKey ?? ""}`;
 }
 
 export const operatorApiPlugin = fp<OperatorApiOptions>(
@@ -74,6 +85,9 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         },
         get api() {
           return live.backendHost.rateLimitApiPerMinute;
+        },
+        get account() {
+          return live.backendHost.rateLimitAuthPerAccountPerMinute;
         },
       },
       log,
@@ -118,9 +132,12 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
     app.decorateRequest("principal", null);
 
+    /** The client a limit counts against: its address (an IPv6 address's /64). */
     const client = (request: FastifyRequest) => {
       const xff = request.headers["x-forwarded-for"];
-      return clientAddress(request.socket.remoteAddress ?? "", Array.isArray(xff) ? xff[0] : xff, trusted);
+      return limitGroup(
+        clientAddress(request.socket.remoteAddress ?? "", Array.isArray(xff) ? xff[0] : xff, trusted),
+      );
     };
     const header = (request: FastifyRequest, name: string) => {
       const value = request.headers[name];
@@ -168,15 +185,19 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           request.principal = principal;
         },
         handler: async (request, reply) => {
+          const principal = request.principal as Principal;
+          // A media upload is read and described first; its bytes are stored only once the request is
+          // known to run (issue 34, item 8), so a replay or a refused key stores nothing.
+          const file = route.upload === "media" ? await media.read(request) : undefined;
           const forwarded = {
-            principal: request.principal as Principal,
+            principal,
             params: (request.params ?? {}) as Record<string, string>,
             query: (request.query ?? {}) as Record<string, unknown>,
             body:
               route.upload === true
                 ? await uploads.put(request)
-                : route.upload === "media"
-                  ? await media.put(request)
+                : file !== undefined
+                  ? { media: file.described }
                   : (request.body ?? null),
           };
           const key = header(request, "idempotency-key");
@@ -184,7 +205,9 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           let claim: Claim | undefined;
           if (writes && key !== undefined) {
             Idempotency.validate(key);
-            claim = await idempotency.claim(forwarded.principal.subject, key, {
+            // Keys are the caller's own: per subject, session scope and workspace. An upload's fingerprint
+            // is its content hash, size, type and name, so a retry of the same file replays.
+            claim = await idempotency.claim(idempotencyOwner(principal), key, {
               method: route.method,
               path: request.url.split("?")[0],
               query: forwarded.query,
@@ -198,11 +221,20 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
               return sendReply(reply, claim.reply);
             }
           }
+          const objectName = file === undefined ? undefined : await media.store(file.bytes);
+          if (file !== undefined) forwarded.body = { media: { ...file.described, objectName } };
           let result;
           try {
             result = await requestRoute(bus, route, forwarded, { requestId: request.id });
           } catch (error) {
             if (claim?.kind === "run") await claim.fail(error);
+            // A refused upload leaves no bytes behind. After a time-out or a failure of the platform the
+            // record may exist, so the bytes stay (a later delete of the record removes them).
+            if (objectName !== undefined && error instanceof SvcError && error.status < 500) {
+              await media.remove(objectName).catch((err: unknown) => {
+                log.warn({ err, objectName }, "could not remove the bytes of a refused upload");
+              });
+            }
             throw error;
           }
           if (claim?.kind === "run") await claim.finish(result);
@@ -266,6 +298,24 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         throw new SvcError(ErrorCode.ValidationFailed, "Invalid input: /body/username is required", {
           extensions: { errors: [{ field: "/body/username", message: "is required" }] },
         });
+      }
+      // Per account too (issue 34, item 9): guessing one account's password from many addresses is
+      // limited as guessing from one. User names compare case-insensitively, so the count does too.
+      let forAccount;
+      try {
+        forAccount = await limits.hitExact("account", userName.trim().toLowerCase());
+      } catch (err) {
+        log.warn({ error: (err as Error).message }, "login rate limiter unavailable");
+        throw new SvcError(ErrorCode.ServiceUnavailable, "Sign-in is unavailable; try again shortly.", {
+          extensions: { service: "rate-limiter" },
+        });
+      }
+      if (!forAccount.allowed) {
+        throw new SvcError(
+          ErrorCode.RateLimited,
+          "Too many sign-in attempts for this account; try again in a minute.",
+          { extensions: { policy: "account" } },
+        );
       }
       const result = await bus.request(
         "rbac.auth.login",

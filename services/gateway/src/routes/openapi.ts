@@ -226,7 +226,7 @@ deployment enables it, the break-glass key goes in \`X-Svc-Api-Key\` and acts as
 \`missingPermission\`.
 
 **Rate limits.** Policy \`api\` limits every operation here (600 requests per minute per client by default),
-policy \`auth\` limits sign-in (5 per minute). Each answer under a limit carries \`RateLimit-Policy\` and
+policy \`auth\` limits sign-in (5 per minute per client, an IPv6 client by its /64; and 10 per account). Each answer under a limit carries \`RateLimit-Policy\` and
 \`RateLimit\` (draft-ietf-httpapi-ratelimit-headers): the quota, what is left and when the window resets, so
 a client can slow down before it is refused. A refusal is a 429 with \`Retry-After: 60\`. Gateway replicas
 share counts within about 100 ms, so with several replicas the remaining count is approximate.

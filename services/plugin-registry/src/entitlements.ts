@@ -347,7 +347,25 @@ export async function inEntitledChain(db: Queries, pluginId: string, workspaceKe
 }
 
 /**
- * Workspaces or tenants were deleted (the resolver's broadcast): their chains, theme choices and values,
+ * A workspace was created (`workspace.created`): a chain or theme kept under its key for another tenant (a
+ * workspace of the same key deleted while the registry missed it) is not its own, and goes. Returns how
+ * many rows went.
+ */
+export async function forgetForeign(db: Db, workspaceKey: string, tenantKey: string): Promise<number> {
+  return db.transaction(async (tx) => {
+    let deleted = 0;
+    for (const statement of [
+      sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ${workspaceKey} AND tenant_key <> ${tenantKey}`,
+      sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ${workspaceKey} AND tenant_key <> ${tenantKey}`,
+    ]) {
+      deleted += (await tx.query(statement)).rowCount ?? 0;
+    }
+    return deleted;
+  });
+}
+
+/**
+ * Workspaces or tenants were deleted (the resolver's `workspace.deleted` and `tenant.deleted`): their chains, theme choices and values,
  * grants and delegations go too. Returns how many rows went (0 on the replicas that came second).
  */
 export async function forgetDeleted(

@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { coalesce, createEventPublisher } from "@svc/bus";
+import { coalesce, createEventPublisher, type FollowedEvent, followEvents } from "@svc/bus";
 import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
 import { HOST_VERSION, type ServiceDefinition } from "@svc/runtime";
@@ -75,14 +75,39 @@ export const pluginRegistryService: ServiceDefinition = {
       }
     });
     bus.onBroadcast("plugin-registry.contributions.changed", () => void reconcile());
-    // Deleted workspaces and tenants: what is kept for them goes (every replica runs the same deletes; the
-    // one that deleted something announces the change).
-    bus.onBroadcast("resolver.workspaces.deleted", ({ workspaceKeys, tenantKeys }) => {
-      entitlements
-        .forgetDeleted(db, workspaceKeys, tenantKeys)
-        .then((deleted) => (deleted > 0 ? deps.announce("") : undefined))
-        .catch((error: unknown) => log.warn({ err: error }, "could not forget deleted workspaces"));
-    });
+    // Deleted workspaces and tenants: what is kept for them goes, followed durably (a deletion while the
+    // registry was down is caught up when it is back; issue 34, item 13). A workspace created again under
+    // the same key, by another tenant, inherits nothing of the old one's chain or theme.
+    const follow = (durable: string, events: string, handle: (e: FollowedEvent) => Promise<number>) =>
+      followEvents(
+        nc,
+        {
+          stream: config.eventsStream,
+          prefix: config.subjectPrefix,
+          durable: `${config.subjectPrefix}-plugin-registry-${durable}`,
+          events,
+          log,
+        },
+        async (event) => {
+          if ((await handle(event)) > 0) deps.announce("");
+        },
+      );
+    const text = (v: unknown) => (typeof v === "string" ? v : null);
+    const followers = [
+      await follow("workspace-changes", "workspace.*", async ({ eventName, data }) => {
+        const workspaceKey = text(data.workspaceKey);
+        if (workspaceKey === null) return 0;
+        if (eventName === "workspace.deleted") return entitlements.forgetDeleted(db, [workspaceKey], []);
+        const tenantKey = text(data.tenantKey);
+        if (eventName === "workspace.created" && tenantKey !== null)
+          return entitlements.forgetForeign(db, workspaceKey, tenantKey);
+        return 0;
+      }),
+      await follow("tenant-deleted", "tenant.deleted", async ({ data }) => {
+        const tenantKey = text(data.tenantKey);
+        return tenantKey === null ? 0 : entitlements.forgetDeleted(db, [], [tenantKey]);
+      }),
+    ];
     const timer = setInterval(() => void reconcile(), 30_000);
     timer.unref();
     const renderer = new SurfaceRenderer(
@@ -148,8 +173,12 @@ export const pluginRegistryService: ServiceDefinition = {
       }
       manifest.reset();
       await reconcile();
+      for (const follower of followers) await follower.ensure();
     });
     return {
+      beforeDrain: async () => {
+        for (const follower of followers) follower.stop();
+      },
       afterDrain: async () => {
         clearInterval(timer);
         await renderer.close();

@@ -13,10 +13,9 @@
  */
 import { randomUUID } from "node:crypto";
 
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { reachCondition } from "@svc/access";
-import { Header, type Principal } from "@svc/bus";
+import { followEvents, type Principal } from "@svc/bus";
 import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -104,8 +103,8 @@ export async function notify(
 }
 
 /**
- * Follows the events with one durable consumer each (created when missing: at start and after a NATS
- * server lost its store). A message is acknowledged once its notifications are recorded; a failure is
+ * Follows the events with one durable consumer each (made when missing: at start and after a NATS server
+ * lost its store). A message is acknowledged once its notifications are recorded; a failure is
  * redelivered after 5 s.
  */
 export async function followNotifications(
@@ -113,60 +112,25 @@ export async function followNotifications(
   db: Db,
   options: { stream: string; prefix: string; log: Logger },
 ): Promise<{ ensure: () => Promise<void>; stop: () => void }> {
-  const jsm = await jetstreamManager(nc);
-  let stopped = false;
-  const loops: Array<{ stop: () => void }> = [];
-  const durable = (eventName: string) => `${options.prefix}-rbac-notify-${eventName.replaceAll(".", "-")}`;
-  const handle = async (m: JsMsg, eventName: string) => {
-    try {
-      await notify(db, {
-        eventName,
-        eventId: m.headers?.get(Header.MsgId) || `seq-${m.seq}`,
-        workspaceKey: m.headers?.get(Header.WorkspaceKey) || null,
-        data: m.data.length === 0 ? {} : m.json(),
-      });
-      m.ack();
-    } catch (error) {
-      options.log.warn(
-        { eventName, error: (error as Error).message },
-        "could not record notifications; retried",
-      );
-      m.nak(5_000);
-    }
-  };
-  const ensure = async () => {
-    for (const loop of loops.splice(0)) loop.stop();
-    for (const eventName of Object.keys(KINDS)) {
-      const name = durable(eventName);
-      await jsm.consumers.info(options.stream, name).catch(() =>
-        jsm.consumers
-          .add(options.stream, {
-            durable_name: name,
-            ack_policy: AckPolicy.Explicit,
-            deliver_policy: DeliverPolicy.New,
-            filter_subject: `${options.prefix}.events.${eventName}`,
-            ack_wait: 30_000_000_000,
-          })
-          .catch(() => jsm.consumers.info(options.stream, name)),
-      );
-      const messages = await (
-        await jetstream(nc).consumers.get(options.stream, name)
-      ).consume({ max_messages: 50 });
-      loops.push({ stop: () => void messages.stop() });
-      void (async () => {
-        for await (const m of messages) {
-          if (stopped) break;
-          await handle(m, eventName);
-        }
-      })().catch(() => undefined);
-    }
-  };
-  await ensure();
+  const followers = await Promise.all(
+    Object.keys(KINDS).map((eventName) =>
+      followEvents(
+        nc,
+        {
+          ...options,
+          durable: `${options.prefix}-rbac-notify-${eventName.replaceAll(".", "-")}`,
+          events: eventName,
+        },
+        async (event) => void (await notify(db, event)),
+      ),
+    ),
+  );
   return {
-    ensure,
+    ensure: async () => {
+      for (const follower of followers) await follower.ensure();
+    },
     stop: () => {
-      stopped = true;
-      for (const loop of loops.splice(0)) loop.stop();
+      for (const follower of followers) follower.stop();
     },
   };
 }

@@ -1,6 +1,7 @@
 import "./settings.js";
 
 import { openRevocationBucket } from "@svc/access";
+import { followEvents } from "@svc/bus";
 import { followContributions, quietUnlessUp, rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
@@ -100,11 +101,21 @@ export const rbacService: ServiceDefinition = {
     serveRoute(bus, r["integrations.create"], (req) => integrations.createIntegration(deps, req));
     serveRoute(bus, r["integrations.delete"], (req) => integrations.deleteIntegration(deps, req));
 
-    bus.onBroadcast("resolver.workspaces.deleted", ({ workspaceKeys }) => {
-      members
-        .forgetWorkspaces(deps, workspaceKeys)
-        .catch((error: unknown) => log.warn({ err: error }, "could not forget deleted workspaces"));
-    });
+    // Deleted workspaces' memberships go (their sessions revoked), followed durably: a deletion while rbac
+    // was down is caught up when it is back (issue 34, item 13).
+    const deletions = await followEvents(
+      nc,
+      {
+        stream: config.eventsStream,
+        prefix: config.subjectPrefix,
+        durable: `${config.subjectPrefix}-rbac-workspace-deleted`,
+        events: "workspace.deleted",
+        log,
+      },
+      async ({ data }) => {
+        if (typeof data.workspaceKey === "string") await members.forgetWorkspaces(deps, [data.workspaceKey]);
+      },
+    );
 
     // Installed plugins' declared keys join the catalogue (and leave it on uninstall).
     const plugins = followContributions(
@@ -129,6 +140,7 @@ export const rbacService: ServiceDefinition = {
         return;
       }
       await inbox.ensure();
+      await deletions.ensure();
     });
     return {
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica
@@ -136,6 +148,7 @@ export const rbacService: ServiceDefinition = {
       beforeDrain: () => {
         plugins.stop();
         inbox.stop();
+        deletions.stop();
         return outbox.stop();
       },
     };

@@ -9,8 +9,6 @@ export interface ResolverDeps {
   /** Workspace events are recorded with the change they describe, and relayed from there. */
   readonly outbox: Outbox;
   readonly log: Logger;
-  /** Tells the services that keep per-workspace data (plugin chains, themes) that workspaces went. */
-  readonly announceDeleted: (workspaceKeys: readonly string[], tenantKeys: readonly string[]) => void;
 }
 
 type Routes = typeof resolverRoutes;

@@ -62,11 +62,6 @@ export const resolverService: ServiceDefinition = {
       db,
       outbox,
       log,
-      announceDeleted: (workspaceKeys, tenantKeys) =>
-        bus.broadcast("resolver.workspaces.deleted", {
-          workspaceKeys: [...workspaceKeys],
-          tenantKeys: [...tenantKeys],
-        }),
     };
     const config$ = configApi.configDeps(bus, config.subjectPrefix);
     serveRoute(bus, r["config.definitions"], (req) => configApi.definitions(config$, req));

@@ -2,8 +2,9 @@
  * Tenants (issue 13, item 1): create, list, read, activate, suspend, delete. A suspended tenant's
  * workspaces are invisible on every public route; the tables' change trigger tells every gateway to drop
  * its cached resolutions, within a second. Deleting a tenant that has workspaces needs
- * `deleteWorkspaces=true`: they are deleted with it (each publishing `workspace.deleted`), and the services
- * that keep per-workspace data are told (nothing is left dangling).
+ * `deleteWorkspaces=true`: they are deleted with it (each publishing `workspace.deleted`, then the tenant
+ * `tenant.deleted`, recorded with the change): the services that keep data per workspace or tenant follow
+ * those events durably, so nothing is left dangling even when they were down (issue 34, item 13).
  */
 import { isUniqueViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
@@ -89,7 +90,7 @@ export const suspendTenant: ResolverHandler<"tenants.suspend"> = (deps, req) =>
 
 export const deleteTenant: ResolverHandler<"tenants.delete"> = async (deps, req) => {
   const key = req.params.tenantKey;
-  const workspaces = await deps.db.transaction(async (tx) => {
+  await deps.db.transaction(async (tx) => {
     const found = await tx.maybeOne(sql`SELECT key FROM resolver.tenants WHERE key = ${key} FOR UPDATE`);
     if (found === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
     const owned = await tx.any<{ key: string }>(
@@ -106,12 +107,15 @@ export const deleteTenant: ResolverHandler<"tenants.delete"> = async (deps, req)
       await deps.outbox.record(tx, "workspace.deleted", w.key, { workspaceKey: w.key, tenantKey: key });
     }
     await tx.query(sql`DELETE FROM resolver.tenants WHERE key = ${key}`);
+    // The services that keep data per tenant (grants, delegations) follow this event durably.
+    await deps.outbox.record(tx, "tenant.deleted", null, {
+      tenantKey: key,
+      workspaceKeys: owned.map((w) => w.key),
+    });
     await tx.query(sql`
       DELETE FROM resolver.custom_field_values
       WHERE (entity_name = 'tenant' AND entity_id = ${key})
          OR (entity_name = 'workspace' AND entity_id = ANY(${owned.map((w) => w.key)}::text[]))`);
-    return owned.map((w) => w.key);
   });
-  deps.announceDeleted(workspaces, [key]);
   return { status: 204 };
 };

@@ -210,6 +210,5 @@ export const deleteWorkspace: ResolverHandler<"workspaces.delete"> = async (deps
     await tx.query(sql`
       DELETE FROM resolver.custom_field_values WHERE entity_name = 'workspace' AND entity_id = ${key}`);
   });
-  deps.announceDeleted([key], []);
   return { status: 204 };
 };

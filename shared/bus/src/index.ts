@@ -10,6 +10,12 @@ export {
 export { coalesce } from "./coalesce.js";
 export { connectNats, type ConnectOptions, isNatsConnected, natsIsReachable } from "./connect.js";
 export { createEventPublisher, type EventPublisher, type PublishedEvent } from "./events.js";
+export {
+  type FollowedEvent,
+  type FollowedEvents,
+  followEvents,
+  type FollowEventsOptions,
+} from "./follow-events.js";
 export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";

@@ -191,8 +191,6 @@ declare module "@svc/bus" {
     "rbac.roles.changed": { role: string };
     /** Tenants, workspaces or bindings changed: drop cached resolutions. */
     "resolver.cache.invalidate": { reason: string };
-    /** Workspaces (and tenants) were deleted: drop what is kept for them (memberships, chains, themes). */
-    "resolver.workspaces.deleted": { workspaceKeys: string[]; tenantKeys: string[] };
     /** A plugin was installed, updated, (de)activated, assigned or uninstalled: contributions changed. */
     "plugin-registry.contributions.changed": { pluginId: string };
   }

@@ -1,0 +1,5 @@
+-- The resolver publishes tenant.deleted (issue 34, item 13): the services that keep data per tenant follow
+-- it durably, and it joins the catalogue like every core event.
+INSERT INTO webhook_dispatcher.event_catalog (event_name, description)
+VALUES ('tenant.deleted', 'A tenant is deleted (with the workspaces it had, each deleted before it)')
+ON CONFLICT DO NOTHING;

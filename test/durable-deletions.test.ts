@@ -1,0 +1,106 @@
+/**
+ * Issue 34, item 13: deleting a workspace or a tenant cleaned memberships, grants, delegations, chains and
+ * themes through a fire-and-forget broadcast; a service that missed it (down, restarting) kept them, and a
+ * workspace created again under the same key, even by another tenant, inherited them. The deletions now
+ * travel as events the services follow with durable consumers. The fault: rbac and the plugin registry are
+ * stopped while the tenant is deleted, and started again.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { gatewayService } from "@svc/service-gateway";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { examplePackage } from "../scripts/lib/example-plugin.js";
+import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
+import { createHarness } from "./support/harness.js";
+import { bearerApi, installPackage } from "./support/http.js";
+import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
+
+const h = await createHarness();
+const work = mkdtempSync(join(tmpdir(), "svc-deletions-"));
+const env = {
+  ...pluginStackEnv(work, { dev: true, tests: fixtureSigner() }),
+  BackendHost__RateLimitApiPerMinute: "0",
+};
+let base: string;
+let operator: string;
+const asCaller = bearerApi(() => base);
+const api = (method: string, path: string, body?: unknown) => asCaller(method, path, operator, body);
+const count = async (query: string) => (await h.sql<{ n: number }>(query))[0]?.n ?? -1;
+
+beforeAll(async () => {
+  await h.start(resolverService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+});
+afterAll(async () => {
+  await h.stopAll();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("deletions reach services that were down", () => {
+  it("a tenant deleted while rbac and the registry were stopped leaves nothing for a new tenant to inherit", async () => {
+    let rbac = await h.start(rbacService, env);
+    let registry = await h.start(pluginRegistryService, env);
+    expect((await installPackage(base, operator, await examplePackage())).status).toBe(201);
+    expect((await api("POST", "/api/tenants", { tenantKey: "old", name: "Old" })).status).toBe(201);
+    expect((await api("PUT", "/api/workspaces/shared-key", { tenantKey: "old", name: "Old's" })).status).toBe(
+      201,
+    );
+    const user = await api("POST", "/api/users", {
+      userName: "old-member",
+      password: "a long enough password",
+    });
+    const userId = user.json<{ id: string }>().id;
+    expect((await api("PUT", `/api/workspaces/shared-key/members/${userId}`)).status).toBe(201);
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "old", pluginId: "hello", entitled: true }],
+    });
+    expect((await api("PUT", "/api/tenants/old/plugins/hello/delegation", { delegated: true })).status).toBe(
+      200,
+    );
+    expect((await api("PUT", "/api/workspaces/shared-key/plugins", { chain: ["hello"] })).status).toBe(200);
+
+    await rbac.stop();
+    await registry.stop();
+    expect((await api("DELETE", "/api/tenants/old?deleteWorkspaces=true")).status).toBe(204);
+    // Another tenant takes the same workspace key while they are down.
+    expect((await api("POST", "/api/tenants", { tenantKey: "new", name: "New" })).status).toBe(201);
+    expect((await api("PUT", "/api/workspaces/shared-key", { tenantKey: "new", name: "New's" })).status).toBe(
+      201,
+    );
+    expect(
+      await count(`SELECT count(*)::int AS n FROM rbac.memberships WHERE workspace_key = 'shared-key'`),
+    ).toBe(1);
+
+    rbac = await h.start(rbacService, env);
+    registry = await h.start(pluginRegistryService, env);
+    await until(
+      async () =>
+        (await count(
+          `SELECT count(*)::int AS n FROM rbac.memberships WHERE workspace_key = 'shared-key'`,
+        )) === 0 &&
+        (await count(
+          `SELECT count(*)::int AS n FROM plugin_registry.workspace_plugins WHERE workspace_key = 'shared-key'`,
+        )) === 0 &&
+        (await count(
+          `SELECT count(*)::int AS n FROM plugin_registry.delegations WHERE tenant_key = 'old'`,
+        )) === 0 &&
+        (await count(
+          `SELECT count(*)::int AS n FROM plugin_registry.entitlements WHERE subject_key = 'old'`,
+        )) === 0,
+      15_000,
+    );
+    // The new tenant's workspace of the same key has no member, chain or grant of the old one.
+    const members = await api("GET", "/api/workspaces/shared-key/members");
+    expect(members.json<{ items: unknown[] }>().items).toEqual([]);
+    const chain = await api("GET", "/api/workspaces/shared-key/plugins");
+    expect(chain.json<{ chain: unknown[] }>().chain).toEqual([]);
+  }, 60_000);
+});

@@ -81,13 +81,26 @@ describe("the Helm chart", () => {
         container?.name,
       ).toEqual([]);
       expect(env.map((e) => e.name)).toContain("DATABASE_URL_FILE");
+      // NATS over TLS for every pod; each service's own NATS credentials (issue 23, item 1), none for the
+      // migration job (it does not use NATS).
+      const tls = ["ca.crt", "tls.crt", "tls.key"];
+      const name = container?.name ?? "";
+      const own = name === "migrate" ? [] : [`${name}.creds`];
       const expected =
-        container?.name === "rbac"
+        name === "rbac"
           ? ["DATABASE_URL", "JWT_SIGNING_KEY"]
-          : container?.name === "webhook-dispatcher"
+          : name === "webhook-dispatcher"
             ? ["DATABASE_URL", "SECRETS_ENCRYPTION_KEY"]
             : ["DATABASE_URL"];
-      expect(keysOf(pod), container?.name).toEqual(expected);
+      expect(keysOf(pod), name).toEqual([...expected, ...own, ...tls].sort());
+      if (name !== "migrate") {
+        expect(env.find((e) => e.name === "NATS_CREDS_FILE")?.value, name).toBe(
+          `/var/run/secrets/svc/nats-auth/${name}.creds`,
+        );
+      }
+      expect(env.find((e) => e.name === "NATS_TLS_CERT_FILE")?.value, name).toBe(
+        "/var/run/secrets/svc/nats-tls/tls.crt",
+      );
       for (const v of pod.volumes ?? []) if (v.secret) expect(v.secret.defaultMode, v.name).toBe(0o440);
     }
   });

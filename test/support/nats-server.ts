@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -19,13 +19,18 @@ export class OwnNatsServer {
     return `nats://127.0.0.1:${this.port}`;
   }
 
-  async start(): Promise<void> {
+  /** `config`: a nats-server configuration (authorization, tls, …) to start with. */
+  async start(config?: string): Promise<void> {
     if (this.port === 0) this.port = await freePort();
     const store = mkdtempSync(join(tmpdir(), "svc-own-nats-"));
     this.stores.push(store);
-    this.process = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", store], {
-      stdio: "ignore",
-    });
+    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", store];
+    if (config !== undefined) {
+      const file = join(store, "nats.conf");
+      writeFileSync(file, config);
+      args.unshift("-c", file);
+    }
+    this.process = spawn("nats-server", args, { stdio: "ignore" });
     await until(() => tcpReachable("127.0.0.1", this.port), 10_000, 50);
   }
 

@@ -3,7 +3,7 @@ import "./settings.js";
 import { coalesce, createEventPublisher, type FollowedEvent, followEvents } from "@svc/bus";
 import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
-import { HOST_VERSION, type ServiceDefinition } from "@svc/runtime";
+import { HOST_VERSION, natsAuthOf, type ServiceDefinition } from "@svc/runtime";
 
 import * as activation from "./activation.js";
 import * as assignments from "./assignments.js";
@@ -44,6 +44,7 @@ export const pluginRegistryService: ServiceDefinition = {
     const cache = new ExtractionCache(store, config.backendHost, HOST_VERSION);
     const runtime = new PluginRuntime({
       natsUrl: config.natsUrl,
+      natsAuth: natsAuthOf(config),
       prefix: config.subjectPrefix,
       cache,
       settings: config.backendHost,

@@ -1,11 +1,83 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { readFileSync } from "node:fs";
+
+import {
+  type Authenticator,
+  connect,
+  type ConnectionOptions,
+  credsAuthenticator,
+  type NatsConnection,
+  nkeyAuthenticator,
+  tokenAuthenticator,
+  usernamePasswordAuthenticator,
+} from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
+
+/**
+ * How a process authenticates to NATS and whether over TLS (issue 23, item 1): at most one of a
+ * credentials file (a user JWT and its nkey seed), an nkey seed file, a token, or a user and password;
+ * TLS with a CA, a client certificate and key, and the server name to expect. Files are read at every
+ * (re)connect, so rotated credentials apply without a restart.
+ */
+export interface NatsAuth {
+  readonly credsFile?: string | null;
+  readonly nkeySeedFile?: string | null;
+  readonly token?: string | null;
+  readonly user?: string | null;
+  readonly password?: string | null;
+  readonly tls?: {
+    readonly caFile?: string | null;
+    readonly certFile?: string | null;
+    readonly keyFile?: string | null;
+    readonly serverName?: string | null;
+  } | null;
+}
+
+/** The nats.js options that carry `auth`: an authenticator and TLS settings. */
+export function natsAuthOptions(auth: NatsAuth | undefined): Partial<ConnectionOptions> {
+  if (auth === undefined) return {};
+  let authenticator: Authenticator | undefined;
+  const { credsFile, nkeySeedFile, token, user, password } = auth;
+  if (credsFile) authenticator = credsAuthenticator(() => readFileSync(credsFile));
+  else if (nkeySeedFile) {
+    authenticator = nkeyAuthenticator(() =>
+      new TextEncoder().encode(readFileSync(nkeySeedFile, "utf8").trim()),
+    );
+  } else if (token) authenticator = tokenAuthenticator(token);
+  else if (user) authenticator = usernamePasswordAuthenticator(user, password ?? "");
+  const t = auth.tls;
+  const tls =
+    t && (t.caFile || t.certFile || t.keyFile || t.serverName)
+      ? {
+          ...(t.caFile ? { caFile: t.caFile } : {}),
+          ...(t.certFile ? { certFile: t.certFile } : {}),
+          ...(t.keyFile ? { keyFile: t.keyFile } : {}),
+          // Passed on to Node's tls.connect by the transport.
+          ...(t.serverName ? { servername: t.serverName } : {}),
+        }
+      : undefined;
+  return { ...(authenticator ? { authenticator } : {}), ...(tls ? { tls } : {}) };
+}
+
+/**
+ * Whether an error means NATS refused this process's credentials or its TLS: retrying cannot mend it, so
+ * the process stops with a clear message (status 78) instead of trying for ever.
+ */
+export function isNatsAuthError(error: unknown): boolean {
+  const text = `${(error as { name?: string })?.name ?? ""} ${(error as Error)?.message ?? ""} ${
+    (error as { code?: string })?.code ?? ""
+  }`;
+  return /authori[sz]ation|authentication|permissions? violation|user authentication|TLS|certificate|self[- ]signed|ERR_TLS|CERT_|UNABLE_TO_VERIFY/i.test(
+    text,
+  );
+}
 
 export interface ConnectOptions {
   readonly url: string;
   /** Connection name shown by the NATS server's monitoring (`<service>@<host>`). */
   readonly name: string;
   readonly logger: Logger;
+  /** Credentials and TLS (none: an open server). */
+  readonly auth?: NatsAuth;
 }
 
 /** Whether each connection is up, as its status events last said (a request sent while down would wait). */
@@ -39,6 +111,7 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
   const nc = await connect({
     servers: options.url.split(",").map((s) => s.trim()),
     name: options.name,
+    ...natsAuthOptions(options.auth),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: false,

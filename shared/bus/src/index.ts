@@ -8,7 +8,15 @@ export {
   type ServeOptions,
 } from "./bus.js";
 export { coalesce } from "./coalesce.js";
-export { connectNats, type ConnectOptions, isNatsConnected, natsIsReachable } from "./connect.js";
+export {
+  connectNats,
+  type ConnectOptions,
+  isNatsAuthError,
+  isNatsConnected,
+  type NatsAuth,
+  natsAuthOptions,
+  natsIsReachable,
+} from "./connect.js";
 export { createEventPublisher, type EventPublisher, type PublishedEvent } from "./events.js";
 export {
   type FollowedEvent,

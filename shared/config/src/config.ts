@@ -3,6 +3,8 @@
  * `settings.ts`, merged into these interfaces by module augmentation), parsed once from the environment
  * into a typed, frozen object.
  */
+import { accessSync, constants } from "node:fs";
+
 import { type Env, Reader, SUBJECT_TOKEN, urlCheck } from "./reader.js";
 import { buildSettingTree, getSettingArray, type SettingTree } from "./settings-tree.js";
 import { defineSettings, registeredSettings, setting, type SettingsOf } from "./table.js";
@@ -27,6 +29,68 @@ MF54wT8cQho9pPTolyyTww//zEXbZihe/h6ctJUau0skpNLT4irzDe+8
 `;
 export const DEVELOPMENT_API_KEY = "svc-dev-bootstrap-key-change-me";
 
+/** An optional file path (`unset` by default). */
+const optionalFile = (name: string, doc: string) =>
+  setting.custom<string | null>({
+    name,
+    doc,
+    defaultText: "unset",
+    secret: false,
+    type: "string",
+    read: (r) => r.optionalString(name),
+  });
+
+/** An optional secret (`unset` by default; give it as a file with `<NAME>_FILE`). */
+const optionalSecret = (name: string, doc: string) =>
+  setting.custom<string | null>({
+    name,
+    doc,
+    defaultText: "unset",
+    secret: true,
+    type: "string",
+    read: (r) => r.optionalString(name),
+  });
+
+/** How NATS is connected to (issue 23, item 1): at most one way to authenticate, and TLS. */
+const NATS_AUTH = ["NATS_CREDS_FILE", "NATS_NKEY_SEED_FILE", "NATS_TOKEN", "NATS_USER"] as const;
+
+function checkNatsConnection(config: Record<string, unknown>, problems: string[]): void {
+  const given = (key: string) => config[key] !== null && config[key] !== undefined;
+  const auth = [
+    ["NATS_CREDS_FILE", "natsCredsFile"],
+    ["NATS_NKEY_SEED_FILE", "natsNkeySeedFile"],
+    ["NATS_TOKEN", "natsToken"],
+    ["NATS_USER", "natsUser"],
+  ].filter(([, key]) => given(key as string));
+  if (auth.length > 1) {
+    problems.push(
+      `${auth.map(([name]) => name).join(", ")}: set one way to authenticate to NATS (${NATS_AUTH.join(", ")})`,
+    );
+  }
+  if (given("natsPassword") && !given("natsUser")) problems.push("NATS_PASSWORD: needs NATS_USER");
+  if (given("natsUser") && !given("natsPassword")) problems.push("NATS_USER: needs NATS_PASSWORD");
+  if (given("natsTlsCertFile") !== given("natsTlsKeyFile")) {
+    problems.push(
+      "NATS_TLS_CERT_FILE, NATS_TLS_KEY_FILE: a client certificate needs its key, and the key its certificate",
+    );
+  }
+  for (const [name, key] of [
+    ["NATS_CREDS_FILE", "natsCredsFile"],
+    ["NATS_NKEY_SEED_FILE", "natsNkeySeedFile"],
+    ["NATS_TLS_CA_FILE", "natsTlsCaFile"],
+    ["NATS_TLS_CERT_FILE", "natsTlsCertFile"],
+    ["NATS_TLS_KEY_FILE", "natsTlsKeyFile"],
+  ] as const) {
+    const path = config[key];
+    if (typeof path !== "string") continue;
+    try {
+      accessSync(path, constants.R_OK);
+    } catch {
+      problems.push(`${name}: cannot read the file '${path}'`);
+    }
+  }
+}
+
 /** Settings every process reads: where NATS and PostgreSQL are, naming, logging, identity, the job engine. */
 export const platformSettings = defineSettings({
   owner: "platform",
@@ -43,6 +107,41 @@ export const platformSettings = defineSettings({
         v.split(",").every((u) => urlCheck(["nats:", "tls:", "ws:", "wss:"])(u.trim()) === null)
           ? null
           : "expected nats:// URL(s), comma-separated",
+    }),
+    natsCredsFile: optionalFile(
+      "NATS_CREDS_FILE",
+      "NATS credentials file (`.creds`: a user JWT and its nkey seed; decentralized auth), read at every (re)connect",
+    ),
+    natsNkeySeedFile: optionalFile(
+      "NATS_NKEY_SEED_FILE",
+      "file holding an nkey seed (`SU…`) to authenticate with",
+    ),
+    natsToken: optionalSecret("NATS_TOKEN", "token to authenticate to NATS with"),
+    natsUser: setting.custom<string | null>({
+      name: "NATS_USER",
+      doc: "user name to authenticate to NATS with (with NATS_PASSWORD)",
+      defaultText: "unset",
+      secret: false,
+      type: "string",
+      read: (r) => r.optionalString("NATS_USER"),
+    }),
+    natsPassword: optionalSecret("NATS_PASSWORD", "password of NATS_USER"),
+    natsTlsCaFile: optionalFile(
+      "NATS_TLS_CA_FILE",
+      "CA certificate(s) (PEM) the NATS server's certificate must chain to; any NATS_TLS_* turns TLS on",
+    ),
+    natsTlsCertFile: optionalFile(
+      "NATS_TLS_CERT_FILE",
+      "client certificate (PEM) for NATS servers that verify clients",
+    ),
+    natsTlsKeyFile: optionalFile("NATS_TLS_KEY_FILE", "the client certificate's private key (PEM)"),
+    natsTlsServerName: setting.custom<string | null>({
+      name: "NATS_TLS_SERVER_NAME",
+      doc: "name the NATS server's certificate must carry, when it is not the host in NATS_URL",
+      defaultText: "unset",
+      secret: false,
+      type: "string",
+      read: (r) => r.optionalString("NATS_TLS_SERVER_NAME"),
     }),
     databaseUrl: setting.string(
       "DATABASE_URL",
@@ -124,6 +223,7 @@ export const platformSettings = defineSettings({
       "job workers' backstop poll for scheduled and retried jobs",
     ),
   },
+  check: checkNatsConnection,
 });
 
 /** Settings of the `BackendHost:*` form; each service adds its own by module augmentation. */

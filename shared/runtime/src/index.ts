@@ -14,6 +14,7 @@ export {
 export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
 export { checkReadiness, type Phase } from "./management.js";
 export {
+  natsAuthOf,
   type RunningService,
   runServiceMain,
   type ServiceDefinition,

@@ -1,7 +1,15 @@
 import { hostname } from "node:os";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Bus, connectNats, ensureEventsStream, Provisioner, type ProvisionStep } from "@svc/bus";
+import {
+  Bus,
+  connectNats,
+  ensureEventsStream,
+  isNatsAuthError,
+  type NatsAuth,
+  Provisioner,
+  type ProvisionStep,
+} from "@svc/bus";
 import { type Config, loadConfigOrExit } from "@svc/config";
 import type { ServiceName } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
@@ -69,6 +77,33 @@ export interface StartOptions {
   readonly processMetrics?: boolean;
 }
 
+/** How this process authenticates to NATS, from its settings (NATS_CREDS_FILE, NATS_TLS_*, …). */
+export function natsAuthOf(config: Config): NatsAuth {
+  return {
+    credsFile: config.natsCredsFile,
+    nkeySeedFile: config.natsNkeySeedFile,
+    token: config.natsToken,
+    user: config.natsUser,
+    password: config.natsPassword,
+    tls: {
+      caFile: config.natsTlsCaFile,
+      certFile: config.natsTlsCertFile,
+      keyFile: config.natsTlsKeyFile,
+      serverName: config.natsTlsServerName,
+    },
+  };
+}
+
+/** Exits with status 78 (EX_CONFIG), naming why, when NATS refused the credentials or the TLS. */
+function exitOnNatsAuthError(error: unknown, log: Logger): void {
+  if (!isNatsAuthError(error)) return;
+  log.fatal(
+    { error: (error as Error).message },
+    "NATS refused this process's credentials or TLS (NATS_CREDS_FILE, NATS_NKEY_SEED_FILE, NATS_TOKEN, NATS_USER, NATS_TLS_*): fix them; retrying will not",
+  );
+  process.exit(78);
+}
+
 /**
  * Starts one service: connects NATS and PostgreSQL, provisions the events stream, answers
  * `<service>.ping`, then lets the definition register its handlers.
@@ -81,7 +116,12 @@ export async function startService(
   const instance = `${definition.name}@${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   const startedAt = Date.now();
-  const nc = await connectNats({ url: config.natsUrl, name: instance, logger: log });
+  const nc = await connectNats({
+    url: config.natsUrl,
+    name: instance,
+    logger: log,
+    auth: natsAuthOf(config),
+  });
   let db: Db | undefined;
   try {
     db = createDb({
@@ -247,8 +287,13 @@ export async function runServiceMain(definition: ServiceDefinition): Promise<voi
   try {
     running = await startService(definition, config, { logger: log });
   } catch (error) {
+    exitOnNatsAuthError(error, log);
     log.fatal({ err: error }, "service failed to start");
     process.exit(1);
   }
+  // Refused on a reconnect (credentials revoked or expired): nats.js gives up and closes; so does this.
+  void running.deps.nc.closed().then((error) => {
+    if (error instanceof Error && !signalled) exitOnNatsAuthError(error, log);
+  });
   if (signalled) stopAndExit(running);
 }

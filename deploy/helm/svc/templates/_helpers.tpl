@@ -17,6 +17,22 @@ only to rbac, the secrets-encryption key only to the webhook dispatcher (see "sv
 {{- define "svc.env" -}}
 - name: NATS_URL
   value: {{ .Values.nats.url | quote }}
+{{- with .Values.nats.tls }}
+{{- if .existingSecret }}
+- name: NATS_TLS_CA_FILE
+  value: /var/run/secrets/svc/nats-tls/ca.crt
+{{- if .clientCertificate }}
+- name: NATS_TLS_CERT_FILE
+  value: /var/run/secrets/svc/nats-tls/tls.crt
+- name: NATS_TLS_KEY_FILE
+  value: /var/run/secrets/svc/nats-tls/tls.key
+{{- end }}
+{{- if .serverName }}
+- name: NATS_TLS_SERVER_NAME
+  value: {{ .serverName | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
 - name: DATABASE_URL_FILE
   value: /var/run/secrets/svc/database/{{ .Values.database.existingSecretKey }}
 {{- range $name, $value := .Values.env }}
@@ -25,6 +41,28 @@ only to rbac, the secrets-encryption key only to the webhook dispatcher (see "sv
 {{- end }}
 {{- end -}}
 
+
+{{/* The NATS credentials of one service (none for the migration job). Argument: dict root, service. */}}
+{{- define "svc.natsAuthEnv" -}}
+{{- $auth := .root.Values.nats.auth }}
+{{- if and $auth.existingSecret $auth.type (ne .service "migrate") }}
+{{- if eq $auth.type "creds" }}
+- name: NATS_CREDS_FILE
+  value: /var/run/secrets/svc/nats-auth/{{ .service }}.creds
+{{- else if eq $auth.type "nkey" }}
+- name: NATS_NKEY_SEED_FILE
+  value: /var/run/secrets/svc/nats-auth/{{ .service }}.nk
+{{- else if eq $auth.type "userPassword" }}
+- name: NATS_USER
+  value: {{ .service | quote }}
+- name: NATS_PASSWORD_FILE
+  value: /var/run/secrets/svc/nats-auth/{{ .service }}.password
+{{- else if eq $auth.type "token" }}
+- name: NATS_TOKEN_FILE
+  value: /var/run/secrets/svc/nats-auth/token
+{{- end }}
+{{- end }}
+{{- end -}}
 
 {{/* The key file settings of one service: the keys it needs and no other. Argument: dict root, service. */}}
 {{- define "svc.keyEnv" -}}
@@ -43,6 +81,12 @@ only to rbac, the secrets-encryption key only to the webhook dispatcher (see "sv
 {{/* Mounts of the secret files. Argument: dict root, service ("migrate" for the migration job). */}}
 {{- define "svc.secretMounts" -}}
 - { name: database-secret, mountPath: /var/run/secrets/svc/database, readOnly: true }
+{{- if and .root.Values.nats.auth.existingSecret .root.Values.nats.auth.type (ne .service "migrate") }}
+- { name: nats-auth-secret, mountPath: /var/run/secrets/svc/nats-auth, readOnly: true }
+{{- end }}
+{{- if .root.Values.nats.tls.existingSecret }}
+- { name: nats-tls-secret, mountPath: /var/run/secrets/svc/nats-tls, readOnly: true }
+{{- end }}
 {{- if and .root.Values.keys.existingSecret (has .service (list "rbac" "webhook-dispatcher")) }}
 - { name: keys-secret, mountPath: /var/run/secrets/svc/keys, readOnly: true }
 {{- end }}
@@ -59,6 +103,30 @@ so uid 1000 reads them and nothing is world-readable. Argument: dict root, servi
     defaultMode: 288 # 0440
     items:
       - { key: {{ .root.Values.database.existingSecretKey }}, path: {{ .root.Values.database.existingSecretKey }} }
+{{- $auth := .root.Values.nats.auth }}
+{{- if and $auth.existingSecret $auth.type (ne .service "migrate") }}
+{{- $file := dict "creds" (printf "%s.creds" .service) "nkey" (printf "%s.nk" .service) "userPassword" (printf "%s.password" .service) "token" "token" }}
+- name: nats-auth-secret
+  secret:
+    secretName: {{ $auth.existingSecret }}
+    defaultMode: 288 # 0440
+    items:
+      - { key: {{ get $file $auth.type }}, path: {{ get $file $auth.type }} }
+{{- end }}
+{{- with .root.Values.nats.tls }}
+{{- if .existingSecret }}
+- name: nats-tls-secret
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 288 # 0440
+    items:
+      - { key: ca.crt, path: ca.crt }
+      {{- if .clientCertificate }}
+      - { key: tls.crt, path: tls.crt }
+      - { key: tls.key, path: tls.key }
+      {{- end }}
+{{- end }}
+{{- end }}
 {{- if and .root.Values.keys.existingSecret (has .service (list "rbac" "webhook-dispatcher")) }}
 - name: keys-secret
   secret:

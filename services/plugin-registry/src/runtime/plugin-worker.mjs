@@ -12,10 +12,18 @@
 // {type:"published", id, error?}.
 // Messages to it: {type:"ready", handlers}, {type:"failed", error}, {type:"pong", id},
 // {type:"publish", id, event}, {type:"log", …}, {type:"stopped"}.
-/* global TextDecoder, setTimeout, clearTimeout, process */
-import { connect, headers as natsHeaders } from "@nats-io/transport-node";
+/* global TextDecoder, TextEncoder, setTimeout, clearTimeout, process */
+import {
+  connect,
+  credsAuthenticator,
+  headers as natsHeaders,
+  nkeyAuthenticator,
+  tokenAuthenticator,
+  usernamePasswordAuthenticator,
+} from "@nats-io/transport-node";
 
-const { natsServers } = JSON.parse(process.argv[2] ?? "{}");
+// natsAuth: whether the credentials come over IPC ({type:"nats-auth"}, first message) before connecting.
+const { natsServers, natsAuth } = JSON.parse(process.argv[2] ?? "{}");
 const port = {
   postMessage: (message) => process.send?.(message),
   on: (event, listener) => process.on(event, listener),
@@ -33,6 +41,22 @@ process.on("unhandledRejection", (error) => {
 // for a worker without NATS).
 let plugin;
 
+// Credentials and TLS as the registry sent them (the contents of its files: this process reads none).
+let auth = null;
+const encode = (text) => new TextEncoder().encode(text);
+function authOptions() {
+  if (auth === null) return {};
+  const authenticator = auth.creds
+    ? credsAuthenticator(encode(auth.creds))
+    : auth.seed
+      ? nkeyAuthenticator(encode(auth.seed))
+      : auth.token
+        ? tokenAuthenticator(auth.token)
+        : auth.user
+          ? usernamePasswordAuthenticator(auth.user, auth.pass ?? "")
+          : undefined;
+  return { ...(authenticator ? { authenticator } : {}), ...(auth.tls ? { tls: auth.tls } : {}) };
+}
 const connectOptions = (name) => ({
   servers: natsServers,
   name,
@@ -40,9 +64,15 @@ const connectOptions = (name) => ({
   reconnectTimeWait: 500,
   waitOnFirstConnect: false,
   timeout: 5_000,
+  ...authOptions(),
 });
-// The spare connects at once; a failed early connect is tried again at load.
-const connecting = natsServers ? connect(connectOptions("svc-plugin-runtime")).catch(() => null) : null;
+// The spare connects at once (once its credentials arrived, when it needs some); a failed early connect is
+// tried again at load.
+let connecting = null;
+const beginConnecting = () => {
+  connecting = natsServers ? connect(connectOptions("svc-plugin-runtime")).catch(() => null) : null;
+};
+if (!natsAuth) beginConnecting();
 let nextPublish = 0;
 const publishing = new Map();
 
@@ -200,6 +230,11 @@ async function stop() {
 
 port.on("message", (message) => {
   switch (message.type) {
+    case "nats-auth":
+      if (auth !== null) break;
+      auth = message.auth;
+      beginConnecting();
+      break;
     case "load":
       if (plugin !== undefined) break;
       plugin = message.plugin;

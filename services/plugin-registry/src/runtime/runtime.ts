@@ -5,14 +5,14 @@
  * connection: the contract any NATS client can serve instead (docs/wire-contract.md). It reconciles with the database at start, on every lifecycle
  * broadcast and every 30 s. A plugin only loads from a package that verifies at that moment.
  */
-import type { EventPublisher } from "@svc/bus";
+import type { EventPublisher, NatsAuth } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
 import type { Logger } from "@svc/observability";
 import { pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
 import type { ExtractionCache } from "./cache.js";
-import { type PublishedByPlugin, WorkerHost, WorkerPool } from "./worker-host.js";
+import { type PublishedByPlugin, WorkerHost, workerNatsAuth,WorkerPool } from "./worker-host.js";
 
 interface Loaded {
   readonly sha256: string;
@@ -28,6 +28,8 @@ const running = (entry: Loaded | undefined) =>
 export interface RuntimeOptions {
   /** NATS server URL(s) the workers connect to. */
   readonly natsUrl: string;
+  /** How plugin processes authenticate to NATS (the service's own settings, until issue 23 item 3). */
+  readonly natsAuth?: NatsAuth;
   readonly prefix: string;
   readonly cache: ExtractionCache;
   readonly settings: BackendHostSettings;
@@ -53,6 +55,7 @@ export class PluginRuntime {
       o.natsUrl.split(",").map((u) => u.trim()),
       o.cache.slotsDir,
       o.settings.pluginSpareProcesses,
+      o.natsAuth === undefined ? null : workerNatsAuth(o.natsAuth),
     );
     this.pool.refill();
   }

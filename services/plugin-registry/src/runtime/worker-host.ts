@@ -6,10 +6,11 @@
  * does not wait for a process to boot.
  */
 import { randomUUID } from "node:crypto";
-import { linkSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
+import type { NatsAuth } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 
 import { type Isolate, startIsolate } from "./isolate.js";
@@ -77,6 +78,45 @@ function linkTree(from: string, to: string): void {
  * read only its own slot, a folder under `slotsDir` (isolate.ts confines it); the plugin it serves is
  * linked into that slot when it is loaded, so a plugin reads its own files and no other plugin's.
  */
+/**
+ * What a plugin process authenticates to NATS with: the contents of the service's credentials and TLS
+ * files (the process cannot read them itself), sent over IPC when it starts, never in its arguments.
+ * Until plugins get credentials of their own (issue 23, item 3) these are the registry's.
+ */
+export interface WorkerNatsAuth {
+  readonly creds?: string;
+  readonly seed?: string;
+  readonly token?: string;
+  readonly user?: string;
+  readonly pass?: string;
+  readonly tls?: {
+    readonly ca?: string;
+    readonly cert?: string;
+    readonly key?: string;
+    readonly servername?: string;
+  };
+}
+
+/** Reads the files a NatsAuth names into what a plugin process is sent; null when there is nothing. */
+export function workerNatsAuth(auth: NatsAuth): WorkerNatsAuth | null {
+  const read = (path: string | null | undefined) => (path ? readFileSync(path, "utf8") : undefined);
+  const t = auth.tls ?? {};
+  const tls = {
+    ...(t.caFile ? { ca: read(t.caFile) } : {}),
+    ...(t.certFile ? { cert: read(t.certFile) } : {}),
+    ...(t.keyFile ? { key: read(t.keyFile) } : {}),
+    ...(t.serverName ? { servername: t.serverName } : {}),
+  };
+  const out: WorkerNatsAuth = {
+    ...(auth.credsFile ? { creds: read(auth.credsFile) } : {}),
+    ...(auth.nkeySeedFile ? { seed: read(auth.nkeySeedFile)?.trim() } : {}),
+    ...(auth.token ? { token: auth.token } : {}),
+    ...(auth.user ? { user: auth.user, pass: auth.password ?? "" } : {}),
+    ...(Object.keys(tls).length > 0 ? { tls } : {}),
+  };
+  return Object.keys(out).length > 0 ? out : null;
+}
+
 export class WorkerPool {
   private readonly ready: PluginProcess[] = [];
   private closed = false;
@@ -88,6 +128,8 @@ export class WorkerPool {
     /** Where each process's slot is made (beside the plugin cache, on the same file system). */
     private readonly slotsDir: string,
     private readonly spares = 2,
+    /** Credentials and TLS for the processes' NATS connections (none: an open server). */
+    private readonly natsAuth: WorkerNatsAuth | null = null,
   ) {}
 
   /** A started process for one plugin (a spare when there is one); the spares are topped up. */
@@ -126,10 +168,14 @@ export class WorkerPool {
   private start(): PluginProcess {
     const slot = join(this.slotsDir, randomUUID());
     mkdirSync(slot, { recursive: true, mode: 0o700 });
-    const isolate = startIsolate(WORKER_URL, { natsServers: this.natsServers }, this.memoryLimitMb, {
-      imports: ["@nats-io/transport-node"],
-      readable: [slot],
-    });
+    const isolate = startIsolate(
+      WORKER_URL,
+      { natsServers: this.natsServers, natsAuth: this.natsAuth !== null },
+      this.memoryLimitMb,
+      { imports: ["@nats-io/transport-node"], readable: [slot] },
+    );
+    // Secrets go over the IPC channel, never in the arguments (which `ps` shows).
+    if (this.natsAuth !== null) isolate.send({ type: "nats-auth", auth: this.natsAuth });
     return { isolate, slot };
   }
 }

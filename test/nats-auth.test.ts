@@ -12,8 +12,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { connect } from "@nats-io/transport-node";
 import { createUser } from "@nats-io/nkeys";
+import { connect } from "@nats-io/transport-node";
 import { connectNats, isNatsAuthError } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import { gatewayService } from "@svc/service-gateway";

@@ -12,7 +12,7 @@ import { pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
 import type { ExtractionCache } from "./cache.js";
-import { type PublishedByPlugin, WorkerHost, workerNatsAuth,WorkerPool } from "./worker-host.js";
+import { type PublishedByPlugin, WorkerHost, workerNatsAuth, WorkerPool } from "./worker-host.js";
 
 interface Loaded {
   readonly sha256: string;

@@ -13,7 +13,7 @@ export PATH := $(NODE_BIN):$(PATH)
 export npm_config_nodedir := $(abspath $(NODE_BIN)/..)
 endif
 
-.PHONY: node openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
+.PHONY: node nats-auth openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
 
 ## Prints the Node.js the other targets run on (installing the pinned release first when needed).
 node:
@@ -91,6 +91,10 @@ plugin: node_modules/.install-stamp
 ## Writes the JSON Schemas of registry.json, theme.json and plugin.signature.json to docs/schemas/.
 plugin-schemas: node_modules/.install-stamp
 	$(NODE_RUN) scripts/plugin-schemas.ts
+
+## Writes the NATS authorization (one nkey user per service, least privilege) and the seeds: OUT=nats-auth.
+nats-auth: node_modules/.install-stamp
+	$(NODE_RUN) scripts/nats-auth.ts --out "$(or $(OUT),nats-auth)"
 
 ## Writes the settings tables of the README and the operator guide from the settings declarations.
 settings-doc: node_modules/.install-stamp

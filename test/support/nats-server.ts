@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -14,6 +14,17 @@ export class OwnNatsServer {
   private process: ChildProcess | undefined;
   private readonly stores: string[] = [];
   port = 0;
+  /** The server's log of its latest start (permission violations are logged there). */
+  logFile = "";
+
+  /** The log's lines so far. */
+  log(): string[] {
+    try {
+      return readFileSync(this.logFile, "utf8").split("\n");
+    } catch {
+      return [];
+    }
+  }
 
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
@@ -24,7 +35,8 @@ export class OwnNatsServer {
     if (this.port === 0) this.port = await freePort();
     const store = mkdtempSync(join(tmpdir(), "svc-own-nats-"));
     this.stores.push(store);
-    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", store];
+    this.logFile = join(store, "nats.log");
+    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", store, "-l", this.logFile];
     if (config !== undefined) {
       const file = join(store, "nats.conf");
       writeFileSync(file, config);

@@ -10,7 +10,7 @@ import {
   WorkspaceStates,
 } from "@svc/contracts";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
-import type { ServiceDefinition } from "@svc/runtime";
+import { circuitBucket, type ServiceDefinition } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey } from "./deliver.js";
@@ -46,7 +46,7 @@ export const webhookDispatcherService: ServiceDefinition = {
     serveRoute(bus, routes["flows.delete"], (req) => flows.deleteFlow(db, req));
 
     const openCircuits = () =>
-      ensureBucket(nc, `${config.subjectPrefix}_webhook_circuits`, { history: 1, ttl: CIRCUIT_STATE_TTL_MS });
+      ensureBucket(nc, circuitBucket(config.subjectPrefix), { history: 1, ttl: CIRCUIT_STATE_TTL_MS });
     // Circuit-opened events and the events flows publish.
     const circuitEvents = createEventPublisher(nc, config.subjectPrefix);
     const breaker = new CircuitBreaker(

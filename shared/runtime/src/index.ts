@@ -14,6 +14,20 @@ export {
 export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
 export { checkReadiness, type Phase } from "./management.js";
 export {
+  BROADCASTS,
+  circuitBucket,
+  FAN_OUT,
+  idempotencyBucket,
+  type NatsNames,
+  rateLimitBucket,
+  resources,
+  SERVICE_NEEDS,
+  type ServiceNeeds,
+  servicePermissions,
+  staticAuthorization,
+  type SubjectPermissions,
+} from "./nats-permissions.js";
+export {
   natsAuthOf,
   type RunningService,
   runServiceMain,

@@ -12,7 +12,7 @@ import type { Config } from "@svc/config";
 import { OPERATOR_ROUTES, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
-import type { ServiceDeps } from "@svc/runtime";
+import { idempotencyBucket, rateLimitBucket, type ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
@@ -70,7 +70,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     const openLimits = () =>
       ensureBucket(
         nc,
-        `${config.subjectPrefix}_rate_limits`,
+        rateLimitBucket(config.subjectPrefix),
         { history: 1, ttl: 120_000, storage: "memory" },
         1_500,
       );
@@ -94,7 +94,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     );
     await limits.start();
     const openIdempotency = () =>
-      ensureBucket(nc, `${config.subjectPrefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS });
+      ensureBucket(nc, idempotencyBucket(config.subjectPrefix), { history: 1, ttl: IDEMPOTENCY_TTL_MS });
     let idempotencyKv = await openIdempotency();
     const idempotency = new Idempotency(() => idempotencyKv, b.requestTimeoutMs * 2 + 5_000);
     let provisioned = false;

@@ -1,0 +1,270 @@
+/**
+ * Least privilege on the bus (issue 23, item 2): what each service may publish and subscribe to, in one
+ * place, from which `make nats-auth` writes the NATS server's authorization; the bucket names here are the
+ * ones the code opens.
+ *
+ * Derived, not copied: a service serves and replies on its own subjects (`<prefix>.<service>.>`, the
+ * route contracts' and the subject map's first token is the owner), broadcasts only its own
+ * (`BROADCASTS`, checked against the broadcast map's type), listens to the broadcasts it follows, and
+ * calls the services listed in `calls`. JetStream access is by resource: the events and diagnostics
+ * streams, the KV buckets and the object stores each service reads or writes, with the JetStream API
+ * subjects each needs; no service may delete or purge a stream.
+ */
+import { revocationBucketName } from "@svc/access";
+import type { Broadcast, Subject } from "@svc/bus";
+import type { ServiceName } from "@svc/contracts";
+import { assetBucket, MANIFEST_BUCKET, mediaBucket, packageBucket } from "@svc/plugin-package/store";
+
+import { diagnosticsBucket, diagnosticsStream, diagnosticsSubject } from "./diagnostics.js";
+import { configBucket } from "./live-settings.js";
+
+/** The gateway's shared rate-limit counters. */
+export const rateLimitBucket = (prefix: string) => `${prefix}_rate_limits`;
+/** The gateway's Idempotency-Key claims. */
+export const idempotencyBucket = (prefix: string) => `${prefix}_idempotency`;
+/** The webhook dispatcher's receiver circuits. */
+export const circuitBucket = (prefix: string) => `${prefix}_webhook_circuits`;
+
+/** Every broadcast subject, owner first (a compile error when one is added to the map and not here). */
+export const BROADCASTS = {
+  "rbac.roles.changed": true,
+  "resolver.cache.invalidate": true,
+  "plugin-registry.contributions.changed": true,
+} as const satisfies Record<Broadcast, true>;
+
+/**
+ * Subjects every service answers (not under an owner's name), with the one service that asks them: the
+ * resolver gathers every service's settings, the gateway every service's metrics.
+ */
+export const FAN_OUT = {
+  "config.describe": "resolver",
+  "config.check": "resolver",
+  "metrics.collect": "gateway",
+} as const satisfies Partial<Record<Subject, ServiceName>>;
+
+type Access = "read" | "write";
+
+/** The shared JetStream resources, by kind (names under a prefix: see `resources`). */
+type Bucket = "revoked" | "rateLimits" | "idempotency" | "config" | "diagnostics" | "circuits" | "uiManifest";
+type ObjectStore = "packages" | "pluginAssets" | "media";
+
+export interface ServiceNeeds {
+  /** Services whose subjects it sends requests to. */
+  readonly calls: readonly (ServiceName | "plugins")[];
+  /** Broadcasts it follows. */
+  readonly listens: readonly Broadcast[];
+  /** Whether it publishes events (outbox relay, its own events). */
+  readonly publishesEvents: boolean;
+  /** Whether it reads events with durable consumers. */
+  readonly consumesEvents: boolean;
+  readonly buckets: Partial<Record<Bucket, Access>>;
+  readonly objects: Partial<Record<ObjectStore, Access>>;
+  /** Serves plugin routes (the registry's plugin processes, until plugins have credentials of their own). */
+  readonly servesPlugins?: boolean;
+  /** Reads the diagnostics stream (the recorder). */
+  readonly recordsDiagnostics?: boolean;
+}
+
+const ALL_SERVICES: readonly ServiceName[] = [
+  "gateway",
+  "rbac",
+  "resolver",
+  "plugin-registry",
+  "webhook-dispatcher",
+  "job-reaper",
+];
+
+/** What each service needs on the bus. */
+export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
+  gateway: {
+    // The front door: every service's routes, the plugins' routes, and `<service>.metrics` of each.
+    calls: [...ALL_SERVICES.filter((s) => s !== "gateway"), "plugins"],
+    listens: ["rbac.roles.changed", "resolver.cache.invalidate", "plugin-registry.contributions.changed"],
+    publishesEvents: false,
+    consumesEvents: false,
+    buckets: {
+      revoked: "read",
+      rateLimits: "write",
+      idempotency: "write",
+      config: "read",
+      diagnostics: "read",
+      uiManifest: "read",
+    },
+    objects: { packages: "write", media: "write", pluginAssets: "read" },
+  },
+  rbac: {
+    calls: ["resolver", "plugin-registry"],
+    listens: ["plugin-registry.contributions.changed"],
+    publishesEvents: true,
+    consumesEvents: true,
+    buckets: { revoked: "write", config: "read", diagnostics: "read" },
+    objects: {},
+  },
+  resolver: {
+    calls: ["plugin-registry"],
+    listens: ["plugin-registry.contributions.changed"],
+    publishesEvents: true,
+    consumesEvents: false,
+    buckets: { config: "write", diagnostics: "read" },
+    objects: { media: "write" },
+  },
+  "plugin-registry": {
+    calls: ["resolver"],
+    listens: ["plugin-registry.contributions.changed", "resolver.cache.invalidate"],
+    publishesEvents: true,
+    consumesEvents: true,
+    buckets: { config: "read", diagnostics: "read", uiManifest: "write" },
+    objects: { packages: "write", pluginAssets: "write" },
+    servesPlugins: true,
+  },
+  "webhook-dispatcher": {
+    calls: ["resolver", "plugin-registry"],
+    listens: ["plugin-registry.contributions.changed", "resolver.cache.invalidate"],
+    publishesEvents: true,
+    consumesEvents: true,
+    buckets: { circuits: "write", config: "read", diagnostics: "read" },
+    objects: {},
+  },
+  "job-reaper": {
+    calls: [],
+    listens: [],
+    publishesEvents: true,
+    consumesEvents: false,
+    buckets: { config: "read", diagnostics: "write" },
+    objects: {},
+    recordsDiagnostics: true,
+  },
+};
+
+export interface NatsNames {
+  /** SVC_SUBJECT_PREFIX. */
+  readonly prefix: string;
+  /** SVC_EVENTS_STREAM. */
+  readonly eventsStream: string;
+}
+
+/** The KV bucket and object store names of a prefix: the functions the code that opens them uses. */
+export function resources(prefix: string) {
+  return {
+    buckets: {
+      revoked: revocationBucketName(prefix),
+      rateLimits: rateLimitBucket(prefix),
+      idempotency: idempotencyBucket(prefix),
+      config: configBucket(prefix),
+      diagnostics: diagnosticsBucket(prefix),
+      circuits: circuitBucket(prefix),
+      uiManifest: MANIFEST_BUCKET(prefix),
+    } satisfies Record<Bucket, string>,
+    objects: {
+      packages: packageBucket(prefix),
+      pluginAssets: assetBucket(prefix),
+      media: mediaBucket(prefix),
+    } satisfies Record<ObjectStore, string>,
+    diagnosticsStream: diagnosticsStream(prefix),
+  };
+}
+
+export interface SubjectPermissions {
+  readonly publish: { readonly allow: string[]; readonly deny: string[] };
+  readonly subscribe: { readonly allow: string[]; readonly deny: string[] };
+  /** Replies to the requests it received (request/reply). */
+  readonly allowResponses: boolean;
+}
+
+/** The JetStream API subjects that name a stream, whatever the verb (`$JS.API.STREAM.INFO.S`, …). */
+function streamApi(stream: string): string[] {
+  return [
+    `$JS.API.*.*.${stream}`,
+    `$JS.API.*.*.${stream}.>`,
+    `$JS.API.*.*.*.${stream}`,
+    `$JS.API.*.*.*.${stream}.>`,
+    `$JS.ACK.${stream}.>`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+/** A service's NATS permissions, from its needs. */
+export function servicePermissions(service: ServiceName, names: NatsNames): SubjectPermissions {
+  const needs = SERVICE_NEEDS[service];
+  const p = names.prefix;
+  const r = resources(p);
+  const publish = new Set<string>(["_INBOX.>", "$JS.API.INFO"]);
+  const subscribe = new Set<string>(["_INBOX.>", `${p}.${service}.>`, "$SRV.>"]);
+  for (const target of needs.calls) publish.add(`${p}.${target}.>`);
+  // Its own broadcasts (under its own subjects) and its own ping and metrics replies.
+  publish.add(`${p}.${service}.>`);
+  for (const b of needs.listens) subscribe.add(`${p}.${b}`);
+  for (const [subject, asker] of Object.entries(FAN_OUT)) {
+    subscribe.add(`${p}.${subject}`);
+    if (asker === service) publish.add(`${p}.${subject}`);
+  }
+  // The events stream: every service makes sure it exists at start.
+  for (const s of streamApi(names.eventsStream)) publish.add(s);
+  if (needs.publishesEvents) publish.add(`${p}.events.>`);
+  // Every service records diagnostics when a recording runs, and reads its state.
+  publish.add(diagnosticsSubject(p));
+  for (const s of streamApi(r.diagnosticsStream)) publish.add(s);
+  for (const [kind, access] of Object.entries(needs.buckets) as Array<[Bucket, Access]>) {
+    const bucket = r.buckets[kind];
+    for (const s of streamApi(`KV_${bucket}`)) publish.add(s);
+    if (access === "write") publish.add(`$KV.${bucket}.>`);
+  }
+  for (const [kind, access] of Object.entries(needs.objects) as Array<[ObjectStore, Access]>) {
+    const store = r.objects[kind];
+    for (const s of streamApi(`OBJ_${store}`)) publish.add(s);
+    if (access === "write") publish.add(`$O.${store}.>`);
+  }
+  if (needs.servesPlugins) {
+    subscribe.add(`${p}.plugins.>`);
+    publish.add(`${p}.events.>`);
+  }
+  // No one forges another service's broadcast, or deletes or purges a stream (a bucket, an object store).
+  const foreignBroadcasts = (Object.keys(BROADCASTS) as Broadcast[])
+    .filter((b) => !b.startsWith(`${service}.`))
+    .map((b) => `${p}.${b}`);
+  return {
+    publish: {
+      allow: [...publish].sort(),
+      deny: [...foreignBroadcasts, "$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>"].sort(),
+    },
+    subscribe: { allow: [...subscribe].sort(), deny: [] },
+    allowResponses: true,
+  };
+}
+
+/** A list in nats-server's configuration syntax. */
+const list = (items: readonly string[]) => `[${items.map((s) => JSON.stringify(s)).join(", ")}]`;
+
+/**
+ * The `authorization` block of a nats-server configuration: one user per service, known by its nkey's
+ * public key, with the service's permissions (the static model; the seeds stay with the services).
+ */
+export function staticAuthorization(
+  names: NatsNames,
+  publicKeys: Readonly<Record<ServiceName, string>>,
+): string {
+  const users = (Object.keys(SERVICE_NEEDS) as ServiceName[]).map((service) => {
+    const p = servicePermissions(service, names);
+    return [
+      `    # ${service}`,
+      `    {`,
+      `      nkey: ${publicKeys[service]}`,
+      `      permissions: {`,
+      `        publish: { allow: ${list(p.publish.allow)}, deny: ${list(p.publish.deny)} }`,
+      `        subscribe: { allow: ${list(p.subscribe.allow)} }`,
+      `        allow_responses: ${p.allowResponses}`,
+      `      }`,
+      `    }`,
+    ].join("\n");
+  });
+  return [
+    `# Generated by make nats-auth for subject prefix '${names.prefix}' and events stream '${names.eventsStream}'.`,
+    "# One user per service (issue 23, item 2): each may publish and subscribe only where it must.",
+    "authorization {",
+    "  users = [",
+    ...users,
+    "  ]",
+    "}",
+    "",
+  ].join("\n");
+}

@@ -94,7 +94,7 @@ plugin-schemas: node_modules/.install-stamp
 
 ## Writes the NATS authorization (one nkey user per service, least privilege) and the seeds: OUT=nats-auth.
 nats-auth: node_modules/.install-stamp
-	$(NODE_RUN) scripts/nats-auth.ts --out "$(or $(OUT),nats-auth)"
+	$(NODE_RUN) scripts/nats-auth.ts --out "$(or $(OUT),nats-auth)" --model "$(or $(MODEL),static)"
 
 ## Writes the settings tables of the README and the operator guide from the settings declarations.
 settings-doc: node_modules/.install-stamp

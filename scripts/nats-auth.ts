@@ -24,15 +24,6 @@ import { createAccount, createOperator, createUser, fromSeed, type KeyPair } fro
 import type { ServiceName } from "@svc/contracts";
 import { SERVICE_NEEDS, servicePermissions, staticAuthorization, userPermissions } from "@svc/runtime";
 
-const { values } = parseArgs({
-  options: {
-    out: { type: "string", default: "nats-auth" },
-    prefix: { type: "string", default: process.env.SVC_SUBJECT_PREFIX ?? "svc" },
-    "events-stream": { type: "string", default: process.env.SVC_EVENTS_STREAM ?? "SVC_EVENTS" },
-    model: { type: "string", default: "static" },
-  },
-});
-
 const seedText = (pair: KeyPair) => `${new TextDecoder().decode(pair.getSeed())}\n`;
 
 /**
@@ -128,6 +119,14 @@ export function writeNatsAuth(out: string, prefix: string, eventsStream: string)
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: {
+      out: { type: "string", default: "nats-auth" },
+      prefix: { type: "string", default: process.env.SVC_SUBJECT_PREFIX ?? "svc" },
+      "events-stream": { type: "string", default: process.env.SVC_EVENTS_STREAM ?? "SVC_EVENTS" },
+      model: { type: "string", default: "static" },
+    },
+  });
   const conf =
     values.model === "decentralized"
       ? await writeDecentralizedAuth(resolve(values.out), values.prefix, values["events-stream"])

@@ -8,6 +8,9 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { connect } from "@nats-io/transport-node";
+import { isNatsAuthError } from "@svc/bus";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { freePort, repoRoot } from "../scripts/lib/stack.js";
@@ -17,6 +20,14 @@ import { http } from "./support/http.js";
 const stateDir = mkdtempSync(join(tmpdir(), "svc-dev-test-"));
 chmodSync(stateDir, 0o755);
 const running = new Set<ChildProcess>();
+
+/** Drops a database the secure run made on the shared server. */
+async function dropDatabase(name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/postgres" });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await client.end();
+}
 
 afterAll(() => {
   for (const child of running) child.kill("SIGKILL");
@@ -162,4 +173,57 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
     },
     60_000,
   );
+});
+
+/**
+ * Issue 23, item 7: `make dev SECURE=1` runs the local bus in the production shape: a nats-server of its
+ * own with the authorization `make nats-auth` writes, each service on its own user. The stack works (sign-in,
+ * the example plugin answering); a client with no credentials is refused by that server.
+ */
+describe("make dev SECURE=1", () => {
+  it("runs every service on its own NATS user; an anonymous client is refused", async () => {
+    const database = `svc_dev_secure_${process.pid}`;
+    const gatewayPort = await freePort();
+    const dev = startDev({
+      SECURE: "1",
+      SVC_DEV_DIR: join(stateDir, "secure"),
+      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+      GATEWAY_PORT: String(gatewayPort),
+      SVC_SUBJECT_PREFIX: `sec${process.pid}`,
+      SVC_EVENTS_STREAM: `SEC${process.pid}_EVENTS`,
+      LOG_LEVEL: "warn",
+    });
+    try {
+      await dev.waitForOutput(/\[dev\] ready:/, 150_000);
+      const port = Number(/NATS \(SECURE=1\): starting .* on 127\.0\.0\.1:(\d+)/.exec(dev.output())?.[1]);
+      expect(port).toBeGreaterThan(0);
+      await dev.waitForOutput(
+        /example plugin {2}hello 1\.0\.0 installed, active in workspace default/,
+        30_000,
+      );
+      const login = await http(`http://127.0.0.1:${gatewayPort}/api/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
+      });
+      expect(login.status, login.text).toBe(200);
+      const { accessToken } = login.json<{ accessToken: string }>();
+      const greeting = await http(`http://127.0.0.1:${gatewayPort}/api/plugins/hello/greeting?name=dev`, {
+        headers: { authorization: `Bearer ${accessToken}` },
+      });
+      expect(greeting.json()).toMatchObject({ greeting: "Hello, dev!" });
+      const anonymous = await connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false }).then(
+        async (nc) => {
+          await nc.close();
+          return "connected";
+        },
+        (error: unknown) => (isNatsAuthError(error) ? "refused" : String(error)),
+      );
+      expect(anonymous).toBe("refused");
+    } finally {
+      dev.child.kill("SIGINT");
+      expect(await dev.exited).toBe(0);
+      await dropDatabase(database);
+    }
+  }, 200_000);
 });

@@ -22,14 +22,13 @@ import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { examplePackage } from "../scripts/lib/example-plugin.js";
 import { repoRoot } from "../scripts/lib/stack.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
+import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http, installPackage } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { mintToken } from "./support/tokens.js";
-import { eventually } from "./support/wait.js";
 
 const h = await createHarness();
 const dir = mkdtempSync(join(tmpdir(), "svc-nats-auth-"));
@@ -168,14 +167,7 @@ describe("a NATS server that requires TLS and credentials", () => {
     expect(signIn.status, signIn.text).toBe(200);
     expect((await api("POST", "/api/tenants", operator, { tenantKey: "tls", name: "TLS" })).status).toBe(201);
     // A plugin: installed, activated, and answering from its own process, which connects over TLS too.
-    expect((await installPackage(base, operator, await examplePackage())).status).toBe(201);
-    expect((await api("POST", "/api/plugins/hello/activate", operator)).status).toBe(200);
-    const greeted = await eventually(
-      () => api("GET", "/api/plugins/hello/greeting", operator),
-      (r) => r.status === 200,
-      15_000,
-    );
-    expect(greeted.status, greeted.text).toBe(200);
+    await installAndGreet(base, operator);
   }, 60_000);
 
   it("refuses a client without credentials, with the wrong password, or without a client certificate", async () => {
@@ -209,6 +201,26 @@ describe("a NATS server that requires TLS and credentials", () => {
     });
     await nc.flush();
     await nc.close();
+  });
+
+  it("connects with a token, and a wrong token is refused", async () => {
+    const tokenServer = new OwnNatsServer();
+    await tokenServer.start(`authorization { token: "a-long-nats-token-for-tests" }`);
+    try {
+      const attempt = (token: string) =>
+        connectNats({
+          url: tokenServer.url,
+          name: "token-test",
+          logger: createLogger("t", "silent"),
+          auth: { token },
+        });
+      const nc = await attempt("a-long-nats-token-for-tests");
+      await nc.flush();
+      await nc.close();
+      await expect(attempt("not-the-token")).rejects.toSatisfy(isNatsAuthError);
+    } finally {
+      await tokenServer.dispose();
+    }
   });
 
   it("a service given the wrong password exits with status 78, naming why", async () => {

@@ -29,15 +29,14 @@ import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { examplePackage } from "../scripts/lib/example-plugin.js";
 import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
+import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http, installPackage } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
-import { eventually } from "./support/wait.js";
 
 const h = await createHarness();
 const prefix = h.env.SVC_SUBJECT_PREFIX as string;
@@ -147,14 +146,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     ).toBe(201);
     expect((await api("GET", "/api/jobs", operator)).status).toBe(200);
     expect((await api("GET", "/api/config/effective", operator)).status).toBe(200);
-    expect((await installPackage(base, operator, await examplePackage())).status).toBe(201);
-    expect((await api("POST", "/api/plugins/hello/activate", operator)).status).toBe(200);
-    const greeted = await eventually(
-      () => api("GET", "/api/plugins/hello/greeting", operator),
-      (r) => r.status === 200,
-      15_000,
-    );
-    expect(greeted.status, greeted.text).toBe(200);
+    await installAndGreet(base, operator);
     await receiver.waitFor(1, 15_000);
     expect(JSON.parse(receiver.received[0]?.body ?? "{}")).toMatchObject({ event: "workspace.created" });
     // Uninstalled again (the next model's server starts with an empty store; the database is shared).

@@ -7,7 +7,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi, http, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -16,11 +16,7 @@ let operator: string;
 
 const api = bearerApi(() => base);
 const login = (username: string, password: string, from: string) =>
-  http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-forwarded-for": from },
-    body: JSON.stringify({ username, password }),
-  });
+  signIn(base, { username, password }, { "x-forwarded-for": from });
 
 afterAll(() => h.stopAll());
 beforeAll(async () => {

@@ -16,7 +16,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi, http, signIn } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
@@ -30,11 +30,7 @@ const asCaller = bearerApi(() => base);
 const api = (method: string, path: string, body?: unknown, token = operator) =>
   asCaller(method, path, token, body);
 const login = (username: string, workspaceKey?: string) =>
-  http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ username, password: `${username}-long-password`, workspaceKey }),
-  });
+  signIn(base, { username, password: `${username}-long-password`, workspaceKey });
 const adminKeys = SYSTEM_ROLES.find((r) => r.name === "admin")?.permissions ?? [];
 /** A workspace admin's session, as sign-in gives it (the admin role's keys, plus workspace.update). */
 const workspaceAdmin = (workspaceKey: string) =>

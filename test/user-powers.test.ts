@@ -9,7 +9,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -20,12 +20,7 @@ const ids: Record<string, string> = {};
 const asCaller = bearerApi(() => base);
 const api = (method: string, path: string, body?: unknown, token = operator) =>
   asCaller(method, path, token, body);
-const login = (username: string, password: string) =>
-  http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ username, password }),
-  });
+const login = (username: string, password: string) => signIn(base, { username, password });
 
 afterAll(() => h.stopAll());
 beforeAll(async () => {

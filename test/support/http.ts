@@ -65,3 +65,16 @@ export function installPackage(base: string, token: string, bytes: Buffer): Prom
     body: bytes,
   });
 }
+
+/** `POST /api/auth/login` with a JSON body (and any extra headers, e.g. X-Forwarded-For). */
+export function signIn(
+  base: string,
+  body: { username: string; password: string; workspaceKey?: string },
+  headers: Record<string, string> = {},
+): Promise<HttpResponse> {
+  return http(`${base}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}

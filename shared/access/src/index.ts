@@ -17,5 +17,5 @@ export {
   reachOf,
   requireReach,
 } from "./reach.js";
-export { openRevocationBucket, RevocationList, revocationBucketName } from "./revocation.js";
+export { openRevocationBucket, revocationBucketName, RevocationList } from "./revocation.js";
 export { type AccessClaims, TOKEN_AUDIENCE } from "./tokens.js";

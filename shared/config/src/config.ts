@@ -29,28 +29,6 @@ MF54wT8cQho9pPTolyyTww//zEXbZihe/h6ctJUau0skpNLT4irzDe+8
 `;
 export const DEVELOPMENT_API_KEY = "svc-dev-bootstrap-key-change-me";
 
-/** An optional file path (`unset` by default). */
-const optionalFile = (name: string, doc: string) =>
-  setting.custom<string | null>({
-    name,
-    doc,
-    defaultText: "unset",
-    secret: false,
-    type: "string",
-    read: (r) => r.optionalString(name),
-  });
-
-/** An optional secret (`unset` by default; give it as a file with `<NAME>_FILE`). */
-const optionalSecret = (name: string, doc: string) =>
-  setting.custom<string | null>({
-    name,
-    doc,
-    defaultText: "unset",
-    secret: true,
-    type: "string",
-    read: (r) => r.optionalString(name),
-  });
-
 /** How NATS is connected to (issue 23, item 1): at most one way to authenticate, and TLS. */
 const NATS_AUTH = ["NATS_CREDS_FILE", "NATS_NKEY_SEED_FILE", "NATS_TOKEN", "NATS_USER"] as const;
 
@@ -108,41 +86,33 @@ export const platformSettings = defineSettings({
           ? null
           : "expected nats:// URL(s), comma-separated",
     }),
-    natsCredsFile: optionalFile(
+    natsCredsFile: setting.optionalString(
       "NATS_CREDS_FILE",
       "NATS credentials file (`.creds`: a user JWT and its nkey seed; decentralized auth), read at every (re)connect",
     ),
-    natsNkeySeedFile: optionalFile(
+    natsNkeySeedFile: setting.optionalString(
       "NATS_NKEY_SEED_FILE",
       "file holding an nkey seed (`SU…`) to authenticate with",
     ),
-    natsToken: optionalSecret("NATS_TOKEN", "token to authenticate to NATS with"),
-    natsUser: setting.custom<string | null>({
-      name: "NATS_USER",
-      doc: "user name to authenticate to NATS with (with NATS_PASSWORD)",
-      defaultText: "unset",
-      secret: false,
-      type: "string",
-      read: (r) => r.optionalString("NATS_USER"),
-    }),
-    natsPassword: optionalSecret("NATS_PASSWORD", "password of NATS_USER"),
-    natsTlsCaFile: optionalFile(
+    natsToken: setting.optionalString("NATS_TOKEN", "token to authenticate to NATS with", { secret: true }),
+    natsUser: setting.optionalString(
+      "NATS_USER",
+      "user name to authenticate to NATS with (with NATS_PASSWORD)",
+    ),
+    natsPassword: setting.optionalString("NATS_PASSWORD", "password of NATS_USER", { secret: true }),
+    natsTlsCaFile: setting.optionalString(
       "NATS_TLS_CA_FILE",
       "CA certificate(s) (PEM) the NATS server's certificate must chain to; any NATS_TLS_* turns TLS on",
     ),
-    natsTlsCertFile: optionalFile(
+    natsTlsCertFile: setting.optionalString(
       "NATS_TLS_CERT_FILE",
       "client certificate (PEM) for NATS servers that verify clients",
     ),
-    natsTlsKeyFile: optionalFile("NATS_TLS_KEY_FILE", "the client certificate's private key (PEM)"),
-    natsTlsServerName: setting.custom<string | null>({
-      name: "NATS_TLS_SERVER_NAME",
-      doc: "name the NATS server's certificate must carry, when it is not the host in NATS_URL",
-      defaultText: "unset",
-      secret: false,
-      type: "string",
-      read: (r) => r.optionalString("NATS_TLS_SERVER_NAME"),
-    }),
+    natsTlsKeyFile: setting.optionalString("NATS_TLS_KEY_FILE", "the client certificate's private key (PEM)"),
+    natsTlsServerName: setting.optionalString(
+      "NATS_TLS_SERVER_NAME",
+      "name the NATS server's certificate must carry, when it is not the host in NATS_URL",
+    ),
     databaseUrl: setting.string(
       "DATABASE_URL",
       "postgres://postgres@127.0.0.1:5432/svc",

@@ -67,12 +67,12 @@ export const setting = {
       read: (r) => r.string(name, fallback, options.check),
     };
   },
-  optionalString(name: string, doc: string): SettingDef<string | null> {
+  optionalString(name: string, doc: string, options: { secret?: boolean } = {}): SettingDef<string | null> {
     return {
       name,
       doc,
       defaultText: "unset",
-      secret: false,
+      secret: options.secret ?? false,
       type: "string",
       read: (r) => r.optionalString(name),
     };

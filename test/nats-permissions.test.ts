@@ -170,6 +170,12 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const gateway = await connectAs("gateway");
     const jwks = await violation(gateway, () => gateway.subscribe(`${prefix}.rbac.keys.jwks`));
     expect(jwks).toMatchObject({ operation: "subscription", subject: `${prefix}.rbac.keys.jwks` });
+
+    // Nor may it read other services' replies (a sign-in's answer holds a token) or the sign-in requests.
+    for (const subject of ["_INBOX.>", "_INBOX_rbac.>", `${prefix}.rbac.auth.login`]) {
+      const refused = await violation(gateway, () => gateway.subscribe(subject));
+      expect(refused, subject).toMatchObject({ operation: "subscription", subject });
+    }
     await gateway.close();
 
     const dispatcher = await connectAs("webhook-dispatcher");

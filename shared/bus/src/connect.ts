@@ -78,6 +78,8 @@ export interface ConnectOptions {
   readonly logger: Logger;
   /** Credentials and TLS (none: an open server). */
   readonly auth?: NatsAuth;
+  /** Where replies to this connection's requests arrive (default `_INBOX`). */
+  readonly inboxPrefix?: string;
 }
 
 /** Whether each connection is up, as its status events last said (a request sent while down would wait). */
@@ -112,6 +114,7 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
     servers: options.url.split(",").map((s) => s.trim()),
     name: options.name,
     ...natsAuthOptions(options.auth),
+    ...(options.inboxPrefix === undefined ? {} : { inboxPrefix: options.inboxPrefix }),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: false,

@@ -18,6 +18,7 @@ export {
   circuitBucket,
   FAN_OUT,
   idempotencyBucket,
+  inboxPrefix,
   type NatsNames,
   rateLimitBucket,
   resources,

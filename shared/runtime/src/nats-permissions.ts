@@ -18,6 +18,9 @@ import { assetBucket, MANIFEST_BUCKET, mediaBucket, packageBucket } from "@svc/p
 import { diagnosticsBucket, diagnosticsStream, diagnosticsSubject } from "./diagnostics.js";
 import { configBucket } from "./live-settings.js";
 
+/** Where a service's replies arrive: an inbox prefix of its own (its NATS user may read no other). */
+export const inboxPrefix = (service: string) => `_INBOX_${service}`;
+
 /** The gateway's shared rate-limit counters. */
 export const rateLimitBucket = (prefix: string) => `${prefix}_rate_limits`;
 /** The gateway's Idempotency-Key claims. */
@@ -188,8 +191,10 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
   const needs = SERVICE_NEEDS[service];
   const p = names.prefix;
   const r = resources(p);
-  const publish = new Set<string>(["_INBOX.>", "$JS.API.INFO"]);
-  const subscribe = new Set<string>(["_INBOX.>", `${p}.${service}.>`, "$SRV.>"]);
+  // Replies come to the service's own inbox prefix: no other user reads them (a sign-in's reply holds a
+  // token). Replies it sends go where requests ask (allow_responses), never to any inbox at will.
+  const publish = new Set<string>(["$JS.API.INFO"]);
+  const subscribe = new Set<string>([`${inboxPrefix(service)}.>`, `${p}.${service}.>`, "$SRV.>"]);
   for (const target of needs.calls) publish.add(`${p}.${target}.>`);
   // Its own broadcasts (under its own subjects) and its own ping and metrics replies.
   publish.add(`${p}.${service}.>`);

@@ -20,6 +20,7 @@ import { HOST_VERSION } from "./build-info.js";
 import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
+import { inboxPrefix } from "./nats-permissions.js";
 import type { PingReply } from "./subjects.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
@@ -121,6 +122,7 @@ export async function startService(
     name: instance,
     logger: log,
     auth: natsAuthOf(config),
+    inboxPrefix: inboxPrefix(definition.name),
   });
   let db: Db | undefined;
   try {

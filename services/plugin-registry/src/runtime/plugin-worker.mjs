@@ -23,7 +23,8 @@ import {
 } from "@nats-io/transport-node";
 
 // natsAuth: whether the credentials come over IPC ({type:"nats-auth"}, first message) before connecting.
-const { natsServers, natsAuth } = JSON.parse(process.argv[2] ?? "{}");
+// inboxPrefix: where replies to this process's requests arrive (the registry's own, which its user may read).
+const { natsServers, natsAuth, inboxPrefix } = JSON.parse(process.argv[2] ?? "{}");
 const port = {
   postMessage: (message) => process.send?.(message),
   on: (event, listener) => process.on(event, listener),
@@ -64,6 +65,7 @@ const connectOptions = (name) => ({
   reconnectTimeWait: 500,
   waitOnFirstConnect: false,
   timeout: 5_000,
+  ...(inboxPrefix ? { inboxPrefix } : {}),
   ...authOptions(),
 });
 // The spare connects at once (once its credentials arrived, when it needs some); a failed early connect is

@@ -7,7 +7,9 @@
  */
 import type { EventPublisher, NatsAuth } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
+import { ServiceName } from "@svc/contracts";
 import type { Logger } from "@svc/observability";
+import { inboxPrefix } from "@svc/runtime";
 import { pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
@@ -56,6 +58,7 @@ export class PluginRuntime {
       o.cache.slotsDir,
       o.settings.pluginSpareProcesses,
       o.natsAuth === undefined ? null : workerNatsAuth(o.natsAuth),
+      inboxPrefix(ServiceName.PluginRegistry),
     );
     this.pool.refill();
   }

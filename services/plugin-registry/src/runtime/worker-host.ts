@@ -130,6 +130,8 @@ export class WorkerPool {
     private readonly spares = 2,
     /** Credentials and TLS for the processes' NATS connections (none: an open server). */
     private readonly natsAuth: WorkerNatsAuth | null = null,
+    /** Where replies to the processes' requests arrive (the registry's own inbox prefix). */
+    private readonly inboxPrefix: string | null = null,
   ) {}
 
   /** A started process for one plugin (a spare when there is one); the spares are topped up. */
@@ -170,7 +172,7 @@ export class WorkerPool {
     mkdirSync(slot, { recursive: true, mode: 0o700 });
     const isolate = startIsolate(
       WORKER_URL,
-      { natsServers: this.natsServers, natsAuth: this.natsAuth !== null },
+      { natsServers: this.natsServers, natsAuth: this.natsAuth !== null, inboxPrefix: this.inboxPrefix },
       this.memoryLimitMb,
       { imports: ["@nats-io/transport-node"], readable: [slot] },
     );

@@ -12,8 +12,11 @@ import type { Bus, Principal } from "@svc/bus";
 import { type Config, DEVELOPMENT_API_KEY } from "@svc/config";
 import type { WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { LRUCache } from "lru-cache";
+
+import { PinnedKeys } from "./jwks-pin.js";
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;
 
@@ -38,6 +41,7 @@ export class Authenticator {
   /** Advanced by every host.api change: a grants fetch that straddles one is not cached. */
   private grantsGeneration = 0;
   private lastKeyRefreshMs = 0;
+  private readonly pinned = new PinnedKeys();
 
   constructor(
     private readonly bus: Bus,
@@ -45,6 +49,7 @@ export class Authenticator {
     private readonly revocations: RevocationList,
     /** Refuses workspace sessions of a deactivated workspace or a suspended tenant (issue 34, item 6). */
     private readonly states?: WorkspaceStates,
+    private readonly log?: Logger,
   ) {
     const b = config.backendHost;
     const keys =
@@ -58,13 +63,23 @@ export class Authenticator {
     });
   }
 
-  /** The public keys, fetched from rbac once and again when a token names a key we do not know. */
+  /**
+   * The public keys, fetched from rbac once and again when a token names a key we do not know; a known key
+   * id keeps its first material (pinned: a reply that changes it is reported, not believed).
+   */
   async jwks(refresh = false): Promise<KeySet> {
     if (this.keySet !== undefined && !refresh) return this.keySet;
     this.keySetLoading ??= this.bus
       .request("rbac.keys.jwks", {})
       .then((jwks) => {
-        this.keySet = createLocalJWKSet(jwks);
+        const { keys, conflicts } = this.pinned.accept(jwks);
+        if (conflicts.length > 0) {
+          this.log?.error(
+            { kids: conflicts },
+            "a JWKS reply changed the key of a known key id: kept the first (a spoofed reply?)",
+          );
+        }
+        this.keySet = createLocalJWKSet(keys);
         return this.keySet;
       })
       .finally(() => {

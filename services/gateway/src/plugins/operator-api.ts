@@ -110,7 +110,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       idempotencyKv = await openIdempotency();
     });
     const trusted = parseTrustedProxies(b.trustedProxies);
-    const authenticator = new Authenticator(bus, config, revocations, new WorkspaceStates(bus, log));
+    const authenticator = new Authenticator(bus, config, revocations, new WorkspaceStates(bus, log), log);
     identity.signedIn = async (request, workspaceKey) => {
       try {
         const principal = await authenticator.authenticate(

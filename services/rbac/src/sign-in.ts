@@ -5,9 +5,9 @@
 import { randomUUID } from "node:crypto";
 
 import { type AccessClaims, filterWorkspaceKeys, SystemRole } from "@svc/access";
-import type { LoginRequest } from "@svc/contracts";
+import { type LoginRequest, refuseClosedWorkspace, workspaceStateOf } from "@svc/contracts";
 import { sql, withRetry } from "@svc/db";
-import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
+import { UnauthenticatedError } from "@svc/errors";
 
 import type { RbacDeps } from "./deps.js";
 import { decoyHash, verifyPassword } from "./passwords.js";
@@ -23,16 +23,9 @@ const INVALID_LOGIN = "Invalid user name or password.";
 async function requireOpenWorkspace(deps: RbacDeps, workspaceKey: string, userId: string): Promise<void> {
   if (!(await isMember(deps.db, workspaceKey, userId))) throw new UnauthenticatedError(INVALID_LOGIN);
   const found = (await deps.tenancy({ workspaceKeys: [workspaceKey], tenantKeys: [] })).workspaces[0];
-  if (found === undefined) throw new UnauthenticatedError(INVALID_LOGIN);
-  if (!found.isActive || !found.tenantIsActive) {
-    throw new SvcError(
-      ErrorCode.Forbidden,
-      found.tenantIsActive
-        ? `Workspace '${workspaceKey}' was deactivated by an operator: no one signs in to it until it is turned on again.`
-        : `The tenant of workspace '${workspaceKey}' is suspended: no one signs in to it until it is resumed.`,
-      { extensions: { rule: found.tenantIsActive ? "workspace-inactive" : "tenant-suspended" } },
-    );
-  }
+  const state = workspaceStateOf(found);
+  if (state === "unknown") throw new UnauthenticatedError(INVALID_LOGIN);
+  refuseClosedWorkspace(workspaceKey, state);
 }
 
 export async function login(deps: RbacDeps, request: LoginRequest) {

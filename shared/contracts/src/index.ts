@@ -64,4 +64,9 @@ export const OPERATOR_ROUTES: readonly RouteContract[] = [
   ...Object.values(webhookRoutes),
   ...Object.values(jobRoutes),
 ];
-export { type WorkspaceState, WorkspaceStates } from "./workspace-states.js";
+export {
+  refuseClosedWorkspace,
+  type WorkspaceState,
+  workspaceStateOf,
+  WorkspaceStates,
+} from "./workspace-states.js";

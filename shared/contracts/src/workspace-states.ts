@@ -14,12 +14,39 @@ import type { Bus, Principal } from "@svc/bus";
 import { ErrorCode, SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
+import type { TenancyLookupReply } from "./subjects.js";
+
 export type WorkspaceState = "active" | "inactive" | "suspended" | "unknown";
 type State = WorkspaceState;
 
 interface Entry {
   readonly state: State;
   readonly atMs: number;
+}
+
+/** A workspace's state from the resolver's tenancy lookup (undefined: the resolver does not know it). */
+export function workspaceStateOf(w: TenancyLookupReply["workspaces"][number] | undefined): WorkspaceState {
+  if (w === undefined) return "unknown";
+  if (!w.tenantIsActive) return "suspended";
+  return w.isActive ? "active" : "inactive";
+}
+
+/** The 403 problem for a turned-off workspace or a suspended tenant: sign-in and every request alike. */
+export function refuseClosedWorkspace(key: string, state: WorkspaceState): void {
+  if (state === "inactive") {
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      `Workspace '${key}' was deactivated by an operator: its sign-ins and sessions are refused until it is turned on again.`,
+      { extensions: { rule: "workspace-inactive" } },
+    );
+  }
+  if (state === "suspended") {
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      `The tenant of workspace '${key}' is suspended: its sign-ins and sessions are refused until it is resumed.`,
+      { extensions: { rule: "tenant-suspended" } },
+    );
+  }
 }
 
 export class WorkspaceStates {
@@ -42,22 +69,7 @@ export class WorkspaceStates {
   /** Throws a 403 problem when the principal's workspace is off or its tenant suspended. */
   async check(principal: Principal): Promise<void> {
     if (principal.scope !== "workspace" || principal.workspaceKey === null) return;
-    const key = principal.workspaceKey;
-    const state = await this.state(key);
-    if (state === "inactive") {
-      throw new SvcError(
-        ErrorCode.Forbidden,
-        `Workspace '${key}' was deactivated by an operator: its sessions are refused until it is turned on again.`,
-        { extensions: { rule: "workspace-inactive" } },
-      );
-    }
-    if (state === "suspended") {
-      throw new SvcError(
-        ErrorCode.Forbidden,
-        `The tenant of workspace '${key}' is suspended: its sessions are refused until it is resumed.`,
-        { extensions: { rule: "tenant-suspended" } },
-      );
-    }
+    refuseClosedWorkspace(principal.workspaceKey, await this.state(principal.workspaceKey));
   }
 
   /** The workspace's state (cached); `unknown` for a workspace the resolver does not know. */
@@ -85,10 +97,7 @@ export class WorkspaceStates {
         { workspaceKeys: [key], tenantKeys: [] },
         { timeoutMs: 2_000 },
       );
-      const w = found.workspaces[0];
-      if (w === undefined) return "unknown";
-      if (!w.tenantIsActive) return "suspended";
-      return w.isActive ? "active" : "inactive";
+      return workspaceStateOf(found.workspaces[0]);
     } catch (error) {
       this.log.warn({ err: error, workspaceKey: key }, "workspace state unavailable: the last known applies");
       return lastKnown;

@@ -127,8 +127,33 @@ export function parseReceiverKey(receiver: string): { workspaceKey: string | nul
   return { workspaceKey: workspace === "platform" ? null : workspace, origin: receiver.slice(at + 1) };
 }
 
+/**
+ * Lets a POST to a receiver through the receiver's circuit (deliveries and flows' http actions alike):
+ * returns whether it is the half-open circuit's trial; an open circuit defers the job without spending an
+ * attempt (the receiver is not tried).
+ */
+export async function admitThroughCircuit(breaker: CircuitBreaker, receiver: string): Promise<boolean> {
+  const admission = await breaker.admit(receiver);
+  if (!admission.allowed) throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs);
+  return admission.trial;
+}
+
+/**
+ * Records a POST's outcome on the receiver's circuit; a success that closed an opened circuit makes the
+ * jobs that waited for it due now.
+ */
+export async function recordOnCircuit(
+  deps: { readonly db: Db; readonly breaker: CircuitBreaker },
+  receiver: string,
+  succeeded: boolean,
+  trial: boolean,
+): Promise<void> {
+  if (!succeeded) return deps.breaker.recordFailure(receiver);
+  if (await deps.breaker.recordSuccess(receiver, trial)) await wakeDeferred(deps.db, receiver);
+}
+
 /** Makes the deliveries deferred by this receiver's circuit due now. */
-export async function wakeDeferred(db: Db, receiver: string): Promise<void> {
+async function wakeDeferred(db: Db, receiver: string): Promise<void> {
   await db.query(sql`
     UPDATE job_reaper.jobs SET run_at = now()
     WHERE type = 'webhook.deliver' AND status = 'Pending' AND last_error = ${`circuit open for ${receiver}`}`);
@@ -165,23 +190,22 @@ async function attempt(
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
   // Spec 3.2: a disabled or deleted subscription's queued delivery does nothing.
   if (sub === null || !sub.is_active) return count("skipped");
-  try {
-    await deferWhilePaused(deps, sub.workspace_key);
-  } catch (error) {
-    count("deferred");
-    throw error;
-  }
+  // A paused workspace or an open circuit defers the delivery without spending one of its attempts.
+  const deferring = async <T>(check: () => Promise<T>): Promise<T> => {
+    try {
+      return await check();
+    } catch (error) {
+      count("deferred");
+      throw error;
+    }
+  };
+  await deferring(() => deferWhilePaused(deps, sub.workspace_key));
 
   const url = new URL(sub.target_url);
   // One circuit per workspace and receiver origin: one tenant's failing endpoint never pauses another
   // tenant's deliveries to the same origin.
   const receiver = receiverKey(sub.workspace_key, url.origin);
-  // An open circuit defers the delivery without spending one of its attempts (the receiver was not tried).
-  const admission = await deps.breaker.admit(receiver);
-  if (!admission.allowed) {
-    count("deferred");
-    throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs);
-  }
+  const trial = await deferring(() => admitThroughCircuit(deps.breaker, receiver));
 
   const data = await shownData(deps, p.data, sub.include_sensitive_data);
   const delivery: WebhookDelivery = {
@@ -213,18 +237,14 @@ async function attempt(
     }
     timer({ outcome: "failed" });
     count("failed");
-    await deps.breaker.recordFailure(receiver);
+    await recordOnCircuit(deps, receiver, false, trial);
     throw error;
   }
   const delivered = status >= 200 && status < 300;
   timer({ outcome: delivered ? "delivered" : "failed" });
   count(delivered ? "delivered" : "failed");
-  if (delivered) {
-    // A successful trial closed the circuit: the deliveries waiting for it may go now.
-    if (await deps.breaker.recordSuccess(receiver, admission.trial)) await wakeDeferred(deps.db, receiver);
-    return;
-  }
-  await deps.breaker.recordFailure(receiver);
+  await recordOnCircuit(deps, receiver, delivered, trial);
+  if (delivered) return;
   const message = `receiver answered ${status}`;
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }

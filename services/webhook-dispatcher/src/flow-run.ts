@@ -14,19 +14,20 @@ import { createHash } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, DeferJobError, defineJobType, PermanentJobError } from "@svc/jobs";
+import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
 import { WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import {
+  admitThroughCircuit,
   deferWhilePaused,
   type OutboundDeps,
   postJson,
   receiverKey,
+  recordOnCircuit,
   shownData,
   signature,
-  wakeDeferred,
 } from "./deliver.js";
 import { DEFAULT_NOTIFY_PERMISSION, FLOW_EVENT_PREFIX, mayPublish, type StoredAction } from "./flows.js";
 import type { WebhookMetrics } from "./metrics.js";
@@ -184,20 +185,18 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       // The receiver's circuit, shared with deliveries to the same origin from the same workspace: an
       // open circuit defers the run (the steps done stay done) without spending an attempt.
       const receiver = receiverKey(p.workspaceKey, url.origin);
-      const admission = await deps.breaker.admit(receiver);
-      if (!admission.allowed) throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs);
+      const trial = await admitThroughCircuit(deps.breaker, receiver);
       let response: Awaited<ReturnType<typeof postJson>>;
       try {
         response = await postJson(deps, url, body, headers);
       } catch (error) {
-        if (!(error instanceof PermanentJobError)) await deps.breaker.recordFailure(receiver);
+        // A refused target is not the receiver's failure.
+        if (!(error instanceof PermanentJobError)) await recordOnCircuit(deps, receiver, false, trial);
         throw error;
       }
-      if (response.status < 200 || response.status >= 300) {
-        await deps.breaker.recordFailure(receiver);
-        throw new Error(`${action.url} answered ${response.status}`);
-      }
-      if (await deps.breaker.recordSuccess(receiver, admission.trial)) await wakeDeferred(deps.db, receiver);
+      const succeeded = response.status >= 200 && response.status < 300;
+      await recordOnCircuit(deps, receiver, succeeded, trial);
+      if (!succeeded) throw new Error(`${action.url} answered ${response.status}`);
       return;
     }
     case "publish":

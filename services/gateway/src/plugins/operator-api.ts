@@ -272,12 +272,12 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return result.body === undefined ? reply.send() : reply.send(result.body);
     }
 
-    app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {
-      let decision;
+    /** One sign-in attempt counted exactly, per client or per account; 503 without the shared counter. */
+    const countSignIn = async (policy: "auth" | "account", who: string) => {
       try {
         // Fail fast while NATS is down: the shared counter (and rbac) cannot be reached.
         if (!isNatsConnected(nc)) throw new Error("the NATS connection is down");
-        decision = await limits.hitExact("auth", client(request));
+        return await limits.hitExact(policy, who);
       } catch (err) {
         // Fail closed: without the shared counter, sign-in could be brute-forced across replicas.
         log.warn({ error: (err as Error).message }, "login rate limiter unavailable");
@@ -285,6 +285,10 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           extensions: { service: "rate-limiter" },
         });
       }
+    };
+
+    app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {
+      const decision = await countSignIn("auth", client(request));
       void reply.headers(rateLimitHeaders("auth", decision));
       if (!decision.allowed) throw new RateLimitedError("auth");
       const body = request.body as {
@@ -301,15 +305,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       }
       // Per account too (issue 34, item 9): guessing one account's password from many addresses is
       // limited as guessing from one. User names compare case-insensitively, so the count does too.
-      let forAccount;
-      try {
-        forAccount = await limits.hitExact("account", userName.trim().toLowerCase());
-      } catch (err) {
-        log.warn({ error: (err as Error).message }, "login rate limiter unavailable");
-        throw new SvcError(ErrorCode.ServiceUnavailable, "Sign-in is unavailable; try again shortly.", {
-          extensions: { service: "rate-limiter" },
-        });
-      }
+      const forAccount = await countSignIn("account", userName.trim().toLowerCase());
       if (!forAccount.allowed) {
         throw new SvcError(
           ErrorCode.RateLimited,

@@ -12,7 +12,7 @@
  * plugin in their workspace's chain; platform operators may assign any entitled plugin.
  */
 import type { TenancyLookupReply, TenancyLookupRequest } from "@svc/contracts";
-import { type Db, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { type Db, join, type Listing, type Queries, readPage, type Sql, sql, toPage } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 
 import type { HandlerWith, PluginDeps, RouteName } from "./common.js";
@@ -351,22 +351,26 @@ export async function inEntitledChain(db: Queries, pluginId: string, workspaceKe
  * workspace of the same key deleted while the registry missed it) is not its own, and goes. Returns how
  * many rows went.
  */
-export async function forgetForeign(db: Db, workspaceKey: string, tenantKey: string): Promise<number> {
+export function forgetForeign(db: Db, workspaceKey: string, tenantKey: string): Promise<number> {
+  return deleteRows(db, [
+    sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ${workspaceKey} AND tenant_key <> ${tenantKey}`,
+    sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ${workspaceKey} AND tenant_key <> ${tenantKey}`,
+  ]);
+}
+
+/** Runs the deletes in one transaction; returns how many rows went. */
+function deleteRows(db: Db, statements: readonly Sql[]): Promise<number> {
   return db.transaction(async (tx) => {
     let deleted = 0;
-    for (const statement of [
-      sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ${workspaceKey} AND tenant_key <> ${tenantKey}`,
-      sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ${workspaceKey} AND tenant_key <> ${tenantKey}`,
-    ]) {
-      deleted += (await tx.query(statement)).rowCount ?? 0;
-    }
+    for (const statement of statements) deleted += (await tx.query(statement)).rowCount ?? 0;
     return deleted;
   });
 }
 
 /**
- * Workspaces or tenants were deleted (the resolver's `workspace.deleted` and `tenant.deleted`): their chains, theme choices and values,
- * grants and delegations go too. Returns how many rows went (0 on the replicas that came second).
+ * Workspaces or tenants were deleted (the resolver's `workspace.deleted` and `tenant.deleted`): their
+ * chains, theme choices and values, grants and delegations go too. Returns how many rows went (0 on the
+ * replicas that came second).
  */
 export async function forgetDeleted(
   db: Db,
@@ -375,20 +379,14 @@ export async function forgetDeleted(
 ): Promise<number> {
   const wks = [...workspaceKeys];
   const tks = [...tenantKeys];
-  return db.transaction(async (tx) => {
-    let deleted = 0;
-    for (const statement of [
-      sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ANY(${wks}::text[])`,
-      sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ANY(${wks}::text[])`,
-      sql`DELETE FROM plugin_registry.theme_values WHERE workspace_key = ANY(${wks}::text[])`,
-      sql`
-          DELETE FROM plugin_registry.entitlements
-          WHERE (subject_type = 'workspace' AND subject_key = ANY(${wks}::text[]))
-             OR (subject_type = 'tenant' AND subject_key = ANY(${tks}::text[]))`,
-      sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ANY(${tks}::text[])`,
-    ]) {
-      deleted += (await tx.query(statement)).rowCount ?? 0;
-    }
-    return deleted;
-  });
+  return deleteRows(db, [
+    sql`DELETE FROM plugin_registry.workspace_plugins WHERE workspace_key = ANY(${wks}::text[])`,
+    sql`DELETE FROM plugin_registry.workspace_themes WHERE workspace_key = ANY(${wks}::text[])`,
+    sql`DELETE FROM plugin_registry.theme_values WHERE workspace_key = ANY(${wks}::text[])`,
+    sql`
+      DELETE FROM plugin_registry.entitlements
+      WHERE (subject_type = 'workspace' AND subject_key = ANY(${wks}::text[]))
+         OR (subject_type = 'tenant' AND subject_key = ANY(${tks}::text[]))`,
+    sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ANY(${tks}::text[])`,
+  ]);
 }

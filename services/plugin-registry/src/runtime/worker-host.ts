@@ -74,11 +74,6 @@ function linkTree(from: string, to: string): void {
 }
 
 /**
- * Starts plugin processes with the same limits and keeps `spares` started in advance. Each process may
- * read only its own slot, a folder under `slotsDir` (isolate.ts confines it); the plugin it serves is
- * linked into that slot when it is loaded, so a plugin reads its own files and no other plugin's.
- */
-/**
  * What a plugin process authenticates to NATS with: the contents of the service's credentials and TLS
  * files (the process cannot read them itself), sent over IPC when it starts, never in its arguments.
  * Until plugins get credentials of their own (issue 23, item 3) these are the registry's.
@@ -117,6 +112,11 @@ export function workerNatsAuth(auth: NatsAuth): WorkerNatsAuth | null {
   return Object.keys(out).length > 0 ? out : null;
 }
 
+/**
+ * Starts plugin processes with the same limits and keeps `spares` started in advance. Each process may
+ * read only its own slot, a folder under `slotsDir` (isolate.ts confines it); the plugin it serves is
+ * linked into that slot when it is loaded, so a plugin reads its own files and no other plugin's.
+ */
 export class WorkerPool {
   private readonly ready: PluginProcess[] = [];
   private closed = false;

@@ -219,10 +219,7 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
     for (const s of streamApi(`OBJ_${store}`)) publish.add(s);
     if (access === "write") publish.add(`$O.${store}.>`);
   }
-  if (needs.servesPlugins) {
-    subscribe.add(`${p}.plugins.>`);
-    publish.add(`${p}.events.>`);
-  }
+  if (needs.servesPlugins) subscribe.add(`${p}.plugins.>`);
   // No one forges another service's broadcast, deletes a stream, or purges one: not the events, not a
   // bucket (the revocations), not an object store it does not write (deleting an object purges its
   // chunks, so a writer may purge its own store).

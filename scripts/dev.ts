@@ -80,15 +80,23 @@ async function ensureNats(url: string): Promise<void> {
         "  or download it from the NATS project's releases, put it on PATH, and run make dev again.",
     );
   }
-  const storeDir = join(stateDir, "nats");
-  mkdirSync(storeDir, { recursive: true });
   say(`NATS: starting ${binary} -js on ${host}:${port}`);
+  await startNatsServer(binary, host, port, "nats");
+}
+
+/** Starts nats-server with JetStream (data in `.dev/<store>`, `extra` arguments before the rest). */
+async function startNatsServer(
+  binary: string,
+  host: string,
+  port: number,
+  store: string,
+  extra: readonly string[] = [],
+): Promise<void> {
+  const storeDir = join(stateDir, store);
+  mkdirSync(storeDir, { recursive: true });
   // Own process group: a terminal's Ctrl-C reaches only this script, which stops things in order.
-  const child = spawn(binary, ["-js", "-a", host, "-p", String(port), "-sd", storeDir], {
-    stdio: "ignore",
-    detached: true,
-  });
-  servers.push(child);
+  const args = [...extra, "-js", "-a", host, "-p", String(port), "-sd", storeDir];
+  servers.push(spawn(binary, args, { stdio: "ignore", detached: true }));
   await waitFor("nats-server", () => tcpReachable(host, port), 10_000);
 }
 
@@ -184,17 +192,10 @@ async function startSecureNats(
   const authDir = join(stateDir, "nats-auth");
   const conf = writeNatsAuth(authDir, prefix, eventsStream);
   const port = await freePort();
-  const storeDir = join(stateDir, "nats-secure");
-  mkdirSync(storeDir, { recursive: true });
   say(
     `NATS (SECURE=1): starting ${binary} -js on 127.0.0.1:${port} with ${conf}: each service on its own user`,
   );
-  const child = spawn(binary, ["-c", conf, "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
-    stdio: "ignore",
-    detached: true,
-  });
-  servers.push(child);
-  await waitFor("the secure nats-server", () => tcpReachable("127.0.0.1", port), 10_000);
+  await startNatsServer(binary, "127.0.0.1", port, "nats-secure", ["-c", conf]);
   return { url: `nats://127.0.0.1:${port}`, seed: (service) => join(authDir, `${service}.nk`) };
 }
 

@@ -10,7 +10,8 @@
  * `SECURE=1` (issue 23, item 7): the production shape of the bus. A nats-server of its own (on a free
  * port, data under `.dev/nats-secure/`) runs with the authorization `make nats-auth` writes
  * (`.dev/nats-auth/`, seeds kept between runs), and each service connects as its own user, with its own
- * permissions. Without it, the open local server as before.
+ * permissions; the plugin processes connect as the plugins user (`plugins.nk`), never as the registry.
+ * Without it, the open local server as before.
  */
 // Registers the gateway's settings, so that GATEWAY_PORT is read (and checked) here too.
 import "@svc/service-gateway";
@@ -275,7 +276,14 @@ try {
   for (const service of SERVICES) {
     startService(
       service,
-      bus === undefined ? env : { ...env, NATS_URL: bus.url, NATS_NKEY_SEED_FILE: bus.seed(service) },
+      bus === undefined
+        ? env
+        : {
+            ...env,
+            NATS_URL: bus.url,
+            NATS_NKEY_SEED_FILE: bus.seed(service),
+            ...(service === "plugin-registry" ? { NATS_PLUGIN_NKEY_SEED_FILE: bus.seed("plugins") } : {}),
+          },
     );
   }
 

@@ -10,7 +10,13 @@
  * JWT per service signed by it, with the same permissions; the folder gets `nats-operator.conf` (operator
  * mode with the memory resolver, the account preloaded), `<service>.creds` for each service
  * (NATS_CREDS_FILE), and the operator's, account's and signing key's seeds (`*.nk`: keep them offline;
- * the signing key is what issues and rotates users). A new run makes new keys.
+ * the signing key is what issues and rotates users). A second signing key of the account,
+ * `plugin-signing.nk`, is the plugin registry's (NATS_PLUGIN_SIGNING_KEY_FILE, with the account's public
+ * key from `account.pub` as NATS_PLUGIN_ACCOUNT): with it the registry mints a short-lived user per plugin
+ * activation and for external backends (issue 23, items 3 and 4). A new run makes new keys.
+ *
+ * The static model also writes `plugins.nk`, the one user all plugin processes share
+ * (NATS_PLUGIN_NKEY_SEED_FILE of the registry).
  *
  * Usage: node --import tsx scripts/nats-auth.ts [--out <dir>] [--prefix svc] [--events-stream SVC_EVENTS]
  *          [--model static|decentralized]
@@ -40,6 +46,7 @@ export async function writeDecentralizedAuth(
   const system = createAccount();
   const account = createAccount();
   const signer = createAccount();
+  const pluginSigner = createAccount();
   // JetStream in operator mode needs the server's system account.
   const operatorJwt = await encodeOperator("svc-operator", operator, {
     system_account: system.getPublicKey(),
@@ -64,7 +71,7 @@ export async function writeDecentralizedAuth(
         streams: -1,
         consumer: -1,
       },
-      signing_keys: [signer.getPublicKey()],
+      signing_keys: [signer.getPublicKey(), pluginSigner.getPublicKey()],
     },
     { signer: operator },
   );
@@ -79,6 +86,8 @@ export async function writeDecentralizedAuth(
   writeFileSync(join(out, "operator.nk"), seedText(operator), { mode: 0o600 });
   writeFileSync(join(out, "account.nk"), seedText(account), { mode: 0o600 });
   writeFileSync(join(out, "account-signing.nk"), seedText(signer), { mode: 0o600 });
+  writeFileSync(join(out, "plugin-signing.nk"), seedText(pluginSigner), { mode: 0o600 });
+  writeFileSync(join(out, "account.pub"), `${account.getPublicKey()}\n`, { mode: 0o644 });
   const conf = join(out, "nats-operator.conf");
   writeFileSync(
     conf,
@@ -103,8 +112,8 @@ export async function writeDecentralizedAuth(
 /** Writes the configuration and the seeds into `out`; returns the configuration's path. */
 export function writeNatsAuth(out: string, prefix: string, eventsStream: string): string {
   mkdirSync(out, { recursive: true, mode: 0o700 });
-  const publicKeys = {} as Record<ServiceName, string>;
-  for (const service of Object.keys(SERVICE_NEEDS) as ServiceName[]) {
+  const publicKeys = {} as Record<ServiceName | "plugins", string>;
+  for (const service of [...(Object.keys(SERVICE_NEEDS) as ServiceName[]), "plugins" as const]) {
     const file = join(out, `${service}.nk`);
     const pair = existsSync(file)
       ? fromSeed(new TextEncoder().encode(readFileSync(file, "utf8").trim()))
@@ -133,7 +142,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       : writeNatsAuth(resolve(values.out), values.prefix, values["events-stream"]);
   process.stdout.write(
     values.model === "decentralized"
-      ? `wrote ${conf} and a .creds per service (${Object.keys(SERVICE_NEEDS).join(", ")}); start nats-server with the file and give each service NATS_CREDS_FILE=<its .creds>\n`
-      : `wrote ${conf} and a seed per service (${Object.keys(SERVICE_NEEDS).join(", ")}); include the file in the nats-server configuration and give each service NATS_NKEY_SEED_FILE=<its .nk>\n`,
+      ? `wrote ${conf} and a .creds per service (${Object.keys(SERVICE_NEEDS).join(", ")}); start nats-server with the file, give each service NATS_CREDS_FILE=<its .creds>, and the plugin registry NATS_PLUGIN_SIGNING_KEY_FILE=plugin-signing.nk and NATS_PLUGIN_ACCOUNT=<account.pub>\n`
+      : `wrote ${conf} and a seed per service (${Object.keys(SERVICE_NEEDS).join(", ")}) and for the plugins; include the file in the nats-server configuration, give each service NATS_NKEY_SEED_FILE=<its .nk>, and the plugin registry NATS_PLUGIN_NKEY_SEED_FILE=plugins.nk\n`,
   );
 }

@@ -3,7 +3,8 @@
  * requires TLS with client certificates (a test CA made with openssl) and a user and password; the
  * services, the plugin runtime's processes included, connect with NATS_URL=tls://…, NATS_USER,
  * NATS_PASSWORD_FILE and NATS_TLS_*, and the main flows work: sign-in, operator routes, a plugin installed,
- * activated and answering its route from its own process. A client with no credentials, or the wrong
+ * activated and answering its route from its own process (which connects as the plugins' own user with
+ * their own client certificate, never the registry's: issue 23, item 3). A client with no credentials, or the wrong
  * ones, is refused; a service given wrong credentials exits with status 78, naming why. An nkey seed and
  * a token connect too.
  */
@@ -35,6 +36,8 @@ const dir = mkdtempSync(join(tmpdir(), "svc-nats-auth-"));
 const nats = new OwnNatsServer();
 const PASSWORD = "a-long-nats-password-for-tests";
 const seedUser = createUser();
+/** The plugin processes' own user and client certificate (never the registry's). */
+const pluginUser = createUser();
 const file = (name: string) => join(dir, name);
 
 /** A test CA, the server's certificate for `nats.test` and a client certificate, made with openssl. */
@@ -60,6 +63,7 @@ function makeCertificates(): void {
   for (const [name, cn, ext] of [
     ["server", "nats.test", "subjectAltName=DNS:nats.test"],
     ["client", "svc-service", "extendedKeyUsage=clientAuth"],
+    ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
   ] as const) {
     ssl(
       "req",
@@ -115,6 +119,7 @@ authorization {
   users = [
     { user: svc, password: "${PASSWORD}" }
     { nkey: ${seedUser.getPublicKey()} }
+    { nkey: ${pluginUser.getPublicKey()}, permissions: { subscribe: ["${h.env.SVC_SUBJECT_PREFIX as string}.plugins.*.http"], publish: { deny: [">"] }, allow_responses: true } }
   ]
 }
 `);
@@ -133,7 +138,13 @@ authorization {
   };
   await h.start(rbacService, env);
   await h.start(resolverService, env);
-  await h.start(pluginRegistryService, env);
+  writeFileSync(file("plugins.nk"), new TextDecoder().decode(pluginUser.getSeed()));
+  await h.start(pluginRegistryService, {
+    ...env,
+    NATS_PLUGIN_NKEY_SEED_FILE: file("plugins.nk"),
+    NATS_PLUGIN_TLS_CERT_FILE: file("plugin.pem"),
+    NATS_PLUGIN_TLS_KEY_FILE: file("plugin.key"),
+  });
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
 }, 60_000);

@@ -8,8 +8,15 @@
  * delivered to a webhook receiver); a client with no credentials is refused, and a service's user trying
  * a subject outside its list is refused by the server: the gateway answering rbac's JWKS subject, the
  * dispatcher forging a broadcast, writing the revocation bucket or purging it.
+ *
+ * Item 3: the plugin processes never use the registry's credentials. With static auth they are the one
+ * plugins user; with decentralized auth the registry mints a user per activation (here living 5 s, so the
+ * plugin is seen answering after a renewal). A plugin's user may take its own route subject and publish
+ * only its declared events (decentralized) or nothing (static); everything else is refused by the server.
+ * A plugin user that may not take its route (a misconfigured seed) makes the activation fail, said with
+ * the plugin's id, and the platform goes on.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -21,6 +28,7 @@ import {
   type PermissionViolationError,
 } from "@nats-io/transport-node";
 import { isNatsAuthError } from "@svc/bus";
+import { pluginInboxPrefix, SHARED_PLUGIN_INBOX } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
@@ -30,6 +38,8 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
+import { PluginCredentials } from "../services/plugin-registry/src/runtime/plugin-credentials.js";
+import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
@@ -68,6 +78,17 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       ? { NATS_NKEY_SEED_FILE: join(dir, `${service}.nk`) }
       : { NATS_CREDS_FILE: join(dir, `${service}.creds`) };
 
+  /** How the registry gives plugin processes credentials of their own. */
+  const pluginCredentials = (): Record<string, string> =>
+    model === "static"
+      ? { NATS_PLUGIN_NKEY_SEED_FILE: join(dir, "plugins.nk") }
+      : {
+          NATS_PLUGIN_SIGNING_KEY_FILE: join(dir, "plugin-signing.nk"),
+          NATS_PLUGIN_ACCOUNT: readFileSync(join(dir, "account.pub"), "utf8").trim(),
+          // Short, so that the test sees the plugin answer on a renewed user.
+          NATS_PLUGIN_CREDENTIAL_TTL_SECONDS: "5",
+        };
+
   /** A connection as one service's user. */
   const connectAs = (service: string) =>
     connect({
@@ -100,7 +121,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const as = (service: string) => ({ ...common, ...credential(service) });
     await h.start(rbacService, as("rbac"));
     await h.start(resolverService, as("resolver"));
-    await h.start(pluginRegistryService, as("plugin-registry"));
+    await h.start(pluginRegistryService, { ...as("plugin-registry"), ...pluginCredentials() });
     await h.start(webhookDispatcherService, as("webhook-dispatcher"));
     await h.start(jobReaperService, as("job-reaper"));
     base = (await h.start(gatewayService, as("gateway"))).hooks.httpAddress as string;
@@ -147,6 +168,14 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     expect((await api("GET", "/api/jobs", operator)).status).toBe(200);
     expect((await api("GET", "/api/config/effective", operator)).status).toBe(200);
     await installAndGreet(base, operator);
+    if (model === "decentralized") {
+      // Past the first minted user's expiry: the plugin answers on the renewed one.
+      await new Promise((r) => setTimeout(r, 6_000));
+      for (let i = 0; i < 5; i++) {
+        const again = await api("GET", "/api/plugins/hello/greeting", operator);
+        expect(again.status, again.text).toBe(200);
+      }
+    }
     await receiver.waitFor(1, 15_000);
     expect(JSON.parse(receiver.received[0]?.body ?? "{}")).toMatchObject({ event: "workspace.created" });
     // Uninstalled again (the next model's server starts with an empty store; the database is shared).
@@ -154,6 +183,113 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     // Nothing any service did along the way was refused.
     expect(nats.log().filter((line) => /(Publish|Subscription) Violation/.test(line))).toEqual([]);
   }, 60_000);
+
+  it("gives a plugin's user its own subjects and nothing else", async () => {
+    const events = ["hello.greeted"];
+    const plugin =
+      model === "static"
+        ? await connect({
+            servers: nats.url,
+            reconnect: false,
+            inboxPrefix: SHARED_PLUGIN_INBOX,
+            authenticator: nkeyAuthenticator(
+              new TextEncoder().encode(readFileSync(join(dir, "plugins.nk"), "utf8").trim()),
+            ),
+          })
+        : await connect({
+            servers: nats.url,
+            reconnect: false,
+            inboxPrefix: pluginInboxPrefix("hello"),
+            authenticator: credsAuthenticator(
+              new TextEncoder().encode(
+                (
+                  await new PluginCredentials(
+                    {
+                      subjectPrefix: prefix,
+                      natsPluginSigningKeyFile: join(dir, "plugin-signing.nk"),
+                      natsPluginAccount: readFileSync(join(dir, "account.pub"), "utf8").trim(),
+                      natsPluginNkeySeedFile: null,
+                      natsPluginCredentialTtlSeconds: 60,
+                      natsPluginTlsCertFile: null,
+                      natsPluginTlsKeyFile: null,
+                    },
+                    {},
+                  ).mint("hello", events)
+                ).creds,
+              ),
+            ),
+          });
+    // Its own route subject, in its queue group: taken.
+    expect(
+      await violation(plugin, () =>
+        plugin.subscribe(`${prefix}.plugins.hello.http`, { queue: "plugin.hello" }),
+      ),
+    ).toBeNull();
+    // The platform's subjects, the other services' replies, a bucket, the stream API: refused.
+    for (const subject of [`${prefix}.rbac.>`, `${prefix}.>`, "_INBOX.>", "_INBOX_rbac.>"]) {
+      const refused = await violation(plugin, () => plugin.subscribe(subject));
+      expect(refused, subject).toMatchObject({ operation: "subscription", subject });
+    }
+    for (const subject of [
+      `$JS.API.STREAM.INFO.KV_${prefix}_revoked_sessions`,
+      `$KV.${prefix}_revoked_sessions.someone`,
+      `$JS.API.DIRECT.GET.KV_${prefix}_config`,
+      `${prefix}.rbac.users.create`,
+      `${prefix}.events.user.deleted`,
+      `${prefix}.events.hello.not-declared`,
+    ]) {
+      const refused = await violation(plugin, () => plugin.publish(subject, "{}"));
+      expect(refused, subject).toMatchObject({ operation: "publish", subject });
+    }
+    // A declared event: published to the stream with decentralized auth (a user per plugin knows its
+    // events); the one shared user of the static model publishes none (in-process plugins go through the
+    // host, which checks the name).
+    const declared = await violation(plugin, () => plugin.publish(`${prefix}.events.hello.greeted`, "{}"));
+    if (model === "static") expect(declared).toMatchObject({ operation: "publish" });
+    else expect(declared).toBeNull();
+    await plugin.close();
+  });
+
+  it("fails an activation whose plugin user may not take its route, with the plugin's id, and goes on", async () => {
+    const lines: Array<{ fields: unknown; message: string }> = [];
+    const capture = (fields: unknown, message: string) => lines.push({ fields, message });
+    const log = { debug: capture, info: capture, warn: capture, error: capture } as never;
+    // The job reaper's user given as the plugins' (a misconfiguration): it may not subscribe plugin subjects.
+    const wrong = readFileSync(join(dir, model === "static" ? "job-reaper.nk" : "job-reaper.creds"), "utf8");
+    const work = mkdtempSync(join(tmpdir(), "svc-plugin-user-"));
+    mkdirSync(join(work, "plugin"));
+    writeFileSync(join(work, "plugin", "index.mjs"), "export class Plugin { greet() { return {}; } }\n");
+    const pool = new WorkerPool(64, [nats.url], join(work, "slots"), 0, {
+      kind: "shared",
+      auth: model === "static" ? { seed: wrong.trim() } : { creds: wrong },
+      inboxPrefix: SHARED_PLUGIN_INBOX,
+    });
+    const host = new WorkerHost(pool, {
+      pluginId: "misconfigured",
+      version: "1.0.0",
+      root: join(work, "plugin"),
+      entryFile: "index.mjs",
+      entryTypeName: "Plugin",
+      hangTimeoutMs: 2_000,
+      memoryLimitMb: 64,
+      startTimeoutMs: 10_000,
+      serve: { subject: `${prefix}.plugins.misconfigured.http`, queue: "plugin.misconfigured" },
+      log,
+      publish: async () => undefined,
+      onFailure: () => undefined,
+    });
+    await expect(host.ready).rejects.toThrow(/NATS refused the plugin's subscription/);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        fields: expect.objectContaining({ pluginId: "misconfigured" }),
+        message: expect.stringMatching(/NATS refused a subscription/),
+      }),
+    );
+    await pool.close();
+    rmSync(work, { recursive: true, force: true });
+    // The platform goes on.
+    expect((await bearerApi(() => base)("GET", "/api/jobs", operator)).status).toBe(200);
+  });
 
   it("refuses a client without credentials", async () => {
     const refused = await connect({ servers: nats.url, reconnect: false }).then(

@@ -11,8 +11,10 @@ import { eventually } from "./wait.js";
  */
 export async function installAndGreet(base: string, token: string): Promise<void> {
   const api = bearerApi(() => base);
-  expect((await installPackage(base, token, await examplePackage())).status).toBe(201);
-  expect((await api("POST", "/api/plugins/hello/activate", token)).status).toBe(200);
+  const installed = await installPackage(base, token, await examplePackage());
+  expect(installed.status, installed.text).toBe(201);
+  const activated = await api("POST", "/api/plugins/hello/activate", token);
+  expect(activated.status, activated.text).toBe(200);
   const greeted = await eventually(
     () => api("GET", "/api/plugins/hello/greeting", token),
     (r) => r.status === 200,

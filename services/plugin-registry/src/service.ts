@@ -12,6 +12,7 @@ import * as entitlements from "./entitlements.js";
 import * as plugins from "./plugins.js";
 import * as reports from "./reports.js";
 import { ExtractionCache } from "./runtime/cache.js";
+import { PluginCredentials } from "./runtime/plugin-credentials.js";
 import { SurfaceRenderer } from "./runtime/renderer.js";
 import { PluginRuntime } from "./runtime/runtime.js";
 import { UiManifestPublisher } from "./runtime/ui-manifest.js";
@@ -44,7 +45,7 @@ export const pluginRegistryService: ServiceDefinition = {
     const cache = new ExtractionCache(store, config.backendHost, HOST_VERSION);
     const runtime = new PluginRuntime({
       natsUrl: config.natsUrl,
-      natsAuth: natsAuthOf(config),
+      credentials: new PluginCredentials(config, natsAuthOf(config)),
       prefix: config.subjectPrefix,
       cache,
       settings: config.backendHost,

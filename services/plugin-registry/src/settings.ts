@@ -1,5 +1,6 @@
 /** The plugin registry's settings (spec 5.7): trusted signers, revocations, unsigned plugins, limits. */
 import { createPublicKey, type KeyObject } from "node:crypto";
+import { accessSync, constants } from "node:fs";
 
 import { defineSettings, setting, type SettingsOf } from "@svc/config";
 import { fingerprintOf } from "@svc/plugin-package";
@@ -15,7 +16,37 @@ const SIGNERS = "BackendHost:TrustedSigners";
 
 export const pluginRegistrySettings = defineSettings({
   owner: "plugin-registry",
-  top: {},
+  top: {
+    // How plugin processes authenticate to NATS (issue 23, item 3): never with the registry's own
+    // credentials. None of these: plugin processes connect with no credentials (an open server).
+    natsPluginSigningKeyFile: setting.optionalString(
+      "NATS_PLUGIN_SIGNING_KEY_FILE",
+      "seed (`SA…`) of an account signing key: the registry mints a short-lived NATS user per plugin activation and for external backends, allowed only that plugin's subjects (decentralized auth; with NATS_PLUGIN_ACCOUNT)",
+    ),
+    natsPluginAccount: setting.optionalString(
+      "NATS_PLUGIN_ACCOUNT",
+      "public key (`A…`) of the account NATS_PLUGIN_SIGNING_KEY_FILE signs for (`account.pub` of `make nats-auth MODEL=decentralized`)",
+    ),
+    natsPluginNkeySeedFile: setting.optionalString(
+      "NATS_PLUGIN_NKEY_SEED_FILE",
+      "seed (`SU…`) of the one NATS user every plugin process shares (static auth: `plugins.nk` of `make nats-auth`)",
+    ),
+    natsPluginTlsCertFile: setting.optionalString(
+      "NATS_PLUGIN_TLS_CERT_FILE",
+      "client certificate (PEM) plugin processes present to a NATS server that verifies clients (never the registry's own)",
+    ),
+    natsPluginTlsKeyFile: setting.optionalString(
+      "NATS_PLUGIN_TLS_KEY_FILE",
+      "the plugin client certificate's private key (PEM)",
+    ),
+    natsPluginCredentialTtlSeconds: setting.int(
+      "NATS_PLUGIN_CREDENTIAL_TTL_SECONDS",
+      3_600,
+      5,
+      86_400,
+      "lifetime of the NATS user minted for a plugin activation; renewed (without a gap) at two thirds of it",
+    ),
+  },
   backendHost: {
     trustedSigners: setting.custom({
       name: SIGNERS,
@@ -125,13 +156,55 @@ export const pluginRegistrySettings = defineSettings({
     ),
   },
   check(config, problems) {
-    const c = config as { nodeEnv: string; backendHost: { allowUnsignedPlugins: boolean } };
+    const c = config as {
+      nodeEnv: string;
+      backendHost: { allowUnsignedPlugins: boolean };
+      natsPluginSigningKeyFile: string | null;
+      natsPluginAccount: string | null;
+      natsPluginNkeySeedFile: string | null;
+      natsPluginTlsCertFile: string | null;
+      natsPluginTlsKeyFile: string | null;
+    };
     if (c.nodeEnv === "production" && c.backendHost.allowUnsignedPlugins) {
       problems.push("BackendHost__AllowUnsignedPlugins: must be false in production (spec 5.7)");
+    }
+    if ((c.natsPluginSigningKeyFile === null) !== (c.natsPluginAccount === null)) {
+      problems.push(
+        "NATS_PLUGIN_SIGNING_KEY_FILE, NATS_PLUGIN_ACCOUNT: a signing key needs the account it signs for, and the account its signing key",
+      );
+    }
+    if (c.natsPluginAccount !== null && !/^A[A-Z2-7]{55}$/.test(c.natsPluginAccount)) {
+      problems.push(
+        "NATS_PLUGIN_ACCOUNT: expected an account public key (`A` and 55 more letters and digits)",
+      );
+    }
+    if (c.natsPluginSigningKeyFile !== null && c.natsPluginNkeySeedFile !== null) {
+      problems.push(
+        "NATS_PLUGIN_SIGNING_KEY_FILE, NATS_PLUGIN_NKEY_SEED_FILE: set one way for plugin processes to authenticate",
+      );
+    }
+    if ((c.natsPluginTlsCertFile === null) !== (c.natsPluginTlsKeyFile === null)) {
+      problems.push(
+        "NATS_PLUGIN_TLS_CERT_FILE, NATS_PLUGIN_TLS_KEY_FILE: a client certificate needs its key, and the key its certificate",
+      );
+    }
+    for (const [name, path] of [
+      ["NATS_PLUGIN_SIGNING_KEY_FILE", c.natsPluginSigningKeyFile],
+      ["NATS_PLUGIN_NKEY_SEED_FILE", c.natsPluginNkeySeedFile],
+      ["NATS_PLUGIN_TLS_CERT_FILE", c.natsPluginTlsCertFile],
+      ["NATS_PLUGIN_TLS_KEY_FILE", c.natsPluginTlsKeyFile],
+    ] as const) {
+      if (path === null) continue;
+      try {
+        accessSync(path, constants.R_OK);
+      } catch {
+        problems.push(`${name}: cannot read the file '${path}'`);
+      }
     }
   },
 });
 
 declare module "@svc/config" {
+  interface Config extends SettingsOf<typeof pluginRegistrySettings.top> {}
   interface BackendHostSettings extends SettingsOf<typeof pluginRegistrySettings.backendHost> {}
 }

@@ -14,6 +14,7 @@ import { revocationBucketName } from "@svc/access";
 import type { Broadcast, Subject } from "@svc/bus";
 import type { ServiceName } from "@svc/contracts";
 import { assetBucket, MANIFEST_BUCKET, mediaBucket, packageBucket } from "@svc/plugin-package/store";
+import { eventsSubject, pluginHttpSubject } from "@svc/wire-contract";
 
 import { diagnosticsBucket, diagnosticsStream, diagnosticsSubject } from "./diagnostics.js";
 import { configBucket } from "./live-settings.js";
@@ -62,8 +63,6 @@ export interface ServiceNeeds {
   readonly consumesEvents: boolean;
   readonly buckets: Partial<Record<Bucket, Access>>;
   readonly objects: Partial<Record<ObjectStore, Access>>;
-  /** Serves plugin routes (the registry's plugin processes, until plugins have credentials of their own). */
-  readonly servesPlugins?: boolean;
   /** Reads the diagnostics stream (the recorder). */
   readonly recordsDiagnostics?: boolean;
 }
@@ -118,7 +117,6 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     consumesEvents: true,
     buckets: { config: "read", diagnostics: "read", uiManifest: "write" },
     objects: { packages: "write", pluginAssets: "write" },
-    servesPlugins: true,
   },
   "webhook-dispatcher": {
     calls: ["resolver", "plugin-registry"],
@@ -219,7 +217,6 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
     for (const s of streamApi(`OBJ_${store}`)) publish.add(s);
     if (access === "write") publish.add(`$O.${store}.>`);
   }
-  if (needs.servesPlugins) subscribe.add(`${p}.plugins.>`);
   // No one forges another service's broadcast, deletes a stream, or purges one: not the events, not a
   // bucket (the revocations), not an object store it does not write (deleting an object purges its
   // chunks, so a writer may purge its own store).
@@ -244,6 +241,52 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
   };
 }
 
+/**
+ * Where a plugin's replies arrive (a JetStream publish's acknowledgement): an inbox prefix of its own. Plugin
+ * ids hold no dot, so no plugin's prefix lies inside another's.
+ */
+export const pluginInboxPrefix = (pluginId: string) => `_INBOX_plugin_${pluginId}`;
+/** The inbox prefix of the one user all plugins share in the static model. */
+export const SHARED_PLUGIN_INBOX = "_INBOX_plugins";
+
+/**
+ * What one plugin may do on the bus (issue 23, item 3): take requests on its own route subject (in its queue
+ * group) and answer them, and publish the events its registry.json declares, each by its exact subject (a
+ * JetStream publish, acknowledged to its own inbox). Nothing else: no other subject, no bucket, no stream
+ * API. The registry mints a user with these for each activation, and for an external backend on request.
+ */
+export function pluginPermissions(
+  pluginId: string,
+  events: readonly string[],
+  names: Pick<NatsNames, "prefix">,
+): SubjectPermissions {
+  const allow = [...new Set(events)].map((e) => eventsSubject(names.prefix, e)).sort();
+  return {
+    // An empty allow list means no limit to nats-server: a plugin that declares no event is denied all.
+    publish: allow.length > 0 ? { allow, deny: [] } : { allow: [], deny: [">"] },
+    subscribe: {
+      allow: [pluginHttpSubject(names.prefix, pluginId), `${pluginInboxPrefix(pluginId)}.>`],
+      deny: [],
+    },
+    allowResponses: true,
+  };
+}
+
+/**
+ * The one user every plugin process shares in the static model (no per-plugin minting): it may take
+ * requests on any plugin's route subject and answer them, and publish nothing (in-process plugins publish
+ * through the host, which checks the names; an external backend that publishes needs the decentralized
+ * model's credentials of its own). A plugin can therefore answer another plugin's routes: the static model
+ * separates plugins from the platform, not plugins from each other.
+ */
+export function sharedPluginPermissions(names: Pick<NatsNames, "prefix">): SubjectPermissions {
+  return {
+    publish: { allow: [], deny: [">"] },
+    subscribe: { allow: [pluginHttpSubject(names.prefix, "*"), `${SHARED_PLUGIN_INBOX}.>`], deny: [] },
+    allowResponses: true,
+  };
+}
+
 /** A list in nats-server's configuration syntax. */
 const list = (items: readonly string[]) => `[${items.map((s) => JSON.stringify(s)).join(", ")}]`;
 
@@ -253,14 +296,13 @@ const list = (items: readonly string[]) => `[${items.map((s) => JSON.stringify(s
  */
 export function staticAuthorization(
   names: NatsNames,
-  publicKeys: Readonly<Record<ServiceName, string>>,
+  publicKeys: Readonly<Record<ServiceName | "plugins", string>>,
 ): string {
-  const users = (Object.keys(SERVICE_NEEDS) as ServiceName[]).map((service) => {
-    const p = servicePermissions(service, names);
-    return [
-      `    # ${service}`,
+  const user = (name: string, p: SubjectPermissions) =>
+    [
+      `    # ${name}`,
       `    {`,
-      `      nkey: ${publicKeys[service]}`,
+      `      nkey: ${publicKeys[name as ServiceName | "plugins"]}`,
       `      permissions: {`,
       `        publish: { allow: ${list(p.publish.allow)}, deny: ${list(p.publish.deny)} }`,
       `        subscribe: { allow: ${list(p.subscribe.allow)} }`,
@@ -268,10 +310,15 @@ export function staticAuthorization(
       `      }`,
       `    }`,
     ].join("\n");
-  });
+  const users = [
+    ...(Object.keys(SERVICE_NEEDS) as ServiceName[]).map((s) => user(s, servicePermissions(s, names))),
+    // Every plugin process (the registry's NATS_PLUGIN_NKEY_SEED_FILE): their routes only.
+    user("plugins", sharedPluginPermissions(names)),
+  ];
   return [
     `# Generated by make nats-auth for subject prefix '${names.prefix}' and events stream '${names.eventsStream}'.`,
-    "# One user per service (issue 23, item 2): each may publish and subscribe only where it must.",
+    "# One user per service (issue 23, item 2): each may publish and subscribe only where it must;",
+    "# one user for the plugin processes (item 3): plugin route subjects only.",
     "authorization {",
     "  users = [",
     ...users,

@@ -22,9 +22,12 @@ import {
   usernamePasswordAuthenticator,
 } from "@nats-io/transport-node";
 
-// natsAuth: whether the credentials come over IPC ({type:"nats-auth"}, first message) before connecting.
-// inboxPrefix: where replies to this process's requests arrive (the registry's own, which its user may read).
-const { natsServers, natsAuth, inboxPrefix } = JSON.parse(process.argv[2] ?? "{}");
+// natsAuth: how this process authenticates to NATS (issue 23, item 3): "none" (an open server: the spare
+// connects at once), "shared" (one user for every plugin process: its credentials come over IPC,
+// {type:"nats-auth"}, first; the spare connects then) or "per-plugin" (the plugin's own short-lived
+// credentials come with "load"; the process connects then, and "nats-auth" later renews them).
+// inboxPrefix: where replies to this process's requests arrive (its user may read that inbox only).
+const { natsServers, natsAuth, inboxPrefix: spareInbox } = JSON.parse(process.argv[2] ?? "{}");
 const port = {
   postMessage: (message) => process.send?.(message),
   on: (event, listener) => process.on(event, listener),
@@ -43,20 +46,22 @@ process.on("unhandledRejection", (error) => {
 let plugin;
 
 // Credentials and TLS as the registry sent them (the contents of its files: this process reads none).
+// Read at every (re)connect, so a renewal applies to the next one.
 let auth = null;
+let inbox = spareInbox;
 const encode = (text) => new TextEncoder().encode(text);
-function authOptions() {
-  if (auth === null) return {};
-  const authenticator = auth.creds
-    ? credsAuthenticator(encode(auth.creds))
-    : auth.seed
-      ? nkeyAuthenticator(encode(auth.seed))
-      : auth.token
-        ? tokenAuthenticator(auth.token)
-        : auth.user
-          ? usernamePasswordAuthenticator(auth.user, auth.pass ?? "")
-          : undefined;
-  return { ...(authenticator ? { authenticator } : {}), ...(auth.tls ? { tls: auth.tls } : {}) };
+function authenticate(nonce) {
+  const a = auth ?? {};
+  const authenticator = a.creds
+    ? credsAuthenticator(encode(a.creds))
+    : a.seed
+      ? nkeyAuthenticator(encode(a.seed))
+      : a.token
+        ? tokenAuthenticator(a.token)
+        : a.user
+          ? usernamePasswordAuthenticator(a.user, a.pass ?? "")
+          : () => ({});
+  return authenticator(nonce);
 }
 const connectOptions = (name) => ({
   servers: natsServers,
@@ -65,16 +70,26 @@ const connectOptions = (name) => ({
   reconnectTimeWait: 500,
   waitOnFirstConnect: false,
   timeout: 5_000,
-  ...(inboxPrefix ? { inboxPrefix } : {}),
-  ...authOptions(),
+  ...(inbox ? { inboxPrefix: inbox } : {}),
+  authenticator: authenticate,
+  ...(auth?.tls ? { tls: auth.tls } : {}),
 });
-// The spare connects at once (once its credentials arrived, when it needs some); a failed early connect is
-// tried again at load.
+// What the server refuses this process (a permissions violation) is said to the registry, which logs it
+// with the plugin's id.
+async function watch(connection) {
+  for await (const s of connection.status()) {
+    if (s.type === "error" && s.error?.name === "PermissionViolationError") {
+      log("error", `NATS refused a ${s.error.operation} on '${s.error.subject}'`, { nats: s.error.message });
+    }
+  }
+}
+// The spare connects at once when it can (once shared credentials arrived, when it needs some); a failed
+// early connect is tried again at load.
 let connecting = null;
 const beginConnecting = () => {
   connecting = natsServers ? connect(connectOptions("svc-plugin-runtime")).catch(() => null) : null;
 };
-if (!natsAuth) beginConnecting();
+if (natsAuth === "none") beginConnecting();
 let nextPublish = 0;
 const publishing = new Map();
 
@@ -213,15 +228,39 @@ async function serve(msg) {
   }
 }
 
-async function listen() {
-  nc = (await connecting) ?? (await connect(connectOptions(`plugin:${plugin.pluginId}`)));
-  nc.subscribe(plugin.subject, {
+// Takes the plugin's requests on `connection`; rejects when the server refuses the subscription.
+async function subscribeOn(connection) {
+  let refused = null;
+  connection.subscribe(plugin.subject, {
     queue: plugin.queue,
     callback: (err, msg) => {
       if (err === null) void serve(msg);
+      else refused = err;
     },
   });
-  await nc.flush();
+  // The server answers the subscription (a refusal) before the flush's PONG.
+  await connection.flush();
+  if (refused !== null) {
+    throw new Error(`NATS refused the plugin's subscription to '${plugin.subject}': ${refused.message}`);
+  }
+}
+
+async function listen() {
+  nc = (await connecting) ?? (await connect(connectOptions(`plugin:${plugin.pluginId}`)));
+  void watch(nc);
+  await subscribeOn(nc);
+}
+
+// New credentials (a renewal before the current ones expire): a second connection with them takes the
+// plugin's requests in the same queue group before the first one drains, so no request finds no one.
+async function renew() {
+  if (nc === undefined) return;
+  const next = await connect(connectOptions(`plugin:${plugin.pluginId}`));
+  void watch(next);
+  await subscribeOn(next);
+  const previous = nc;
+  nc = next;
+  await previous.drain().catch(() => undefined);
 }
 
 async function stop() {
@@ -233,13 +272,25 @@ async function stop() {
 port.on("message", (message) => {
   switch (message.type) {
     case "nats-auth":
-      if (auth !== null) break;
-      auth = message.auth;
-      beginConnecting();
+      if (plugin === undefined) {
+        // A spare's shared credentials, before it connects.
+        if (auth !== null || natsAuth !== "shared") break;
+        auth = message.auth;
+        beginConnecting();
+      } else if (natsAuth === "per-plugin") {
+        auth = message.auth;
+        renew().catch((error) =>
+          log("warn", "could not connect with renewed NATS credentials", describe(error)),
+        );
+      }
       break;
     case "load":
       if (plugin !== undefined) break;
       plugin = message.plugin;
+      if (natsAuth === "per-plugin") {
+        auth = message.auth ?? null;
+        inbox = message.inboxPrefix ?? inbox;
+      }
       start().catch((error) => port.postMessage({ type: "failed", error: describe(error) }));
       break;
     case "ping":

@@ -5,16 +5,15 @@
  * connection: the contract any NATS client can serve instead (docs/wire-contract.md). It reconciles with the database at start, on every lifecycle
  * broadcast and every 30 s. A plugin only loads from a package that verifies at that moment.
  */
-import type { EventPublisher, NatsAuth } from "@svc/bus";
+import type { EventPublisher } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
-import { ServiceName } from "@svc/contracts";
 import type { Logger } from "@svc/observability";
-import { inboxPrefix } from "@svc/runtime";
 import { pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
 import type { ExtractionCache } from "./cache.js";
-import { type PublishedByPlugin, WorkerHost, workerNatsAuth, WorkerPool } from "./worker-host.js";
+import type { PluginCredentials } from "./plugin-credentials.js";
+import { type PublishedByPlugin, WorkerHost, WorkerPool } from "./worker-host.js";
 
 interface Loaded {
   readonly sha256: string;
@@ -22,6 +21,8 @@ interface Loaded {
   readonly root: string;
   /** None for an `external` plugin, which serves its subject itself. */
   readonly host: WorkerHost | undefined;
+  /** Renews the plugin's minted NATS user before it expires. */
+  renewal?: NodeJS.Timeout;
 }
 
 const running = (entry: Loaded | undefined) =>
@@ -30,8 +31,8 @@ const running = (entry: Loaded | undefined) =>
 export interface RuntimeOptions {
   /** NATS server URL(s) the workers connect to. */
   readonly natsUrl: string;
-  /** How plugin processes authenticate to NATS (the service's own settings, until issue 23 item 3). */
-  readonly natsAuth?: NatsAuth;
+  /** How plugin processes authenticate to NATS (never with the registry's own credentials). */
+  readonly credentials: PluginCredentials;
   readonly prefix: string;
   readonly cache: ExtractionCache;
   readonly settings: BackendHostSettings;
@@ -57,8 +58,7 @@ export class PluginRuntime {
       o.natsUrl.split(",").map((u) => u.trim()),
       o.cache.slotsDir,
       o.settings.pluginSpareProcesses,
-      o.natsAuth === undefined ? null : workerNatsAuth(o.natsAuth),
-      inboxPrefix(ServiceName.PluginRegistry),
+      o.credentials.pool(),
     );
     this.pool.refill();
   }
@@ -149,6 +149,9 @@ export class PluginRuntime {
     // An external plugin is served by its own process over NATS (docs/wire-contract.md): nothing to run.
     if (registry.runtime === "external") return { sha256: row.package_sha256, root, host: undefined };
     const declared = new Set(registry.events ?? []);
+    const own = this.o.credentials.minting
+      ? await this.o.credentials.forActivation(row.plugin_id, [...declared])
+      : undefined;
     const host: WorkerHost = new WorkerHost(this.pool, {
       pluginId: row.plugin_id,
       version: registry.version,
@@ -162,6 +165,7 @@ export class PluginRuntime {
         subject: pluginHttpSubject(this.o.prefix, row.plugin_id),
         queue: pluginQueueGroup(row.plugin_id),
       },
+      ...(own ? { nats: { auth: own.auth, inboxPrefix: own.inboxPrefix } } : {}),
       log: this.o.log,
       publish: (event) => this.publish(row.plugin_id, declared, event),
       onFailure: (reason) => {
@@ -180,10 +184,35 @@ export class PluginRuntime {
       await host.stop(0);
       throw error;
     }
-    return { sha256: row.package_sha256, root, host };
+    const loaded: Loaded = { sha256: row.package_sha256, root, host };
+    if (own) this.renewBefore(loaded, row.plugin_id, [...declared], own.expiresAt);
+    return loaded;
+  }
+
+  /**
+   * Mints the plugin's next NATS user at two thirds of the current one's life and hands it to the process,
+   * which moves to it without a gap; a failed mint is tried again shortly (the old user still works).
+   */
+  private renewBefore(entry: Loaded, pluginId: string, events: string[], expiresAt: number): void {
+    const inMs = Math.max(1_000, Math.floor(((expiresAt - Date.now()) * 2) / 3));
+    entry.renewal = setTimeout(() => {
+      if (!entry.host?.running) return;
+      this.o.credentials.forActivation(pluginId, events).then(
+        (next) => {
+          entry.host?.renewNatsAuth(next.auth);
+          this.renewBefore(entry, pluginId, events, next.expiresAt);
+        },
+        (error: unknown) => {
+          this.o.log.warn({ pluginId, err: error }, "could not renew a plugin's NATS credentials");
+          this.renewBefore(entry, pluginId, events, Date.now() + 15_000);
+        },
+      );
+    }, inMs);
+    entry.renewal.unref();
   }
 
   private async dispose(entry: Loaded): Promise<void> {
+    clearTimeout(entry.renewal);
     await entry.host?.stop();
   }
 

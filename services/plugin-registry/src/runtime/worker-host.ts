@@ -35,6 +35,8 @@ export interface WorkerHostOptions {
   readonly startTimeoutMs: number;
   /** The worker serves this subject itself, with its own connection (its pool's NATS servers). */
   readonly serve?: { readonly subject: string; readonly queue: string };
+  /** The plugin's own NATS credentials, when its pool's processes get theirs at load (per-plugin). */
+  readonly nats?: { readonly auth: WorkerNatsAuth; readonly inboxPrefix: string };
   readonly log: Logger;
   readonly publish: (event: PublishedByPlugin) => Promise<void>;
   readonly onFailure: (reason: string) => void;
@@ -74,9 +76,9 @@ function linkTree(from: string, to: string): void {
 }
 
 /**
- * What a plugin process authenticates to NATS with: the contents of the service's credentials and TLS
- * files (the process cannot read them itself), sent over IPC when it starts, never in its arguments.
- * Until plugins get credentials of their own (issue 23, item 3) these are the registry's.
+ * What a plugin process authenticates to NATS with: the contents of credentials and TLS files (the
+ * process cannot read them itself), sent over IPC, never in its arguments. Never the registry's own
+ * credentials (issue 23, item 3): the plugin's minted ones, or the plugin user's (plugin-credentials.ts).
  */
 export interface WorkerNatsAuth {
   readonly creds?: string;
@@ -92,25 +94,31 @@ export interface WorkerNatsAuth {
   };
 }
 
-/** Reads the files a NatsAuth names into what a plugin process is sent; null when there is nothing. */
-export function workerNatsAuth(auth: NatsAuth): WorkerNatsAuth | null {
-  const read = (path: string | null | undefined) => (path ? readFileSync(path, "utf8") : undefined);
-  const t = auth.tls ?? {};
-  const tls = {
-    ...(t.caFile ? { ca: read(t.caFile) } : {}),
-    ...(t.certFile ? { cert: read(t.certFile) } : {}),
-    ...(t.keyFile ? { key: read(t.keyFile) } : {}),
+/**
+ * The TLS a plugin process uses: the service's CA its server must chain to and the name it must carry,
+ * and the plugins' own client certificate when one is given. Never the service's client certificate: that
+ * is the service's identity, not the plugin's.
+ */
+export function workerTls(
+  auth: NatsAuth,
+  client: { readonly certFile: string | null; readonly keyFile: string | null },
+): WorkerNatsAuth["tls"] | undefined {
+  const t = auth.tls;
+  if (!t || !(t.caFile || t.certFile || t.keyFile || t.serverName)) return undefined;
+  return {
+    ...(t.caFile ? { ca: readFileSync(t.caFile, "utf8") } : {}),
     ...(t.serverName ? { servername: t.serverName } : {}),
+    ...(client.certFile && client.keyFile
+      ? { cert: readFileSync(client.certFile, "utf8"), key: readFileSync(client.keyFile, "utf8") }
+      : {}),
   };
-  const out: WorkerNatsAuth = {
-    ...(auth.credsFile ? { creds: read(auth.credsFile) } : {}),
-    ...(auth.nkeySeedFile ? { seed: read(auth.nkeySeedFile)?.trim() } : {}),
-    ...(auth.token ? { token: auth.token } : {}),
-    ...(auth.user ? { user: auth.user, pass: auth.password ?? "" } : {}),
-    ...(Object.keys(tls).length > 0 ? { tls } : {}),
-  };
-  return Object.keys(out).length > 0 ? out : null;
 }
+
+/** How a pool's processes authenticate: all alike (none, or the shared plugin user), or each its own. */
+export type PoolNatsAuth =
+  | { readonly kind: "none"; readonly tls?: WorkerNatsAuth["tls"] }
+  | { readonly kind: "shared"; readonly auth: WorkerNatsAuth; readonly inboxPrefix: string }
+  | { readonly kind: "per-plugin" };
 
 /**
  * Starts plugin processes with the same limits and keeps `spares` started in advance. Each process may
@@ -128,10 +136,8 @@ export class WorkerPool {
     /** Where each process's slot is made (beside the plugin cache, on the same file system). */
     private readonly slotsDir: string,
     private readonly spares = 2,
-    /** Credentials and TLS for the processes' NATS connections (none: an open server). */
-    private readonly natsAuth: WorkerNatsAuth | null = null,
-    /** Where replies to the processes' requests arrive (the registry's own inbox prefix). */
-    private readonly inboxPrefix: string | null = null,
+    /** How the processes authenticate to NATS. */
+    private readonly natsAuth: PoolNatsAuth = { kind: "none" },
   ) {}
 
   /** A started process for one plugin (a spare when there is one); the spares are topped up. */
@@ -170,14 +176,26 @@ export class WorkerPool {
   private start(): PluginProcess {
     const slot = join(this.slotsDir, randomUUID());
     mkdirSync(slot, { recursive: true, mode: 0o700 });
+    const a = this.natsAuth;
+    // An open server with TLS: the CA and name go like credentials (a spare connects with them at once).
+    const shared =
+      a.kind === "shared"
+        ? a
+        : a.kind === "none" && a.tls
+          ? { auth: { tls: a.tls }, inboxPrefix: null }
+          : null;
     const isolate = startIsolate(
       WORKER_URL,
-      { natsServers: this.natsServers, natsAuth: this.natsAuth !== null, inboxPrefix: this.inboxPrefix },
+      {
+        natsServers: this.natsServers,
+        natsAuth: shared !== null ? "shared" : a.kind,
+        inboxPrefix: shared?.inboxPrefix ?? null,
+      },
       this.memoryLimitMb,
       { imports: ["@nats-io/transport-node"], readable: [slot] },
     );
     // Secrets go over the IPC channel, never in the arguments (which `ps` shows).
-    if (this.natsAuth !== null) isolate.send({ type: "nats-auth", auth: this.natsAuth });
+    if (shared !== null) isolate.send({ type: "nats-auth", auth: shared.auth });
     return { isolate, slot };
   }
 }
@@ -221,6 +239,7 @@ export class WorkerHost {
         subject: options.serve?.subject ?? null,
         queue: options.serve?.queue ?? null,
       },
+      ...(options.nats ? { auth: options.nats.auth, inboxPrefix: options.nats.inboxPrefix } : {}),
     });
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -254,6 +273,11 @@ export class WorkerHost {
     });
     // A start failure is reported by `ready`; a later one by onFailure.
     this.ready.catch(() => undefined);
+  }
+
+  /** New credentials for the plugin's NATS connection (a renewal): it reconnects with them, no gap. */
+  renewNatsAuth(auth: WorkerNatsAuth): void {
+    this.post({ type: "nats-auth", auth });
   }
 
   /** Whether the entry object has a method of this name. */

@@ -1,0 +1,118 @@
+/**
+ * NATS credentials for plugins (issue 23, items 3 and 4). A plugin process never gets the registry's
+ * connection or credentials. With decentralized auth (NATS_PLUGIN_SIGNING_KEY_FILE and
+ * NATS_PLUGIN_ACCOUNT) the registry mints a user per plugin, signed by an account signing key, allowed
+ * exactly that plugin's subjects (`pluginPermissions`: its route subject, its inbox, the events it
+ * declares) and expiring: for each activation (renewed before it expires) and, on an operator's request,
+ * for an external backend. With static auth (NATS_PLUGIN_NKEY_SEED_FILE) every plugin process is the one
+ * plugins user of `make nats-auth`. With neither, plugin processes connect with no credentials.
+ */
+import { readFileSync } from "node:fs";
+
+import { encodeUser, fmtCreds } from "@nats-io/jwt";
+import { createUser, fromSeed } from "@nats-io/nkeys";
+import type { NatsAuth } from "@svc/bus";
+import type { Config } from "@svc/config";
+import { pluginInboxPrefix, pluginPermissions, SHARED_PLUGIN_INBOX, userPermissions } from "@svc/runtime";
+
+import { type PoolNatsAuth, type WorkerNatsAuth, workerTls } from "./worker-host.js";
+
+/** A minted NATS user: its `.creds` (the JWT and the user's seed), its public key and when it expires. */
+export interface MintedCredential {
+  readonly creds: string;
+  readonly publicKey: string;
+  /** Unix milliseconds. */
+  readonly expiresAt: number;
+}
+
+export class PluginCredentials {
+  private readonly tls: WorkerNatsAuth["tls"] | undefined;
+
+  constructor(
+    private readonly config: Pick<
+      Config,
+      | "subjectPrefix"
+      | "natsPluginSigningKeyFile"
+      | "natsPluginAccount"
+      | "natsPluginNkeySeedFile"
+      | "natsPluginCredentialTtlSeconds"
+      | "natsPluginTlsCertFile"
+      | "natsPluginTlsKeyFile"
+    >,
+    serviceAuth: NatsAuth,
+  ) {
+    this.tls = workerTls(serviceAuth, {
+      certFile: config.natsPluginTlsCertFile,
+      keyFile: config.natsPluginTlsKeyFile,
+    });
+  }
+
+  /** Whether the registry mints users (decentralized auth). */
+  get minting(): boolean {
+    return this.config.natsPluginSigningKeyFile !== null && this.config.natsPluginAccount !== null;
+  }
+
+  /** How the plugin processes' pool authenticates. */
+  pool(): PoolNatsAuth {
+    if (this.minting) return { kind: "per-plugin" };
+    const seedFile = this.config.natsPluginNkeySeedFile;
+    if (seedFile !== null) {
+      return {
+        kind: "shared",
+        auth: { seed: readFileSync(seedFile, "utf8").trim(), ...(this.tls ? { tls: this.tls } : {}) },
+        inboxPrefix: SHARED_PLUGIN_INBOX,
+      };
+    }
+    return { kind: "none", ...(this.tls ? { tls: this.tls } : {}) };
+  }
+
+  /**
+   * A user for one plugin, allowed only its own subjects and the events it declares, expiring after
+   * `ttlSeconds` (the activation lifetime by default). The signing key is read at each call, so a rotated
+   * key file applies to the next one.
+   */
+  async mint(
+    pluginId: string,
+    events: readonly string[],
+    ttlSeconds = this.config.natsPluginCredentialTtlSeconds,
+    name = `plugin:${pluginId}`,
+  ): Promise<MintedCredential> {
+    const { natsPluginSigningKeyFile: keyFile, natsPluginAccount: account } = this.config;
+    if (keyFile === null || account === null) {
+      throw new Error(
+        "minting plugin credentials needs NATS_PLUGIN_SIGNING_KEY_FILE and NATS_PLUGIN_ACCOUNT",
+      );
+    }
+    const signer = fromSeed(new TextEncoder().encode(readFileSync(keyFile, "utf8").trim()));
+    const user = createUser();
+    const expiresAt = (Math.floor(Date.now() / 1_000) + ttlSeconds) * 1_000;
+    const jwt = await encodeUser(
+      name,
+      user,
+      signer,
+      {
+        issuer_account: account,
+        ...userPermissions(pluginPermissions(pluginId, events, { prefix: this.config.subjectPrefix })),
+      },
+      { exp: expiresAt / 1_000 },
+    );
+    return {
+      creds: new TextDecoder().decode(fmtCreds(jwt, user)),
+      publicKey: user.getPublicKey(),
+      expiresAt,
+    };
+  }
+
+  /** What a plugin process is sent at load with a minted user. */
+  async forActivation(
+    pluginId: string,
+    events: readonly string[],
+  ): Promise<{ auth: WorkerNatsAuth; inboxPrefix: string; expiresAt: number }> {
+    const minted = await this.mint(pluginId, events);
+    return {
+      auth: { creds: minted.creds, ...(this.tls ? { tls: this.tls } : {}) },
+      inboxPrefix: pluginInboxPrefix(pluginId),
+      expiresAt: minted.expiresAt,
+    };
+  }
+}

@@ -27,6 +27,7 @@ import {
   nkeyAuthenticator,
   type PermissionViolationError,
 } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
 import { isNatsAuthError } from "@svc/bus";
 import { pluginInboxPrefix, SHARED_PLUGIN_INBOX } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
@@ -40,12 +41,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
 import { PluginCredentials } from "../services/plugin-registry/src/runtime/plugin-credentials.js";
 import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
-import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
+import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi, http, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
+import { eventually } from "./support/wait.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -71,6 +73,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
   const dir = mkdtempSync(join(tmpdir(), `svc-nats-perms-${model}-`));
   const nats = new OwnNatsServer();
   const receiver = new Receiver();
+  const signer = fixtureSigner();
   let base = "";
   let operator = "";
   const credential = (service: string): Record<string, string> =>
@@ -110,7 +113,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     await nats.start(readFileSync(conf, "utf8"));
     await receiver.start();
     const common = {
-      ...pluginStackEnv(dir, { dev: true, tests: fixtureSigner() }),
+      ...pluginStackEnv(dir, { dev: true, tests: signer }),
       BackendHost__RateLimitApiPerMinute: "0",
       BackendHost__RateLimitAuthPerMinute: "0",
       BackendHost__RateLimitAuthPerAccountPerMinute: "0",
@@ -289,6 +292,115 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     rmSync(work, { recursive: true, force: true });
     // The platform goes on.
     expect((await bearerApi(() => base)("GET", "/api/jobs", operator)).status).toBe(200);
+  });
+
+  it("issues, lists and revokes an external backend's credentials, which reach only its subjects", async () => {
+    const api = bearerApi(() => base);
+    const id = `outside-${model.slice(0, 3)}`;
+    const bytes = await codePlugin(
+      dir,
+      signer,
+      id,
+      "// served elsewhere\n",
+      [{ method: "GET", path: "/ping", handler: "ping" }],
+      { runtime: "external", events: [`${id}.happened`] },
+    );
+    expect((await installPackage(base, operator, bytes)).status).toBe(201);
+    expect((await api("POST", `/api/plugins/${id}/activate`, operator)).status).toBe(200);
+    const issued = await api("POST", `/api/plugins/${id}/credentials`, operator, { name: "ci backend" });
+    if (model === "static") {
+      // One shared plugins user: nothing to mint from.
+      expect(issued.status, issued.text).toBe(409);
+      expect(issued.json()).toMatchObject({ detail: expect.stringMatching(/NATS_PLUGIN_SIGNING_KEY_FILE/) });
+      expect((await api("DELETE", `/api/plugins/${id}`, operator)).status).toBe(204);
+      return;
+    }
+    expect(issued.status, issued.text).toBe(201);
+    const credential = issued.json<{
+      credentialId: string;
+      creds: string;
+      publicKey: string;
+      subjects: { serve: string; queue: string; inboxPrefix: string; publish: string[] };
+    }>();
+    expect(credential.subjects).toEqual({
+      serve: `${prefix}.plugins.${id}.http`,
+      queue: `plugin.${id}`,
+      inboxPrefix: `_INBOX_plugin_${id}`,
+      publish: [`${prefix}.events.${id}.happened`],
+    });
+    // The backend connects with it, serves its route and publishes its event.
+    const backend = await connect({
+      servers: nats.url,
+      reconnect: false,
+      inboxPrefix: credential.subjects.inboxPrefix,
+      authenticator: credsAuthenticator(new TextEncoder().encode(credential.creds)),
+    });
+    backend.subscribe(credential.subjects.serve, {
+      queue: credential.subjects.queue,
+      callback: (_err, msg) => {
+        msg.respond(JSON.stringify({ status: 200, body: { pong: true } }));
+      },
+    });
+    await backend.flush();
+    const pinged = await eventually(
+      () => api("GET", `/api/plugins/${id}/ping`, operator),
+      (r) => r.status === 200,
+    );
+    expect(pinged.json()).toEqual({ pong: true });
+    const ack = await jetstream(backend).publish(`${prefix}.events.${id}.happened`, "{}");
+    expect(ack.stream).toBe(stream);
+    for (const subject of [`${prefix}.events.user.deleted`, `${prefix}.resolver.tenants.create`]) {
+      const refused = await violation(backend, () => backend.publish(subject, "{}"));
+      expect(refused, subject).toMatchObject({ operation: "publish", subject });
+    }
+    expect(await violation(backend, () => backend.subscribe(`${prefix}.rbac.>`))).toMatchObject({
+      operation: "subscription",
+    });
+    await backend.close();
+
+    // Listed without its secret; revoked; both audited. Platform operators only.
+    const listed = await api("GET", `/api/plugins/${id}/credentials`, operator);
+    expect(listed.json()).toEqual([
+      expect.objectContaining({
+        credentialId: credential.credentialId,
+        name: "ci backend",
+        revokedAtUtc: null,
+      }),
+    ]);
+    expect(listed.text).not.toContain(credential.creds.slice(0, 40));
+    const workspaceAdmin = await mintToken({
+      scope: "workspace",
+      workspaceKey: `perm-ws-${model}`,
+      permissions: ["plugin.execute", "plugin.read"],
+    });
+    expect((await api("POST", `/api/plugins/${id}/credentials`, workspaceAdmin, {})).status).toBe(403);
+    const revoked = await api(
+      "DELETE",
+      `/api/plugins/${id}/credentials/${credential.credentialId}`,
+      operator,
+    );
+    expect(revoked.status, revoked.text).toBe(204);
+    expect((await api("GET", `/api/plugins/${id}/credentials`, operator)).json()).toEqual([
+      expect.objectContaining({ revokedAtUtc: expect.any(String) }),
+    ]);
+    const audit = (await api("GET", "/api/plugins/audit?limit=50", operator)).text;
+    expect(audit).toContain(`credentials issue ${credential.credentialId}`);
+    expect(audit).toContain(`credentials revoke ${credential.credentialId}`);
+    // None for a plugin not installed, nor for one that runs in the platform's runtime (it gets its users
+    // at activation).
+    expect((await api("POST", `/api/plugins/nonexistent/credentials`, operator, {})).status).toBe(404);
+    const inProcess = await codePlugin(
+      dir,
+      signer,
+      `inside-${model.slice(0, 3)}`,
+      "export class Plugin {}\n",
+      [],
+    );
+    expect((await installPackage(base, operator, inProcess)).status).toBe(201);
+    const refused = await api("POST", `/api/plugins/inside-${model.slice(0, 3)}/credentials`, operator, {});
+    expect(refused.status, refused.text).toBe(409);
+    expect((await api("DELETE", `/api/plugins/inside-${model.slice(0, 3)}`, operator)).status).toBe(204);
+    expect((await api("DELETE", `/api/plugins/${id}`, operator)).status).toBe(204);
   });
 
   it("refuses a client without credentials", async () => {

@@ -8,6 +8,7 @@ import { HOST_VERSION, natsAuthOf, type ServiceDefinition } from "@svc/runtime";
 import * as activation from "./activation.js";
 import * as assignments from "./assignments.js";
 import { allPlugins, lifecycleMetrics, type PluginDeps } from "./common.js";
+import * as credentials from "./credentials.js";
 import * as entitlements from "./entitlements.js";
 import * as plugins from "./plugins.js";
 import * as reports from "./reports.js";
@@ -43,9 +44,10 @@ export const pluginRegistryService: ServiceDefinition = {
     };
     const manifest = new UiManifestPublisher(nc, config.subjectPrefix, log);
     const cache = new ExtractionCache(store, config.backendHost, HOST_VERSION);
+    const pluginCredentials = new PluginCredentials(config, natsAuthOf(config));
     const runtime = new PluginRuntime({
       natsUrl: config.natsUrl,
-      credentials: new PluginCredentials(config, natsAuthOf(config)),
+      credentials: pluginCredentials,
       prefix: config.subjectPrefix,
       cache,
       settings: config.backendHost,
@@ -158,6 +160,10 @@ export const pluginRegistryService: ServiceDefinition = {
     serveRoute(bus, r["themes.settings-put"], (req) => themes.putSettings(deps, req));
     serveRoute(bus, r["plugins.signature-report"], (req) => reports.signatureReport(deps, req));
     serveRoute(bus, r["plugins.audit"], (req) => reports.auditLog(deps, req));
+    const credentialDeps = { ...base, credentials: pluginCredentials, prefix: config.subjectPrefix };
+    serveRoute(bus, r["plugins.credentials.issue"], (req) => credentials.issue(credentialDeps, req));
+    serveRoute(bus, r["plugins.credentials.list"], (req) => credentials.list(credentialDeps, req));
+    serveRoute(bus, r["plugins.credentials.revoke"], (req) => credentials.revoke(credentialDeps, req));
     serveRoute(bus, r["signers.list"], (req) => reports.trustedSigners(deps, req));
     serveRoute(bus, r["contracts.support"], (req) => reports.contractSupport(deps, req));
     serveRoute(bus, r["contracts.compatibility"], (req) => reports.contractCompatibility(deps, req));

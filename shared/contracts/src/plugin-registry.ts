@@ -218,7 +218,79 @@ const WorkspacePlugins = Type.Object({
   updatedAtUtc: Nullable(Type.String()),
 });
 
+/** Issue an external backend's NATS credentials (issue 23, item 4). */
+const CredentialRequest = Type.Object(
+  {
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 120, description: "a label: where it is used" }),
+    ),
+    ttlSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 60,
+        maximum: 31_536_000,
+        description:
+          "lifetime; default 7 days. A revoked credential works until it expires (docs/operator-guide.md)",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+/** An issued credential, without its secret. */
+const CredentialView = Type.Object({
+  credentialId: Type.String({ format: "uuid" }),
+  pluginId: Type.String(),
+  name: Nullable(Type.String()),
+  /** The NATS user's public key (`U…`): what the server logs name. */
+  publicKey: Type.String(),
+  createdBy: Type.String(),
+  createdAtUtc: Type.String(),
+  expiresAtUtc: Type.String(),
+  revokedAtUtc: Nullable(Type.String()),
+});
+/** The credential as issued: the `.creds` file's text, shown this once. */
+const IssuedCredential = Type.Intersect([
+  CredentialView,
+  Type.Object({
+    creds: Type.String({
+      description: "the .creds file (user JWT and nkey seed): shown once, keep it secret",
+    }),
+    subjects: Type.Object({
+      serve: Type.String(),
+      queue: Type.String(),
+      inboxPrefix: Type.String(),
+      publish: Type.Array(Type.String()),
+    }),
+  }),
+]);
+
 export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
+  "plugins.credentials.issue": {
+    method: "POST",
+    path: "/api/plugins/:id/credentials",
+    permission: "plugin.execute",
+    platformOnly: true,
+    summary: "Issue NATS credentials for an external plugin backend (its own subjects only)",
+    params: Type.Object({ id: PluginId }),
+    body: CredentialRequest,
+    reply: IssuedCredential,
+  },
+  "plugins.credentials.list": {
+    method: "GET",
+    path: "/api/plugins/:id/credentials",
+    permission: "plugin.read",
+    platformOnly: true,
+    summary: "List the NATS credentials issued for a plugin (without their secrets)",
+    params: Type.Object({ id: PluginId }),
+    reply: Type.Array(CredentialView),
+  },
+  "plugins.credentials.revoke": {
+    method: "DELETE",
+    path: "/api/plugins/:id/credentials/:credentialId",
+    permission: "plugin.execute",
+    platformOnly: true,
+    summary: "Revoke a plugin's NATS credential",
+    params: Type.Object({ id: PluginId, credentialId: Type.String({ format: "uuid" }) }),
+  },
   "plugins.install": {
     method: "POST",
     path: "/api/plugins/install",

@@ -20,6 +20,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { jetstream } from "@nats-io/jetstream";
 import {
   connect,
   credsAuthenticator,
@@ -27,7 +28,6 @@ import {
   nkeyAuthenticator,
   type PermissionViolationError,
 } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
 import { isNatsAuthError } from "@svc/bus";
 import { pluginInboxPrefix, SHARED_PLUGIN_INBOX } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
@@ -47,8 +47,8 @@ import { createHarness } from "./support/harness.js";
 import { bearerApi, http, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
-import { eventually } from "./support/wait.js";
 import { mintToken } from "./support/tokens.js";
+import { eventually } from "./support/wait.js";
 
 const h = await createHarness();
 const prefix = h.env.SVC_SUBJECT_PREFIX as string;

@@ -86,13 +86,20 @@ describe("the Helm chart", () => {
       const tls = ["ca.crt", "tls.crt", "tls.key"];
       const name = container?.name ?? "";
       const own = name === "migrate" ? [] : [`${name}.creds`];
+      // The plugin processes' signing key and client certificate: the registry's pod only (issue 23, item 3).
+      const plugins =
+        name === "plugin-registry" ? ["plugin-signing.nk", "plugin-tls.crt", "plugin-tls.key"] : [];
       const expected =
         name === "rbac"
           ? ["DATABASE_URL", "JWT_SIGNING_KEY"]
           : name === "webhook-dispatcher"
             ? ["DATABASE_URL", "SECRETS_ENCRYPTION_KEY"]
             : ["DATABASE_URL"];
-      expect(keysOf(pod), name).toEqual([...expected, ...own, ...tls].sort());
+      expect(keysOf(pod), name).toEqual([...expected, ...own, ...plugins, ...tls].sort());
+      expect(
+        env.some((e) => e.name.startsWith("NATS_PLUGIN_SIGNING")),
+        name,
+      ).toBe(name === "plugin-registry");
       if (name !== "migrate") {
         expect(env.find((e) => e.name === "NATS_CREDS_FILE")?.value, name).toBe(
           `/var/run/secrets/svc/nats-auth/${name}.creds`,

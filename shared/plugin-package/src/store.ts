@@ -109,6 +109,12 @@ export class AssetStore extends BlobStore {
 /** The KV bucket and key of the published UI-asset manifest (one value: replaced atomically). */
 export const MANIFEST_BUCKET = (prefix: string) => `${prefix}_ui_manifest`;
 export const MANIFEST_KEY = "plugin-ui-assets";
+/**
+ * Beside it: the SHA-256 (hex) of every asset the manifest may name, `{"<pluginId>/<version>/ui/…": hash}`,
+ * taken from the verified package (issue 23, item 5). The gateway serves an asset only when its stored
+ * bytes have that hash.
+ */
+export const ASSET_HASHES_KEY = "plugin-ui-asset-hashes";
 
 export function mediaBucket(prefix: string): string {
   return `${prefix}_media`;

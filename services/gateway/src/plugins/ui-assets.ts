@@ -4,7 +4,8 @@
  * the manifest the plugin registry last published (404 until it has published one), from a watch on its
  * KV value, so every replica serves a whole document; `GET /plugin-assets/<pluginId>/<version>/<path>`
  * streams a file of an active plugin's `ui/` directory from the asset object store (immutable: a version's
- * files never change).
+ * files never change), only when its bytes have the hash the registry took from the verified package
+ * (issue 23, item 5: bytes replaced in the object store are not served).
  */
 import { createHash } from "node:crypto";
 import { extname } from "node:path";
@@ -14,7 +15,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureBucket, followKv } from "@svc/bus";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
-import { AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
+import { ASSET_HASHES_KEY, AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
 import type { ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance } from "fastify";
 
@@ -37,29 +38,48 @@ const CONTENT_TYPES: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8",
 };
 
-/** The latest published manifest, kept by a watch on its KV key. */
+/** The latest published manifest and asset hashes, kept by watches on their KV keys. */
 class ManifestWatch {
   private current: { bytes: Buffer; etag: string } | undefined;
-  private stopWatch: (() => void) | undefined;
+  private hashes = new Map<string, string>();
+  private stopWatches: Array<() => void> = [];
 
   async start(kv: KV): Promise<void> {
-    this.stopWatch?.();
-    this.stopWatch = await followKv(kv, MANIFEST_KEY, (entry) => {
-      if (entry.operation === "PUT") {
-        const bytes = Buffer.from(entry.value);
-        this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
-      } else {
-        this.current = undefined;
-      }
-    });
+    this.stop();
+    this.stopWatches.push(
+      await followKv(kv, MANIFEST_KEY, (entry) => {
+        if (entry.operation === "PUT") {
+          const bytes = Buffer.from(entry.value);
+          this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
+        } else {
+          this.current = undefined;
+        }
+      }),
+      await followKv(kv, ASSET_HASHES_KEY, (entry) => {
+        let next = new Map<string, string>();
+        try {
+          if (entry.operation === "PUT") {
+            next = new Map(Object.entries(JSON.parse(entry.string()) as Record<string, string>));
+          }
+        } catch {
+          // Not JSON: no asset is served until the registry writes it again.
+        }
+        this.hashes = next;
+      }),
+    );
   }
 
   get(): { bytes: Buffer; etag: string } | undefined {
     return this.current;
   }
 
+  /** The SHA-256 (hex) an asset's bytes must have; undefined for one no verified package holds. */
+  hashOf(name: string): string | undefined {
+    return this.hashes.get(name);
+  }
+
   stop(): void {
-    this.stopWatch?.();
+    for (const stop of this.stopWatches.splice(0)) stop();
   }
 }
 
@@ -107,8 +127,16 @@ export async function registerUiAssets(
         /^[a-z][a-z0-9-]{1,62}$/.test(pluginId) &&
         /^[0-9A-Za-z.+-]{1,64}$/.test(version) &&
         /^ui(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/.test(path);
-      const bytes = valid ? await assets.get(name) : null;
+      const expected = valid ? watch.hashOf(name) : undefined;
+      const bytes = expected !== undefined ? await assets.get(name) : null;
       if (bytes === null) throw new NotFoundError(`No plugin asset '${name}'.`);
+      if (createHash("sha256").update(bytes).digest("hex") !== expected) {
+        options.log.error(
+          { asset: name },
+          "a plugin asset in the object store does not match its verified package: not served",
+        );
+        throw new NotFoundError(`No plugin asset '${name}'.`);
+      }
       return reply
         .type(CONTENT_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream")
         .header("cache-control", "public, max-age=31536000, immutable")

@@ -10,6 +10,7 @@
  * `generatedAtUtc`) changed, with a compare-and-set on the KV revision so concurrent replicas do not
  * overwrite each other with the same content.
  */
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 
 import type { KV } from "@nats-io/kv";
@@ -18,7 +19,13 @@ import { ensureBucket } from "@svc/bus";
 import { type Queries, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import { listPackageFiles } from "@svc/plugin-package";
-import { AssetStore, lazily, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
+import {
+  ASSET_HASHES_KEY,
+  AssetStore,
+  lazily,
+  MANIFEST_BUCKET,
+  MANIFEST_KEY,
+} from "@svc/plugin-package/store";
 import canonicalize from "canonicalize";
 
 import type { PluginRow } from "../common.js";
@@ -35,6 +42,8 @@ const assetName = (pluginId: string, version: string, path: string) => `${plugin
 export class UiManifestPublisher {
   private readonly kv: ReturnType<typeof lazily<KV>>;
   readonly assets: AssetStore;
+  /** The hash of each `ui/` file of the verified packages loaded here, by package hash and path. */
+  private readonly hashes = new Map<string, ReadonlyMap<string, string>>();
 
   constructor(
     nc: NatsConnection,
@@ -58,11 +67,37 @@ export class UiManifestPublisher {
   /** Copies a loaded plugin's `ui/` files to the asset store, unless this version's are there already. */
   async publishAssets(row: PluginRow, root: string): Promise<void> {
     const files = (await listPackageFiles(root)).filter((f) => f.path.startsWith("ui/"));
+    const hashes = new Map<string, string>();
     for (const file of files) {
+      const bytes = await readFile(file.full);
+      hashes.set(file.path, createHash("sha256").update(bytes).digest("hex"));
       const name = assetName(row.plugin_id, row.version, file.path);
       if (await this.assets.has(name)) continue;
-      await this.assets.put(name, await readFile(file.full));
+      await this.assets.put(name, bytes);
     }
+    this.hashes.set(row.package_sha256, hashes);
+  }
+
+  /**
+   * The asset hashes of the active ones of `plugins`: those of the verified packages loaded here, and those
+   * another replica stored (`stored`) for a version still active, so replicas that loaded different sets a
+   * moment apart add up instead of overwriting each other.
+   */
+  assetHashes(plugins: readonly PluginRow[], stored: Record<string, string> = {}): Record<string, string> {
+    const active = plugins.filter((p) => p.state === "active");
+    const versions = new Set(active.map((r) => `${r.plugin_id}/${r.version}/`));
+    const out: Record<string, string> = {};
+    for (const [name, hash] of Object.entries(stored)) {
+      if (versions.has(name.split("/").slice(0, 2).join("/") + "/")) out[name] = hash;
+    }
+    for (const row of active) {
+      for (const [path, hash] of this.hashes.get(row.package_sha256) ?? []) {
+        out[assetName(row.plugin_id, row.version, path)] = hash;
+      }
+    }
+    const kept = new Set(active.map((r) => r.package_sha256));
+    for (const sha256 of this.hashes.keys()) if (!kept.has(sha256)) this.hashes.delete(sha256);
+    return out;
   }
 
   /** The manifest the active ones of `plugins` (all plugins, by id) make. */
@@ -102,6 +137,13 @@ export class UiManifestPublisher {
   async publish(db: Queries, plugins: readonly PluginRow[]): Promise<boolean> {
     const next = await this.build(db, plugins);
     const kv = await this.bucket();
+    // The hashes first: an asset the manifest names has its hash by the time a browser asks for it.
+    const stored = await kv.get(ASSET_HASHES_KEY);
+    const before = stored?.operation === "PUT" ? stored.string() : null;
+    const hashes = canonicalize(this.assetHashes(plugins, parseHashes(before))) ?? "{}";
+    if (before !== hashes) {
+      await kv.put(ASSET_HASHES_KEY, new TextEncoder().encode(hashes));
+    }
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await kv.get(MANIFEST_KEY);
       if (current !== null && current.operation === "PUT" && sameContent(current.string(), next))
@@ -117,6 +159,15 @@ export class UiManifestPublisher {
       }
     }
     return false;
+  }
+}
+
+function parseHashes(text: string | null): Record<string, string> {
+  try {
+    const value: unknown = text === null ? {} : JSON.parse(text);
+    return value !== null && typeof value === "object" ? (value as Record<string, string>) : {};
+  } catch {
+    return {};
   }
 }
 

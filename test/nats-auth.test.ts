@@ -8,7 +8,7 @@
  * ones, is refused; a service given wrong credentials exits with status 78, naming why. An nkey seed and
  * a token connect too.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,6 +29,7 @@ import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
+import { makeTestCa } from "./support/test-ca.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -40,64 +41,13 @@ const seedUser = createUser();
 const pluginUser = createUser();
 const file = (name: string) => join(dir, name);
 
-/** A test CA, the server's certificate for `nats.test` and a client certificate, made with openssl. */
+/** A test CA, the server's certificate for `nats.test` and client certificates, made with openssl. */
 function makeCertificates(): void {
-  const ssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
-  ssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=svc test CA",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.pem",
-  );
-  for (const [name, cn, ext] of [
+  makeTestCa(dir, [
     ["server", "nats.test", "subjectAltName=DNS:nats.test"],
     ["client", "svc-service", "extendedKeyUsage=clientAuth"],
     ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
-  ] as const) {
-    ssl(
-      "req",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-subj",
-      `/CN=${cn}`,
-      "-keyout",
-      `${name}.key`,
-      "-out",
-      `${name}.csr`,
-    );
-    writeFileSync(file(`${name}.ext`), `${ext}\n`);
-    ssl(
-      "x509",
-      "-req",
-      "-in",
-      `${name}.csr`,
-      "-CA",
-      "ca.pem",
-      "-CAkey",
-      "ca.key",
-      "-CAcreateserial",
-      "-days",
-      "2",
-      "-extfile",
-      `${name}.ext`,
-      "-out",
-      `${name}.pem`,
-    );
-  }
+  ]);
 }
 
 let env: Record<string, string>;

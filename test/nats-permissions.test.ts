@@ -9,6 +9,9 @@
  * a subject outside its list is refused by the server: the gateway answering rbac's JWKS subject, the
  * dispatcher forging a broadcast, writing the revocation bucket or purging it.
  *
+ * The decentralized run's server also requires TLS with client certificates (a test CA made with openssl):
+ * the main flows run with authentication, TLS and permissions at once (issue 23, item 6).
+ *
  * Item 3: the plugin processes never use the registry's credentials. With static auth they are the one
  * plugins user; with decentralized auth the registry mints a user per activation (here living 5 s, so the
  * plugin is seen answering after a renewal). A plugin's user may take its own route subject and publish
@@ -46,6 +49,7 @@ import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
+import { makeTestCa } from "./support/test-ca.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
@@ -81,6 +85,20 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       ? { NATS_NKEY_SEED_FILE: join(dir, `${service}.nk`) }
       : { NATS_CREDS_FILE: join(dir, `${service}.creds`) };
 
+  const secure = model === "decentralized";
+  /** TLS options of a test client (the decentralized run's server requires TLS and a client certificate). */
+  const tls = () =>
+    secure
+      ? {
+          tls: {
+            caFile: join(dir, "ca.pem"),
+            certFile: join(dir, "client.pem"),
+            keyFile: join(dir, "client.key"),
+            servername: "nats.test",
+          },
+        }
+      : {};
+
   /** How the registry gives plugin processes credentials of their own. */
   const pluginCredentials = (): Record<string, string> =>
     model === "static"
@@ -90,6 +108,9 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
           NATS_PLUGIN_ACCOUNT: readFileSync(join(dir, "account.pub"), "utf8").trim(),
           // Short, so that the test sees the plugin answer on a renewed user.
           NATS_PLUGIN_CREDENTIAL_TTL_SECONDS: "5",
+          // The plugins' own client certificate (never the registry's).
+          NATS_PLUGIN_TLS_CERT_FILE: join(dir, "plugin.pem"),
+          NATS_PLUGIN_TLS_KEY_FILE: join(dir, "plugin.key"),
         };
 
   /** A connection as one service's user. */
@@ -97,6 +118,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     connect({
       servers: nats.url,
       reconnect: false,
+      ...tls(),
       authenticator:
         model === "static"
           ? nkeyAuthenticator(
@@ -110,7 +132,18 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       model === "static"
         ? writeNatsAuth(dir, prefix, stream)
         : await writeDecentralizedAuth(dir, prefix, stream);
-    await nats.start(readFileSync(conf, "utf8"));
+    // The decentralized run also requires TLS with client certificates (a test CA): authentication, TLS
+    // and permissions at once, the production shape.
+    let extra = "";
+    if (secure) {
+      makeTestCa(dir, [
+        ["server", "nats.test", "subjectAltName=DNS:nats.test"],
+        ["client", "svc-service", "extendedKeyUsage=clientAuth"],
+        ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
+      ]);
+      extra = `\ntls {\n  cert_file: "${join(dir, "server.pem")}"\n  key_file: "${join(dir, "server.key")}"\n  ca_file: "${join(dir, "ca.pem")}"\n  verify: true\n}\n`;
+    }
+    await nats.start(readFileSync(conf, "utf8") + extra);
     await receiver.start();
     const common = {
       ...pluginStackEnv(dir, { dev: true, tests: signer }),
@@ -119,7 +152,15 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       BackendHost__RateLimitAuthPerAccountPerMinute: "0",
       BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
       BackendHost__JobPollIntervalMs: "100",
-      NATS_URL: nats.url,
+      NATS_URL: secure ? `tls://127.0.0.1:${nats.port}` : nats.url,
+      ...(secure
+        ? {
+            NATS_TLS_CA_FILE: join(dir, "ca.pem"),
+            NATS_TLS_CERT_FILE: join(dir, "client.pem"),
+            NATS_TLS_KEY_FILE: join(dir, "client.key"),
+            NATS_TLS_SERVER_NAME: "nats.test",
+          }
+        : {}),
     };
     const as = (service: string) => ({ ...common, ...credential(service) });
     await h.start(rbacService, as("rbac"));
@@ -194,6 +235,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
         ? await connect({
             servers: nats.url,
             reconnect: false,
+            ...tls(),
             inboxPrefix: SHARED_PLUGIN_INBOX,
             authenticator: nkeyAuthenticator(
               new TextEncoder().encode(readFileSync(join(dir, "plugins.nk"), "utf8").trim()),
@@ -202,6 +244,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
         : await connect({
             servers: nats.url,
             reconnect: false,
+            ...tls(),
             inboxPrefix: pluginInboxPrefix("hello"),
             authenticator: credsAuthenticator(
               new TextEncoder().encode(
@@ -264,7 +307,19 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     writeFileSync(join(work, "plugin", "index.mjs"), "export class Plugin { greet() { return {}; } }\n");
     const pool = new WorkerPool(64, [nats.url], join(work, "slots"), 0, {
       kind: "shared",
-      auth: model === "static" ? { seed: wrong.trim() } : { creds: wrong },
+      auth: {
+        ...(model === "static" ? { seed: wrong.trim() } : { creds: wrong }),
+        ...(secure
+          ? {
+              tls: {
+                ca: readFileSync(join(dir, "ca.pem"), "utf8"),
+                cert: readFileSync(join(dir, "plugin.pem"), "utf8"),
+                key: readFileSync(join(dir, "plugin.key"), "utf8"),
+                servername: "nats.test",
+              },
+            }
+          : {}),
+      },
       inboxPrefix: SHARED_PLUGIN_INBOX,
     });
     const host = new WorkerHost(pool, {
@@ -332,6 +387,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const backend = await connect({
       servers: nats.url,
       reconnect: false,
+      ...tls(),
       inboxPrefix: credential.subjects.inboxPrefix,
       authenticator: credsAuthenticator(new TextEncoder().encode(credential.creds)),
     });
@@ -404,7 +460,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
   });
 
   it("refuses a client without credentials", async () => {
-    const refused = await connect({ servers: nats.url, reconnect: false }).then(
+    const refused = await connect({ servers: nats.url, reconnect: false, ...tls() }).then(
       async (nc) => {
         await nc.close();
         return false;
@@ -412,6 +468,21 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       (error: unknown) => isNatsAuthError(error),
     );
     expect(refused).toBe(true);
+    if (secure) {
+      // Nor one without TLS, even holding a service's credentials.
+      const plain = await connect({
+        servers: nats.url,
+        reconnect: false,
+        authenticator: credsAuthenticator(readFileSync(join(dir, "gateway.creds"))),
+      }).then(
+        async (nc) => {
+          await nc.close();
+          return "connected";
+        },
+        (error: unknown) => String(error),
+      );
+      expect(plain).not.toBe("connected");
+    }
   });
 
   it("refuses a service's user a subject outside its list", async () => {

@@ -1,0 +1,38 @@
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * A test CA made with openssl in `dir` (`ca.pem`, `ca.key`), and for each of `leaves` a certificate
+ * `<name>.pem` with its key `<name>.key` signed by it: a server's (`subjectAltName=DNS:…`) or a client's
+ * (`extendedKeyUsage=clientAuth`). Valid two days.
+ */
+export function makeTestCa(
+  dir: string,
+  leaves: ReadonlyArray<readonly [name: string, commonName: string, extension: string]>,
+): void {
+  const ssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  ssl("req", "-x509", ...ec, "-days", "2", "-subj", "/CN=svc test CA", "-keyout", "ca.key", "-out", "ca.pem");
+  for (const [name, cn, ext] of leaves) {
+    ssl("req", ...ec, "-subj", `/CN=${cn}`, "-keyout", `${name}.key`, "-out", `${name}.csr`);
+    writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
+    ssl(
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.pem",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-days",
+      "2",
+      "-extfile",
+      `${name}.ext`,
+      "-out",
+      `${name}.pem`,
+    );
+  }
+}

@@ -49,8 +49,8 @@ import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
-import { makeTestCa } from "./support/test-ca.js";
 import { Receiver } from "./support/receiver.js";
+import { makeTestCa } from "./support/test-ca.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 

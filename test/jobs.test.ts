@@ -11,6 +11,7 @@ import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
 import { DeferJobError, enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredLeases } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
+import { GatewayPrincipalSigner } from "@svc/runtime";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 
@@ -424,6 +425,10 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
   it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
     const service = await h.start(jobReaperService);
     const bus = service.deps.bus;
+    // Sent as the gateway sends: the principal signed with a published key.
+    const signer = new GatewayPrincipalSigner(bus.nc, bus.prefix);
+    await signer.publish();
+    bus.principalSigner = signer;
     const list = async (principal: Principal, query: QueryOf<(typeof jobRoutes)["jobs.list"]>) => {
       const reply = await requestRoute(bus, jobRoutes["jobs.list"], {
         principal,

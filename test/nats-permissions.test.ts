@@ -503,6 +503,8 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       `$KV.${prefix}_revoked_sessions.someone`,
       `$JS.API.STREAM.PURGE.KV_${prefix}_revoked_sessions`,
       `${prefix}.rbac.users.create`,
+      // Publishing a key of its own to sign principals with (only the gateway's user may).
+      `$KV.${prefix}_principal_keys.forged`,
     ]) {
       const refused = await violation(dispatcher, () => dispatcher.publish(subject, "{}"));
       expect(refused, subject).toMatchObject({ operation: "publish", subject });

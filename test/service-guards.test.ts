@@ -4,12 +4,23 @@
  * reached a service's subject without passing the gateway (another service, a tool on the bus) was obeyed.
  * `serveRoute` now runs the gateway's guard again in the owning service, with the principal the request
  * carries.
+ *
+ * Issue 23, item 5: and that principal is believed only as the gateway signed it. The guard tests send as
+ * a gateway would (a signer whose key is published in the principal keys bucket); the probe sends as
+ * anyone else on the bus: a superadmin principal written by hand, a signed low-privilege principal with a
+ * superadmin body, an assertion signed by a key of its own, a known key id published again with its own
+ * key. Each is refused (401) and nothing is done.
  */
-import type { Principal } from "@svc/bus";
+import { generateKeyPairSync } from "node:crypto";
+
+import { Kvm } from "@nats-io/kv";
+import { Header, type Principal } from "@svc/bus";
 import { rbacRoutes, requestRoute, resolverRoutes } from "@svc/contracts";
 import { SvcError } from "@svc/errors";
+import { GatewayPrincipalSigner, principalKeysBucket } from "@svc/runtime";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
+import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
@@ -41,6 +52,10 @@ afterAll(() => h.stopAll());
 beforeAll(async () => {
   bus = (await h.start(rbacService)).deps.bus;
   await h.start(resolverService);
+  // This test sends as the gateway does: principals signed with a key it published.
+  const signer = new GatewayPrincipalSigner(bus.nc, bus.prefix);
+  await signer.publish();
+  bus.principalSigner = signer;
 });
 
 describe("services check the route's guard themselves", () => {
@@ -88,5 +103,63 @@ describe("services check the route's guard themselves", () => {
       body: null,
     });
     expect(await refusal(members)).toMatchObject({ status: 404 });
+  });
+});
+
+describe("a principal is believed only as the gateway signed it (issue 23, item 5)", () => {
+  const superadmin = principal({ subject: "intruder", permissions: ["*"], roles: ["superadmin"] });
+  const createUser = (userName: string) => ({
+    principal: superadmin,
+    params: {},
+    query: {},
+    body: { userName, password: "a-long-enough-password" },
+  });
+  const created = async (userName: string) =>
+    (
+      await h.sql<{ n: number }>(`SELECT count(*)::int AS n FROM rbac.users WHERE user_name = $1`, [userName])
+    )[0]?.n;
+  /** A request sent as anyone on the bus: the principal in the body, the headers as given. */
+  const raw = (userName: string, headers: Record<string, string> = {}) =>
+    bus.requestEndpoint(rbacRoutes["users.create"].subject, createUser(userName), { headers });
+
+  it("refuses a principal written into the request without the gateway's signature", async () => {
+    expect(await refusal(raw("forged-unsigned"))).toMatchObject({ status: 401 });
+    expect(await created("forged-unsigned")).toBe(0);
+  });
+
+  it("refuses a signed principal whose body was rewritten", async () => {
+    const signed = await bus.principalSigner?.sign(principal({ subject: "nobody", permissions: [] }));
+    const refused = await refusal(raw("forged-rewritten", { [Header.Principal]: signed as string }));
+    expect(refused).toMatchObject({ status: 401 });
+    expect(refused.detail).toMatch(/not the one the gateway signed/);
+    expect(await created("forged-rewritten")).toBe(0);
+  });
+
+  it("refuses an assertion signed by a key no gateway published, or a known key id published again", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const own = (kid: string) =>
+      new SignJWT({ principal: superadmin })
+        .setProtectedHeader({ alg: "EdDSA", kid })
+        .setIssuer("svc-gateway")
+        .setIssuedAt()
+        .setExpirationTime("2m")
+        .sign(privateKey);
+    expect(await refusal(raw("forged-own-key", { [Header.Principal]: await own("made-up") }))).toMatchObject({
+      status: 401,
+    });
+    // On an open bus anyone can write the bucket: a new key id would be taken (the NATS permissions keep it
+    // to the gateway's user: test/nats-permissions.test.ts), but a known one is pinned to its first key.
+    const kv = await new Kvm(bus.nc).open(principalKeysBucket(bus.prefix));
+    const known = (await kv.keys().then(async (it) => {
+      for await (const k of it) return k;
+      return undefined;
+    })) as string;
+    await kv.put(known, JSON.stringify({ ...publicKey.export({ format: "jwk" }), kid: known, alg: "EdDSA" }));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await refusal(raw("forged-pinned", { [Header.Principal]: await own(known) }))).toMatchObject({
+      status: 401,
+    });
+    expect(await created("forged-own-key")).toBe(0);
+    expect(await created("forged-pinned")).toBe(0);
   });
 });

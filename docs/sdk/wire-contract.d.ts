@@ -48,6 +48,11 @@ export declare const Header: {
     readonly FlowRoot: "Svc-Flow-Root";
     /** JetStream de-duplication id of a published event: one per logical event. */
     readonly MsgId: "Nats-Msg-Id";
+    /**
+     * On operator route requests: the caller's principal as the gateway established it, signed by the
+     * gateway (a JWT); the owning service acts on this, not on the principal in the body.
+     */
+    readonly Principal: "Svc-Principal";
 };
 
 /** One of the `Header` names. */

@@ -3,7 +3,7 @@ import type { Bus } from "@svc/bus";
 import type { Config } from "@svc/config";
 import type { Db } from "@svc/db";
 import { Counter, type Logger, type Registry } from "@svc/observability";
-import type { ServiceDeps } from "@svc/runtime";
+import { GatewayPrincipalSigner, type ServiceDeps } from "@svc/runtime";
 import Fastify, { type FastifyInstance } from "fastify";
 
 import { parseTrustedProxies } from "./auth/rate-limiter.js";
@@ -63,6 +63,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     },
   });
   app.setValidatorCompiler(validatorCompiler());
+  // The principal of every operator request it forwards is signed with a key of this process, whose public
+  // half is in the principal keys bucket (issue 23, item 5): the owning service acts on nothing else.
+  const signer = new GatewayPrincipalSigner(deps.nc, config.subjectPrefix);
+  await deps.provision("gateway principal key", () => signer.publish());
+  deps.bus.principalSigner = signer;
+  app.addHook("onClose", async () => signer.stop());
   const refused = new Counter({
     name: "svc_gateway_connections_refused_total",
     help: "Connections closed as they opened because their client address held BackendHost__MaxConnectionsPerClient already.",

@@ -16,7 +16,7 @@ import {
   TimeoutError,
 } from "@svc/errors";
 import type { Logger } from "@svc/observability";
-import { Header } from "@svc/wire-contract";
+import { Header, type Principal } from "@svc/wire-contract";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
 import { type EndpointStats, MicroHeader, MicroService } from "./micro.js";
@@ -42,12 +42,16 @@ export interface RequestOptions {
   /** Absolute deadline (epoch ms) inherited from an upstream request. */
   readonly deadline?: number;
   readonly requestId?: string;
+  /** Further headers to send (names from `Header`). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** What a handler knows about the request besides its payload. */
 export interface HandlerContext {
   readonly subject: string;
   readonly requestId: string | undefined;
+  /** A header of the request, or undefined. */
+  readonly header: (name: string) => string | undefined;
   /** Epoch ms after which the caller has given up. */
   readonly deadline: number;
   readonly log: Logger;
@@ -83,6 +87,22 @@ export interface BusOptions {
 }
 
 /**
+ * The principal of an operator route request, signed by the service that established it (the gateway) and
+ * verified by the one that acts on it (issue 23, item 5): implemented in @svc/runtime.
+ */
+export interface PrincipalSigner {
+  /** A signed assertion of `principal`, sent in the `Svc-Principal` header. */
+  sign(principal: Principal): Promise<string>;
+}
+export interface PrincipalVerifier {
+  /**
+   * The principal `assertion` (the `Svc-Principal` header) asserts, when it is valid and asserts exactly
+   * `claimed` (the body's); throws a 401 SvcError otherwise.
+   */
+  verify(assertion: string | undefined, claimed: Principal): Promise<Principal>;
+}
+
+/**
  * Typed request/reply and broadcast over NATS. Errors cross the wire in exactly one way: an error reply
  * carries the `Svc-Error-Code` header and a problem body, and the caller turns it back into the same
  * SvcError. NATS failures become 503 (no responder, connection gone) or 504 (deadline passed).
@@ -94,6 +114,10 @@ export class Bus {
   private readonly log: Logger;
   private readonly defaultTimeoutMs: number;
   private readonly subscriptions: Subscription[] = [];
+  /** Signs the principal of the operator route requests this bus sends (the gateway's bus only). */
+  principalSigner: PrincipalSigner | undefined;
+  /** Verifies the principal of the operator route requests this bus serves (every service's). */
+  principalVerifier: PrincipalVerifier | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
   /** This replica's registration with the NATS service protocol, when enabled. */
   readonly micro: MicroService | undefined;
@@ -189,6 +213,7 @@ export class Bus {
     const h = natsHeaders();
     h.set(Header.Deadline, String(deadline));
     if (options?.requestId !== undefined) h.set(Header.RequestId, options.requestId);
+    for (const [name, value] of Object.entries(options?.headers ?? {})) h.set(name, value);
     // Fail fast while the connection is down: a request would be buffered and time out (504) instead.
     if (!isNatsConnected(this.nc)) {
       throw new ServiceUnavailableError(ownerOf(subject), {
@@ -274,6 +299,7 @@ export class Bus {
     const context: HandlerContext = {
       subject: msg.subject,
       requestId,
+      header: (name) => msg.headers?.get(name) || undefined,
       deadline,
       log: requestId === undefined ? this.log : this.log.child({ requestId }),
     };

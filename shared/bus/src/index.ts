@@ -4,6 +4,8 @@ export {
   encodeJson,
   type Handler,
   type HandlerContext,
+  type PrincipalSigner,
+  type PrincipalVerifier,
   type RequestOptions,
   type ServeOptions,
 } from "./bus.js";

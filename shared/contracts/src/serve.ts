@@ -7,7 +7,8 @@
  * the service answers.
  */
 import { authorise } from "@svc/access";
-import type { Bus, HandlerContext, RequestOptions } from "@svc/bus";
+import { type Bus, type HandlerContext, Header, type RequestOptions } from "@svc/bus";
+import { InternalError } from "@svc/errors";
 
 import type { ReplyOfRoute, RequestOfRoute, RouteContract, RouteSpec } from "./route.js";
 
@@ -30,8 +31,13 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
 ): void {
   bus.serveEndpoint(
     route.subject,
-    async (request: RequestOfRoute<S>, context) => {
-      authorise(request.principal, route, request.params, request.query);
+    async (received: RequestOfRoute<S>, context) => {
+      // The principal is believed only as the gateway signed it (issue 23, item 5).
+      const verifier = bus.principalVerifier;
+      if (verifier === undefined) throw new InternalError();
+      const principal = await verifier.verify(context.header(Header.Principal), received.principal);
+      const request = { ...received, principal };
+      authorise(principal, route, request.params, request.query);
       const reply = await handler(request, context);
       if (checkReplies) route.checkReply(reply);
       return reply;
@@ -40,12 +46,20 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
   );
 }
 
-/** Forwards a route's request to the service that owns it (503 when none serves it yet). */
-export function requestRoute<S extends RouteSpec, Subject extends string>(
+/**
+ * Forwards a route's request to the service that owns it (503 when none serves it yet), with its
+ * principal signed by the bus's signer (the gateway's).
+ */
+export async function requestRoute<S extends RouteSpec, Subject extends string>(
   bus: Bus,
   route: RouteContract<S, Subject>,
   request: RequestOfRoute<S>,
   options?: RequestOptions,
 ): Promise<ReplyOfRoute<S>> {
-  return bus.requestEndpoint(route.subject, request, options);
+  const signer = bus.principalSigner;
+  const headers =
+    signer === undefined
+      ? options?.headers
+      : { ...options?.headers, [Header.Principal]: await signer.sign(request.principal) };
+  return bus.requestEndpoint(route.subject, request, { ...options, ...(headers ? { headers } : {}) });
 }

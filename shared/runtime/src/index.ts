@@ -34,6 +34,11 @@ export {
   userPermissions,
 } from "./nats-permissions.js";
 export {
+  GatewayPrincipalSigner,
+  PrincipalAssertionVerifier,
+  principalKeysBucket,
+} from "./principal-assertions.js";
+export {
   natsAuthOf,
   type RunningService,
   runServiceMain,

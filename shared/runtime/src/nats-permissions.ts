@@ -18,6 +18,7 @@ import { eventsSubject, pluginHttpSubject } from "@svc/wire-contract";
 
 import { diagnosticsBucket, diagnosticsStream, diagnosticsSubject } from "./diagnostics.js";
 import { configBucket } from "./live-settings.js";
+import { principalKeysBucket } from "./principal-assertions.js";
 
 /** Where a service's replies arrive: an inbox prefix of its own (its NATS user may read no other). */
 export const inboxPrefix = (service: string) => `_INBOX_${service}`;
@@ -49,7 +50,15 @@ export const FAN_OUT = {
 type Access = "read" | "write";
 
 /** The shared JetStream resources, by kind (names under a prefix: see `resources`). */
-type Bucket = "revoked" | "rateLimits" | "idempotency" | "config" | "diagnostics" | "circuits" | "uiManifest";
+type Bucket =
+  | "revoked"
+  | "rateLimits"
+  | "idempotency"
+  | "config"
+  | "diagnostics"
+  | "circuits"
+  | "uiManifest"
+  | "principalKeys";
 type ObjectStore = "packages" | "pluginAssets" | "media";
 
 export interface ServiceNeeds {
@@ -91,6 +100,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
       config: "read",
       diagnostics: "read",
       uiManifest: "read",
+      principalKeys: "write",
     },
     objects: { packages: "write", media: "write", pluginAssets: "read" },
   },
@@ -99,7 +109,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     listens: ["plugin-registry.contributions.changed"],
     publishesEvents: true,
     consumesEvents: true,
-    buckets: { revoked: "write", config: "read", diagnostics: "read" },
+    buckets: { revoked: "write", config: "read", diagnostics: "read", principalKeys: "read" },
     objects: {},
   },
   resolver: {
@@ -107,7 +117,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     listens: ["plugin-registry.contributions.changed"],
     publishesEvents: true,
     consumesEvents: false,
-    buckets: { config: "write", diagnostics: "read" },
+    buckets: { config: "write", diagnostics: "read", principalKeys: "read" },
     objects: { media: "write" },
   },
   "plugin-registry": {
@@ -115,7 +125,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     listens: ["plugin-registry.contributions.changed", "resolver.cache.invalidate"],
     publishesEvents: true,
     consumesEvents: true,
-    buckets: { config: "read", diagnostics: "read", uiManifest: "write" },
+    buckets: { config: "read", diagnostics: "read", uiManifest: "write", principalKeys: "read" },
     objects: { packages: "write", pluginAssets: "write" },
   },
   "webhook-dispatcher": {
@@ -123,7 +133,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     listens: ["plugin-registry.contributions.changed", "resolver.cache.invalidate"],
     publishesEvents: true,
     consumesEvents: true,
-    buckets: { circuits: "write", config: "read", diagnostics: "read" },
+    buckets: { circuits: "write", config: "read", diagnostics: "read", principalKeys: "read" },
     objects: {},
   },
   "job-reaper": {
@@ -131,7 +141,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     listens: [],
     publishesEvents: true,
     consumesEvents: false,
-    buckets: { config: "read", diagnostics: "write" },
+    buckets: { config: "read", diagnostics: "write", principalKeys: "read" },
     objects: {},
     recordsDiagnostics: true,
   },
@@ -155,6 +165,7 @@ export function resources(prefix: string) {
       diagnostics: diagnosticsBucket(prefix),
       circuits: circuitBucket(prefix),
       uiManifest: MANIFEST_BUCKET(prefix),
+      principalKeys: principalKeysBucket(prefix),
     } satisfies Record<Bucket, string>,
     objects: {
       packages: packageBucket(prefix),

@@ -21,6 +21,7 @@ import { DiagnosticsTap } from "./diagnostics.js";
 import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
 import { inboxPrefix } from "./nats-permissions.js";
+import { PrincipalAssertionVerifier } from "./principal-assertions.js";
 import type { PingReply } from "./subjects.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
@@ -150,6 +151,10 @@ export async function startService(
       // `nats micro ls/info/stats` list this replica, its endpoints and their error counts.
       micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
     });
+    // Operator route requests are acted on only with the principal the gateway signed (issue 23, item 5).
+    const principals = new PrincipalAssertionVerifier(nc, config.subjectPrefix, log);
+    await provisioner.add("principal keys watch", () => principals.start());
+    bus.principalVerifier = principals;
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     // `starting` until every handler is in place, `draining` from SIGTERM on: both are not ready.
     let phase: Phase = "starting";
@@ -235,6 +240,7 @@ export async function startService(
         log.info("service stopping");
         phase = "draining";
         provisioner.stop();
+        principals.stop();
         live.stop();
         tap.stop();
         await hooks.beforeDrain?.();

@@ -33,6 +33,11 @@ export const Header = {
   FlowRoot: "Svc-Flow-Root",
   /** JetStream de-duplication id of a published event: one per logical event. */
   MsgId: "Nats-Msg-Id",
+  /**
+   * On operator route requests: the caller's principal as the gateway established it, signed by the
+   * gateway (a JWT); the owning service acts on this, not on the principal in the body.
+   */
+  Principal: "Svc-Principal",
 } as const;
 /** One of the `Header` names. */
 export type Header = (typeof Header)[keyof typeof Header];

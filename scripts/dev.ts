@@ -9,7 +9,8 @@
  *
  * `SECURE=1` (issue 23, item 7): the production shape of the bus. A nats-server of its own (on a free
  * port, data under `.dev/nats-secure/`) runs with the authorization `make nats-auth` writes
- * (`.dev/nats-auth/`, seeds kept between runs), and each service connects as its own user, with its own
+ * (`.dev/nats-auth/`, seeds kept between runs) and requires TLS (a CA of its own made with openssl,
+ * `.dev/nats-auth/tls/`), and each service connects as its own user, with its own
  * permissions; the plugin processes connect as the plugins user (`plugins.nk`), never as the registry.
  * Without it, the open local server as before.
  */
@@ -17,7 +18,7 @@
 import "@svc/service-gateway";
 
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 import { loadConfigOrExit } from "@svc/config";
@@ -35,6 +36,7 @@ import {
   waitFor,
   waitForPostgres,
 } from "./lib/stack.js";
+import { makeTestCa } from "./lib/test-ca.js";
 import { writeNatsAuth } from "./nats-auth.js";
 
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
@@ -178,28 +180,48 @@ function explainDatabaseError(error: unknown, url: string): Error {
   return new Error(`PostgreSQL at ${host}:${port}: ${message}`);
 }
 
-/** Runs the bundle of scripts/build.mjs: what the container image runs, and half the memory of tsx. */
 /**
- * The secure bus: writes the authorization into `.dev/nats-auth/`, starts a nats-server with it on a free
- * port, and returns its URL and each service's seed file.
+ * The secure bus: writes the authorization into `.dev/nats-auth/` and a CA of its own with the server's
+ * certificate into `.dev/nats-auth/tls/` (both kept between runs), starts a nats-server on a free port that
+ * requires TLS and each service's user, and returns its URL, the CA and each service's seed file.
  */
 async function startSecureNats(
   prefix: string,
   eventsStream: string,
-): Promise<{ url: string; seed: (s: string) => string }> {
+): Promise<{ url: string; ca: string; seed: (s: string) => string }> {
   const binary = findNatsServer();
   if (binary === undefined)
     throw new Error("SECURE=1 needs nats-server on PATH (apt-get install -y nats-server).");
   const authDir = join(stateDir, "nats-auth");
-  const conf = writeNatsAuth(authDir, prefix, eventsStream);
+  writeNatsAuth(authDir, prefix, eventsStream);
+  const tlsDir = join(authDir, "tls");
+  if (!existsSync(join(tlsDir, "server.pem"))) {
+    mkdirSync(tlsDir, { recursive: true, mode: 0o700 });
+    makeTestCa(tlsDir, [["server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1"]]);
+  }
+  const conf = join(authDir, "secure.conf");
+  writeFileSync(
+    conf,
+    [
+      "# make dev SECURE=1: TLS (a CA of its own, .dev/nats-auth/tls) and one user per service.",
+      'include "nats-auth.conf"',
+      `tls { cert_file: "${join(tlsDir, "server.pem")}", key_file: "${join(tlsDir, "server.key")}" }`,
+      "",
+    ].join("\n"),
+  );
   const port = await freePort();
   say(
-    `NATS (SECURE=1): starting ${binary} -js on 127.0.0.1:${port} with ${conf}: each service on its own user`,
+    `NATS (SECURE=1): starting ${binary} -js on 127.0.0.1:${port} with ${conf}: TLS, each service on its own user`,
   );
   await startNatsServer(binary, "127.0.0.1", port, "nats-secure", ["-c", conf]);
-  return { url: `nats://127.0.0.1:${port}`, seed: (service) => join(authDir, `${service}.nk`) };
+  return {
+    url: `tls://127.0.0.1:${port}`,
+    ca: join(tlsDir, "ca.pem"),
+    seed: (service) => join(authDir, `${service}.nk`),
+  };
 }
 
+/** Runs the bundle of scripts/build.mjs: what the container image runs, and half the memory of tsx. */
 function startService(name: string, env: NodeJS.ProcessEnv): ChildProcess {
   const child = spawn(process.execPath, ["--enable-source-maps", join("dist", `${name}.mjs`)], {
     cwd: repoRoot,
@@ -281,6 +303,7 @@ try {
         : {
             ...env,
             NATS_URL: bus.url,
+            NATS_TLS_CA_FILE: bus.ca,
             NATS_NKEY_SEED_FILE: bus.seed(service),
             ...(service === "plugin-registry" ? { NATS_PLUGIN_NKEY_SEED_FILE: bus.seed("plugins") } : {}),
           },

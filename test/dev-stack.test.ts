@@ -177,8 +177,9 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
 
 /**
  * Issue 23, item 7: `make dev SECURE=1` runs the local bus in the production shape: a nats-server of its
- * own with the authorization `make nats-auth` writes, each service on its own user. The stack works (sign-in,
- * the example plugin answering); a client with no credentials is refused by that server.
+ * own with the authorization `make nats-auth` writes and TLS (a CA of its own), each service on its own
+ * user. The stack works (sign-in, the example plugin answering); a client with no credentials is refused
+ * by that server, and one without TLS too.
  */
 describe("make dev SECURE=1", () => {
   it("runs every service on its own NATS user; an anonymous client is refused", async () => {
@@ -212,14 +213,22 @@ describe("make dev SECURE=1", () => {
         headers: { authorization: `Bearer ${accessToken}` },
       });
       expect(greeting.json()).toMatchObject({ greeting: "Hello, dev!" });
-      const anonymous = await connect({ servers: `nats://127.0.0.1:${port}`, reconnect: false }).then(
-        async (nc) => {
-          await nc.close();
-          return "connected";
-        },
-        (error: unknown) => (isNatsAuthError(error) ? "refused" : String(error)),
-      );
-      expect(anonymous).toBe("refused");
+      const ca = join(stateDir, "secure", "nats-auth", "tls", "ca.pem");
+      const attempt = (tls: boolean) =>
+        connect({
+          servers: `nats://127.0.0.1:${port}`,
+          reconnect: false,
+          ...(tls ? { tls: { caFile: ca } } : {}),
+        }).then(
+          async (nc) => {
+            await nc.close();
+            return "connected";
+          },
+          (error: unknown) => (isNatsAuthError(error) ? "refused" : String(error)),
+        );
+      // Over TLS without credentials: refused; without TLS: not even that far.
+      expect(await attempt(true)).toBe("refused");
+      expect(await attempt(false)).not.toBe("connected");
     } finally {
       dev.child.kill("SIGINT");
       expect(await dev.exited).toBe(0);

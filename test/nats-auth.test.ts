@@ -24,12 +24,12 @@ import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
+import { makeTestCa } from "../scripts/lib/test-ca.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
-import { makeTestCa } from "./support/test-ca.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();

@@ -19,6 +19,7 @@
  * A plugin user that may not take its route (a misconfigured seed) makes the activation fail, said with
  * the plugin's id, and the platform goes on.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -41,6 +42,7 @@ import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { makeTestCa } from "../scripts/lib/test-ca.js";
 import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
 import { PluginCredentials } from "../services/plugin-registry/src/runtime/plugin-credentials.js";
 import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
@@ -50,9 +52,8 @@ import { createHarness } from "./support/harness.js";
 import { bearerApi, http, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
-import { makeTestCa } from "./support/test-ca.js";
 import { mintToken } from "./support/tokens.js";
-import { eventually } from "./support/wait.js";
+import { eventually, until } from "./support/wait.js";
 
 const h = await createHarness();
 const prefix = h.env.SVC_SUBJECT_PREFIX as string;
@@ -413,6 +414,45 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       operation: "subscription",
     });
     await backend.close();
+
+    // An independent client: the same credential read and used by Python speaking the NATS protocol
+    // itself (another language's nkey signature, TLS with a client certificate).
+    const credsFile = join(dir, `${id}.creds`);
+    writeFileSync(credsFile, credential.creds, { mode: 0o600 });
+    const python = spawn(
+      "python3",
+      [
+        join(import.meta.dirname, "clients", "nats_plugin_backend.py"),
+        `127.0.0.1:${nats.port}`,
+        credsFile,
+        credential.subjects.serve,
+        credential.subjects.queue,
+        credential.subjects.inboxPrefix,
+        credential.subjects.publish[0] as string,
+        prefix,
+        join(dir, "ca.pem"),
+        join(dir, "plugin.pem"),
+        join(dir, "plugin.key"),
+        "nats.test",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let said = "";
+    python.stdout.on("data", (chunk: Buffer) => (said += chunk.toString()));
+    python.stderr.on("data", (chunk: Buffer) => (said += chunk.toString()));
+    try {
+      await until(async () => said.includes("ready") || python.exitCode !== null, 10_000);
+      expect(said).toContain("ready");
+      const fromPython = await eventually(
+        () => api("GET", `/api/plugins/${id}/ping`, operator),
+        (r) => r.status === 200 && r.text.includes("python"),
+      );
+      expect(fromPython.json()).toEqual({ pong: true, lang: "python", stream });
+      await until(async () => said.includes("refused"), 5_000);
+      expect(said).toContain(`Permissions Violation for Subscription to "${prefix}.rbac.>"`);
+    } finally {
+      python.kill();
+    }
 
     // Listed without its secret; revoked; both audited. Platform operators only.
     const listed = await api("GET", `/api/plugins/${id}/credentials`, operator);

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
- * A test CA made with openssl in `dir` (`ca.pem`, `ca.key`), and for each of `leaves` a certificate
+ * A CA of its own made with openssl (tests, and `make dev SECURE=1`) in `dir` (`ca.pem`, `ca.key`), and for each of `leaves` a certificate
  * `<name>.pem` with its key `<name>.key` signed by it: a server's (`subjectAltName=DNS:…`) or a client's
  * (`extendedKeyUsage=clientAuth`). Valid two days.
  */

@@ -33,6 +33,32 @@ import { SERVICE_NEEDS, servicePermissions, staticAuthorization, userPermissions
 const seedText = (pair: KeyPair) => `${new TextDecoder().decode(pair.getSeed())}\n`;
 
 /**
+ * A `.creds` per service, each user signed by `signer` (one of the account's signing keys) with the
+ * permissions of that service for `prefix` and `eventsStream`; `<file name>` → path. No server reload is
+ * needed: a server in operator mode trusts any user its account's signing key signs.
+ */
+export async function writeServiceCreds(
+  out: string,
+  signer: KeyPair,
+  accountPublicKey: string,
+  prefix: string,
+  eventsStream: string,
+  fileName: (service: ServiceName) => string = (service) => `${service}.creds`,
+): Promise<Record<ServiceName, string>> {
+  const files = {} as Record<ServiceName, string>;
+  for (const service of Object.keys(SERVICE_NEEDS) as ServiceName[]) {
+    const user = createUser();
+    const jwt = await encodeUser(service, user, signer, {
+      issuer_account: accountPublicKey,
+      ...userPermissions(servicePermissions(service, { prefix, eventsStream })),
+    });
+    files[service] = join(out, fileName(service));
+    writeFileSync(files[service], fmtCreds(jwt, user), { mode: 0o600 });
+  }
+  return files;
+}
+
+/**
  * The decentralized model: writes the operator configuration, a `.creds` per service and the keys; returns
  * the configuration's path.
  */
@@ -75,14 +101,7 @@ export async function writeDecentralizedAuth(
     },
     { signer: operator },
   );
-  for (const service of Object.keys(SERVICE_NEEDS) as ServiceName[]) {
-    const user = createUser();
-    const jwt = await encodeUser(service, user, signer, {
-      issuer_account: account.getPublicKey(),
-      ...userPermissions(servicePermissions(service, { prefix, eventsStream })),
-    });
-    writeFileSync(join(out, `${service}.creds`), fmtCreds(jwt, user), { mode: 0o600 });
-  }
+  await writeServiceCreds(out, signer, account.getPublicKey(), prefix, eventsStream);
   writeFileSync(join(out, "operator.nk"), seedText(operator), { mode: 0o600 });
   writeFileSync(join(out, "account.nk"), seedText(account), { mode: 0o600 });
   writeFileSync(join(out, "account-signing.nk"), seedText(signer), { mode: 0o600 });

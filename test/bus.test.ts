@@ -18,7 +18,12 @@ const log = createLogger("bus-test", "silent");
 const connections: NatsConnection[] = [];
 
 async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
-  const nc = await connectNats({ url: h.env.NATS_URL as string, name: service, logger: log });
+  const nc = await connectNats({
+    url: h.env.NATS_URL as string,
+    auth: h.natsAuth,
+    name: service,
+    logger: log,
+  });
   connections.push(nc);
   return new Bus({ nc, prefix: h.env.SVC_SUBJECT_PREFIX as string, service, logger: log, defaultTimeoutMs });
 }
@@ -217,11 +222,21 @@ describe("the NATS service protocol (issue 10, item 5)", () => {
   }
 
   it("lists each replica with its endpoints, request and error counts, as `nats micro` reads them", async () => {
-    const nc = await connectNats({ url: h.env.NATS_URL as string, name: "micro-test", logger: log });
+    const nc = await connectNats({
+      url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
+      name: "micro-test",
+      logger: log,
+    });
     connections.push(nc);
     const replicas: Bus[] = [];
     for (const n of [0, 1]) {
-      const own = await connectNats({ url: h.env.NATS_URL as string, name: `micro-${n}`, logger: log });
+      const own = await connectNats({
+        url: h.env.NATS_URL as string,
+        auth: h.natsAuth,
+        name: `micro-${n}`,
+        logger: log,
+      });
       connections.push(own);
       replicas.push(
         new Bus({

@@ -63,7 +63,7 @@ beforeAll(async () => {
   await h.start(jobReaperService, extra);
   base = (await h.start(gatewayService, extra)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  nc = await connect({ servers: h.env.NATS_URL });
+  nc = await connect(h.natsOptions());
   // A real user (a minted token's subject has no inbox) who may manage flows.
   const created = await api("POST", "/api/users", operator, {
     userName: "flow-boss",
@@ -216,7 +216,11 @@ describe("flow runs", () => {
       ["--import", "tsx", join("services", "webhook-dispatcher", "src", "main.ts")],
       {
         cwd: repoRoot,
-        env: { ...h.env, ...extra, PATH: process.env.PATH ?? "", BackendHost__WebhookTimeoutMs: "60000" },
+        env: {
+          ...(await h.envFor("webhook-dispatcher", extra)),
+          PATH: process.env.PATH ?? "",
+          BackendHost__WebhookTimeoutMs: "60000",
+        },
         stdio: "ignore",
       },
     );

@@ -53,7 +53,7 @@ async function waitForStatus(check: () => Promise<number>, status: number, withi
  * machine could outrun.
  */
 async function waitForSharedApiHits(window: number, hits: number) {
-  const nc = await connect({ servers: h.env.NATS_URL as string });
+  const nc = await connect(h.natsOptions());
   try {
     const kv = await new Kvm(nc).open(`${h.env.SVC_SUBJECT_PREFIX}_rate_limits`);
     const key = rateLimitKey("api", window, "127.0.0.1");
@@ -227,7 +227,7 @@ describe("when the limiter's store is unreachable", () => {
     // The shared counters disappear from under the running gateway.
     const { connect } = await import("@nats-io/transport-node");
     const { jetstreamManager } = await import("@nats-io/jetstream");
-    const nc = await connect({ servers: h.env.NATS_URL as string });
+    const nc = await connect(h.natsOptions());
     try {
       await (await jetstreamManager(nc)).streams.delete(`KV_${prefix}_rate_limits`);
     } finally {

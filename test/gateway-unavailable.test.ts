@@ -46,7 +46,7 @@ describe("the resolver is missing or hung", () => {
 
   it("answers 504 problem within the request timeout when the resolver hangs", async () => {
     // A real NATS subscriber on the resolver's subject that receives requests and never answers.
-    const nc = await connect({ servers: h.env.NATS_URL });
+    const nc = await connect(h.natsOptions());
     const seen: string[] = [];
     nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.resolver.workspace.resolve`, {
       queue: "resolver",

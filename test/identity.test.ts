@@ -266,7 +266,7 @@ describe("users, memberships and member roles", () => {
     expect((await api("DELETE", `/api/users/${carol.id}`, operator)).status).toBe(204);
     expect((await api("GET", `/api/users/${carol.id}`, operator)).status).toBe(404);
 
-    const nc = await connect({ servers: h.env.NATS_URL });
+    const nc = await connect(h.natsOptions());
     try {
       const jsm = await jetstreamManager(nc);
       const stream = h.env.SVC_EVENTS_STREAM as string;

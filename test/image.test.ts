@@ -227,7 +227,7 @@ describe("the version fixed at build time (spec 9.2)", () => {
         cwd: repoRoot,
         env: {
           PATH: process.env.PATH ?? "",
-          ...h.env,
+          ...(await h.envFor("gateway")),
           GATEWAY_PORT: String(port),
           MANAGEMENT_PORT: String(management),
           MANAGEMENT_HOST: "127.0.0.1",

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
+import { connect } from "@nats-io/transport-node";
 import type { Principal } from "@svc/bus";
 import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
@@ -13,7 +14,7 @@ import { DeferJobError, enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredL
 import { createLogger } from "@svc/observability";
 import { GatewayPrincipalSigner } from "@svc/runtime";
 import { jobReaperService } from "@svc/service-job-reaper";
-import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
 // Internal SQL of the engine, reached by path: the tests drive single transitions directly.
@@ -425,8 +426,11 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
   it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
     const service = await h.start(jobReaperService);
     const bus = service.deps.bus;
-    // Sent as the gateway sends: the principal signed with a published key.
-    const signer = new GatewayPrincipalSigner(bus.nc, bus.prefix);
+    // Sent as the gateway sends: the principal signed with a published key (published on a connection of
+    // the test's own: the service's user may not write the gateway's keys).
+    const own = await connect(h.natsOptions());
+    onTestFinished(() => own.close());
+    const signer = new GatewayPrincipalSigner(own, bus.prefix);
     await signer.publish();
     bus.principalSigner = signer;
     const list = async (principal: Principal, query: QueryOf<(typeof jobRoutes)["jobs.list"]>) => {

@@ -31,7 +31,7 @@ const ready = async (s: RunningService) => (await http(`${address(s)}/ready`, { 
 beforeAll(async () => {
   const port = await proxy.open();
   const env = {
-    NATS_URL: `nats://127.0.0.1:${port}`,
+    NATS_URL: h.busVia(port),
     MANAGEMENT_PORT: "0",
     MANAGEMENT_HOST: "127.0.0.1",
   };

@@ -62,7 +62,7 @@ beforeAll(async () => {
       body: JSON.stringify({ tenantKey: "mt", name: key }),
     });
   }
-  nc = await connect({ servers: h.env.NATS_URL });
+  nc = await connect(h.natsOptions());
   nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.events.media.>`, {
     callback: (_e, m) => void events.push(m.subject.split(".events.")[1] as string),
   });

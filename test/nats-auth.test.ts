@@ -188,7 +188,7 @@ describe("a NATS server that requires TLS and credentials", () => {
     writeFileSync(file("wrong"), "not-the-password\n");
     const child = spawn(process.execPath, ["--import", "tsx", "services/resolver/src/main.ts"], {
       cwd: repoRoot,
-      env: { ...process.env, ...h.env, ...env, NATS_PASSWORD_FILE: file("wrong"), LOG_LEVEL: "info" },
+      env: { ...process.env, ...h.envWith(env), NATS_PASSWORD_FILE: file("wrong"), LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";

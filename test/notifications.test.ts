@@ -72,7 +72,7 @@ beforeAll(async () => {
   await h.start(jobReaperService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  nc = await connect({ servers: h.env.NATS_URL });
+  nc = await connect(h.natsOptions());
   boss = await userWithRole("boss", "superadmin", null);
   webhooks = await userWithRole("hooks", "hook-ops", ["webhook.manage", "notification.read"]);
   jobs = await userWithRole("jobs", "job-ops", ["job.read", "notification.read"]);

@@ -265,7 +265,7 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
     );
     expect((await install(bytes)).status).toBe(201);
     expect((await api("POST", "/api/plugins/outside/activate")).status).toBe(200);
-    const nc = await connect({ servers: h.env.NATS_URL });
+    const nc = await connect(h.natsOptions());
     const seen: unknown[] = [];
     const sub = nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.plugins.outside.http`, {
       queue: "plugin.outside",

@@ -61,7 +61,7 @@ beforeAll(async () => {
     (await h.start(gatewayService, env)).hooks.httpAddress as string,
   ];
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  nc = await connect({ servers: h.env.NATS_URL });
+  nc = await connect(h.natsOptions());
   nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.events.workspace.>`, {
     callback: (_err, msg) =>
       void events.push({

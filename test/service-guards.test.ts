@@ -14,6 +14,7 @@
 import { generateKeyPairSync } from "node:crypto";
 
 import { Kvm } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Header, type Principal } from "@svc/bus";
 import { rbacRoutes, requestRoute, resolverRoutes } from "@svc/contracts";
 import { SvcError } from "@svc/errors";
@@ -48,12 +49,18 @@ async function refusal(promise: Promise<unknown>): Promise<{ status: number; det
   throw new Error("the request was obeyed");
 }
 
-afterAll(() => h.stopAll());
+let testClient: NatsConnection | undefined;
+afterAll(async () => {
+  await h.stopAll();
+  await testClient?.close();
+});
 beforeAll(async () => {
   bus = (await h.start(rbacService)).deps.bus;
   await h.start(resolverService);
-  // This test sends as the gateway does: principals signed with a key it published.
-  const signer = new GatewayPrincipalSigner(bus.nc, bus.prefix);
+  // This test sends as the gateway does: principals signed with a key it published (on a connection of
+  // its own: the rbac service's user may not write the gateway's keys).
+  testClient = await connect(h.natsOptions());
+  const signer = new GatewayPrincipalSigner(testClient, bus.prefix);
   await signer.publish();
   bus.principalSigner = signer;
 });
@@ -149,7 +156,7 @@ describe("a principal is believed only as the gateway signed it (issue 23, item 
     });
     // On an open bus anyone can write the bucket: a new key id would be taken (the NATS permissions keep it
     // to the gateway's user: test/nats-permissions.test.ts), but a known one is pinned to its first key.
-    const kv = await new Kvm(bus.nc).open(principalKeysBucket(bus.prefix));
+    const kv = await new Kvm(testClient as NatsConnection).open(principalKeysBucket(bus.prefix));
     const known = (await kv.keys().then(async (it) => {
       for await (const k of it) return k;
       return undefined;

@@ -47,7 +47,12 @@ afterAll(() => {
 describe("service processes", () => {
   it("all six start, answer their ping over NATS, serve promtool-clean /metrics (issue 8, point 11), and exit 0 within 10 s of SIGTERM", async () => {
     const log = createLogger("test", "silent");
-    const nc = await connectNats({ url: h.env.NATS_URL as string, name: "probe", logger: log });
+    const nc = await connectNats({
+      url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
+      name: "probe",
+      logger: log,
+    });
     const bus = new Bus({
       nc,
       prefix: h.env.SVC_SUBJECT_PREFIX as string,
@@ -56,10 +61,12 @@ describe("service processes", () => {
       defaultTimeoutMs: 1_000,
     });
     const port = await freePort();
-    const started = SERVICES.map((name) => ({
-      name,
-      ...spawnService(name, { ...h.env, GATEWAY_PORT: String(port) }),
-    }));
+    const started = await Promise.all(
+      SERVICES.map(async (name) => ({
+        name,
+        ...spawnService(name, await h.envFor(name, { GATEWAY_PORT: String(port) })),
+      })),
+    );
     try {
       for (const { name } of started) {
         const until = Date.now() + 30_000;

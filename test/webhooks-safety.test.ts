@@ -87,6 +87,7 @@ describe("delivery safety", () => {
     await addSubscription("user.updated", "http://169.254.169.254/latest/meta-data");
     const nc = await connectNats({
       url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
       name: "p",
       logger: createLogger("t", "silent"),
     });
@@ -120,7 +121,7 @@ describe("delivery safety", () => {
     await db.query(sql`TRUNCATE job_reaper.jobs`);
     await addSubscription("user.deleted", receiver.url);
     const env = {
-      ...h.env,
+      ...(await h.envFor("webhook-dispatcher")),
       PATH: process.env.PATH ?? "",
       BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
       BackendHost__JobLeaseMs: "1500",
@@ -139,6 +140,7 @@ describe("delivery safety", () => {
     children.add(child);
     const nc = await connectNats({
       url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
       name: "p",
       logger: createLogger("t", "silent"),
     });

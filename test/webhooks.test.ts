@@ -123,6 +123,7 @@ beforeAll(async () => {
   });
   nc = await connectNats({
     url: h.env.NATS_URL as string,
+    auth: h.natsAuth,
     name: "publisher",
     logger: createLogger("t", "silent"),
   });

@@ -4,6 +4,7 @@
  * database and JetStream stream this run created. Names carry a run id, so concurrent runs never collide;
  * leftovers of crashed runs older than six hours are dropped too.
  */
+import { execFile } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -13,6 +14,7 @@ import type { TestProject } from "vitest/node";
 
 import { hostPort, migrateAll, tcpReachable } from "../../scripts/lib/stack.js";
 import { DB_PREFIX, STREAM_PREFIX, type TestEnvironment } from "./names.js";
+import { startSecureBus } from "./secure-bus.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -88,6 +90,17 @@ async function deleteStreams(natsUrl: string, match: (name: string) => boolean) 
   }
 }
 
+/** SVC_TEST_BUS: `secure` (the default where nats-server is installed) or `open`. */
+async function secureBusWanted(): Promise<boolean> {
+  const wanted = process.env.SVC_TEST_BUS ?? "";
+  if (wanted === "open") return false;
+  const installed = await new Promise<boolean>((resolve) =>
+    execFile("nats-server", ["--version"], (error) => resolve(error === null)),
+  );
+  if (!installed && wanted === "secure") throw new Error("SVC_TEST_BUS=secure needs nats-server on the PATH");
+  return installed;
+}
+
 export default async function setup(project: TestProject) {
   // Nine base-36 digits of the clock, then randomness: sortable, and unique across concurrent runs.
   const runId = `${Date.now().toString(36).padStart(9, "0")}${Math.random().toString(36).slice(2, 6)}`;
@@ -124,7 +137,17 @@ export default async function setup(project: TestProject) {
     .privateKey.export({ type: "pkcs8", format: "pem" })
     .toString();
   const secretsEncryptionKey = randomBytes(32).toString("base64");
+  // The bus: by default a secure server of this run's own (ADR 0012); SVC_TEST_BUS=open runs the suite on
+  // the open one above (the machine's, or a container's where no nats-server is installed).
+  const secure = await secureBusWanted();
+  const started = secure ? await startSecureBus() : undefined;
+  process.stdout.write(
+    started
+      ? `test bus: ${started.bus.url} (operator mode, TLS with client certificates, a user per service)\n`
+      : `test bus: ${natsUrl} (open)\n`,
+  );
   project.provide("svcTest", {
+    ...(started ? { bus: started.bus } : {}),
     runId,
     adminUrl,
     natsUrl,
@@ -142,6 +165,15 @@ export default async function setup(project: TestProject) {
         name.startsWith(`KV_t${runId}`) ||
         name.startsWith(`OBJ_t${runId}`),
     );
+    const violations = (await started?.stop()) ?? [];
+    if (started) {
+      // Attacks the tests make are refused here; anything else is a permission a service's user lacks.
+      process.stderr.write(
+        `test bus: ${violations.length} permission violations refused${violations.length ? ":" : ""}\n${violations
+          .map((line) => `  ${line.replace(/^.*?\[ERR\] /, "")}`)
+          .join("\n")}\n`,
+      );
+    }
     await stopContainers?.();
   };
 }

@@ -4,14 +4,18 @@
  * each other; services are started in-process on real NATS and PostgreSQL, and `useHarness()` checks after
  * the file that every service it started was stopped.
  */
+import type { ConnectionOptions } from "@nats-io/transport-node";
+import { type NatsAuth, natsAuthOptions } from "@svc/bus";
 import { type Config, parseConfig } from "@svc/config";
+import type { ServiceName } from "@svc/contracts";
 import { createLogger } from "@svc/observability";
-import { type RunningService, type ServiceDefinition, startService } from "@svc/runtime";
+import { type RunningService, SERVICE_NEEDS, type ServiceDefinition, startService } from "@svc/runtime";
 import pg from "pg";
 import { afterAll, inject } from "vitest";
 
 import { seedDemo } from "../../scripts/lib/stack.js";
 import { DB_PREFIX, STREAM_PREFIX } from "./names.js";
+import { BUS_SETTINGS, fileUsers } from "./secure-bus.js";
 
 let fileCounter = 0;
 
@@ -39,8 +43,24 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 export interface Harness {
   readonly db: TestDatabase;
-  /** Environment a service of this file runs with (also for child processes). */
+  /**
+   * Environment a service of this file runs with (also for child processes). On the secure bus it carries
+   * TLS and the unlimited test user; `start` gives each service its own user instead.
+   */
   readonly env: Record<string, string>;
+  /** How a test's own NATS client connects to the file's bus (credentials and TLS, none on an open bus). */
+  readonly natsAuth: NatsAuth | undefined;
+  /** nats.js options of a test's own client: the servers, credentials and TLS. */
+  natsOptions(extra?: Partial<ConnectionOptions>): ConnectionOptions;
+  /**
+   * A URL that reaches the file's bus another way (a TCP proxy in front of it): the scheme to use, and
+   * processes given it keep the bus's credentials and TLS.
+   */
+  busVia(port: number): string;
+  /** `h.env` with `extra`; none of the bus settings when `extra` names a NATS server of the test's own. */
+  envWith(extra: Record<string, string>): Record<string, string>;
+  /** `h.env` with a service's own user in place of the test user (a child process running that service). */
+  envFor(service: ServiceName, extra?: Record<string, string>): Promise<Record<string, string>>;
   /** The parsed configuration for this file, with optional extra variables. */
   config(extra?: Record<string, string>): Config;
   /** Starts a service in-process; it is stopped by stopAll() or at the end of the file. */
@@ -72,17 +92,65 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     BackendHost__JwtSigningKey: testEnv.jwtSigningKey,
     BackendHost__SecretsEncryptionKey: testEnv.secretsEncryptionKey,
   };
+  const users = testEnv.bus ? await fileUsers(testEnv.bus) : undefined;
+  Object.assign(env, users?.env);
+  const natsAuth: NatsAuth | undefined = users
+    ? {
+        credsFile: env.NATS_CREDS_FILE ?? null,
+        tls: {
+          caFile: env.NATS_TLS_CA_FILE ?? null,
+          certFile: env.NATS_TLS_CERT_FILE ?? null,
+          keyFile: env.NATS_TLS_KEY_FILE ?? null,
+          serverName: env.NATS_TLS_SERVER_NAME ?? null,
+        },
+      }
+    : undefined;
+  /**
+   * The environment of a process with `extra`: a test that points it at a NATS server of its own (another
+   * NATS_URL) gets none of the file's bus settings, only its own.
+   */
+  const sameBus = new Set([env.NATS_URL]);
+  const merged = (extra: Record<string, string> = {}) => {
+    const base = { ...env };
+    if (extra.NATS_URL !== undefined && !sameBus.has(extra.NATS_URL))
+      for (const name of BUS_SETTINGS) delete base[name];
+    return { ...base, ...extra };
+  };
+  /** With the service's own user on the secure bus, unless `extra` brings credentials of its own. */
+  const asService = async (service: string, extra: Record<string, string> = {}) => {
+    const all = merged(extra);
+    const ownCredentials = ["NATS_CREDS_FILE", "NATS_NKEY_SEED_FILE", "NATS_TOKEN", "NATS_USER"].some(
+      (name) => extra[name] !== undefined,
+    );
+    if (users === undefined || !sameBus.has(all.NATS_URL) || ownCredentials || !(service in SERVICE_NEEDS))
+      return all;
+    const creds = await users.serviceCreds(
+      service as ServiceName,
+      all.SVC_SUBJECT_PREFIX as string,
+      all.SVC_EVENTS_STREAM as string,
+    );
+    return { ...all, NATS_CREDS_FILE: creds };
+  };
   const running = new Set<RunningService>();
-  const config = (extra: Record<string, string> = {}) => parseConfig({ ...env, ...extra });
+  const config = (extra: Record<string, string> = {}) => parseConfig(merged(extra));
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   const harness: Harness = {
     db,
     env,
+    natsAuth,
+    natsOptions: (extra = {}) => ({ servers: env.NATS_URL, ...natsAuthOptions(natsAuth), ...extra }),
+    envFor: (service, extra) => asService(service, extra),
+    envWith: merged,
+    busVia(port) {
+      const url = `${new URL(env.NATS_URL as string).protocol}//127.0.0.1:${port}`;
+      sameBus.add(url);
+      return url;
+    },
     config,
     running,
     async start(definition, extra) {
-      const cfg = config(extra);
+      const cfg = parseConfig(await asService(definition.name, extra));
       const service = await startService(definition, cfg, {
         logger: createLogger(definition.name, cfg.logLevel),
         processMetrics: false,

@@ -1,3 +1,5 @@
+import type { SecureBus } from "./secure-bus.js";
+
 /** What the global setup hands every test file. */
 export interface TestEnvironment {
   readonly runId: string;
@@ -10,6 +12,8 @@ export interface TestEnvironment {
   readonly jwtSigningKey: string;
   /** This run's key for stored secrets (32 bytes, base64). */
   readonly secretsEncryptionKey: string;
+  /** The run's secure nats-server (ADR 0012); absent when the suite runs on an open one (SVC_TEST_BUS=open). */
+  readonly bus?: SecureBus;
 }
 
 export const DB_PREFIX = "svc_test_";

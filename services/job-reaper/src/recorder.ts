@@ -24,7 +24,7 @@ import {
 } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket, followKv } from "@svc/bus";
+import { ensureBucket, followKv, isStreamNotFound } from "@svc/bus";
 import type { jobRoutes, ReplyOfRoute, RequestOfRoute } from "@svc/contracts";
 import { ConflictError, NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -124,11 +124,18 @@ export class Recorder {
       max_age: DAY_NS,
       max_msg_size: 16 * 1024,
     };
-    try {
-      await jsm.streams.info(this.stream);
+    const exists = await jsm.streams.info(this.stream).then(
+      () => true,
+      (error: unknown) => {
+        if (isStreamNotFound(error)) return false;
+        throw error;
+      },
+    );
+    if (exists) {
+      // A refused update or purge fails the start: entries of the last recording must not stay.
       await jsm.streams.update(this.stream, config);
       await jsm.streams.purge(this.stream);
-    } catch {
+    } else {
       await jsm.streams.add({
         name: this.stream,
         subjects: [diagnosticsSubject(this.prefix)],

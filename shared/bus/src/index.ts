@@ -29,7 +29,7 @@ export {
 export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";
-export { ensureEventsStream, type EventsStreamOptions } from "./streams.js";
+export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound } from "./streams.js";
 export {
   type Broadcast,
   type BroadcastMap,

@@ -58,7 +58,8 @@ export async function ensureEventsStream(nc: NatsConnection, options: EventsStre
   }
 }
 
-function isStreamNotFound(error: unknown): boolean {
+/** Whether a JetStream API error says the stream does not exist. */
+export function isStreamNotFound(error: unknown): boolean {
   const e = error as { name?: string; code?: number; apiError?: () => { err_code?: number } };
   return e?.name === "StreamNotFoundError" || e?.apiError?.()?.err_code === 10059;
 }

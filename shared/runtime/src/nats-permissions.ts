@@ -72,7 +72,7 @@ export interface ServiceNeeds {
   readonly consumesEvents: boolean;
   readonly buckets: Partial<Record<Bucket, Access>>;
   readonly objects: Partial<Record<ObjectStore, Access>>;
-  /** Reads the diagnostics stream (the recorder). */
+  /** Runs the diagnostics recorder: reads the diagnostics stream and empties it when a recording starts. */
   readonly recordsDiagnostics?: boolean;
 }
 
@@ -230,13 +230,13 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
   }
   // No one forges another service's broadcast, deletes a stream, or purges one: not the events, not a
   // bucket (the revocations), not an object store it does not write (deleting an object purges its
-  // chunks, so a writer may purge its own store).
+  // chunks, so a writer may purge its own store; the recorder empties the diagnostics stream).
   const foreignBroadcasts = (Object.keys(BROADCASTS) as Broadcast[])
     .filter((b) => !b.startsWith(`${service}.`))
     .map((b) => `${p}.${b}`);
   const unpurgeable = [
     names.eventsStream,
-    r.diagnosticsStream,
+    ...(needs.recordsDiagnostics === true ? [] : [r.diagnosticsStream]),
     ...Object.values(r.buckets).map((b) => `KV_${b}`),
     ...(Object.entries(r.objects) as Array<[ObjectStore, string]>)
       .filter(([kind]) => needs.objects[kind] !== "write")

@@ -2,7 +2,8 @@
  * Issue 9, point 1: events are recorded in the transaction of the change they describe and relayed to
  * JetStream afterwards. A NATS outage delays them and loses none; an event recorded by a process that died
  * before publishing is relayed by the next one; a rolled-back change publishes nothing; several relays at
- * once publish each event once.
+ * once publish each event once. Issue 22, item 1: a relay waiting on JetStream holds no transaction open, and
+ * its connections terminated meanwhile (`pg_terminate_backend`) fail the pass, not the process.
  */
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
@@ -129,5 +130,55 @@ describe("issue 9, point 1: the transactional outbox", () => {
     expect(created.status).toBe(201);
     await until(async () => (await streamed("user.created")).length === 2, 15_000);
     expect((await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM rbac.outbox`)).n).toBe(0);
+  }, 60_000);
+
+  it("holds no transaction while it waits for JetStream; terminated connections fail the pass, not the process", async () => {
+    await ensureEventsStream(nc, { name: stream, prefix });
+    const relayDb = createDb({
+      databaseUrl: h.db.url,
+      maximumPoolSize: 2,
+      applicationName: "outbox-relay-22",
+    });
+    try {
+      const relay = new Outbox({
+        db: relayDb,
+        schema: "rbac",
+        nc,
+        subjectPrefix: prefix,
+        databaseUrl: h.db.url,
+        log,
+      });
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++)
+        ids.push((await db.transaction((tx) => relay.record(tx, "outbox.held", null, { i }))).eventId);
+      // A hung NATS: the relay's publish waits for an acknowledgement that does not come.
+      nats.pause();
+      const pass = relay.relayOnce().then(
+        () => "relayed",
+        () => "failed",
+      );
+      const sessions = (state: string) =>
+        db.any<{ pid: number }>(sql`
+          SELECT pid FROM pg_stat_activity
+          WHERE application_name = 'outbox-relay-22' AND datname = current_database() AND state = ${state}`);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await sessions("idle in transaction")).toEqual([]);
+      // Every connection of the relay's pool is terminated while it waits.
+      await db.query(sql`
+        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE application_name = 'outbox-relay-22' AND datname = current_database()`);
+      nats.resume();
+      expect(await pass).toBeTypeOf("string");
+      // The process lives on (an unhandled 'error' event would have ended the test run), and the events
+      // are relayed by the next passes once their claim is released or has expired.
+      await until(async () => {
+        await relay.relayOnce().catch(() => undefined);
+        return (await relay.pending()) === 0;
+      }, 30_000);
+      expect((await streamed("outbox.held")).sort()).toEqual([...ids].sort());
+    } finally {
+      nats.resume();
+      await relayDb.end();
+    }
   }, 60_000);
 });

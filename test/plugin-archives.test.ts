@@ -52,6 +52,49 @@ describe("plugin package archives", () => {
     }
   });
 
+  it("unpacks packages packed the way users pack a folder: GNU tar, bsdtar, Python's tarfile, zip -r (issue 22, item 7)", async () => {
+    // Each writes a root entry (`.` or `./`) and `./`-prefixed names, or (zip -r .) plain names.
+    const dir = corpus.dirs.good;
+    const out = join(work, "tools");
+    execFileSync("mkdir", ["-p", out]);
+    const made = {
+      gnuTar: join(out, "gnu.tgz"),
+      bsdtar: join(out, "bsd.tgz"),
+      tarfile: join(out, "py.tar.gz"),
+      zip: join(out, "zip.zip"),
+    };
+    execFileSync("tar", ["czf", made.gnuTar, "-C", dir, "."]);
+    execFileSync("bsdtar", ["-czf", made.bsdtar, "-C", dir, "."]);
+    execFileSync("python3", [
+      "-c",
+      "import sys, tarfile\nwith tarfile.open(sys.argv[1], 'w:gz') as t: t.add(sys.argv[2], arcname='.')",
+      made.tarfile,
+      dir,
+    ]);
+    execFileSync("zip", ["-qr", made.zip, "."], { cwd: dir });
+    const listed = execFileSync("tar", ["tzf", made.gnuTar], { encoding: "utf8" }).split("\n");
+    expect(listed).toContain("./");
+    expect(listed).toContain("./registry.json");
+    for (const archive of Object.values(made)) {
+      const dest = await unpack(archive);
+      expect(readdirSync(dest).sort(), archive).toEqual(readdirSync(dir).sort());
+      expect(await verifyPackage(dest, { trusted: trusted() }), archive).toMatchObject({
+        ok: true,
+        signed: true,
+      });
+    }
+    // Still refused with a ./ prefix, and named: a way out, a file with no name.
+    execFileSync("python3", [
+      "-c",
+      "import sys, tarfile\nwith tarfile.open(sys.argv[1], 'w:gz') as t: t.add(sys.argv[2], arcname='./../escape.json')",
+      join(out, "dotdot.tgz"),
+      join(dir, "registry.json"),
+    ]);
+    const dotdot = await refusal(join(out, "dotdot.tgz"));
+    expect(dotdot.message).toMatch(/leaves the package/);
+    expect(dotdot.path).toBe("./../escape.json");
+  });
+
   it("refuses zip-slip, absolute paths and .. in either format", async () => {
     expect((await refusal(corpus.archives.zipSlip)).message).toMatch(/zip|leaves the package/);
     expect((await refusal(corpus.archives.tarAbsolute)).message).toMatch(/absolute path/);

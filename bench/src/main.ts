@@ -11,7 +11,10 @@
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
  * when installed, else autocannon), --only http|webhooks|jobs, --jobs N (default 20000), --rounds N (default 3),
- * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2).
+ * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
+ * HTTP part runs on a nats-server of its own with the production shape: operator mode, TLS with client
+ * certificates, each service on its own user, plugin users minted per activation; the moleculer
+ * reference stays on the open server).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -19,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
+import type { ServiceName } from "@svc/contracts";
 import pg from "pg";
 
 import {
@@ -58,6 +62,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     // Plugin processes the registry keeps started (BackendHost__PluginSpareProcesses; default: the setting's).
     "plugin-spares": { type: "string" },
+    secure: { type: "boolean", default: false },
   },
 });
 const durationSeconds = Number(args.duration);
@@ -159,8 +164,32 @@ async function measure(
   return { name, ...result };
 }
 
+/** With --secure: the bus the stack runs on, and the settings of each service's own user. */
+let secureBus:
+  | {
+      stop: () => Promise<unknown>;
+      env: Record<string, string>;
+      serviceEnv: (name: string) => Promise<Record<string, string>>;
+    }
+  | undefined;
+
+async function startSecure() {
+  const { startSecureBus, fileUsers } = await import("../../test/support/secure-bus.js");
+  const { bus, stop } = await startSecureBus();
+  const users = await fileUsers(bus);
+  log(`bus: ${bus.url} (operator mode, TLS with client certificates, a user per service)`);
+  secureBus = {
+    stop,
+    env: users.env,
+    serviceEnv: async (name) => ({
+      NATS_CREDS_FILE: await users.serviceCreds(name as ServiceName, prefix, stream),
+    }),
+  };
+}
+
 async function cleanup() {
   await Promise.all(children.map(stop));
+  await secureBus?.stop();
   await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream });
 }
 
@@ -184,8 +213,10 @@ async function httpBench() {
     });
     await migrateAll(dbUrl.toString());
     await seedDemo(dbUrl.toString(), { withAdmin: true });
+    if (args.secure) await startSecure();
     const stackEnv = {
       ...productionEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
+      ...secureBus?.env,
       GATEWAY_HOST: "127.0.0.1",
       // The shared limiter runs (counting across replicas through NATS KV) but never rejects the one client.
       BackendHost__RateLimitApiPerMinute: "1000000000",
@@ -195,13 +226,16 @@ async function httpBench() {
       ...benchSignerEnv(),
     };
     const gatewayPort = await freePort();
-    const services = SERVICES.map((name) => ({
-      name,
-      child: start([...SERVICE_NODE_FLAGS, join("dist", `${name}.mjs`)], {
-        ...stackEnv,
-        GATEWAY_PORT: String(gatewayPort),
-      }),
-    }));
+    const services = await Promise.all(
+      SERVICES.map(async (name) => ({
+        name,
+        child: start([...SERVICE_NODE_FLAGS, join("dist", `${name}.mjs`)], {
+          ...stackEnv,
+          ...(await secureBus?.serviceEnv(name)),
+          GATEWAY_PORT: String(gatewayPort),
+        }),
+      })),
+    );
     const gateway = `http://127.0.0.1:${gatewayPort}`;
     await httpReady(`${gateway}/ready`);
     await new Promise((r) => setTimeout(r, 3_000));
@@ -239,6 +273,7 @@ async function httpBench() {
     const uncachedPort = await freePort();
     const uncached = start([...SERVICE_NODE_FLAGS, join("dist", "gateway.mjs")], {
       ...stackEnv,
+      ...(await secureBus?.serviceEnv("gateway")),
       GATEWAY_PORT: String(uncachedPort),
       BackendHost__ResolveCacheTtlMs: "0",
     });

@@ -46,6 +46,15 @@ export class OwnNatsServer {
     await until(() => tcpReachable("127.0.0.1", this.port), 10_000, 50);
   }
 
+  /** SIGSTOP: the server keeps its connections but answers nothing (a hung server); `resume` undoes it. */
+  pause(): void {
+    this.process?.kill("SIGSTOP");
+  }
+
+  resume(): void {
+    this.process?.kill("SIGCONT");
+  }
+
   /** kill -9, and wait until it is gone. */
   async kill(): Promise<void> {
     const p = this.process;

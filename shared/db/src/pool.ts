@@ -138,9 +138,19 @@ export class Db extends Queries {
     }
   }
 
-  /** Runs `work` in a transaction: COMMIT when it resolves, ROLLBACK when it throws. */
+  /**
+   * Runs `work` in a transaction: COMMIT when it resolves, ROLLBACK when it throws. A connection that is
+   * lost while checked out (`pg_terminate_backend`, a failover) fails the transaction, never the process:
+   * the client's `error` event has a listener for as long as it is out of the pool, and a lost client is
+   * destroyed, not returned to the pool.
+   */
   async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let lost: Error | undefined;
+    const onError = (error: Error) => {
+      lost = error;
+    };
+    client.on("error", onError);
     try {
       checkDeadline();
       await client.query("BEGIN");
@@ -150,10 +160,12 @@ export class Db extends Queries {
       await client.query("COMMIT");
       return result;
     } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
+      if (isConnectionLost(error)) lost ??= error as Error;
+      if (lost === undefined) await client.query("ROLLBACK").catch(() => undefined);
       throw error;
     } finally {
-      client.release();
+      client.off("error", onError);
+      client.release(lost);
     }
   }
 

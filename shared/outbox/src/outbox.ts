@@ -6,9 +6,12 @@
  * length delays events and loses none, and a crash between the change and the publish loses nothing: the
  * row is still there and the next relay pass publishes it.
  *
- * The relay runs in every replica of the service. A pass locks up to a batch of the oldest rows with
- * SKIP LOCKED (replicas take disjoint rows), publishes them in id order, deletes the ones JetStream
- * acknowledged and commits; a failure stops the pass, keeps the rest, and the next pass retries. Passes
+ * The relay runs in every replica of the service. A pass claims up to a batch of the oldest unclaimed rows
+ * for a short lease in one statement (SKIP LOCKED: replicas take disjoint rows) and commits, publishes
+ * them in id order, then deletes the ones JetStream acknowledged and releases the claim of the rest: no
+ * transaction stays open while it waits on the network (issue 22, item 1). A relay that dies leaves its
+ * claim to expire (CLAIM_SECONDS) and another pass takes the rows again; a repeat publish is harmless
+ * (the same `Nats-Msg-Id`). A failure stops the pass, keeps the rest, and the next pass retries. Passes
  * run on a NOTIFY sent by the recording transaction (at its commit), on a slow poll, and after a NATS
  * reconnect. Order is kept within one replica's pass; across replicas it is not guaranteed.
  */
@@ -24,6 +27,9 @@ import {
 } from "@svc/bus";
 import { type Db, type Listener, listenForNotifications, type Queries, raw, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
+
+/** How long a relay pass holds the rows it claimed; past it another pass may take them. */
+export const CLAIM_SECONDS = 15;
 
 export interface OutboxOptions {
   readonly db: Db;
@@ -130,31 +136,43 @@ export class Outbox {
     }
   }
 
-  /** One pass: publishes the oldest unpublished events it can lock, deletes those acknowledged. */
+  /**
+   * One pass: claims the oldest unclaimed events, publishes them, deletes those acknowledged and releases
+   * the others. The claim and the delete are statements of their own: nothing is held open meanwhile.
+   */
   async relayOnce(): Promise<{ relayed: number; full: boolean }> {
     const batchSize = this.options.batchSize ?? 100;
-    return this.options.db.transaction(async (tx) => {
-      const rows = await tx.any<Row>(sql`
-        SELECT id::text, event_id::text, event_name, workspace_key, occurred_at, payload
-        FROM ${this.table} ORDER BY id LIMIT ${batchSize} FOR UPDATE SKIP LOCKED`);
-      const done: string[] = [];
-      let failure: Error | undefined;
-      for (const row of rows) {
-        try {
-          await this.publisher.publish(row.event_name, row.workspace_key, row.payload, {
-            eventId: row.event_id,
-            occurredAt: row.occurred_at,
-          });
-          done.push(row.id);
-        } catch (err) {
-          failure = err instanceof Error ? err : new Error(String(err));
-          break;
-        }
+    const { db } = this.options;
+    const claimed = await db.any<Row>(sql`
+      UPDATE ${this.table} SET claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS})
+      WHERE id IN (
+        SELECT id FROM ${this.table} WHERE claimed_until IS NULL OR claimed_until < now()
+        ORDER BY id LIMIT ${batchSize} FOR UPDATE SKIP LOCKED)
+      RETURNING id::text, event_id::text, event_name, workspace_key, occurred_at, payload`);
+    const rows = claimed.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    const done: string[] = [];
+    let failure: Error | undefined;
+    for (const row of rows) {
+      try {
+        await this.publisher.publish(row.event_name, row.workspace_key, row.payload, {
+          eventId: row.event_id,
+          occurredAt: row.occurred_at,
+        });
+        done.push(row.id);
+      } catch (err) {
+        failure = err instanceof Error ? err : new Error(String(err));
+        break;
       }
-      if (done.length > 0) await tx.query(sql`DELETE FROM ${this.table} WHERE id = ANY(${done}::bigint[])`);
-      if (failure !== undefined && done.length === 0) throw failure;
-      return { relayed: done.length, full: failure === undefined && rows.length === batchSize };
-    });
+    }
+    if (done.length > 0) await db.query(sql`DELETE FROM ${this.table} WHERE id = ANY(${done}::bigint[])`);
+    const left = rows.filter((r) => !done.includes(r.id)).map((r) => r.id);
+    // Released at once for the next pass (a lost connection leaves them to the lease).
+    if (left.length > 0)
+      await db
+        .query(sql`UPDATE ${this.table} SET claimed_until = NULL WHERE id = ANY(${left}::bigint[])`)
+        .catch(() => undefined);
+    if (failure !== undefined && done.length === 0) throw failure;
+    return { relayed: done.length, full: failure === undefined && rows.length === batchSize };
   }
 
   /** Events recorded and not yet relayed (for tests and the readiness of a drain). */

@@ -32,11 +32,18 @@ export function archiveKind(bytes: Buffer): "zip" | "tar" | undefined {
   return undefined;
 }
 
-/** The entry's path as the package will hold it, or a refusal. Directories end with `/`. */
+/**
+ * The entry's path as the package will hold it, or a refusal naming the entry. Directories end with `/`.
+ * A leading `./` is dropped (GNU tar, bsdtar and Python's tarfile write `./name` for `tar czf x.tgz -C dir
+ * .`); the root entry those tools write (`.` or `./`) is the empty path, which only a directory may have.
+ */
 function safePath(raw: string): string {
-  const path = raw.startsWith("./") ? raw.slice(2) : raw;
-  if (path.length === 0 || path.length > 1_024)
-    throw new PackageError("An entry has an empty or overlong path.");
+  let path = raw;
+  while (path.startsWith("./")) path = path.slice(2);
+  if (path === ".") path = "";
+  if (raw.length === 0) throw new PackageError("An entry has an empty path.");
+  if (path.length > 1_024) throw new PackageError("An entry has an overlong path.", raw.slice(0, 120));
+  if (path.length === 0) return path;
   if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) {
     throw new PackageError("An entry has an absolute path.", raw);
   }
@@ -120,6 +127,8 @@ async function extractTar(archive: Buffer, dest: string, limits: PackageLimits):
   parser.on("entry", (entry: ReadEntry) => {
     try {
       const path = safePath(entry.path);
+      if (path === "" && entry.type !== "Directory")
+        throw new PackageError("An entry has an empty path.", entry.path);
       if (entry.type === "Directory") {
         entry.resume();
         return;
@@ -175,7 +184,9 @@ async function extractZip(bytes: Buffer, dest: string, limits: PackageLimits): P
     for await (const entry of zip.eachEntry()) {
       const path = safePath(entry.fileName);
       const mode = unixMode(entry);
-      if (path.endsWith("/")) continue;
+      if (path === "" && !entry.fileName.endsWith("/"))
+        throw new PackageError("An entry has an empty path.", entry.fileName);
+      if (path === "" || path.endsWith("/")) continue;
       if (mode !== 0 && mode !== 0o100000) {
         throw new PackageError(
           "Links and special files are not allowed in a plugin package.",

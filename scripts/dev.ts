@@ -290,8 +290,9 @@ try {
   const env = {
     // Webhooks to local receivers are normal while developing; deployments allow nothing by default.
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.0/8",
-    // The example plugin's development signer is trusted in development only (its key is in the repo).
-    ...(development ? devSignerEnv() : {}),
+    // The example plugin's development signer is trusted in development only (its key is in the repo), next
+    // to any signer the operator configured.
+    ...(development ? devSignerEnv(process.env) : {}),
     ...process.env,
     NODE_ENV: process.env.NODE_ENV ?? "development",
   };

@@ -4,6 +4,7 @@
  * route, and stops cleanly; reusing the embedded data folder with another password says what to do.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -182,8 +183,12 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
  * by that server, and one without TLS too.
  */
 describe("make dev SECURE=1", () => {
-  it("runs every service on its own NATS user; an anonymous client is refused", async () => {
+  it("runs every service on its own NATS user; an anonymous client is refused; an operator's signer does not replace the development one", async () => {
     const database = `svc_dev_secure_${process.pid}`;
+    // A signer of the operator's own at index 0 (issue 22, item 9): the example plugin still installs.
+    const operatorSigner = generateKeyPairSync("ec", { namedCurve: "P-256" })
+      .publicKey.export({ type: "spki", format: "pem" })
+      .toString();
     const gatewayPort = await freePort();
     const dev = startDev({
       SECURE: "1",
@@ -193,6 +198,8 @@ describe("make dev SECURE=1", () => {
       SVC_SUBJECT_PREFIX: `sec${process.pid}`,
       SVC_EVENTS_STREAM: `SEC${process.pid}_EVENTS`,
       LOG_LEVEL: "warn",
+      BackendHost__TrustedSigners__0__PublisherId: "operator-signer",
+      BackendHost__TrustedSigners__0__PublicKey: operatorSigner,
     });
     try {
       await dev.waitForOutput(/\[dev\] ready:/, 150_000);

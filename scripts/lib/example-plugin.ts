@@ -12,12 +12,20 @@ import { DEMO, repoRoot } from "./stack.js";
 export const EXAMPLE_PLUGIN_DIR = join(repoRoot, "examples", "plugins", "hello");
 const DEV_SIGNER_PUBLIC_KEY = join(repoRoot, "examples", "plugins", "dev-signer.pub.pem");
 
-/** The settings that make the plugin registry trust the development signer. */
-export function devSignerEnv(): Record<string, string> {
+/**
+ * The settings that make the plugin registry trust the development signer, in addition to the signers
+ * `env` already trusts (issue 22, item 9): at the first index after theirs, so none is replaced.
+ */
+export function devSignerEnv(env: Readonly<Record<string, string | undefined>> = {}): Record<string, string> {
+  const used = Object.keys(env)
+    .map((name) => /^BackendHost__TrustedSigners__(\d+)__/.exec(name)?.[1])
+    .filter((index): index is string => index !== undefined)
+    .map(Number);
+  const index = used.length === 0 ? 0 : Math.max(...used) + 1;
   return {
-    BackendHost__TrustedSigners__0__PublisherId: "svc-dev",
-    BackendHost__TrustedSigners__0__DisplayName: "svc development signer (examples/plugins)",
-    BackendHost__TrustedSigners__0__PublicKey: readFileSync(DEV_SIGNER_PUBLIC_KEY, "utf8"),
+    [`BackendHost__TrustedSigners__${index}__PublisherId`]: "svc-dev",
+    [`BackendHost__TrustedSigners__${index}__DisplayName`]: "svc development signer (examples/plugins)",
+    [`BackendHost__TrustedSigners__${index}__PublicKey`]: readFileSync(DEV_SIGNER_PUBLIC_KEY, "utf8"),
   };
 }
 

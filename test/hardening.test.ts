@@ -274,6 +274,11 @@ describe("issue 8, point 5: every error is a problem document", () => {
       body: "a,b",
     });
     expectProblem(wrongType, 415);
+    // The problem says what the route takes (issue 22, item 8).
+    expect(wrongType.json<{ detail: string; accepted: string[] }>()).toMatchObject({
+      detail: "Content-Type text/csv is not accepted here; send application/json.",
+      accepted: ["application/json"],
+    });
   });
 });
 

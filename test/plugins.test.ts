@@ -4,7 +4,7 @@
  * fixture of the corpus is refused with its reason in the problem document; a signer revoked after
  * install shows in the signature report.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { createPublicKey } from "node:crypto";
 import {
   mkdtempSync,
@@ -19,6 +19,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { promisify } from "node:util";
 
 import {
   hashDirectory,
@@ -239,6 +240,46 @@ describe("installing a plugin package (issue 11)", () => {
       await mintToken({ scope: "platform", permissions: ["plugin.read"] }),
     );
     expect(denied.status).toBe(403);
+  });
+
+  it("installs a package sent as a form (curl -F, a browser's FormData), within the same limit; a 415 names what the route takes (issue 22, item 8)", async () => {
+    // curl, as a user types it (run asynchronously: the gateway answers from this very process).
+    const curl = async (file: string, field = "package") => {
+      const { stdout } = await promisify(execFile)("curl", [
+        "-s",
+        "-w",
+        '\n{"status":%{http_code}}',
+        "-H",
+        `authorization: Bearer ${operator}`,
+        "-F",
+        `${field}=@${file}`,
+        `${base}/api/plugins/install`,
+      ]);
+      return JSON.parse(stdout.trim().split("\n").pop() as string) as { status: number };
+    };
+    expect(await curl(corpus.archives.goodTgz)).toEqual({ status: 201 });
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    // A browser's form (FormData, the file's type left to the browser), here a .zip.
+    const form = new FormData();
+    form.append("package", new Blob([readFileSync(corpus.archives.goodZip)]), "hello.zip");
+    const viaForm = await fetch(`${base}/api/plugins/install`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}` },
+      body: form,
+    });
+    expect(viaForm.status, await viaForm.clone().text()).toBe(201);
+    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    // Over the limit in a form too: 413.
+    const big = join(work, "big.tgz");
+    writeFileSync(big, Buffer.alloc(9 * 1024 * 1024, 1));
+    expect(await curl(big)).toEqual({ status: 413 });
+    // A type the route does not take: the problem lists the ones it does.
+    const csv = await upload(Buffer.from("a,b"), "text/csv");
+    expect(csv.status).toBe(415);
+    expect(csv.json<{ accepted: string[]; detail: string }>()).toMatchObject({
+      accepted: expect.arrayContaining(["application/gzip", "application/zip", "multipart/form-data"]),
+      detail: expect.stringContaining("multipart/form-data"),
+    });
   });
 
   it("lists the trusted signers, the contract it supports, and the audit of what was done", async () => {

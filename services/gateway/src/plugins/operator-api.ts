@@ -34,7 +34,7 @@ import type { PublicIdentity } from "../routes/public-routes.js";
 import { apiDocsPlugin } from "./api-docs.js";
 import { MediaTransfers } from "./media.js";
 import { registerPluginRoutes } from "./plugin-routes.js";
-import { PackageUploads } from "./uploads.js";
+import { ARCHIVE_TYPES, PackageUploads } from "./uploads.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -166,6 +166,15 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       target.route({
         method: route.method,
         url: route.path,
+        // What a 415 names as the route's content types.
+        config: {
+          accepts:
+            route.upload === true
+              ? [...ARCHIVE_TYPES, "multipart/form-data"]
+              : route.upload === "media"
+                ? ["multipart/form-data"]
+                : ["application/json"],
+        },
         schema: {
           ...(route.params ? { params: route.params } : {}),
           ...(route.query ? { querystring: route.query } : {}),
@@ -195,7 +204,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             query: (request.query ?? {}) as Record<string, unknown>,
             body:
               route.upload === true
-                ? await uploads.put(request)
+                ? await uploads.put(request, b.maxPackageUploadBytes)
                 : file !== undefined
                   ? { media: file.described }
                   : (request.body ?? null),
@@ -250,7 +259,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     }
     // Upload routes live in their own context: only they accept archive bodies, up to their own limit.
     await app.register(async (child) => {
-      PackageUploads.acceptArchives(child, b.maxPackageUploadBytes);
+      await PackageUploads.acceptArchives(child, b.maxPackageUploadBytes);
       for (const route of OPERATOR_ROUTES) if (route.upload === true) addRoute(child, route);
     });
     await app.register(async (child) => {

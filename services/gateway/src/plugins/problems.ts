@@ -56,7 +56,19 @@ function fromFastifyError(error: FastifyError): SvcError | undefined {
 export const problemsPlugin = fp<ProblemsOptions>(
   async (app: FastifyInstance, options) => {
     app.setErrorHandler((error: FastifyError, request, reply) => {
-      const svcError = error instanceof SvcError ? error : fromFastifyError(error);
+      let svcError = error instanceof SvcError ? error : fromFastifyError(error);
+      if (svcError?.code === ErrorCode.UnsupportedMediaType && !(error instanceof SvcError)) {
+        // Say which content types the route takes (issue 22, item 8).
+        const accepts = (request.routeOptions.config as { accepts?: string[] } | undefined)?.accepts ?? [
+          "application/json",
+        ];
+        const sent = (request.headers["content-type"] ?? "").split(";")[0]?.trim() || "none";
+        svcError = new SvcError(
+          ErrorCode.UnsupportedMediaType,
+          `Content-Type ${sent} is not accepted here; send ${accepts.join(", ")}.`,
+          { extensions: { accepted: accepts } },
+        );
+      }
       if (svcError === undefined || svcError.code === ErrorCode.Internal) {
         options.log.error({ err: error, method: request.method, url: request.url }, "request failed");
       }

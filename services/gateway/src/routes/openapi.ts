@@ -77,6 +77,14 @@ function requestBody(route: RouteContract): Record<string, unknown> {
           "application/zip": archive,
           "application/x-tar": archive,
           "application/octet-stream": archive,
+          // The archive as the one file of a form (`curl -F package=@hello.tgz`, a browser).
+          "multipart/form-data": {
+            schema: {
+              type: "object",
+              required: ["package"],
+              properties: { package: { type: "string", contentEncoding: "binary" } },
+            },
+          },
         },
       },
     };

@@ -4,6 +4,7 @@
  * Content-Disposition and nosniff; an upload over the limit refused with 413 and nothing stored; a
  * workspace session sees only its workspace's files; events for uploads and deletions.
  */
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { mediaBucket } from "@svc/plugin-package/store";
@@ -225,5 +226,25 @@ describe("media uploads and Idempotency-Key", () => {
     expect(b.status).toBe(201);
     expect(b.replayed).toBeNull();
     expect(b.json.workspaceKey).toBe("other-mw");
+  });
+
+  it("a file whose bytes the object store lost is a 404 saying so, and is not listed (issue 22, item 6)", async () => {
+    const kept = await upload(PNG, "kept-then-lost.png");
+    expect(kept.status).toBe(201);
+    const id = kept.json.id as string;
+    expect((await api("GET", `/api/media/${id}/content`)).status).toBe(200);
+    // NATS loses the media store (its stream is gone, as after a restart with an empty store).
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.delete(`OBJ_${mediaBucket(h.env.SVC_SUBJECT_PREFIX as string)}`);
+    const lost = await api("GET", `/api/media/${id}/content`);
+    expect(lost.status).toBe(404);
+    expect(lost.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(lost.json<{ detail: string }>().detail).toMatch(/no longer stored/);
+    const listed = (await api("GET", "/api/media?workspaceKey=mw")).json<{ items: Array<{ id: string }> }>();
+    expect(listed.items.map((m) => m.id)).not.toContain(id);
+    // The store is made again at the next upload, which is served.
+    const again = await upload(PNG, "after-the-loss.png");
+    expect(again.status).toBe(201);
+    expect((await api("GET", `/api/media/${again.json.id as string}/content`)).status).toBe(200);
   });
 });

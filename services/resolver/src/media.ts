@@ -82,7 +82,11 @@ export const listMedia: Handler<"media.list"> = async (deps, req) => {
     WHERE workspace_key = ${wk}
       AND (${after === null} OR (created_at, id) < (${after?.[0] ?? null}::timestamptz, ${after?.[1] ?? null}::uuid))
     ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`);
-  return { status: 200, body: toPage(rows, limit, MEDIA, (r) => [r.created_at.toISOString(), r.id], view) };
+  const page = toPage(rows, limit, MEDIA, (r) => [r.created_at.toISOString(), r.id], view);
+  // A file whose bytes the object store lost is not listed (it cannot be read); the cursor still pages
+  // past it. When the store cannot be asked, the file is listed.
+  const readable = await Promise.all(page.items.map((m) => deps.media.has(m.id).catch(() => true)));
+  return { status: 200, body: { ...page, items: page.items.filter((_, i) => readable[i]) } };
 };
 
 export const uploadMedia: Handler<"media.upload"> = async (deps, req) => {
@@ -107,6 +111,11 @@ export const uploadMedia: Handler<"media.upload"> = async (deps, req) => {
 
 export const mediaContent: Handler<"media.content"> = async (deps, req) => {
   const row = await file(deps.db, req.principal, req.params.id);
+  if (!(await deps.media.has(row.id).catch(() => true))) {
+    throw new NotFoundError(
+      `The bytes of media '${row.id}' are no longer stored (the object store lost them); delete it and upload the file again.`,
+    );
+  }
   return {
     status: 200,
     body: {

@@ -42,9 +42,28 @@ export class BlobStore {
     this.lazy.reset();
   }
 
+  /**
+   * The bucket's stream is gone (NATS lost its store): what it held is not there. The handle is forgotten,
+   * so the next use creates the bucket again.
+   */
+  private gone(error: unknown): boolean {
+    const e = error as { name?: string; message?: string; apiError?: () => { err_code?: number } };
+    const lost =
+      e?.name === "StreamNotFoundError" ||
+      e?.apiError?.()?.err_code === 10059 ||
+      /stream not found/i.test(e?.message ?? "");
+    if (lost) this.lazy.reset();
+    return lost;
+  }
+
   async has(name: string): Promise<boolean> {
-    const info = await (await this.lazy.get()).info(name);
-    return info !== null && !info.deleted;
+    try {
+      const info = await (await this.lazy.get()).info(name);
+      return info !== null && !info.deleted;
+    } catch (error) {
+      if (this.gone(error)) return false;
+      throw error;
+    }
   }
 
   async put(name: string, bytes: Uint8Array): Promise<void> {
@@ -53,8 +72,13 @@ export class BlobStore {
 
   /** The bytes stored under `name`, or null when there are none. */
   async get(name: string): Promise<Buffer | null> {
-    const bytes = await (await this.lazy.get()).getBlob(name);
-    return bytes === null ? null : Buffer.from(bytes);
+    try {
+      const bytes = await (await this.lazy.get()).getBlob(name);
+      return bytes === null ? null : Buffer.from(bytes);
+    } catch (error) {
+      if (this.gone(error)) return null;
+      throw error;
+    }
   }
 
   async delete(name: string): Promise<void> {

@@ -44,6 +44,10 @@ async function sniff(bytes: Buffer): Promise<string> {
   return "application/octet-stream";
 }
 
+/** What a download of a file whose bytes the object store no longer holds says (issue 22, item 6). */
+export const LOST_BYTES =
+  "The file's bytes are no longer stored (the object store lost them); delete the file and upload it again.";
+
 export class MediaTransfers {
   private readonly objects: MediaStore;
 
@@ -121,7 +125,7 @@ export class MediaTransfers {
       );
     if (request.headers["if-none-match"] === etag) return reply.code(304).send();
     const bytes = await this.objects.get(file.objectName);
-    if (bytes === null) throw new NotFoundError("The file's content is gone.");
+    if (bytes === null) throw new NotFoundError(LOST_BYTES);
     const range = request.headers.range;
     if (typeof range === "string") {
       const ranges = parseRange(bytes.length, range, { combine: true });

@@ -2,6 +2,8 @@
  * Issue 2: `/health` checks nothing; `/ready` turns 503 within 5 s of PostgreSQL becoming unreachable,
  * naming it, and 200 again when it returns.
  */
+import { Agent, request as httpRequest } from "node:http";
+
 import { gatewayService } from "@svc/service-gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -77,5 +79,48 @@ describe("issue 9, point 7: shutdown drains", () => {
     expect((await http(`${address}/health`)).status).toBe(200);
     await stopped;
     await expect(http(`${address}/health`, { timeoutMs: 2_000 })).rejects.toThrow();
+  });
+
+  it("answers Connection: close while draining, so no kept-alive connection is reset at the close (issue 22, item 5)", async () => {
+    const gateway = await h.start(gatewayService, { SHUTDOWN_DRAIN_DELAY_MS: "1500" });
+    const url = new URL(`${gateway.hooks.httpAddress as string}/health`);
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    const get = () =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const request = httpRequest(url, { agent }, (response) => {
+          response.resume();
+          response.on("end", () =>
+            resolve({ status: response.statusCode ?? 0, connection: response.headers.connection }),
+          );
+        });
+        request.on("error", reject);
+        request.end();
+      });
+    try {
+      expect((await Promise.all([get(), get(), get(), get()])).map((r) => r.connection)).toEqual(
+        Array(4).fill("keep-alive"),
+      );
+      const stopped = gateway.stop();
+      // Clients keep sending, four at a time, for most of the drain (a load balancer stops sending new
+      // connections once /ready is 503; the ones it holds are what the close must not cut).
+      const errors: string[] = [];
+      const answers: Array<string | undefined> = [];
+      const until = Date.now() + 1_000;
+      while (Date.now() < until) {
+        const outcomes = await Promise.allSettled([get(), get(), get(), get()]);
+        for (const o of outcomes) {
+          if (o.status === "fulfilled") answers.push(o.value.connection);
+          else errors.push(String((o.reason as Error).message));
+        }
+      }
+      expect(errors).toEqual([]);
+      expect(answers.length).toBeGreaterThan(0);
+      expect(new Set(answers)).toEqual(new Set(["close"]));
+      // No kept-alive connection is left open for the close to reset.
+      expect(Object.values(agent.freeSockets).flat()).toEqual([]);
+      await stopped;
+    } finally {
+      agent.destroy();
+    }
   });
 });

@@ -92,6 +92,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   app.decorate("beginDrain", () => {
     draining = true;
   });
+  // While draining, every answer closes its connection (issue 22, item 5): a keep-alive client opens a
+  // new one for its next request (which the load balancer sends elsewhere), so when the listener closes
+  // no idle kept-alive connection is left to be reset under a request.
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (draining) void reply.header("connection", "close");
+    return payload;
+  });
   await app.register(healthPlugin, { db: deps.db, nc: deps.nc, isDraining: () => draining });
   // Public routes ask whether a caller is signed in; the operator API, which owns the authenticator, answers.
   const identity: PublicIdentity = { signedIn: async () => false };

@@ -145,3 +145,65 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
     console.log(`sign-in answered 200 again ${signInAfterMs} ms after NATS returned`);
   }, 90_000);
 });
+
+describe("issue 22, item 2: revocations survive a NATS store loss", () => {
+  it("a session revoked before NATS lost its store stays refused by a gateway started after it", async () => {
+    await h.stopAll();
+    await nats.kill();
+    await nats.start();
+    const env = {
+      NATS_URL: nats.url,
+      BackendHost__RateLimitAuthPerMinute: "1000",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
+    };
+    await h.start(rbacService, env);
+    let gateway = await h.start(gatewayService, env);
+    let base = gateway.hooks.httpAddress as string;
+    const userId = (
+      await h.sql<{ id: string }>(
+        `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
+         VALUES (gen_random_uuid(), 'revoked-22', 'r', $1, 'superadmin') RETURNING id::text`,
+        [await (await import("@svc/service-rbac")).hashPassword("the first long password")],
+      )
+    )[0]?.id as string;
+    const signIn = await http(`${base}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "revoked-22", password: "the first long password" }),
+    });
+    expect(signIn.status).toBe(200);
+    const token = signIn.json<{ accessToken: string }>().accessToken;
+    const roles = (at: string) =>
+      http(`${at}/api/rbac/roles`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await roles(base)).status).toBe(200);
+    // A password change revokes the session.
+    const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
+    const changed = await http(`${base}/api/users/${userId}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({ password: "the second long password" }),
+    });
+    expect(changed.status, changed.text).toBe(200);
+    await until(async () => (await roles(base)).status === 401, 5_000, 50);
+
+    // NATS loses its store; the gateway is restarted after it (its memory of revocations is gone too).
+    await gateway.stop();
+    await nats.kill();
+    await nats.start();
+    gateway = await h.start(gatewayService, env);
+    base = gateway.hooks.httpAddress as string;
+    // Until rbac has filled the bucket again the gateway trusts no token (503); then the session is 401.
+    const answers = new Set<number>();
+    await until(
+      async () => {
+        const status = (await roles(base)).status;
+        answers.add(status);
+        return status !== 503;
+      },
+      20_000,
+      100,
+    );
+    expect((await roles(base)).status).toBe(401);
+    expect([...answers].filter((s) => s !== 503 && s !== 401)).toEqual([]);
+  }, 60_000);
+});

@@ -1,5 +1,6 @@
 /** What every rbac handler is given, the shape of a handler, and session revocation. */
 import type { KV } from "@nats-io/kv";
+import { REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import type { Config } from "@svc/config";
 import type {
   rbacRoutes,
@@ -61,4 +62,23 @@ export async function revoke(
     sql`UPDATE rbac.sessions SET revoked_at = now() WHERE id = ANY(${sessions.map((s) => s.id)}::uuid[])`,
   );
   deps.log.info({ count: sessions.length }, "sessions revoked");
+}
+
+/**
+ * Writes every revoked session that has not expired into the revocation bucket, then the mark that the
+ * bucket is complete (issue 22, item 2): run whenever the bucket is provisioned, so a bucket NATS lost and
+ * made again empty is filled before any gateway trusts a token.
+ */
+export async function fillRevocations(
+  db: RbacDeps["db"],
+  kv: RbacDeps["revoked"],
+  log: RbacDeps["log"],
+): Promise<void> {
+  const rows = await db.any<{ id: string; expires_at: Date }>(sql`
+    SELECT id::text, expires_at FROM rbac.sessions WHERE revoked_at IS NOT NULL AND expires_at > now()`);
+  for (let i = 0; i < rows.length; i += 100) {
+    await Promise.all(rows.slice(i, i + 100).map((s) => kv.put(s.id, String(s.expires_at.getTime()))));
+  }
+  await kv.put(REVOCATIONS_COMPLETE_KEY, String(Date.now()));
+  log.info({ count: rows.length }, "revocation bucket filled from rbac.sessions");
 }

@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { openRevocationBucket } from "@svc/access";
+import { openRevocationBucket, REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import { followEvents } from "@svc/bus";
 import { followContributions, quietUnlessUp, rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { ValidationError } from "@svc/errors";
@@ -8,6 +8,7 @@ import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import type { RbacDeps } from "./deps.js";
+import { fillRevocations } from "./deps.js";
 import * as integrations from "./integrations.js";
 import * as members from "./memberships.js";
 import * as notifications from "./notifications.js";
@@ -29,8 +30,23 @@ export const rbacService: ServiceDefinition = {
     const openRevoked = () =>
       openRevocationBucket(nc, config.subjectPrefix, config.backendHost.accessTokenLifetimeSeconds * 1000);
     const revoked = await openRevoked();
-    // After a NATS reconnect the bucket is created again if the server lost it (the handle stays valid).
-    await provision("revoked-sessions bucket", async () => void (await openRevoked()));
+    // The bucket holds every revoked session that has not expired, from rbac.sessions, whenever it is
+    // provisioned: after a NATS reconnect it is created again if the server lost it, and filled again
+    // before gateways trust a token (issue 22, item 2). The handle stays valid.
+    const fillRevoked = async () => {
+      await fillRevocations(db, await openRevoked(), log);
+    };
+    await fillRevoked();
+    await provision("revoked-sessions bucket", fillRevoked);
+    // The mark that the bucket is complete lives as long as any entry: written again well within that.
+    const remark = setInterval(
+      () =>
+        void revoked
+          .put(REVOCATIONS_COMPLETE_KEY, String(Date.now()))
+          .catch((err: unknown) => log.warn({ err }, "could not renew the revocation bucket's mark")),
+      Math.max(1_000, Math.floor((config.backendHost.accessTokenLifetimeSeconds * 1000) / 3)),
+    );
+    remark.unref();
     const outbox = new Outbox({
       db,
       schema: "rbac",
@@ -146,6 +162,7 @@ export const rbacService: ServiceDefinition = {
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica
       // or at the next start.
       beforeDrain: () => {
+        clearInterval(remark);
         plugins.stop();
         inbox.stop();
         deletions.stop();

@@ -17,5 +17,10 @@ export {
   reachOf,
   requireReach,
 } from "./reach.js";
-export { openRevocationBucket, revocationBucketName, RevocationList } from "./revocation.js";
+export {
+  openRevocationBucket,
+  revocationBucketName,
+  RevocationList,
+  REVOCATIONS_COMPLETE_KEY,
+} from "./revocation.js";
 export { type AccessClaims, TOKEN_AUDIENCE } from "./tokens.js";

@@ -7,6 +7,14 @@ export function revocationBucketName(prefix: string): string {
   return `${prefix}_revoked_sessions`;
 }
 
+/**
+ * The key rbac writes once the bucket holds every revoked session that has not expired (issue 22, item 2):
+ * after the bucket was made again empty (NATS lost its store), no gateway trusts a token until rbac has
+ * filled it from `rbac.sessions` again. Its value is when that was done (epoch ms); rbac writes it again
+ * well within the bucket's entry lifetime.
+ */
+export const REVOCATIONS_COMPLETE_KEY = "svc.complete";
+
 export async function openRevocationBucket(
   nc: NatsConnection,
   prefix: string,
@@ -19,8 +27,9 @@ export async function openRevocationBucket(
 /**
  * A replica's view of revoked sessions, kept current by a KV watch: a revocation written by rbac reaches
  * every gateway in milliseconds (the issue asks for within one second). `ready` turns true only once the
- * watch has delivered every entry the bucket held when it started; until then the guard answers 503 rather
- * than trust a token. Each entry's value is the session's expiry (epoch ms): expired entries are pruned
+ * watch has delivered every entry the bucket held when it started and the bucket says it is complete (rbac
+ * wrote REVOCATIONS_COMPLETE_KEY after filling it); until then the guard answers 503 rather than trust a
+ * token. Each entry's value is the session's expiry (epoch ms): expired entries are pruned
  * locally, since a bucket's age-based expiry sends watchers no event.
  */
 export class RevocationList {
@@ -41,19 +50,29 @@ export class RevocationList {
 
   async start(kv: KV): Promise<void> {
     const status = await kv.status();
+    let caughtUp = false;
+    let complete = false;
     let resolveLoaded: () => void = () => undefined;
     const loaded = new Promise<void>((resolve) => {
       resolveLoaded = resolve;
     });
-    if (status.values === 0) resolveLoaded();
+    const settle = () => {
+      if (!caughtUp) return;
+      resolveLoaded();
+      if (complete) this.ready = true;
+    };
+    if (status.values === 0) caughtUp = true;
     this.stopWatch = await followKv(kv, ">", (entry) => {
-      if (entry.operation === "PUT")
+      if (entry.key === REVOCATIONS_COMPLETE_KEY) complete ||= entry.operation === "PUT";
+      else if (entry.operation === "PUT")
         this.revoked.set(entry.key, Number(entry.string()) || Number.MAX_SAFE_INTEGER);
       else this.revoked.delete(entry.key);
-      if (entry.delta === 0) resolveLoaded();
+      if (entry.delta === 0) caughtUp = true;
+      settle();
     });
+    settle();
+    // What the bucket held is loaded before the caller goes on; `ready` waits for rbac's mark as well.
     await loaded;
-    this.ready = true;
     this.pruneTimer = setInterval(() => {
       const now = Date.now();
       for (const [sid, expiresAt] of this.revoked) if (expiresAt < now) this.revoked.delete(sid);

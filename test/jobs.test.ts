@@ -352,6 +352,25 @@ describe("a worker process that dies or freezes mid-job", () => {
     await reaper.stop();
   }, 40_000);
 
+  it("a killed worker's claim under the five-minute lease is released within seconds: its heartbeat stopped (issue 22, item 4)", async () => {
+    const { id } = await enqueue(db, "noop", { sleepMs: 60_000 });
+    const { child, lines } = spawnWorker(300_000);
+    await until(async () => lines.includes(`started ${id}`), 20_000);
+    expect(await row(id)).toMatchObject({ status: JobStatus.Running });
+    child.kill("SIGKILL");
+    const killedAt = Date.now();
+    const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "500" });
+    const worker = newWorker({ pollIntervalMs: 100 });
+    worker.register("noop", { handler: async () => undefined });
+    await worker.start();
+    // Ten seconds without a heartbeat, then the next sweep: well inside the lease's five minutes.
+    await until(async () => (await row(id)).status === JobStatus.Succeeded, 30_000);
+    expect(Date.now() - killedAt).toBeLessThan(30_000);
+    expect(await row(id)).toMatchObject({ status: JobStatus.Succeeded, attempts: 2 });
+    await worker.stop();
+    await reaper.stop();
+  }, 60_000);
+
   it("a frozen worker's late write-back is rejected by the fencing token", async () => {
     const { id } = await enqueue(db, "noop", { sleepMs: 1_500 });
     const { child, lines } = spawnWorker(800);

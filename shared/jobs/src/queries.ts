@@ -238,16 +238,38 @@ export interface ReapResult {
   readonly failed: number;
 }
 
+/** How often a worker writes its heartbeat, and after how long without one its claims are released. */
+export const WORKER_HEARTBEAT_MS = 2_000;
+export const WORKER_DEAD_AFTER_SECONDS = 10;
+
+/** A worker says it is alive (issue 22, item 4). */
+export async function heartbeat(db: Queries, workerId: string): Promise<void> {
+  await db.query(sql`
+    INSERT INTO job_reaper.workers (worker_id, heartbeat_at) VALUES (${workerId}, now())
+    ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = now()`);
+}
+
+/** A worker that stopped gracefully is forgotten (it released what it held). */
+export async function forgetWorker(db: Queries, workerId: string): Promise<void> {
+  await db.query(sql`DELETE FROM job_reaper.workers WHERE worker_id = ${workerId}`);
+}
+
 /**
- * The reaper's sweep (spec 3.1): expired leases become Pending again (reclaimable at once, the old token
- * stale) or, with attempts exhausted, Failed for good. Idempotent and safe to run from every replica at
+ * The reaper's sweep (spec 3.1): expired leases, and the claims of a worker that has not written its
+ * heartbeat for WORKER_DEAD_AFTER_SECONDS (a process that died), become Pending again (reclaimable at
+ * once, the old token stale) or, with attempts exhausted, Failed for good. Idempotent and safe to run from every replica at
  * once: rows are locked with SKIP LOCKED and each row's new state depends only on the row.
  */
 export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<ReapResult> {
   const rows = await db.any<{ status: JobStatus; type: string }>(sql`
     WITH expired AS (
-      SELECT id FROM job_reaper.jobs
-      WHERE status = 'Running' AND lease_expires_at < now()
+      SELECT id FROM job_reaper.jobs AS r
+      WHERE status = 'Running'
+        AND (lease_expires_at < now()
+          OR NOT EXISTS (
+            SELECT 1 FROM job_reaper.workers AS w
+            WHERE w.worker_id = r.locked_by
+              AND w.heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_AFTER_SECONDS})))
       ORDER BY lease_expires_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
@@ -256,7 +278,9 @@ export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<Rea
     SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'Failed' ELSE 'Pending' END,
         run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE now() END,
         completed_at = CASE WHEN j.attempts >= j.max_attempts THEN now() ELSE NULL END,
-        last_error = 'lease expired (worker ' || coalesce(j.locked_by, 'unknown') || ')',
+        last_error = CASE WHEN j.lease_expires_at < now()
+          THEN 'lease expired (worker ' || coalesce(j.locked_by, 'unknown') || ')'
+          ELSE 'worker ' || coalesce(j.locked_by, 'unknown') || ' stopped (no heartbeat)' END,
         lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
     FROM expired
     WHERE j.id = expired.id

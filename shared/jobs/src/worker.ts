@@ -19,7 +19,14 @@ import type { Logger } from "@svc/observability";
 import { retryDelayMs } from "./backoff.js";
 import { DeferJobError, PermanentJobError, RetryLaterError } from "./errors.js";
 import type { JobMetrics } from "./metrics.js";
-import { claimJobs, releaseJobs, renewLeases } from "./queries.js";
+import {
+  claimJobs,
+  forgetWorker,
+  heartbeat,
+  releaseJobs,
+  renewLeases,
+  WORKER_HEARTBEAT_MS,
+} from "./queries.js";
 import type { ClaimedJob, JobType } from "./types.js";
 import { WriteBatcher } from "./write-batcher.js";
 
@@ -194,6 +201,7 @@ export class JobWorker {
   private listener: Listener | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
   private started = false;
   private stopped = false;
 
@@ -229,6 +237,16 @@ export class JobWorker {
 
   async start(): Promise<void> {
     this.started = true;
+    // Alive before it claims anything: a claim without a heartbeat is released by the reaper.
+    await heartbeat(this.db, this.workerId);
+    this.heartbeatTimer = setInterval(
+      () =>
+        void heartbeat(this.db, this.workerId).catch((err: unknown) =>
+          this.log.warn({ err }, "could not write the worker's heartbeat"),
+        ),
+      WORKER_HEARTBEAT_MS,
+    );
+    this.heartbeatTimer.unref();
     await this.listen();
     for (const lane of this.lanes.values()) lane.wake();
     const poll = this.options.pollIntervalMs ?? 2_000;
@@ -312,6 +330,9 @@ export class JobWorker {
     clearTimeout(timer);
     await Promise.allSettled(running.map((r) => r.done));
     await this.batcher.idle();
+    // Gone: whatever it still holds (a write-back that failed) is released by the next sweep.
+    clearInterval(this.heartbeatTimer);
+    await forgetWorker(this.db, this.workerId).catch(() => undefined);
     await this.listener?.stop();
     this.listener = undefined;
   }

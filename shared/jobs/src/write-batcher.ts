@@ -80,9 +80,9 @@ export class WriteBatcher {
     if (batch.length === 0) return;
     let accepted: Set<string>;
     try {
-      accepted = await completeJobs(this.db, batch);
+      accepted = await settled(() => completeJobs(this.db, batch));
     } catch (err) {
-      // The outcome is unknown; the lease will expire and the job run again (at-least-once).
+      // The outcome is unknown; the job runs again once the reaper releases it (at-least-once).
       this.worker.log.error({ err, count: batch.length }, "could not record job completions");
       for (const c of batch) c.resolve(false);
       return;
@@ -98,7 +98,7 @@ export class WriteBatcher {
     if (batch.length === 0) return;
     let states: Map<string, string>;
     try {
-      states = await failJobs(this.db, batch);
+      states = await settled(() => failJobs(this.db, batch));
     } catch (err) {
       this.worker.log.error({ err, count: batch.length }, "could not record job failures");
       for (const f of batch) f.resolve(false);
@@ -118,7 +118,7 @@ export class WriteBatcher {
     if (batch.length === 0) return;
     let accepted: Set<string>;
     try {
-      accepted = await deferJobs(this.db, batch);
+      accepted = await settled(() => deferJobs(this.db, batch));
     } catch (err) {
       // The lease will expire and the job run again; the attempt stays counted then.
       this.worker.log.error({ err, count: batch.length }, "could not record job deferrals");
@@ -134,5 +134,21 @@ export class WriteBatcher {
 
   async idle(): Promise<void> {
     while (this.flushing !== undefined) await this.flushing;
+  }
+}
+
+/**
+ * A write-back tried up to three times (issue 22, item 4): a connection terminated under it would
+ * otherwise leave the job Running until its lease expires. Each write is fenced by the claim's token, so
+ * a repeat of one that did commit changes nothing (it reads as stale).
+ */
+async function settled<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
   }
 }

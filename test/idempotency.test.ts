@@ -3,6 +3,8 @@
  * request replays the first answer without running again; the same key with another request is a 422; an
  * error answer is replayed too; keys belong to their caller.
  */
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -108,4 +110,23 @@ describe("issue 9, point 5: Idempotency-Key", () => {
     expect(other.status).toBe(409);
     expect(other.headers["idempotency-replayed"]).toBeUndefined();
   });
+
+  it("answers 503 when the key store cannot be read (NATS lost the bucket), never a 500, and runs nothing", async () => {
+    const nc = await connect(h.natsOptions());
+    try {
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.delete(`KV_${h.env.SVC_SUBJECT_PREFIX as string}_idempotency`);
+      const answer = await createUser(
+        { userName: "while-keys-are-gone", password: "long enough password" },
+        "k-503",
+      );
+      expect(answer.status, answer.text).toBe(503);
+      expect(answer.headers["retry-after"]).toBe("5");
+      expect(answer.json()).toMatchObject({ code: "SVC_SERVICE_UNAVAILABLE" });
+      const made = await h.sql(`SELECT 1 FROM rbac.users WHERE user_name = 'while-keys-are-gone'`);
+      expect(made).toEqual([]);
+    } finally {
+      await nc.close();
+    }
+  }, 30_000);
 });

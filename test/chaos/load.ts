@@ -97,3 +97,88 @@ export class SteadyLoad {
     await Promise.all([...this.inFlight]);
   }
 }
+
+/**
+ * Load through rbac's transactional outbox (issue 22, item 1): users created through the gateway's
+ * operator API at a fixed rate, each with an Idempotency-Key; their `user.created` events are recorded in
+ * the transaction of the change and relayed by rbac. A request whose outcome is unknown (the gateway or
+ * rbac killed, NATS down, a 5xx) is sent again; a 201, a replay or a 409 "taken" (an earlier try
+ * committed) counts as created, and then its event must reach the receiver.
+ */
+export interface ChaosUser {
+  readonly n: number;
+  readonly createdAt: number;
+  committedAt: number | undefined;
+  attempts: number;
+}
+
+export class OutboxLoad {
+  readonly users: ChaosUser[] = [];
+  requestErrors = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private giveUpAt = Number.POSITIVE_INFINITY;
+
+  constructor(
+    private readonly gateway: () => string,
+    private readonly token: () => string,
+    private readonly ratePerSecond: number,
+    private readonly userName: (n: number) => string,
+  ) {}
+
+  start(): void {
+    const t0 = Date.now();
+    this.timer = setInterval(() => {
+      const due = Math.floor(((Date.now() - t0) / 1000) * this.ratePerSecond);
+      while (this.users.length < due) this.create();
+    }, 20);
+  }
+
+  private create(): void {
+    const user: ChaosUser = {
+      n: this.users.length,
+      createdAt: Date.now(),
+      committedAt: undefined,
+      attempts: 0,
+    };
+    this.users.push(user);
+    const task = (async () => {
+      for (;;) {
+        user.attempts++;
+        try {
+          const response = await fetch(`${this.gateway()}/api/users`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              authorization: `Bearer ${this.token()}`,
+              "idempotency-key": `chaos-user-${user.n}`,
+            },
+            body: JSON.stringify({ userName: this.userName(user.n), password: "a long chaos password" }),
+            signal: AbortSignal.timeout(10_000),
+          });
+          const text = await response.text();
+          // 409 "taken": an earlier try committed (its kept answer was lost); 409 "still being processed"
+          // is an earlier try under way: ask again.
+          if (response.status === 201 || (response.status === 409 && /is taken/.test(text))) {
+            user.committedAt = Date.now();
+            return;
+          }
+          this.requestErrors++;
+        } catch {
+          this.requestErrors++;
+        }
+        if (Date.now() >= this.giveUpAt) return;
+        await sleep(250);
+      }
+    })();
+    this.inFlight.add(task);
+    void task.finally(() => this.inFlight.delete(task));
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.giveUpAt = Date.now() + graceMs;
+    await Promise.all([...this.inFlight]);
+  }
+}

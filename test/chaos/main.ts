@@ -36,9 +36,9 @@ import {
   SERVICES,
   tcpReachable,
 } from "../../scripts/lib/stack.js";
-import { CHAOS_EVENT, type ChaosEvent, SteadyLoad } from "./load.js";
+import { CHAOS_EVENT, type ChaosEvent, OutboxLoad, SteadyLoad } from "./load.js";
 import { bundleServices, type ExitRecord, findNatsServer, freePort, ManagedProcess } from "./processes.js";
-import { ChaosReceiver } from "./receiver.js";
+import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, errorLines, percentile, seconds, table } from "./report.js";
 
 const { values: args } = parseArgs({
@@ -71,6 +71,8 @@ function numberArg(name: string, value: string | undefined, min: number, max: nu
   return n;
 }
 const RATE = numberArg("rate", args.rate, 1, 500);
+/** Users created per second through the API (rbac's outbox), beside the events published straight. */
+const USER_RATE = 4;
 const RECEIVER_DELAY = numberArg("receiver-delay", args["receiver-delay"], 0, 5_000);
 const T = args.quick
   ? { baseline: 4_000, phase: 5_000, natsOutages: [5_000], natsPhase: 10_000, dbFault: 2_000, dbPhase: 6_000 }
@@ -117,6 +119,7 @@ let nats: ManagedProcess | undefined;
 const services = new Map<ServiceDir, ManagedProcess>();
 let receiver: ChaosReceiver | undefined;
 let load: SteadyLoad | undefined;
+let userLoad: OutboxLoad | undefined;
 let nc: NatsConnection | undefined;
 let db: pg.Client | undefined;
 let databaseCreated = false;
@@ -582,6 +585,8 @@ async function run(): Promise<number> {
     BackendHost__WebhookCircuitOpenMs: String(CIRCUIT_OPEN_MS),
     // The harness signs in again after each NATS outage; the limit itself is not under test here.
     BackendHost__RateLimitAuthPerMinute: "1000",
+    // The outbox load creates users through the API at its own rate; the limit is not under test here.
+    BackendHost__RateLimitApiPerMinute: "1000000",
   };
   for (const name of SERVICES) {
     const proc = new ManagedProcess(
@@ -632,9 +637,26 @@ async function run(): Promise<number> {
     throw new Error(`creating the subscription failed: ${created.status} ${await created.text()}`);
   const subscription = (await created.json()) as { id: string };
   say(`subscription ${subscription.id} → ${receiver.url}`);
+  // The outbox load's events: users created through rbac, their user.created relayed by its outbox.
+  const userHook = await fetch(`${gatewayBase}/api/webhooks`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${accessToken}` },
+    body: JSON.stringify({ eventName: "user.created", targetUrl: receiver.url, secret }),
+  });
+  if (!userHook.ok)
+    throw new Error(
+      `creating the user.created subscription failed: ${userHook.status} ${await userHook.text()}`,
+    );
 
   load = new SteadyLoad(createEventPublisher(nc, prefix), RATE, DEMO.workspaceKey, stamp);
   load.start();
+  userLoad = new OutboxLoad(
+    () => gatewayBase,
+    () => operatorToken,
+    USER_RATE,
+    chaosUserName,
+  );
+  userLoad.start();
 
   await baselinePhase();
   for (const name of SERVICES) await killServicePhase(name);
@@ -645,7 +667,7 @@ async function run(): Promise<number> {
   // Drain: stop the load, then wait (bounded) until every acknowledged event is delivered or dead.
   currentPhase = "drain";
   const loadStoppedAt = Date.now();
-  await load.stop(20_000);
+  await Promise.all([load.stop(20_000), userLoad.stop(20_000)]);
   say(`load stopped: ${load.events.length} events created; draining (at most ${DRAIN_MS / 1000} s)`);
   const drainStart = Date.now();
   let expedited = 0;
@@ -664,11 +686,14 @@ async function run(): Promise<number> {
     const open = load.events.filter(
       (e) => e.ackedAt !== undefined && !receiver?.firstAcceptedAt.has(e.seq) && !dead.has(e.eventId),
     ).length;
+    const openUsers = (userLoad?.users ?? []).filter(
+      (u) => u.committedAt !== undefined && !receiver?.userFirstAcceptedAt.has(u.n),
+    ).length;
     const { rows } = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status IN ('Pending', 'Running')`,
     );
     const active = rows[0]?.n ?? 0;
-    if (open === 0 && active === 0) {
+    if (open === 0 && openUsers === 0 && active === 0) {
       drained = true;
       break;
     }
@@ -884,7 +909,16 @@ async function report(o: {
   }
   for (const [m, n] of [...messages].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`  ${n} × ${m}`);
 
-  const failed = lost.length > 0 || duplicateCompletions > 0 || multiIds > 0 || succeededWithoutReceipt > 0;
+  const users = (userLoad as OutboxLoad).users;
+  const committedUsers = users.filter((u) => u.committedAt !== undefined);
+  const lostUsers = committedUsers.filter((u) => !r.userFirstAcceptedAt.has(u.n));
+  const failed =
+    lost.length > 0 ||
+    duplicateCompletions > 0 ||
+    multiIds > 0 ||
+    succeededWithoutReceipt > 0 ||
+    lostUsers.length > 0 ||
+    unexpectedExits.length > 0;
   const all = latency(acked);
   const rows: string[][] = [
     ["events created", String(events.length), ""],
@@ -910,6 +944,14 @@ async function report(o: {
     ["events delivered", String(r.firstAcceptedAt.size), ""],
     ["dead letters (Failed jobs)", String(dead.size), ""],
     ["LOST EVENTS (acknowledged, no delivery, no dead letter)", String(lost.length), "must be 0"],
+    [
+      "users created through the API (rbac's outbox)",
+      String(committedUsers.length),
+      `of ${users.length} asked`,
+    ],
+    ["  requests sent again (outcome unknown)", String((userLoad as OutboxLoad).requestErrors), ""],
+    ["LOST USER EVENTS (created, user.created never delivered)", String(lostUsers.length), "must be 0"],
+    ["SERVICES THAT EXITED ON THEIR OWN (crashed)", String(unexpectedExits.length), "must be 0"],
     ["DUPLICATE JOB COMPLETIONS", String(duplicateCompletions), "must be 0"],
     ["  extra jobs for one (event, subscription)", String(extraJobs), ""],
     ["  jobs whose final state was written twice", String(doubleFinal), ""],
@@ -952,7 +994,7 @@ async function report(o: {
   }
   for (const e of lastErrors) console.log(`  dead letter: ${e.n} × ${e.last_error}`);
   console.log(
-    `\nresult: ${failed ? "FAILED (lost or duplicated work, see above)" : "passed (nothing lost, nothing completed twice)"}`,
+    `\nresult: ${failed ? "FAILED (lost or duplicated work, or a crash, see above)" : "passed (nothing lost, nothing completed twice, no crash)"}`,
   );
   return failed ? 1 : 0;
 }

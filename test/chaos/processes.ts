@@ -4,7 +4,7 @@
  * group (a terminal's Ctrl-C reaches only the harness, which stops things in order) and logs to a file.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, symlinkSync } from "node:fs";
+import { closeSync, copyFileSync, cpSync, openSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 
 import { build } from "esbuild";
@@ -44,6 +44,11 @@ export async function bundleServices(dir: string): Promise<Record<ServiceDir, st
       }),
     ),
   );
+  // What scripts/build.mjs puts next to the bundles: the plugin and render workers (loaded by URL) and the
+  // gateway's static shells.
+  for (const worker of ["plugin-worker.mjs", "render-worker.mjs", "template-sandbox.mjs"])
+    copyFileSync(join(repoRoot, "services", "plugin-registry", "src", "runtime", worker), join(dir, worker));
+  cpSync(join(repoRoot, "services", "gateway", "static"), join(dir, "static"), { recursive: true });
   return out;
 }
 

@@ -10,8 +10,11 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 export type ReceiverMode = "ok" | "503" | "reset" | "down";
 
 interface Envelope {
-  readonly data?: { readonly seq?: unknown };
+  readonly data?: { readonly seq?: unknown; readonly userName?: unknown };
 }
+
+/** The user name the outbox load gives its n-th user (its `user.created` event carries it). */
+export const chaosUserName = (n: number) => `chaos-u${n}`;
 
 export class ChaosReceiver {
   mode: ReceiverMode = "ok";
@@ -29,6 +32,10 @@ export class ChaosReceiver {
   readonly deliveryIdsBySeq = new Map<number, Set<string>>();
   /** When each event was first accepted. */
   readonly firstAcceptedAt = new Map<number, number>();
+  /** Requests of `user.created` events answered 200 (not in `accepted`). */
+  userAccepted = 0;
+  /** When each user of the outbox load had its `user.created` event first accepted. */
+  readonly userFirstAcceptedAt = new Map<number, number>();
   /** Accepted requests in arrival order (the phases look for the first one after a fault). */
   readonly acceptedLog: Array<{ readonly seq: number; readonly at: number }> = [];
   private readonly server: Server;
@@ -73,10 +80,21 @@ export class ChaosReceiver {
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) this.badSignatures++;
     const deliveryId = String(headers["x-svc-delivery"] ?? "");
     let seq: number;
+    let data: Envelope["data"];
     try {
-      seq = Number((JSON.parse(body.toString("utf8")) as Envelope).data?.seq);
+      data = (JSON.parse(body.toString("utf8")) as Envelope).data;
+      seq = Number(data?.seq);
     } catch {
       seq = Number.NaN;
+    }
+    // A user.created of the outbox load: counted apart (its delivery ids are the dispatcher's as well).
+    const user = typeof data?.userName === "string" ? /^chaos-u(\d+)$/.exec(data.userName) : null;
+    if (user !== null && deliveryId !== "") {
+      this.userAccepted++;
+      const n = Number(user[1]);
+      if (!this.userFirstAcceptedAt.has(n)) this.userFirstAcceptedAt.set(n, Date.now());
+      res.writeHead(200).end();
+      return;
     }
     if (!Number.isSafeInteger(seq) || deliveryId === "") {
       this.unparsable++;

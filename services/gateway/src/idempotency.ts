@@ -4,8 +4,10 @@
  * same request gets that answer again (`Idempotency-Replayed: true`) without running again; the same key
  * with another request is a 422; a retry while the first is still running is a 409. Keys are per caller
  * (the session's subject), kept 24 hours in the NATS KV bucket `<prefix>_idempotency`. An answer of 5xx
- * (the service away or slow) is not kept: the key is released so that the retry runs, which is safe
- * because a request past its deadline changes nothing (the data layer refuses to commit after it).
+ * (the service away or slow) is not kept: the key is released so that the retry runs. That retry is not
+ * always harmless: a commit made just before the deadline, or whose answer was lost with a killed process,
+ * stands, so the retry can meet a conflict or make a second record (issue 22, item 3, open: keep the answer
+ * with the change in the owning service).
  */
 import { createHash } from "node:crypto";
 

@@ -216,12 +216,24 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             Idempotency.validate(key);
             // Keys are the caller's own: per subject, session scope and workspace. An upload's fingerprint
             // is its content hash, size, type and name, so a retry of the same file replays.
-            claim = await idempotency.claim(idempotencyOwner(principal), key, {
-              method: route.method,
-              path: request.url.split("?")[0],
-              query: forwarded.query,
-              body: forwarded.body,
-            });
+            try {
+              claim = await idempotency.claim(idempotencyOwner(principal), key, {
+                method: route.method,
+                path: request.url.split("?")[0],
+                query: forwarded.query,
+                body: forwarded.body,
+              });
+            } catch (error) {
+              if (error instanceof SvcError) throw error;
+              // The key store (NATS KV) cannot be read: nothing ran; the client retries (found by make chaos
+              // right after a NATS restart: a 500 before).
+              log.warn({ error: (error as Error).message }, "idempotency keys unavailable");
+              throw new SvcError(
+                ErrorCode.ServiceUnavailable,
+                "Idempotency-Key cannot be checked right now; nothing was done, try again shortly.",
+                { extensions: { service: "idempotency" } },
+              );
+            }
             if (claim.kind === "replay") {
               if (claim.error) {
                 void reply.header("idempotency-replayed", "true");
@@ -236,7 +248,12 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           try {
             result = await requestRoute(bus, route, forwarded, { requestId: request.id });
           } catch (error) {
-            if (claim?.kind === "run") await claim.fail(error);
+            if (claim?.kind === "run")
+              await claim
+                .fail(error)
+                .catch((err: unknown) =>
+                  log.warn({ err }, "could not release an Idempotency-Key; it is taken as abandoned later"),
+                );
             // A refused upload leaves no bytes behind. After a time-out or a failure of the platform the
             // record may exist, so the bytes stay (a later delete of the record removes them).
             if (objectName !== undefined && error instanceof SvcError && error.status < 500) {
@@ -246,7 +263,12 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             }
             throw error;
           }
-          if (claim?.kind === "run") await claim.finish(result);
+          // The write happened: its answer is sent even when it cannot be kept (a retry then waits for the
+          // claim to be taken as abandoned, 409 meanwhile).
+          if (claim?.kind === "run")
+            await claim
+              .finish(result)
+              .catch((err: unknown) => log.warn({ err }, "could not keep the answer of an Idempotency-Key"));
           // A download's reply describes the file; its bytes come from the media store.
           if (route.download === true && result.status === 200) {
             return media.send(request, reply, result.body as Parameters<MediaTransfers["send"]>[2]);

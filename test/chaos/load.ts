@@ -115,6 +115,8 @@ export interface ChaosUser {
 export class OutboxLoad {
   readonly users: ChaosUser[] = [];
   requestErrors = 0;
+  /** The answers that were sent again, by status (0: no answer). */
+  readonly retriedStatuses = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private giveUpAt = Number.POSITIVE_INFINITY;
@@ -154,7 +156,8 @@ export class OutboxLoad {
               "idempotency-key": `chaos-user-${user.n}`,
             },
             body: JSON.stringify({ userName: this.userName(user.n), password: "a long chaos password" }),
-            signal: AbortSignal.timeout(10_000),
+            // Longer than the gateway's own request timeout: an answer is awaited, not abandoned.
+            signal: AbortSignal.timeout(40_000),
           });
           const text = await response.text();
           // 409 "taken": an earlier try committed (its kept answer was lost); 409 "still being processed"
@@ -164,11 +167,15 @@ export class OutboxLoad {
             return;
           }
           this.requestErrors++;
+          this.retriedStatuses.set(response.status, (this.retriedStatuses.get(response.status) ?? 0) + 1);
         } catch {
           this.requestErrors++;
+          this.retriedStatuses.set(0, (this.retriedStatuses.get(0) ?? 0) + 1);
         }
         if (Date.now() >= this.giveUpAt) return;
-        await sleep(250);
+        // Backing off as a client should (up to 5 s, with jitter): a backlog of users created during an
+        // outage must not retry the platform into the ground when it returns.
+        await sleep(Math.min(5_000, 250 * 2 ** Math.min(user.attempts, 5)) * (0.5 + Math.random() / 2));
       }
     })();
     this.inFlight.add(task);

@@ -11,11 +11,13 @@ import { createHash, randomUUID } from "node:crypto";
 
 import multipart from "@fastify/multipart";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
+import { NotFoundError } from "@svc/errors";
 import { MediaStore } from "@svc/plugin-package/store";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fileTypeFromBuffer } from "file-type";
 import parseRange from "range-parser";
+
+import { readOneFile } from "./multipart-file.js";
 
 /** A file name safe to store and to put in a header: no path, no control or reserved characters. */
 export function sanitiseFileName(raw: string | undefined): string {
@@ -67,31 +69,15 @@ export class MediaTransfers {
    * size, sniffed content type, sanitised name and content hash. Nothing is stored yet.
    */
   async read(request: FastifyRequest) {
-    const tooLarge = () =>
-      new SvcError(ErrorCode.PayloadTooLarge, "The file is larger than the media upload limit.");
-    let part;
-    try {
-      part = await request.file();
-    } catch (error) {
-      if ((error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
-      throw new SvcError(ErrorCode.BadRequest, "Send one file as multipart/form-data (field `file`).");
-    }
-    if (part === undefined) {
-      throw new SvcError(ErrorCode.BadRequest, "Send one file as multipart/form-data (field `file`).");
-    }
-    let bytes: Buffer;
-    try {
-      bytes = await part.toBuffer();
-    } catch (error) {
-      if ((error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
-      throw error;
-    }
-    if (part.file.truncated) throw tooLarge();
+    const { bytes, filename } = await readOneFile(request, {
+      tooLarge: "The file is larger than the media upload limit.",
+      missing: "Send one file as multipart/form-data (field `file`).",
+    });
     const contentType = await sniff(bytes);
     const sha256 = createHash("sha256").update(bytes).digest("hex");
     return {
       bytes,
-      described: { size: bytes.length, contentType, fileName: sanitiseFileName(part.filename), sha256 },
+      described: { size: bytes.length, contentType, fileName: sanitiseFileName(filename), sha256 },
     };
   }
 

@@ -13,6 +13,8 @@ import { archiveKind } from "@svc/plugin-package";
 import { PackageStore } from "@svc/plugin-package/store";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
+import { readOneFile } from "./multipart-file.js";
+
 export const ARCHIVE_TYPES = [
   "application/gzip",
   "application/x-gzip",
@@ -44,32 +46,10 @@ export class PackageUploads {
 
   /** The archive of a multipart request: its one file part, whatever the field's name. */
   private async fromMultipart(request: FastifyRequest, limit: number): Promise<Buffer> {
-    const tooLarge = () =>
-      new SvcError(
-        ErrorCode.PayloadTooLarge,
-        `The package is larger than the upload limit (${limit} bytes).`,
-      );
-    const missing = () =>
-      new SvcError(
-        ErrorCode.BadRequest,
-        "Send the package as one file of the multipart form (field `package`).",
-      );
-    let part;
-    try {
-      part = await request.file();
-    } catch (error) {
-      if ((error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
-      throw missing();
-    }
-    if (part === undefined) throw missing();
-    let bytes: Buffer;
-    try {
-      bytes = await part.toBuffer();
-    } catch (error) {
-      if ((error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE") throw tooLarge();
-      throw error;
-    }
-    if (part.file.truncated) throw tooLarge();
+    const { bytes } = await readOneFile(request, {
+      tooLarge: `The package is larger than the upload limit (${limit} bytes).`,
+      missing: "Send the package as one file of the multipart form (field `package`).",
+    });
     return bytes;
   }
 

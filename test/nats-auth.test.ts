@@ -24,7 +24,7 @@ import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
-import { makeTestCa } from "../scripts/lib/test-ca.js";
+import { makeMutualTls } from "../scripts/lib/test-ca.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
@@ -41,30 +41,17 @@ const seedUser = createUser();
 const pluginUser = createUser();
 const file = (name: string) => join(dir, name);
 
-/** A test CA, the server's certificate for `nats.test` and client certificates, made with openssl. */
-function makeCertificates(): void {
-  makeTestCa(dir, [
-    ["server", "nats.test", "subjectAltName=DNS:nats.test"],
-    ["client", "svc-service", "extendedKeyUsage=clientAuth"],
-    ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
-  ]);
-}
-
 let env: Record<string, string>;
 let base: string;
 let operator: string;
 
 beforeAll(async () => {
-  makeCertificates();
+  // A test CA, the server's certificate for `nats.test` and client certificates, made with openssl.
+  const tls = makeMutualTls(dir);
   writeFileSync(file("password"), `${PASSWORD}\n`);
   writeFileSync(file("seed"), new TextDecoder().decode(seedUser.getSeed()));
   await nats.start(`
-tls {
-  cert_file: "${file("server.pem")}"
-  key_file: "${file("server.key")}"
-  ca_file: "${file("ca.pem")}"
-  verify: true
-}
+${tls}
 authorization {
   users = [
     { user: svc, password: "${PASSWORD}" }

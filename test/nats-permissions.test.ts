@@ -42,7 +42,7 @@ import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { makeTestCa } from "../scripts/lib/test-ca.js";
+import { makeMutualTls } from "../scripts/lib/test-ca.js";
 import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
 import { PluginCredentials } from "../services/plugin-registry/src/runtime/plugin-credentials.js";
 import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
@@ -137,12 +137,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     // and permissions at once, the production shape.
     let extra = "";
     if (secure) {
-      makeTestCa(dir, [
-        ["server", "nats.test", "subjectAltName=DNS:nats.test"],
-        ["client", "svc-service", "extendedKeyUsage=clientAuth"],
-        ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
-      ]);
-      extra = `\ntls {\n  cert_file: "${join(dir, "server.pem")}"\n  key_file: "${join(dir, "server.key")}"\n  ca_file: "${join(dir, "ca.pem")}"\n  verify: true\n}\n`;
+      extra = `\n${makeMutualTls(dir)}`;
     }
     await nats.start(readFileSync(conf, "utf8") + extra);
     await receiver.start();

@@ -36,3 +36,28 @@ export function makeTestCa(
     );
   }
 }
+
+/** The server name the certificates of `makeMutualTls` are for. */
+export const TEST_SERVER_NAME = "nats.test";
+
+/**
+ * A test CA in `dir` with a server certificate for TEST_SERVER_NAME and two client certificates,
+ * `client` (the services) and `plugin` (the plugin processes); returns the nats-server `tls` block that
+ * requires a client certificate from that CA.
+ */
+export function makeMutualTls(dir: string): string {
+  makeTestCa(dir, [
+    ["server", TEST_SERVER_NAME, `subjectAltName=DNS:${TEST_SERVER_NAME}`],
+    ["client", "svc-service", "extendedKeyUsage=clientAuth"],
+    ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
+  ]);
+  return [
+    "tls {",
+    `  cert_file: "${join(dir, "server.pem")}"`,
+    `  key_file: "${join(dir, "server.key")}"`,
+    `  ca_file: "${join(dir, "ca.pem")}"`,
+    "  verify: true",
+    "}",
+    "",
+  ].join("\n");
+}

@@ -15,7 +15,7 @@ import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { createUser, fromSeed } from "@nats-io/nkeys";
 import type { ServiceName } from "@svc/contracts";
 
-import { makeTestCa } from "../../scripts/lib/test-ca.js";
+import { makeMutualTls, TEST_SERVER_NAME } from "../../scripts/lib/test-ca.js";
 import { writeDecentralizedAuth, writeServiceCreds } from "../../scripts/nats-auth.js";
 import { OwnNatsServer } from "./nats-server.js";
 
@@ -24,8 +24,6 @@ export interface SecureBus {
   readonly dir: string;
   readonly url: string;
 }
-
-export const SERVER_NAME = "nats.test";
 
 /**
  * Starts the run's secure nats-server; `stop` kills it, removes its store and returns the permission
@@ -36,20 +34,7 @@ export async function startSecureBus(): Promise<{ bus: SecureBus; stop: () => Pr
   const dir = mkdtempSync(join(tmpdir(), "svc-test-bus-"));
   // The services' users this writes are for a prefix no file uses: each file mints its own.
   const conf = await writeDecentralizedAuth(dir, "unused", "UNUSED");
-  makeTestCa(dir, [
-    ["server", SERVER_NAME, `subjectAltName=DNS:${SERVER_NAME}`],
-    ["client", "svc-service", "extendedKeyUsage=clientAuth"],
-    ["plugin", "svc-plugins", "extendedKeyUsage=clientAuth"],
-  ]);
-  const tls = [
-    "tls {",
-    `  cert_file: "${join(dir, "server.pem")}"`,
-    `  key_file: "${join(dir, "server.key")}"`,
-    `  ca_file: "${join(dir, "ca.pem")}"`,
-    "  verify: true",
-    "}",
-    "",
-  ].join("\n");
+  const tls = makeMutualTls(dir);
   const server = new OwnNatsServer();
   await server.start(`${readFileSync(conf, "utf8")}\n${tls}`);
   return {
@@ -113,7 +98,7 @@ export async function fileUsers(bus: SecureBus): Promise<{
       NATS_TLS_CA_FILE: join(bus.dir, "ca.pem"),
       NATS_TLS_CERT_FILE: join(bus.dir, "client.pem"),
       NATS_TLS_KEY_FILE: join(bus.dir, "client.key"),
-      NATS_TLS_SERVER_NAME: SERVER_NAME,
+      NATS_TLS_SERVER_NAME: TEST_SERVER_NAME,
       NATS_PLUGIN_SIGNING_KEY_FILE: join(bus.dir, "plugin-signing.nk"),
       NATS_PLUGIN_ACCOUNT: account,
       NATS_PLUGIN_TLS_CERT_FILE: join(bus.dir, "plugin.pem"),

@@ -58,8 +58,20 @@ export async function ensureEventsStream(nc: NatsConnection, options: EventsStre
   }
 }
 
-/** Whether a JetStream API error says the stream does not exist. */
+/**
+ * Whether a JetStream error says the stream does not exist: the API's error, or the object store's and
+ * KV's own errors that only say so in their message.
+ */
 export function isStreamNotFound(error: unknown): boolean {
-  const e = error as { name?: string; code?: number; apiError?: () => { err_code?: number } };
-  return e?.name === "StreamNotFoundError" || e?.apiError?.()?.err_code === 10059;
+  const e = error as {
+    name?: string;
+    code?: number;
+    message?: unknown;
+    apiError?: () => { err_code?: number };
+  };
+  return (
+    e?.name === "StreamNotFoundError" ||
+    e?.apiError?.()?.err_code === 10059 ||
+    (typeof e?.message === "string" && /stream not found/i.test(e.message))
+  );
 }

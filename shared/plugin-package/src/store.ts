@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 
 import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { isStreamNotFound } from "@svc/bus";
 
 /**
  * A handle (a bucket) opened on first use; a failed attempt is tried again next time, and `reset` forgets
@@ -47,11 +48,7 @@ export class BlobStore {
    * so the next use creates the bucket again.
    */
   private gone(error: unknown): boolean {
-    const e = error as { name?: string; message?: string; apiError?: () => { err_code?: number } };
-    const lost =
-      e?.name === "StreamNotFoundError" ||
-      e?.apiError?.()?.err_code === 10059 ||
-      /stream not found/i.test(e?.message ?? "");
+    const lost = isStreamNotFound(error);
     if (lost) this.lazy.reset();
     return lost;
   }

@@ -9,7 +9,6 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 
-import multipart from "@fastify/multipart";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { NotFoundError } from "@svc/errors";
 import { MediaStore } from "@svc/plugin-package/store";
@@ -17,7 +16,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fileTypeFromBuffer } from "file-type";
 import parseRange from "range-parser";
 
-import { readOneFile } from "./multipart-file.js";
+import { acceptOneFile, readOneFile } from "./multipart-file.js";
 
 /** A file name safe to store and to put in a header: no path, no control or reserved characters. */
 export function sanitiseFileName(raw: string | undefined): string {
@@ -59,9 +58,7 @@ export class MediaTransfers {
 
   /** Accepts multipart uploads of one file in `app` (an encapsulated context holding only media uploads). */
   static async acceptUploads(app: FastifyInstance, limit: number): Promise<void> {
-    await app.register(multipart, {
-      limits: { fileSize: limit, files: 1, fields: 5, parts: 6, fieldSize: 1_000 },
-    });
+    await acceptOneFile(app, limit);
   }
 
   /**

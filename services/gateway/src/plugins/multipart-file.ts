@@ -2,8 +2,16 @@
  * The one file of a `multipart/form-data` request (@fastify/multipart registered with `files: 1` and the
  * route's size limit), for the routes that take an upload: a media file, a plugin package.
  */
+import multipart from "@fastify/multipart";
 import { ErrorCode, SvcError } from "@svc/errors";
-import type { FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+
+/** Accepts multipart bodies of one file up to `limit` bytes in `app` (an upload routes' own context). */
+export async function acceptOneFile(app: FastifyInstance, limit: number): Promise<void> {
+  await app.register(multipart, {
+    limits: { fileSize: limit, files: 1, fields: 5, parts: 6, fieldSize: 1_000 },
+  });
+}
 
 const tooLargeCode = (error: unknown) => (error as { code?: string }).code === "FST_REQ_FILE_TOO_LARGE";
 

@@ -6,14 +6,13 @@
  * service reads the same bytes. The archive may also come as the one file of a `multipart/form-data` body
  * (`curl -F package=@hello.tgz`, a browser form), within the same limit (issue 22, item 8).
  */
-import multipart from "@fastify/multipart";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { archiveKind } from "@svc/plugin-package";
 import { PackageStore } from "@svc/plugin-package/store";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
-import { readOneFile } from "./multipart-file.js";
+import { acceptOneFile, readOneFile } from "./multipart-file.js";
 
 export const ARCHIVE_TYPES = [
   "application/gzip",
@@ -23,6 +22,14 @@ export const ARCHIVE_TYPES = [
   "application/x-zip-compressed",
   "application/octet-stream",
 ];
+
+/** The archive type of a package's bytes (GZIP's magic number before a gzip-compressed tar's). */
+function contentTypeOf(bytes: Buffer): string {
+  const kind = archiveKind(bytes);
+  if (kind === "zip") return "application/zip";
+  if (kind === "tar") return bytes[0] === 0x1f ? "application/gzip" : "application/x-tar";
+  return "application/octet-stream";
+}
 
 export class PackageUploads {
   private readonly store: PackageStore;
@@ -39,18 +46,7 @@ export class PackageUploads {
     app.addContentTypeParser(ARCHIVE_TYPES, { parseAs: "buffer", bodyLimit }, (_request, body, done) =>
       done(null, body),
     );
-    await app.register(multipart, {
-      limits: { fileSize: bodyLimit, files: 1, fields: 5, parts: 6, fieldSize: 1_000 },
-    });
-  }
-
-  /** The archive of a multipart request: its one file part, whatever the field's name. */
-  private async fromMultipart(request: FastifyRequest, limit: number): Promise<Buffer> {
-    const { bytes } = await readOneFile(request, {
-      tooLarge: `The package is larger than the upload limit (${limit} bytes).`,
-      missing: "Send the package as one file of the multipart form (field `package`).",
-    });
-    return bytes;
+    await acceptOneFile(app, bodyLimit);
   }
 
   /** Stores the request's archive and returns what the route forwards. */
@@ -58,7 +54,16 @@ export class PackageUploads {
     request: FastifyRequest,
     limit: number,
   ): Promise<{ package: { sha256: string; size: number; contentType: string } }> {
-    const bytes = request.isMultipart() ? await this.fromMultipart(request, limit) : request.body;
+    const form = request.isMultipart();
+    // A form's one file part, whatever the field's name; else the raw body.
+    const bytes = form
+      ? (
+          await readOneFile(request, {
+            tooLarge: `The package is larger than the upload limit (${limit} bytes).`,
+            missing: "Send the package as one file of the multipart form (field `package`).",
+          })
+        ).bytes
+      : request.body;
     if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
       throw new SvcError(
         ErrorCode.BadRequest,
@@ -66,16 +71,9 @@ export class PackageUploads {
       );
     }
     const sha256 = await this.store.put(bytes);
-    const kind = archiveKind(bytes);
-    // What the bytes are (a form's part type is often application/octet-stream whatever the file).
-    const contentType = request.isMultipart()
-      ? kind === "zip"
-        ? "application/zip"
-        : kind === "tar"
-          ? bytes[0] === 0x1f
-            ? "application/gzip"
-            : "application/x-tar"
-          : "application/octet-stream"
+    // A form's part type is often application/octet-stream whatever the file: say what the bytes are.
+    const contentType = form
+      ? contentTypeOf(bytes)
       : ((request.headers["content-type"] ?? "application/octet-stream").split(";")[0] as string);
     return { package: { sha256, size: bytes.length, contentType } };
   }

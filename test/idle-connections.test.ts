@@ -91,8 +91,11 @@ describe("idle connections", () => {
     const closed = () => groups.reduce((sum, g) => sum + g.closedByServer(), 0);
     expect(closed()).toBe(0);
     expect(await health("127.0.0.2")).toBe(200);
-    const until = Date.now() + 10_000;
+    // Each socket is closed 2 s after the gateway accepted it; the deadline only bounds the test. 500
+    // connections at once can overflow the listener's accept queue, and one the kernel accepts late (its
+    // SYN-ACK sent again after seconds) starts its timeout late: a loaded CI run saw 491 of 500 at 10 s.
+    const until = Date.now() + 20_000;
     while (closed() < 500 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
     expect(closed()).toBe(500);
-  }, 30_000);
+  }, 40_000);
 });

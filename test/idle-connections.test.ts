@@ -87,15 +87,16 @@ describe("idle connections", () => {
 
   it("silent sockets under the cap are closed after the headers timeout", async () => {
     const clients = ["127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"];
-    const groups = await Promise.all(clients.map((address) => silentSockets(100, address)));
+    // One client after another: 500 connections at once can overflow the listener's accept queue, and a
+    // handshake the kernel then drops leaves a client socket the gateway never saw (nothing is sent on it,
+    // so nothing tells the client): it is never closed (a CI run saw 491 of 500).
+    const groups: Array<{ closedByServer: () => number }> = [];
+    for (const address of clients) groups.push(await silentSockets(100, address));
     const closed = () => groups.reduce((sum, g) => sum + g.closedByServer(), 0);
     expect(closed()).toBe(0);
     expect(await health("127.0.0.2")).toBe(200);
-    // Each socket is closed 2 s after the gateway accepted it; the deadline only bounds the test. 500
-    // connections at once can overflow the listener's accept queue, and one the kernel accepts late (its
-    // SYN-ACK sent again after seconds) starts its timeout late: a loaded CI run saw 491 of 500 at 10 s.
-    const until = Date.now() + 20_000;
+    const until = Date.now() + 10_000;
     while (closed() < 500 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
     expect(closed()).toBe(500);
-  }, 40_000);
+  }, 30_000);
 });

@@ -69,6 +69,22 @@ function get(path: string, localAddress: string): Promise<{ status: number; body
 const health = async (localAddress: string) => (await get("/health", localAddress)).status;
 
 describe("idle connections", () => {
+  it("silent sockets under the cap are closed after the headers timeout", async () => {
+    const clients = ["127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"];
+    // Runs before the flood below: that flood overflows the listener's accept queue thousands of times,
+    // and the kernel keeps re-offering the dropped handshakes for half a minute after it. A socket of this
+    // test dropped among them stays unseen by the gateway past the deadline (CI runs saw 491 and 493 of 500
+    // closed when this test ran second; `nstat` shows no overflow when it runs alone).
+    const groups: Array<{ closedByServer: () => number }> = [];
+    for (const address of clients) groups.push(await silentSockets(100, address));
+    const closed = () => groups.reduce((sum, g) => sum + g.closedByServer(), 0);
+    expect(closed()).toBe(0);
+    expect(await health("127.0.0.2")).toBe(200);
+    const until = Date.now() + 10_000;
+    while (closed() < 500 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+    expect(closed()).toBe(500);
+  }, 30_000);
+
   it("one client's 12,000 silent sockets are cut at its cap; /health keeps answering", async () => {
     const flood = await silentSockets(12_000, "127.0.0.1");
     expect(await health("127.0.0.2")).toBe(200);
@@ -84,19 +100,4 @@ describe("idle connections", () => {
     // the cap's places every 2 s while the flood goes on).
     expect(refused).toBeGreaterThan(9_000);
   }, 60_000);
-
-  it("silent sockets under the cap are closed after the headers timeout", async () => {
-    const clients = ["127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"];
-    // One client after another: 500 connections at once can overflow the listener's accept queue, and a
-    // handshake the kernel then drops leaves a client socket the gateway never saw (nothing is sent on it,
-    // so nothing tells the client): it is never closed (a CI run saw 491 of 500).
-    const groups: Array<{ closedByServer: () => number }> = [];
-    for (const address of clients) groups.push(await silentSockets(100, address));
-    const closed = () => groups.reduce((sum, g) => sum + g.closedByServer(), 0);
-    expect(closed()).toBe(0);
-    expect(await health("127.0.0.2")).toBe(200);
-    const until = Date.now() + 10_000;
-    while (closed() < 500 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
-    expect(closed()).toBe(500);
-  }, 30_000);
 });

@@ -53,6 +53,13 @@ export declare const Header: {
      * gateway (a JWT); the owning service acts on this, not on the principal in the body.
      */
     readonly Principal: "Svc-Principal";
+    /**
+     * On operator route requests sent with an `Idempotency-Key`: the key as the gateway scoped it to its
+     * caller (a digest), and a digest of the request it came with. The owning service keeps the outcome
+     * under it, in the same transaction as the change (issue 22, item 3).
+     */
+    readonly IdempotencyKey: "Svc-Idempotency-Key";
+    readonly IdempotencyFingerprint: "Svc-Idempotency-Fingerprint";
 };
 
 /** One of the `Header` names. */

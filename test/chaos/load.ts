@@ -102,8 +102,10 @@ export class SteadyLoad {
  * Load through rbac's transactional outbox (issue 22, item 1): users created through the gateway's
  * operator API at a fixed rate, each with an Idempotency-Key; their `user.created` events are recorded in
  * the transaction of the change and relayed by rbac. A request whose outcome is unknown (the gateway or
- * rbac killed, NATS down, a 5xx) is sent again; a 201, a replay or a 409 "taken" (an earlier try
- * committed) counts as created, and then its event must reach the receiver.
+ * rbac killed, NATS down, a 5xx) is sent again with the same key; a 201 (first or replayed) counts as
+ * created, and then its event must reach the receiver. A 409 "taken" means a retry ran again although an
+ * earlier try committed: rbac keeps a keyed write's answer with its change, so none is expected (issue 22,
+ * item 3); such a user counts as created too, and as a finding.
  */
 export interface ChaosUser {
   readonly n: number;
@@ -115,6 +117,8 @@ export interface ChaosUser {
 export class OutboxLoad {
   readonly users: ChaosUser[] = [];
   requestErrors = 0;
+  /** Retries answered 409 "taken" instead of the kept 201 (a keyed write that ran twice). */
+  takenOnRetry = 0;
   /** The answers that were sent again, by status (0: no answer). */
   readonly retriedStatuses = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -160,9 +164,10 @@ export class OutboxLoad {
             signal: AbortSignal.timeout(40_000),
           });
           const text = await response.text();
-          // 409 "taken": an earlier try committed (its kept answer was lost); 409 "still being processed"
-          // is an earlier try under way: ask again.
+          // 409 "taken": an earlier try committed and its kept answer was not replayed; 409 "still being
+          // processed" is an earlier try under way: ask again.
           if (response.status === 201 || (response.status === 409 && /is taken/.test(text))) {
+            if (response.status === 409) this.takenOnRetry++;
             user.committedAt = Date.now();
             return;
           }

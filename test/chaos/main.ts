@@ -925,7 +925,8 @@ async function report(o: {
     multiIds > 0 ||
     succeededWithoutReceipt > 0 ||
     lostUsers.length > 0 ||
-    unexpectedExits.length > 0;
+    unexpectedExits.length > 0 ||
+    (userLoad?.takenOnRetry ?? 0) > 0;
   const all = latency(acked);
   const rows: string[][] = [
     ["events created", String(events.length), ""],
@@ -963,6 +964,11 @@ async function report(o: {
         .sort((a, b) => b[1] - a[1])
         .map(([s, n]) => `${s === 0 ? "no answer" : s} ${n}`)
         .join(", "),
+    ],
+    [
+      "KEYED RETRIES THAT RAN AGAIN (409 taken, not replayed)",
+      String((userLoad as OutboxLoad).takenOnRetry),
+      "must be 0",
     ],
     ["LOST USER EVENTS (created, user.created never delivered)", String(lostUsers.length), "must be 0"],
     ["SERVICES THAT EXITED ON THEIR OWN (crashed)", String(unexpectedExits.length), "must be 0"],

@@ -4,10 +4,11 @@
  * same request gets that answer again (`Idempotency-Replayed: true`) without running again; the same key
  * with another request is a 422; a retry while the first is still running is a 409. Keys are per caller
  * (the session's subject), kept 24 hours in the NATS KV bucket `<prefix>_idempotency`. An answer of 5xx
- * (the service away or slow) is not kept: the key is released so that the retry runs. That retry is not
- * always harmless: a commit made just before the deadline, or whose answer was lost with a killed process,
- * stands, so the retry can meet a conflict or make a second record (issue 22, item 3, open: keep the answer
- * with the change in the owning service).
+ * (the service away or slow) is not kept here: the key is released so that the retry goes to the owning
+ * service, which keeps every keyed write's outcome in the transaction of its change (the key and digest
+ * travel in `Svc-Idempotency-Key` and `Svc-Idempotency-Fingerprint`; @svc/runtime's keyed-writes.ts): a
+ * commit made just before a 504, or whose answer was lost with a killed process, is replayed, not run
+ * again; so is every answer after NATS lost this bucket (issue 22, item 3).
  */
 import { createHash } from "node:crypto";
 
@@ -35,7 +36,13 @@ interface Done {
 type Entry = InFlight | Done;
 
 export type Claim =
-  | { readonly kind: "run"; finish(result: RouteReply): Promise<void>; fail(error: unknown): Promise<void> }
+  | {
+      readonly kind: "run";
+      /** What the owning service keeps the outcome under: the key scoped to its caller, and the request's digest. */
+      readonly forward: { readonly key: string; readonly fingerprint: string };
+      finish(result: RouteReply): Promise<void>;
+      fail(error: unknown): Promise<void>;
+    }
   | { readonly kind: "replay"; readonly reply: RouteReply; readonly error?: SvcError };
 
 export class Idempotency {
@@ -113,6 +120,7 @@ export class Idempotency {
   private running(kv: KV, kvKey: string, fingerprint: string): Claim {
     return {
       kind: "run",
+      forward: { key: kvKey, fingerprint },
       finish: async (result) => {
         const done: Done = {
           state: "done",

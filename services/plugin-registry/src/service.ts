@@ -27,6 +27,9 @@ import * as themes from "./themes.js";
  */
 export const pluginRegistryService: ServiceDefinition = {
   name: ServiceName.PluginRegistry,
+  // Install and activation start plugin processes that read what the handler wrote: a keyed write's
+  // outcome is kept right after its handler (shared/runtime/src/keyed-writes.ts).
+  keyedWrites: "after-handler",
   async start({ bus, db, nc, config, metrics, log, provision }) {
     const store = new PackageStore(nc, config.subjectPrefix);
     const platformEvents = createEventPublisher(nc, config.subjectPrefix);

@@ -3,6 +3,7 @@ import "./settings.js";
 import { openRevocationBucket, REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import { followEvents } from "@svc/bus";
 import { followContributions, quietUnlessUp, rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
+import { afterCommit } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";
@@ -23,6 +24,8 @@ import * as users from "./users.js";
 /** Users, credentials, roles, memberships, the permission-key catalogue, sessions and integrations. */
 export const rbacService: ServiceDefinition = {
   name: ServiceName.Rbac,
+  // A keyed write's outcome is kept in the transaction of its change (issue 22, item 3).
+  keyedWrites: "transaction",
   async start({ bus, db, config, log, nc, provision }) {
     const issuer = await createTokenIssuer(config.backendHost.jwtSigningKey, config.backendHost.jwtIssuer);
     if (config.backendHost.jwtSigningKeyIsDefault)
@@ -63,7 +66,8 @@ export const rbacService: ServiceDefinition = {
       outbox,
       revoked,
       log,
-      announceRoleChange: (role) => bus.broadcast("rbac.roles.changed", { role }),
+      // Once the change is committed: a keyed write runs as one unit of work (issue 22, item 3).
+      announceRoleChange: (role) => afterCommit(() => bus.broadcast("rbac.roles.changed", { role })),
       activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
       tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
     };

@@ -5,7 +5,7 @@
  */
 import { requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
-import { type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { afterCommit, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
 import type { MediaStore } from "@svc/plugin-package/store";
 
@@ -137,6 +137,8 @@ export const deleteMedia: Handler<"media.delete"> = async (deps, req) => {
       workspaceKey: row.workspace_key,
     });
   });
-  await deps.media.delete(row.id);
+  // The bytes go once the record's deletion is committed (a keyed request commits after its answer is
+  // kept); a failure leaves unreachable bytes, never a record without them.
+  afterCommit(() => void deps.media.delete(row.id).catch(() => undefined));
   return { status: 204 };
 };

@@ -33,6 +33,8 @@ import * as workspaces from "./workspaces.js";
 /** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
 export const resolverService: ServiceDefinition = {
   name: ServiceName.Resolver,
+  // A keyed write's outcome is kept in the transaction of its change (issue 22, item 3).
+  keyedWrites: "transaction",
   async start({ bus, db, nc, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;
     bus.serve("resolver.workspace.resolve", (request) => resolveWorkspace(db, tenant, request), {

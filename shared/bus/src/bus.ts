@@ -103,6 +103,19 @@ export interface PrincipalVerifier {
 }
 
 /**
+ * Keeps the outcome of the operator route requests sent with an `Idempotency-Key` (issue 22, item 3):
+ * implemented in @svc/runtime over the service's database.
+ */
+export interface KeyedWrites {
+  /**
+   * Runs `work` once per `key`: the first request's answer (or 4xx error) is kept with the change it made
+   * and given again to every later request with the key; another request (`fingerprint`) under a used
+   * key is a 422.
+   */
+  run<T>(key: string, fingerprint: string, work: () => Promise<T>): Promise<T>;
+}
+
+/**
  * Typed request/reply and broadcast over NATS. Errors cross the wire in exactly one way: an error reply
  * carries the `Svc-Error-Code` header and a problem body, and the caller turns it back into the same
  * SvcError. NATS failures become 503 (no responder, connection gone) or 504 (deadline passed).
@@ -118,6 +131,8 @@ export class Bus {
   principalSigner: PrincipalSigner | undefined;
   /** Verifies the principal of the operator route requests this bus serves (every service's). */
   principalVerifier: PrincipalVerifier | undefined;
+  /** Keeps the outcomes of keyed writes (every service that owns operator write routes). */
+  keyedWrites: KeyedWrites | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
   /** This replica's registration with the NATS service protocol, when enabled. */
   readonly micro: MicroService | undefined;

@@ -4,6 +4,7 @@ export {
   encodeJson,
   type Handler,
   type HandlerContext,
+  type KeyedWrites,
   type PrincipalSigner,
   type PrincipalVerifier,
   type RequestOptions,

@@ -38,7 +38,16 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
       const principal = await verifier.verify(context.header(Header.Principal), received.principal);
       const request = { ...received, principal };
       authorise(principal, route, request.params, request.query);
-      const reply = await handler(request, context);
+      // A write sent with an Idempotency-Key runs once: its outcome is kept with its change.
+      const key = context.header(Header.IdempotencyKey);
+      const fingerprint = context.header(Header.IdempotencyFingerprint);
+      const keyed = bus.keyedWrites;
+      const reply =
+        key !== undefined && fingerprint !== undefined && keyed !== undefined && route.method !== "GET"
+          ? await keyed.run(`${principal.subject}\n${key}`, fingerprint, async () =>
+              handler(request, context),
+            )
+          : await handler(request, context);
       if (checkReplies) route.checkReply(reply);
       return reply;
     },

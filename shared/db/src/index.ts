@@ -2,6 +2,7 @@ export { type CursorFieldKind, type Listing, readPage, toPage } from "./cursor.j
 export { type Listener, listenForNotifications, type ListenOptions } from "./listen.js";
 export { type AppliedMigration, ensureDatabase, migrate, type MigrationSource } from "./migrate.js";
 export {
+  afterCommit,
   createDb,
   Db,
   dbIsReachable,

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 
 import { checkDeadline } from "@svc/errors";
@@ -18,6 +19,30 @@ export interface PoolOptions {
 /** What a query runs on: the pool, or one connection inside a transaction. */
 interface Queryable {
   query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
+/**
+ * A unit of work (`Db.unitOfWork`): every statement a Db runs inside it, from whatever code, joins its one
+ * transaction, a nested `transaction` becomes a savepoint, and effects announced with `afterCommit` wait
+ * for the commit (they are dropped when their savepoint or the unit rolls back).
+ */
+interface Unit {
+  readonly db: Db;
+  readonly tx: Queries;
+  readonly client: pg.PoolClient;
+  savepoints: number;
+  readonly afterCommit: Array<() => void>;
+}
+const units = new AsyncLocalStorage<Unit>();
+
+/**
+ * Runs `effect` (a broadcast that makes others read what was just written) once the data it announces is
+ * committed: at once outside a unit of work, after its COMMIT inside one, never when it rolls back.
+ */
+export function afterCommit(effect: () => void): void {
+  const unit = units.getStore();
+  if (unit === undefined) effect();
+  else unit.afterCommit.push(effect);
 }
 
 /**
@@ -92,6 +117,16 @@ export class Queries {
   }
 }
 
+function runEffects(effects: ReadonlyArray<() => void>): void {
+  for (const effect of effects) {
+    try {
+      effect();
+    } catch {
+      // an announcement that fails is the announcer's to report; the commit stands
+    }
+  }
+}
+
 export type Transaction = Queries;
 
 /**
@@ -128,6 +163,14 @@ export class Db extends Queries {
   override async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     statement: Sql,
   ): Promise<pg.QueryResult<R>> {
+    const unit = units.getStore();
+    if (unit?.db === this) {
+      // A write on its own is atomic on its own, as outside a unit: a failure (a unique violation the
+      // caller turns into a 409) rolls back that statement only, and the unit goes on.
+      return isReadOnly(statement.text)
+        ? unit.tx.query<R>(statement)
+        : this.savepoint(unit, (tx) => tx.query<R>(statement));
+    }
     for (let retry = 0; ; retry++) {
       try {
         return await super.query<R>(statement);
@@ -145,6 +188,46 @@ export class Db extends Queries {
    * destroyed, not returned to the pool.
    */
   async transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const unit = units.getStore();
+    if (unit?.db === this) return this.savepoint(unit, work);
+    return this.begin(work);
+  }
+
+  /**
+   * Runs `work` as one unit of work: one transaction that every statement of this Db joins while `work`
+   * runs, however deep in the call (`transaction` calls become savepoints), so that it commits or rolls
+   * back as a whole; `afterCommit` effects run after the COMMIT. An Idempotency-Key's outcome is kept
+   * this way, in the same transaction as the change it answers for (issue 22, item 3).
+   */
+  async unitOfWork<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const existing = units.getStore();
+    if (existing?.db === this) return this.savepoint(existing, work);
+    const effects: Array<() => void> = [];
+    const result = await this.begin((tx, client) =>
+      units.run({ db: this, tx, client, savepoints: 0, afterCommit: effects }, () => work(tx)),
+    );
+    runEffects(effects);
+    return result;
+  }
+
+  private async savepoint<T>(unit: Unit, work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const name = `svc_${++unit.savepoints}`;
+    const effects = unit.afterCommit.length;
+    await unit.client.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await work(unit.tx);
+      await unit.client.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (error) {
+      // When this fails too, the unit's COMMIT fails: nothing of it stands.
+      if (!isConnectionLost(error))
+        await unit.client.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => undefined);
+      unit.afterCommit.splice(effects);
+      throw error;
+    }
+  }
+
+  private async begin<T>(work: (tx: Transaction, client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let lost: Error | undefined;
     const onError = (error: Error) => {
@@ -154,7 +237,7 @@ export class Db extends Queries {
     try {
       checkDeadline();
       await client.query("BEGIN");
-      const result = await work(new Queries(client, this.hooks));
+      const result = await work(new Queries(client, this.hooks), client);
       // Past the request's deadline the caller has answered 504: roll back rather than change anything.
       checkDeadline();
       await client.query("COMMIT");

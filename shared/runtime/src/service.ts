@@ -18,6 +18,7 @@ import { createLogger, createMetricsRegistry, type Logger, type Registry } from 
 
 import { HOST_VERSION } from "./build-info.js";
 import { DiagnosticsTap } from "./diagnostics.js";
+import { KeyedOutcomes, type KeyedWritesMode } from "./keyed-writes.js";
 import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
 import { inboxPrefix } from "./nats-permissions.js";
@@ -62,6 +63,11 @@ export interface ServiceDefinition {
    * `metrics.collect`, whose reply must stay within NATS's payload limit.
    */
   readonly metricsOverHttp?: boolean;
+  /**
+   * How the outcome of its keyed writes is kept (it owns operator write routes and the table
+   * `<schema>.idempotency_outcomes`; ./keyed-writes.ts); absent: not by the service.
+   */
+  readonly keyedWrites?: KeyedWritesMode;
   /** Registers handlers and starts background work. */
   readonly start: (deps: ServiceDeps) => Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
 }
@@ -155,6 +161,9 @@ export async function startService(
     const principals = new PrincipalAssertionVerifier(nc, config.subjectPrefix, log);
     await provisioner.add("principal keys watch", () => principals.start());
     bus.principalVerifier = principals;
+    if (definition.keyedWrites !== undefined) {
+      bus.keyedWrites = new KeyedOutcomes(db, definition.name.replaceAll("-", "_"), definition.keyedWrites);
+    }
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     // `starting` until every handler is in place, `draining` from SIGTERM on: both are not ready.
     let phase: Phase = "starting";

@@ -38,6 +38,13 @@ export const Header = {
    * gateway (a JWT); the owning service acts on this, not on the principal in the body.
    */
   Principal: "Svc-Principal",
+  /**
+   * On operator route requests sent with an `Idempotency-Key`: the key as the gateway scoped it to its
+   * caller (a digest), and a digest of the request it came with. The owning service keeps the outcome
+   * under it, in the same transaction as the change (issue 22, item 3).
+   */
+  IdempotencyKey: "Svc-Idempotency-Key",
+  IdempotencyFingerprint: "Svc-Idempotency-Fingerprint",
 } as const;
 /** One of the `Header` names. */
 export type Header = (typeof Header)[keyof typeof Header];

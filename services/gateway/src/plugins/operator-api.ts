@@ -7,7 +7,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { authorise, openRevocationBucket, RevocationList } from "@svc/access";
-import { type Bus, ensureBucket, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
+import { type Bus, ensureBucket, Header, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
 import type { Config } from "@svc/config";
 import { OPERATOR_ROUTES, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
@@ -246,7 +246,17 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           if (file !== undefined) forwarded.body = { media: { ...file.described, objectName } };
           let result;
           try {
-            result = await requestRoute(bus, route, forwarded, { requestId: request.id });
+            result = await requestRoute(bus, route, forwarded, {
+              requestId: request.id,
+              ...(claim?.kind === "run"
+                ? {
+                    headers: {
+                      [Header.IdempotencyKey]: claim.forward.key,
+                      [Header.IdempotencyFingerprint]: claim.forward.fingerprint,
+                    },
+                  }
+                : {}),
+            });
           } catch (error) {
             if (claim?.kind === "run")
               await claim

@@ -3,10 +3,10 @@
  * a workspace session to its own workspace, and every handler checks the same again with the caller's
  * principal. Changing a member's roles or removing a member revokes their sessions in that workspace.
  */
-import { assertReachesWorkspace, reachOf, SystemRole } from "@svc/access";
+import { assertReachesWorkspace, filterWorkspaceKeys, reachOf, SystemRole, WILDCARD } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import { isForeignKeyViolation, type Queries, sql } from "@svc/db";
-import { NotFoundError, ValidationError } from "@svc/errors";
+import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 
 import { noContent, ok, type RbacDeps, type RbacHandler, revoke } from "./deps.js";
 import {
@@ -124,18 +124,47 @@ export const getMemberRoles: RbacHandler<"member-roles.get"> = async (deps, req)
   return ok({ userId, roles: await memberRoles(deps.db, workspaceKey, userId) });
 };
 
+/**
+ * No one grants what they do not hold (issue 33, item 3): a caller may give member roles only when it
+ * holds, in that workspace, every key they would carry there after the sign-in filter; otherwise a 403
+ * naming the first key it lacks. A superadmin, a `*` holder and a platform session holding `role.update`
+ * (which may define any role anyway) are not limited.
+ */
+function requireHeldKeys(deps: RbacDeps, principal: Principal, workspaceKey: string, keys: string[]): void {
+  if (principal.roles.includes(SystemRole.SuperAdmin) || principal.permissions.includes(WILDCARD)) return;
+  if (reachOf(principal).kind === "platform" && principal.permissions.includes("role.update")) return;
+  const held = new Set(principal.permissions);
+  const missing = filterWorkspaceKeys(keys, deps.activePlugins(workspaceKey)).find((k) => !held.has(k));
+  if (missing !== undefined) {
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      `These roles carry the permission '${missing}', which you do not hold in '${workspaceKey}': you may only give what you hold.`,
+      { extensions: { missingPermission: missing, rule: "grant-only-held-keys" } },
+    );
+  }
+}
+
 export const putMemberRoles: RbacHandler<"member-roles.put"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
   assertReachesWorkspace(req.principal, workspaceKey);
   if (!(await isMember(deps.db, workspaceKey, userId))) throw notAMember(workspaceKey, userId);
   // superadmin is a platform role: as a member role it would pass every check inside the workspace.
-  const existing = new Set(
-    (await listRoles(deps.db)).map((r) => r.name).filter((r) => r !== SystemRole.SuperAdmin),
-  );
-  const unknown = req.body.roles.filter((r) => !existing.has(r));
+  if (req.body.roles.includes(SystemRole.SuperAdmin)) {
+    throw new ValidationError([
+      { field: "/body/roles", message: "platform roles cannot be member roles ('superadmin')" },
+    ]);
+  }
+  const roles = new Map((await listRoles(deps.db)).map((r) => [r.name, r]));
+  const unknown = req.body.roles.filter((r) => !roles.has(r));
   if (unknown.length > 0) {
     throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
   }
+  requireHeldKeys(
+    deps,
+    req.principal,
+    workspaceKey,
+    req.body.roles.flatMap((r) => roles.get(r)?.permissions ?? []),
+  );
   await deps.db
     .transaction(async (tx) => {
       await tx.query(

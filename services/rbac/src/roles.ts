@@ -3,9 +3,9 @@
  * change reaches every workspace. Changing a role revokes the sessions that hold it (their keys were
  * copied at sign-in) and tells the gateways.
  */
-import { assertPlatform, SystemRole, WILDCARD } from "@svc/access";
+import { assertPlatform, SYSTEM_ROLES, SystemRole, WILDCARD } from "@svc/access";
 import { type Queries, sql, withRetry } from "@svc/db";
-import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
+import { ConflictError, ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 
 import { noContent, ok, type RbacHandler, revoke } from "./deps.js";
 import {
@@ -45,10 +45,45 @@ export const listSecurityPermissionKeys: RbacHandler<"security.permissions.list"
   return ok(await permissionKeys(deps.db));
 };
 
+/**
+ * What an operator may change of a system role (issue 33, item 2; docs/operator-guide.md): of superadmin
+ * nothing; of admin only its description (its grants are the spec's: membership.read, membership.update,
+ * membership.delete and user.read, never a user write key); of host.api its grants and description. No
+ * system role's scope changes. Anything else is a 409 naming the rule.
+ */
+function refuseSystemRoleChange(
+  name: string,
+  body: { readonly permissions: readonly string[]; readonly scope?: string },
+): void {
+  const system = SYSTEM_ROLES.find((r) => r.name === name);
+  if (system === undefined) return;
+  if (body.scope !== undefined && body.scope !== system.scope) {
+    throw new SvcError(
+      ErrorCode.Conflict,
+      `The scope of the system role '${name}' is ${system.scope} and cannot be changed.`,
+      {
+        extensions: { rule: "system-role-scope", role: name },
+      },
+    );
+  }
+  if (name === SystemRole.Admin) {
+    const fixed = [...system.permissions].sort();
+    const asked = [...new Set(body.permissions)].sort();
+    if (fixed.length !== asked.length || fixed.some((k, i) => k !== asked[i])) {
+      throw new SvcError(
+        ErrorCode.Conflict,
+        `The grants of the system role 'admin' are fixed by the spec (${fixed.join(", ")}); only its description can be changed. Give other keys through a role of your own.`,
+        { extensions: { rule: "system-role-grants", role: name, permissions: fixed } },
+      );
+    }
+  }
+}
+
 export const putRole: RbacHandler<"roles.put"> = async (deps, req) => {
   assertPlatform(req.principal, "role.update");
   const name = req.params.role;
   if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
+  refuseSystemRoleChange(name, req.body);
   const known = await knownKeys(deps.db);
   const unknown = req.body.permissions.filter((k) => !known.has(k));
   if (unknown.length > 0) {
@@ -110,6 +145,16 @@ export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, r
   const role = await findRole(deps.db, req.body.role);
   if (role === null)
     throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
+  // A global role is a platform-scope role (issue 33, item 1): a workspace role's rights come per
+  // workspace through membership, never platform-wide.
+  if (role.scope !== "platform") {
+    throw new ValidationError([
+      {
+        field: "/body/role",
+        message: `'${role.name}' is a workspace-scope role: a global role must be a platform-scope role (give it as a member role instead)`,
+      },
+    ]);
+  }
   await deps.db.query(
     sql`UPDATE rbac.users SET global_role = ${role.name}, updated_at = now() WHERE id = ${user.id}`,
   );

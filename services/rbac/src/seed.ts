@@ -100,3 +100,23 @@ export async function seedDemoOperator(
       VALUES (${demo.workspaceKey}, ${id}, ${SystemRole.Admin}) ON CONFLICT DO NOTHING`);
   });
 }
+
+/**
+ * Users whose global role is a workspace-scope role (issue 33, item 1: refused since, and such a role gives
+ * no platform session at sign-in): reported at start-up so an operator can fix them. Returns their names.
+ */
+export async function reportWorkspaceGlobalRoles(
+  db: Queries,
+  log: { warn(details: object, message: string): void },
+): Promise<string[]> {
+  const rows = await db.any<{ user_name: string; role: string }>(sql`
+    SELECT u.user_name, r.name AS role FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role
+    WHERE r.scope <> 'platform' ORDER BY u.user_name LIMIT 100`);
+  if (rows.length > 0) {
+    log.warn(
+      { users: rows.map((r) => `${r.user_name} (${r.role})`) },
+      "users hold a workspace-scope role as their global role: it gives them no platform session; assign a platform role (PUT /api/rbac/users/{id}) or remove it",
+    );
+  }
+  return rows.map((r) => r.user_name);
+}

@@ -16,7 +16,7 @@ import * as notifications from "./notifications.js";
 import { ActivePluginsByWorkspace, applyPluginKeys } from "./plugin-keys.js";
 import { findRole } from "./repository.js";
 import * as roles from "./roles.js";
-import { seedAccess } from "./seed.js";
+import { reportWorkspaceGlobalRoles, seedAccess } from "./seed.js";
 import { login } from "./sign-in.js";
 import { createTokenIssuer } from "./tokens.js";
 import * as users from "./users.js";
@@ -72,6 +72,7 @@ export const rbacService: ServiceDefinition = {
       tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
     };
     await seedAccess(db, config.backendHost.rbacRoles);
+    await reportWorkspaceGlobalRoles(db, log);
 
     bus.serve("rbac.auth.login", (req) => login(deps, req), {
       decode: (p) => {

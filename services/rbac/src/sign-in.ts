@@ -75,7 +75,9 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
           const role = await tx.maybeOne<RoleRow>(
             sql`SELECT * FROM rbac.roles WHERE name = ${user.global_role} FOR SHARE`,
           );
-          if (role !== null) {
+          // The session's scope is the role's (issue 33, item 1): a workspace-scope role held as a global
+          // role (refused since; reported at start-up) gives no platform session and no keys.
+          if (role !== null && role.scope === "platform") {
             roles = [role.name];
             permissions = role.permissions;
             scope = "platform";

@@ -7,7 +7,7 @@ import type { Principal } from "@svc/bus";
 import { ErrorCode, ForbiddenError, NotFoundError, SvcError } from "@svc/errors";
 
 import { hasPermission } from "./permissions.js";
-import { requireReach } from "./reach.js";
+import { reachOf, requireReach } from "./reach.js";
 
 const INVALID = "\u0000invalid";
 
@@ -37,13 +37,14 @@ export function requestedWorkspaces(
 
 /**
  * The guard, identical for every operator route and plugin route:
- * 1. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key; a plugin
+ * 1. reach first (spec 5.2.3, issue 33, item 4): a workspace session naming, in the path or in any
+ *    `workspaceKey` query value, a workspace other than its own → 404 whatever keys it holds, as if the
+ *    workspace did not exist (a 403 would tell it the workspace is there);
+ * 2. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key; a plugin
  *    route with an empty key is for any authenticated caller (spec 4.5);
- * 2. platform-only routes (user writes, data export) → 403 for any session that is not platform-scoped;
- * 3. a session without a scope claim → 403 (spec 5.1: the operator API needs one; 5.2.4: it never gets
- *    platform reach), the same answer the services give (`requireReach` in @svc/access);
- * 4. reach: a workspace session naming, in the path or in any `workspaceKey` query value, a workspace
- *    other than its own → 404, as if the workspace did not exist.
+ * 3. platform-only routes (user writes, data export) → 403 for any session that is not platform-scoped;
+ * 4. a session without a scope claim → 403 (spec 5.1: the operator API needs one; 5.2.4: it never gets
+ *    platform reach), the same answer the services give (`requireReach` in @svc/access).
  */
 export function authorise(
   principal: Principal,
@@ -55,6 +56,16 @@ export function authorise(
     typeof route.permission === "string" ? [route.permission] : route.permission;
   const first = keys[0] ?? "";
   const anyCaller = keys.length === 1 && first === "";
+  const reach = reachOf(principal);
+  if (reach.kind === "workspace") {
+    for (const workspace of requestedWorkspaces(params, query)) {
+      if (reach.workspaceKey !== workspace) {
+        throw new NotFoundError(
+          workspace === INVALID ? "Workspace not found." : `Workspace '${workspace}' was not found.`,
+        );
+      }
+    }
+  }
   if (!anyCaller && !keys.some((key) => hasPermission(principal, key))) throw new ForbiddenError(first);
   if (route.platformOnly && principal.scope !== "platform") {
     throw new SvcError(
@@ -65,12 +76,5 @@ export function authorise(
       },
     );
   }
-  if (requireReach(principal).kind === "platform") return;
-  for (const workspace of requestedWorkspaces(params, query)) {
-    if (principal.workspaceKey !== workspace) {
-      throw new NotFoundError(
-        workspace === INVALID ? "Workspace not found." : `Workspace '${workspace}' was not found.`,
-      );
-    }
-  }
+  requireReach(principal);
 }

@@ -9,12 +9,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { ConfigError, parseConfig } from "@svc/config";
 import {
   canonicalBytes,
   type SignatureManifest,
   type TrustedSigner,
   verifyPackage,
 } from "@svc/plugin-package";
+import { pluginRegistrySettings } from "@svc/service-plugin-registry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { main } from "../shared/plugin-package/src/cli.js";
@@ -195,6 +197,15 @@ describe("the verifier refuses, naming why", () => {
       ok: true,
       signed: false,
     });
+    // Allowed unsigned packages are still checked against revoked content (issue 33, item 8).
+    const hash = openssl("dgst", "-sha256", "-r", join(unsigned, "index.mjs")).split(" ")[0] as string;
+    expect(
+      await verifyPackage(unsigned, {
+        trusted: trusted(),
+        allowUnsigned: true,
+        revokedContentHashes: [hash],
+      }),
+    ).toMatchObject({ ok: false, code: "revoked-content", path: "index.mjs" });
     const linked = await signed();
     symlinkSync("/etc/passwd", join(linked, "passwd"));
     expect(await verifyPackage(linked, { trusted: trusted() })).toMatchObject({
@@ -215,6 +226,36 @@ describe("the verifier refuses, naming why", () => {
     expect(await verifyPackage(renamed, { trusted: trusted() })).toMatchObject({
       code: expect.stringMatching(/hash-mismatch|registry-mismatch/),
     });
+  });
+});
+
+describe("revocation settings", () => {
+  it("reads revocation lists as SHA-256 digests in either case and with ':' separators, and names a bad entry (issue 33, item 7)", () => {
+    // The registry's settings are part of the configuration once its package is loaded.
+    expect(pluginRegistrySettings.owner).toBe("plugin-registry");
+    const digest = "ab".repeat(32);
+    const printed = digest.toUpperCase().match(/../g)?.join(":") as string;
+    const config = parseConfig({
+      BackendHost__RevokedSignerFingerprints__0: printed,
+      BackendHost__RevokedContentHashes__0: ` ${digest.toUpperCase()} `,
+    });
+    expect(config.backendHost.revokedSignerFingerprints).toEqual([digest]);
+    expect(config.backendHost.revokedContentHashes).toEqual([digest]);
+    let error: unknown;
+    try {
+      parseConfig({
+        BackendHost__RevokedSignerFingerprints__0: digest,
+        BackendHost__RevokedSignerFingerprints__1: "SHA256:not-a-digest",
+        BackendHost__RevokedContentHashes__0: digest.slice(2),
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join("\n");
+    expect(problems).toContain("BackendHost__RevokedSignerFingerprints__1");
+    expect(problems).toContain("BackendHost__RevokedContentHashes__0");
+    expect((error as ConfigError).problems).toHaveLength(2);
   });
 });
 

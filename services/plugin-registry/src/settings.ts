@@ -84,13 +84,13 @@ export const pluginRegistrySettings = defineSettings({
       false,
       "install plugins that carry no signature (refused in production)",
     ),
-    revokedSignerFingerprints: setting.list(
+    revokedSignerFingerprints: setting.sha256List(
       "BackendHost:RevokedSignerFingerprints",
-      "signer fingerprints whose packages are refused at install and at every load",
+      "signer fingerprints (SHA-256 of the public key: 64 hex digits, either case, `:` allowed) whose packages are refused at install and at every load; a malformed entry stops the start",
     ),
-    revokedContentHashes: setting.list(
+    revokedContentHashes: setting.sha256List(
       "BackendHost:RevokedContentHashes",
-      "file content hashes (SHA-256) whose packages are refused at install and at every load",
+      "file content hashes (SHA-256: 64 hex digits, either case, `:` allowed) whose packages, signed or not, are refused at install and at every load; a malformed entry stops the start",
     ),
     pluginLocalRoots: setting.list(
       "BackendHost:PluginLocalRoots",

@@ -112,6 +112,30 @@ export const setting = {
       read: (r) => r.array(name),
     };
   },
+  /**
+   * A list of SHA-256 digests, kept as 64 lower-case hex digits: either case and `:` separators are read
+   * (as other tools print them); an entry that is not a digest is a problem naming it, never a silent
+   * mismatch (issue 33, item 7).
+   */
+  sha256List(name: string, doc: string): SettingDef<string[]> {
+    return {
+      name,
+      doc,
+      defaultText: "none",
+      secret: false,
+      display: `${envName(name)}__N`,
+      type: "list",
+      read: (r) =>
+        r.array(name).flatMap((raw, i) => {
+          const digest = raw.trim().replaceAll(":", "").toLowerCase();
+          if (/^[0-9a-f]{64}$/.test(digest)) return [digest];
+          r.problems.push(
+            `${envName(name)}__${i}: expected a SHA-256 digest, 64 hex digits (either case, ':' separators allowed), got ${JSON.stringify(raw.slice(0, 100))}`,
+          );
+          return [];
+        }),
+    };
+  },
   date(name: string, doc: string): SettingDef<Date | null> {
     return { name, doc, defaultText: "none", secret: false, type: "date-time", read: (r) => r.date(name) };
   },

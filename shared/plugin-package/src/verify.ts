@@ -89,6 +89,10 @@ function parseManifest(text: string): SignatureManifest | string {
   return value as SignatureManifest;
 }
 
+function revokedContentFailure(path: string): VerificationResult {
+  return { ok: false, code: "revoked-content", reason: "A file's content hash is revoked.", path };
+}
+
 /** Verifies the package directory `root`. Never throws for a bad package: the result says why. */
 export async function verifyPackage(root: string, options: VerifyOptions): Promise<VerificationResult> {
   let files;
@@ -99,8 +103,13 @@ export async function verifyPackage(root: string, options: VerifyOptions): Promi
       return { ok: false, code: "unreadable", reason: error.message, path: error.path };
     throw error;
   }
+  // A revoked file is refused whether or not the package is signed (issue 33, item 8).
+  const revokedContent = new Set(options.revokedContentHashes ?? []);
+  const revokedFile = files.find((f) => revokedContent.has(f.sha256));
   const text = await readFile(join(root, SIGNATURE_FILE), "utf8").catch(() => undefined);
   if (text === undefined) {
+    if (options.allowUnsigned === true && revokedFile !== undefined)
+      return revokedContentFailure(revokedFile.path);
     return options.allowUnsigned === true
       ? { ok: true, signed: false }
       : { ok: false, code: "unsigned", reason: `The package has no ${SIGNATURE_FILE}: it is not signed.` };
@@ -166,16 +175,7 @@ export async function verifyPackage(root: string, options: VerifyOptions): Promi
       reason: `The signer ${manifest.signerFingerprint} is revoked.`,
     };
   }
-  const revokedContent = new Set(options.revokedContentHashes ?? []);
-  const revokedFile = files.find((f) => revokedContent.has(f.sha256));
-  if (revokedFile !== undefined) {
-    return {
-      ok: false,
-      code: "revoked-content",
-      reason: "A file's content hash is revoked.",
-      path: revokedFile.path,
-    };
-  }
+  if (revokedFile !== undefined) return revokedContentFailure(revokedFile.path);
   const signer = options.trusted.find((s) => fingerprintOf(s.publicKey) === manifest.signerFingerprint);
   if (signer === undefined) {
     return {

@@ -23,7 +23,7 @@ if (!userName || !/^[A-Za-z0-9._@+-]{1,100}$/.test(userName)) {
   console.error("usage: bootstrap-operator --username <name>   (letters, digits and . _ @ + -)");
   process.exit(2);
 }
-const config = loadConfigOrExit();
+const config = loadConfigOrExit(process.env, { tool: true });
 await migrateAll(config.databaseUrl);
 const db = createDb({ databaseUrl: config.databaseUrl, maximumPoolSize: 1, applicationName: "bootstrap" });
 try {

@@ -264,6 +264,9 @@ process.on("SIGTERM", () => void shutdown(0));
 process.on("SIGHUP", () => void shutdown(0));
 
 try {
+  // `make dev` is the explicit opt-in to development rules (issue 33, item 9): NODE_ENV is development
+  // unless the caller set another.
+  process.env.NODE_ENV ??= "development";
   const config = loadConfigOrExit();
   mkdirSync(stateDir, { recursive: true });
   const secure = ["1", "true", "yes"].includes((process.env.SECURE ?? "").toLowerCase());

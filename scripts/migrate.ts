@@ -3,7 +3,7 @@ import { loadConfigOrExit } from "@svc/config";
 
 import { migrateAll } from "./lib/stack.js";
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit(process.env, { tool: true });
 const applied = await migrateAll(config.databaseUrl);
 if (applied.length === 0) console.log("migrate: database is up to date");
 for (const m of applied)

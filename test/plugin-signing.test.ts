@@ -236,6 +236,7 @@ describe("revocation settings", () => {
     const digest = "ab".repeat(32);
     const printed = digest.toUpperCase().match(/../g)?.join(":") as string;
     const config = parseConfig({
+      NODE_ENV: "development",
       BackendHost__RevokedSignerFingerprints__0: printed,
       BackendHost__RevokedContentHashes__0: ` ${digest.toUpperCase()} `,
     });
@@ -244,6 +245,7 @@ describe("revocation settings", () => {
     let error: unknown;
     try {
       parseConfig({
+        NODE_ENV: "development",
         BackendHost__RevokedSignerFingerprints__0: digest,
         BackendHost__RevokedSignerFingerprints__1: "SHA256:not-a-digest",
         BackendHost__RevokedContentHashes__0: digest.slice(2),

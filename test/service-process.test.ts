@@ -118,4 +118,21 @@ describe("service processes", () => {
       expect(result.stderr).toContain(variable);
     }
   }, 30_000);
+
+  it("started without NODE_ENV, applies production rules: the built-in keys are refused, saying why (issue 33, item 9)", async () => {
+    const env: Record<string, string> = { ...h.env };
+    delete env.NODE_ENV;
+    for (const name of Object.keys(env))
+      if (/JwtSigningKey|SecretsEncryptionKey/.test(name)) delete env[name];
+    const rbac = await spawnService("rbac", env).exited;
+    expect(rbac.code).toBe(78);
+    expect(rbac.stderr).toContain("BackendHost__JwtSigningKey");
+    expect(rbac.stderr).toMatch(/unless NODE_ENV=development is set explicitly/);
+    const registry = await spawnService("plugin-registry", {
+      ...env,
+      BackendHost__AllowUnsignedPlugins: "true",
+    }).exited;
+    expect(registry.code).toBe(78);
+    expect(registry.stderr).toContain("BackendHost__AllowUnsignedPlugins");
+  }, 30_000);
 });

@@ -42,8 +42,13 @@ describe("settings tree", () => {
 });
 
 describe("parseConfig", () => {
-  it("gives the defaults for an empty environment, frozen", () => {
-    const config = parseConfig({});
+  it("refuses an empty environment: without NODE_ENV production rules apply, and the built-in keys are refused (issue 33, item 9)", () => {
+    expect(() => parseConfig({})).toThrow(/BackendHost__JwtSigningKey/);
+  });
+
+  it("gives the defaults with NODE_ENV=development and nothing else, frozen", () => {
+    const config = parseConfig({ NODE_ENV: "development" });
+    expect(config.nodeEnv).toBe("development");
     expect(config.gatewayPort).toBe(8080);
     expect(config.natsUrl).toBe("nats://127.0.0.1:4222");
     expect(config.backendHost.rateLimitApiPerMinute).toBe(600);
@@ -71,6 +76,7 @@ describe("parseConfig", () => {
     let error: unknown;
     try {
       parseConfig({
+        NODE_ENV: "development",
         GATEWAY_PORT: "http",
         NATS_URL: "redis://x",
         BackendHost__RequestTimeoutMs: "1.5",
@@ -101,6 +107,7 @@ describe("parseConfig", () => {
       const key = Buffer.alloc(32, 9).toString("base64");
       writeFileSync(join(dir, "secrets-key"), key);
       const config = parseConfig({
+        NODE_ENV: "development",
         DATABASE_URL_FILE: join(dir, "database-url"),
         BackendHost__SecretsEncryptionKey_FILE: join(dir, "secrets-key"),
       });
@@ -145,6 +152,7 @@ describe("parseConfig", () => {
 
   it("reads roles and API keys in the spec's array form", () => {
     const config = parseConfig({
+      NODE_ENV: "development",
       BackendHost__RbacRoles__0__Name: "auditor",
       BackendHost__RbacRoles__0__Permissions__0: "job.read",
       BackendHost__RbacRoles__0__Permissions__1: "webhook.read",

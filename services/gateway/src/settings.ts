@@ -161,7 +161,9 @@ export const gatewaySettings = defineSettings({
       backendHost: { apiKeys: string[] };
     };
     if (c.nodeEnv !== "development" && c.backendHost.apiKeys.includes(DEVELOPMENT_API_KEY)) {
-      problems.push("BackendHost__ApiKeys: the well-known development key is refused outside development");
+      problems.push(
+        "BackendHost__ApiKeys: the well-known development key is refused unless NODE_ENV=development is set explicitly",
+      );
     }
     if (c.backendHost.apiKeys.some((key) => key.length < 16)) {
       problems.push("BackendHost__ApiKeys: every key must have at least 16 characters");

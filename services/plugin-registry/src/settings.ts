@@ -82,7 +82,7 @@ export const pluginRegistrySettings = defineSettings({
     allowUnsignedPlugins: setting.bool(
       "BackendHost:AllowUnsignedPlugins",
       false,
-      "install plugins that carry no signature (refused in production)",
+      "install plugins that carry no signature (refused unless NODE_ENV=development)",
     ),
     revokedSignerFingerprints: setting.sha256List(
       "BackendHost:RevokedSignerFingerprints",
@@ -165,8 +165,10 @@ export const pluginRegistrySettings = defineSettings({
       natsPluginTlsCertFile: string | null;
       natsPluginTlsKeyFile: string | null;
     };
-    if (c.nodeEnv === "production" && c.backendHost.allowUnsignedPlugins) {
-      problems.push("BackendHost__AllowUnsignedPlugins: must be false in production (spec 5.7)");
+    if (c.nodeEnv !== "development" && c.backendHost.allowUnsignedPlugins) {
+      problems.push(
+        `BackendHost__AllowUnsignedPlugins: must be false when NODE_ENV is ${c.nodeEnv} (spec 5.7: unsigned plugins only with NODE_ENV=development set explicitly)`,
+      );
     }
     if ((c.natsPluginSigningKeyFile === null) !== (c.natsPluginAccount === null)) {
       problems.push(

@@ -87,7 +87,7 @@ export const webhookSettings = defineSettings({
     const c = config as { nodeEnv: string; backendHost: { secretsEncryptionKeyIsDefault: boolean } };
     if (c.nodeEnv !== "development" && c.backendHost.secretsEncryptionKeyIsDefault) {
       problems.push(
-        `BackendHost__SecretsEncryptionKey: must be set when NODE_ENV is ${c.nodeEnv} (32 random bytes, base64)`,
+        `BackendHost__SecretsEncryptionKey: must be set when NODE_ENV is ${c.nodeEnv} (32 random bytes, base64; the built-in development key is refused unless NODE_ENV=development is set explicitly)`,
       );
     }
   },

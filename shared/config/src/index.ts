@@ -9,6 +9,7 @@ export {
   LogLevel,
   NodeEnv,
   parseConfig,
+  type ParseOptions,
   platformSettings,
 } from "./config.js";
 export { type Env, Reader, urlCheck } from "./reader.js";

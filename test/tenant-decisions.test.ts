@@ -72,12 +72,13 @@ beforeAll(async () => {
   ] as const) {
     expect((await api("PUT", `/api/workspaces/${key}`, { tenantKey, name: key })).status).toBe(201);
   }
-  // alice: a member of north-a; bob: of north-b (same tenant); carol: of south-a; ops: a platform admin.
+  // alice: a member of north-a; bob: of north-b (same tenant); carol: of south-a; ops: a platform operator
+  // (a global role; a workspace-scope role such as admin is no global role, issue 33, item 1).
   for (const [name, workspace, role] of [
     ["alice", "north-a", null],
     ["bob", "north-b", null],
     ["carol", "south-a", null],
-    ["ops", null, "admin"],
+    ["ops", null, "host.api"],
   ] as const) {
     const created = await api("POST", "/api/users", {
       userName: name,

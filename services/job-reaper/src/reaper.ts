@@ -13,6 +13,9 @@ import { Counter, type Logger, type Registry } from "@svc/observability";
  * the event id, so a publish repeated after a crash is dropped by the stream) and then marked announced,
  * in one transaction that holds the rows (`SKIP LOCKED`: replicas share the work).
  */
+/** Events about deliveries: a failed delivery of one of them is not announced (see below). */
+const ABOUT_DELIVERIES: ReadonlySet<string> = new Set(["job.dead-lettered", "webhook.circuit-opened"]);
+
 async function announceDeadLetters(db: Db, events: EventPublisher): Promise<number> {
   return db.transaction(async (tx) => {
     const rows = await tx.any<{
@@ -21,11 +24,20 @@ async function announceDeadLetters(db: Db, events: EventPublisher): Promise<numb
       workspace_key: string | null;
       attempts: number;
       last_error: string | null;
+      subscription_id: string | null;
+      delivered_event: string | null;
     }>(sql`
-      SELECT id::text AS id, type, workspace_key, attempts, last_error FROM job_reaper.jobs
+      SELECT id::text AS id, type, workspace_key, attempts, last_error,
+             CASE WHEN type = 'webhook.deliver' THEN payload->>'subscriptionId' END AS subscription_id,
+             CASE WHEN type = 'webhook.deliver' THEN payload->>'event' END AS delivered_event
+      FROM job_reaper.jobs
       WHERE status = 'Failed' AND announced_at IS NULL
       ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`);
     for (const r of rows) {
+      // No delivery loop (issue 33, item 12): a failed delivery of an event that is itself about
+      // deliveries is not announced again (it stays listed as Failed in GET /api/jobs); otherwise every
+      // failing `*` subscription would feed every other one, without end.
+      if (r.delivered_event !== null && ABOUT_DELIVERIES.has(r.delivered_event)) continue;
       await events.publish(
         "job.dead-lettered",
         r.workspace_key,
@@ -35,6 +47,8 @@ async function announceDeadLetters(db: Db, events: EventPublisher): Promise<numb
           workspaceKey: r.workspace_key,
           attempts: r.attempts,
           lastError: r.last_error?.slice(0, 500) ?? null,
+          // The subscription a failed delivery was for: the dispatcher never delivers this event to it.
+          ...(r.subscription_id === null ? {} : { subscriptionId: r.subscription_id }),
         },
         { eventId: `job-dead-lettered-${r.id}` },
       );

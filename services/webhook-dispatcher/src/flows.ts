@@ -13,10 +13,11 @@ import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc
 import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
+import { patternsMatching } from "./patterns.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
-import { catalogNames, patternMatches, reach, targetUrlViolations } from "./subscriptions.js";
+import { catalogNames, reach, targetUrlViolations } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 type ActionInput = Static<typeof FlowAction>;
@@ -75,7 +76,7 @@ function view(row: Row, catalog: readonly string[]) {
     isActive: row.is_active,
     createdAtUtc: row.created_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
-    matchesKnownEvent: catalog.some((name) => patternMatches(row.event_name, name)),
+    matchesKnownEvent: catalog.some((name) => patternsMatching(name).includes(row.event_name)),
   };
 }
 

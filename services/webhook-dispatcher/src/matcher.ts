@@ -33,6 +33,13 @@ import { MAX_FLOW_DEPTH } from "./flow-run.js";
 import { type MatchedFlow, matchingFlowsMany } from "./flows.js";
 import { matchingSubscriptionsMany } from "./subscriptions.js";
 
+/** The subscription a dead-lettered delivery was for (`subscriptionId` in the job reaper's event), if any. */
+function aboutSubscription(event: { eventName: string; data: unknown }): string | undefined {
+  if (event.eventName !== "job.dead-lettered") return undefined;
+  const id = (event.data as { subscriptionId?: unknown } | null)?.subscriptionId;
+  return typeof id === "string" ? id : undefined;
+}
+
 export const CONSUMER_NAME = "webhook-dispatcher";
 /**
  * How long an unacknowledged event waits before redelivery: what a killed dispatcher held comes back to
@@ -167,20 +174,24 @@ export async function startMatcher(
       pairs.length === 0 ? new Map<number, string[]>() : await matchingSubscriptionsMany(db, pairs);
     const byPair = new Map(pairs.map((p, i) => [pairKey(p), matches.get(i) ?? []]));
     const jobs = events.flatMap((e) =>
-      (byPair.get(pairKey(e)) ?? []).map((subscriptionId) => ({
-        type: "webhook.deliver" as const,
-        workspaceKey: e.workspaceKey,
-        idempotencyKey: `${e.eventId}:${subscriptionId}`,
-        payload: {
-          subscriptionId,
-          deliveryId: randomUUID(),
-          eventId: e.eventId,
-          event: e.eventName,
+      (byPair.get(pairKey(e)) ?? [])
+        // An event about a delivery to subscription S (its dead letter) is never delivered to S (issue
+        // 33, item 12): a failing `*` subscription would otherwise receive its own failures forever.
+        .filter((subscriptionId) => subscriptionId !== aboutSubscription(e))
+        .map((subscriptionId) => ({
+          type: "webhook.deliver" as const,
           workspaceKey: e.workspaceKey,
-          occurredAtUtc: e.occurredAtUtc,
-          data: e.data,
-        },
-      })),
+          idempotencyKey: `${e.eventId}:${subscriptionId}`,
+          payload: {
+            subscriptionId,
+            deliveryId: randomUUID(),
+            eventId: e.eventId,
+            event: e.eventName,
+            workspaceKey: e.workspaceKey,
+            occurredAtUtc: e.occurredAtUtc,
+            data: e.data,
+          },
+        })),
     );
     // Flows: one run per (event, flow), unless a chain of flows published the event.
     const flowEvents = events.filter((e) => e.depth < MAX_FLOW_DEPTH);

@@ -4,6 +4,8 @@
  */
 import { type Queries, type readPage, type Sql, sql } from "@svc/db";
 
+import { patternsMatching } from "./patterns.js";
+
 /** One page of `table`, newest first by (created_at, id): of one workspace, or of all (`null`). */
 export async function newestFirst<R extends { id: string }>(
   db: Queries,
@@ -26,9 +28,10 @@ export async function newestFirst<R extends { id: string }>(
 }
 
 /**
- * For many (event name, workspace) pairs at once: the active rows of `table` each pair matches (spec 6.2:
- * the row's event name equals the event's or is `*`, in the event's workspace or every workspace), as
- * `columns` of `t`, by pair index.
+ * For many (event name, workspace) pairs at once: the active rows of `table` each pair matches (their
+ * pattern is one of `patternsMatching(name)`: the name, or a prefix of it followed by `*`, ADR 0014; in
+ * the event's workspace or every workspace), as `columns` of `t`, by pair index. An equality join on the
+ * row's pattern, which its index serves.
  */
 export async function matchingMany<R>(
   db: Queries,
@@ -36,12 +39,15 @@ export async function matchingMany<R>(
   columns: Sql,
   pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
 ): Promise<Map<number, R[]>> {
+  const expanded = pairs.flatMap((p, i) =>
+    patternsMatching(p.eventName).map((pattern) => ({ ord: i + 1, pattern, ws: p.workspaceKey })),
+  );
   const rows = await db.any<R & { ord: string }>(sql`
     SELECT e.ord::text, ${columns}
-    FROM unnest(${pairs.map((p) => p.eventName)}::text[], ${pairs.map((p) => p.workspaceKey)}::text[])
-      WITH ORDINALITY AS e(name, ws, ord)
+    FROM unnest(${expanded.map((e) => e.ord)}::int[], ${expanded.map((e) => e.pattern)}::text[],
+                ${expanded.map((e) => e.ws)}::text[]) AS e(ord, pattern, ws)
     JOIN ${table} t
-      ON t.is_active AND (t.event_name = e.name OR t.event_name = '*')
+      ON t.is_active AND t.event_name = e.pattern
      AND (t.workspace_key IS NULL OR t.workspace_key = e.ws)`);
   const out = new Map<number, R[]>();
   for (const { ord, ...rest } of rows) {

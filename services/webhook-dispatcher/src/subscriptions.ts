@@ -13,6 +13,7 @@ import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
+import { patternsMatching } from "./patterns.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 
@@ -32,32 +33,6 @@ interface Row {
   created_at: Date;
 }
 
-/**
- * Spec 2.3: only `*` is a wildcard (any run of characters); everything else is literal. Matched without a
- * regular expression, in time linear in the name for each literal run (issue 34, item 2): a pattern of
- * many `*`s (`"*********Q"`) made the former `.*` regular expression backtrack for seconds per name, on
- * every list of subscriptions or flows. The literal runs between `*`s are found left to right, which is
- * exact for a `*`-only glob; repeated `*`s count as one.
- */
-export function patternMatches(pattern: string, eventName: string): boolean {
-  if (!pattern.includes("*")) return pattern === eventName;
-  const parts = pattern.split("*");
-  const first = parts[0] ?? "";
-  const last = parts[parts.length - 1] ?? "";
-  if (eventName.length < first.length + last.length) return false;
-  if (!eventName.startsWith(first) || !eventName.endsWith(last)) return false;
-  const end = eventName.length - last.length;
-  let at = first.length;
-  for (let i = 1; i < parts.length - 1; i++) {
-    const middle = parts[i] as string;
-    if (middle === "") continue;
-    const found = eventName.indexOf(middle, at);
-    if (found < 0 || found + middle.length > end) return false;
-    at = found + middle.length;
-  }
-  return true;
-}
-
 /** The catalogue's event names (for `matchesKnownEvent`). */
 export async function catalogNames(db: Queries): Promise<string[]> {
   return (
@@ -75,7 +50,7 @@ function view(row: Row, catalog: readonly string[]) {
     includeSensitiveData: row.include_sensitive_data,
     createdAtUtc: row.created_at.toISOString(),
     // Computed on read, never stored (spec 2.3).
-    matchesKnownEvent: catalog.some((name) => patternMatches(row.event_name, name)),
+    matchesKnownEvent: catalog.some((name) => patternsMatching(name).includes(row.event_name)),
   };
 }
 

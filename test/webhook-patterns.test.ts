@@ -142,3 +142,51 @@ describe("issue 33, item 12: no delivery loop", () => {
     expect((await deadLetterDeliveries()).length).toBe(2);
   });
 });
+
+describe("issue 33, item 13: nothing about a subscription is dropped or stored blank", () => {
+  it("a blank workspaceKey is default; isActive is honoured at create", async () => {
+    const receiver = new Receiver();
+    await receiver.start();
+    receivers.push(receiver);
+    const blank = await api("POST", "/api/webhooks", {
+      eventName: "user.created",
+      targetUrl: receiver.url,
+      secret: "s3cret-value",
+      workspaceKey: "  ",
+      isActive: false,
+    });
+    expect(blank.status, blank.text).toBe(201);
+    expect(blank.json()).toMatchObject({ workspaceKey: "default", isActive: false });
+  });
+
+  it("a delivery job without a delivery id is sent without the header, not failed", async () => {
+    const { id, receiver } = await subscribed("manual.event");
+    await h.sql(
+      `INSERT INTO job_reaper.jobs (type, payload, idempotency_key, max_attempts)
+       VALUES ('webhook.deliver', $1, 'no-delivery-id', 5)`,
+      [
+        JSON.stringify({
+          subscriptionId: id,
+          eventId: "manual-1",
+          event: "manual.event",
+          workspaceKey: null,
+          occurredAtUtc: new Date().toISOString(),
+          data: { n: 1 },
+        }),
+      ],
+    );
+    await receiver.waitFor(1);
+    expect(receiver.received[0]?.headers["x-svc-delivery"]).toBeUndefined();
+    expect(receiver.received[0]?.headers["x-svc-event"]).toBe("manual.event");
+    await until(
+      async () =>
+        (
+          await h.sql<{ status: string }>(
+            "SELECT status FROM job_reaper.jobs WHERE idempotency_key = 'no-delivery-id'",
+          )
+        )[0]?.status === "Succeeded",
+      10_000,
+      100,
+    );
+  });
+});

@@ -219,7 +219,11 @@ async function attempt(
     "content-type": "application/json",
     "user-agent": "svc-webhooks/1",
     [WebhookHeader.Event]: p.event,
-    [WebhookHeader.Delivery]: p.deliveryId,
+    // A job without a delivery id (written by hand or by an older version) is sent without the header
+    // rather than failing against a receiver it never called (issue 33, item 13).
+    ...(typeof p.deliveryId === "string" && p.deliveryId !== ""
+      ? { [WebhookHeader.Delivery]: p.deliveryId }
+      : {}),
     [WebhookHeader.Signature]: signature(deps.secrets.open(sub.secret_encrypted), body),
   };
   let status: number;

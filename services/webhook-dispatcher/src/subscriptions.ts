@@ -106,12 +106,14 @@ export async function createSubscription(
   if (violations.length > 0) throw new ValidationError(violations);
   // A workspace session subscribes its own workspace; naming another is as if it did not exist. A
   // platform session's subscription without a workspace covers every workspace.
-  const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
+  // A blank workspace key is `default` (spec 2.1.4), never stored blank (issue 33, item 13).
+  const named = body.workspaceKey?.trim() === "" ? "default" : (body.workspaceKey ?? undefined);
+  const workspaceKey = listWorkspace(req.principal, named) ?? null;
   const row = await db.one<Row>(sql`
     INSERT INTO webhook_dispatcher.subscriptions
-      (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data)
+      (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data, is_active)
     VALUES (${randomUUID()}, ${workspaceKey}, ${body.eventName}, ${body.targetUrl},
-            ${secrets.seal(body.secret)}, ${body.includeSensitiveData === true})
+            ${secrets.seal(body.secret)}, ${body.includeSensitiveData === true}, ${body.isActive ?? true})
     RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
   return {
     status: 201,

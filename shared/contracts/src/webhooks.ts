@@ -156,6 +156,8 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
         secret: Type.String({ minLength: 1, maxLength: 500 }),
         workspaceKey: Type.Optional(Nullable(Type.String({ maxLength: 63 }))),
         includeSensitiveData: Type.Optional(Type.Boolean()),
+        /** Default true; a subscription created inactive receives nothing until activated. */
+        isActive: Type.Optional(Type.Boolean()),
       },
       { additionalProperties: false },
     ),

@@ -7,8 +7,8 @@
  * becomes `active`. Every replica follows within a second (the lifecycle broadcast).
  */
 import type { Principal } from "@svc/bus";
-import { sql } from "@svc/db";
-import { NotFoundError } from "@svc/errors";
+import { type Queries, sql } from "@svc/db";
+import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
 import { audit, type HandlerWith, lockPlugin, type PluginDeps, type PluginRow, view } from "./common.js";
@@ -46,6 +46,7 @@ async function move(
         version = found.version;
         if (action === "deactivate") {
           if (found.state === "inactive") return found;
+          await refuseWhileNeeded(tx, found);
           await deps.runtime.unload(id);
           return tx.one<PluginRow>(sql`
             UPDATE plugin_registry.plugins SET state = 'inactive', failure_reason = NULL, updated_at = now()
@@ -59,6 +60,7 @@ async function move(
         }
         if (found.state === "active" && deps.runtime.runningVersion(id) === found.package_sha256)
           return found;
+        await requireCapabilities(tx, found);
         try {
           await deps.runtime.load(found);
         } catch (error) {
@@ -80,6 +82,65 @@ async function move(
     await audit(deps.db, principal, action, { id, version }, error);
     throw error;
   }
+}
+
+const capabilitiesOf = (row: PluginRow, field: "capabilities" | "requiresCapabilities"): string[] => {
+  const value = (row.registry as Record<string, unknown>)[field];
+  return Array.isArray(value) ? value.filter((c): c is string => typeof c === "string") : [];
+};
+
+/** The capabilities the active plugins other than `id` provide. */
+async function providedByOthers(tx: Queries, id: string): Promise<Set<string>> {
+  const rows = await tx.any<{ capability: string }>(sql`
+    SELECT DISTINCT c AS capability
+    FROM plugin_registry.plugins p,
+         jsonb_array_elements_text(coalesce(p.registry->'capabilities', '[]'::jsonb)) AS c
+    WHERE p.state = 'active' AND p.plugin_id <> ${id}`);
+  return new Set(rows.map((r) => r.capability));
+}
+
+/**
+ * `requiresCapabilities` (issue 33, item 10): a plugin is activated only when every capability it requires
+ * is provided by an active plugin (or by itself); otherwise a 422 naming the first one missing.
+ */
+async function requireCapabilities(tx: Queries, plugin: PluginRow): Promise<void> {
+  const required = capabilitiesOf(plugin, "requiresCapabilities");
+  if (required.length === 0) return;
+  const provided = await providedByOthers(tx, plugin.plugin_id);
+  for (const own of capabilitiesOf(plugin, "capabilities")) provided.add(own);
+  const missing = required.find((c) => !provided.has(c));
+  if (missing !== undefined) {
+    throw refused(
+      "missing-capability",
+      `Plugin '${plugin.plugin_id}' requires the capability '${missing}', which no active plugin provides: install and activate a plugin that lists it in its capabilities first.`,
+      { capability: missing },
+    );
+  }
+}
+
+/**
+ * A provider is not deactivated while an active plugin needs a capability only it provides: a 409 naming
+ * the plugins to deactivate first (docs/plugins.md).
+ */
+async function refuseWhileNeeded(tx: Queries, plugin: PluginRow): Promise<void> {
+  const offered = capabilitiesOf(plugin, "capabilities");
+  if (offered.length === 0) return;
+  const others = await providedByOthers(tx, plugin.plugin_id);
+  const onlyHere = offered.filter((c) => !others.has(c));
+  if (onlyHere.length === 0) return;
+  const dependents = await tx.any<{ plugin_id: string; capability: string }>(sql`
+    SELECT p.plugin_id, c AS capability
+    FROM plugin_registry.plugins p,
+         jsonb_array_elements_text(coalesce(p.registry->'requiresCapabilities', '[]'::jsonb)) AS c
+    WHERE p.state = 'active' AND p.plugin_id <> ${plugin.plugin_id} AND c = ANY(${onlyHere}::text[])
+    ORDER BY p.plugin_id`);
+  if (dependents.length === 0) return;
+  const names = [...new Set(dependents.map((d) => d.plugin_id))];
+  throw new SvcError(
+    ErrorCode.Conflict,
+    `Plugin '${plugin.plugin_id}' provides '${dependents[0]?.capability}', which the active plugin(s) ${names.map((n) => `'${n}'`).join(", ")} require and no other active plugin provides: deactivate them first.`,
+    { extensions: { rule: "capability-in-use", dependents: names } },
+  );
 }
 
 type Handler<K extends "plugins.activate" | "plugins.deactivate"> = HandlerWith<ActivationDeps, K>;

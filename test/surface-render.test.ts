@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
@@ -59,11 +60,19 @@ const render = (headers: Record<string, string> = {}) =>
   get("/surface/render", { host: "render.example", ...headers });
 const isShell = (r: HttpResponse) => r.text.includes('id="svc-shell"');
 
+/** What the gateway and the registry logged (warnings and worse), as parsed JSON lines. */
+const logged: Array<Record<string, unknown>> = [];
+const logTo = { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) };
+const warnings = (service: string, workspaceKey: string) =>
+  logged.filter((l) => l.service === service && l.workspaceKey === workspaceKey);
+let registry: RunningService;
+
 beforeAll(async () => {
   await h.start(rbacService, env);
   await h.start(resolverService, env);
-  await h.start(pluginRegistryService, env);
-  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  registry = await h.start(pluginRegistryService, { ...env, LOG_LEVEL: "warn" }, { logTo });
+  base = (await h.start(gatewayService, { ...env, LOG_LEVEL: "warn" }, { logTo })).hooks
+    .httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
   expect((await api("POST", "/api/tenants", { tenantKey: "rt", name: "Render tenant" })).status).toBe(201);
   expect(
@@ -129,6 +138,16 @@ describe("GET /surface/render", () => {
     const page = await eventually(render, (r) => isShell(r));
     expect(page.status).toBe(200);
     expect(isShell(page)).toBe(true);
+    // Issue 33, item 14: the registry logs the template's error, the gateway the workspace and the cause.
+    expect(warnings("plugin-registry", "rw").some((l) => l.pluginId === "broken")).toBe(true);
+    expect(warnings("gateway", "rw").some((l) => l.cause === "template-error")).toBe(true);
+  });
+
+  it("serves the shell with 200 for a chain whose primary has no index.njk, and logs why (issue 33, item 14)", async () => {
+    await chain("gamma");
+    const page = await eventually(render, (r) => isShell(r));
+    expect(page.status).toBe(200);
+    expect(warnings("gateway", "rw").some((l) => l.cause === "no-entry")).toBe(true);
   });
 
   it("reads nothing outside the chain's template directories", async () => {
@@ -229,5 +248,19 @@ describe("redirects and shells", () => {
     expect(admin.text).toContain("svc admin");
     expect((await get("/admin")).headers.location).toBe("/admin/");
     expect((await get("/surface-app/missing.js")).status).toBe(404);
+  });
+});
+
+describe("GET /surface/render without the registry (issue 33, item 14)", () => {
+  it("serves the shell with 200 and logs the workspace and the cause", async () => {
+    await chain("alpha", "beta", "gamma");
+    await registry.stop();
+    // A path not rendered before: no cached page stands in.
+    const page = await render({ "x-forwarded-uri": "/registry-down" });
+    expect(page.status).toBe(200);
+    expect(isShell(page)).toBe(true);
+    expect(warnings("gateway", "rw").some((l) => String(l.cause).startsWith("SVC_SERVICE_UNAVAILABLE"))).toBe(
+      true,
+    );
   });
 });

@@ -63,8 +63,15 @@ export interface Harness {
   envFor(service: ServiceName, extra?: Record<string, string>): Promise<Record<string, string>>;
   /** The parsed configuration for this file, with optional extra variables. */
   config(extra?: Record<string, string>): Config;
-  /** Starts a service in-process; it is stopped by stopAll() or at the end of the file. */
-  start(definition: ServiceDefinition, extra?: Record<string, string>): Promise<RunningService>;
+  /**
+   * Starts a service in-process; it is stopped by stopAll() or at the end of the file. `logTo` receives its
+   * log lines (JSON), for tests that read what a service logged.
+   */
+  start(
+    definition: ServiceDefinition,
+    extra?: Record<string, string>,
+    options?: { readonly logTo?: { write(line: string): void } },
+  ): Promise<RunningService>;
   /** Runs SQL against this file's database. */
   sql<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<T[]>;
   stopAll(): Promise<void>;
@@ -149,10 +156,10 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     },
     config,
     running,
-    async start(definition, extra) {
+    async start(definition, extra, options) {
       const cfg = parseConfig(await asService(definition.name, extra));
       const service = await startService(definition, cfg, {
-        logger: createLogger(definition.name, cfg.logLevel),
+        logger: createLogger(definition.name, cfg.logLevel, options?.logTo),
         processMetrics: false,
       });
       const tracked: RunningService = {

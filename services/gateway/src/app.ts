@@ -133,6 +133,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       fallback,
       cacheTtlMs: config.backendHost.resolveCacheTtlMs,
       cacheSize: config.backendHost.resolveCacheSize,
+      log: deps.log,
     }),
   );
   await app.register(async (child) =>

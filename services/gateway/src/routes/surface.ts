@@ -17,6 +17,8 @@ import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { Bus } from "@svc/bus";
 import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
+import { SvcError } from "@svc/errors";
+import type { Logger } from "@svc/observability";
 import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
@@ -69,6 +71,7 @@ export async function registerSurface(
     readonly fallback: SurfaceFallback;
     readonly cacheTtlMs: number;
     readonly cacheSize: number;
+    readonly log: Logger;
   },
 ): Promise<void> {
   const { bus, identity, workspaces } = options;
@@ -142,10 +145,25 @@ export async function registerSurface(
       const bytes = cacheable ? await pages.load(`${origin}\n${path}`, render) : await render();
       rendered = JSON.parse(decoder.decode(bytes)) as RenderedSurface;
     } catch (error) {
-      // Without the renderer (down or slow), the surface stays up: the shell (spec 4.1, render rule 4).
-      const status = (error as { status?: number }).status;
-      if (status !== 503 && status !== 504) throw error;
+      // Whatever keeps the chain or its template from rendering (the renderer down or slow, an error
+      // answer, bad data), the surface stays up: the shell, and a warning naming the workspace and the
+      // cause (spec 4.1, render rules 4 and 5; issue 33, item 14).
+      options.log.warn(
+        {
+          workspaceKey: ws.workspace.key,
+          cause: error instanceof SvcError ? `${error.code}: ${error.message}` : (error as Error).message,
+          requestId: request.id,
+        },
+        "the surface could not be rendered; the shell is served instead",
+      );
       return html(reply, shellHtml);
+    }
+    if (rendered.html === null && rendered.reason !== "no-chain") {
+      // A chain whose primary has no entry template, or a template error (the registry logs its message).
+      options.log.warn(
+        { workspaceKey: ws.workspace.key, cause: rendered.reason, requestId: request.id },
+        "the surface could not be rendered; the shell is served instead",
+      );
     }
     return html(reply, rendered.html ?? shellHtml);
   });

@@ -384,6 +384,26 @@ describe("public routes", () => {
     expect((await pub("/workspace/public/navigation?workspaceKey=shop")).json()).toMatchObject({
       items: [{ key: "catalog", fullPath: "/app/catalog" }, { key: "orders" }],
     });
+    // Issue 33, item 15: a workspaceKey given but blank is `default` (spec 2.1.4), not "resolve from the
+    // host"; without the parameter the host and path decide (above).
+    const home = await api("PUT", "/api/surfaces/default?workspaceKey=default", {
+      name: "Home",
+      applicationRoot: {
+        key: "root",
+        title: "Home",
+        path: "",
+        children: [{ key: "start", title: "Start", path: "start" }],
+      },
+    });
+    expect(home.status, home.text).toBe(201);
+    for (const blank of ["", "%20%20"]) {
+      const byBlank = await pub(`/workspace/public/navigation?workspaceKey=${blank}`, {
+        host: "acme.example",
+        "x-forwarded-uri": "/shop/x",
+      });
+      expect(byBlank.status, byBlank.text).toBe(200);
+      expect(byBlank.json()).toMatchObject({ workspaceKey: "default", items: [{ key: "start" }] });
+    }
     expect((await pub("/workspace/public/navigation?workspaceKey=shop&surfaceKey=nope")).status).toBe(404);
     expect((await pub("/workspace/public/navigation?workspaceKey=nobody")).status).toBe(404);
     const dup = await api("PUT", "/api/surfaces/dup?workspaceKey=shop", {

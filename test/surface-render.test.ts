@@ -220,6 +220,10 @@ describe("redirects and shells", () => {
     expect((await get("/login?returnUrl=/x", { host: "render.example" })).headers.location).toBe(
       "/surface-app/login?workspaceKey=rw&returnUrl=%2Fx",
     );
+    // Issue 33, item 15: a workspaceKey given but blank is `default`, whatever the host.
+    expect(
+      (await get("/login?workspaceKey=&returnUrl=/x", { host: "render.example" })).headers.location,
+    ).toBe("/surface-app/login?workspaceKey=default&returnUrl=%2Fx");
     expect(
       (await get("/login?returnUrl=https://evil.example", { host: "admin.example" })).headers.location,
     ).toBe("/admin/login?returnUrl=%2F");

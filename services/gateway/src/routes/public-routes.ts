@@ -236,7 +236,7 @@ export function registerPublicRoutes(
   });
 
   /**
-   * Navigation: the workspace named by `workspaceKey`, or else resolved from host and path (X-Forwarded-Uri,
+   * Navigation: the workspace named by `workspaceKey` (blank: `default`), or, without the parameter, resolved from host and path (X-Forwarded-Uri,
    * then `path`, then `/`); `surfaceKey` (default `default`); `parentKey` lists that item's children
    * instead of the root's. Full paths start with the prefix the workspace was reached under.
    */
@@ -245,8 +245,9 @@ export function registerPublicRoutes(
     const surfaceKey = queryValue(request.query, "surfaceKey")?.trim() || "default";
     const parentKey = queryValue(request.query, "parentKey")?.trim() || undefined;
     let ws: PublicWorkspace | null;
-    if (named !== undefined && named !== "") {
-      ws = await shown(request, named);
+    if (named !== undefined) {
+      // Given but blank: `default` (spec 2.1.4; issue 33, item 15). Absent: the host and path decide.
+      ws = await shown(request, named || "default");
     } else {
       const host = requestHost(request);
       const path = normalisePath(

@@ -171,11 +171,14 @@ export async function registerSurface(
   const redirect = (reply: FastifyReply, location: string) =>
     reply.code(302).header("location", location).header("cache-control", "no-store").send();
 
-  /** The workspace of this host (and path), or of the visible `workspaceKey` query value. */
+  /**
+   * The workspace of the visible `workspaceKey` query value (given but blank: `default`, spec 2.1.4;
+   * issue 33, item 15), or, without one, of this host (and path).
+   */
   async function workspaceFor(request: FastifyRequest, path: string): Promise<PublicWorkspace | null> {
     const host = requestHost(request);
     const named = (request.query as Record<string, unknown> | undefined)?.workspaceKey;
-    if (typeof named === "string" && named.trim() !== "") return workspaces.byKey(named.trim(), request.id);
+    if (typeof named === "string") return workspaces.byKey(named.trim() || "default", request.id);
     return host === null ? null : resolve(request, host, path);
   }
 

@@ -188,4 +188,34 @@ describe("issue 33: roles, scope and reach", () => {
     const answer = await http(`${base}/api/tenants`, { headers: { "x-svc-api-key": EXPIRED_KEY } });
     expect(answer.status).toBe(401);
   });
+
+  it("item 17: a 403 names every key a route accepts, and never names as missing a key the caller holds", async () => {
+    const none = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ["job.read"] });
+    const members = await api("GET", "/api/workspaces/default/members", undefined, none);
+    expect(members.status).toBe(403);
+    expect(members.json()).toMatchObject({ anyOf: ["membership.read", "workspace.read"] });
+    expect(JSON.stringify(members.json())).toContain("workspace.read");
+    const holder = await mintToken({
+      scope: "workspace",
+      workspaceKey: "default",
+      permissions: ["user.create"],
+    });
+    const create = await api(
+      "POST",
+      "/api/users",
+      { userName: "never", password: "long-enough-password" },
+      holder,
+    );
+    expect(create.status).toBe(403);
+    const problem = create.json<Record<string, unknown>>();
+    expect(problem.requiredScope).toBe("platform");
+    expect(problem.missingPermission).toBeUndefined();
+  });
+
+  it("item 17: the API description gives a job's status as its four states", async () => {
+    const doc = (await http(`${base}/openapi.json`)).json<Record<string, unknown>>();
+    const text = JSON.stringify(doc);
+    for (const state of ["Pending", "Running", "Succeeded", "Failed"])
+      expect(text).toContain(`"const":"${state}"`);
+  });
 });

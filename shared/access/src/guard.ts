@@ -66,13 +66,25 @@ export function authorise(
       }
     }
   }
-  if (!anyCaller && !keys.some((key) => hasPermission(principal, key))) throw new ForbiddenError(first);
-  if (route.platformOnly && principal.scope !== "platform") {
+  const held = keys.find((key) => hasPermission(principal, key));
+  if (!anyCaller && held === undefined) {
+    if (keys.length === 1) throw new ForbiddenError(first);
+    // Any one of several keys will do: the problem names each (issue 33, item 17).
     throw new SvcError(
       ErrorCode.Forbidden,
-      `The permission '${first}' is only honoured for platform sessions.`,
+      `One of the permissions ${keys.map((k) => `'${k}'`).join(", ")} is required.`,
+      { extensions: { missingPermission: first, anyOf: [...keys] } },
+    );
+  }
+  if (route.platformOnly && principal.scope !== "platform") {
+    // The key is held: what is missing is the scope, and the problem says so without naming the key as
+    // missing (issue 33, item 17).
+    const key = held ?? first;
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      `The permission '${key}' is only honoured for platform sessions.`,
       {
-        extensions: { missingPermission: first, requiredScope: "platform" },
+        extensions: { requiredScope: "platform", ...(held === undefined ? { missingPermission: key } : {}) },
       },
     );
   }

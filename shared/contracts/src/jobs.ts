@@ -8,7 +8,12 @@ import { defineRoutes } from "./route.js";
 export const JobView = Type.Object({
   id: Type.String(),
   type: Type.String(),
-  status: Type.String(),
+  status: Type.Union([
+    Type.Literal("Pending"),
+    Type.Literal("Running"),
+    Type.Literal("Succeeded"),
+    Type.Literal("Failed"),
+  ]),
   workspaceKey: Nullable(Type.String()),
   attempts: Type.Integer(),
   maxAttempts: Type.Integer(),

@@ -218,4 +218,14 @@ describe("issue 33: roles, scope and reach", () => {
     for (const state of ["Pending", "Running", "Succeeded", "Failed"])
       expect(text).toContain(`"const":"${state}"`);
   });
+
+  it("item 19: a rate limit of 0 turns its policy off (no 429, no RateLimit headers)", async () => {
+    await user("limitless");
+    for (let i = 0; i < 12; i++) {
+      const answer = await signIn(base, { username: "limitless", password: "a wrong guess" });
+      expect(answer.status).toBe(401);
+      expect(answer.headers["ratelimit-policy"]).toBeUndefined();
+    }
+    expect((await login("limitless")).status).toBe(200);
+  });
 });

@@ -49,6 +49,8 @@ describe("parseConfig", () => {
   it("gives the defaults with NODE_ENV=development and nothing else, frozen", () => {
     const config = parseConfig({ NODE_ENV: "development" });
     expect(config.nodeEnv).toBe("development");
+    // Spec 3.1: a job claim's lease is five minutes unless set (issue 33, item 19).
+    expect(config.backendHost.jobLeaseMs).toBe(300_000);
     expect(config.gatewayPort).toBe(8080);
     expect(config.natsUrl).toBe("nats://127.0.0.1:4222");
     expect(config.backendHost.rateLimitApiPerMinute).toBe(600);

@@ -60,6 +60,29 @@ beforeAll(async () => {
 }, 120_000);
 
 describe("the Helm chart", () => {
+  it("trusts the ingress's ranges for X-Forwarded-For when the Ingress is enabled, unless set (issue 33, item 20)", () => {
+    type Env = { name: string; value?: string };
+    const gatewayEnv = (extra: string[]) => {
+      const gateway = render(extra).find(
+        (m) => m.kind === "Deployment" && m.metadata.name.endsWith("gateway"),
+      );
+      const containers = (gateway?.spec as { template: { spec: { containers: Array<{ env?: Env[] }> } } })
+        .template.spec.containers;
+      return (containers[0]?.env ?? []).filter((e) => e.name.startsWith("BackendHost__TrustedProxies"));
+    };
+    expect(gatewayEnv([])).toEqual([]);
+    const trusted = gatewayEnv(["--set", "ingress.enabled=true"]);
+    expect(trusted[0]).toEqual({ name: "BackendHost__TrustedProxies__0", value: "10.0.0.0/8" });
+    expect(trusted).toHaveLength(4);
+    const own = gatewayEnv([
+      "--set",
+      "ingress.enabled=true",
+      "--set",
+      "env.BackendHost__TrustedProxies__0=10.42.0.0/16",
+    ]);
+    expect(own).toEqual([{ name: "BackendHost__TrustedProxies__0", value: "10.42.0.0/16" }]);
+  });
+
   it("gives secrets as mounted files, each key only to the service that uses it (issue 21, item 1)", () => {
     type Env = { name: string; value?: string; valueFrom?: unknown };
     type Pod = {

@@ -228,4 +228,19 @@ describe("issue 33: roles, scope and reach", () => {
     }
     expect((await login("limitless")).status).toBe(200);
   });
+
+  it("item 20: the gateway warns once when X-Forwarded-For comes from a peer it does not trust", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logTo = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) };
+    const other = (await h.start(gatewayService, { LOG_LEVEL: "warn" }, { logTo })).hooks
+      .httpAddress as string;
+    for (let i = 0; i < 3; i++) {
+      await http(`${other}/api/tenants`, {
+        headers: { authorization: `Bearer ${operator}`, "x-forwarded-for": `203.0.113.${i}` },
+      });
+    }
+    const warned = lines.filter((l) => String(l.msg).includes("BackendHost__TrustedProxies"));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]?.peer).toBe("127.0.0.1");
+  });
 });

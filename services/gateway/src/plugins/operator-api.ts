@@ -22,7 +22,9 @@ import themeSchema from "../../../../docs/schemas/theme.schema.json" with { type
 import { Authenticator } from "../auth/authenticator.js";
 import {
   clientAddress,
+  isTrustedProxy,
   limitGroup,
+  normaliseAddress,
   parseTrustedProxies,
   RateLimiter,
   rateLimitHeaders,
@@ -132,9 +134,26 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
     app.decorateRequest("principal", null);
 
+    /**
+     * X-Forwarded-For from a peer that is not a trusted proxy is ignored: behind an ingress without
+     * `BackendHost__TrustedProxies` every client would share the ingress's sign-in bucket (five failed
+     * sign-ins a minute from anyone lock everyone out). Said once per process (issue 33, item 20).
+     */
+    let warnedUntrustedForwarding = false;
+    const warnUntrustedForwarding = (request: FastifyRequest) => {
+      const peer = normaliseAddress(request.socket.remoteAddress ?? "");
+      if (peer === null || isTrustedProxy(peer, trusted)) return;
+      warnedUntrustedForwarding = true;
+      log.warn(
+        { peer: peer.toString() },
+        "X-Forwarded-For came from a peer that is not a trusted proxy and is ignored: every client behind it counts as that peer for the rate limits; set BackendHost__TrustedProxies__N to your ingress's addresses",
+      );
+    };
+
     /** The client a limit counts against: its address (an IPv6 address's /64). */
     const client = (request: FastifyRequest) => {
       const xff = request.headers["x-forwarded-for"];
+      if (xff !== undefined && !warnedUntrustedForwarding) warnUntrustedForwarding(request);
       return limitGroup(
         clientAddress(request.socket.remoteAddress ?? "", Array.isArray(xff) ? xff[0] : xff, trusted),
       );

@@ -3,6 +3,10 @@
  * (CI runs it): each `@ts-expect-error` line must fail to compile, or tsc reports the directive as unused.
  * The runtime checks show the service side refusing what the contract refuses, whoever sends it.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { CORE_PERMISSION_KEYS, filterWorkspaceKeys, isPlatformKey } from "@svc/access";
 import type { Bus } from "@svc/bus";
 import {
   jobRoutes,
@@ -15,6 +19,8 @@ import {
   webhookRoutes,
 } from "@svc/contracts";
 import { describe, expect, it } from "vitest";
+
+import { repoRoot } from "../scripts/lib/stack.js";
 
 const platform = {
   subject: "u1",
@@ -148,5 +154,34 @@ describe("route contracts (issue 10, item 1)", () => {
     ).not.toThrow();
     // Errors and empty answers carry no body to check.
     expect(() => route.checkReply({ status: 204 })).not.toThrow();
+  });
+});
+
+describe("issue 33, item 5: one table of platform keys", () => {
+  const keysOf = (r: (typeof OPERATOR_ROUTES)[number]): readonly string[] =>
+    typeof r.permission === "string" ? [r.permission] : r.permission;
+
+  it("every key a workspace session may carry is accepted from it by some route; no platform key is", () => {
+    for (const key of CORE_PERMISSION_KEYS) {
+      const fromWorkspace = OPERATOR_ROUTES.filter((r) => !r.platformOnly && keysOf(r).includes(key));
+      if (isPlatformKey(key))
+        expect(
+          fromWorkspace.map((r) => `${r.method} ${r.path}`),
+          key,
+        ).toEqual([]);
+      else
+        expect(fromWorkspace.length, `${key}: no route takes it from a workspace session`).toBeGreaterThan(0);
+    }
+    // And workspace sign-in drops exactly the platform keys.
+    expect(filterWorkspaceKeys(CORE_PERMISSION_KEYS, new Set()).sort()).toEqual(
+      CORE_PERMISSION_KEYS.filter((k) => !isPlatformKey(k)).sort(),
+    );
+  });
+
+  it("the operator guide lists every platform-only operation", () => {
+    const guide = readFileSync(join(repoRoot, "docs", "operator-guide.md"), "utf8").replace(/\s+/g, " ");
+    for (const route of OPERATOR_ROUTES.filter((r) => r.platformOnly)) {
+      expect(guide, route.path).toContain(`\`${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}\``);
+    }
   });
 });

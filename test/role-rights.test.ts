@@ -243,4 +243,17 @@ describe("issue 33: roles, scope and reach", () => {
     expect(warned).toHaveLength(1);
     expect(warned[0]?.peer).toBe("127.0.0.1");
   });
+
+  it("item 5: workspace sign-in drops keys no route accepts from a workspace session (config.read)", async () => {
+    expect(
+      (await api("PUT", "/api/rbac/roles/cfg-readers", { permissions: ["config.read", "job.read"] })).status,
+    ).toBe(201);
+    const id = await user("cfg-reader");
+    expect((await api("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
+    expect(
+      (await api("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: ["cfg-readers"] })).status,
+    ).toBe(200);
+    const session = claims(await tokenOf("cfg-reader", "default"));
+    expect(session.permission).toEqual(["job.read"]);
+  });
 });

@@ -4,6 +4,8 @@ export {
   type CorePermissionKey,
   filterWorkspaceKeys,
   hasPermission,
+  isPlatformKey,
+  PLATFORM_KEYS,
   SYSTEM_ROLES,
   SystemRole,
   WILDCARD,

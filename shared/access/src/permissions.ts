@@ -87,12 +87,15 @@ export const SYSTEM_ROLES: ReadonlyArray<{
 ];
 
 /**
- * Core keys a workspace administrator could hold (spec 5.6.3): member-role keys outside this set are
- * dropped at workspace sign-in. Left out: everything that acts on the platform as a whole (tenants,
- * installing, removing, activating or deactivating plugins, global users, global roles and their
- * assignments, platform configuration, integrations, diagnostics), and never `*`.
+ * The one table of platform keys (spec 5.6.3; issue 33, item 5): keys honoured only for platform sessions.
+ * Workspace sign-in drops them from member-role keys (with `*`), and every route whose keys are all
+ * platform keys is platform-only (`defineRoutes` in @svc/contracts derives its flag from here), so a
+ * workspace token carries only keys some route accepts from it (test/contracts.test.ts checks both
+ * ways). They act on the platform as a whole: tenants, installing, removing, activating or deactivating
+ * plugins, global users, global roles and their assignments, platform configuration (reading it too),
+ * integrations, diagnostics, creating and deleting workspaces.
  */
-const PLATFORM_ONLY_KEYS: ReadonlySet<string> = new Set([
+export const PLATFORM_KEYS: ReadonlySet<string> = new Set([
   "tenant.create",
   "tenant.read",
   "tenant.update",
@@ -105,12 +108,18 @@ const PLATFORM_ONLY_KEYS: ReadonlySet<string> = new Set([
   "role.read",
   "role.update",
   "plugin.execute",
+  "config.read",
   "config.update",
   "integration.manage",
   "diagnostics.record",
   "workspace.create",
   "workspace.delete",
 ]);
+
+/** A key honoured only for platform sessions (the table above). */
+export function isPlatformKey(key: string): boolean {
+  return PLATFORM_KEYS.has(key);
+}
 
 export function isCoreKey(key: string): key is CorePermissionKey {
   return (CORE_PERMISSION_KEYS as readonly string[]).includes(key);
@@ -126,7 +135,7 @@ export function filterWorkspaceKeys(keys: Iterable<string>, activePluginIds: Rea
   for (const key of keys) {
     if (key === WILDCARD) continue;
     if (isCoreKey(key)) {
-      if (!PLATFORM_ONLY_KEYS.has(key)) kept.add(key);
+      if (!PLATFORM_KEYS.has(key)) kept.add(key);
       continue;
     }
     const pluginId = [...activePluginIds].find((id) => key.startsWith(`${id}.`));

@@ -9,7 +9,7 @@
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
-import type { CorePermissionKey } from "@svc/access";
+import { type CorePermissionKey, isPlatformKey } from "@svc/access";
 import type { RouteReply, RouteRequest } from "@svc/bus";
 import { InternalError, ValidationError, type Violation } from "@svc/errors";
 
@@ -102,8 +102,12 @@ function bind<S extends RouteSpec, Subject extends string>(
   registerFormats();
   let requestCheck: TypeCheck<TSchema> | undefined;
   let replyCheck: TypeCheck<TSchema> | undefined;
+  const keys: readonly string[] = typeof spec.permission === "string" ? [spec.permission] : spec.permission;
   return {
     ...spec,
+    // A route whose keys are all platform keys is platform-only (issue 33, item 5): one table decides
+    // both this and which keys a workspace session carries.
+    platformOnly: spec.platformOnly ?? keys.every((k) => isPlatformKey(k)),
     service,
     subject,
     decode(payload) {

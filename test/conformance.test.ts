@@ -132,11 +132,13 @@ describe("every operator route (spec 5.4)", () => {
       expect(scoped.status).toBe(404);
     }
     if (route.platformOnly) {
+      // In its own workspace (reach is checked first, issue 33, item 4): the scope is what it lacks.
       const scoped = await call(
         route,
-        await bearer({ scope: "workspace", workspaceKey: "ws-mine", permissions: [key] }),
+        await bearer({ scope: "workspace", workspaceKey: "ws-other", permissions: [key] }),
       );
       expect(scoped.status).toBe(403);
+      expect(scoped.json()).toMatchObject({ requiredScope: "platform" });
     }
   });
 });

@@ -8,7 +8,7 @@ import { defineRoutes } from "./route.js";
  * Spec 2.3: a subscription's event name: letters, digits, `_`, `.`, `-`, and one `*` at the end, a prefix
  * wildcard (`*`, `workspace.*`, `workspace.create*`; ADR 0014).
  */
-export const SUBSCRIPTION_PATTERN = "^(?=.{1,120}$)[\\w.\\-]*\\*?$";
+export const SUBSCRIPTION_PATTERN = "^(?:[\\w.\\-]{1,120}|[\\w.\\-]{0,119}\\*)$";
 /** Longest target URL stored (the column allows 2,048 characters). */
 export const MAX_TARGET_URL = 2_048;
 

@@ -3,7 +3,7 @@
  * (CI runs it): each `@ts-expect-error` line must fail to compile, or tsc reports the directive as unused.
  * The runtime checks show the service side refusing what the contract refuses, whoever sends it.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { CORE_PERMISSION_KEYS, filterWorkspaceKeys, isPlatformKey } from "@svc/access";
@@ -182,6 +182,18 @@ describe("issue 33, item 5: one table of platform keys", () => {
     const guide = readFileSync(join(repoRoot, "docs", "operator-guide.md"), "utf8").replace(/\s+/g, " ");
     for (const route of OPERATOR_ROUTES.filter((r) => r.platformOnly)) {
       expect(guide, route.path).toContain(`\`${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}\``);
+    }
+  });
+});
+
+describe("issue 33, item 21: one place for every reading of the spec", () => {
+  it("docs/spec-conformance.md names every ADR, and the docs link to it", () => {
+    const conformance = readFileSync(join(repoRoot, "docs", "spec-conformance.md"), "utf8");
+    const adrs = readdirSync(join(repoRoot, "docs", "adr")).filter((f) => /^\d{4}-/.test(f));
+    expect(adrs.length).toBeGreaterThan(13);
+    for (const adr of adrs) expect(conformance, adr).toContain(adr.slice(0, 4));
+    for (const doc of ["README.md", "docs/architecture.md", "docs/operator-guide.md"]) {
+      expect(readFileSync(join(repoRoot, doc), "utf8"), doc).toContain("spec-conformance.md");
     }
   });
 });

@@ -3,6 +3,7 @@
  * resolution rules 2.1.1–2.1.3 and the gateway's cache kept coherent by change notifications.
  */
 import { gatewayService } from "@svc/service-gateway";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -108,8 +109,15 @@ describe("default tenant key (rule 2.1.2)", () => {
       SVC_SUBJECT_PREFIX: `${h.env.SVC_SUBJECT_PREFIX}dt`,
     };
     const resolver = await h.start(resolverService, scoped);
+    const registry = await h.start(pluginRegistryService, scoped);
     const gateway = await h.start(gatewayService, scoped);
     try {
+      // The UI chain too (spec 4.1 UI-chain rules; issue 33, item 16): only the default tenant's
+      // workspaces expose it; another tenant's answers the 404 of a workspace that does not exist.
+      const chain = (wk: string) =>
+        http(`${gateway.hooks.httpAddress}/workspace/public/ui-chain?workspaceKey=${wk}`);
+      expect((await chain("other-ws")).status).toBe(404);
+      expect((await chain("acme-main")).json()).toEqual({ workspaceKey: "acme-main", chain: [] });
       const url = `${gateway.hooks.httpAddress}/workspace/public/resolve`;
       expect((await http(url, { headers: { host: "other.example" } })).json()).toEqual({
         resolved: false,
@@ -121,6 +129,7 @@ describe("default tenant key (rule 2.1.2)", () => {
       });
     } finally {
       await gateway.stop();
+      await registry.stop();
       await resolver.stop();
     }
   });

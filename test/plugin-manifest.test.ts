@@ -151,4 +151,17 @@ describe("the UI-asset manifest", () => {
     expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
     expect(await eventually(manifest, (m) => m?.entries.length === 0)).toMatchObject({ entries: [] });
   });
+
+  it("is served at a configured BackendHost__PluginManifestUrl instead of the default (issue 33, item 16)", async () => {
+    const custom = (
+      await h.start(gatewayService, { ...env, BackendHost__PluginManifestUrl: "/ui/plugins.json" })
+    ).hooks.httpAddress as string;
+    const moved = await eventually(
+      () => http(`${custom}/ui/plugins.json`),
+      (r) => r.status === 200,
+    );
+    expect(moved.json<Manifest>().generatedAtUtc).toEqual(expect.any(String));
+    expect(moved.json()).toEqual(await manifest());
+    expect((await http(`${custom}${MANIFEST}`)).status).toBe(404);
+  });
 });

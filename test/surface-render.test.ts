@@ -255,6 +255,30 @@ describe("redirects and shells", () => {
   });
 });
 
+describe("the render context (issue 33, item 16)", () => {
+  it("carries tokens.themePluginId once the workspace has a theme plugin", async () => {
+    const files = {
+      "views/surface/index.njk": "theme=[{{ tokens.themePluginId }}] locale={{ Locale }}",
+      "theme.json": JSON.stringify({ surface: "workspace", definitions: [] }),
+    };
+    const bytes = await codePlugin(work, signer, "themed", "export class Plugin {}\n", [], {}, files);
+    expect((await installPackage(base, operator, bytes)).status).toBe(201);
+    await api("PUT", "/api/entitlements", {
+      items: [{ tenantKey: "rt", pluginId: "themed", entitled: true }],
+    });
+    expect((await api("POST", "/api/plugins/themed/activate")).status).toBe(200);
+    await chain("themed");
+    expect((await eventually(render, (r) => r.text.includes("theme=["))).text).toContain(
+      "theme=[] locale=de",
+    );
+    const chosen = await api("PUT", "/api/themes/workspaces/rw", { themePluginId: "themed" });
+    expect(chosen.status, chosen.text).toBe(200);
+    expect((await eventually(render, (r) => r.text.includes("theme=[themed]"))).text).toContain(
+      "theme=[themed] locale=de",
+    );
+  });
+});
+
 describe("GET /surface/render without the registry (issue 33, item 14)", () => {
   it("serves the shell with 200 and logs the workspace and the cause", async () => {
     await chain("alpha", "beta", "gamma");

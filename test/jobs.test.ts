@@ -10,7 +10,16 @@ import { connect } from "@nats-io/transport-node";
 import type { Principal } from "@svc/bus";
 import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
-import { DeferJobError, enqueue, enqueueMany, JobStatus, JobWorker, reapExpiredLeases } from "@svc/jobs";
+import {
+  DeferJobError,
+  enqueue,
+  enqueueMany,
+  JobStatus,
+  JobWorker,
+  type ListFilter,
+  listJobs,
+  reapExpiredLeases,
+} from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 import { GatewayPrincipalSigner } from "@svc/runtime";
 import { jobReaperService } from "@svc/service-job-reaper";
@@ -542,5 +551,37 @@ describe("GET /api/jobs through the gateway", () => {
       errors: [expect.objectContaining({ field: expect.stringContaining("limit") })],
     });
     await h.stopAll();
+  });
+});
+
+describe("listJobs filters (issue 33, item 18)", () => {
+  it("returns exactly the jobs each filter and combination names, newest first, past a cursor", async () => {
+    // Types of their own (no worker handles them); the engine's type map knows only its own.
+    const as = (type: string) => type as "noop";
+    await enqueueMany(db, [
+      { type: as("alpha"), payload: {}, workspaceKey: "a" },
+      { type: as("beta"), payload: {}, workspaceKey: "a" },
+      { type: as("alpha"), payload: {}, workspaceKey: "b" },
+      { type: as("alpha"), payload: {}, workspaceKey: null },
+    ]);
+    await db.query(
+      sql`UPDATE job_reaper.jobs SET status = 'Failed' WHERE type = 'alpha' AND workspace_key = 'b'`,
+    );
+    const all = await listJobs(db, { limit: 50 });
+    const pick = (f: (j: (typeof all)[number]) => boolean) => all.filter(f).map((j) => j.id);
+    const ids = async (filter: Omit<ListFilter, "limit">) =>
+      (await listJobs(db, { ...filter, limit: 50 })).map((j) => j.id);
+    expect(all.map((j) => Number(j.id))).toEqual([...all.map((j) => Number(j.id))].sort((x, y) => y - x));
+    expect(await ids({ type: "alpha" })).toEqual(pick((j) => j.type === "alpha"));
+    expect(await ids({ workspaceKey: "a" })).toEqual(pick((j) => j.workspaceKey === "a"));
+    expect(await ids({ status: "Failed" })).toEqual(pick((j) => j.status === "Failed"));
+    expect(await ids({ status: "Pending", type: "alpha" })).toEqual(
+      pick((j) => j.status === "Pending" && j.type === "alpha"),
+    );
+    expect(await ids({ type: "alpha", workspaceKey: "a", status: "Pending" })).toEqual(
+      pick((j) => j.type === "alpha" && j.workspaceKey === "a" && j.status === "Pending"),
+    );
+    const newest = all[0]?.id as string;
+    expect(await ids({ beforeId: newest })).toEqual(all.slice(1).map((j) => j.id));
   });
 });

@@ -14,7 +14,7 @@
 import { parseArgs } from "node:util";
 
 import { createDb, sql } from "@svc/db";
-import { type ListFilter,listJobs } from "@svc/jobs";
+import { type ListFilter, listJobs } from "@svc/jobs";
 import pg from "pg";
 
 import { migrateAll } from "../../scripts/lib/stack.js";

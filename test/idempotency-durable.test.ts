@@ -3,7 +3,8 @@
  * outcome of a keyed write in the transaction of its change, so a retry replays it even when the first
  * answer was lost after the commit (a 504: here NATS hangs between the commit and the reply) or when NATS
  * lost the gateway's key store (a restart with an empty store). Before, the retry ran again: a second
- * webhook subscription, and 409 "user name is taken" instead of the replayed 201.
+ * webhook subscription, and 409 "user name is taken" instead of the replayed 201. And a request whose
+ * database connection is terminated under it answers 503 (retry), not 500.
  */
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
@@ -131,4 +132,30 @@ describe("issue 22, item 3: a keyed write's outcome is kept with its change", ()
       await count("SELECT count(*)::int AS n FROM rbac.users WHERE user_name = $1", ["durable-other"]),
     ).toBe(0);
   }, 60_000);
+
+  it("answers 503 (retry), not 500, when the service's database connection is terminated under the request", async () => {
+    const locker = new pg.Client({ connectionString: h.db.url });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE rbac.users IN SHARE ROW EXCLUSIVE MODE");
+      const answer = http(`${base}/api/users`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+        body: JSON.stringify({ userName: "cut-off-user", password: "long-enough-password" }),
+      });
+      const waiting = async () =>
+        h.sql<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+      await until(async () => (await waiting()).length === 1, 5_000, 20);
+      await h.sql("SELECT pg_terminate_backend($1)", [(await waiting())[0]?.pid]);
+      const cut = await answer;
+      expect(cut.status, cut.text).toBe(503);
+      expect(cut.headers["retry-after"]).toBe("5");
+      expect(cut.json()).toMatchObject({ code: "SVC_SERVICE_UNAVAILABLE", service: "database" });
+    } finally {
+      await locker.end();
+    }
+  });
 });

@@ -8,6 +8,7 @@ import {
 } from "@nats-io/transport-node";
 import {
   ErrorCode,
+  fromUnexpected,
   fromWire,
   InternalError,
   runWithDeadline,
@@ -337,10 +338,15 @@ export class Bus {
       if (msg.reply) msg.respond(encodeJson(result));
       stats?.record(process.hrtime.bigint() - started);
     } catch (error) {
-      if (!(error instanceof SvcError) || error.code === ErrorCode.Internal) {
+      const svcError = fromUnexpected(error);
+      if (svcError.code === ErrorCode.Internal) {
         context.log.error({ err: error, subject: msg.subject }, "handler failed");
+      } else if (!(error instanceof SvcError)) {
+        context.log.warn(
+          { error: (error as Error).message, subject: msg.subject },
+          "the database is unavailable",
+        );
       }
-      const svcError = error instanceof SvcError ? error : new InternalError();
       if (msg.reply) this.respondError(msg, svcError);
       stats?.record(process.hrtime.bigint() - started, `${svcError.status}: ${svcError.message}`);
     }

@@ -114,3 +114,37 @@ export class RateLimitedError extends SvcError {
     });
   }
 }
+
+/**
+ * The database connection was lost or could not be had: terminated by an administrator or a failover
+ * (SQLSTATE 57P01–57P03), a connection exception (class 08), dropped under a statement, or no connection
+ * within the pool's wait. Looked for along the `cause` chain.
+ */
+function isDatabaseUnavailable(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current !== null && typeof current === "object"; depth++) {
+    const e = current as { code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof e.code === "string" && /^(57P0[123]|08[0-9A-Z]{3})$/.test(e.code)) return true;
+    if (
+      typeof e.message === "string" &&
+      (e.message.startsWith("Connection terminated") ||
+        e.message === "timeout exceeded when trying to connect")
+    ) {
+      return true;
+    }
+    current = e.cause;
+  }
+  return false;
+}
+
+/**
+ * What an error that is no SvcError answers: a 503 naming the database when the database connection was
+ * lost or could not be had (the client may retry; the outcome of a write is as unknown as after a 504),
+ * else a 500 that shows nothing (issue 22: `pg_terminate_backend` under load answered 500).
+ */
+export function fromUnexpected(error: unknown): SvcError {
+  if (error instanceof SvcError) return error;
+  return isDatabaseUnavailable(error)
+    ? new ServiceUnavailableError("database", { cause: error })
+    : new InternalError();
+}

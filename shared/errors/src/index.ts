@@ -3,6 +3,7 @@ export { checkDeadline, runWithDeadline } from "./deadline.js";
 export {
   ConflictError,
   ForbiddenError,
+  fromUnexpected,
   InternalError,
   NotFoundError,
   RateLimitedError,

@@ -139,11 +139,8 @@ describe("issue 22, item 3: a keyed write's outcome is kept with its change", ()
     try {
       await locker.query("BEGIN");
       await locker.query("LOCK TABLE rbac.users IN SHARE ROW EXCLUSIVE MODE");
-      const answer = http(`${base}/api/users`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-        body: JSON.stringify({ userName: "cut-off-user", password: "long-enough-password" }),
-      });
+      const body = { userName: "cut-off-user", password: "long-enough-password" };
+      const answer = post("/api/users", body, "cut-off-key");
       const waiting = async () =>
         h.sql<{ pid: number }>(
           "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
@@ -154,6 +151,13 @@ describe("issue 22, item 3: a keyed write's outcome is kept with its change", ()
       expect(cut.status, cut.text).toBe(503);
       expect(cut.headers["retry-after"]).toBe("5");
       expect(cut.json()).toMatchObject({ code: "SVC_SERVICE_UNAVAILABLE", service: "database" });
+      // The keyed unit of work was rolled back as a whole: the retry with the key runs, once.
+      await locker.query("COMMIT");
+      const retry = await post("/api/users", body, "cut-off-key");
+      expect(retry.status, retry.text).toBe(201);
+      expect(
+        await count("SELECT count(*)::int AS n FROM rbac.users WHERE user_name = $1", [body.userName]),
+      ).toBe(1);
     } finally {
       await locker.end();
     }

@@ -137,7 +137,12 @@ export function isConnectionLost(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   if (e === null || typeof e !== "object") return false;
   if (e.code === "57P01" || e.code === "57P02" || e.code === "ECONNRESET" || e.code === "EPIPE") return true;
-  return typeof e.message === "string" && /^Connection terminated/.test(e.message);
+  return (
+    typeof e.message === "string" &&
+    /^(Connection terminated|Client (has encountered a connection error|was closed) and is not queryable)/.test(
+      e.message,
+    )
+  );
 }
 
 /** A statement that only reads: safe to run again whether or not the first try ran. */

@@ -128,7 +128,10 @@ function isDatabaseUnavailable(error: unknown): boolean {
     if (
       typeof e.message === "string" &&
       (e.message.startsWith("Connection terminated") ||
-        e.message === "timeout exceeded when trying to connect")
+        e.message === "timeout exceeded when trying to connect" ||
+        // node-postgres, for a statement on a client whose connection failed earlier (a unit of work whose
+        // connection was terminated while its handler computed: found by make chaos).
+        /^Client (has encountered a connection error|was closed) and is not queryable/.test(e.message))
     ) {
       return true;
     }

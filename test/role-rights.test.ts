@@ -10,6 +10,7 @@ import { createDb } from "@svc/db";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService, reportWorkspaceGlobalRoles } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
+import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
@@ -61,8 +62,7 @@ const tokenOf = async (name: string, workspaceKey?: string) => {
   expect(answer.status, answer.text).toBe(200);
   return answer.json<{ accessToken: string }>().accessToken;
 };
-const claims = (token: string) =>
-  JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString()) as Record<string, unknown>;
+const claims = (token: string) => decodeJwt(token);
 
 describe("issue 33: roles, scope and reach", () => {
   it("item 1: a workspace-scope role is refused as a global role, and gives no platform session", async () => {

@@ -18,6 +18,7 @@ import { type ListFilter, listJobs } from "@svc/jobs";
 import pg from "pg";
 
 import { migrateAll } from "../../scripts/lib/stack.js";
+import { percentile } from "./stats.js";
 
 const { values: args } = parseArgs({
   options: { rows: { type: "string", default: "1000000" }, queries: { type: "string", default: "100" } },
@@ -28,9 +29,6 @@ const serverUrl = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0
 const dbName = `svc_bench_jobs_list_${Date.now().toString(36)}`;
 const url = new URL(serverUrl);
 url.pathname = `/${dbName}`;
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 
 await migrateAll(url.toString());
 const db = createDb({ databaseUrl: url.toString(), maximumPoolSize: 2, applicationName: "bench-jobs-list" });

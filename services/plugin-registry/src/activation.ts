@@ -84,11 +84,6 @@ async function move(
   }
 }
 
-const capabilitiesOf = (row: PluginRow, field: "capabilities" | "requiresCapabilities"): string[] => {
-  const value = (row.registry as Record<string, unknown>)[field];
-  return Array.isArray(value) ? value.filter((c): c is string => typeof c === "string") : [];
-};
-
 /** The capabilities the active plugins other than `id` provide. */
 async function providedByOthers(tx: Queries, id: string): Promise<Set<string>> {
   const rows = await tx.any<{ capability: string }>(sql`
@@ -104,10 +99,10 @@ async function providedByOthers(tx: Queries, id: string): Promise<Set<string>> {
  * is provided by an active plugin (or by itself); otherwise a 422 naming the first one missing.
  */
 async function requireCapabilities(tx: Queries, plugin: PluginRow): Promise<void> {
-  const required = capabilitiesOf(plugin, "requiresCapabilities");
+  const required = plugin.registry.requiresCapabilities ?? [];
   if (required.length === 0) return;
   const provided = await providedByOthers(tx, plugin.plugin_id);
-  for (const own of capabilitiesOf(plugin, "capabilities")) provided.add(own);
+  for (const own of plugin.registry.capabilities ?? []) provided.add(own);
   const missing = required.find((c) => !provided.has(c));
   if (missing !== undefined) {
     throw refused(
@@ -123,7 +118,7 @@ async function requireCapabilities(tx: Queries, plugin: PluginRow): Promise<void
  * the plugins to deactivate first (docs/plugins.md).
  */
 async function refuseWhileNeeded(tx: Queries, plugin: PluginRow): Promise<void> {
-  const offered = capabilitiesOf(plugin, "capabilities");
+  const offered = plugin.registry.capabilities ?? [];
   if (offered.length === 0) return;
   const others = await providedByOthers(tx, plugin.plugin_id);
   const onlyHere = offered.filter((c) => !others.has(c));

@@ -13,11 +13,10 @@ import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc
 import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
-import { patternsMatching } from "./patterns.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
-import { catalogNames, reach, targetUrlViolations } from "./subscriptions.js";
+import { knownPatterns, reach, targetUrlViolations } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 type ActionInput = Static<typeof FlowAction>;
@@ -66,7 +65,7 @@ function actionView(a: StoredAction) {
   }
 }
 
-function view(row: Row, catalog: readonly string[]) {
+function view(row: Row, known: ReadonlySet<string>) {
   return {
     id: row.id,
     name: row.name,
@@ -76,7 +75,7 @@ function view(row: Row, catalog: readonly string[]) {
     isActive: row.is_active,
     createdAtUtc: row.created_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
-    matchesKnownEvent: catalog.some((name) => patternsMatching(name).includes(row.event_name)),
+    matchesKnownEvent: known.has(row.event_name),
   };
 }
 
@@ -178,7 +177,7 @@ export async function createFlow(
   });
   return {
     status: 201,
-    body: view(row, await catalogNames(db)),
+    body: view(row, await knownPatterns(db)),
     headers: { location: `/api/flows/${row.id}` },
   };
 }
@@ -216,7 +215,7 @@ export async function replaceFlow(
       WHERE id = ${req.params.id}
       RETURNING ${COLUMNS}`);
   });
-  return { status: 200, body: view(row, await catalogNames(db)) };
+  return { status: 200, body: view(row, await knownPatterns(db)) };
 }
 
 export async function deleteFlow(
@@ -237,7 +236,7 @@ export async function listFlows(
   const page = readPage(req.query, FLOWS);
   const workspaceKey = listWorkspace(req.principal, req.query.workspaceKey) ?? null;
   const rows = await newestFirst<Row>(db, FLOWS_TABLE, COLUMNS, workspaceKey, page);
-  const catalog = await catalogNames(db);
+  const known = await knownPatterns(db);
   return {
     status: 200,
     body: toPage(
@@ -245,7 +244,7 @@ export async function listFlows(
       page.limit,
       FLOWS,
       (last) => [last.created_at_us, last.id],
-      (r) => view(r, catalog),
+      (r) => view(r, known),
     ),
   };
 }

@@ -33,14 +33,18 @@ interface Row {
   created_at: Date;
 }
 
-/** The catalogue's event names (for `matchesKnownEvent`). */
-export async function catalogNames(db: Queries): Promise<string[]> {
-  return (
-    await db.any<{ event_name: string }>(sql`SELECT event_name FROM webhook_dispatcher.event_catalog`)
-  ).map((r) => r.event_name);
+/**
+ * Every pattern that matches some catalogue event (for `matchesKnownEvent`): the union of
+ * `patternsMatching` over the catalogue, made once per answer, so each row is one lookup.
+ */
+export async function knownPatterns(db: Queries): Promise<ReadonlySet<string>> {
+  const rows = await db.any<{ event_name: string }>(
+    sql`SELECT event_name FROM webhook_dispatcher.event_catalog`,
+  );
+  return new Set(rows.flatMap((r) => patternsMatching(r.event_name)));
 }
 
-function view(row: Row, catalog: readonly string[]) {
+function view(row: Row, known: ReadonlySet<string>) {
   return {
     id: row.id,
     workspaceKey: row.workspace_key,
@@ -50,7 +54,7 @@ function view(row: Row, catalog: readonly string[]) {
     includeSensitiveData: row.include_sensitive_data,
     createdAtUtc: row.created_at.toISOString(),
     // Computed on read, never stored (spec 2.3).
-    matchesKnownEvent: catalog.some((name) => patternsMatching(name).includes(row.event_name)),
+    matchesKnownEvent: known.has(row.event_name),
   };
 }
 
@@ -117,7 +121,7 @@ export async function createSubscription(
     RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
   return {
     status: 201,
-    body: view(row, await catalogNames(db)),
+    body: view(row, await knownPatterns(db)),
     headers: { location: `/api/webhooks/${row.id}` },
   };
 }
@@ -138,13 +142,13 @@ export async function listSubscriptions(
     workspaceKey,
     page,
   );
-  const catalog = await catalogNames(db);
+  const known = await knownPatterns(db);
   const body = toPage(
     rows,
     page.limit,
     SUBSCRIPTIONS,
     (last) => [last.created_at_us, last.id],
-    (r) => view(r, catalog),
+    (r) => view(r, known),
   );
   return { status: 200, body };
 }
@@ -159,7 +163,7 @@ export async function setActivation(
     WHERE id = ${req.params.id} AND ${reach(req.principal)}
     RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
-  return { status: 200, body: view(row, await catalogNames(db)) };
+  return { status: 200, body: view(row, await knownPatterns(db)) };
 }
 
 export async function deleteSubscription(

@@ -140,6 +140,11 @@ export async function registerSurface(
       );
       return encoder.encode(JSON.stringify(rendered));
     };
+    const warnShell = (cause: string) =>
+      options.log.warn(
+        { workspaceKey: ws.workspace.key, cause, requestId: request.id },
+        "the surface could not be rendered; the shell is served instead",
+      );
     let rendered: RenderedSurface;
     try {
       const bytes = cacheable ? await pages.load(`${origin}\n${path}`, render) : await render();
@@ -148,22 +153,12 @@ export async function registerSurface(
       // Whatever keeps the chain or its template from rendering (the renderer down or slow, an error
       // answer, bad data), the surface stays up: the shell, and a warning naming the workspace and the
       // cause (spec 4.1, render rules 4 and 5; issue 33, item 14).
-      options.log.warn(
-        {
-          workspaceKey: ws.workspace.key,
-          cause: error instanceof SvcError ? `${error.code}: ${error.message}` : (error as Error).message,
-          requestId: request.id,
-        },
-        "the surface could not be rendered; the shell is served instead",
-      );
+      warnShell(error instanceof SvcError ? `${error.code}: ${error.message}` : (error as Error).message);
       return html(reply, shellHtml);
     }
     if (rendered.html === null && rendered.reason !== "no-chain") {
       // A chain whose primary has no entry template, or a template error (the registry logs its message).
-      options.log.warn(
-        { workspaceKey: ws.workspace.key, cause: rendered.reason, requestId: request.id },
-        "the surface could not be rendered; the shell is served instead",
-      );
+      warnShell(rendered.reason);
     }
     return html(reply, rendered.html ?? shellHtml);
   });

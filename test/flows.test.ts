@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { createEventPublisher } from "@svc/bus";
+import { createEventPublisher, EventSource } from "@svc/bus";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { rbacService } from "@svc/service-rbac";
@@ -344,7 +344,11 @@ describe("flow runs", () => {
     expect(elsewhere.status).toBe(201);
     ids.push(elsewhere.json<FlowView>().id);
 
-    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("flow.amp", "amp", { n: 1 });
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.flow("test")).publish(
+      "flow.amp",
+      "amp",
+      { n: 1 },
+    );
     await until(async () => (await countEvents("flow.amp")) >= 16, 20_000);
     // Give the runs still queued the time they would need to publish more.
     await new Promise((r) => setTimeout(r, 2_000));
@@ -366,10 +370,14 @@ describe("flow runs", () => {
       ],
     });
     expect(created.status, created.text).toBe(201);
-    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("flow.secret-in", null, {
-      email: "someone@example.test",
-      EMAIL: "someone@example.test",
-    });
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.flow("test")).publish(
+      "flow.secret-in",
+      null,
+      {
+        email: "someone@example.test",
+        EMAIL: "someone@example.test",
+      },
+    );
     await until(async () => (await countEvents("flow.secret-out")) >= 1, 20_000);
     const jsm = await jetstreamManager(nc);
     const out = await jsm.streams.getMessage(h.env.SVC_EVENTS_STREAM as string, {
@@ -406,7 +414,7 @@ describe("flow runs", () => {
       actions: [{ type: "http", url: failing.url }],
     });
     expect(created.status, created.text).toBe(201);
-    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.flow("test"));
     await events.publish("flow.cb", "cb", { n: 1 });
     await events.publish("flow.cb", "cb", { n: 2 });
     // Each run's attempt tries three times (two in-attempt retries on a 5xx), then counts one failure.
@@ -434,7 +442,11 @@ describe("flow runs", () => {
       actions: [{ type: "publish", eventName: "flow.ping" }],
     });
     const flowId = flow.json<FlowView>().id;
-    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish("flow.ping", null, { n: 1 });
+    await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.flow("test")).publish(
+      "flow.ping",
+      null,
+      { n: 1 },
+    );
     await until(async () => (await countEvents("flow.ping")) >= 4, 20_000);
     // Give a fourth run the time it would need to appear.
     await new Promise((r) => setTimeout(r, 1_500));

@@ -7,7 +7,7 @@
  * is lost.
  */
 
-import { connectNats, createEventPublisher } from "@svc/bus";
+import { connectNats, createEventPublisher, EventSource } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
@@ -129,7 +129,7 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
 
     // Events flow again: the stream and the dispatcher's consumer were made anew.
     const nc = await connectNats({ url: env.NATS_URL, name: "t", logger: createLogger("t", "silent") });
-    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
     await until(
       async () => {
         await events

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
-import { connectNats, createEventPublisher } from "@svc/bus";
+import { connectNats, createEventPublisher, EventSource } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
 import { createLogger } from "@svc/observability";
 import { jobReaperService } from "@svc/service-job-reaper";
@@ -91,7 +91,7 @@ describe("delivery safety", () => {
       name: "p",
       logger: createLogger("t", "silent"),
     });
-    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
     await events.publish("user.created", null, {});
     await events.publish("user.updated", null, {});
     await until(
@@ -146,7 +146,7 @@ describe("delivery safety", () => {
     });
     // The child's consumer takes the event, enqueues the job and starts delivering it.
     await until(async () => {
-      await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string).publish(
+      await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform).publish(
         "user.deleted",
         null,
         { n: 1 },

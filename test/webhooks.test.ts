@@ -4,7 +4,7 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { verify } from "@octokit/webhooks-methods";
-import { connectNats, createEventPublisher, type EventPublisher } from "@svc/bus";
+import { connectNats, createEventPublisher, type EventPublisher, EventSource } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
 import { enqueue } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
@@ -127,7 +127,7 @@ beforeAll(async () => {
     name: "publisher",
     logger: createLogger("t", "silent"),
   });
-  events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string);
+  events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
 });
 
 beforeEach(async () => {

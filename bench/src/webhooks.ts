@@ -10,7 +10,7 @@ import { join } from "node:path";
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { createEventPublisher } from "@svc/bus";
+import { createEventPublisher, EventSource } from "@svc/bus";
 import pg from "pg";
 
 import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
@@ -77,7 +77,7 @@ export async function runWebhooksBench(
     const { createSecretBox } = await import("../../services/webhook-dispatcher/src/secrets.js");
     const sealed = createSecretBox(env.BackendHost__SecretsEncryptionKey).seal("bench-secret");
     await admin.query(
-      `INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted) VALUES ($1, 'bench.tick', $2, $3)`,
+      `INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted) VALUES ($1, 'flow.bench-tick', $2, $3)`,
       [randomUUID(), target, sealed],
     );
     children.push(
@@ -100,14 +100,14 @@ export async function runWebhooksBench(
       if (i > 300) throw new Error("dispatcher did not start");
       await new Promise((r) => setTimeout(r, 100));
     }
-    const events = createEventPublisher(nc, prefix);
+    const events = createEventPublisher(nc, prefix, EventSource.flow("bench"));
 
     // Burst: publish as fast as acknowledgements allow, then wait for every delivery.
     const t0 = Date.now();
     for (let i = 0; i < burst; i += 500) {
       await Promise.all(
         Array.from({ length: Math.min(500, burst - i) }, () =>
-          events.publish("bench.tick", "default", { sentAt: Date.now(), phase: "burst" }),
+          events.publish("flow.bench-tick", "default", { sentAt: Date.now(), phase: "burst" }),
         ),
       );
     }
@@ -128,7 +128,7 @@ export async function runWebhooksBench(
       const wait = due - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       for (let k = 0; k < 5; k++)
-        void events.publish("bench.tick", "default", { sentAt: Date.now(), phase: "steady" });
+        void events.publish("flow.bench-tick", "default", { sentAt: Date.now(), phase: "steady" });
     }
     const steadyDeadline = Date.now() + 30_000;
     while (

@@ -27,6 +27,17 @@ export declare interface ErrorReplyBody {
 /** An event name: 1 to 120 letters, digits, `_`, `.` or `-` (spec 8; subscriptions may also use `*`). */
 export declare const EVENT_NAME_PATTERN: RegExp;
 
+/** The `Svc-Event-Source` of an event: who published it. */
+declare const EventSource_2: {
+    /** A platform service: only the platform's own events (the catalogue's built-in names). */
+    readonly Platform: "platform";
+    /** A plugin: only the `<pluginId>.` events it declares, platform-wide or into a workspace whose chain holds it. */
+    readonly plugin: (pluginId: string) => string;
+    /** A flow: `flow.<name>` events, or a plugin's events where its workspace may raise them. */
+    readonly flow: (flowId: string) => string;
+};
+export { EventSource_2 as EventSource }
+
 /** The subject an event is published on: `<prefix>.events.<eventName>`; without a name, the stream's filter. */
 export declare function eventsSubject(prefix: string, eventName?: string): string;
 
@@ -46,6 +57,12 @@ export declare const Header: {
     readonly FlowDepth: "Svc-Flow-Depth";
     /** The id of the event that started a chain of flows; set by the platform only (a chain's budget). */
     readonly FlowRoot: "Svc-Flow-Root";
+    /**
+     * Who published an event: `platform` (a platform service), `plugin:<pluginId>` or `flow:<flowId>`
+     * ({@link EventSource}). Without it an event counts as its name's plugin's. The webhook dispatcher
+     * drops, and counts, an event whose name does not belong to its source.
+     */
+    readonly EventSource: "Svc-Event-Source";
     /** JetStream de-duplication id of a published event: one per logical event. */
     readonly MsgId: "Nats-Msg-Id";
     /**

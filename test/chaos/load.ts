@@ -9,7 +9,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 import type { EventPublisher } from "@svc/bus";
 
-export const CHAOS_EVENT = "chaos.tick";
+// Published as a flow would publish it: flow.<name> events belong to no plugin and need none installed.
+export const CHAOS_EVENT = "flow.chaos-tick";
 
 export interface ChaosEvent {
   readonly seq: number;

@@ -23,7 +23,7 @@ import { parseArgs } from "node:util";
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Bus, connectNats, createEventPublisher } from "@svc/bus";
+import { Bus, connectNats, createEventPublisher, EventSource } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import type { PingReply } from "@svc/runtime";
 import pg from "pg";
@@ -655,7 +655,12 @@ async function run(): Promise<number> {
       `creating the user.created subscription failed: ${userHook.status} ${await userHook.text()}`,
     );
 
-  load = new SteadyLoad(createEventPublisher(nc, prefix), RATE, DEMO.workspaceKey, stamp);
+  load = new SteadyLoad(
+    createEventPublisher(nc, prefix, EventSource.flow("chaos")),
+    RATE,
+    DEMO.workspaceKey,
+    stamp,
+  );
   load.start();
   userLoad = new OutboxLoad(
     () => gatewayBase,

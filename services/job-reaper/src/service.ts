@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { createEventPublisher } from "@svc/bus";
+import { createEventPublisher, EventSource } from "@svc/bus";
 import { jobRoutes, serveRoute, ServiceName } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
@@ -46,7 +46,7 @@ export const jobReaperService: ServiceDefinition = {
       config.backendHost.jobReaperIntervalMs,
       log,
       metrics,
-      createEventPublisher(nc, config.subjectPrefix),
+      createEventPublisher(nc, config.subjectPrefix, EventSource.Platform),
     );
     return {
       beforeDrain: async () => recorder.stop(),

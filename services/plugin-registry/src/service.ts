@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { coalesce, createEventPublisher, type FollowedEvent, followEvents } from "@svc/bus";
+import { coalesce, createEventPublisher, EventSource, type FollowedEvent, followEvents } from "@svc/bus";
 import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
 import { HOST_VERSION, natsAuthOf, type ServiceDefinition } from "@svc/runtime";
@@ -32,7 +32,7 @@ export const pluginRegistryService: ServiceDefinition = {
   keyedWrites: "after-handler",
   async start({ bus, db, nc, config, metrics, log, provision }) {
     const store = new PackageStore(nc, config.subjectPrefix);
-    const platformEvents = createEventPublisher(nc, config.subjectPrefix);
+    const platformEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
     const base: PluginDeps = {
       db,
       store,
@@ -54,7 +54,7 @@ export const pluginRegistryService: ServiceDefinition = {
       prefix: config.subjectPrefix,
       cache,
       settings: config.backendHost,
-      events: createEventPublisher(nc, config.subjectPrefix),
+      events: platformEvents,
       inChain: (pluginId, workspaceKey) => entitlements.inEntitledChain(db, pluginId, workspaceKey),
       log,
       onVerified: (row, root) => manifest.publishAssets(row, root),

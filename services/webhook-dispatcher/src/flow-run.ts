@@ -16,7 +16,7 @@ import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
-import { WebhookHeader } from "@svc/wire-contract";
+import { EventSource, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import {
@@ -139,6 +139,7 @@ async function publishInChain(
     eventId,
     flowDepth: p.depth + 1,
     flowRoot: root,
+    source: EventSource.flow(p.flowId),
   });
 }
 

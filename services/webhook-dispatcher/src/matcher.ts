@@ -5,6 +5,9 @@
  * acknowledges. A redelivered event (a crash between enqueue and ack) enqueues nothing new, so each
  * (event, subscription) pair becomes exactly one job.
  *
+ * An event whose name does not belong to its source (event-sources.ts) is dropped and counted; when the
+ * verdict could change with a newer view of the installed plugins, that view is fetched once first.
+ *
  * Bad input never blocks the stream: an event whose payload is not JSON, holds a NUL or an unpaired
  * surrogate, is nested too deep, or whose id or workspace header is unusable is dropped (terminated, with
  * a warning). When a batch fails, its events are retried one by one, so that one event the database
@@ -27,8 +30,9 @@ import { eventsSubject, Header } from "@svc/bus";
 import { type Db, isDataException, sqlState } from "@svc/db";
 import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
-import type { Logger } from "@svc/observability";
+import type { Counter, Logger } from "@svc/observability";
 
+import type { EventSources } from "./event-sources.js";
 import { MAX_FLOW_DEPTH } from "./flow-run.js";
 import { type MatchedFlow, matchingFlowsMany } from "./flows.js";
 import { matchingSubscriptionsMany } from "./subscriptions.js";
@@ -50,7 +54,15 @@ const ACK_WAIT_NS = 10_000_000_000;
 export async function startMatcher(
   nc: NatsConnection,
   db: Db,
-  options: { stream: string; prefix: string; log: Logger },
+  options: {
+    stream: string;
+    prefix: string;
+    log: Logger;
+    sources: EventSources;
+    /** Fetches the installed plugins anew (a view asked for after this call). */
+    refreshPlugins: () => Promise<void>;
+    dropped: Counter<"reason">;
+  },
 ) {
   const jsm = await jetstreamManager(nc);
   const eventsPrefix = `${options.prefix}.events.`;
@@ -107,11 +119,38 @@ export async function startMatcher(
     readonly depth: number;
     /** Svc-Flow-Root: the event that started the chain of flows (this event's own id when none did). */
     readonly rootEventId: string;
+    /** Svc-Event-Source: who published it (null: its name's plugin). */
+    readonly source: string | null;
   }
 
-  const drop = (m: JsMsg, eventName: string, reason: string) => {
+  const drop = (m: JsMsg, eventName: string, reason: string, kind: "source" | "malformed" = "malformed") => {
+    options.dropped.labels(kind).inc();
     options.log.warn({ eventName, seq: m.seq, reason }, "dropped an event that cannot be delivered");
     settle(() => m.term());
+  };
+
+  /**
+   * The events whose names belong to their sources; the others are dropped. A verdict that a newer view
+   * of the installed plugins could change (a plugin installed or added to a chain just before it
+   * published) is made again after fetching one, when the view is older than the event.
+   */
+  const admit = async (events: Parsed[]): Promise<Parsed[]> => {
+    const judge = (e: Parsed) => options.sources.judge(e.eventName, e.source, e.workspaceKey);
+    let verdicts = events.map(judge);
+    const stale = events.some((e, i) => {
+      const v = verdicts[i];
+      return v?.ok === false && v.mayBeStale && options.sources.olderThan(e.m.info.timestampNanos / 1e6);
+    });
+    if (stale) {
+      await options.refreshPlugins();
+      verdicts = events.map(judge);
+    }
+    return events.filter((e, i) => {
+      const v = verdicts[i];
+      if (v === undefined || v.ok) return true;
+      drop(e.m, e.eventName, v.reason, "source");
+      return false;
+    });
   };
 
   const parse = (m: JsMsg): Parsed | null => {
@@ -129,6 +168,7 @@ export async function startMatcher(
         data: m.data.length === 0 ? {} : m.json(),
         depth: Math.max(0, Math.min(1_000, Number(m.headers?.get(Header.FlowDepth)) || 0)),
         rootEventId: "",
+        source: m.headers?.get(Header.EventSource) || null,
       };
       parsed = { ...parsed, rootEventId: m.headers?.get(Header.FlowRoot) || parsed.eventId };
     } catch {
@@ -141,6 +181,7 @@ export async function startMatcher(
         eventId: parsed.eventId,
         rootEventId: parsed.rootEventId,
         workspaceKey: parsed.workspaceKey,
+        source: parsed.source,
         data: parsed.data,
       },
       "",
@@ -152,9 +193,10 @@ export async function startMatcher(
     if (
       parsed.eventId.length > 200 ||
       parsed.rootEventId.length > 200 ||
-      (parsed.workspaceKey?.length ?? 0) > 200
+      (parsed.workspaceKey?.length ?? 0) > 200 ||
+      (parsed.source?.length ?? 0) > 200
     ) {
-      drop(m, eventName, "the event id or workspace key is longer than 200 characters");
+      drop(m, eventName, "the event id, workspace key or source is longer than 200 characters");
       return null;
     }
     return parsed;
@@ -162,7 +204,7 @@ export async function startMatcher(
 
   /** One batch: one matching query for its distinct (name, workspace) pairs, one insert, then the acks. */
   const handleBatch = async (batch: JsMsg[]) => {
-    const events = batch.map(parse).filter((e): e is Parsed => e !== null);
+    const events = await admit(batch.map(parse).filter((e): e is Parsed => e !== null));
     const pairKey = (e: { eventName: string; workspaceKey: string | null }) =>
       `${e.eventName}\n${e.workspaceKey ?? ""}`;
     const pairs = [

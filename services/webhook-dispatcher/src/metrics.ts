@@ -9,6 +9,9 @@
  *   in-attempt retries included (`delivered` or `failed`).
  * - `svc_flow_events_over_budget_total`: events flows would have published past the budget of the chain
  *   one event started (`BackendHost__FlowEventBudget`), dropped instead.
+ * - `svc_webhook_events_dropped_total{reason}`: events dropped before matching: `source` (the name does not
+ *   belong to who published it: a plugin's undeclared event or one into a workspace whose chain lacks it, a
+ *   core event from a flow) or `malformed` (not JSON, unsafe text, an over-long id).
  * - `svc_webhook_circuits{state}`: receivers whose circuit is `open` (deliveries wait) or `half_open`
  *   (the next delivery is a trial), read from the state every replica shares: each replica reports the
  *   same number, so dashboards and alerts take `max`.
@@ -17,11 +20,14 @@ import { Counter, Gauge, Histogram, type Registry } from "@svc/observability";
 
 const DELIVERY_OUTCOMES = ["delivered", "failed", "deferred", "refused", "skipped", "error"] as const;
 export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+const DROP_REASONS = ["source", "malformed"] as const;
+export type DropReason = (typeof DROP_REASONS)[number];
 
 export interface WebhookMetrics {
   readonly deliveries: Counter<"outcome">;
   readonly duration: Histogram<"outcome">;
   readonly flowEventsOverBudget: Counter;
+  readonly eventsDropped: Counter<"reason">;
 }
 
 export function createWebhookMetrics(
@@ -61,5 +67,12 @@ export function createWebhookMetrics(
     help: "Events flows would have published past the budget of the chain one event started, dropped.",
     registers: [registry],
   });
-  return { deliveries, duration, flowEventsOverBudget };
+  const eventsDropped = new Counter({
+    name: "svc_webhook_events_dropped_total",
+    help: "Events dropped before matching: reason source (its name does not belong to who published it) or malformed.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  for (const reason of DROP_REASONS) eventsDropped.labels(reason).inc(0);
+  return { deliveries, duration, flowEventsOverBudget, eventsDropped };
 }

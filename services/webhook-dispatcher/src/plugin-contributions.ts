@@ -37,27 +37,44 @@ export async function applyPluginContributions(
   );
 }
 
+/** The catalogue's built-in event names (source `host`, from the migrations): the platform's own events. */
+export async function platformEventNames(db: Db): Promise<ReadonlySet<string>> {
+  const { rows } = await db.query<{ event_name: string }>(
+    sql`SELECT event_name FROM webhook_dispatcher.event_catalog WHERE source = 'host'`,
+  );
+  return new Set(rows.map((r) => r.event_name));
+}
+
 /**
- * Which workspaces may raise each plugin's events (issue 21, item 5): those whose chain holds the plugin
- * while it is entitled there (the contributions' `workspaces`). A flow of a workspace publishes a plugin's
- * event only there; a platform flow, anywhere the plugin is installed. Follows the contributions.
+ * Installed plugins' events: which plugin declares each, and which workspaces may raise it (those whose
+ * chain holds the plugin while it is entitled there, the contributions' `workspaces`). A plugin or a flow
+ * of a workspace publishes a plugin's event only there; a platform flow or a platform-wide event,
+ * anywhere the plugin is installed. Follows the contributions; `viewAt` is when the view was asked for.
  */
 export class PluginEventScopes {
-  private scopes = new Map<string, ReadonlySet<string>>();
+  private scopes = new Map<string, { readonly pluginId: string; readonly workspaces: ReadonlySet<string> }>();
+  /** When the registry was asked for the view applied last (epoch ms; 0: none yet). */
+  viewAt = 0;
 
-  apply(plugins: readonly PluginContribution[]): void {
-    const next = new Map<string, ReadonlySet<string>>();
+  apply(plugins: readonly PluginContribution[], requestedAt = Date.now()): void {
+    const next = new Map<string, { pluginId: string; workspaces: ReadonlySet<string> }>();
     for (const p of plugins) {
       const workspaces = new Set(p.workspaces);
-      for (const name of p.events) next.set(name, workspaces);
+      for (const name of p.events) next.set(name, { pluginId: p.pluginId, workspaces });
     }
     this.scopes = next;
+    this.viewAt = Math.max(this.viewAt, requestedAt);
   }
 
-  /** Whether a flow of `workspaceKey` (null: a platform flow) may publish the plugin event `eventName`. */
+  /** The installed plugin that declares `eventName`, if any. */
+  pluginOf(eventName: string): string | undefined {
+    return this.scopes.get(eventName)?.pluginId;
+  }
+
+  /** Whether `eventName` is a plugin's event raised into `workspaceKey` (null: platform-wide) where it may be. */
   mayRaise(eventName: string, workspaceKey: string | null): boolean {
-    const workspaces = this.scopes.get(eventName);
-    if (workspaces === undefined) return false;
-    return workspaceKey === null || workspaces.has(workspaceKey);
+    const scope = this.scopes.get(eventName);
+    if (scope === undefined) return false;
+    return workspaceKey === null || scope.workspaces.has(workspaceKey);
   }
 }

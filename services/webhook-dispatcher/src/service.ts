@@ -1,6 +1,6 @@
 import "./settings.js";
 
-import { createEventPublisher, ensureBucket } from "@svc/bus";
+import { createEventPublisher, ensureBucket, EventSource } from "@svc/bus";
 import {
   followContributions,
   quietUnlessUp,
@@ -14,13 +14,14 @@ import { circuitBucket, type ServiceDefinition } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey } from "./deliver.js";
+import { EventSources } from "./event-sources.js";
 import { pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
 import { createWebhookMetrics } from "./metrics.js";
-import { applyPluginContributions, PluginEventScopes } from "./plugin-contributions.js";
+import { applyPluginContributions, platformEventNames, PluginEventScopes } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
 import * as subs from "./subscriptions.js";
 
@@ -50,7 +51,7 @@ export const webhookDispatcherService: ServiceDefinition = {
     const openCircuits = () =>
       ensureBucket(nc, circuitBucket(config.subjectPrefix), { history: 1, ttl: CIRCUIT_STATE_TTL_MS });
     // Circuit-opened events and the events flows publish.
-    const circuitEvents = createEventPublisher(nc, config.subjectPrefix);
+    const circuitEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
     const breaker = new CircuitBreaker(
       await openCircuits(),
       b.webhookCircuitFailureThreshold,
@@ -123,23 +124,26 @@ export const webhookDispatcherService: ServiceDefinition = {
     );
     pruning.unref();
     await worker.start();
-    const matcher = await startMatcher(nc, db, {
-      stream: config.eventsStream,
-      prefix: config.subjectPrefix,
-      log,
-    });
-    // A server that lost its store lost the consumer too: the runtime makes the stream again, this the
-    // consumer (the matcher's loop re-binds to it).
-    await provision("event consumer", () => matcher.ensureConsumer());
     // Installed plugins' sensitive fields and event names (and their removal on uninstall).
     const plugins = followContributions(
       bus,
-      async (list) => {
-        pluginEvents.apply(list);
+      async (list, requestedAt) => {
+        pluginEvents.apply(list, requestedAt);
         await applyPluginContributions(db, list);
       },
       quietUnlessUp(log),
     );
+    const matcher = await startMatcher(nc, db, {
+      stream: config.eventsStream,
+      prefix: config.subjectPrefix,
+      log,
+      sources: new EventSources(await platformEventNames(db), pluginEvents),
+      refreshPlugins: () => plugins.sync(),
+      dropped: outbound.metrics.eventsDropped,
+    });
+    // A server that lost its store lost the consumer too: the runtime makes the stream again, this the
+    // consumer (the matcher's loop re-binds to it).
+    await provision("event consumer", () => matcher.ensureConsumer());
     return {
       // Stop taking events first, then let running deliveries finish and release queued ones.
       beforeDrain: async () => {

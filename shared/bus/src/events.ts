@@ -22,11 +22,24 @@ export interface EventPublisher {
     eventName: string,
     workspaceKey: string | null,
     payload: unknown,
-    options?: { eventId?: string; occurredAt?: Date; flowDepth?: number; flowRoot?: string },
+    options?: PublishOptions,
   ): Promise<PublishedEvent>;
 }
 
-export function createEventPublisher(nc: NatsConnection, prefix: string): EventPublisher {
+export interface PublishOptions {
+  readonly eventId?: string;
+  readonly occurredAt?: Date;
+  readonly flowDepth?: number;
+  readonly flowRoot?: string;
+  /** `Svc-Event-Source` of this event, when not the publisher's own (the runtime publishes for plugins). */
+  readonly source?: string;
+}
+
+/**
+ * A publisher onto the events stream; `source` (`EventSource`) says who publishes: the webhook dispatcher
+ * drops an event whose name does not belong to it.
+ */
+export function createEventPublisher(nc: NatsConnection, prefix: string, source: string): EventPublisher {
   const js = jetstream(nc);
   return {
     async publish(eventName, workspaceKey, payload, options = {}) {
@@ -34,6 +47,7 @@ export function createEventPublisher(nc: NatsConnection, prefix: string): EventP
         throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
       const eventId = options.eventId ?? randomUUID();
       const h = natsHeaders();
+      h.set(Header.EventSource, options.source ?? source);
       if (workspaceKey !== null) h.set(Header.WorkspaceKey, workspaceKey);
       h.set(Header.OccurredAt, (options.occurredAt ?? new Date()).toISOString());
       if (options.flowDepth !== undefined && options.flowDepth > 0)

@@ -20,7 +20,12 @@ export {
   natsAuthOptions,
   natsIsReachable,
 } from "./connect.js";
-export { createEventPublisher, type EventPublisher, type PublishedEvent } from "./events.js";
+export {
+  createEventPublisher,
+  type EventPublisher,
+  type PublishedEvent,
+  type PublishOptions,
+} from "./events.js";
 export {
   type FollowedEvent,
   type FollowedEvents,
@@ -43,6 +48,7 @@ export {
 // routes (principal, request, reply): any NATS client sends and receives the same shapes.
 export {
   EVENT_NAME_PATTERN,
+  EventSource,
   eventsSubject,
   Header,
   type Principal,

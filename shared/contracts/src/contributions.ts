@@ -16,13 +16,15 @@ export interface ContributionFollower {
 
 export function followContributions(
   bus: Bus,
-  apply: (plugins: readonly PluginContribution[]) => Promise<void>,
+  /** `requestedAt`: when the registry was asked for this list (epoch ms). */
+  apply: (plugins: readonly PluginContribution[], requestedAt: number) => Promise<void>,
   onError: (error: unknown) => void,
   intervalMs = 30_000,
 ): ContributionFollower {
   const sync = coalesce(async () => {
+    const requestedAt = Date.now();
     const { plugins } = await bus.request("plugin-registry.contributions.list", {});
-    await apply(plugins);
+    await apply(plugins, requestedAt);
   });
   const quiet = () => void sync().catch(onError);
   bus.onBroadcast("plugin-registry.contributions.changed", quiet);

@@ -23,6 +23,7 @@ import {
   createEventPublisher,
   EVENT_NAME_PATTERN,
   type EventPublisher,
+  EventSource,
   isNatsConnected,
 } from "@svc/bus";
 import { type Db, type Listener, listenForNotifications, type Queries, raw, sql } from "@svc/db";
@@ -75,7 +76,7 @@ export class Outbox {
     if (!/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new Error(`invalid schema ${options.schema}`);
     this.table = raw(`${options.schema}.outbox`);
     this.channel = `${options.schema}_outbox`;
-    this.publisher = createEventPublisher(options.nc, options.subjectPrefix);
+    this.publisher = createEventPublisher(options.nc, options.subjectPrefix, EventSource.Platform);
   }
 
   /** Records an event inside the caller's transaction: it is published only if that transaction commits. */

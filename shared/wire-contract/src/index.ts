@@ -31,6 +31,12 @@ export const Header = {
   FlowDepth: "Svc-Flow-Depth",
   /** The id of the event that started a chain of flows; set by the platform only (a chain's budget). */
   FlowRoot: "Svc-Flow-Root",
+  /**
+   * Who published an event: `platform` (a platform service), `plugin:<pluginId>` or `flow:<flowId>`
+   * ({@link EventSource}). Without it an event counts as its name's plugin's. The webhook dispatcher
+   * drops, and counts, an event whose name does not belong to its source.
+   */
+  EventSource: "Svc-Event-Source",
   /** JetStream de-duplication id of a published event: one per logical event. */
   MsgId: "Nats-Msg-Id",
   /**
@@ -60,6 +66,16 @@ export const WebhookHeader = {
 } as const;
 /** One of the `WebhookHeader` names. */
 export type WebhookHeader = (typeof WebhookHeader)[keyof typeof WebhookHeader];
+
+/** The `Svc-Event-Source` of an event: who published it. */
+export const EventSource = {
+  /** A platform service: only the platform's own events (the catalogue's built-in names). */
+  Platform: "platform",
+  /** A plugin: only the `<pluginId>.` events it declares, platform-wide or into a workspace whose chain holds it. */
+  plugin: (pluginId: string): string => `plugin:${pluginId}`,
+  /** A flow: `flow.<name>` events, or a plugin's events where its workspace may raise them. */
+  flow: (flowId: string): string => `flow:${flowId}`,
+} as const;
 
 /** An event name: 1 to 120 letters, digits, `_`, `.` or `-` (spec 8; subscriptions may also use `*`). */
 export const EVENT_NAME_PATTERN: RegExp = /^[\w.-]{1,120}$/;

@@ -8,7 +8,7 @@
 import type { EventPublisher } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
 import type { Logger } from "@svc/observability";
-import { pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
+import { EventSource, pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
 import type { ExtractionCache } from "./cache.js";
@@ -236,7 +236,9 @@ export class PluginRuntime {
         `the plugin is not in workspace '${event.workspaceKey}''s chain (or not entitled there): it cannot publish into it`,
       );
     }
-    await this.o.events.publish(event.eventName, event.workspaceKey, event.payload);
+    await this.o.events.publish(event.eventName, event.workspaceKey, event.payload, {
+      source: EventSource.plugin(pluginId),
+    });
     this.o.log.debug({ pluginId, eventName: event.eventName }, "plugin event published");
   }
 }

@@ -3,6 +3,9 @@
  * database statements (with their literals) and the NATS requests with timings, and stops by itself at its
  * time or entry limit; only `diagnostics.record` reads it.
  */
+import { connectNats } from "@svc/bus";
+import { createLogger } from "@svc/observability";
+import { diagnosticsSubject } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { rbacService } from "@svc/service-rbac";
@@ -107,12 +110,32 @@ describe("the diagnostics recorder", () => {
     // It stops by itself when its time is up; later work adds nothing.
     const stopped = await eventually(recording, (r) => r.status === "stopped", 8_000, 200);
     expect(stopped.stopReason).toBe("time");
-    await new Promise((r) => setTimeout(r, 300));
     const count = (await recording()).entryCount;
     await signIn("diag-after-the-end");
-    await new Promise((r) => setTimeout(r, 300));
-    const after = await recording();
-    expect(after.entryCount).toBe(count);
+    // A marker entry published after the sign-in answered: rbac publishes an entry before its reply, on
+    // one connection, so had it recorded the sign-in, that entry would be stored before the marker.
+    const nc = await connectNats({
+      url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
+      name: "diagnostics marker",
+      logger: createLogger("t", "silent"),
+    });
+    nc.publish(
+      diagnosticsSubject(h.env.SVC_SUBJECT_PREFIX as string),
+      JSON.stringify({
+        recordingId: stopped.id,
+        atUtc: new Date().toISOString(),
+        service: "test",
+        instance: "test",
+        kind: "nats",
+        text: "marker",
+        durationMs: 1,
+        outcome: "ok",
+      }),
+    );
+    await nc.drain();
+    const after = await eventually(recording, (r) => r.items.some((e) => e.text === "marker"));
+    expect(after.entryCount).toBe(count + 1);
     expect(after.items.some((e) => e.text.includes("diag-after-the-end"))).toBe(false);
   });
 

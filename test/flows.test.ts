@@ -58,6 +58,28 @@ const countEvents = async (eventName: string) => {
   return info.state.subjects?.[`${h.env.SVC_SUBJECT_PREFIX}.events.${eventName}`] ?? 0;
 };
 
+/**
+ * Flows have settled: no run waits or runs, and the dispatcher has matched (and acknowledged) every event
+ * on the stream. A run publishes before it finishes, and an event's runs are enqueued before it is
+ * acknowledged, so when both hold (checked runs, events, runs again) no run or event is still to come.
+ */
+const flowsQuiet = (flowIds: readonly string[]) => async () => {
+  const busy = async () =>
+    (
+      await h.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM job_reaper.jobs
+         WHERE type = 'flow.run' AND status IN ('Pending', 'Running') AND payload->>'flowId' = ANY($1)`,
+        [flowIds],
+      )
+    )[0]?.n ?? 1;
+  if ((await busy()) > 0) return false;
+  const consumer = await (
+    await jetstreamManager(nc)
+  ).consumers.info(h.env.SVC_EVENTS_STREAM as string, "webhook-dispatcher");
+  if (consumer.num_pending > 0 || consumer.num_ack_pending > 0) return false;
+  return (await busy()) === 0;
+};
+
 beforeAll(async () => {
   await h.start(rbacService, extra);
   await h.start(jobReaperService, extra);
@@ -350,8 +372,7 @@ describe("flow runs", () => {
       { n: 1 },
     );
     await until(async () => (await countEvents("flow.amp")) >= 16, 20_000);
-    // Give the runs still queued the time they would need to publish more.
-    await new Promise((r) => setTimeout(r, 2_000));
+    await until(flowsQuiet(ids), 20_000, 100);
     expect(await countEvents("flow.amp")).toBe(16);
     const over = dispatcher.deps.metrics.getSingleMetric("svc_flow_events_over_budget_total");
     expect((await over?.get())?.values[0]?.value).toBeGreaterThan(0);
@@ -419,8 +440,14 @@ describe("flow runs", () => {
     await events.publish("flow.cb", "cb", { n: 2 });
     // Each run's attempt tries three times (two in-attempt retries on a 5xx), then counts one failure.
     await failing.waitFor(6);
-    // Two failures opened the circuit: the next run is deferred without calling the receiver.
-    await new Promise((r) => setTimeout(r, 300));
+    // Two failures opened the circuit (each counted before its run's attempt is written back): the next
+    // run is deferred without calling the receiver.
+    await until(async () => {
+      const rows = await h.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM job_reaper.jobs WHERE type = 'flow.run' AND last_error IS NOT NULL`,
+      );
+      return (rows[0]?.n ?? 0) >= 2;
+    }, 20_000);
     const calls = failing.received.length;
     await events.publish("flow.cb", "cb", { n: 3 });
     await until(async () => {
@@ -448,8 +475,7 @@ describe("flow runs", () => {
       { n: 1 },
     );
     await until(async () => (await countEvents("flow.ping")) >= 4, 20_000);
-    // Give a fourth run the time it would need to appear.
-    await new Promise((r) => setTimeout(r, 1_500));
+    await until(flowsQuiet([flowId]), 20_000, 100);
     const runs = await h.sql<{ n: number }>(
       `SELECT count(*)::int AS n FROM job_reaper.jobs WHERE type = 'flow.run' AND payload->>'flowId' = $1`,
       [flowId],

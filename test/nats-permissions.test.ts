@@ -81,6 +81,8 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
   const signer = fixtureSigner();
   let base = "";
   let operator = "";
+  /** The plugin registry's log lines (JSON). */
+  const registryLog: string[] = [];
   const credential = (service: string): Record<string, string> =>
     model === "static"
       ? { NATS_NKEY_SEED_FILE: join(dir, `${service}.nk`) }
@@ -161,7 +163,11 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const as = (service: string) => ({ ...common, ...credential(service) });
     await h.start(rbacService, as("rbac"));
     await h.start(resolverService, as("resolver"));
-    await h.start(pluginRegistryService, { ...as("plugin-registry"), ...pluginCredentials() });
+    await h.start(
+      pluginRegistryService,
+      { ...as("plugin-registry"), ...pluginCredentials(), LOG_LEVEL: "info" },
+      { logTo: { write: (line: string) => void registryLog.push(line) } },
+    );
     await h.start(webhookDispatcherService, as("webhook-dispatcher"));
     await h.start(jobReaperService, as("job-reaper"));
     base = (await h.start(gatewayService, as("gateway"))).hooks.httpAddress as string;
@@ -209,8 +215,16 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     expect((await api("GET", "/api/config/effective", operator)).status).toBe(200);
     await installAndGreet(base, operator);
     if (model === "decentralized") {
-      // Past the first minted user's expiry: the plugin answers on the renewed one.
-      await new Promise((r) => setTimeout(r, 6_000));
+      // Past the expiry of a minted user the registry has replaced: the plugin answers on the renewed one.
+      const replacedAndExpired = () =>
+        registryLog.some((line) => {
+          const entry = JSON.parse(line) as { msg?: string; replacedExpiresAt?: string };
+          return (
+            entry.msg === "renewed a plugin's NATS credentials" &&
+            Date.parse(entry.replacedExpiresAt ?? "") < Date.now()
+          );
+        });
+      await until(async () => replacedAndExpired(), 15_000, 100);
       for (let i = 0; i < 5; i++) {
         const again = await api("GET", "/api/plugins/hello/greeting", operator);
         expect(again.status, again.text).toBe(200);

@@ -52,8 +52,10 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
     expect((await roles()).status).toBe(200);
 
     await nats.kill();
-    // Let the clients notice, and the cached resolution pass its 200 ms lifetime.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The gateway's client noticed (an operator route answers 503), and the cached resolution is past its
+    // 200 ms lifetime.
+    await until(async () => (await roles()).status === 503, 10_000, 50);
+    await new Promise((r) => setTimeout(r, 250));
 
     for (const call of [
       roles,

@@ -92,7 +92,6 @@ describe("issue 9, point 1: the transactional outbox", () => {
       })
       .catch(() => undefined);
     expect(await a.pending()).toBe(40);
-    await new Promise((r) => setTimeout(r, 1_000));
     // Back with an empty store: the stream is made again (a service's provisioner does it in production).
     await nats.start();
     await until(
@@ -107,6 +106,9 @@ describe("issue 9, point 1: the transactional outbox", () => {
     const ids = await streamed("outbox.tested");
     expect(ids.sort()).toEqual([...recorded].sort());
     expect(a.relayed + b.relayed).toBe(40);
+    // Only the next tests' relays run on rbac's outbox from here on.
+    await a.stop();
+    await b.stop();
   }, 60_000);
 
   it("an event recorded by a process that died before publishing is relayed by the next start of rbac", async () => {
@@ -130,6 +132,8 @@ describe("issue 9, point 1: the transactional outbox", () => {
     expect(created.status).toBe(201);
     await until(async () => (await streamed("user.created")).length === 2, 15_000);
     expect((await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM rbac.outbox`)).n).toBe(0);
+    // The next test's relay is the only one on rbac's outbox.
+    await h.stopAll();
   }, 60_000);
 
   it("holds no transaction while it waits for JetStream; terminated connections fail the pass, not the process", async () => {
@@ -161,7 +165,15 @@ describe("issue 9, point 1: the transactional outbox", () => {
         db.any<{ pid: number }>(sql`
           SELECT pid FROM pg_stat_activity
           WHERE application_name = 'outbox-relay-22' AND datname = current_database() AND state = ${state}`);
-      await new Promise((r) => setTimeout(r, 500));
+      // The pass has claimed the rows and now waits for JetStream: no transaction of it is open meanwhile.
+      await until(
+        async () =>
+          (
+            await db.one<{ n: number }>(
+              sql`SELECT count(*)::int AS n FROM rbac.outbox WHERE claimed_until > now()`,
+            )
+          ).n === 3,
+      );
       expect(await sessions("idle in transaction")).toEqual([]);
       // Every connection of the relay's pool is terminated while it waits.
       await db.query(sql`

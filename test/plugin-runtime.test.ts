@@ -364,7 +364,6 @@ describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
     expect((await api("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
       chain: [{ pluginId: "hello" }],
     });
-    await new Promise((r) => setTimeout(r, 300));
     expect(await keys()).toEqual(["webhook.read"]);
 
     // Active and in the chain: its keys join the session.
@@ -373,6 +372,11 @@ describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
       "hello.greeting.read",
       "webhook.read",
     ]);
+    // In the chain but inactive: nothing (seen leaving, not assumed after a pause).
+    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
+    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toContain("hello.greeting.read");
 
     // Out of the chain again: gone, though still active.
     expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);

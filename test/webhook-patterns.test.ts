@@ -138,7 +138,26 @@ describe("issue 33, item 12: no delivery loop", () => {
       10_000,
       100,
     );
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Any event about it was published before it was marked announced; a workspace created now raises an
+    // event after it, and once that one is matched (its jobs are enqueued together), every earlier one was.
+    expect((await api("POST", "/api/tenants", { tenantKey: "loop-sentinel", name: "Sentinel" })).status).toBe(
+      201,
+    );
+    const sentinel = await api("PUT", "/api/workspaces/loop-sentinel-ws", {
+      tenantKey: "loop-sentinel",
+      name: "Sentinel",
+    });
+    expect(sentinel.status, sentinel.text).toBe(201);
+    await until(
+      async () =>
+        ((
+          await h.sql<{ n: number }>(
+            "SELECT count(*)::int AS n FROM job_reaper.jobs WHERE type = 'webhook.deliver' AND payload->>'workspaceKey' = 'loop-sentinel-ws'",
+          )
+        )[0]?.n ?? 0) > 0,
+      10_000,
+      100,
+    );
     expect((await deadLetterDeliveries()).length).toBe(2);
   });
 });

@@ -253,7 +253,8 @@ describe("delivery", () => {
     await events.publish("user.updated", "other", { n: 1 });
     await events.publish("user.updated", "acme", { n: 2 });
     await receiver.waitFor(1);
-    await new Promise((r) => setTimeout(r, 300));
+    // Events are matched in the order they were published: the other workspace's, first, made no job.
+    expect(await db.one(sql`SELECT count(*)::int AS n FROM job_reaper.jobs`)).toEqual({ n: 1 });
     expect(receiver.received.map((r) => JSON.parse(r.body).data.n)).toEqual([2]);
   });
 
@@ -395,8 +396,6 @@ describe("delivery", () => {
     expect(await circuitsNotClosed()).toBe(before.circuits + 1);
     // After the open period a trial goes through; success closes the circuit and the rest follow.
     own.respond = () => ({ status: 200 });
-    await new Promise((r) => setTimeout(r, 1_600));
-    await hurry();
     await until(async () => {
       await hurry();
       return (
@@ -515,18 +514,27 @@ describe("delivery", () => {
     // And events published while disabled produce no job at all.
     const other = await subscribe({ eventName: "user.updated" });
     await api("PUT", `/api/webhooks/${other.id}/activation?isActive=false`);
+    await subscribe({ eventName: "user.deleted" });
     await events.publish("user.updated", null, {});
-    await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.received).toHaveLength(0);
+    // Published after it and matched after it: once this one is delivered, the other was matched too.
+    await events.publish("user.deleted", null, {});
+    await receiver.waitFor(1);
+    expect(receiver.received.map((r) => r.headers["x-svc-event"])).toEqual(["user.deleted"]);
+    expect(
+      await db.one(
+        sql`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE payload->>'subscriptionId' = ${other.id}`,
+      ),
+    ).toEqual({ n: 0 });
   });
 
   it("enqueues one delivery per event and subscription, even when the event is published twice", async () => {
     await subscribe({ eventName: "user.created" });
     await events.publish("user.created", null, { n: 1 }, { eventId: "fixed-event-id" });
     await events.publish("user.created", null, { n: 1 }, { eventId: "fixed-event-id" });
-    await receiver.waitFor(1);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.received).toHaveLength(1);
-    expect(await db.one(sql`SELECT count(*)::int AS n FROM job_reaper.jobs`)).toEqual({ n: 1 });
+    // A later event: once it is delivered, both copies before it were matched.
+    await events.publish("user.created", null, { n: 2 });
+    await receiver.waitFor(2);
+    expect(await db.one(sql`SELECT count(*)::int AS n FROM job_reaper.jobs`)).toEqual({ n: 2 });
+    expect(receiver.received.map((r) => JSON.parse(r.body).data.n).sort()).toEqual([1, 2]);
   });
 });

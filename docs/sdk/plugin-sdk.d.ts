@@ -45,7 +45,7 @@ export declare type JsonValue = string | number | boolean | null | readonly Json
  */
 export declare const PLUGIN_CONTRACT_VERSION = "1.0";
 
-/** `registry.json`, the plugin descriptor (spec 2.6); its JSON Schema is `docs/schemas/registry.schema.json`. */
+/** `registry.json`, the plugin descriptor; its JSON Schema is `docs/schemas/registry.schema.json`. */
 export declare interface PluginDescriptor {
     readonly $schema?: string;
     /** The plugin contract built against ({@link PLUGIN_CONTRACT_VERSION}). */
@@ -74,7 +74,7 @@ export declare interface PluginDescriptor {
     readonly sensitiveFields?: readonly string[];
     /** Permission keys the plugin declares: `<pluginId>.<resource>.<create|read|update|delete|execute>`. */
     readonly permissions?: readonly string[];
-    /** Keys the plugin's admin-API extension contributes (spec 5.5.3). */
+    /** Keys the plugin's admin-API extension contributes: inside the plugin's namespace, any last segment. */
     readonly adminApi?: {
         readonly permissions?: readonly string[];
     };
@@ -118,7 +118,7 @@ export declare interface PluginEvent {
     readonly payload: unknown;
 }
 
-/** The publisher contract of spec 6.2. */
+/** The publisher contract: event name, workspace key (null: platform-wide), payload. */
 export declare interface PluginEvents {
     /** Publishes durably to the platform's event stream; resolves once stored. */
     publish(eventName: string, workspaceKey: string | null, payload: unknown): Promise<void>;
@@ -174,7 +174,7 @@ export declare type PluginRequest = PluginHttpRequest;
 /** A full answer; `headers` names must be letters, digits and `-` (others are dropped). */
 export declare type PluginResponse = PluginHttpReply;
 
-/** A route the plugin serves at `/api/plugins/<pluginId><path>` (spec 4.5). */
+/** A route the plugin serves at `/api/plugins/<pluginId><path>`. */
 export declare interface PluginRouteDeclaration {
     readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
     /** Starts with `/`; `:name` segments are parameters. */
@@ -201,7 +201,7 @@ export declare interface PluginRouteRef {
 export declare interface Principal {
     /** The user id, or the API client's id. */
     readonly subject: string;
-    /** null: no scope claim, which never grants platform reach (spec 5.2.4). */
+    /** null: no scope claim, which never grants platform reach. */
     readonly scope: Scope | null;
     /** The workspace of a workspace-scoped session; null for platform sessions. */
     readonly workspaceKey: string | null;
@@ -219,7 +219,7 @@ export declare type PublisherDecorator = (event: PluginEvent, next: (event: Plug
 /** A route handler: a method of the entry object that registry.json's `routes[].handler` names. */
 export declare type RouteHandler = (request: PluginRequest) => HandlerResult | Promise<HandlerResult>;
 
-/** Session scope (spec 5.2). */
+/** Session scope: the whole platform, or one workspace. */
 export declare const Scope: {
     readonly Platform: "platform";
     readonly Workspace: "workspace";
@@ -228,7 +228,7 @@ export declare const Scope: {
 /** `platform` or `workspace`. */
 export declare type Scope = (typeof Scope)[keyof typeof Scope];
 
-/** `plugin.signature.json`, the signed content manifest (spec 5.7). */
+/** `plugin.signature.json`, the signed content manifest. */
 export declare interface SignatureManifest {
     readonly schemaVersion: string;
     readonly pluginId: string;

@@ -24,7 +24,7 @@ export declare interface ErrorReplyBody {
     readonly [member: string]: unknown;
 }
 
-/** An event name: 1 to 120 letters, digits, `_`, `.` or `-` (spec 8; subscriptions may also use `*`). */
+/** An event name: 1 to 120 letters, digits, `_`, `.` or `-` (subscriptions may also use `*`). */
 export declare const EVENT_NAME_PATTERN: RegExp;
 
 /** The `Svc-Event-Source` of an event: who published it. */
@@ -73,7 +73,7 @@ export declare const Header: {
     /**
      * On operator route requests sent with an `Idempotency-Key`: the key as the gateway scoped it to its
      * caller (a digest), and a digest of the request it came with. The owning service keeps the outcome
-     * under it, in the same transaction as the change (issue 22, item 3).
+     * under it, in the same transaction as the change.
      */
     readonly IdempotencyKey: "Svc-Idempotency-Key";
     readonly IdempotencyFingerprint: "Svc-Idempotency-Fingerprint";
@@ -136,7 +136,7 @@ export declare interface PluginRouteRef {
 export declare interface Principal {
     /** The user id, or the API client's id. */
     readonly subject: string;
-    /** null: no scope claim, which never grants platform reach (spec 5.2.4). */
+    /** null: no scope claim, which never grants platform reach. */
     readonly scope: Scope | null;
     /** The workspace of a workspace-scoped session; null for platform sessions. */
     readonly workspaceKey: string | null;
@@ -163,7 +163,7 @@ export declare interface RouteRequest<P = Record<string, string>, Q = Record<str
     readonly body: B;
 }
 
-/** Session scope (spec 5.2). */
+/** Session scope: the whole platform, or one workspace. */
 export declare const Scope: {
     readonly Platform: "platform";
     readonly Workspace: "workspace";
@@ -172,7 +172,7 @@ export declare const Scope: {
 /** `platform` or `workspace`. */
 export declare type Scope = (typeof Scope)[keyof typeof Scope];
 
-/** The JSON body of a webhook delivery (spec 6.3). */
+/** The JSON body of a webhook delivery. */
 export declare interface WebhookDelivery<T = unknown> {
     readonly event: string;
     /** null for a platform-wide event. */

@@ -64,7 +64,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   app.setValidatorCompiler(validatorCompiler());
   // The principal of every operator request it forwards is signed with a key of this process, whose public
-  // half is in the principal keys bucket (issue 23, item 5): the owning service acts on nothing else.
+  // half is in the principal keys bucket: the owning service acts on nothing else.
   const signer = new GatewayPrincipalSigner(deps.nc, config.subjectPrefix);
   await deps.provision("gateway principal key", () => signer.publish());
   deps.bus.principalSigner = signer;
@@ -92,7 +92,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   app.decorate("beginDrain", () => {
     draining = true;
   });
-  // While draining, every answer closes its connection (issue 22, item 5): a keep-alive client opens a
+  // While draining, every answer closes its connection: a keep-alive client opens a
   // new one for its next request (which the load balancer sends elsewhere), so when the listener closes
   // no idle kept-alive connection is left to be reset under a request.
   app.addHook("onSend", async (_request, reply, payload) => {

@@ -8,7 +8,7 @@
  * service, which keeps every keyed write's outcome in the transaction of its change (the key and digest
  * travel in `Svc-Idempotency-Key` and `Svc-Idempotency-Fingerprint`; @svc/runtime's keyed-writes.ts): a
  * commit made just before a 504, or whose answer was lost with a killed process, is replayed, not run
- * again; so is every answer after NATS lost this bucket (issue 22, item 3).
+ * again; so is every answer after NATS lost this bucket.
  */
 import { createHash } from "node:crypto";
 

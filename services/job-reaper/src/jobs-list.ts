@@ -10,7 +10,7 @@ type JobsList = (typeof jobRoutes)["jobs.list"];
 const JOBS: Listing = { tag: "jobs", kinds: ["bigint"] };
 
 /**
- * The jobs list (spec 2.4, 8). The caller's reach decides which jobs it sees: a platform session sees all
+ * The jobs list. The caller's reach decides which jobs it sees: a platform session sees all
  * (and may filter by workspace); a workspace session only its workspace's.
  */
 export async function listJobsFor(

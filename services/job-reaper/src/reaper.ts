@@ -4,7 +4,7 @@ import { reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
 
 /**
- * Sweeps expired leases every `intervalMs` (spec 3.1): attempts left → Pending (reclaimable at once), none
+ * Sweeps expired leases every `intervalMs`: attempts left → Pending (reclaimable at once), none
  * left → Failed. Several replicas may sweep at the same time: rows are taken with SKIP LOCKED, so each
  * expired lease is handled by exactly one sweep.
  */
@@ -34,7 +34,7 @@ async function announceDeadLetters(db: Db, events: EventPublisher): Promise<numb
       WHERE status = 'Failed' AND announced_at IS NULL
       ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`);
     for (const r of rows) {
-      // No delivery loop (issue 33, item 12): a failed delivery of an event that is itself about
+      // No delivery loop: a failed delivery of an event that is itself about
       // deliveries is not announced again (it stays listed as Failed in GET /api/jobs); otherwise every
       // failing `*` subscription would feed every other one, without end.
       if (r.delivered_event !== null && ABOUT_DELIVERIES.has(r.delivered_event)) continue;

@@ -1,5 +1,5 @@
 /**
- * The diagnostics recorder's API (issue 14, item 6; permission `diagnostics.record` only):
+ * The diagnostics recorder's API (permission `diagnostics.record` only):
  * - `POST /api/diagnostics/recorder/start` writes a new recording into the KV key every replica's tap
  *   watches (shared/runtime/src/diagnostics.ts), after emptying the entries stream and bounding it to the
  *   recording's entry limit (the stream refuses entries past it). One recording at a time: 409 while one

@@ -16,7 +16,7 @@ import { Recorder } from "./recorder.js";
  */
 export const jobReaperService: ServiceDefinition = {
   name: ServiceName.JobReaper,
-  // A keyed write's outcome is kept in the transaction of its change (issue 22, item 3).
+  // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, nc, config, log, metrics, provision }) {
     serveRoute(bus, jobRoutes["jobs.list"], async ({ principal, query }) => ({

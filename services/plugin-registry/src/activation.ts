@@ -1,5 +1,5 @@
 /**
- * Activation and deactivation (issue 12, item 1), and what the runtime reports when it stops a plugin.
+ * Activation and deactivation, and what the runtime reports when it stops a plugin.
  * States (docs/plugins.md): `inactive` → activate → `active` → deactivate → `inactive`; the runtime moves
  * an `active` plugin to `failed` (crash, hang, memory, exit); activate moves a `failed` one back to
  * `active`. Each move is serialised per plugin across replicas (the plugin's advisory lock), and the
@@ -95,7 +95,7 @@ async function providedByOthers(tx: Queries, id: string): Promise<Set<string>> {
 }
 
 /**
- * `requiresCapabilities` (issue 33, item 10): a plugin is activated only when every capability it requires
+ * `requiresCapabilities`: a plugin is activated only when every capability it requires
  * is provided by an active plugin (or by itself); otherwise a 422 naming the first one missing.
  */
 async function requireCapabilities(tx: Queries, plugin: PluginRow): Promise<void> {

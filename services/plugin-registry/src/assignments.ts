@@ -1,5 +1,5 @@
 /**
- * A workspace's plugin chain (issue 12, item 2; spec 2.2 UiChain): the ordered plugins the workspace uses,
+ * A workspace's plugin chain: the ordered plugins the workspace uses,
  * `chain[0]` the primary. The PUT replaces the whole chain. Only installed plugins the workspace is
  * entitled to can join a chain, and a workspace session (a tenant's own admin) may put in only plugins
  * delegated to its tenant. Uninstalling a plugin takes it out of every chain. The public ui-chain route and
@@ -70,7 +70,7 @@ export const putChain: Handler<"assignments.put"> = async (deps, req) => {
     );
     const installed = new Set(known.map((r) => r.plugin_id));
     const violations: Array<{ field: string; message: string }> = [];
-    // A workspace session changes only delegated entries (issue 34, item 12): what the platform put in the
+    // A workspace session changes only delegated entries: what the platform put in the
     // chain and never delegated stays, in the same order (and may stay although not delegated).
     const fixed: string[] = [];
     if (tenantAdmin) {
@@ -109,7 +109,7 @@ export const putChain: Handler<"assignments.put"> = async (deps, req) => {
   return { status: 200, body: body(wk, await chainOf(deps.db, wk)) };
 };
 
-/** Spec 2.2 UiChain's chain: the workspace's active, entitled plugins in order (chain[0] the primary). */
+/** The public UI chain: the workspace's active, entitled plugins in order (chain[0] the primary). */
 export async function publicChain(db: Queries, workspaceKey: string): Promise<string[]> {
   if (typeof workspaceKey !== "string" || workspaceKey.length > 63) return [];
   const rows = await db.any<{ plugin_id: string }>(sql`

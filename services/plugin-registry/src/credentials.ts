@@ -1,5 +1,5 @@
 /**
- * NATS credentials for external plugin backends (issue 23, item 4; docs/wire-contract.md): an operator
+ * NATS credentials for external plugin backends (docs/wire-contract.md): an operator
  * issues, lists and revokes them; each is a NATS user minted by the registry's plugin signing key with
  * exactly what an activation's user has (`pluginPermissions`: the plugin's route subject in its queue
  * group, its inbox, the events its registry.json declares). The seed is shown once and never stored.

@@ -1,5 +1,5 @@
 /**
- * Entitlements and delegations (issue 12, item 2; docs/plugins.md "Entitlements").
+ * Entitlements and delegations (docs/plugins.md "Entitlements").
  *
  * A workspace may use an `application` plugin only while it is entitled: by a grant to the workspace or
  * to its tenant that has not expired. A `system` plugin is entitled everywhere. Grants come from operators

@@ -1,6 +1,6 @@
 /**
  * Opening a plugin package for install or for a later load: its bytes from the package object store,
- * unpacked into a private temporary directory, verified (spec 5.7) and its registry.json validated.
+ * unpacked into a private temporary directory, verified and its registry.json validated.
  * Every refusal is a 422 `SVC_PLUGIN_REFUSED` naming the reason; the directory is removed afterwards.
  */
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";

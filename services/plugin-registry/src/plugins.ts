@@ -1,5 +1,5 @@
 /**
- * Installing, updating, listing and uninstalling plugins (issue 11): from an upload, the host's disk or
+ * Installing, updating, listing and uninstalling plugins: from an upload, the host's disk or
  * the feed. Installs and uninstalls of one plugin id are serialised across replicas (a transaction-scoped
  * advisory lock).
  */

@@ -24,7 +24,7 @@ import { openPackage, storedPackage } from "./packages.js";
 type Verified = { signed: boolean; failure?: undefined } | { failure: SvcError };
 
 /**
- * Verification results by package hash and trust settings (issue 34, item 12): the report unpacked and
+ * Verification results by package hash and trust settings: the report unpacked and
  * re-verified every stored package on each call. A package's bytes never change under its hash, so the
  * answer changes only with the trust settings, which are part of the key.
  */
@@ -227,7 +227,7 @@ export async function contributions(db: Queries) {
 }
 
 /**
- * Rehydration (spec 5.7.4): at every start the registry loads each stored package again and verifies it
+ * Rehydration: at every start the registry loads each stored package again and verifies it
  * with the current trust settings (revoked signers and content, trusted signers). A package that fails is
  * marked refused with its reason (it cannot be activated) and the failure is audited; one that passes again
  * is trusted again.

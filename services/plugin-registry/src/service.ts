@@ -21,7 +21,7 @@ import { decodeRenderRequest, renderSurface } from "./surface.js";
 import * as themes from "./themes.js";
 
 /**
- * Plugin packages: install from an uploaded archive with verification (spec 5.7), the installed list,
+ * Plugin packages: install from an uploaded archive with verification, the installed list,
  * uninstall, re-verification, signers, contract support and the lifecycle audit; activation and the
  * plugin runtime (each active plugin in a worker of every replica), workspace chains.
  */
@@ -83,7 +83,7 @@ export const pluginRegistryService: ServiceDefinition = {
     });
     bus.onBroadcast("plugin-registry.contributions.changed", () => void reconcile());
     // Deleted workspaces and tenants: what is kept for them goes, followed durably (a deletion while the
-    // registry was down is caught up when it is back; issue 34, item 13). A workspace created again under
+    // registry was down is caught up when it is back). A workspace created again under
     // the same key, by another tenant, inherits nothing of the old one's chain or theme.
     const follow = (durable: string, events: string, handle: (e: FollowedEvent) => Promise<number>) =>
       followEvents(

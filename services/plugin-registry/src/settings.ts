@@ -1,4 +1,4 @@
-/** The plugin registry's settings (spec 5.7): trusted signers, revocations, unsigned plugins, limits. */
+/** The plugin registry's settings: trusted signers, revocations, unsigned plugins, limits. */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 
@@ -17,7 +17,7 @@ const SIGNERS = "BackendHost:TrustedSigners";
 export const pluginRegistrySettings = defineSettings({
   owner: "plugin-registry",
   top: {
-    // How plugin processes authenticate to NATS (issue 23, item 3): never with the registry's own
+    // How plugin processes authenticate to NATS: never with the registry's own
     // credentials. None of these: plugin processes connect with no credentials (an open server).
     natsPluginSigningKeyFile: setting.optionalString(
       "NATS_PLUGIN_SIGNING_KEY_FILE",
@@ -167,7 +167,7 @@ export const pluginRegistrySettings = defineSettings({
     };
     if (c.nodeEnv !== "development" && c.backendHost.allowUnsignedPlugins) {
       problems.push(
-        `BackendHost__AllowUnsignedPlugins: must be false when NODE_ENV is ${c.nodeEnv} (spec 5.7: unsigned plugins only with NODE_ENV=development set explicitly)`,
+        `BackendHost__AllowUnsignedPlugins: must be false when NODE_ENV is ${c.nodeEnv} (unsigned plugins only with NODE_ENV=development set explicitly)`,
       );
     }
     if ((c.natsPluginSigningKeyFile === null) !== (c.natsPluginAccount === null)) {

@@ -1,5 +1,5 @@
 /**
- * Server-side rendering of a workspace's surface (issue 13, item 6; spec 4.1 render rules 3-5; ADR 0008).
+ * Server-side rendering of a workspace's surface (ADR 0008).
  * The primary plugin of the workspace's chain (active, entitled) renders its `views/surface/index.njk`
  * with the whole chain's `views/surface/` directories on the loader path, from the packages this replica
  * verified when it loaded them. No chain, no entry template or a template error: the gateway serves the

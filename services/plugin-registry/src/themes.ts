@@ -1,5 +1,5 @@
 /**
- * Themes (issue 12, item 7; spec 2.2 Theme, 2.6 theme.json, 4.1): the catalogue of template definitions
+ * Themes: the catalogue of template definitions
  * (from installed packages' theme.json, or registered and switched through the API), each workspace's
  * theme plugin, its setting values checked against the field definitions, and the effective templates of
  * a workspace: per template key the active definition with the highest priority among the theme plugin
@@ -107,7 +107,7 @@ interface Selected {
 }
 
 /**
- * The condition a chosen theme must meet at every use, as a chain entry must (issue 34, item 7): its plugin
+ * The condition a chosen theme must meet at every use, as a chain entry must: its plugin
  * active (so neither stopped, failed nor refused at re-verification) and the workspace still entitled. A
  * theme whose grant is withdrawn stops serving at once, and serves again if the grant comes back.
  */
@@ -131,7 +131,7 @@ async function storedValues(db: Queries, workspaceKey: string): Promise<Map<stri
 
 /**
  * The fields' defaults, overlaid by the workspace's stored values (for the theme's fields). Values outlive a
- * theme change, so each is checked again against the field of the theme now chosen (issue 34, item 12): a
+ * theme change, so each is checked again against the field of the theme now chosen: a
  * value the new field's type refuses is not shown; the default is.
  */
 function valuesByKey(
@@ -147,7 +147,7 @@ function valuesByKey(
   return out;
 }
 
-/** Spec 2.2 Theme of a workspace (also served, without authentication, by the public theme route). */
+/** The theme of a workspace (also served, without authentication, by the public theme route). */
 export async function themeOf(db: Queries, workspaceKey: string) {
   const theme = await selected(db, workspaceKey);
   if (theme === null) {
@@ -197,7 +197,7 @@ export const putWorkspaceTheme: Handler<"themes.workspace-put"> = async (deps, r
       { field, message: `plugin '${pluginId}' is not active: activate it before choosing it as a theme` },
     ]);
   }
-  // The chain's rule (issue 34, item 7): a workspace session chooses only a plugin delegated to its tenant.
+  // The chain's rule: a workspace session chooses only a plugin delegated to its tenant.
   if (reachOf(req.principal).kind === "workspace" && !(await isDelegated(deps.db, tenantKey, pluginId))) {
     throw new ValidationError([
       { field, message: `plugin '${pluginId}' is not delegated to tenant '${tenantKey}'` },

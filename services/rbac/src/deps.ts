@@ -66,7 +66,7 @@ export async function revoke(
 
 /**
  * Writes every revoked session that has not expired into the revocation bucket, then the mark that the
- * bucket is complete (issue 22, item 2): run whenever the bucket is provisioned, so a bucket NATS lost and
+ * bucket is complete: run whenever the bucket is provisioned, so a bucket NATS lost and
  * made again empty is filled before any gateway trusts a token.
  */
 export async function fillRevocations(

@@ -1,5 +1,5 @@
 /**
- * Memberships and member roles (spec 5.3: workspace administration uses `membership.*`). The gateway limits
+ * Memberships and member roles (workspace administration uses `membership.*`). The gateway limits
  * a workspace session to its own workspace, and every handler checks the same again with the caller's
  * principal. Changing a member's roles or removing a member revokes their sessions in that workspace.
  */
@@ -43,7 +43,7 @@ export const listMembers: RbacHandler<"members.list"> = async (deps, req) => {
 };
 
 /**
- * Whether a workspace session may add this user to its workspace (issue 34, item 3): only a user it
+ * Whether a workspace session may add this user to its workspace: only a user it
  * already reaches through its tenant, a member of another workspace of the same tenant, who is no platform
  * operator (holds no global role) and holds no right the caller lacks. Platform sessions add any user.
  */
@@ -125,7 +125,7 @@ export const getMemberRoles: RbacHandler<"member-roles.get"> = async (deps, req)
 };
 
 /**
- * No one grants what they do not hold (issue 33, item 3): a caller may give member roles only when it
+ * No one grants what they do not hold: a caller may give member roles only when it
  * holds, in that workspace, every key they would carry there after the sign-in filter; otherwise a 403
  * naming the first key it lacks. A superadmin, a `*` holder and a platform session holding `role.update`
  * (which may define any role anyway) are not limited.

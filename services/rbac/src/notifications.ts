@@ -1,5 +1,5 @@
 /**
- * Notifications (issue 14, item 2). rbac follows four platform events with durable JetStream consumers
+ * Notifications. rbac follows four platform events with durable JetStream consumers
  * (one per event, so nothing published while rbac is down is lost, and a redelivery adds nothing) and
  * addresses each to the operators who can act on it:
  * - `job.dead-lettered` (the job reaper): holders of `webhook.manage` for webhook deliveries, else of
@@ -61,7 +61,7 @@ const KINDS: Record<string, (data: Data) => Described> = {
 
 /**
  * The users who can act on an event: by their global role, or by their member roles in its workspace.
- * What a flow wrote about a workspace goes to that workspace's members only (issue 34, item 4): a
+ * What a flow wrote about a workspace goes to that workspace's members only: a
  * workspace's flow never writes to the platform's operators.
  */
 async function recipients(
@@ -154,7 +154,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const view = (r: NotificationRow) => ({
   id: r.id,
   kind: r.kind,
-  // Text a flow wrote is marked as such wherever it is shown (issue 34, item 4).
+  // Text a flow wrote is marked as such wherever it is shown.
   origin: r.kind === FLOW_NOTIFICATION ? ("flow" as const) : ("platform" as const),
   title: r.title,
   detail: r.detail,
@@ -165,7 +165,7 @@ const view = (r: NotificationRow) => ({
 });
 
 /**
- * Notifications stay in their workspace (issue 34, item 4): a workspace session sees and marks only its
+ * Notifications stay in their workspace: a workspace session sees and marks only its
  * workspace's notifications; a platform session all of the user's own.
  */
 const inSessionWorkspace = (principal: Principal) =>

@@ -1,8 +1,7 @@
 /**
- * Installed plugins' declared permission keys in the key catalogue (issue 11, item 8; spec 5.5): each
- * key with its plugin id as `source`, removed when the plugin is uninstalled. And which plugins are active
- * in which workspace's chain, for the keys of workspace sessions (spec 5.5.4, 5.6.3). Kept in step with the
- * plugin registry by `followContributions`.
+ * Installed plugins' declared permission keys in the key catalogue: each key with its plugin id as
+ * `source`, removed when the plugin is uninstalled. And which plugins are active in which workspace's chain,
+ * for the keys of workspace sessions. Kept in step with the plugin registry by `followContributions`.
  */
 import type { PluginContribution } from "@svc/contracts";
 import { type Db, sql, withRetry } from "@svc/db";

@@ -46,8 +46,8 @@ export const listSecurityPermissionKeys: RbacHandler<"security.permissions.list"
 };
 
 /**
- * What an operator may change of a system role (issue 33, item 2; docs/operator-guide.md): of superadmin
- * nothing; of admin only its description (its grants are the spec's: membership.read, membership.update,
+ * What an operator may change of a system role (docs/operator-guide.md): of superadmin
+ * nothing; of admin only its description (its grants are fixed: membership.read, membership.update,
  * membership.delete and user.read, never a user write key); of host.api its grants and description. No
  * system role's scope changes. Anything else is a 409 naming the rule.
  */
@@ -145,7 +145,7 @@ export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, r
   const role = await findRole(deps.db, req.body.role);
   if (role === null)
     throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
-  // A global role is a platform-scope role (issue 33, item 1): a workspace role's rights come per
+  // A global role is a platform-scope role: a workspace role's rights come per
   // workspace through membership, never platform-wide.
   if (role.scope !== "platform") {
     throw new ValidationError([

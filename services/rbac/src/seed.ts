@@ -102,7 +102,7 @@ export async function seedDemoOperator(
 }
 
 /**
- * Users whose global role is a workspace-scope role (issue 33, item 1: refused since, and such a role gives
+ * Users whose global role is a workspace-scope role (refused since, and such a role gives
  * no platform session at sign-in): reported at start-up so an operator can fix them. Returns their names.
  */
 export async function reportWorkspaceGlobalRoles(

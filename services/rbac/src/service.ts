@@ -24,7 +24,7 @@ import * as users from "./users.js";
 /** Users, credentials, roles, memberships, the permission-key catalogue, sessions and integrations. */
 export const rbacService: ServiceDefinition = {
   name: ServiceName.Rbac,
-  // A keyed write's outcome is kept in the transaction of its change (issue 22, item 3).
+  // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, config, log, nc, provision }) {
     const issuer = await createTokenIssuer(config.backendHost.jwtSigningKey, config.backendHost.jwtIssuer);
@@ -35,7 +35,7 @@ export const rbacService: ServiceDefinition = {
     const revoked = await openRevoked();
     // The bucket holds every revoked session that has not expired, from rbac.sessions, whenever it is
     // provisioned: after a NATS reconnect it is created again if the server lost it, and filled again
-    // before gateways trust a token (issue 22, item 2). The handle stays valid.
+    // before gateways trust a token. The handle stays valid.
     const fillRevoked = async () => {
       await fillRevocations(db, await openRevoked(), log);
     };
@@ -66,7 +66,7 @@ export const rbacService: ServiceDefinition = {
       outbox,
       revoked,
       log,
-      // Once the change is committed: a keyed write runs as one unit of work (issue 22, item 3).
+      // Once the change is committed: a keyed write runs as one unit of work.
       announceRoleChange: (role) => afterCommit(() => bus.broadcast("rbac.roles.changed", { role })),
       activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
       tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
@@ -123,7 +123,7 @@ export const rbacService: ServiceDefinition = {
     serveRoute(bus, r["integrations.delete"], (req) => integrations.deleteIntegration(deps, req));
 
     // Deleted workspaces' memberships go (their sessions revoked), followed durably: a deletion while rbac
-    // was down is caught up when it is back (issue 34, item 13).
+    // was down is caught up when it is back.
     const deletions = await followEvents(
       nc,
       {

@@ -35,7 +35,7 @@ export const rbacSettings = defineSettings({
   },
   check(config, problems) {
     const c = config as { nodeEnv: string; backendHost: { jwtSigningKeyIsDefault: boolean } };
-    // Spec 5.1: the built-in signing key is for development only; tests and production bring their own.
+    // The built-in signing key is for development only; tests and production bring their own.
     if (c.nodeEnv !== "development" && c.backendHost.jwtSigningKeyIsDefault) {
       problems.push(
         `BackendHost__JwtSigningKey: must be set when NODE_ENV is ${c.nodeEnv} (the built-in development key everyone knows is refused unless NODE_ENV=development is set explicitly; an unset NODE_ENV means production)`,

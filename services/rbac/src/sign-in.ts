@@ -1,5 +1,5 @@
 /**
- * Sign-in (spec 5, issue 3): checks the password and the account, derives the session's scope, roles and
+ * Sign-in: checks the password and the account, derives the session's scope, roles and
  * keys, records the session and issues its access token.
  */
 import { randomUUID } from "node:crypto";
@@ -16,7 +16,7 @@ import { findUserByName, isMember, type RoleRow, type UserRow } from "./reposito
 const INVALID_LOGIN = "Invalid user name or password.";
 
 /**
- * Operators' decisions stick (issue 34, item 6): no session is signed in to a workspace an operator turned
+ * Operators' decisions stick: no session is signed in to a workspace an operator turned
  * off or whose tenant is suspended. Asked only of a member who gave the right password, so the answer
  * tells no one else anything; a workspace the resolver does not know is the uniform sign-in failure.
  */
@@ -75,7 +75,7 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
           const role = await tx.maybeOne<RoleRow>(
             sql`SELECT * FROM rbac.roles WHERE name = ${user.global_role} FOR SHARE`,
           );
-          // The session's scope is the role's (issue 33, item 1): a workspace-scope role held as a global
+          // The session's scope is the role's: a workspace-scope role held as a global
           // role (refused since; reported at start-up) gives no platform session and no keys.
           if (role !== null && role.scope === "platform") {
             roles = [role.name];

@@ -1,5 +1,5 @@
 /**
- * Global users (spec 5.3): a platform session reaches every user, a workspace session its workspace's
+ * Global users: a platform session reaches every user, a workspace session its workspace's
  * members (reads only: user writes and the data export are platform-only). Lists page by the lower-cased
  * user name.
  */
@@ -102,7 +102,7 @@ export async function holdsMoreRights(db: Queries, principal: Principal, userId:
 }
 
 /**
- * No one changes a user more powerful than themselves (issue 34, item 1): a caller may change a user's
+ * No one changes a user more powerful than themselves: a caller may change a user's
  * password, e-mail, name, activation or existence only when every key the user holds (through the global
  * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
  * by a superadmin or a `*` holder. Otherwise a 403 problem naming the rule.
@@ -168,7 +168,7 @@ export const deleteUser: RbacHandler<"users.delete"> = async (deps, req) => {
   return noContent();
 };
 
-/** Everything stored about a user (spec 5.3's data export). */
+/** Everything stored about a user: the data export. */
 export const exportUser: RbacHandler<"users.export"> = async (deps: RbacDeps, req) => {
   const user = await reachableUser(deps.db, req.principal, req.params.userId);
   const iso = (d: Date | null) => d?.toISOString() ?? null;

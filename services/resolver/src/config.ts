@@ -1,5 +1,5 @@
 /**
- * The configuration API (issue 14, item 1): definitions and effective values gathered from every running
+ * The configuration API: definitions and effective values gathered from every running
  * service (each answers `config.describe`), and run-time values stored in the NATS KV bucket that every
  * replica watches (`@svc/runtime` LiveSettings). A value is stored only for a setting some running service
  * declares as changeable and accepts (each checks its own with `config.check`).

@@ -1,5 +1,5 @@
 /**
- * Custom fields (issue 14, item 4). Installed plugins define them per entity type (registry.json
+ * Custom fields. Installed plugins define them per entity type (registry.json
  * `customFields`: on `user`, `workspace`, `tenant`, or an entity of their own such as `crm.contact`); the
  * resolver follows the registry's contributions for the definitions and keeps the values. A PUT is checked
  * against the definitions: known keys, each value by its type (text, number, boolean, select among its

@@ -21,7 +21,7 @@ export function decodeResolveRequest(payload: unknown): ResolveRequest {
   return { host: p.host as string, path: p.path as string };
 }
 
-/** Spec 4.1 `GET /workspace/public/resolve`: never fails for an unknown host, it answers unresolved. */
+/** `GET /workspace/public/resolve`: never fails for an unknown host, it answers unresolved. */
 export async function resolveWorkspace(
   db: Queries,
   defaultTenantKey: string | null,

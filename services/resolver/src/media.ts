@@ -1,5 +1,5 @@
 /**
- * Media (issue 14, item 3): the records of uploaded files, per workspace. The gateway stores the bytes
+ * Media: the records of uploaded files, per workspace. The gateway stores the bytes
  * (content type sniffed from them, name sanitised) and forwards the upload here; `media.uploaded` and
  * `media.deleted` are recorded with the change. A workspace session sees and changes only its workspace's.
  */

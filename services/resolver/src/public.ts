@@ -1,5 +1,5 @@
 /**
- * What the public workspace routes read from the resolver (spec 2.1, 2.2, 4.1): a visible workspace with
+ * What the public workspace routes read from the resolver: a visible workspace with
  * its route info, by host and path (longest path prefix wins) or by key, and a surface's navigation.
  * Visible: the workspace and its tenant are active and, with BackendHost:DefaultTenantKey set, it belongs
  * to that tenant. Requests arrive over NATS from any client, so their shape is checked here.

@@ -17,7 +17,7 @@ export interface VisibleWorkspaceRow {
 }
 
 /**
- * Visible (spec 2.1.2): the workspace `w` and its tenant `t` are active and, when a default tenant key is
+ * Visible: the workspace `w` and its tenant `t` are active and, when a default tenant key is
  * configured, the workspace belongs to it.
  */
 export const visible = (defaultTenantKey: string | null) => sql`

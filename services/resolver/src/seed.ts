@@ -17,7 +17,7 @@ export async function seedDemoWorkspace(
       INSERT INTO resolver.workspace_bindings (workspace_key, host, path_prefix)
       SELECT ${demo.workspaceKey}, h, '/' FROM unnest(${[...demo.hosts]}::text[]) AS h
       ON CONFLICT (host, path_prefix) DO NOTHING`);
-    // The hosts are the demo tenant's (issue 21, item 3).
+    // The hosts are the demo tenant's.
     await tx.query(sql`
       INSERT INTO resolver.tenant_hosts (host, tenant_key)
       SELECT h, ${demo.tenantKey} FROM unnest(${[...demo.hosts]}::text[]) AS h

@@ -33,7 +33,7 @@ import * as workspaces from "./workspaces.js";
 /** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
 export const resolverService: ServiceDefinition = {
   name: ServiceName.Resolver,
-  // A keyed write's outcome is kept in the transaction of its change (issue 22, item 3).
+  // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, nc, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;

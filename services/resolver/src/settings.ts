@@ -7,7 +7,7 @@ export const resolverSettings = defineSettings({
   backendHost: {
     defaultTenantKey: setting.optionalString(
       "BackendHost:DefaultTenantKey",
-      "only this tenant's workspaces are visible (spec 2.1.2)",
+      "only this tenant's workspaces are visible",
     ),
   },
 });

@@ -1,5 +1,5 @@
 /**
- * Surfaces and snippets of a workspace (issue 13, item 3). A surface (key `default` unless named) has an
+ * Surfaces and snippets of a workspace. A surface (key `default` unless named) has an
  * application root: a navigation item (`key`, `title`, `path`, `visible`, `order`, `children`) whose
  * children the public navigation route lists, each with its full path. Snippets are named pieces of text
  * or HTML that surface templates use as `snippets.<key>`. The workspace is the session's own for a

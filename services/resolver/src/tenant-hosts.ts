@@ -1,5 +1,5 @@
 /**
- * Hosts per tenant (issue 21, item 3): a host belongs to one tenant, and only that tenant's workspaces
+ * Hosts per tenant: a host belongs to one tenant, and only that tenant's workspaces
  * bind paths under it. The platform assigns hosts (`PUT /api/tenants/{tenantKey}/hosts/{host}`), or a
  * platform session binding a workspace to an unassigned host assigns it to the workspace's tenant; a
  * workspace session binds only hosts its tenant has. A refusal names nothing the caller cannot see.

@@ -1,10 +1,10 @@
 /**
- * Tenants (issue 13, item 1): create, list, read, activate, suspend, delete. A suspended tenant's
+ * Tenants: create, list, read, activate, suspend, delete. A suspended tenant's
  * workspaces are invisible on every public route; the tables' change trigger tells every gateway to drop
  * its cached resolutions, within a second. Deleting a tenant that has workspaces needs
  * `deleteWorkspaces=true`: they are deleted with it (each publishing `workspace.deleted`, then the tenant
  * `tenant.deleted`, recorded with the change): the services that keep data per workspace or tenant follow
- * those events durably, so nothing is left dangling even when they were down (issue 34, item 13).
+ * those events durably, so nothing is left dangling even when they were down.
  */
 import { isUniqueViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";

@@ -1,5 +1,5 @@
 /**
- * Workspaces (issue 13, item 2): list, read, create or replace with PUT, delete. A workspace has a name, a
+ * Workspaces: list, read, create or replace with PUT, delete. A workspace has a name, a
  * type, a tenant, an active flag, an access policy (`Public`, the default, or `Authenticated`), host
  * bindings with path prefixes and a public base URL. Hosts and prefixes are normalised as resolution reads
  * them; a host+prefix pair belongs to one workspace (409 naming it). Creating is for platform sessions (a
@@ -115,7 +115,7 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
         extensions: { missingPermission: "workspace.update", requiredScope: "platform" },
       });
     }
-    // Operators' decisions stick (issue 34, item 6): only a platform session turns a workspace on or off.
+    // Operators' decisions stick: only a platform session turns a workspace on or off.
     if (!platform && b.isActive !== undefined && b.isActive !== existing?.is_active) {
       throw new SvcError(ErrorCode.Forbidden, "Only a platform session turns a workspace on or off.", {
         extensions: { rule: "platform-only-field", field: "/body/isActive", requiredScope: "platform" },
@@ -170,7 +170,7 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
       throw error;
     }
     if (bindings !== undefined) {
-      // A host belongs to one tenant (issue 21, item 3): only its workspaces bind paths under it. After
+      // A host belongs to one tenant: only its workspaces bind paths under it. After
       // the upsert, which refuses a tenant that does not exist (400) before a host is assigned to it.
       await claimHosts(
         tx,

@@ -1,5 +1,5 @@
 /**
- * The `webhook.deliver` job (spec 6.3): POST the envelope, signed with the subscription's secret, to its
+ * The `webhook.deliver` job: POST the envelope, signed with the subscription's secret, to its
  * target. A disabled or deleted subscription makes the job a no-op. Any 2xx completes the job; anything
  * else fails the attempt (the engine retries with backoff up to 5 attempts, then dead-letters it); a
  * receiver's Retry-After, when longer, sets the next attempt's time. Within an attempt the client retries
@@ -34,7 +34,7 @@ export interface OutboundDeps {
 }
 
 /**
- * Operators' decisions stick (issue 34, item 6): the deliveries and flow runs of a workspace an operator
+ * Operators' decisions stick: the deliveries and flow runs of a workspace an operator
  * turned off, or of a suspended tenant, wait (deferred, no attempt spent) until it is turned on or resumed.
  */
 export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string | null): Promise<void> {
@@ -188,7 +188,7 @@ async function attempt(
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
     SELECT target_url, secret_encrypted, is_active, include_sensitive_data, workspace_key
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
-  // Spec 3.2: a disabled or deleted subscription's queued delivery does nothing.
+  // A disabled or deleted subscription's queued delivery does nothing.
   if (sub === null || !sub.is_active) return count("skipped");
   // A paused workspace or an open circuit defers the delivery without spending one of its attempts.
   const deferring = async <T>(check: () => Promise<T>): Promise<T> => {
@@ -220,7 +220,7 @@ async function attempt(
     "user-agent": "svc-webhooks/1",
     [WebhookHeader.Event]: p.event,
     // A job without a delivery id (written by hand or by an older version) is sent without the header
-    // rather than failing against a receiver it never called (issue 33, item 13).
+    // rather than failing against a receiver it never called.
     ...(typeof p.deliveryId === "string" && p.deliveryId !== ""
       ? { [WebhookHeader.Delivery]: p.deliveryId }
       : {}),

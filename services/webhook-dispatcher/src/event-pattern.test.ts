@@ -1,5 +1,5 @@
 /**
- * Event-name patterns (issue 33, item 11; ADR 0014): a trailing `*` is a prefix wildcard, anything else is
+ * Event-name patterns (ADR 0014): a trailing `*` is a prefix wildcard, anything else is
  * literal, and one rule decides both delivery and `matchesKnownEvent`. The patterns accepted at create are
  * names with at most one `*`, at the end.
  */

@@ -1,5 +1,5 @@
 /**
- * The `flow.run` job (issue 14, item 5): runs one flow's actions, in order, for one event. Each finished
+ * The `flow.run` job: runs one flow's actions, in order, for one event. Each finished
  * step is recorded in `webhook_dispatcher.flow_steps`, so a run whose dispatcher died mid-way (the job is
  * claimed again after its lease) resumes at the first step not done. A step interrupted by the crash runs
  * again, with the same identity: the http action's `X-Svc-Delivery`, and the event id of a published
@@ -67,7 +67,7 @@ export interface FlowRunDeps extends OutboundDeps {
   readonly events: EventPublisher;
   /** Flow http actions go through the receivers' circuits, as deliveries do. */
   readonly breaker: CircuitBreaker;
-  /** How many events flows may publish in the chain one event starts (issue 34, item 5). */
+  /** How many events flows may publish in the chain one event starts. */
   readonly flowEventBudget: number;
   readonly metrics: Pick<WebhookMetrics, "flowEventsOverBudget">;
   readonly log: Logger;
@@ -144,7 +144,7 @@ async function publishInChain(
 }
 
 /**
- * The run as placeholders see it (issue 34, item 11): the event's data masked, so `{{data.password}}`
+ * The run as placeholders see it: the event's data masked, so `{{data.password}}`
  * cannot copy a sensitive value into a notification, a new event's field or its name.
  */
 async function maskedRun(deps: FlowRunDeps, p: FlowRunPayload): Promise<FlowRunPayload> {

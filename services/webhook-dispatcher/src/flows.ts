@@ -1,5 +1,5 @@
 /**
- * Flow management (issue 14, item 5): `GET`/`POST /api/flows`, `PUT`/`DELETE /api/flows/{id}`. A flow is a
+ * Flow management: `GET`/`POST /api/flows`, `PUT`/`DELETE /api/flows/{id}`. A flow is a
  * trigger (an event name pattern, matched like a webhook subscription's, in its workspace or, without
  * one, in every workspace) and a list of actions; the matcher queues one `flow.run` job per matching
  * event (flow-run.ts runs it). An http action's secret is sealed at rest and never shown again.
@@ -132,7 +132,7 @@ function storeActions(
 export const FLOW_EVENT_PREFIX = "flow.";
 
 /**
- * What a flow may publish (issue 21, item 5): its own names, `flow.<name>`, or the declared events of a
+ * What a flow may publish: its own names, `flow.<name>`, or the declared events of a
  * plugin its workspace may raise (`mayRaise`: the plugin is in the workspace's chain and entitled; for a
  * platform flow, installed); never a core event of the platform (`user.deleted`, `plugin.refused`, …),
  * which only the services that own them raise.
@@ -156,7 +156,7 @@ export async function createFlow(
   const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
   const actions = storeActions(body.actions, secrets, allowed, (name) => scopes.mayRaise(name, workspaceKey));
   const row = await db.transaction(async (tx) => {
-    // Flows cannot amplify (issue 34, item 5): a workspace has at most `maxPerWorkspace` flows. The lock
+    // Flows cannot amplify: a workspace has at most `maxPerWorkspace` flows. The lock
     // makes the count and the insert one step for concurrent creates in the same workspace.
     await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`flows:${workspaceKey ?? ""}`}))`);
     const { n } = await tx.one<{ n: number }>(sql`
@@ -256,7 +256,7 @@ export interface MatchedFlow {
 
 /**
  * For many (event name, workspace) pairs at once: the active flows each triggers, by pair index. The rule
- * is a subscription's (spec 6.2): the flow's event name equals the event's, or is `*`.
+ * is a subscription's: the flow's event name equals the event's, or is `*`.
  */
 export function matchingFlowsMany(
   db: Queries,

@@ -6,7 +6,7 @@
  * allowed (development and tests). IPv6 addresses that embed an IPv4 address (IPv4-compatible `::/96`,
  * NAT64, 6to4, Teredo) are refused, whatever the embedded address: none is a receiver's real address.
  *
- * Transport retries (spec 6.3): within one attempt, a connection failure or a transient answer (408, 429,
+ * Transport retries: within one attempt, a connection failure or a transient answer (408, 429,
  * 5xx) is retried twice with a short backoff, so one event can arrive up to 5 × 3 times, each time with
  * the same X-Svc-Delivery. A transient answer whose Retry-After asks for longer than the short backoff
  * ends the attempt at once instead (the job engine schedules the next attempt after it).

@@ -1,4 +1,4 @@
-/** The job type the webhook dispatcher owns: one delivery of one event to one subscription (spec 6.3). */
+/** The job type the webhook dispatcher owns: one delivery of one event to one subscription. */
 import { defineJobType } from "@svc/jobs";
 
 export interface DeliverPayload {
@@ -18,5 +18,5 @@ declare module "@svc/jobs" {
   }
 }
 
-/** Spec 6.3: five attempts (then the delivery is failed for good and left in the list). */
+/** Five attempts (then the delivery is failed for good and left in the list). */
 defineJobType("webhook.deliver", { maxAttempts: 5 });

@@ -4,7 +4,7 @@ import { maskPayload, maskValue } from "./masking.js";
 
 const sensitive = new Set(["email", "displayName", "phoneNumber"]);
 
-describe("maskValue (spec 6.4)", () => {
+describe("maskValue", () => {
   it("keeps 3 leading and 2 trailing characters of values over 5 characters", () => {
     expect(maskValue("alice@example.com")).toBe("ali***om");
     expect(maskValue("123456")).toBe("123***56");
@@ -32,7 +32,7 @@ describe("maskPayload", () => {
   });
 });
 
-describe("maskPayload and the case of names (issue 34, item 11)", () => {
+describe("maskPayload and the case of names", () => {
   it("masks `Email`, `EMAIL` and `DisplayName` as it masks `email` and `displayName`", () => {
     expect(
       maskPayload(

@@ -1,7 +1,7 @@
 import { type Db, sql } from "@svc/db";
 
 /**
- * Spec 6.4: every property whose name is in the sensitive set, at any depth, has its value masked: longer
+ * Every property whose name is in the sensitive set, at any depth, has its value masked: longer
  * than 5 characters → first 3, `***`, last 2; otherwise `***`. Non-string values are masked through their
  * JSON text (a number or an object named `email` is still personal data).
  */
@@ -11,7 +11,7 @@ export function maskValue(value: unknown): string {
   return chars.length > 5 ? `${chars.slice(0, 3).join("")}***${chars.slice(-2).join("")}` : "***";
 }
 
-/** The set in lower case, made once per set: names are compared case-insensitively (issue 34, item 11). */
+/** The set in lower case, made once per set: names are compared case-insensitively. */
 const lowered = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
 function lowerCase(names: ReadonlySet<string>): ReadonlySet<string> {
   let lower = lowered.get(names);
@@ -52,7 +52,7 @@ function maskLowered(value: unknown, sensitive: ReadonlySet<string>, depth: numb
   return value;
 }
 
-/** The sensitive field names (spec 6.4: the host's and those plugins register), read at most every 5 s. */
+/** The sensitive field names (the host's and those plugins register), read at most every 5 s. */
 export function sensitiveFieldNames(db: Db): () => Promise<ReadonlySet<string>> {
   let cached: { names: Set<string>; at: number } | undefined;
   return async () => {

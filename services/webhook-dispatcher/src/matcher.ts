@@ -1,5 +1,5 @@
 /**
- * Turns published events into deliveries (spec 6.2): a durable JetStream consumer shared by every
+ * Turns published events into deliveries: a durable JetStream consumer shared by every
  * dispatcher replica reads `<prefix>.events.>`; for each event it enqueues one `webhook.deliver` job per
  * matching active subscription, with the idempotency key `<event id>:<subscription id>`, and only then
  * acknowledges. A redelivered event (a crash between enqueue and ack) enqueues nothing new, so each
@@ -217,8 +217,8 @@ export async function startMatcher(
     const byPair = new Map(pairs.map((p, i) => [pairKey(p), matches.get(i) ?? []]));
     const jobs = events.flatMap((e) =>
       (byPair.get(pairKey(e)) ?? [])
-        // An event about a delivery to subscription S (its dead letter) is never delivered to S (issue
-        // 33, item 12): a failing `*` subscription would otherwise receive its own failures forever.
+        // An event about a delivery to subscription S (its dead letter) is never delivered to S: a failing
+        // `*` subscription would otherwise receive its own failures forever.
         .filter((subscriptionId) => subscriptionId !== aboutSubscription(e))
         .map((subscriptionId) => ({
           type: "webhook.deliver" as const,

@@ -1,5 +1,5 @@
 /**
- * The one rule for event-name patterns (spec 2.3 and 6.2 as read in ADR 0014): a pattern matches an event
+ * The one rule for event-name patterns (ADR 0014): a pattern matches an event
  * name when it equals it, or when it ends in `*` and the name starts with what comes before (`*` alone
  * matches every name). The patterns that match `eventName`: the name itself and each of its prefixes
  * followed by `*`. Delivery (`matchingMany`) and `matchesKnownEvent` both use it.

@@ -1,7 +1,7 @@
 /**
- * Installed plugins' sensitive fields (masked in webhook payloads, spec 6.4.3) and event names (which
- * join the event catalogue, so `matchesKnownEvent` turns true by itself, spec 2.3) — each with its plugin
- * id as `source`, removed when the plugin is uninstalled (issue 11, item 8).
+ * Installed plugins' sensitive fields (masked in webhook payloads) and event names (which join the event
+ * catalogue, so `matchesKnownEvent` turns true by itself) — each with its plugin id as `source`, removed
+ * when the plugin is uninstalled.
  */
 import type { PluginContribution } from "@svc/contracts";
 import { type Db, sql, withRetry } from "@svc/db";

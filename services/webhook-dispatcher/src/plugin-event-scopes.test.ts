@@ -1,4 +1,4 @@
-/** Issue 21, item 5: which flows may publish a plugin's event (the plugin's chain), and never a core one. */
+/** Which flows may publish a plugin's event (the plugin's chain), and never a core one. */
 import type { PluginContribution } from "@svc/contracts";
 import { describe, expect, it } from "vitest";
 

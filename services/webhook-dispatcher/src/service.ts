@@ -28,7 +28,7 @@ import * as subs from "./subscriptions.js";
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
 export const webhookDispatcherService: ServiceDefinition = {
   name: ServiceName.WebhookDispatcher,
-  // A keyed write's outcome is kept in the transaction of its change (issue 22, item 3).
+  // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, config, log, nc, metrics, instance, provision, live }) {
     const b = config.backendHost;

@@ -1,4 +1,4 @@
-/** Subscription management (spec 4.2, 2.3) and matching of published events to subscriptions (6.2). */
+/** Subscription management and matching of published events to subscriptions. */
 import { randomUUID } from "node:crypto";
 
 import { listWorkspace, reachCondition } from "@svc/access";
@@ -53,7 +53,7 @@ function view(row: Row, known: ReadonlySet<string>) {
     isActive: row.is_active,
     includeSensitiveData: row.include_sensitive_data,
     createdAtUtc: row.created_at.toISOString(),
-    // Computed on read, never stored (spec 2.3).
+    // Computed on read, never stored.
     matchesKnownEvent: known.has(row.event_name),
   };
 }
@@ -110,7 +110,7 @@ export async function createSubscription(
   if (violations.length > 0) throw new ValidationError(violations);
   // A workspace session subscribes its own workspace; naming another is as if it did not exist. A
   // platform session's subscription without a workspace covers every workspace.
-  // A blank workspace key is `default` (spec 2.1.4), never stored blank (issue 33, item 13).
+  // A blank workspace key is `default`, never stored blank.
   const named = body.workspaceKey?.trim() === "" ? "default" : (body.workspaceKey ?? undefined);
   const workspaceKey = listWorkspace(req.principal, named) ?? null;
   const row = await db.one<Row>(sql`

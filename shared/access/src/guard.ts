@@ -1,7 +1,7 @@
 /**
- * The route guard (spec 5.3), one function for the gateway and for every service: the gateway runs it
+ * The route guard, one function for the gateway and for every service: the gateway runs it
  * before forwarding, and `serveRoute` runs it again in the owning service with the principal the request
- * carries, so a service enforces its own contract whoever sends it a request (issue 34, item 14).
+ * carries, so a service enforces its own contract whoever sends it a request.
  */
 import type { Principal } from "@svc/bus";
 import { ErrorCode, ForbiddenError, NotFoundError, SvcError } from "@svc/errors";
@@ -13,7 +13,7 @@ const INVALID = "\u0000invalid";
 
 /**
  * Every workspace a request names: the `{workspaceKey}` path parameter and each `workspaceKey` query value
- * (spec 2.1.4: a blank query value means `default`). A value that is not a string names no workspace the
+ * (a blank query value means `default`). A value that is not a string names no workspace the
  * caller could own.
  */
 export function requestedWorkspaces(
@@ -37,14 +37,14 @@ export function requestedWorkspaces(
 
 /**
  * The guard, identical for every operator route and plugin route:
- * 1. reach first (spec 5.2.3, issue 33, item 4): a workspace session naming, in the path or in any
- *    `workspaceKey` query value, a workspace other than its own → 404 whatever keys it holds, as if the
- *    workspace did not exist (a 403 would tell it the workspace is there);
- * 2. the permission check of spec 5.3 (superadmin, or the key, or `*`) → 403 naming the key; a plugin
- *    route with an empty key is for any authenticated caller (spec 4.5);
+ * 1. reach first: a workspace session naming, in the path or in any `workspaceKey` query value, a workspace
+ *    other than its own → 404 whatever keys it holds, as if the workspace did not exist (a 403 would tell it
+ *    the workspace is there);
+ * 2. the permission check (superadmin, or the key, or `*`) → 403 naming the key; a plugin route with an empty
+ *    key is for any authenticated caller;
  * 3. platform-only routes (user writes, data export) → 403 for any session that is not platform-scoped;
- * 4. a session without a scope claim → 403 (spec 5.1: the operator API needs one; 5.2.4: it never gets
- *    platform reach), the same answer the services give (`requireReach` in @svc/access).
+ * 4. a session without a scope claim → 403 (the operator API needs one; it never gets platform reach),
+ *    the same answer the services give (`requireReach` in @svc/access).
  */
 export function authorise(
   principal: Principal,
@@ -69,7 +69,7 @@ export function authorise(
   const held = keys.find((key) => hasPermission(principal, key));
   if (!anyCaller && held === undefined) {
     if (keys.length === 1) throw new ForbiddenError(first);
-    // Any one of several keys will do: the problem names each (issue 33, item 17).
+    // Any one of several keys will do: the problem names each.
     throw new SvcError(
       ErrorCode.Forbidden,
       `One of the permissions ${keys.map((k) => `'${k}'`).join(", ")} is required.`,
@@ -78,7 +78,7 @@ export function authorise(
   }
   if (route.platformOnly && principal.scope !== "platform") {
     // The key is held: what is missing is the scope, and the problem says so without naming the key as
-    // missing (issue 33, item 17).
+    // missing.
     const key = held ?? first;
     throw new SvcError(
       ErrorCode.Forbidden,

@@ -12,7 +12,7 @@ const principal = (over: Partial<Principal>): Principal => ({
   ...over,
 });
 
-describe("hasPermission (spec 5.3)", () => {
+describe("hasPermission", () => {
   it("lets superadmin pass everything", () => {
     expect(hasPermission(principal({ roles: ["superadmin"] }), "tenant.delete")).toBe(true);
   });
@@ -27,7 +27,7 @@ describe("hasPermission (spec 5.3)", () => {
   });
 });
 
-describe("filterWorkspaceKeys (spec 5.6.3)", () => {
+describe("filterWorkspaceKeys", () => {
   it("keeps what a workspace admin could hold and drops platform keys and *", () => {
     expect(
       filterWorkspaceKeys(

@@ -1,7 +1,7 @@
 /**
- * The core permission-key catalogue of spec 5.4, the system roles of 5.3, and the one permission check
- * that the gateway's guard and plugin routes share (5.3: superadmin short-circuit, else a `permission`
- * claim equal to the key or `*`).
+ * The core permission-key catalogue, the system roles, and the one permission check that the gateway's
+ * guard and plugin routes share (superadmin short-circuit, else a `permission` claim equal to the key
+ * or `*`).
  */
 import type { Principal } from "@svc/bus";
 
@@ -59,7 +59,7 @@ export const SystemRole = {
 } as const;
 export type SystemRole = (typeof SystemRole)[keyof typeof SystemRole];
 
-/** Spec 5.3: the seeded system roles and their grants. */
+/** The seeded system roles and their grants. */
 export const SYSTEM_ROLES: ReadonlyArray<{
   name: SystemRole;
   scope: "platform" | "workspace";
@@ -87,7 +87,7 @@ export const SYSTEM_ROLES: ReadonlyArray<{
 ];
 
 /**
- * The one table of platform keys (spec 5.6.3; issue 33, item 5): keys honoured only for platform sessions.
+ * The one table of platform keys: keys honoured only for platform sessions.
  * Workspace sign-in drops them from member-role keys (with `*`), and every route whose keys are all
  * platform keys is platform-only (`defineRoutes` in @svc/contracts derives its flag from here), so a
  * workspace token carries only keys some route accepts from it (test/contracts.test.ts checks both
@@ -126,7 +126,7 @@ export function isCoreKey(key: string): key is CorePermissionKey {
 }
 
 /**
- * Filters a workspace session's member-role keys (spec 5.6.3 and 5.5.4): core keys only if a workspace
+ * Filters a workspace session's member-role keys: core keys only if a workspace
  * administrator could hold them; plugin keys only for plugins activated in that workspace, and only inside
  * the plugin's own namespace; `*` never.
  */
@@ -144,7 +144,7 @@ export function filterWorkspaceKeys(keys: Iterable<string>, activePluginIds: Rea
   return [...kept].sort();
 }
 
-/** Spec 5.3: the permission check, identical for every route and for plugin routes. */
+/** The permission check, identical for every route and for plugin routes. */
 export function hasPermission(principal: Principal, key: string): boolean {
   if (principal.roles.includes(SystemRole.SuperAdmin)) return true;
   return principal.permissions.includes(key) || principal.permissions.includes(WILDCARD);

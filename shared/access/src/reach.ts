@@ -1,10 +1,10 @@
 /**
- * Reach (spec 5.2): which workspaces a principal's requests may touch, decided by the caller's own
+ * Reach: which workspaces a principal's requests may touch, decided by the caller's own
  * principal in every handler. A platform session reaches every workspace; a workspace session only its
- * own; a principal without a scope claim reaches none (5.2.4: no scope never means platform reach).
+ * own; a principal without a scope claim reaches none (no scope never means platform reach).
  *
- * One answer for a session without a scope, everywhere: 403 (the operator API needs a scope claim, spec
- * 5.1). The gateway's guard gives it first; `requireReach` gives the same to any other caller.
+ * One answer for a session without a scope, everywhere: 403 (the operator API needs a scope claim). The
+ * gateway's guard gives it first; `requireReach` gives the same to any other caller.
  */
 import type { Principal } from "@svc/bus";
 import { type Sql, sql } from "@svc/db";

@@ -8,7 +8,7 @@ export function revocationBucketName(prefix: string): string {
 }
 
 /**
- * The key rbac writes once the bucket holds every revoked session that has not expired (issue 22, item 2):
+ * The key rbac writes once the bucket holds every revoked session that has not expired:
  * after the bucket was made again empty (NATS lost its store), no gateway trusts a token until rbac has
  * filled it from `rbac.sessions` again. Its value is when that was done (epoch ms); rbac writes it again
  * well within the bucket's entry lifetime.

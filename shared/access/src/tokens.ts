@@ -1,4 +1,4 @@
-/** Claims of an access token (spec 5.2): scope, workspace, permission keys, roles and the session id. */
+/** Claims of an access token: scope, workspace, permission keys, roles and the session id. */
 export interface AccessClaims {
   readonly sub: string;
   readonly svc_scope?: "platform" | "workspace";

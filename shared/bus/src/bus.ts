@@ -89,7 +89,7 @@ export interface BusOptions {
 
 /**
  * The principal of an operator route request, signed by the service that established it (the gateway) and
- * verified by the one that acts on it (issue 23, item 5): implemented in @svc/runtime.
+ * verified by the one that acts on it: implemented in @svc/runtime.
  */
 export interface PrincipalSigner {
   /** A signed assertion of `principal`, sent in the `Svc-Principal` header. */
@@ -104,7 +104,7 @@ export interface PrincipalVerifier {
 }
 
 /**
- * Keeps the outcome of the operator route requests sent with an `Idempotency-Key` (issue 22, item 3):
+ * Keeps the outcome of the operator route requests sent with an `Idempotency-Key`:
  * implemented in @svc/runtime over the service's database.
  */
 export interface KeyedWrites {

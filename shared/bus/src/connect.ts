@@ -13,7 +13,7 @@ import {
 import type { Logger } from "@svc/observability";
 
 /**
- * How a process authenticates to NATS and whether over TLS (issue 23, item 1): at most one of a
+ * How a process authenticates to NATS and whether over TLS: at most one of a
  * credentials file (a user JWT and its nkey seed), an nkey seed file, a token, or a user and password;
  * TLS with a CA, a client certificate and key, and the server name to expect. Files are read at every
  * (re)connect, so rotated credentials apply without a restart.

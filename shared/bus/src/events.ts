@@ -14,7 +14,7 @@ export interface PublishedEvent {
 }
 
 /**
- * The publisher contract of spec 6.2: event name, workspace key (null: platform-wide), payload. It is an
+ * The publisher contract: event name, workspace key (null: platform-wide), payload. It is an
  * interface so that plugins can decorate it (wrap `publish`). The wire form is in docs/wire-contract.md.
  */
 export interface EventPublisher {

@@ -29,7 +29,7 @@ MF54wT8cQho9pPTolyyTww//zEXbZihe/h6ctJUau0skpNLT4irzDe+8
 `;
 export const DEVELOPMENT_API_KEY = "svc-dev-bootstrap-key-change-me";
 
-/** How NATS is connected to (issue 23, item 1): at most one way to authenticate, and TLS. */
+/** How NATS is connected to: at most one way to authenticate, and TLS. */
 const NATS_AUTH = ["NATS_CREDS_FILE", "NATS_NKEY_SEED_FILE", "NATS_TOKEN", "NATS_USER"] as const;
 
 function checkNatsConnection(config: Record<string, unknown>, problems: string[]): void {
@@ -73,8 +73,8 @@ function checkNatsConnection(config: Record<string, unknown>, problems: string[]
 export const platformSettings = defineSettings({
   owner: "platform",
   top: {
-    // Development rules (the built-in keys, unsigned plugins) only when asked for by name (issue 33,
-    // item 9): a process started without NODE_ENV gets production rules.
+    // Development rules (the built-in keys, unsigned plugins) only when asked for by name: a process
+    // started without NODE_ENV gets production rules.
     nodeEnv: setting.oneOf(
       "NODE_ENV",
       NodeEnv.Production,
@@ -180,13 +180,7 @@ export const platformSettings = defineSettings({
       7 * 86_400,
       "access-token lifetime (and how long a revocation is remembered)",
     ),
-    jobLeaseMs: setting.int(
-      "BackendHost:JobLeaseMs",
-      300_000,
-      100,
-      86_400_000,
-      "lease a job claim grants (spec 3.1)",
-    ),
+    jobLeaseMs: setting.int("BackendHost:JobLeaseMs", 300_000, 100, 86_400_000, "lease a job claim grants"),
     jobPollIntervalMs: setting.int(
       "BackendHost:JobPollIntervalMs",
       2_000,

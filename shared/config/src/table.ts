@@ -4,8 +4,10 @@
  * type (by module augmentation of `Config` and `BackendHostSettings`), the README's table and the operator
  * guide's list are all derived from the tables (`make settings-doc`; a test keeps the docs in step).
  *
- * A process validates the tables its code registered: a service's own and the platform's. No setting is
- * changeable at run time: each is read once at start-up, and a change needs a restart.
+ * A process validates the tables its code registered: a service's own and the platform's. A setting is
+ * read once at start-up, and a change needs a restart, except a setting marked `changeable`: a value
+ * stored with `PUT /api/config/values` applies on every replica within a second (@svc/runtime's
+ * live-settings.ts).
  */
 import type { Reader } from "./reader.js";
 
@@ -115,7 +117,7 @@ export const setting = {
   /**
    * A list of SHA-256 digests, kept as 64 lower-case hex digits: either case and `:` separators are read
    * (as other tools print them); an entry that is not a digest is a problem naming it, never a silent
-   * mismatch (issue 33, item 7).
+   * mismatch.
    */
   sha256List(name: string, doc: string): SettingDef<string[]> {
     return {

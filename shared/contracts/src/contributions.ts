@@ -1,5 +1,5 @@
 /**
- * Following what installed plugins contribute (issue 11, item 8): a service that holds a part of it
+ * Following what installed plugins contribute: a service that holds a part of it
  * (rbac: permission keys; the webhook dispatcher: sensitive fields and event names) applies the whole
  * current set at start, within a second of every change (the registry's broadcast), after a NATS
  * reconnect and every 30 s (a broadcast missed during a blip is repaired then). Applying is idempotent.

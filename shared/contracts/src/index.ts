@@ -1,6 +1,6 @@
 /**
- * The operator API's routes, one typed contract each, grouped by the service that owns them (spec 5.4,
- * 4.2, 4.3; placement in ADR 0003). This package knows no implementation: the gateway builds its routes,
+ * The operator API's routes, one typed contract each, grouped by the service that owns them (placement
+ * in ADR 0003). This package knows no implementation: the gateway builds its routes,
  * guard and OpenAPI description from it, and each service serves its own contracts.
  */
 import { jobRoutes } from "./jobs.js";

@@ -4,7 +4,7 @@ import { Type } from "@sinclair/typebox";
 import { Nullable, Page, pageFields } from "./common.js";
 import { defineRoutes } from "./route.js";
 
-/** Spec 2.4: a job record as the list shows it (the payload is not shown). */
+/** A job record as the list shows it (the payload is not shown). */
 export const JobView = Type.Object({
   id: Type.String(),
   type: Type.String(),
@@ -24,7 +24,7 @@ export const JobView = Type.Object({
   lastError: Nullable(Type.String()),
 });
 
-/** The diagnostics recorder's recording (issue 14, item 6). */
+/** The diagnostics recorder's recording. */
 export const RecordingView = Type.Object({
   id: Type.String(),
   status: Type.Union([Type.Literal("recording"), Type.Literal("stopped")]),

@@ -66,7 +66,7 @@ export const PluginView = Type.Object({
   failureReason: Nullable(Type.String()),
   /** The routes it declares, dispatched by the gateway under /api/plugins/{pluginId}/ while active. */
   routes: Type.Array(Type.Object({ method: Type.String(), path: Type.String(), permission: Type.String() })),
-  /** `refused` when the stored package failed verification at the registry's last start (spec 5.7.4). */
+  /** `refused` when the stored package failed verification at the registry's last start. */
   trustStatus: Type.Union([Type.Literal("trusted"), Type.Literal("refused")]),
   refusedReason: Nullable(Type.String()),
   installedAtUtc: Type.String(),
@@ -173,7 +173,7 @@ const EffectiveTemplates = Type.Object({
   themeVersion: Nullable(Type.String()),
   templates: Type.Array(EffectiveTemplate),
 });
-/** Spec 2.2 Theme; sectionLayouts: the setting fields by group, in order. */
+/** A workspace's theme; sectionLayouts: the setting fields by group, in order. */
 export const ThemeView = Type.Object({
   workspaceKey: Type.String(),
   themePluginId: Nullable(Type.String()),
@@ -201,7 +201,7 @@ const ThemeSettings = Type.Object({
 });
 const DefinitionParams = Type.Object({ templateKey: TemplateKey, pluginId: PluginId, version: Version });
 
-/** A workspace's ordered plugin chain: chain[0] is the primary (spec 2.2, UiChain). */
+/** A workspace's ordered plugin chain: chain[0] is the primary. */
 const WorkspacePlugins = Type.Object({
   workspaceKey: Type.String(),
   tenantKey: Nullable(Type.String()),
@@ -218,7 +218,7 @@ const WorkspacePlugins = Type.Object({
   updatedAtUtc: Nullable(Type.String()),
 });
 
-/** Issue an external backend's NATS credentials (issue 23, item 4). */
+/** Issue an external backend's NATS credentials. */
 const CredentialRequest = Type.Object(
   {
     name: Type.Optional(

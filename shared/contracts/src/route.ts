@@ -23,11 +23,11 @@ export interface RouteSpec {
   /** Fastify syntax: `/api/tenants/:tenantKey`. */
   readonly path: string;
   /**
-   * The permission key. Two keys where the spec lists the route under both (members under membership.*
+   * The permission key. Two keys where the route belongs under both (members under membership.*
    * and workspace.*): either one passes, and a 403 names the first.
    */
   readonly permission: CorePermissionKey | readonly [CorePermissionKey, CorePermissionKey];
-  /** Spec 5.3: user writes and the data export demand platform scope, even holding the key. */
+  /** User writes and the data export demand platform scope, even holding the key. */
   readonly platformOnly?: boolean;
   readonly summary: string;
   readonly params?: TSchema;
@@ -105,7 +105,7 @@ function bind<S extends RouteSpec, Subject extends string>(
   const keys: readonly string[] = typeof spec.permission === "string" ? [spec.permission] : spec.permission;
   return {
     ...spec,
-    // A route whose keys are all platform keys is platform-only (issue 33, item 5): one table decides
+    // A route whose keys are all platform keys is platform-only: one table decides
     // both this and which keys a workspace session carries.
     platformOnly: spec.platformOnly ?? keys.every((k) => isPlatformKey(k)),
     service,

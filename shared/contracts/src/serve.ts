@@ -32,7 +32,7 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
   bus.serveEndpoint(
     route.subject,
     async (received: RequestOfRoute<S>, context) => {
-      // The principal is believed only as the gateway signed it (issue 23, item 5).
+      // The principal is believed only as the gateway signed it.
       const verifier = bus.principalVerifier;
       if (verifier === undefined) throw new InternalError();
       const principal = await verifier.verify(context.header(Header.Principal), received.principal);

@@ -36,7 +36,7 @@ export interface ResolveRequest {
   readonly path: string;
 }
 
-/** Spec 2.2 ResolveResult. */
+/** What workspace resolution answers: the visible workspace, if any. */
 export interface ResolveResult {
   readonly resolved: boolean;
   readonly workspaceKey: string | null;
@@ -59,7 +59,7 @@ export interface TenancyLookupReply {
   readonly tenants: readonly string[];
 }
 
-/** A visible workspace as the public routes show it (spec 2.2 WorkspaceRef and RouteInfo, and its policy). */
+/** A visible workspace as the public routes show it: the workspace, its access policy and route. */
 export interface PublicWorkspace {
   readonly workspace: { readonly key: string; readonly name: string; readonly type: string };
   readonly accessPolicy: "Public" | "Authenticated";
@@ -76,7 +76,7 @@ export interface PublicWorkspace {
 export type PublicWorkspaceRequest =
   { readonly host: string; readonly path: string } | { readonly workspaceKey: string };
 
-/** Spec 2.2 Navigation: the children of the surface's application root, each with its full path. */
+/** A surface's navigation: the children of the surface's application root, each with its full path. */
 export interface NavigationView {
   readonly workspaceKey: string;
   readonly surfaceKey: string;
@@ -90,7 +90,7 @@ export interface NavigationView {
   }>;
 }
 
-/** Spec 2.2 Theme. */
+/** A workspace's theme as the public routes show it. */
 export interface PublicTheme {
   readonly workspaceKey: string;
   readonly themePluginId: string | null;
@@ -120,11 +120,11 @@ export interface PluginContribution {
   readonly events: readonly string[];
   /** The lifecycle state: only an `active` plugin serves routes and supplies session keys. */
   readonly state: "inactive" | "active" | "failed";
-  /** Its routes, dispatched by the gateway under /api/plugins/{pluginId}/ while active (spec 4.5). */
+  /** Its routes, dispatched by the gateway under /api/plugins/{pluginId}/ while active. */
   readonly routes: readonly PluginRouteContribution[];
-  /** The workspaces whose chain holds it (spec 5.5.4: their admins' sessions carry its keys). */
+  /** The workspaces whose chain holds it (their admins' sessions carry its keys). */
   readonly workspaces: readonly string[];
-  /** The custom fields it defines (issue 14, item 4). */
+  /** The custom fields it defines. */
   readonly customFields: ReadonlyArray<{
     readonly entityName: string;
     readonly key: string;
@@ -148,7 +148,7 @@ export interface PluginRouteContribution {
 
 declare module "@svc/bus" {
   interface SubjectMap {
-    /** Signs a user in and issues an access token (spec 5, issue 3). */
+    /** Signs a user in and issues an access token. */
     "rbac.auth.login": { request: LoginRequest; reply: LoginReply };
     /** The public keys that verify access tokens (served at /.well-known/jwks.json). */
     "rbac.keys.jwks": { request: Record<string, never>; reply: JSONWebKeySet };
@@ -157,11 +157,11 @@ declare module "@svc/bus" {
       request: { role: string };
       reply: { role: string; permissions: readonly string[] };
     };
-    /** Resolves the visible workspace for a host and path (spec 2.1.1–2.1.3). */
+    /** Resolves the visible workspace for a host and path. */
     "resolver.workspace.resolve": { request: ResolveRequest; reply: ResolveResult };
-    /** A visible workspace for the public routes, or null (spec 2.1). */
+    /** A visible workspace for the public routes, or null. */
     "resolver.workspace.public": { request: PublicWorkspaceRequest; reply: PublicWorkspace | null };
-    /** A visible workspace's navigation (spec 2.2), or null when the workspace or surface is not found. */
+    /** A visible workspace's navigation, or null when the workspace or surface is not found. */
     "resolver.navigation.get": {
       request: { workspaceKey: string; surfaceKey: string; parentKey?: string; pathPrefix?: string };
       reply: NavigationView | null;
@@ -170,13 +170,13 @@ declare module "@svc/bus" {
     "resolver.surface.data": { request: { workspaceKey: string; pathPrefix: string }; reply: SurfaceData };
     /** The named workspaces (with their tenant) and tenants that exist (at most 500 of each). */
     "resolver.tenancy.lookup": { request: TenancyLookupRequest; reply: TenancyLookupReply };
-    /** What every installed plugin contributes to the other services (issue 11, item 8). */
-    /** A workspace's public UI chain and theme (spec 2.2 UiChain and Theme). */
+    /** What every installed plugin contributes to the other services. */
+    /** A workspace's public UI chain and theme. */
     "plugin-registry.workspace.public": {
       request: { workspaceKey: string };
       reply: { chain: string[]; theme: PublicTheme };
     };
-    /** Renders a workspace's surface over its plugin chain (spec 4.1 render rules 3-5). */
+    /** Renders a workspace's surface over its plugin chain. */
     "plugin-registry.surface.render": {
       request: { workspace: PublicWorkspace; publicBaseUrl: string; path: string; data: SurfaceData };
       reply: RenderedSurface;

@@ -5,7 +5,7 @@ import { idParams, Nullable, Page, pageFields, PermissionKeyString, Uuid } from 
 import { defineRoutes } from "./route.js";
 
 /**
- * Spec 2.3: a subscription's event name: letters, digits, `_`, `.`, `-`, and one `*` at the end, a prefix
+ * A subscription's event name: letters, digits, `_`, `.`, `-`, and one `*` at the end, a prefix
  * wildcard (`*`, `workspace.*`, `workspace.create*`; ADR 0014).
  */
 export const SUBSCRIPTION_PATTERN = "^(?:[\\w.\\-]{1,120}|[\\w.\\-]{0,119}\\*)$";
@@ -27,7 +27,7 @@ export const SubscriptionView = Type.Object({
 export const MAX_FLOW_ACTIONS = 10;
 
 /**
- * A flow's actions (issue 14, item 5). `title`, `detail` and string values of `data` may hold
+ * A flow's actions. `title`, `detail` and string values of `data` may hold
  * placeholders: `{{event}}`, `{{eventId}}`, `{{workspaceKey}}`, `{{occurredAtUtc}}` and
  * `{{data.<path>}}` (a dotted path into the triggering event's data); an unknown one becomes empty.
  * The branches are open objects (an action's unknown properties are dropped by the flow service, as the
@@ -76,7 +76,7 @@ export const FlowAction = Type.Union([
 const FlowBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    /** The trigger, matched like a webhook subscription's (spec 6.2): an event name, or `*` for every event. */
+    /** The trigger, matched like a webhook subscription's: an event name, or `*` for every event. */
     eventName: Type.String({ pattern: SUBSCRIPTION_PATTERN }),
     actions: Type.Array(FlowAction, { minItems: 1, maxItems: MAX_FLOW_ACTIONS }),
     /** A platform session may leave it out (every workspace); a workspace session's flow is its own. */

@@ -1,5 +1,5 @@
 /**
- * Operators' decisions stick (issue 34, item 6): a workspace session of a workspace an operator turned off,
+ * Operators' decisions stick: a workspace session of a workspace an operator turned off,
  * or of a workspace whose tenant is suspended, is refused on every request, whatever its token says (the
  * gateway's authenticator), and its deliveries and flow runs wait (the dispatcher defers them). The
  * state comes from the resolver (`resolver.tenancy.lookup`), cached per workspace for a few seconds and

@@ -202,7 +202,7 @@ export class Db extends Queries {
    * Runs `work` as one unit of work: one transaction that every statement of this Db joins while `work`
    * runs, however deep in the call (`transaction` calls become savepoints), so that it commits or rolls
    * back as a whole; `afterCommit` effects run after the COMMIT. An Idempotency-Key's outcome is kept
-   * this way, in the same transaction as the change it answers for (issue 22, item 3).
+   * this way, in the same transaction as the change it answers for.
    */
   async unitOfWork<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     const existing = units.getStore();

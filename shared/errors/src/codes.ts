@@ -10,7 +10,7 @@ export const ErrorCode = {
   ValidationFailed: "SVC_VALIDATION_FAILED",
   /** No credentials, or credentials that could not be verified. */
   Unauthenticated: "SVC_UNAUTHENTICATED",
-  /** The caller lacks a permission key (spec 2.5). */
+  /** The caller lacks a permission key. */
   Forbidden: "SVC_FORBIDDEN",
   /** The resource does not exist or is not visible to the caller. */
   NotFound: "SVC_NOT_FOUND",

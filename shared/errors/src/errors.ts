@@ -143,7 +143,7 @@ function isDatabaseUnavailable(error: unknown): boolean {
 /**
  * What an error that is no SvcError answers: a 503 naming the database when the database connection was
  * lost or could not be had (the client may retry; the outcome of a write is as unknown as after a 504),
- * else a 500 that shows nothing (issue 22: `pg_terminate_backend` under load answered 500).
+ * else a 500 that shows nothing (`pg_terminate_backend` under load once answered 500).
  */
 export function fromUnexpected(error: unknown): SvcError {
   if (error instanceof SvcError) return error;

@@ -5,7 +5,7 @@ import { ForbiddenError, NotFoundError, ValidationError } from "./errors.js";
 import { fromWire, toProblem } from "./problem.js";
 
 describe("toProblem", () => {
-  it("builds the 403 document of spec 2.5", () => {
+  it("builds the 403 document naming the missing permission", () => {
     expect(toProblem(new ForbiddenError("tenant.read"), "https://x.test/problems/")).toEqual({
       type: "https://x.test/problems/forbidden",
       title: "Forbidden",

@@ -1,4 +1,4 @@
-/** Spec 3.1 and 8: exponential backoff, base 30 seconds, doubling per attempt. */
+/** Exponential backoff, base 30 seconds, doubling per attempt. */
 export const BACKOFF_BASE_MS = 30_000;
 /** Spread of the jitter around the nominal delay: ±10 %, so retries of many jobs do not arrive together. */
 export const BACKOFF_JITTER = 0.1;

@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from "@svc/observability";
 
-/** The job engine's metrics (issue 4); queue depth is a gauge collected by the job-reaper service. */
+/** The job engine's metrics; queue depth is a gauge collected by the job-reaper service. */
 export interface JobMetrics {
   readonly attempts: Counter<"type" | "outcome">;
   readonly claimLatency: Histogram<"type">;

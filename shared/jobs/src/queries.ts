@@ -242,7 +242,7 @@ export interface ReapResult {
 export const WORKER_HEARTBEAT_MS = 2_000;
 export const WORKER_DEAD_AFTER_SECONDS = 10;
 
-/** A worker says it is alive (issue 22, item 4). */
+/** A worker says it is alive. */
 export async function heartbeat(db: Queries, workerId: string): Promise<void> {
   await db.query(sql`
     INSERT INTO job_reaper.workers (worker_id, heartbeat_at) VALUES (${workerId}, now())
@@ -255,9 +255,9 @@ export async function forgetWorker(db: Queries, workerId: string): Promise<void>
 }
 
 /**
- * The reaper's sweep (spec 3.1): expired leases, and the claims of a worker that has not written its
- * heartbeat for WORKER_DEAD_AFTER_SECONDS (a process that died), become Pending again (reclaimable at
- * once, the old token stale) or, with attempts exhausted, Failed for good. Idempotent and safe to run from every replica at
+ * The reaper's sweep: expired leases, and the claims of a worker that has not written its heartbeat for
+ * WORKER_DEAD_AFTER_SECONDS (a process that died), become Pending again (reclaimable at once, the old token
+ * stale) or, with attempts exhausted, Failed for good. Idempotent and safe to run from every replica at
  * once: rows are locked with SKIP LOCKED and each row's new state depends only on the row.
  */
 export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<ReapResult> {
@@ -322,7 +322,7 @@ interface JobRow {
 export async function listJobs(db: Queries, filter: ListFilter): Promise<JobView[]> {
   // Only the filters given, so that each combination is a statement of its own with a plan of its own
   // (a generic plan of "($1 IS NULL OR status = $1)" cannot use an index): each filter has an index path
-  // (migration 0006; issue 33, item 18, `make bench-jobs-list`).
+  // (migration 0006; `make bench-jobs-list`).
   const conditions = [
     ...(filter.status === undefined ? [] : [sql`status = ${filter.status}`]),
     ...(filter.type === undefined ? [] : [sql`type = ${filter.type}`]),

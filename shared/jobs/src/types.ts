@@ -1,4 +1,4 @@
-/** Job states of spec 3.1. */
+/** Job states. */
 export const JobStatus = {
   Pending: "Pending",
   Running: "Running",
@@ -25,7 +25,7 @@ export interface JobPayloads {
 }
 export type JobType = keyof JobPayloads;
 
-/** Per-type settings (spec 3.1: each job type sets its own attempt limit). */
+/** Per-type settings (each job type sets its own attempt limit). */
 export interface JobTypeOptions {
   readonly maxAttempts: number;
 }
@@ -58,7 +58,7 @@ export interface ClaimedJob<T extends JobType = JobType> {
   readonly leaseExpiresAt: Date;
 }
 
-/** The jobs list's view of a job record (spec 2.4; the route contract's JobView): the payload is not shown. */
+/** The jobs list's view of a job record (the route contract's JobView): the payload is not shown. */
 export interface JobView {
   readonly id: string;
   readonly type: string;

@@ -53,7 +53,7 @@ export interface WorkerOptions {
   readonly workerId: string;
   readonly log: Logger;
   readonly metrics?: JobMetrics;
-  /** Lease granted by a claim (default five minutes, spec 3.1). */
+  /** Lease granted by a claim (default five minutes). */
   readonly leaseMs?: number;
   /** Backstop poll for due jobs without a notification, ms. */
   readonly pollIntervalMs?: number;

@@ -138,7 +138,7 @@ export class WriteBatcher {
 }
 
 /**
- * A write-back tried up to three times (issue 22, item 4): a connection terminated under it would
+ * A write-back tried up to three times: a connection terminated under it would
  * otherwise leave the job Running until its lease expires. Each write is fenced by the claim's token, so
  * a repeat of one that did commit changes nothing (it reads as stale).
  */

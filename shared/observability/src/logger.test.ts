@@ -16,7 +16,7 @@ function capture() {
   return { lines, log: createLogger("t", "info", stream) };
 }
 
-describe("issue 8, point 6: a secret in a log line", () => {
+describe("a secret in a log line", () => {
   it("never logs the row data a PostgreSQL error quotes, at any depth of cause", () => {
     const { lines, log } = capture();
     const dbError = new pg.DatabaseError(

@@ -1,5 +1,5 @@
 /**
- * The transactional outbox (issue 9, point 1): an event is recorded in the same database transaction as
+ * The transactional outbox: an event is recorded in the same database transaction as
  * the change it describes, in the service's own `<schema>.outbox` table, and relayed to JetStream
  * afterwards, at least once, with the event id as `Nats-Msg-Id` (the stream drops a repeat inside its
  * duplicate window, and the webhook matcher is idempotent per event id beyond it). So a NATS outage of any
@@ -9,7 +9,7 @@
  * The relay runs in every replica of the service. A pass claims up to a batch of the oldest unclaimed rows
  * for a short lease in one statement (SKIP LOCKED: replicas take disjoint rows) and commits, publishes
  * them in id order, then deletes the ones JetStream acknowledged and releases the claim of the rest: no
- * transaction stays open while it waits on the network (issue 22, item 1). A relay that dies leaves its
+ * transaction stays open while it waits on the network. A relay that dies leaves its
  * claim to expire (CLAIM_SECONDS) and another pass takes the rows again; a repeat publish is harmless
  * (the same `Nats-Msg-Id`). A failure stops the pass, keeps the rest, and the next pass retries. Passes
  * run on a NOTIFY sent by the recording transaction (at its commit), on a slow poll, and after a NATS

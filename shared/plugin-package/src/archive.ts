@@ -99,7 +99,7 @@ const TAR_OVERHEAD_PER_FILE = 3 * 512;
 /**
  * A gzip-compressed tar inflated first, in one step that stops at the most a package within the limits
  * can take (its bytes, the tar headers of its files and the end blocks): a gzip bomb costs at most that
- * much memory and time, never the whole bomb (issue 21, item 8). The parser reads plain tar only.
+ * much memory and time, never the whole bomb. The parser reads plain tar only.
  */
 async function inflateTar(bytes: Buffer, limits: PackageLimits): Promise<Buffer> {
   if (!bytes.subarray(0, 2).equals(GZIP)) return bytes;

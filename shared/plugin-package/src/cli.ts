@@ -1,5 +1,5 @@
 /**
- * `svc-plugin`: the plugin author's command line (spec 4.6).
+ * `svc-plugin`: the plugin author's command line.
  *
  *   svc-plugin sign   --plugin <dir> --key <private-key.pem> [--out <plugin.signature.json>]
  *   svc-plugin verify --plugin <dir|.tgz|.zip> --trusted <public-key.pem> [--trusted …] [--allow-unsigned]

@@ -1,5 +1,5 @@
 /**
- * The signed content manifest of a plugin package, `plugin.signature.json` (spec 2.6, 5.7), and its
+ * The signed content manifest of a plugin package, `plugin.signature.json`, and its
  * signature: ECDSA over P-256 with SHA-256, trust by the signer's public-key fingerprint.
  *
  * Canonical signed bytes: the UTF-8 JSON of the six fields `schemaVersion, pluginId, version, algorithm,

@@ -23,7 +23,7 @@ const good = {
 const context = { hostVersion: "0.1.0", installed: new Map([["base", "2.3.1"]]) };
 const fields = (raw: unknown, ctx = context) => validateRegistry(raw, ctx).map((v) => v.field);
 
-describe("registry.json validation (issue 11, item 2)", () => {
+describe("registry.json validation", () => {
   it("accepts a valid descriptor", () => {
     expect(validateRegistry(good, context)).toEqual([]);
   });
@@ -67,8 +67,8 @@ describe("registry.json validation (issue 11, item 2)", () => {
   });
 });
 
-describe("routes and admin-API keys (issue 12)", () => {
-  it("holds admin-API keys to the namespace rule but not to the action rule (spec 5.5.3)", () => {
+describe("routes and admin-API keys", () => {
+  it("holds admin-API keys to the namespace rule but not to the action rule", () => {
     const raw = {
       ...good,
       adminApi: { permissions: ["hello.dashboard.view", "hello.reports", "other.thing.view", "Hello.x"] },
@@ -128,7 +128,7 @@ const descriptorFields = {
   events: true,
 } satisfies Record<keyof PluginDescriptor, true>;
 
-describe("events (issue 21, item 5)", () => {
+describe("events", () => {
   it("accepts only names in the plugin's own namespace: never the platform's or another plugin's", () => {
     expect(validateRegistry({ ...good, events: ["hello.greeted", "hello.farewell.sent"] }, context)).toEqual(
       [],
@@ -146,7 +146,7 @@ describe("events (issue 21, item 5)", () => {
   });
 });
 
-describe("the plugin SDK's PluginDescriptor (issue 15, item 5)", () => {
+describe("the plugin SDK's PluginDescriptor", () => {
   it("names exactly the fields the validator's schema has", () => {
     expect(Object.keys(RegistryJsonSchema.properties).sort()).toEqual(Object.keys(descriptorFields).sort());
     // At the type level too (a compile error otherwise): what the validator accepts reads as the SDK's

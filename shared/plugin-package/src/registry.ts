@@ -1,9 +1,9 @@
 /**
- * `registry.json`, the plugin descriptor (spec 2.6), and its validation at install (issue 11, item 2):
+ * `registry.json`, the plugin descriptor, and its validation at install:
  * the schema (published as JSON Schema for editors, checked here with the same schema), then the rules
  * a schema cannot say: the plugin contract version the host supports, the host version a plugin needs
  * (`dependencies.host`), other plugins it needs (semver ranges), declared permission keys inside the
- * plugin's namespace (spec 5.5). Every violation is listed.
+ * plugin's namespace. Every violation is listed.
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
@@ -24,7 +24,7 @@ export const PLUGIN_CONTRACT = {
 /** The key of `dependencies` that names the host, e.g. `"dependencies": { "host": ">=0.1.0" }`. */
 export const HOST_DEPENDENCY = "host";
 
-/** The property of registry.json that lists the permission keys a plugin declares (spec 5.5). */
+/** The property of registry.json that lists the permission keys a plugin declares. */
 export const PERMISSIONS_PROPERTY = "permissions";
 
 export const PLUGIN_ID_PATTERN = "^[a-z][a-z0-9-]{1,62}$";
@@ -121,7 +121,7 @@ export const RegistryJsonSchema = Type.Object(
               maxItems: 200,
               uniqueItems: true,
               description:
-                "keys the plugin's admin-API extension contributes (spec 5.5.3): inside the plugin's namespace, any last segment",
+                "keys the plugin's admin-API extension contributes: inside the plugin's namespace, any last segment",
             }),
           ),
         },
@@ -199,7 +199,7 @@ export const RegistryJsonSchema = Type.Object(
           },
           { additionalProperties: false },
         ),
-        { maxItems: 100, description: "HTTP routes the plugin serves (spec 4.5)" },
+        { maxItems: 100, description: "HTTP routes the plugin serves" },
       ),
     ),
     events: Type.Optional(
@@ -214,7 +214,7 @@ export const RegistryJsonSchema = Type.Object(
 );
 export type RegistryJson = Static<typeof RegistryJsonSchema>;
 
-/** Every key a plugin contributes: its declared keys and its admin-API extension's (spec 5.5.1, 5.5.3). */
+/** Every key a plugin contributes: its declared keys and its admin-API extension's. */
 export function contributedKeys(r: RegistryJson): string[] {
   return [...new Set([...(r[PERMISSIONS_PROPERTY] ?? []), ...(r.adminApi?.permissions ?? [])])];
 }
@@ -284,13 +284,13 @@ export function validateRegistry(raw: unknown, context: RegistryContext): Regist
       add(field, `'${key}' does not end in a known action (${KEY_ACTIONS.join(", ")})`);
     }
   });
-  // Events (issue 21, item 5): a plugin names only its own, `<pluginId>.<name>`; never the platform's.
+  // Events: a plugin names only its own, `<pluginId>.<name>`; never the platform's.
   (r.events ?? []).forEach((name, i) => {
     if (!name.startsWith(`${r.pluginId}.`) || name.length === r.pluginId.length + 1) {
       add(`events/${i}`, `'${name}' is outside the plugin's namespace '${r.pluginId}.'`);
     }
   });
-  // Keys of the admin-API extension path (spec 5.5.3): the namespace rule applies, the action rule does not.
+  // Keys of the admin-API extension path: the namespace rule applies, the action rule does not.
   (r.adminApi?.permissions ?? []).forEach((key, i) => {
     const field = `adminApi/permissions/${i}`;
     if (!key.startsWith(`${r.pluginId}.`) || key !== key.toLowerCase()) {

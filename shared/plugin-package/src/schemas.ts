@@ -57,7 +57,7 @@ const SettingField = Type.Object(
   { additionalProperties: true },
 );
 
-/** theme.json is parsed leniently (spec 2.6): canonical names here, aliases tolerated. */
+/** theme.json is parsed leniently: canonical names here, aliases tolerated. */
 export const ThemeJsonSchema = Type.Object(
   {
     $schema: Type.Optional(Type.String()),

@@ -1,5 +1,5 @@
 /**
- * The plugin SDK's declarations of theme.json and plugin.signature.json (issue 15, item 5) name the same
+ * The plugin SDK's declarations of theme.json and plugin.signature.json name the same
  * members as the JSON Schemas the platform publishes and validates with, so an author who follows the
  * types writes what the platform reads.
  */

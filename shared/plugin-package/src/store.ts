@@ -117,7 +117,7 @@ export function assetBucket(prefix: string): string {
 }
 
 /**
- * The UI assets of active plugins (issue 12, item 8): each file under its plugin's `ui/` directory, stored
+ * The UI assets of active plugins: each file under its plugin's `ui/` directory, stored
  * by the registry as `<pluginId>/<version>/<path>` in the object store `<prefix>_plugin_assets`, where the
  * gateway reads it for `/plugin-assets/<pluginId>/<version>/<path>`. A version's files never change.
  */
@@ -132,7 +132,7 @@ export const MANIFEST_BUCKET = (prefix: string) => `${prefix}_ui_manifest`;
 export const MANIFEST_KEY = "plugin-ui-assets";
 /**
  * Beside it: the SHA-256 (hex) of every asset the manifest may name, `{"<pluginId>/<version>/ui/…": hash}`,
- * taken from the verified package (issue 23, item 5). The gateway serves an asset only when its stored
+ * taken from the verified package. The gateway serves an asset only when its stored
  * bytes have that hash.
  */
 export const ASSET_HASHES_KEY = "plugin-ui-asset-hashes";
@@ -142,7 +142,7 @@ export function mediaBucket(prefix: string): string {
 }
 
 /**
- * Uploaded media (issue 14, item 3): each file's bytes in the object store `<prefix>_media` under its
+ * Uploaded media: each file's bytes in the object store `<prefix>_media` under its
  * media id, written by the gateway at upload, read by it to serve the content, deleted by the resolver.
  */
 export class MediaStore extends BlobStore {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 
 import { checkValue, parseTheme, ThemeError, type ThemeField } from "./theme.js";
 
-describe("parseTheme (spec 2.6, lenient)", () => {
+describe("parseTheme (lenient)", () => {
   it("reads the aliases and fills in the defaults", () => {
     const theme = parseTheme(
       JSON.stringify({

@@ -1,7 +1,7 @@
 /**
- * `theme.json`, read leniently (spec 2.6; issue 12, item 7): the canonical names or their aliases
+ * `theme.json`, read leniently: the canonical names or their aliases
  * (`key`/`id` → templateKey, `extends` → parentTemplateKey, `templates` → definitions, `description` →
- * helpText, `defaultValue` → value, `tab`/`section` → group), the spec's defaults (templatePath
+ * helpText, `defaultValue` → value, `tab`/`section` → group), defaults (templatePath
  * `views/surface/{templateKey}.html`, scope `workspace`, isActive true, priority 100, field type `text`),
  * unknown members ignored. Only text that is not JSON, or a root that is not an object, is an error.
  */

@@ -1,5 +1,5 @@
 /**
- * Verification of a plugin package directory against its signed manifest (spec 5.7.5): every file's hash
+ * Verification of a plugin package directory against its signed manifest: every file's hash
  * recomputed, no file outside the manifest and none missing, no revoked signer or content, the signer
  * resolved by fingerprint among the trusted ones, the signature verified. Used by the CLI, at install and
  * whenever a stored plugin is loaded again.
@@ -103,7 +103,7 @@ export async function verifyPackage(root: string, options: VerifyOptions): Promi
       return { ok: false, code: "unreadable", reason: error.message, path: error.path };
     throw error;
   }
-  // A revoked file is refused whether or not the package is signed (issue 33, item 8).
+  // A revoked file is refused whether or not the package is signed.
   const revokedContent = new Set(options.revokedContentHashes ?? []);
   const revokedFile = files.find((f) => revokedContent.has(f.sha256));
   const text = await readFile(join(root, SIGNATURE_FILE), "utf8").catch(() => undefined);

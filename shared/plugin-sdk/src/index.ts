@@ -55,7 +55,7 @@ export type PublisherDecorator = (
   next: (event: PluginEvent) => Promise<void>,
 ) => Promise<void> | void;
 
-/** The publisher contract of spec 6.2. */
+/** The publisher contract: event name, workspace key (null: platform-wide), payload. */
 export interface PluginEvents {
   /** Publishes durably to the platform's event stream; resolves once stored. */
   publish(eventName: string, workspaceKey: string | null, payload: unknown): Promise<void>;
@@ -117,7 +117,7 @@ export type PluginPrincipal = Principal;
 // ---------------------------------------------------------------------------------------------------
 // registry.json
 
-/** A route the plugin serves at `/api/plugins/<pluginId><path>` (spec 4.5). */
+/** A route the plugin serves at `/api/plugins/<pluginId><path>`. */
 export interface PluginRouteDeclaration {
   readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** Starts with `/`; `:name` segments are parameters. */
@@ -147,7 +147,7 @@ export interface UiAssetDeclaration {
   readonly path: string;
 }
 
-/** `registry.json`, the plugin descriptor (spec 2.6); its JSON Schema is `docs/schemas/registry.schema.json`. */
+/** `registry.json`, the plugin descriptor; its JSON Schema is `docs/schemas/registry.schema.json`. */
 export interface PluginDescriptor {
   readonly $schema?: string;
   /** The plugin contract built against ({@link PLUGIN_CONTRACT_VERSION}). */
@@ -173,7 +173,7 @@ export interface PluginDescriptor {
   readonly sensitiveFields?: readonly string[];
   /** Permission keys the plugin declares: `<pluginId>.<resource>.<create|read|update|delete|execute>`. */
   readonly permissions?: readonly string[];
-  /** Keys the plugin's admin-API extension contributes (spec 5.5.3). */
+  /** Keys the plugin's admin-API extension contributes: inside the plugin's namespace, any last segment. */
   readonly adminApi?: { readonly permissions?: readonly string[] };
   readonly customFields?: readonly CustomFieldDeclaration[];
   readonly uiAssets?: {
@@ -235,7 +235,7 @@ export interface SignedFile {
   readonly sha256: string;
 }
 
-/** `plugin.signature.json`, the signed content manifest (spec 5.7). */
+/** `plugin.signature.json`, the signed content manifest. */
 export interface SignatureManifest {
   readonly schemaVersion: string;
   readonly pluginId: string;

@@ -1,5 +1,5 @@
 /**
- * What this build is (spec 9.2: the host version is fixed at build time). `make build` bakes the root
+ * What this build is (the host version is fixed at build time). `make build` bakes the root
  * package.json's version, the commit and the build time into every bundle (esbuild's `define` of
  * `__SVC_BUILD_INFO__`, scripts/build.mjs); run from the sources (tests, `make dev`), the version is read
  * from the same package.json and the commit and build time are unknown. The container image carries the
@@ -26,7 +26,7 @@ export const BUILD_INFO: BuildInfo = Object.freeze(
     : { version: rootPackage.version, commit: null, builtAt: null },
 );
 
-/** The host version, fixed at build time (spec 9.2). */
+/** The host version, fixed at build time. */
 export const HOST_VERSION: string = BUILD_INFO.version;
 
 /** What `GET /version` answers on every management listener. */

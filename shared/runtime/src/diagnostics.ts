@@ -1,5 +1,5 @@
 /**
- * The diagnostics recorder's tap (issue 14, item 6), in every service. The recording's state lives in the
+ * The diagnostics recorder's tap, in every service. The recording's state lives in the
  * KV bucket `<prefix>_diagnostics` (key `recording`, written by the job reaper's recorder API); every
  * replica watches it. While a recording runs, the replica's database pool reports each statement (its
  * text with the values written in as literals) and its bus each request it sends (subject, duration,

@@ -1,6 +1,6 @@
 /**
  * The outcome of every operator write sent with an `Idempotency-Key`, kept by the service that makes the
- * change, in the same transaction (issue 22, item 3). The gateway's key store (a NATS KV bucket) answers
+ * change, in the same transaction. The gateway's key store (a NATS KV bucket) answers
  * most retries on its own, but it releases a key after a 5xx, and it is lost with NATS's store: a commit
  * made just before a 504, or whose answer was lost with a killed process, then ran again. Here the first
  * request's answer is written in the transaction of its change, so a retry after any fault either finds

@@ -1,5 +1,5 @@
 /**
- * Settings changed at run time (issue 14, item 1). Values stored with `PUT /api/config/values` live in
+ * Settings changed at run time. Values stored with `PUT /api/config/values` live in
  * the NATS KV bucket `<prefix>_config_values`, one key per variable (`BackendHost__RateLimitApiPerMinute`),
  * the raw text as an environment variable would hold it. Every replica of every service watches the bucket
  * and applies, for the settings it declares that are marked `changeable`, each stored value that its own

@@ -1,11 +1,11 @@
 /**
- * Every service's management listener (issue 15, ADR 0010), on `MANAGEMENT_PORT` when it is set: the
+ * Every service's management listener (ADR 0010), on `MANAGEMENT_PORT` when it is set: the
  * Kubernetes way to probe and scrape each pod.
  * - `GET /health`: liveness; a process whose event loop answers is alive. Its body names the version.
- * - `GET /version`: the build (version, commit, build time, plugin contract), spec 9.2.
+ * - `GET /version`: the build (version, commit, build time, plugin contract).
  * - `GET /ready`: readiness (`checkReadiness`); 503 while NATS does not answer a round trip, PostgreSQL does
- *   not answer `SELECT 1`, the service is still starting or it is draining (from SIGTERM on). The body names what is down, as the
- *   gateway's `/ready` does.
+ *   not answer `SELECT 1`, the service is still starting or it is draining (from SIGTERM on). The body
+ *   names what is down, as the gateway's `/ready` does.
  * - `GET /metrics`: this replica's own metrics (Prometheus text format), so every pod is its own series.
  * Nothing else is served (404), and nothing here needs a credential: bind it where only the kubelet and
  * Prometheus reach it (the chart's NetworkPolicy does).

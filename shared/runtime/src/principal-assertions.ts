@@ -1,5 +1,5 @@
 /**
- * No principal taken on trust from the bus (issue 23, item 5). The gateway establishes who calls (a
+ * No principal taken on trust from the bus. The gateway establishes who calls (a
  * verified session token or API key) and signs that principal with a key of its own; the service that owns
  * the route verifies the signature and acts on the signed principal, never on the one in the request body
  * alone. So a NATS user that may send requests to a service (another service's, on an open bus anyone)

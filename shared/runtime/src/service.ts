@@ -157,7 +157,7 @@ export async function startService(
       // `nats micro ls/info/stats` list this replica, its endpoints and their error counts.
       micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
     });
-    // Operator route requests are acted on only with the principal the gateway signed (issue 23, item 5).
+    // Operator route requests are acted on only with the principal the gateway signed.
     const principals = new PrincipalAssertionVerifier(nc, config.subjectPrefix, log);
     await provisioner.add("principal keys watch", () => principals.start());
     bus.principalVerifier = principals;

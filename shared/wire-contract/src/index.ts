@@ -47,7 +47,7 @@ export const Header = {
   /**
    * On operator route requests sent with an `Idempotency-Key`: the key as the gateway scoped it to its
    * caller (a digest), and a digest of the request it came with. The owning service keeps the outcome
-   * under it, in the same transaction as the change (issue 22, item 3).
+   * under it, in the same transaction as the change.
    */
   IdempotencyKey: "Svc-Idempotency-Key",
   IdempotencyFingerprint: "Svc-Idempotency-Fingerprint",
@@ -77,7 +77,7 @@ export const EventSource = {
   flow: (flowId: string): string => `flow:${flowId}`,
 } as const;
 
-/** An event name: 1 to 120 letters, digits, `_`, `.` or `-` (spec 8; subscriptions may also use `*`). */
+/** An event name: 1 to 120 letters, digits, `_`, `.` or `-` (subscriptions may also use `*`). */
 export const EVENT_NAME_PATTERN: RegExp = /^[\w.-]{1,120}$/;
 
 /** The subject an event is published on: `<prefix>.events.<eventName>`; without a name, the stream's filter. */
@@ -95,7 +95,7 @@ export function pluginQueueGroup(pluginId: string): string {
   return `plugin.${pluginId}`;
 }
 
-/** Session scope (spec 5.2). */
+/** Session scope: the whole platform, or one workspace. */
 export const Scope = { Platform: "platform", Workspace: "workspace" } as const;
 /** `platform` or `workspace`. */
 export type Scope = (typeof Scope)[keyof typeof Scope];
@@ -107,7 +107,7 @@ export type Scope = (typeof Scope)[keyof typeof Scope];
 export interface Principal {
   /** The user id, or the API client's id. */
   readonly subject: string;
-  /** null: no scope claim, which never grants platform reach (spec 5.2.4). */
+  /** null: no scope claim, which never grants platform reach. */
   readonly scope: Scope | null;
   /** The workspace of a workspace-scoped session; null for platform sessions. */
   readonly workspaceKey: string | null;
@@ -184,7 +184,7 @@ export interface PluginHttpReply {
   readonly body?: unknown;
 }
 
-/** The JSON body of a webhook delivery (spec 6.3). */
+/** The JSON body of a webhook delivery. */
 export interface WebhookDelivery<T = unknown> {
   readonly event: string;
   /** null for a platform-wide event. */

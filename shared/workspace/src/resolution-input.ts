@@ -1,5 +1,5 @@
 /**
- * The inputs of workspace resolution (spec 2.1.1): the public host and path of a request, normalised the
+ * The inputs of workspace resolution: the public host and path of a request, normalised the
  * same way at the gateway (for its cache key) and at the resolver (which trusts no caller).
  *
  * Host: `X-Forwarded-Host` when present (first entry of a comma list), else `Host`; lower-cased, port and

@@ -47,7 +47,7 @@ export class Authenticator {
     private readonly bus: Bus,
     private readonly config: Config,
     private readonly revocations: RevocationList,
-    /** Refuses workspace sessions of a deactivated workspace or a suspended tenant (issue 34, item 6). */
+    /** Refuses workspace sessions of a deactivated workspace or a suspended tenant. */
     private readonly states?: WorkspaceStates,
     private readonly log?: Logger,
   ) {
@@ -190,7 +190,7 @@ export class Authenticator {
       throw new UnauthenticatedError("The API key has expired.");
     }
     return {
-      // Each key its own identity (issue 34, item 8): audit entries and Idempotency-Keys tell keys apart.
+      // Each key its own identity: audit entries and Idempotency-Keys tell keys apart.
       // A prefix of the key's SHA-256 names it without revealing it.
       subject: `api-key:${digest.toString("hex").slice(0, 16)}`,
       scope: "platform",

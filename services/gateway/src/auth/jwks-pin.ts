@@ -1,5 +1,5 @@
 /**
- * The gateway's key set, pinned across replies (issue 23, item 5): a key id the gateway has seen keeps its
+ * The gateway's key set, pinned across replies: a key id the gateway has seen keeps its
  * key material for the life of the process. A reply that maps a known key id to other material (a spoofed
  * `rbac.keys.jwks` answer on a bus without permissions) does not replace it; the conflict is reported. New
  * key ids are taken (rbac's key rotation) and ids rbac no longer lists are dropped.

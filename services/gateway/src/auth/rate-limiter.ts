@@ -1,5 +1,5 @@
 /**
- * Fixed-window rate limits per client (spec 8), counted across every gateway replica in a NATS KV bucket
+ * Fixed-window rate limits per client, counted across every gateway replica in a NATS KV bucket
  * (memory storage; entries expire after two windows). Key: `<policy>.<minute>.<client digest>`.
  *
  * - `auth` (login, 5/min by default) counts exactly: each attempt is a compare-and-set increment of the
@@ -21,7 +21,7 @@ import { followKv } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 import ipaddr from "ipaddr.js";
 
-/** `account`: sign-in attempts per account (issue 34, item 9), counted exactly as `auth` is. */
+/** `account`: sign-in attempts per account, counted exactly as `auth` is. */
 export type Policy = "auth" | "api" | "account";
 
 const WINDOW_MS = 60_000;
@@ -260,7 +260,7 @@ export function normaliseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | n
 /**
  * What a limit counts against for a client address: an IPv4 address itself, an IPv6 address's /64 (one
  * subscriber's network holds 2^64 addresses, so counting each would let one client pick fresh buckets at
- * will; issue 34, item 9). Anything unparsable counts as itself.
+ * will). Anything unparsable counts as itself.
  */
 export function limitGroup(client: string): string {
   const ip = normaliseAddress(client);
@@ -275,7 +275,7 @@ export function isTrustedProxy(ip: ipaddr.IPv4 | ipaddr.IPv6, trusted: ProxyList
 }
 
 /**
- * The client a limit counts against (spec 8): from a trusted proxy, the X-Forwarded-For address the
+ * The client a limit counts against: from a trusted proxy, the X-Forwarded-For address the
  * proxies vouch for; otherwise the connection's own address (from anyone else the header is ignored).
  *
  * The spec names the first X-Forwarded-For address. A client can put any addresses at the front of the

@@ -1,5 +1,5 @@
 /**
- * The interactive API reference at `/api/docs` (issue 32, item 5): Swagger UI, served from the
+ * The interactive API reference at `/api/docs`: Swagger UI, served from the
  * `@fastify/swagger-ui` package itself (no CDN), over the same OpenAPI document as `/openapi.json`. On by
  * default except in production, where `BackendHost__EnableApiDocs=true` turns it on. The page loads only
  * its own scripts and styles, so the gateway's content security policy (helmet's, `script-src 'self'`)

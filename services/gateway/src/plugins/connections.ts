@@ -1,5 +1,5 @@
 /**
- * What keeps idle or slow connections from taking the gateway down (issue 21, item 7): 20,000 sockets that
+ * What keeps idle or slow connections from taking the gateway down: 20,000 sockets that
  * never sent a byte once used up the process's file descriptors, and `/health` stopped answering.
  *
  * - Time limits on every connection (`connectionTimeouts`, given to Node's HTTP server): the request's

@@ -1,5 +1,5 @@
 /**
- * Media uploads and downloads at the edge (issue 14, item 3). An upload is `multipart/form-data` with one
+ * Media uploads and downloads at the edge. An upload is `multipart/form-data` with one
  * file (field `file`), at most BackendHost:MaxMediaUploadBytes (413 above, and nothing is stored): its
  * content type is sniffed from the bytes (never taken from the client), its name sanitised, its bytes
  * stored in the media object store under a new id, and the route forwards `{ media: {…} }` to the
@@ -45,7 +45,7 @@ async function sniff(bytes: Buffer): Promise<string> {
   return "application/octet-stream";
 }
 
-/** What a download of a file whose bytes the object store no longer holds says (issue 22, item 6). */
+/** What a download of a file whose bytes the object store no longer holds says. */
 export const LOST_BYTES =
   "The file's bytes are no longer stored (the object store lost them); delete the file and upload it again.";
 

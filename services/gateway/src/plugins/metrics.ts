@@ -19,7 +19,7 @@ export interface MetricsOptions {
  * every series carries its `service` label.
  */
 /**
- * The public port's metrics name no commit (issue 21, item 8): `svc_build_info` keeps its `version` there;
+ * The public port's metrics name no commit: `svc_build_info` keeps its `version` there;
  * the commit is on every management port's `/metrics` and `/version`, which are not public.
  */
 function withoutCommit(metrics: object[]): object[] {

@@ -137,7 +137,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     /**
      * X-Forwarded-For from a peer that is not a trusted proxy is ignored: behind an ingress without
      * `BackendHost__TrustedProxies` every client would share the ingress's sign-in bucket (five failed
-     * sign-ins a minute from anyone lock everyone out). Said once per process (issue 33, item 20).
+     * sign-ins a minute from anyone lock everyone out). Said once per process.
      */
     let warnedUntrustedForwarding = false;
     const warnUntrustedForwarding = (request: FastifyRequest) => {
@@ -215,7 +215,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         handler: async (request, reply) => {
           const principal = request.principal as Principal;
           // A media upload is read and described first; its bytes are stored only once the request is
-          // known to run (issue 34, item 8), so a replay or a refused key stores nothing.
+          // known to run, so a replay or a refused key stores nothing.
           const file = route.upload === "media" ? await media.read(request) : undefined;
           const forwarded = {
             principal,
@@ -363,7 +363,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           extensions: { errors: [{ field: "/body/username", message: "is required" }] },
         });
       }
-      // Per account too (issue 34, item 9): guessing one account's password from many addresses is
+      // Per account too: guessing one account's password from many addresses is
       // limited as guessing from one. User names compare case-insensitively, so the count does too.
       const forAccount = await countSignIn("account", userName.trim().toLowerCase());
       if (!forAccount.allowed) {

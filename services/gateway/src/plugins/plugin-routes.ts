@@ -1,5 +1,5 @@
 /**
- * Plugin routes (spec 4.5, issue 12 item 4): `/api/plugins/{pluginId}/{path}` is dispatched to the active
+ * Plugin routes: `/api/plugins/{pluginId}/{path}` is dispatched to the active
  * plugin's subject (`<prefix>.plugins.<pluginId>.http`) with the same guard as every core route: the
  * superadmin short-circuit, `*`, the route's key (none: any authenticated caller), the scope rules. An
  * unknown or inactive plugin, or a path it does not declare, is a 404. The table of active plugins and
@@ -65,7 +65,7 @@ export class PluginRouteTable {
   /**
    * The route and its parameters, or a 404/405 problem. `workspaceKey`: the caller's, for a workspace
    * session, which reaches a plugin's routes only where the plugin is in its workspace's chain and
-   * entitled there (issue 21, item 6); elsewhere the plugin does not exist for it (the same 404).
+   * entitled there; elsewhere the plugin does not exist for it (the same 404).
    */
   find(pluginId: string, method: string, path: string, workspaceKey: string | null = null) {
     const plugin = this.table.get(pluginId);

@@ -58,7 +58,7 @@ export const problemsPlugin = fp<ProblemsOptions>(
     app.setErrorHandler((error: FastifyError, request, reply) => {
       let svcError = error instanceof SvcError ? error : fromFastifyError(error);
       if (svcError?.code === ErrorCode.UnsupportedMediaType && !(error instanceof SvcError)) {
-        // Say which content types the route takes (issue 22, item 8).
+        // Say which content types the route takes.
         const accepts = (request.routeOptions.config as { accepts?: string[] } | undefined)?.accepts ?? [
           "application/json",
         ];
@@ -73,7 +73,8 @@ export const problemsPlugin = fp<ProblemsOptions>(
         options.log.error({ err: error, method: request.method, url: request.url }, "request failed");
       }
       const problem = toProblem(svcError ?? error, options.problemsBaseUrl, request.url.split("?")[0]);
-      // Spec 7: a whole window. The RateLimit header set before the refusal says when it actually resets.
+      // Retry-After: a whole window. The RateLimit header set before the refusal says when it actually
+      // resets.
       if (problem.status === 429) reply.header("retry-after", "60");
       // A service or NATS that is away is usually back within seconds (a restart, a reconnect).
       if (problem.status === 503) reply.header("retry-after", "5");

@@ -1,11 +1,11 @@
 /**
- * The UI-asset manifest and the plugin assets it names, served anonymously (issue 12, item 8; spec 2.6,
- * 4.1): `GET <BackendHost__PluginManifestUrl>` (default `/manifests/plugin-ui-assets.manifest.json`) answers
- * the manifest the plugin registry last published (404 until it has published one), from a watch on its
- * KV value, so every replica serves a whole document; `GET /plugin-assets/<pluginId>/<version>/<path>`
- * streams a file of an active plugin's `ui/` directory from the asset object store (immutable: a version's
- * files never change), only when its bytes have the hash the registry took from the verified package
- * (issue 23, item 5: bytes replaced in the object store are not served).
+ * The UI-asset manifest and the plugin assets it names, served anonymously:
+ * `GET <BackendHost__PluginManifestUrl>` (default `/manifests/plugin-ui-assets.manifest.json`) answers the
+ * manifest the plugin registry last published (404 until it has published one), from a watch on its KV value,
+ * so every replica serves a whole document; `GET /plugin-assets/<pluginId>/<version>/<path>` streams a file
+ * of an active plugin's `ui/` directory from the asset object store (immutable: a version's files never
+ * change), only when its bytes have the hash the registry took from the verified package (bytes replaced in
+ * the object store are not served).
  */
 import { createHash } from "node:crypto";
 import { extname } from "node:path";

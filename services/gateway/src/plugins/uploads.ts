@@ -4,7 +4,7 @@
  * `<prefix>_plugin_packages` under its SHA-256, and the route forwards `{ package: { sha256, size,
  * contentType } }`: NATS messages stay small whatever the package's size, and every replica of the owning
  * service reads the same bytes. The archive may also come as the one file of a `multipart/form-data` body
- * (`curl -F package=@hello.tgz`, a browser form), within the same limit (issue 22, item 8).
+ * (`curl -F package=@hello.tgz`, a browser form), within the same limit.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ErrorCode, SvcError } from "@svc/errors";

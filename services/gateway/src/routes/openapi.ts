@@ -247,7 +247,7 @@ first answer.
 /**
  * The OpenAPI 3.1 description of the operator API, derived from the route contracts (@svc/contracts), as
  * the routes and the guard are: each operation has its resource's tag, a description naming its permission
- * key and scope, and `x-svc-permission`. Public routes are excluded, as spec 4.1 requires; sign-in and the
+ * key and scope, and `x-svc-permission`. Public routes are excluded; sign-in and the
  * JWKS are included.
  */
 export function buildOpenApi(routes: readonly RouteContract[]) {

@@ -1,5 +1,5 @@
 /**
- * The public workspace routes besides `resolve` (spec 4.1; issue 13, item 5): `context`, `bootstrap.js`,
+ * The public workspace routes besides `resolve`: `context`, `bootstrap.js`,
  * `ui-chain`, `theme` and `navigation`. Each resolves a visible workspace (the resolver, cached here by
  * host and path or by key) and, for the chain and theme, asks the plugin registry (cached by workspace).
  * The caches drop everything on the resolver's and the registry's change broadcasts.
@@ -20,7 +20,7 @@ import { followedCache, type ResolveCache } from "../resolve-cache.js";
 export interface PublicIdentity {
   /**
    * Whether the caller holds a session that may see this workspace when its access policy is
-   * `Authenticated` (spec 5.2): a platform session, or a workspace session of this very workspace. A
+   * `Authenticated`: a platform session, or a workspace session of this very workspace. A
    * session of another workspace, or one without a scope claim, is anonymous here.
    */
   signedIn: (request: FastifyRequest, workspaceKey: string) => Promise<boolean>;
@@ -69,7 +69,7 @@ export class PublicWorkspaces {
   }
 }
 
-/** `workspaceKey` of the query: absent or blank means `default` (spec 2.1.4). */
+/** `workspaceKey` of the query: absent or blank means `default`. */
 function workspaceKeyOf(query: unknown): string {
   const raw = (query as Record<string, unknown> | undefined)?.workspaceKey;
   const value: unknown = Array.isArray(raw) ? (raw as unknown[])[0] : raw;
@@ -246,7 +246,7 @@ export function registerPublicRoutes(
     const parentKey = queryValue(request.query, "parentKey")?.trim() || undefined;
     let ws: PublicWorkspace | null;
     if (named !== undefined) {
-      // Given but blank: `default` (spec 2.1.4; issue 33, item 15). Absent: the host and path decide.
+      // Given but blank: `default`. Absent: the host and path decide.
       ws = await shown(request, named || "default");
     } else {
       const host = requestHost(request);

@@ -31,7 +31,7 @@ const UNRESOLVED_BODY = Buffer.from(
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /**
- * The anonymous public workspace routes (spec 4.1; docs/operator-guide.md "Public routes"):
+ * The anonymous public workspace routes (docs/operator-guide.md "Public routes"):
  * `resolve`, `context`, `bootstrap.js`, `ui-chain`, `theme`, `navigation`. Host from `X-Forwarded-Host`
  * or `Host`; path from `X-Forwarded-Uri` (resolve) or the route's own rule. What the resolver and the plugin
  * registry answer is cached here (ResolveCache) and dropped on their change broadcasts.

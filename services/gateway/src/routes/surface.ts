@@ -1,6 +1,5 @@
 /**
- * The public surface (issue 13, items 5-7; spec 1 routing table, 4.1; docs/operator-guide.md "Public
- * routes"):
+ * The public surface (docs/operator-guide.md "Public routes"):
  * - `GET /surface/render`: host (X-Forwarded-Host first) and path (X-Forwarded-Uri, else `/`) resolve the
  *   workspace; 404 when none; an Authenticated workspace and an anonymous caller: 302 to
  *   `/login?workspaceKey=…&returnUrl=…` (returnUrl: the path, only ever a same-origin path); else the
@@ -152,7 +151,7 @@ export async function registerSurface(
     } catch (error) {
       // Whatever keeps the chain or its template from rendering (the renderer down or slow, an error
       // answer, bad data), the surface stays up: the shell, and a warning naming the workspace and the
-      // cause (spec 4.1, render rules 4 and 5; issue 33, item 14).
+      // cause.
       warnShell(error instanceof SvcError ? `${error.code}: ${error.message}` : (error as Error).message);
       return html(reply, shellHtml);
     }
@@ -167,8 +166,8 @@ export async function registerSurface(
     reply.code(302).header("location", location).header("cache-control", "no-store").send();
 
   /**
-   * The workspace of the visible `workspaceKey` query value (given but blank: `default`, spec 2.1.4;
-   * issue 33, item 15), or, without one, of this host (and path).
+   * The workspace of the visible `workspaceKey` query value (given but blank: `default`), or, without one,
+   * of this host (and path).
    */
   async function workspaceFor(request: FastifyRequest, path: string): Promise<PublicWorkspace | null> {
     const host = requestHost(request);

@@ -1,5 +1,5 @@
 /* global document, window, location, fetch, console, URLSearchParams */
-// The single-page-app shell of a workspace (issue 13, item 7): it loads bootstrap.js for the page's path,
+// The single-page-app shell of a workspace: it loads bootstrap.js for the page's path,
 // which sets window.__SVC_WORKSPACE_CONTEXT__, then the workspace-surface scripts and styles the UI-asset
 // manifest lists for the active plugins. Served from /surface-app/ and as the fallback of /surface/render.
 const params = new URLSearchParams(location.search);

@@ -1,5 +1,5 @@
 /**
- * The local extraction cache (issue 11, item 7): an active plugin's package unpacked once per replica under
+ * The local extraction cache: an active plugin's package unpacked once per replica under
  * `<BackendHost:PluginCacheDir>/<package sha256>/`, and verified again, with the trust settings in force,
  * every time the runtime loads it. A cached copy that no longer verifies (edited on disk, or its signer
  * revoked since) is thrown away and unpacked again from the shared store; if the fresh copy fails too, the

@@ -1,5 +1,5 @@
 /**
- * Node's permission model around untrusted code (isolate.ts; issue 32, item 2; issue 21 builds on it), with
+ * Node's permission model around untrusted code (isolate.ts), with
  * real child processes: a plugin's code and a surface template run where they can read only their own
  * files, the packages their worker imports and the unpacked plugins. The host's environment
  * (`/proc/<registry pid>/environ`: DATABASE_URL, keys), other files, child processes, worker threads and

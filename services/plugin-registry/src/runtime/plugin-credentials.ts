@@ -1,5 +1,5 @@
 /**
- * NATS credentials for plugins (issue 23, items 3 and 4). A plugin process never gets the registry's
+ * NATS credentials for plugins. A plugin process never gets the registry's
  * connection or credentials. With decentralized auth (NATS_PLUGIN_SIGNING_KEY_FILE and
  * NATS_PLUGIN_ACCOUNT) the registry mints a user per plugin, signed by an account signing key, allowed
  * exactly that plugin's subjects (`pluginPermissions`: its route subject, its inbox, the events it

@@ -1,4 +1,4 @@
-// The plugin runtime's worker (issue 12, docs/adr/0007-plugin-runtime.md): one child process per active
+// The plugin runtime's worker (docs/adr/0007-plugin-runtime.md): one child process per active
 // plugin, with its own heap limit (started by isolate.ts; its data is the first argument, its messages go
 // over the IPC channel). It loads the plugin's entry module (verified by the registry a moment
 // before), creates the entry object with the host API, and serves the plugin's subject itself with its
@@ -22,7 +22,7 @@ import {
   usernamePasswordAuthenticator,
 } from "@nats-io/transport-node";
 
-// natsAuth: how this process authenticates to NATS (issue 23, item 3): "none" (an open server: the spare
+// natsAuth: how this process authenticates to NATS: "none" (an open server: the spare
 // connects at once), "shared" (one user for every plugin process: its credentials come over IPC,
 // {type:"nats-auth"}, first; the spare connects then) or "per-plugin" (the plugin's own short-lived
 // credentials come with "load"; the process connects then, and "nats-auth" later renews them).
@@ -102,7 +102,7 @@ function log(level, message, data) {
   port.postMessage({ type: "log", level, message: String(message), data: data ?? null });
 }
 
-// The publisher contract (spec 6.2): publish(eventName, workspaceKey, payload). Decorators wrap it in the
+// The publisher contract: publish(eventName, workspaceKey, payload). Decorators wrap it in the
 // order they were added: each gets the event and `next`; it may change the event or drop it (not call next).
 const decorators = [];
 function send(event) {

@@ -1,4 +1,4 @@
-// The surface renderer's process (issue 13, item 6; docs/adr/0008-surface-rendering.md): renders a
+// The surface renderer's process (docs/adr/0008-surface-rendering.md): renders a
 // workspace's entry template with nunjucks, the whole plugin chain on the loader path. It runs in a child
 // process of its own (isolate.ts) so that a template that loops, or allocates without bound, can be cut off
 // (the registry ends the process after its time limit) without touching the service.

@@ -1,5 +1,5 @@
 /**
- * The surface renderer (issue 13, item 6; ADR 0008): a small pool of child processes rendering nunjucks
+ * The surface renderer (ADR 0008): a small pool of child processes rendering nunjucks
  * templates (render-worker.mjs, isolate.ts). A render that takes longer than its limit (a template that
  * loops) or whose process dies (a template that exhausts its heap) ends that process, which is replaced;
  * the caller gets an error and serves the shell.

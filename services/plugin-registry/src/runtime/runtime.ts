@@ -1,9 +1,10 @@
 /**
- * The plugin runtime of one registry replica (issue 12, ADR 0007). It keeps exactly the plugins whose
- * state is `active` loaded, each in its own worker, which serves the plugin's routes on the plugin's
- * subject (`<prefix>.plugins.<pluginId>.http`, queue group `plugin.<pluginId>`) with its own NATS
- * connection: the contract any NATS client can serve instead (docs/wire-contract.md). It reconciles with the database at start, on every lifecycle
- * broadcast and every 30 s. A plugin only loads from a package that verifies at that moment.
+ * The plugin runtime of one registry replica (ADR 0007). It keeps exactly the plugins whose state is
+ * `active` loaded, each in its own worker, which serves the plugin's routes on the plugin's subject
+ * (`<prefix>.plugins.<pluginId>.http`, queue group `plugin.<pluginId>`) with its own NATS connection: the
+ * contract any NATS client can serve instead (docs/wire-contract.md). It reconciles with the database at
+ * start, on every lifecycle broadcast and every 30 s. A plugin only loads from a package that verifies at
+ * that moment.
  */
 import type { EventPublisher } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
@@ -200,6 +201,14 @@ export class PluginRuntime {
       this.o.credentials.forActivation(pluginId, events).then(
         (next) => {
           entry.host?.renewNatsAuth(next.auth);
+          this.o.log.info(
+            {
+              pluginId,
+              expiresAt: new Date(next.expiresAt).toISOString(),
+              replacedExpiresAt: new Date(expiresAt).toISOString(),
+            },
+            "renewed a plugin's NATS credentials",
+          );
           this.renewBefore(entry, pluginId, events, next.expiresAt);
         },
         (error: unknown) => {
@@ -217,7 +226,7 @@ export class PluginRuntime {
   }
 
   /**
-   * A plugin's event (issue 21, item 5): only a name it declares, in its own namespace; into no workspace
+   * A plugin's event: only a name it declares, in its own namespace; into no workspace
    * (a platform event) or only a workspace whose chain holds the plugin while it is entitled there.
    */
   private async publish(pluginId: string, declared: ReadonlySet<string>, event: PublishedByPlugin) {

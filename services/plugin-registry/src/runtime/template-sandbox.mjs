@@ -1,4 +1,4 @@
-// What a surface template can reach (issue 21, item 2), for the render process (render-worker.mjs).
+// What a surface template can reach, for the render process (render-worker.mjs).
 // nunjucks compiles `a.b`, `a["b"]` and top-level names into calls of its runtime's `memberLookup` and
 // `contextOrFrameLookup`; a template escapes by looking up a function's `constructor` (Function) and
 // calling it with code: `{{ range.constructor("…process…")() }}`. `guardTemplates` replaces both lookups:

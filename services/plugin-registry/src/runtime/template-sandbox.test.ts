@@ -1,5 +1,5 @@
 /**
- * Issue 21, item 2: the known ways out of nunjucks, rendered in a real render process (SurfaceRenderer):
+ * The known ways out of nunjucks, rendered in a real render process (SurfaceRenderer):
  * none runs code. Each payload, unguarded, would evaluate `"ESC" + "APED"` through Function (or reach
  * `process`); guarded, the render fails or shows nothing of it. Ordinary templates still render. And the
  * check that discards a render process whose shared state a template changed detects such changes.

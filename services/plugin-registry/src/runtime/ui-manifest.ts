@@ -1,5 +1,5 @@
 /**
- * The UI-asset manifest (issue 12, item 8; spec 2.6 plugin-ui-assets.manifest.json): what the active
+ * The UI-asset manifest (`plugin-ui-assets.manifest.json`): what the active
  * plugins bring to the browser, emitted by the platform as canonical JSON (RFC 8785, the `canonicalize`
  * library) into one NATS KV value, so that every gateway replica serves the same document and no reader
  * ever sees a partial one (a KV value is replaced whole). The files it names are copied, once per plugin

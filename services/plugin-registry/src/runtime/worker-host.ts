@@ -78,7 +78,7 @@ function linkTree(from: string, to: string): void {
 /**
  * What a plugin process authenticates to NATS with: the contents of credentials and TLS files (the
  * process cannot read them itself), sent over IPC, never in its arguments. Never the registry's own
- * credentials (issue 23, item 3): the plugin's minted ones, or the plugin user's (plugin-credentials.ts).
+ * credentials: the plugin's minted ones, or the plugin user's (plugin-credentials.ts).
  */
 export interface WorkerNatsAuth {
   readonly creds?: string;

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
 import { connect } from "@nats-io/transport-node";
-import type { Principal } from "@svc/bus";
+import { Bus, type Principal } from "@svc/bus";
 import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
 import {
@@ -454,14 +454,21 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
 
   it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
     const service = await h.start(jobReaperService);
-    const bus = service.deps.bus;
     // Sent as the gateway sends: the principal signed with a published key (published on a connection of
     // the test's own: the service's user may not write the gateway's keys).
     const own = await connect(h.natsOptions());
     onTestFinished(() => own.close());
-    const signer = new GatewayPrincipalSigner(own, bus.prefix);
+    const prefix = h.env.SVC_SUBJECT_PREFIX as string;
+    const signer = new GatewayPrincipalSigner(own, prefix);
     await signer.publish();
-    bus.principalSigner = signer;
+    const bus = new Bus({
+      nc: own,
+      prefix,
+      service: "gateway",
+      logger: createLogger("t", "silent"),
+      defaultTimeoutMs: 5_000,
+      principalSigner: signer,
+    });
     const list = async (principal: Principal, query: QueryOf<(typeof jobRoutes)["jobs.list"]>) => {
       const reply = await requestRoute(bus, jobRoutes["jobs.list"], {
         principal,

@@ -15,9 +15,10 @@ import { generateKeyPairSync } from "node:crypto";
 
 import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Header, type Principal } from "@svc/bus";
+import { Bus, Header, type Principal } from "@svc/bus";
 import { rbacRoutes, requestRoute, resolverRoutes } from "@svc/contracts";
 import { SvcError } from "@svc/errors";
+import { createLogger } from "@svc/observability";
 import { GatewayPrincipalSigner, principalKeysBucket } from "@svc/runtime";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
@@ -27,7 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness } from "./support/harness.js";
 
 const h = await createHarness();
-let bus: Awaited<ReturnType<typeof h.start>>["deps"]["bus"];
+let bus: Bus;
 
 const principal = (over: Partial<Principal>): Principal => ({
   subject: "probe",
@@ -55,14 +56,22 @@ afterAll(async () => {
   await testClient?.close();
 });
 beforeAll(async () => {
-  bus = (await h.start(rbacService)).deps.bus;
+  await h.start(rbacService);
   await h.start(resolverService);
   // This test sends as the gateway does: principals signed with a key it published (on a connection of
-  // its own: the rbac service's user may not write the gateway's keys).
+  // its own: the services' users may not write the gateway's keys).
   testClient = await connect(h.natsOptions());
-  const signer = new GatewayPrincipalSigner(testClient, bus.prefix);
+  const prefix = h.env.SVC_SUBJECT_PREFIX as string;
+  const signer = new GatewayPrincipalSigner(testClient, prefix);
   await signer.publish();
-  bus.principalSigner = signer;
+  bus = new Bus({
+    nc: testClient,
+    prefix,
+    service: "gateway",
+    logger: createLogger("t", "silent"),
+    defaultTimeoutMs: 5_000,
+    principalSigner: signer,
+  });
 });
 
 describe("services check the route's guard themselves", () => {

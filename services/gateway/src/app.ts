@@ -3,7 +3,7 @@ import type { Bus } from "@svc/bus";
 import type { Config } from "@svc/config";
 import type { Db } from "@svc/db";
 import { Counter, type Logger, type Registry } from "@svc/observability";
-import { GatewayPrincipalSigner, type ServiceDeps } from "@svc/runtime";
+import type { ServiceDeps } from "@svc/runtime";
 import Fastify, { type FastifyInstance } from "fastify";
 
 import { parseTrustedProxies } from "./auth/rate-limiter.js";
@@ -14,9 +14,10 @@ import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
 import { registerUiAssets } from "./plugins/ui-assets.js";
-import { type PublicIdentity, PublicWorkspaces } from "./routes/public-routes.js";
+import { type CacheLimits } from "./resolve-cache.js";
+import { PublicWorkspaces } from "./routes/public-routes.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
-import { registerSurface, type SurfaceFallback } from "./routes/surface.js";
+import { registerSurface } from "./routes/surface.js";
 import { validatorCompiler } from "./validation.js";
 
 export interface GatewayDeps {
@@ -26,7 +27,7 @@ export interface GatewayDeps {
   readonly nc: NatsConnection;
   readonly db: Db;
   readonly metrics: Registry;
-  readonly provision: ServiceDeps["provision"];
+  readonly reprovision: ServiceDeps["reprovision"];
   readonly live: ServiceDeps["live"];
 }
 
@@ -63,12 +64,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     },
   });
   app.setValidatorCompiler(validatorCompiler());
-  // The principal of every operator request it forwards is signed with a key of this process, whose public
-  // half is in the principal keys bucket: the owning service acts on nothing else.
-  const signer = new GatewayPrincipalSigner(deps.nc, config.subjectPrefix);
-  await deps.provision("gateway principal key", () => signer.publish());
-  deps.bus.principalSigner = signer;
-  app.addHook("onClose", async () => signer.stop());
   const refused = new Counter({
     name: "svc_gateway_connections_refused_total",
     help: "Connections closed as they opened because their client address held BackendHost__MaxConnectionsPerClient already.",
@@ -81,12 +76,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     onRefused: () => refused.inc(),
   });
   await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
-  const fallback: SurfaceFallback = {};
-  await app.register(problemsPlugin, {
-    problemsBaseUrl: config.backendHost.problemsBaseUrl,
-    log: deps.log,
-    fallback,
-  });
+  await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
   await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });
   let draining = false;
   app.decorate("beginDrain", () => {
@@ -100,39 +90,36 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     return payload;
   });
   await app.register(healthPlugin, { db: deps.db, nc: deps.nc, isDraining: () => draining });
-  // Public routes ask whether a caller is signed in; the operator API, which owns the authenticator, answers.
-  const identity: PublicIdentity = { signedIn: async () => false };
-  const workspaces = new PublicWorkspaces(deps.bus, {
-    ttlMs: config.backendHost.resolveCacheTtlMs,
-    size: config.backendHost.resolveCacheSize,
-    staleMs: config.backendHost.resolveStaleMs,
-  });
-  await app.register(publicWorkspacePlugin, {
-    identity,
-    workspaces,
-    bus: deps.bus,
-    registry: deps.metrics,
-    cacheTtlMs: config.backendHost.resolveCacheTtlMs,
-    cacheSize: config.backendHost.resolveCacheSize,
-    staleMs: config.backendHost.resolveStaleMs,
-  });
+  // The operator API owns the authenticator: the public routes and the surface, registered after it, ask
+  // its `identity` whether a caller is signed in.
   await app.register(operatorApiPlugin, {
-    identity,
     bus: deps.bus,
     nc: deps.nc,
     config,
     log: deps.log,
-    provision: deps.provision,
+    reprovision: deps.reprovision,
     live: deps.live,
+  });
+  // What the resolver and the registry answer public routes is cached with one set of limits.
+  const cache: CacheLimits = {
+    ttlMs: config.backendHost.resolveCacheTtlMs,
+    size: config.backendHost.resolveCacheSize,
+    staleMs: config.backendHost.resolveStaleMs,
+  };
+  const workspaces = new PublicWorkspaces(deps.bus, cache);
+  await app.register(publicWorkspacePlugin, {
+    identity: app.identity,
+    workspaces,
+    bus: deps.bus,
+    registry: deps.metrics,
+    cache,
   });
   await app.register(async (child) =>
     registerSurface(child, {
       bus: deps.bus,
-      identity,
+      identity: app.identity,
       workspaces,
-      fallback,
-      cacheTtlMs: config.backendHost.resolveCacheTtlMs,
-      cacheSize: config.backendHost.resolveCacheSize,
+      cache,
       log: deps.log,
     }),
   );
@@ -142,7 +129,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       prefix: config.subjectPrefix,
       manifestUrl: config.backendHost.pluginManifestUrl,
       log: deps.log,
-      provision: deps.provision,
+      reprovision: deps.reprovision,
     }),
   );
   return app;

@@ -101,10 +101,17 @@ export class ResolveCache {
  * reconnect (invalidations broadcast while the connection was down were missed, so nothing cached before
  * it is trusted). Every public cache of the gateway is made here.
  */
+/** How long answers are fresh, how many are kept, and how long one may serve stale while its owner is away. */
+export interface CacheLimits {
+  readonly ttlMs: number;
+  readonly size: number;
+  readonly staleMs?: number;
+}
+
 export function followedCache(
   bus: Bus,
   broadcasts: readonly Broadcast[],
-  options: { readonly ttlMs: number; readonly size: number; readonly staleMs?: number },
+  options: CacheLimits,
 ): ResolveCache {
   const cache = new ResolveCache(options.ttlMs, options.size, options.staleMs ?? 0);
   for (const subject of broadcasts) bus.onBroadcast(subject, () => cache.invalidate());

@@ -9,6 +9,9 @@ import { buildGateway } from "./app.js";
 export const gatewayService: ServiceDefinition = {
   name: ServiceName.Gateway,
   metricsOverHttp: true,
+  // The principal of every operator request it forwards is signed with a key of this process, whose public
+  // half is in the principal keys bucket: the owning service acts on nothing else.
+  signsPrincipals: true,
   async start(deps) {
     const app = await buildGateway(deps);
     const address = await app.listen({ host: deps.config.gatewayHost, port: deps.config.gatewayPort });

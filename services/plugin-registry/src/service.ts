@@ -30,7 +30,7 @@ export const pluginRegistryService: ServiceDefinition = {
   // Install and activation start plugin processes that read what the handler wrote: a keyed write's
   // outcome is kept right after its handler (shared/runtime/src/keyed-writes.ts).
   keyedWrites: "after-handler",
-  async start({ bus, db, nc, config, metrics, log, provision }) {
+  async start({ bus, db, nc, config, metrics, log, reprovision }) {
     const store = new PackageStore(nc, config.subjectPrefix);
     const platformEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
     const base: PluginDeps = {
@@ -176,12 +176,7 @@ export const pluginRegistryService: ServiceDefinition = {
       .catch((error: unknown) => log.warn({ err: error }, "rehydration failed"));
     await reconcile();
     // After a NATS reconnect the buckets may be gone (a restarted server): open them again and republish.
-    let provisioned = false;
-    await provision("plugin UI assets", async () => {
-      if (!provisioned) {
-        provisioned = true;
-        return;
-      }
+    reprovision("plugin UI assets", async () => {
       manifest.reset();
       await reconcile();
       for (const follower of followers) await follower.ensure();

@@ -30,7 +30,7 @@ export const webhookDispatcherService: ServiceDefinition = {
   name: ServiceName.WebhookDispatcher,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
-  async start({ bus, db, config, log, nc, metrics, instance, provision, live }) {
+  async start({ bus, db, config, log, nc, metrics, instance, provision, reprovision, live }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
@@ -71,12 +71,7 @@ export const webhookDispatcherService: ServiceDefinition = {
       },
     );
     await breaker.start();
-    let provisioned = false;
-    await provision("circuit bucket", async () => {
-      if (!provisioned) {
-        provisioned = true;
-        return;
-      }
+    reprovision("circuit bucket", async () => {
       await openCircuits();
       await breaker.restart();
     });

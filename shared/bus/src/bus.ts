@@ -16,7 +16,7 @@ import {
   SvcError,
   TimeoutError,
 } from "@svc/errors";
-import type { Logger } from "@svc/observability";
+import { type Logger, Observers } from "@svc/observability";
 import { Header, type Principal } from "@svc/wire-contract";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
@@ -85,6 +85,12 @@ export interface BusOptions {
    * name, with every served subject as an endpoint. Off when absent (clients that only send).
    */
   readonly micro?: { readonly version: string; readonly description?: string };
+  /** Signs the principal of the operator route requests this bus sends (the gateway's). */
+  readonly principalSigner?: PrincipalSigner;
+  /** Verifies the principal of the operator route requests this bus serves (every service's). */
+  readonly principalVerifier?: PrincipalVerifier;
+  /** Keeps the outcomes of keyed writes (services that own operator write routes). */
+  readonly keyedWrites?: KeyedWrites;
 }
 
 /**
@@ -129,11 +135,18 @@ export class Bus {
   private readonly defaultTimeoutMs: number;
   private readonly subscriptions: Subscription[] = [];
   /** Signs the principal of the operator route requests this bus sends (the gateway's bus only). */
-  principalSigner: PrincipalSigner | undefined;
+  readonly principalSigner: PrincipalSigner | undefined;
   /** Verifies the principal of the operator route requests this bus serves (every service's). */
-  principalVerifier: PrincipalVerifier | undefined;
+  readonly principalVerifier: PrincipalVerifier | undefined;
   /** Keeps the outcomes of keyed writes (every service that owns operator write routes). */
-  keyedWrites: KeyedWrites | undefined;
+  readonly keyedWrites: KeyedWrites | undefined;
+  /**
+   * Told of every request this bus sends (the diagnostics recorder adds one while it records): subject,
+   * duration, outcome (`ok` or the error code) and the reply's size. An observer must not block.
+   */
+  readonly requests = new Observers<
+    [subject: string, durationMs: number, outcome: string, replyBytes: number]
+  >();
   private readonly inFlight = new Set<Promise<unknown>>();
   /** This replica's registration with the NATS service protocol, when enabled. */
   readonly micro: MicroService | undefined;
@@ -144,6 +157,9 @@ export class Bus {
     this.service = options.service;
     this.log = options.logger;
     this.defaultTimeoutMs = options.defaultTimeoutMs;
+    this.principalSigner = options.principalSigner;
+    this.principalVerifier = options.principalVerifier;
+    this.keyedWrites = options.keyedWrites;
     trackConnection(this.nc);
     if (options.micro !== undefined) {
       this.micro = new MicroService(this.nc, {
@@ -198,25 +214,19 @@ export class Bus {
     request: RequestOf<S>,
     options?: RequestOptions,
   ): Promise<Uint8Array> {
-    const observer = this.requestObserver;
-    if (observer === undefined) return this.sendRequest(subject, request, options);
+    const observers = this.requests;
+    if (observers.empty) return this.sendRequest(subject, request, options);
     const started = performance.now();
     try {
       const reply = await this.sendRequest(subject, request, options);
-      observer(subject, performance.now() - started, "ok", reply.length);
+      observers.notify(subject, performance.now() - started, "ok", reply.length);
       return reply;
     } catch (error) {
-      observer(subject, performance.now() - started, error instanceof SvcError ? error.code : "error", 0);
+      const outcome = error instanceof SvcError ? error.code : "error";
+      observers.notify(subject, performance.now() - started, outcome, 0);
       throw error;
     }
   }
-
-  /**
-   * Told of every request this bus sends while it is set (the diagnostics recorder): subject, duration,
-   * outcome (`ok` or the error code) and the reply's size. It must not throw or block.
-   */
-  requestObserver:
-    ((subject: string, durationMs: number, outcome: string, replyBytes: number) => void) | undefined;
 
   private async sendRequest<S extends Subject>(
     subject: S,

@@ -37,6 +37,14 @@ export class Provisioner {
     this.steps.push({ name, run });
   }
 
+  /**
+   * Runs `run` after every reconnect only: for a caller whose start-up did the first run its own way
+   * (opened a bucket and kept its handle, started a watch on it).
+   */
+  afterReconnect(name: string, run: ProvisionStep): void {
+    this.steps.push({ name, run });
+  }
+
   stop(): void {
     this.stopped = true;
   }

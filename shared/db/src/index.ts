@@ -9,8 +9,8 @@ export {
   isReadOnly,
   type PoolOptions,
   Queries,
-  type QueryHooks,
   type StatementObserver,
+  type StatementObservers,
   type Transaction,
 } from "./pool.js";
 export {

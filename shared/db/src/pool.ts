@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 
 import { checkDeadline } from "@svc/errors";
+import { Observers } from "@svc/observability";
 import pg from "pg";
 import type { Sql } from "sql-template-tag";
 
@@ -61,15 +62,13 @@ function statementName(text: string): string {
 }
 
 /**
- * Told of every statement a Db runs while it is set (the diagnostics recorder): its text and values, how
- * long it took, and the error when it failed. It must not throw or block.
+ * An observer of a Db's statements (the diagnostics recorder's): each statement's text and values, how
+ * long it took, and the error when it failed. It must not block.
  */
 export type StatementObserver = (statement: Sql, durationMs: number, error?: unknown) => void;
 
-/** What a Db shares with its transactions: the statement observer, when one is set. */
-export interface QueryHooks {
-  observer?: StatementObserver;
-}
+/** What a Db shares with its transactions: the observers of its statements. */
+export type StatementObservers = Observers<Parameters<StatementObserver>>;
 
 /**
  * Typed queries over a node-postgres pool. Every statement is an `sql` template (values always travel
@@ -79,22 +78,23 @@ export interface QueryHooks {
 export class Queries {
   constructor(
     protected readonly target: Queryable,
-    readonly hooks: QueryHooks = {},
+    /** Told of every statement (the diagnostics recorder adds one while it records). */
+    readonly statements: StatementObservers = new Observers(),
   ) {}
 
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(statement: Sql): Promise<pg.QueryResult<R>> {
     // Work for a request whose caller has given up is not started.
     checkDeadline();
     const config = { name: statementName(statement.text), text: statement.text, values: statement.values };
-    const observer = this.hooks.observer;
-    if (observer === undefined) return this.target.query<R>(config);
+    const observers = this.statements;
+    if (observers.empty) return this.target.query<R>(config);
     const started = performance.now();
     try {
       const result = await this.target.query<R>(config);
-      observer(statement, performance.now() - started);
+      observers.notify(statement, performance.now() - started);
       return result;
     } catch (error) {
-      observer(statement, performance.now() - started, error);
+      observers.notify(statement, performance.now() - started, error);
       throw error;
     }
   }
@@ -242,7 +242,7 @@ export class Db extends Queries {
     try {
       checkDeadline();
       await client.query("BEGIN");
-      const result = await work(new Queries(client, this.hooks), client);
+      const result = await work(new Queries(client, this.statements), client);
       // Past the request's deadline the caller has answered 504: roll back rather than change anything.
       checkDeadline();
       await client.query("COMMIT");

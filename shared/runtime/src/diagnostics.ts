@@ -100,6 +100,8 @@ export class DiagnosticsTap {
   private stopWatch: (() => void) | undefined;
   private stopTimer: NodeJS.Timeout | undefined;
   private recordingId: string | undefined;
+  /** What removes the observers this recording added. */
+  private readonly removeObservers: Array<() => void> = [];
 
   constructor(
     private readonly o: {
@@ -163,12 +165,18 @@ export class DiagnosticsTap {
       }
     };
     if (state.kinds.includes("database")) {
-      this.o.db.hooks.observer = (statement, ms, error) =>
-        emit("database", inlineValues(statement), ms, error === undefined ? "ok" : errorCode(error));
+      this.removeObservers.push(
+        this.o.db.statements.add((statement, ms, error) =>
+          emit("database", inlineValues(statement), ms, error === undefined ? "ok" : errorCode(error)),
+        ),
+      );
     }
     if (state.kinds.includes("nats")) {
-      this.o.bus.requestObserver = (requested, ms, outcome) =>
-        emit("nats", `${this.o.prefix}.${requested}`.slice(0, MAX_ENTRY_TEXT), ms, outcome);
+      this.removeObservers.push(
+        this.o.bus.requests.add((requested, ms, outcome) =>
+          emit("nats", `${this.o.prefix}.${requested}`.slice(0, MAX_ENTRY_TEXT), ms, outcome),
+        ),
+      );
     }
     this.stopTimer = setTimeout(() => this.disable(), stopsAt - Date.now());
     this.stopTimer.unref();
@@ -178,8 +186,7 @@ export class DiagnosticsTap {
   private disable(): void {
     clearTimeout(this.stopTimer);
     this.stopTimer = undefined;
-    this.o.db.hooks.observer = undefined;
-    this.o.bus.requestObserver = undefined;
+    for (const remove of this.removeObservers.splice(0)) remove();
     if (this.recordingId !== undefined) {
       this.o.log.info({ recordingId: this.recordingId }, "diagnostics recording stopped on this replica");
     }

@@ -22,7 +22,7 @@ import { KeyedOutcomes, type KeyedWritesMode } from "./keyed-writes.js";
 import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
 import { inboxPrefix } from "./nats-permissions.js";
-import { PrincipalAssertionVerifier } from "./principal-assertions.js";
+import { GatewayPrincipalSigner, PrincipalAssertionVerifier } from "./principal-assertions.js";
 import type { PingReply } from "./subjects.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
@@ -40,6 +40,11 @@ export interface ServiceDeps {
    * streams, KV buckets, consumers and the watches on them. The step must be idempotent.
    */
   readonly provision: (name: string, step: ProvisionStep) => Promise<void>;
+  /**
+   * Sets something up again after every reconnect, not now: for what start-up set up its own way (a
+   * bucket opened and its handle kept, a watch started on it). The step must be idempotent.
+   */
+  readonly reprovision: (name: string, step: ProvisionStep) => void;
   /** The settings changed at run time (`PUT /api/config/values`), applied by every replica. */
   readonly live: LiveSettings;
 }
@@ -68,6 +73,11 @@ export interface ServiceDefinition {
    * `<schema>.idempotency_outcomes`; ./keyed-writes.ts); absent: not by the service.
    */
   readonly keyedWrites?: KeyedWritesMode;
+  /**
+   * The service forwards operator requests to the services that own them (the gateway): its bus signs each
+   * request's principal with a key of this process, whose public half the runtime publishes.
+   */
+  readonly signsPrincipals?: boolean;
   /** Registers handlers and starts background work. */
   readonly start: (deps: ServiceDeps) => Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
 }
@@ -148,6 +158,13 @@ export async function startService(
     await provisioner.add("events stream", () =>
       ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix }),
     );
+    // Operator route requests are acted on only with the principal the gateway signed.
+    const principals = new PrincipalAssertionVerifier(nc, config.subjectPrefix, log);
+    await provisioner.add("principal keys watch", () => principals.start());
+    const signer = definition.signsPrincipals
+      ? new GatewayPrincipalSigner(nc, config.subjectPrefix)
+      : undefined;
+    if (signer !== undefined) await provisioner.add("principal signing key", () => signer.publish());
     const bus = new Bus({
       nc,
       prefix: config.subjectPrefix,
@@ -156,14 +173,13 @@ export async function startService(
       defaultTimeoutMs: config.backendHost.requestTimeoutMs,
       // `nats micro ls/info/stats` list this replica, its endpoints and their error counts.
       micro: { version: HOST_VERSION, description: `svc ${definition.name}` },
+      principalVerifier: principals,
+      principalSigner: signer,
+      keyedWrites:
+        definition.keyedWrites === undefined
+          ? undefined
+          : new KeyedOutcomes(db, definition.name.replaceAll("-", "_"), definition.keyedWrites),
     });
-    // Operator route requests are acted on only with the principal the gateway signed.
-    const principals = new PrincipalAssertionVerifier(nc, config.subjectPrefix, log);
-    await provisioner.add("principal keys watch", () => principals.start());
-    bus.principalVerifier = principals;
-    if (definition.keyedWrites !== undefined) {
-      bus.keyedWrites = new KeyedOutcomes(db, definition.name.replaceAll("-", "_"), definition.keyedWrites);
-    }
     const metrics = createMetricsRegistry(definition.name, options.processMetrics ?? true);
     // `starting` until every handler is in place, `draining` from SIGTERM on: both are not ready.
     let phase: Phase = "starting";
@@ -206,6 +222,7 @@ export async function startService(
       db,
       metrics,
       provision: (name, step) => provisioner.add(name, step),
+      reprovision: (name, step) => provisioner.afterReconnect(name, step),
       live,
     };
     if (definition.metricsOverHttp !== true) {
@@ -250,6 +267,7 @@ export async function startService(
         phase = "draining";
         provisioner.stop();
         principals.stop();
+        signer?.stop();
         live.stop();
         tap.stop();
         await hooks.beforeDrain?.();

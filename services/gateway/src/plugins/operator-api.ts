@@ -42,6 +42,13 @@ declare module "fastify" {
   interface FastifyRequest {
     principal: Principal | null;
   }
+  interface FastifyInstance {
+    /**
+     * How the public routes recognise a signed-in caller (svc-operator-api owns the authenticator):
+     * register this plugin before the public routes and the surface, which take it.
+     */
+    readonly identity: PublicIdentity;
+  }
 }
 
 export interface OperatorApiOptions {
@@ -49,10 +56,8 @@ export interface OperatorApiOptions {
   readonly nc: NatsConnection;
   readonly config: Config;
   readonly log: Logger;
-  readonly provision: ServiceDeps["provision"];
+  readonly reprovision: ServiceDeps["reprovision"];
   readonly live: ServiceDeps["live"];
-  /** Told how to recognise a signed-in caller, for the public routes. */
-  readonly identity: PublicIdentity;
 }
 
 /** Whose an Idempotency-Key is: the subject within its session's scope and workspace. */
@@ -61,7 +66,7 @@ function idempotencyOwner(principal: Principal): string {
 }
 
 export const operatorApiPlugin = fp<OperatorApiOptions>(
-  async (app: FastifyInstance, { bus, nc, config, log, provision, identity, live }) => {
+  async (app: FastifyInstance, { bus, nc, config, log, reprovision, live }) => {
     const b = config.backendHost;
     // Both buckets are provisioned again after a NATS reconnect (the rate limits live in memory, so a
     // restarted server always comes back without them), and watched again.
@@ -99,13 +104,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       ensureBucket(nc, idempotencyBucket(config.subjectPrefix), { history: 1, ttl: IDEMPOTENCY_TTL_MS });
     let idempotencyKv = await openIdempotency();
     const idempotency = new Idempotency(() => idempotencyKv, b.requestTimeoutMs * 2 + 5_000);
-    let provisioned = false;
-    await provision("gateway buckets", async () => {
-      // The first run is the start-up just done; later runs follow a reconnect.
-      if (!provisioned) {
-        provisioned = true;
-        return;
-      }
+    reprovision("gateway buckets", async () => {
       await revocations.restart(await openRevocations());
       await openLimits();
       await limits.restartWatch();
@@ -113,7 +112,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
     const trusted = parseTrustedProxies(b.trustedProxies);
     const authenticator = new Authenticator(bus, config, revocations, new WorkspaceStates(bus, log), log);
-    identity.signedIn = async (request, workspaceKey) => {
+    const signedIn = async (request: FastifyRequest, workspaceKey: string) => {
       try {
         const principal = await authenticator.authenticate(
           header(request, "authorization"),
@@ -128,6 +127,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         return false;
       }
     };
+    app.decorate("identity", { signedIn } satisfies PublicIdentity);
     app.addHook("onClose", async () => {
       limits.stop();
       revocations.stop();

@@ -7,16 +7,28 @@ import {
   type Violation,
 } from "@svc/errors";
 import type { Logger } from "@svc/observability";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-
-import type { SurfaceFallback } from "../routes/surface.js";
 
 export interface ProblemsOptions {
   readonly problemsBaseUrl: string;
   readonly log: Logger;
-  /** Asked first for a request no route matched: the public surface's redirects and shell pages. */
-  readonly fallback?: SurfaceFallback;
+}
+
+/**
+ * Asked, in the order added, for a request no route matched, before the 404 or 405 problem: the public
+ * surface's redirects and shell pages. Answers the reply, or undefined to pass.
+ */
+export type NotFoundFallback = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+) => Promise<FastifyReply | undefined>;
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Adds a fallback the not-found handler asks before it answers 404 or 405 (svc-problems). */
+    addNotFoundFallback(fallback: NotFoundFallback): void;
+  }
 }
 
 /** Fastify's own client errors (body too large, bad JSON, bad media type) as our errors. */
@@ -89,9 +101,13 @@ export const problemsPlugin = fp<ProblemsOptions>(
       }
       return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem);
     });
+    const fallbacks: NotFoundFallback[] = [];
+    app.decorate("addNotFoundFallback", (fallback: NotFoundFallback) => void fallbacks.push(fallback));
     app.setNotFoundHandler(async (request, reply) => {
-      const handled = await options.fallback?.handle?.(request, reply);
-      if (handled !== undefined) return handled;
+      for (const fallback of fallbacks) {
+        const handled = await fallback(request, reply);
+        if (handled !== undefined) return handled;
+      }
       const path = request.url.split("?")[0] ?? "/";
       // A known path asked with another method: 405 naming the methods it has (RFC 9110 15.5.6).
       // (A route that exists for this method but found nothing, a static file say, is a plain 404.)

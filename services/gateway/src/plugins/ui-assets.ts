@@ -90,19 +90,14 @@ export async function registerUiAssets(
     readonly prefix: string;
     readonly manifestUrl: string;
     readonly log: Logger;
-    readonly provision: ServiceDeps["provision"];
+    readonly reprovision: ServiceDeps["reprovision"];
   },
 ): Promise<void> {
   const watch = new ManifestWatch();
   const assets = new AssetStore(options.nc, options.prefix);
   const open = () => ensureBucket(options.nc, MANIFEST_BUCKET(options.prefix), { history: 1 });
   await watch.start(await open());
-  let provisioned = false;
-  await options.provision("UI-asset manifest watch", async () => {
-    if (!provisioned) {
-      provisioned = true;
-      return;
-    }
+  options.reprovision("UI-asset manifest watch", async () => {
     assets.reset();
     await watch.start(await open());
   });

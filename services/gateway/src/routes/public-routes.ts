@@ -14,7 +14,7 @@ import type { NavigationView, PublicTheme, PublicWorkspace } from "@svc/contract
 import { normaliseHost, normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
-import { followedCache, type ResolveCache } from "../resolve-cache.js";
+import { type CacheLimits, followedCache, type ResolveCache } from "../resolve-cache.js";
 
 /** Whether the request carries a valid session (set by the operator API once its authenticator runs). */
 export interface PublicIdentity {
@@ -49,7 +49,7 @@ export class PublicWorkspaces {
 
   constructor(
     private readonly bus: Bus,
-    options: { readonly ttlMs: number; readonly size: number; readonly staleMs: number },
+    options: CacheLimits,
   ) {
     this.cache = followedCache(bus, ["resolver.cache.invalidate"], options);
   }
@@ -131,9 +131,8 @@ export function registerPublicRoutes(
   bus: Bus,
   identity: PublicIdentity,
   workspaces: PublicWorkspaces,
-  options: { cacheTtlMs: number; cacheSize: number; staleMs: number },
+  cacheOptions: CacheLimits,
 ): void {
-  const cacheOptions = { ttlMs: options.cacheTtlMs, size: options.cacheSize, staleMs: options.staleMs };
   const plugins = followedCache(
     bus,
     ["resolver.cache.invalidate", "plugin-registry.contributions.changed"],

@@ -4,7 +4,7 @@ import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
-import { followedCache } from "../resolve-cache.js";
+import { type CacheLimits, followedCache } from "../resolve-cache.js";
 import {
   firstHeader,
   type PublicIdentity,
@@ -16,9 +16,7 @@ import {
 export interface PublicWorkspaceOptions {
   readonly bus: Bus;
   readonly registry: Registry;
-  readonly cacheTtlMs: number;
-  readonly cacheSize: number;
-  readonly staleMs: number;
+  readonly cache: CacheLimits;
   /** Whether a request is signed in (for Authenticated workspaces). */
   readonly identity: PublicIdentity;
   /** The visible workspaces, shared with the surface. */
@@ -37,12 +35,8 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * registry answer is cached here (ResolveCache) and dropped on their change broadcasts.
  */
 export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
-  async (app: FastifyInstance, { bus, registry, cacheTtlMs, cacheSize, staleMs, identity, workspaces }) => {
-    const cache = followedCache(bus, ["resolver.cache.invalidate"], {
-      ttlMs: cacheTtlMs,
-      size: cacheSize,
-      staleMs,
-    });
+  async (app: FastifyInstance, { bus, registry, cache: limits, identity, workspaces }) => {
+    const cache = followedCache(bus, ["resolver.cache.invalidate"], limits);
     const lookups = new Counter({
       name: "svc_gateway_resolve_cache_lookups_total",
       help: "Workspace resolutions at the gateway, by whether the cache answered.",
@@ -57,7 +51,7 @@ export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
     });
     void lookups;
 
-    registerPublicRoutes(app, bus, identity, workspaces, { cacheTtlMs, cacheSize, staleMs });
+    registerPublicRoutes(app, bus, identity, workspaces, limits);
 
     app.get("/workspace/public/resolve", async (request, reply) => {
       const host = requestHost(request);

@@ -21,7 +21,7 @@ import type { Logger } from "@svc/observability";
 import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
-import { followedCache } from "../resolve-cache.js";
+import { type CacheLimits, followedCache } from "../resolve-cache.js";
 import {
   firstHeader,
   originFor,
@@ -56,20 +56,13 @@ export function safeReturnPath(raw: string | undefined): string {
   return raw.slice(0, 2_000);
 }
 
-export interface SurfaceFallback {
-  /** The not-found handler asks this first: a redirect or a shell page for a GET of a non-file path. */
-  handle?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
-}
-
 export async function registerSurface(
   app: FastifyInstance,
   options: {
     readonly bus: Bus;
     readonly identity: PublicIdentity;
     readonly workspaces: PublicWorkspaces;
-    readonly fallback: SurfaceFallback;
-    readonly cacheTtlMs: number;
-    readonly cacheSize: number;
+    readonly cache: CacheLimits;
     readonly log: Logger;
   },
 ): Promise<void> {
@@ -79,8 +72,9 @@ export async function registerSurface(
   const adminHtml = readFileSync(`${root}admin/index.html`);
   const notFoundHtml = readFileSync(`${root}404.html`);
   const pages = followedCache(bus, ["resolver.cache.invalidate", "plugin-registry.contributions.changed"], {
-    ttlMs: options.cacheTtlMs,
-    size: options.cacheSize,
+    // Rendered pages are never served stale.
+    ttlMs: options.cache.ttlMs,
+    size: options.cache.size,
   });
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
@@ -195,7 +189,8 @@ export async function registerSurface(
 
   app.get("/404", async (_request, reply) => html(reply, notFoundHtml, 404));
 
-  options.fallback.handle = async (request, reply) => {
+  // Asked before a 404: a redirect or a shell page for a GET of a non-file path.
+  app.addNotFoundFallback(async (request, reply) => {
     if (request.method !== "GET" && request.method !== "HEAD") return undefined;
     const path = normalisePath(request.url.split("?")[0]);
     if (path === "/admin" || path === "/surface-app") return redirect(reply, `${path}/`);
@@ -205,5 +200,5 @@ export async function registerSurface(
     if (RESERVED.test(path) || !NON_FILE(path)) return undefined;
     const ws = await workspaceFor(request, path);
     return redirect(reply, ws === null ? "/404" : `/surface-app/?path=${encodeURIComponent(path)}`);
-  };
+  });
 }

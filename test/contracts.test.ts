@@ -8,7 +8,9 @@ import { join } from "node:path";
 
 import { CORE_PERMISSION_KEYS, filterWorkspaceKeys, isPlatformKey } from "@svc/access";
 import type { Bus } from "@svc/bus";
+import { Type } from "@sinclair/typebox";
 import {
+  defineRoutes,
   jobRoutes,
   OPERATOR_ROUTES,
   rbacRoutes,
@@ -78,6 +80,31 @@ export function compileTimeChecks(bus: Bus) {
     // @ts-expect-error a request whose query breaks the route's (limit is a number)
     query: { limit: "5" },
     body: null,
+  });
+
+  // Every `:param` of a route's path is declared by its params schema.
+  defineRoutes("resolver", {
+    "things.get": {
+      method: "GET",
+      path: "/api/things/:thingKey/parts/:partKey",
+      permission: "tenant.read",
+      summary: "Get a part",
+      params: Type.Object({ thingKey: Type.String(), partKey: Type.String() }),
+    },
+  });
+  defineRoutes("resolver", {
+    // @ts-expect-error :partKey is in the path but not in the params schema
+    "things.get": {
+      method: "GET",
+      path: "/api/things/:thingKey/parts/:partKey",
+      permission: "tenant.read",
+      summary: "Get a part",
+      params: Type.Object({ thingKey: Type.String() }),
+    },
+  });
+  defineRoutes("resolver", {
+    // @ts-expect-error a path with a parameter and no params schema at all
+    "things.list": { method: "GET", path: "/api/things/:thingKey", permission: "tenant.read", summary: "x" },
   });
 
   // The reply's type is the contract's.

@@ -139,14 +139,39 @@ function bind<S extends RouteSpec, Subject extends string>(
   };
 }
 
+/** The `:name` segments of a Fastify path, as a union of names. */
+export type PathParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | PathParamNames<`/${Rest}`>
+  : P extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+type ParamsSchemaNames<S> = S extends { readonly params: infer T extends TSchema } ? keyof Static<T> : never;
+
+/** The `:name`s of a spec's path that its params schema does not declare. */
+type MissingParams<S> = S extends { readonly path: infer P extends string }
+  ? Exclude<PathParamNames<P>, ParamsSchemaNames<S>>
+  : never;
+
+/**
+ * Each spec whose path names a `:param` missing from its params schema must carry a property it cannot
+ * have: a compile error at the route, naming the parameter.
+ */
+type ParamsDeclared<Specs> = {
+  readonly [K in keyof Specs]: [MissingParams<Specs[K]>] extends [never]
+    ? unknown
+    : { readonly "path parameters missing from the params schema": MissingParams<Specs[K]> };
+};
+
 /**
  * Declares the routes a service owns. Each key becomes the route's name and its subject
  * `<service>.<key>`: `defineRoutes("rbac", { "users.list": {...} })["users.list"].subject` is
- * `"rbac.users.list"`, as a type too.
+ * `"rbac.users.list"`, as a type too. A `:param` of a path that its params schema does not declare does
+ * not compile.
  */
 export function defineRoutes<const Service extends string, const Specs extends Record<string, RouteSpec>>(
   service: Service,
-  specs: Specs,
+  specs: Specs & ParamsDeclared<Specs>,
 ): { readonly [K in keyof Specs & string]: RouteContract<Specs[K], `${Service}.${K}`> } {
   const out: Record<string, RouteContract> = {};
   for (const [name, spec] of Object.entries(specs)) out[name] = bind(service, `${service}.${name}`, spec);

@@ -6,9 +6,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
+import { Type } from "@sinclair/typebox";
 import { CORE_PERMISSION_KEYS, filterWorkspaceKeys, isPlatformKey } from "@svc/access";
 import type { Bus } from "@svc/bus";
-import { Type } from "@sinclair/typebox";
 import {
   defineRoutes,
   jobRoutes,

@@ -63,14 +63,20 @@ export type Handler<S extends Subject> = (
   context: HandlerContext,
 ) => Promise<ReplyOf<S>> | ReplyOf<S>;
 
-export interface ServeOptions<S extends Subject> {
+export type ServeOptions<S extends Subject> = DecodedServeOptions<RequestOf<S>>;
+
+/** How a subject is served, for a handler of requests of type `Req`. */
+interface DecodedServeOptions<Req> {
   /** Queue group; defaults to the bus's service name so replicas share the load. */
   readonly queue?: string;
   /** Every replica answers (no queue group), for scatter-gather requests (`requestAll`). */
   readonly fanOut?: boolean;
   /** Checks and narrows the decoded payload; throw a ValidationError to reject it. */
-  readonly decode?: (payload: unknown) => RequestOf<S>;
+  readonly decode?: (payload: unknown) => Req;
 }
+
+/** A handler of requests of type `Req` answering `Rep`. */
+type DecodedHandler<Req, Rep> = (request: Req, context: HandlerContext) => Promise<Rep> | Rep;
 
 export interface BusOptions {
   readonly nc: NatsConnection;
@@ -183,10 +189,10 @@ export class Bus {
    */
   serveEndpoint<Req, Rep>(
     subject: string,
-    handler: (request: Req, context: HandlerContext) => Promise<Rep> | Rep,
+    handler: DecodedHandler<Req, Rep>,
     options: { readonly decode: (payload: unknown) => Req; readonly queue?: string },
   ): void {
-    this.serve(subject as Subject, handler as unknown as Handler<Subject>, options as ServeOptions<Subject>);
+    this.serveDecoded(subject, handler, options);
   }
 
   /** Sends a request on a subject outside the SubjectMap (an operator route) and decodes the reply. */
@@ -291,6 +297,14 @@ export class Bus {
 
   /** Answers requests on a subject, in this service's queue group. */
   serve<S extends Subject>(subject: S, handler: Handler<S>, options: ServeOptions<S> = {}): void {
+    this.serveDecoded<RequestOf<S>, ReplyOf<S>>(subject, handler, options);
+  }
+
+  private serveDecoded<Req, Rep>(
+    subject: string,
+    handler: DecodedHandler<Req, Rep>,
+    options: DecodedServeOptions<Req>,
+  ): void {
     const full = this.subject(subject);
     const queue = options.fanOut ? undefined : (options.queue ?? this.service);
     // Endpoint names are one token: the subject without its service, dots as underscores.
@@ -310,11 +324,11 @@ export class Bus {
     this.subscriptions.push(sub);
   }
 
-  private async handle<S extends Subject>(
-    subject: S,
+  private async handle<Req, Rep>(
+    subject: string,
     msg: Msg,
-    handler: Handler<S>,
-    options: ServeOptions<S>,
+    handler: DecodedHandler<Req, Rep>,
+    options: DecodedServeOptions<Req>,
     stats: EndpointStats | undefined,
   ) {
     const started = process.hrtime.bigint();
@@ -341,7 +355,8 @@ export class Bus {
       } catch (cause) {
         throw new SvcError(ErrorCode.ValidationFailed, "The request payload is not valid JSON.", { cause });
       }
-      const request = options.decode ? options.decode(payload) : (payload as RequestOf<S>);
+      // A subject of the map without a decoder trusts its typed senders.
+      const request = options.decode ? options.decode(payload) : (payload as Req);
       // The handler runs inside the request's deadline: the data layer refuses to start or commit work
       // after it (the caller has answered 504 by then).
       const result = await runWithDeadline(deadline, () => handler(request, context));

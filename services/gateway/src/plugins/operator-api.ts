@@ -12,13 +12,11 @@ import type { Config } from "@svc/config";
 import { OPERATOR_ROUTES, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import { pluginSchemas } from "@svc/plugin-package";
 import { idempotencyBucket, rateLimitBucket, type ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
-import signatureSchema from "../../../../docs/schemas/plugin.signature.schema.json" with { type: "json" };
-import registrySchema from "../../../../docs/schemas/registry.schema.json" with { type: "json" };
-import themeSchema from "../../../../docs/schemas/theme.schema.json" with { type: "json" };
 import { Authenticator } from "../auth/authenticator.js";
 import {
   clientAddress,
@@ -386,13 +384,9 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return reply.header("cache-control", "public, max-age=300").send(jwks);
     });
 
-    // The JSON Schemas of a plugin package's files, for editors (docs/plugins.md): the generated copies in
-    // docs/schemas/, so the gateway does not load the package tooling.
-    const schemas: Record<string, object> = {
-      "registry.schema.json": registrySchema,
-      "theme.schema.json": themeSchema,
-      "plugin.signature.schema.json": signatureSchema,
-    };
+    // The JSON Schemas of a plugin package's files, for editors (docs/plugins.md): the same documents
+    // `make plugin-schemas` writes to docs/schemas/, made from the package's own schemas.
+    const schemas = pluginSchemas();
     app.get<{ Params: { file: string } }>("/schemas/plugins/:file", async (request, reply) => {
       const schema = Object.hasOwn(schemas, request.params.file) ? schemas[request.params.file] : undefined;
       if (schema === undefined) throw new NotFoundError(`No schema '${request.params.file}'.`);

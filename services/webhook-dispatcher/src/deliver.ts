@@ -9,7 +9,13 @@ import { createHmac } from "node:crypto";
 
 import type { WorkspaceStates } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, DeferJobError, PermanentJobError, RetryLaterError } from "@svc/jobs";
+import {
+  type ClaimedJob,
+  DeferJobError,
+  PermanentJobError,
+  RetryLaterError,
+  wakeJobsWaitingOn,
+} from "@svc/jobs";
 import { type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
@@ -134,7 +140,9 @@ export function parseReceiverKey(receiver: string): { workspaceKey: string | nul
  */
 export async function admitThroughCircuit(breaker: CircuitBreaker, receiver: string): Promise<boolean> {
   const admission = await breaker.admit(receiver);
-  if (!admission.allowed) throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs);
+  if (!admission.allowed) {
+    throw new DeferJobError(`circuit open for ${receiver}`, admission.retryInMs, circuitWait(receiver));
+  }
   return admission.trial;
 }
 
@@ -149,16 +157,13 @@ export async function recordOnCircuit(
   trial: boolean,
 ): Promise<void> {
   if (!succeeded) return deps.breaker.recordFailure(receiver);
-  if (await deps.breaker.recordSuccess(receiver, trial)) await wakeDeferred(deps.db, receiver);
+  // The jobs that waited for the circuit (deliveries and flow runs) are due now.
+  if (await deps.breaker.recordSuccess(receiver, trial))
+    await wakeJobsWaitingOn(deps.db, circuitWait(receiver));
 }
 
-/** Makes the deliveries deferred by this receiver's circuit due now. */
-async function wakeDeferred(db: Db, receiver: string): Promise<void> {
-  await db.query(sql`
-    UPDATE job_reaper.jobs SET run_at = now()
-    WHERE type = 'webhook.deliver' AND status = 'Pending' AND last_error = ${`circuit open for ${receiver}`}`);
-  await db.query(sql`SELECT pg_notify('svc_jobs', 'webhook.deliver')`);
-}
+/** What a job deferred by a receiver's open circuit waits on. */
+const circuitWait = (receiver: string) => `circuit:${receiver}`;
 
 /**
  * One delivery attempt, counted once in `svc_webhook_deliveries_total`: by its outcome, or as `error` when

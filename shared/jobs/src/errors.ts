@@ -20,6 +20,11 @@ export class DeferJobError extends Error {
   constructor(
     message: string,
     readonly delayMs: number,
+    /**
+     * What the job waits on (a receiver's circuit, say): `wakeJobsWaitingOn` with the same key makes it
+     * due at once, before `delayMs`.
+     */
+    readonly waitingOn?: string,
   ) {
     super(message);
   }

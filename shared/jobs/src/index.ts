@@ -1,6 +1,13 @@
 export { retryDelayMs } from "./backoff.js";
 export { createJobMetrics, type JobMetrics } from "./metrics.js";
-export { type ListFilter, listJobs, queueDepth, reapExpiredLeases, type ReapResult } from "./queries.js";
+export {
+  type ListFilter,
+  listJobs,
+  queueDepth,
+  reapExpiredLeases,
+  type ReapResult,
+  wakeJobsWaitingOn,
+} from "./queries.js";
 export { enqueue, type Enqueued, enqueueMany, type EnqueueOptions, type JobRequest } from "./queue.js";
 export {
   type ClaimedJob,

@@ -7,6 +7,9 @@ import { empty, join, type Queries, sql } from "@svc/db";
 
 import type { ClaimedJob, JobStatus, JobType, JobView } from "./types.js";
 
+/** The PostgreSQL channel on which workers hear that jobs of a type (the payload) are due. */
+export const NOTIFY_CHANNEL = "svc_jobs";
+
 export interface NewJob {
   readonly type: string;
   readonly payload: unknown;
@@ -157,7 +160,7 @@ export async function failJobs(db: Queries, failed: readonly Failure[]): Promise
         run_at = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN j.run_at ELSE f.retry_at END,
         completed_at = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN now() ELSE NULL END,
         last_error = left(f.error, 2000),
-        lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
+        lease_token = NULL, lease_expires_at = NULL, locked_by = NULL, waiting_on = NULL
     FROM unnest(
       ${failed.map((f) => f.id)}::bigint[],
       ${failed.map((f) => f.token)}::bigint[],
@@ -174,6 +177,8 @@ export interface Deferral extends Completion {
   readonly reason: string;
   /** When the job may run again. */
   readonly runAt: Date;
+  /** What it waits on, when something can wake it earlier (`wakeJobsWaitingOn`). */
+  readonly waitingOn?: string;
 }
 
 /**
@@ -186,16 +191,33 @@ export async function deferJobs(db: Queries, deferred: readonly Deferral[]): Pro
     UPDATE job_reaper.jobs AS j
     SET status = 'Pending', attempts = greatest(j.attempts - 1, 0), run_at = d.run_at,
         last_error = left(d.reason, 2000), lease_token = NULL, lease_expires_at = NULL, locked_by = NULL,
-        started_at = NULL
+        started_at = NULL, waiting_on = d.waiting_on
     FROM unnest(
       ${deferred.map((d) => d.id)}::bigint[],
       ${deferred.map((d) => d.token)}::bigint[],
       ${deferred.map((d) => d.reason)}::text[],
-      ${deferred.map((d) => d.runAt.toISOString())}::timestamptz[]
-    ) AS d(id, token, reason, run_at)
+      ${deferred.map((d) => d.runAt.toISOString())}::timestamptz[],
+      ${deferred.map((d) => d.waitingOn ?? null)}::text[]
+    ) AS d(id, token, reason, run_at, waiting_on)
     WHERE j.id = d.id AND j.lease_token = d.token AND j.status = 'Running'
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Makes every pending job deferred on `waitingOn` (a receiver's circuit that closed again) due now, and
+ * tells the workers of their types at once. Returns how many it woke.
+ */
+export async function wakeJobsWaitingOn(db: Queries, waitingOn: string): Promise<number> {
+  const rows = await db.any<{ type: string }>(sql`
+    UPDATE job_reaper.jobs SET run_at = now(), waiting_on = NULL
+    WHERE status = 'Pending' AND waiting_on = ${waitingOn}
+    RETURNING type`);
+  const types = [...new Set(rows.map((r) => r.type))];
+  if (types.length > 0) {
+    await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, t) FROM unnest(${types}::text[]) AS t`);
+  }
+  return rows.length;
 }
 
 /**
@@ -211,7 +233,7 @@ export async function releaseJobs(db: Queries, type: string, jobs: readonly Comp
     FROM unnest(${jobs.map((d) => d.id)}::bigint[], ${jobs.map((d) => d.token)}::bigint[]) AS c(id, token)
     WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
     RETURNING j.id::text`);
-  if (rows.length > 0) await db.query(sql`SELECT pg_notify('svc_jobs', ${type})`);
+  if (rows.length > 0) await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, ${type})`);
   return rows.length;
 }
 
@@ -287,7 +309,7 @@ export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<Rea
     RETURNING j.status, j.type`);
   const types = [...new Set(rows.filter((r) => r.status === "Pending").map((r) => r.type))];
   if (types.length > 0)
-    await db.query(sql`SELECT pg_notify('svc_jobs', t) FROM unnest(${types}::text[]) AS t`);
+    await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, t) FROM unnest(${types}::text[]) AS t`);
   return {
     released: rows.filter((r) => r.status === "Pending").length,
     failed: rows.filter((r) => r.status === "Failed").length,

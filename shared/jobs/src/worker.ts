@@ -23,6 +23,7 @@ import {
   claimJobs,
   forgetWorker,
   heartbeat,
+  NOTIFY_CHANNEL,
   releaseJobs,
   renewLeases,
   WORKER_HEARTBEAT_MS,
@@ -30,9 +31,7 @@ import {
 import type { ClaimedJob, JobType } from "./types.js";
 import { WriteBatcher } from "./write-batcher.js";
 
-export { DeferJobError, PermanentJobError, RetryLaterError };
-
-export const NOTIFY_CHANNEL = "svc_jobs";
+export { DeferJobError, NOTIFY_CHANNEL, PermanentJobError, RetryLaterError };
 
 export interface JobContext {
   /** Aborted when the worker stops past its grace period or the job's claim was taken over. */
@@ -174,7 +173,8 @@ class Lane {
       void this.worker.batcher.complete(job);
     } catch (error) {
       if (error instanceof DeferJobError) {
-        void this.worker.batcher.defer(job, error.message, new Date(Date.now() + Math.max(0, error.delayMs)));
+        const runAt = new Date(Date.now() + Math.max(0, error.delayMs));
+        void this.worker.batcher.defer(job, error.message, runAt, error.waitingOn);
         return;
       }
       const retryAfterMs = error instanceof RetryLaterError ? error.retryAfterMs : undefined;

@@ -44,9 +44,17 @@ export class WriteBatcher {
     });
   }
 
-  defer(job: ClaimedJob, reason: string, runAt: Date): Promise<boolean> {
+  defer(job: ClaimedJob, reason: string, runAt: Date, waitingOn?: string): Promise<boolean> {
     return new Promise((resolve) => {
-      this.deferrals.push({ id: job.id, token: job.token, type: job.type, reason, runAt, resolve });
+      this.deferrals.push({
+        id: job.id,
+        token: job.token,
+        type: job.type,
+        reason,
+        runAt,
+        waitingOn,
+        resolve,
+      });
       this.schedule();
     });
   }

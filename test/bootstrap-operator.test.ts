@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { signIn } from "./support/http.js";
 
 const run = promisify(execFile);
 const h = await createHarness({ seed: false });
@@ -33,11 +33,7 @@ describe("bootstrap-operator", () => {
 
     await h.start(rbacService);
     const base = (await h.start(gatewayService)).hooks.httpAddress as string;
-    const login = await http(`${base}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: "root-op", password }),
-    });
+    const login = await signIn(base, { username: "root-op", password: password as string });
     expect(login.status).toBe(200);
     expect(decodeJwt(login.json<{ accessToken: string }>().accessToken)).toMatchObject({
       svc_scope: "platform",

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
@@ -34,23 +34,16 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the public 
   let port: string;
   let operator: string;
 
-  const api = (method: string, path: string, body?: unknown, contentType = "application/json") =>
-    http(`http://127.0.0.1:${port}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${operator}`,
-        ...(body === undefined ? {} : { "content-type": contentType }),
-      },
-      body: body === undefined ? undefined : body instanceof Buffer ? body : JSON.stringify(body),
-    });
+  const api = bearerApi(() => `http://127.0.0.1:${port}`);
+  const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
   async function templatePlugin(pluginId: string, templates: Record<string, string>) {
     const files = Object.fromEntries(
       Object.entries(templates).map(([n, src]) => [`views/surface/${n}`, src]),
     );
     const bytes = await codePlugin(work, signer, pluginId, "export class Plugin {}\n", [], {}, files);
-    expect((await api("POST", "/api/plugins/install", bytes, "application/gzip")).status).toBe(201);
-    expect((await api("POST", `/api/plugins/${pluginId}/activate`)).status).toBe(200);
+    expect((await installPackage(`http://127.0.0.1:${port}`, operator, bytes)).status).toBe(201);
+    expect((await asOperator("POST", `/api/plugins/${pluginId}/activate`)).status).toBe(200);
   }
 
   beforeAll(async () => {
@@ -62,10 +55,10 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the public 
     const base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     port = new URL(base).port;
     operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-    expect((await api("POST", "/api/tenants", { tenantKey: "web", name: "Web" })).status).toBe(201);
+    expect((await asOperator("POST", "/api/tenants", { tenantKey: "web", name: "Web" })).status).toBe(201);
     expect(
       (
-        await api("PUT", "/api/workspaces/site", {
+        await asOperator("PUT", "/api/workspaces/site", {
           tenantKey: "web",
           name: "The <Site>",
           type: "portal",
@@ -81,14 +74,14 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the public 
       "layout.njk":
         '<!doctype html><html><head><title>{{ workspace.name }}</title></head><body><h1 id="headline">{% block headline %}Base headline{% endblock %}</h1><p id="footer">Base footer</p></body></html>',
     });
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [
         { tenantKey: "web", pluginId: "brand", entitled: true },
         { tenantKey: "web", pluginId: "base-layout", entitled: true },
       ],
     });
     expect(
-      (await api("PUT", "/api/workspaces/site/plugins", { chain: ["brand", "base-layout"] })).status,
+      (await asOperator("PUT", "/api/workspaces/site/plugins", { chain: ["brand", "base-layout"] })).status,
     ).toBe(200);
     browser = await chromium.launch({
       executablePath: CHROMIUM,

@@ -10,7 +10,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -23,16 +23,11 @@ let operator: string;
 const env = { BackendHost__RateLimitApiPerMinute: "100000", BackendHost__TrustedProxies__0: "127.0.0.1" };
 const OPERATOR_CLIENT = "203.0.113.1";
 
-const api = (method: string, path: string, body?: unknown, base = gateways[0], client = OPERATOR_CLIENT) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${operator}`,
-      "x-forwarded-for": client,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const api = bearerApi(() => gateways[0] as string);
+/** Request options naming the client in X-Forwarded-For (loopback is a trusted proxy here). */
+const from = (client: string) => ({ headers: { "x-forwarded-for": client } });
+const asOperator = (method: string, path: string, body?: unknown) =>
+  api(method, path, operator, body, from(OPERATOR_CLIENT));
 
 interface Definition {
   variable: string;
@@ -62,7 +57,7 @@ afterAll(() => h.stopAll());
 
 describe("the configuration API", () => {
   it("lists every running service's settings, never a secret's value", async () => {
-    const defs = (await api("GET", "/api/config/definitions")).json<{ items: Definition[] }>().items;
+    const defs = (await asOperator("GET", "/api/config/definitions")).json<{ items: Definition[] }>().items;
     const byName = new Map(defs.map((d) => [d.variable, d]));
     expect(byName.get("BackendHost__RateLimitApiPerMinute")).toMatchObject({
       owner: "gateway",
@@ -75,7 +70,7 @@ describe("the configuration API", () => {
     // Settings of rbac and the resolver are there too (gathered from each service).
     expect(defs.some((d) => d.owner === "rbac")).toBe(true);
 
-    const effective = (await api("GET", "/api/config/effective")).json<{ items: Effective[] }>().items;
+    const effective = (await asOperator("GET", "/api/config/effective")).json<{ items: Effective[] }>().items;
     const values = new Map(effective.map((e) => [e.variable, e]));
     expect(values.get("BackendHost__RateLimitApiPerMinute")).toMatchObject({
       value: "100000",
@@ -91,7 +86,7 @@ describe("the configuration API", () => {
   });
 
   it("refuses what cannot change at run time, bad values and unknown names, each listed", async () => {
-    const bad = await api("PUT", "/api/config/values", {
+    const bad = await asOperator("PUT", "/api/config/values", {
       values: {
         BackendHost__RequestTimeoutMs: 1000,
         BackendHost__RateLimitApiPerMinute: "lots",
@@ -117,7 +112,10 @@ describe("the configuration API", () => {
 
   it("applies a changed rate limit on another gateway without a restart, and reverts it", async () => {
     const other = gateways[1] as string;
-    const put = await api("PUT", "/api/config/values", { values: { BackendHost__RateLimitApiPerMinute: 3 } });
+    const onOther = bearerApi(() => other);
+    const put = await asOperator("PUT", "/api/config/values", {
+      values: { BackendHost__RateLimitApiPerMinute: 3 },
+    });
     expect(put.status, put.text).toBe(200);
     expect(put.json()).toEqual({ stored: { BackendHost__RateLimitApiPerMinute: "3" } });
     // Within a second the second gateway limits this client to 3 requests a minute.
@@ -128,14 +126,16 @@ describe("the configuration API", () => {
         const ip = `198.51.100.${++client}`;
         const statuses: number[] = [];
         for (let i = 0; i < 4; i++)
-          statuses.push((await api("GET", "/api/rbac/roles", undefined, other, ip)).status);
+          statuses.push((await onOther("GET", "/api/rbac/roles", operator, undefined, from(ip))).status);
         return statuses;
       },
       (statuses) => statuses[3] === 429,
       1_000,
     );
     expect(limited).toEqual([200, 200, 200, 429]);
-    const stored = (await api("GET", "/api/config/effective", undefined, other, "198.51.100.200")).json<{
+    const stored = (
+      await onOther("GET", "/api/config/effective", operator, undefined, from("198.51.100.200"))
+    ).json<{
       items: Effective[];
     }>();
     expect(stored.items.find((e) => e.variable === "BackendHost__RateLimitApiPerMinute")).toMatchObject({
@@ -147,9 +147,9 @@ describe("the configuration API", () => {
     const reverted = await api(
       "PUT",
       "/api/config/values",
+      operator,
       { values: { BackendHost__RateLimitApiPerMinute: null } },
-      gateways[0],
-      "203.0.113.50",
+      from("203.0.113.50"),
     );
     expect(reverted.json()).toEqual({ stored: {} });
     const freed = await eventually(
@@ -157,7 +157,7 @@ describe("the configuration API", () => {
         const ip = `198.51.100.${++client}`;
         const statuses: number[] = [];
         for (let i = 0; i < 4; i++)
-          statuses.push((await api("GET", "/api/rbac/roles", undefined, other, ip)).status);
+          statuses.push((await onOther("GET", "/api/rbac/roles", operator, undefined, from(ip))).status);
         return statuses;
       },
       (statuses) => statuses.every((s) => s === 200),
@@ -167,15 +167,17 @@ describe("the configuration API", () => {
   });
 
   it("changes the webhook settings at run time, checked by the dispatcher that declares them", async () => {
-    const bad = await api("PUT", "/api/config/values", { values: { BackendHost__WebhookTimeoutMs: 5 } });
+    const bad = await asOperator("PUT", "/api/config/values", {
+      values: { BackendHost__WebhookTimeoutMs: 5 },
+    });
     expect(bad.status).toBe(400);
-    const put = await api("PUT", "/api/config/values", {
+    const put = await asOperator("PUT", "/api/config/values", {
       values: { BackendHost__WebhookTimeoutMs: 2_500, BackendHost__WebhookMaxResponseBytes: 1_024 },
     });
     expect(put.status, put.text).toBe(200);
     const effective = await eventually(
       async () =>
-        (await api("GET", "/api/config/effective"))
+        (await asOperator("GET", "/api/config/effective"))
           .json<{ items: Effective[] }>()
           .items.filter((e) => e.variable.startsWith("BackendHost__Webhook")),
       (items) => items.filter((e) => e.source === "stored").length === 2,
@@ -185,7 +187,7 @@ describe("the configuration API", () => {
       value: "2500",
       source: "stored",
     });
-    await api("PUT", "/api/config/values", {
+    await asOperator("PUT", "/api/config/values", {
       values: { BackendHost__WebhookTimeoutMs: null, BackendHost__WebhookMaxResponseBytes: null },
     });
   });

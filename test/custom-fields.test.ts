@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -27,21 +27,8 @@ let operator: string;
 
 const env = pluginStackEnv(work, { tests: signer });
 
-const api = (
-  method: string,
-  path: string,
-  body?: unknown,
-  token = operator,
-  contentType = "application/json",
-) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": contentType }),
-    },
-    body: body === undefined ? undefined : body instanceof Buffer ? body : JSON.stringify(body),
-  });
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 const FIELDS = [
   { entityName: "workspace", key: "costCentre", label: "Cost centre", type: "text", required: true },
@@ -57,12 +44,12 @@ beforeAll(async () => {
   await h.start(pluginRegistryService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  await api("POST", "/api/tenants", { tenantKey: "cf", name: "Fields" });
-  await api("PUT", "/api/workspaces/cf-ws", { tenantKey: "cf", name: "Fields workspace" });
+  await asOperator("POST", "/api/tenants", { tenantKey: "cf", name: "Fields" });
+  await asOperator("PUT", "/api/workspaces/cf-ws", { tenantKey: "cf", name: "Fields workspace" });
   const bytes = await codePlugin(work, signer, "crm", "export class Plugin {}\n", [], {
     customFields: FIELDS,
   });
-  expect((await api("POST", "/api/plugins/install", bytes, operator, "application/gzip")).status).toBe(201);
+  expect((await installPackage(base, operator, bytes)).status).toBe(201);
 });
 
 afterAll(async () => {
@@ -73,7 +60,7 @@ afterAll(async () => {
 describe("custom fields", () => {
   it("lists the definitions installed plugins bring", async () => {
     const defs = await eventually(
-      () => api("GET", "/api/custom-fields/definitions"),
+      () => asOperator("GET", "/api/custom-fields/definitions"),
       (r) => r.json<{ items: unknown[] }>().items.length === FIELDS.length,
     );
     expect(
@@ -91,13 +78,14 @@ describe("custom fields", () => {
       ]),
     );
     expect(
-      (await api("GET", "/api/custom-fields/definitions?entityName=tenant")).json<{ items: unknown[] }>()
-        .items,
+      (await asOperator("GET", "/api/custom-fields/definitions?entityName=tenant")).json<{
+        items: unknown[];
+      }>().items,
     ).toHaveLength(1);
   });
 
   it("checks values by type, options and required, and keeps them", async () => {
-    const bad = await api("PUT", "/api/custom-fields/workspace/cf-ws", {
+    const bad = await asOperator("PUT", "/api/custom-fields/workspace/cf-ws", {
       values: { tier: "bronze", seats: "many", nope: "x" },
     });
     expect(bad.status).toBe(400);
@@ -107,7 +95,7 @@ describe("custom fields", () => {
         .errors.map((e) => e.field)
         .sort(),
     ).toEqual(["/body/values/costCentre", "/body/values/nope", "/body/values/seats", "/body/values/tier"]);
-    const good = await api("PUT", "/api/custom-fields/workspace/cf-ws", {
+    const good = await asOperator("PUT", "/api/custom-fields/workspace/cf-ws", {
       values: { costCentre: "CC-42", tier: "gold", seats: 12 },
     });
     expect(good.status, good.text).toBe(200);
@@ -118,22 +106,28 @@ describe("custom fields", () => {
     });
     // A required field cannot be removed; another can.
     expect(
-      (await api("PUT", "/api/custom-fields/workspace/cf-ws", { values: { costCentre: null } })).status,
+      (await asOperator("PUT", "/api/custom-fields/workspace/cf-ws", { values: { costCentre: null } }))
+        .status,
     ).toBe(400);
-    const removed = await api("PUT", "/api/custom-fields/workspace/cf-ws", { values: { seats: null } });
+    const removed = await asOperator("PUT", "/api/custom-fields/workspace/cf-ws", {
+      values: { seats: null },
+    });
     expect(removed.json<{ values: Record<string, string> }>().values).toEqual({
       costCentre: "CC-42",
       tier: "gold",
     });
     // A plugin's own entity, and a tenant.
     expect(
-      (await api("PUT", "/api/custom-fields/crm.contact/c-1", { values: { since: "2024-02-30x" } })).status,
+      (await asOperator("PUT", "/api/custom-fields/crm.contact/c-1", { values: { since: "2024-02-30x" } }))
+        .status,
     ).toBe(400);
     expect(
-      (await api("PUT", "/api/custom-fields/crm.contact/c-1", { values: { since: "2024-02-03" } })).json(),
+      (
+        await asOperator("PUT", "/api/custom-fields/crm.contact/c-1", { values: { since: "2024-02-03" } })
+      ).json(),
     ).toMatchObject({ values: { since: "2024-02-03" } });
-    expect((await api("GET", "/api/custom-fields/tenant/nobody")).status).toBe(404);
-    expect((await api("GET", "/api/custom-fields/user/u1")).status).toBe(404); // no user fields defined
+    expect((await asOperator("GET", "/api/custom-fields/tenant/nobody")).status).toBe(404);
+    expect((await asOperator("GET", "/api/custom-fields/user/u1")).status).toBe(404); // no user fields defined
   });
 
   it("lets a workspace session reach only its own workspace's fields", async () => {
@@ -142,16 +136,16 @@ describe("custom fields", () => {
       workspaceKey: "cf-ws",
       permissions: ["customfield.read", "customfield.update"],
     });
-    expect((await api("GET", "/api/custom-fields/workspace/cf-ws", undefined, member)).status).toBe(200);
-    expect((await api("GET", "/api/custom-fields/tenant/cf", undefined, member)).status).toBe(404);
-    expect((await api("GET", "/api/custom-fields/crm.contact/c-1", undefined, member)).status).toBe(404);
+    expect((await api("GET", "/api/custom-fields/workspace/cf-ws", member)).status).toBe(200);
+    expect((await api("GET", "/api/custom-fields/tenant/cf", member)).status).toBe(404);
+    expect((await api("GET", "/api/custom-fields/crm.contact/c-1", member)).status).toBe(404);
   });
 
   it("refuses a plugin defining fields on another plugin's entities", async () => {
     const bytes = await codePlugin(work, signer, "sneaky", "export class Plugin {}\n", [], {
       customFields: [{ entityName: "crm.contact", key: "x" }],
     });
-    const refused = await api("POST", "/api/plugins/install", bytes, operator, "application/gzip");
+    const refused = await installPackage(base, operator, bytes);
     expect(refused.status).toBe(422);
     expect(refused.json()).toMatchObject({ reason: "registry-invalid" });
   });

@@ -15,7 +15,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { freePort, repoRoot } from "../scripts/lib/stack.js";
-import { http } from "./support/http.js";
+import { bearerApi, http, signIn } from "./support/http.js";
 
 // Readable by others: as root, the embedded server runs as user postgres, which must reach the folder.
 const stateDir = mkdtempSync(join(tmpdir(), "svc-dev-test-"));
@@ -111,11 +111,8 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
         headers: { host: "localhost" },
       });
       expect(resolved.json()).toEqual({ resolved: true, workspaceKey: "default" });
-      const login = await http(`http://127.0.0.1:${gatewayPort}/api/auth/login`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
-      });
+      const gateway = `http://127.0.0.1:${gatewayPort}`;
+      const login = await signIn(gateway, { username: "admin", password: "admin-dev-password" });
       expect(login.status).toBe(200);
       // The example plugin is installed, active and in workspace default's chain (issues 11 and 12).
       await dev.waitForOutput(
@@ -123,15 +120,12 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
         30_000,
       );
       const { accessToken } = login.json<{ accessToken: string }>();
-      const plugins = await http(`http://127.0.0.1:${gatewayPort}/api/plugins`, {
-        headers: { authorization: `Bearer ${accessToken}` },
-      });
+      const api = bearerApi(() => gateway);
+      const plugins = await api("GET", "/api/plugins", accessToken);
       expect(plugins.json<Array<{ pluginId: string; signed: boolean }>>()).toEqual([
         expect.objectContaining({ pluginId: "hello", signed: true, state: "active" }),
       ]);
-      const greeting = await http(`http://127.0.0.1:${gatewayPort}/api/plugins/hello/greeting?name=dev`, {
-        headers: { authorization: `Bearer ${accessToken}` },
-      });
+      const greeting = await api("GET", "/api/plugins/hello/greeting?name=dev", accessToken);
       expect(greeting.json()).toMatchObject({ greeting: "Hello, dev!" });
       dev.child.kill("SIGINT");
       expect(await dev.exited).toBe(0);
@@ -209,16 +203,15 @@ describe("make dev SECURE=1", () => {
         /example plugin {2}hello 1\.0\.0 installed, active in workspace default/,
         30_000,
       );
-      const login = await http(`http://127.0.0.1:${gatewayPort}/api/auth/login`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
-      });
+      const gateway = `http://127.0.0.1:${gatewayPort}`;
+      const login = await signIn(gateway, { username: "admin", password: "admin-dev-password" });
       expect(login.status, login.text).toBe(200);
       const { accessToken } = login.json<{ accessToken: string }>();
-      const greeting = await http(`http://127.0.0.1:${gatewayPort}/api/plugins/hello/greeting?name=dev`, {
-        headers: { authorization: `Bearer ${accessToken}` },
-      });
+      const greeting = await bearerApi(() => gateway)(
+        "GET",
+        "/api/plugins/hello/greeting?name=dev",
+        accessToken,
+      );
       expect(greeting.json()).toMatchObject({ greeting: "Hello, dev!" });
       const ca = join(stateDir, "secure", "nats-auth", "tls", "ca.pem");
       const attempt = (tls: boolean) =>

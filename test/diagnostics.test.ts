@@ -12,7 +12,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -37,11 +37,7 @@ const recording = async () =>
 
 /** A sign-in attempt: rbac looks the name up in PostgreSQL, the gateway asks rbac over NATS. */
 const signIn = (userName: string) =>
-  http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ username: userName, password: "not the password at all" }),
-  });
+  api("POST", "/api/auth/login", null, { username: userName, password: "not the password at all" });
 
 beforeAll(async () => {
   const env = {

@@ -30,8 +30,8 @@ const env = {
 };
 let base: string;
 let operator: string;
-const asCaller = bearerApi(() => base);
-const api = (method: string, path: string, body?: unknown) => asCaller(method, path, operator, body);
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 const count = async (query: string) => (await h.sql<{ n: number }>(query))[0]?.n ?? -1;
 
 beforeAll(async () => {
@@ -49,32 +49,34 @@ describe("deletions reach services that were down", () => {
     let rbac = await h.start(rbacService, env);
     let registry = await h.start(pluginRegistryService, env);
     expect((await installPackage(base, operator, await examplePackage())).status).toBe(201);
-    expect((await api("POST", "/api/tenants", { tenantKey: "old", name: "Old" })).status).toBe(201);
-    expect((await api("PUT", "/api/workspaces/shared-key", { tenantKey: "old", name: "Old's" })).status).toBe(
-      201,
-    );
-    const user = await api("POST", "/api/users", {
+    expect((await asOperator("POST", "/api/tenants", { tenantKey: "old", name: "Old" })).status).toBe(201);
+    expect(
+      (await asOperator("PUT", "/api/workspaces/shared-key", { tenantKey: "old", name: "Old's" })).status,
+    ).toBe(201);
+    const user = await asOperator("POST", "/api/users", {
       userName: "old-member",
       password: "a long enough password",
     });
     const userId = user.json<{ id: string }>().id;
-    expect((await api("PUT", `/api/workspaces/shared-key/members/${userId}`)).status).toBe(201);
-    await api("PUT", "/api/entitlements", {
+    expect((await asOperator("PUT", `/api/workspaces/shared-key/members/${userId}`)).status).toBe(201);
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "old", pluginId: "hello", entitled: true }],
     });
-    expect((await api("PUT", "/api/tenants/old/plugins/hello/delegation", { delegated: true })).status).toBe(
+    expect(
+      (await asOperator("PUT", "/api/tenants/old/plugins/hello/delegation", { delegated: true })).status,
+    ).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/shared-key/plugins", { chain: ["hello"] })).status).toBe(
       200,
     );
-    expect((await api("PUT", "/api/workspaces/shared-key/plugins", { chain: ["hello"] })).status).toBe(200);
 
     await rbac.stop();
     await registry.stop();
-    expect((await api("DELETE", "/api/tenants/old?deleteWorkspaces=true")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/tenants/old?deleteWorkspaces=true")).status).toBe(204);
     // Another tenant takes the same workspace key while they are down.
-    expect((await api("POST", "/api/tenants", { tenantKey: "new", name: "New" })).status).toBe(201);
-    expect((await api("PUT", "/api/workspaces/shared-key", { tenantKey: "new", name: "New's" })).status).toBe(
-      201,
-    );
+    expect((await asOperator("POST", "/api/tenants", { tenantKey: "new", name: "New" })).status).toBe(201);
+    expect(
+      (await asOperator("PUT", "/api/workspaces/shared-key", { tenantKey: "new", name: "New's" })).status,
+    ).toBe(201);
     expect(
       await count(`SELECT count(*)::int AS n FROM rbac.memberships WHERE workspace_key = 'shared-key'`),
     ).toBe(1);
@@ -98,9 +100,9 @@ describe("deletions reach services that were down", () => {
       15_000,
     );
     // The new tenant's workspace of the same key has no member, chain or grant of the old one.
-    const members = await api("GET", "/api/workspaces/shared-key/members");
+    const members = await asOperator("GET", "/api/workspaces/shared-key/members");
     expect(members.json<{ items: unknown[] }>().items).toEqual([]);
-    const chain = await api("GET", "/api/workspaces/shared-key/plugins");
+    const chain = await asOperator("GET", "/api/workspaces/shared-key/plugins");
     expect(chain.json<{ chain: unknown[] }>().chain).toEqual([]);
   }, 60_000);
 });

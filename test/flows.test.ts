@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi, signIn } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually, until } from "./support/wait.js";
@@ -93,11 +93,7 @@ beforeAll(async () => {
   });
   const { id } = created.json<{ id: string }>();
   expect((await api("PUT", `/api/rbac/users/${id}`, operator, { role: "superadmin" })).status).toBe(200);
-  const login = await http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ username: "flow-boss", password: "flow-boss's long password" }),
-  });
+  const login = await signIn(base, { username: "flow-boss", password: "flow-boss's long password" });
   boss = login.json<{ accessToken: string }>().accessToken;
 });
 afterAll(async () => {

@@ -12,25 +12,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // Internal: the shared counter's key, to wait for what the replicas wrote.
 import { rateLimitKey } from "../services/gateway/src/auth/rate-limiter.js";
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, type HttpResponse, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
 
 const h = await createHarness();
 let operator: string;
 
-const send = (
-  base: string,
-  method: string,
-  path: string,
-  headers: Record<string, string> = {},
-  body?: unknown,
-) =>
-  http(`${base}${path}`, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+/** The operator API of the replica at `base`. */
+const at = (base: string) => bearerApi(() => base);
 
 beforeAll(async () => {
   await h.start(rbacService);
@@ -73,29 +63,29 @@ describe("session revocation across two gateways", () => {
     };
     const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
-    const auth = { authorization: `Bearer ${operator}` };
     expect(
-      (await send(a, "PUT", "/api/rbac/roles/auditor", auth, { permissions: ["role.read"] })).status,
+      (await at(a)("PUT", "/api/rbac/roles/auditor", operator, { permissions: ["role.read"] })).status,
     ).toBe(201);
     const dave = (
-      await send(a, "POST", "/api/users", auth, { userName: "dave", password: "dave's long password" })
+      await at(a)("POST", "/api/users", operator, { userName: "dave", password: "dave's long password" })
     ).json<{ id: string }>();
-    expect((await send(a, "PUT", `/api/rbac/users/${dave.id}`, auth, { role: "auditor" })).status).toBe(200);
-    const token = (
-      await send(b, "POST", "/api/auth/login", {}, { username: "dave", password: "dave's long password" })
-    ).json<{ accessToken: string }>().accessToken;
-    const daves = { authorization: `Bearer ${token}` };
-    expect((await send(a, "GET", "/api/rbac/roles", daves)).status).toBe(200);
-    expect((await send(b, "GET", "/api/rbac/roles", daves)).status).toBe(200);
+    expect((await at(a)("PUT", `/api/rbac/users/${dave.id}`, operator, { role: "auditor" })).status).toBe(
+      200,
+    );
+    const token = (await signIn(b, { username: "dave", password: "dave's long password" })).json<{
+      accessToken: string;
+    }>().accessToken;
+    expect((await at(a)("GET", "/api/rbac/roles", token)).status).toBe(200);
+    expect((await at(b)("GET", "/api/rbac/roles", token)).status).toBe(200);
 
     const changedAt = Date.now();
     expect(
-      (await send(a, "PUT", "/api/rbac/roles/auditor", auth, { permissions: ["role.read", "job.read"] }))
+      (await at(a)("PUT", "/api/rbac/roles/auditor", operator, { permissions: ["role.read", "job.read"] }))
         .status,
     ).toBe(200);
     const [onA, onB] = await Promise.all([
-      waitForStatus(async () => (await send(a, "GET", "/api/rbac/roles", daves)).status, 401, 5_000),
-      waitForStatus(async () => (await send(b, "GET", "/api/rbac/roles", daves)).status, 401, 5_000),
+      waitForStatus(async () => (await at(a)("GET", "/api/rbac/roles", token)).status, 401, 5_000),
+      waitForStatus(async () => (await at(b)("GET", "/api/rbac/roles", token)).status, 401, 5_000),
     ]);
     // Pushed to every replica (the token itself is valid for an hour). Typically tens of milliseconds; the
     // bound is loose so that a loaded machine cannot fail it.
@@ -103,13 +93,12 @@ describe("session revocation across two gateways", () => {
     expect(Date.now() - changedAt).toBeLessThan(6_000);
 
     // A new sign-in gets a working token with the new grants; deleting the role revokes it too.
-    const fresh = (
-      await send(a, "POST", "/api/auth/login", {}, { username: "dave", password: "dave's long password" })
-    ).json<{ accessToken: string }>().accessToken;
-    const freshAuth = { authorization: `Bearer ${fresh}` };
-    expect((await send(b, "GET", "/api/rbac/roles", freshAuth)).status).toBe(200);
-    expect((await send(a, "DELETE", "/api/rbac/roles/auditor", auth)).status).toBe(204);
-    await waitForStatus(async () => (await send(b, "GET", "/api/rbac/roles", freshAuth)).status, 401, 5_000);
+    const fresh = (await signIn(a, { username: "dave", password: "dave's long password" })).json<{
+      accessToken: string;
+    }>().accessToken;
+    expect((await at(b)("GET", "/api/rbac/roles", fresh)).status).toBe(200);
+    expect((await at(a)("DELETE", "/api/rbac/roles/auditor", operator)).status).toBe(204);
+    await waitForStatus(async () => (await at(b)("GET", "/api/rbac/roles", fresh)).status, 401, 5_000);
   });
 });
 
@@ -121,7 +110,6 @@ describe("rate limits across two gateways", () => {
     };
     const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
-    const auth = { authorization: `Bearer ${operator}` };
     // The counts live in one-minute windows: start in a fresh one unless 15 s of this one are left, so
     // that a slow (loaded) machine cannot see the window roll over mid-test.
     if (Date.now() % 60_000 > 45_000)
@@ -130,7 +118,7 @@ describe("rate limits across two gateways", () => {
     const statuses: number[] = [];
     // Issue 32, item 4: each answer under the limit says the policy and what is left of it.
     const remaining: number[] = [];
-    const seen = (response: Awaited<ReturnType<typeof send>>) => {
+    const seen = (response: HttpResponse) => {
       statuses.push(response.status);
       expect(response.headers["ratelimit-policy"]).toBe('"api";q=10;w=60');
       const m = /^"api";r=(\d+);t=(\d+)$/.exec(String(response.headers.ratelimit));
@@ -139,14 +127,14 @@ describe("rate limits across two gateways", () => {
       expect(Number(m?.[2])).toBeLessThanOrEqual(60);
       remaining.push(Number(m?.[1]));
     };
-    for (let i = 0; i < 6; i++) seen(await send(a, "GET", "/api/rbac/roles", auth));
+    for (let i = 0; i < 6; i++) seen(await at(a)("GET", "/api/rbac/roles", operator));
     // Counted down by A's own hits (approximate by design: for a moment around a shared write the same
     // hits may count twice, which errs on the strict side).
     expect(remaining[0]).toBe(9);
     expect(remaining).toEqual([...remaining].sort((x, y) => y - x));
     expect(remaining[5]).toBeLessThanOrEqual(4);
     await waitForSharedApiHits(window, 6);
-    for (let i = 0; i < 6; i++) seen(await send(b, "GET", "/api/rbac/roles", auth));
+    for (let i = 0; i < 6; i++) seen(await at(b)("GET", "/api/rbac/roles", operator));
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     expect(statuses.slice(-2)).toEqual([429, 429]);
     // B counts down from where A stopped once its watch has delivered A's hits (its first answer may
@@ -156,7 +144,7 @@ describe("rate limits across two gateways", () => {
     expect(onB).toEqual([...onB].sort((x, y) => y - x));
     // A has seen B's hits once they are written (within a sync interval).
     await waitForSharedApiHits(window, 10);
-    const limited = await send(a, "GET", "/api/rbac/roles", auth);
+    const limited = await at(a)("GET", "/api/rbac/roles", operator);
     expect(limited.status).toBe(429);
     expect(limited.headers["retry-after"]).toBe("60");
     expect(limited.headers["ratelimit-policy"]).toBe('"api";q=10;w=60');
@@ -172,8 +160,7 @@ describe("rate limits across two gateways", () => {
       await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     // A distinct client per test, through a trusted proxy.
     const from = { "x-forwarded-for": "198.51.100.7" };
-    const attempt = (base: string) =>
-      send(base, "POST", "/api/auth/login", from, { username: "nobody", password: "wrong" });
+    const attempt = (base: string) => signIn(base, { username: "nobody", password: "wrong" }, from);
     const statuses = [];
     const left = [];
     for (const base of [a, b, a, b, a, b, a]) {
@@ -196,12 +183,11 @@ describe("rate limits across two gateways", () => {
         SVC_SUBJECT_PREFIX: `${h.env.SVC_SUBJECT_PREFIX}xf`,
       })
     ).hooks.httpAddress as string;
-    const auth = { authorization: `Bearer ${operator}` };
     // The proxy (127.0.0.1, trusted) appended the client's address; anything before it is the client's.
-    const as = (ip: string) => ({ ...auth, "x-forwarded-for": `198.51.100.99, ${ip}` });
+    const as = (ip: string) => ({ headers: { "x-forwarded-for": `198.51.100.99, ${ip}` } });
     const t = [];
     for (const ip of ["203.0.113.1", "203.0.113.1", "203.0.113.1", "203.0.113.2"])
-      t.push((await send(trusted, "GET", "/api/rbac/roles", as(ip))).status);
+      t.push((await at(trusted)("GET", "/api/rbac/roles", operator, undefined, as(ip))).status);
     // Clients are told apart by their forwarded address (no rbac on this prefix: 503 once admitted).
     expect(t).toEqual([503, 503, 429, 503]);
 
@@ -213,7 +199,7 @@ describe("rate limits across two gateways", () => {
     ).hooks.httpAddress as string;
     const u = [];
     for (const ip of ["203.0.113.1", "203.0.113.2", "203.0.113.3"])
-      u.push((await send(untrusted, "GET", "/api/rbac/roles", as(ip))).status);
+      u.push((await at(untrusted)("GET", "/api/rbac/roles", operator, undefined, as(ip))).status);
     // A forged header from an untrusted peer changes nothing: all three count for the same client.
     expect(u).toEqual([503, 503, 429]);
   });
@@ -233,12 +219,10 @@ describe("when the limiter's store is unreachable", () => {
     } finally {
       await nc.close();
     }
-    const login = await send(base, "POST", "/api/auth/login", {}, { username: "nobody", password: "wrong" });
+    const login = await signIn(base, { username: "nobody", password: "wrong" });
     expect(login.status).toBe(503);
     expect(login.json()).toMatchObject({ status: 503, code: "SVC_SERVICE_UNAVAILABLE" });
     // The api policy counts per replica meanwhile (fails open): operators are not locked out.
-    expect((await send(base, "GET", "/api/rbac/roles", { authorization: `Bearer ${operator}` })).status).toBe(
-      200,
-    );
+    expect((await at(base)("GET", "/api/rbac/roles", operator)).status).toBe(200);
   });
 });

@@ -15,7 +15,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse } from "./support/http.js";
+import { bearerApi, http, type HttpResponse } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -38,16 +38,8 @@ const ALL = [
   "notification.read",
 ];
 
-async function api(method: string, path: string, token: string | null = operator, body?: unknown) {
-  const headers: Record<string, string> = {};
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers["content-type"] = "application/json";
-  return http(`${base}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 function expectProblem(response: HttpResponse, status: number) {
   expect(response.status, response.text).toBe(status);
@@ -86,11 +78,11 @@ beforeAll(async () => {
   operator = await mintToken({ scope: "platform", permissions: ALL });
   // Two users, one a member of `default`.
   for (const userName of ["member-one", "outsider-two"]) {
-    const created = await api("POST", "/api/users", operator, { userName, password: "long-enough-pass" });
+    const created = await asOperator("POST", "/api/users", { userName, password: "long-enough-pass" });
     expect(created.status).toBe(201);
     if (userName === "member-one") {
       const id = created.json<{ id: string }>().id;
-      expect((await api("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
+      expect((await asOperator("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
     }
   }
 });
@@ -119,7 +111,7 @@ describe("issue 8, point 3: reach leaks", () => {
       const problem = expectProblem(await api(method, path, noScope, body), 403);
       expect(JSON.stringify(problem), path).not.toContain("outsider-two");
     }
-    const platformMade = await api("POST", "/api/security/integrations", operator, { name: "y" });
+    const platformMade = await asOperator("POST", "/api/security/integrations", { name: "y" });
     expect(platformMade.status).toBe(201);
   });
 
@@ -142,10 +134,10 @@ describe("issue 8, point 3: reach leaks", () => {
 
 describe("issue 8, point 4: input that reached PostgreSQL", () => {
   it("refuses NUL in query, path and body strings with a 400 naming the field", async () => {
-    const query = expectProblem(await api("GET", "/api/jobs?workspaceKey=%00"), 400);
+    const query = expectProblem(await asOperator("GET", "/api/jobs?workspaceKey=%00"), 400);
     expect(query.errors?.[0]?.field).toBe("/query/workspaceKey");
     const body = expectProblem(
-      await api("POST", "/api/users", operator, {
+      await asOperator("POST", "/api/users", {
         userName: "nul-user",
         password: "long-enough-pass",
         displayName: "a\u0000b",
@@ -159,6 +151,7 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
         "/api/webhooks",
         operator,
         '{"eventName":"user.created","secret":"\\ud800x","targetUrl":"https://example.com"}',
+        { contentType: "application/json" },
       ),
       400,
     );
@@ -166,7 +159,7 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
       field: "/body/secret",
       message: expect.stringMatching(/surrogate/),
     });
-    const path = expectProblem(await api("GET", "/api/workspaces/%00/members"), 400);
+    const path = expectProblem(await asOperator("GET", "/api/workspaces/%00/members"), 400);
     expect(path.errors?.[0]?.field).toBe("/params/workspaceKey");
     const resolve = await http(`${base}/workspace/public/resolve?workspaceKey=%00`, {
       headers: { host: "localhost" },
@@ -203,22 +196,28 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
         ),
       ],
     ] as const) {
-      const problem = expectProblem(await api("GET", `${path}?cursor=${encodeURIComponent(cursor)}`), 400);
+      const problem = expectProblem(
+        await asOperator("GET", `${path}?cursor=${encodeURIComponent(cursor)}`),
+        400,
+      );
       expect(problem.errors?.[0]?.field, `${path} ${cursor}`).toBe("/query/cursor");
     }
   });
 
   it("pages users through the cursor it issued", async () => {
-    const first = (await api("GET", "/api/users?limit=1")).json<{ items: unknown[]; nextCursor: string }>();
+    const first = (await asOperator("GET", "/api/users?limit=1")).json<{
+      items: unknown[];
+      nextCursor: string;
+    }>();
     expect(first.nextCursor).toEqual(expect.any(String));
-    const second = await api("GET", `/api/users?limit=1&cursor=${first.nextCursor}`);
+    const second = await asOperator("GET", `/api/users?limit=1&cursor=${first.nextCursor}`);
     expect(second.status).toBe(200);
     expect(second.json<{ items: unknown[] }>().items).toHaveLength(1);
   });
 
   it("refuses a targetUrl longer than the column holds, naming the field", async () => {
     const problem = expectProblem(
-      await api("POST", "/api/webhooks", operator, {
+      await asOperator("POST", "/api/webhooks", {
         eventName: "user.created",
         targetUrl: `https://example.com/${"a".repeat(2_100)}`,
         secret: "s",
@@ -230,20 +229,23 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
 
   it("refuses JSON nested deeper than the limit, without a stack overflow", async () => {
     const deep = `{"eventName":"user.created","secret":"s","targetUrl":"https://example.com","x":${"[".repeat(10_000)}${"]".repeat(10_000)}}`;
-    const problem = expectProblem(await api("POST", "/api/webhooks", operator, deep), 400);
+    const problem = expectProblem(
+      await api("POST", "/api/webhooks", operator, deep, { contentType: "application/json" }),
+      400,
+    );
     expect(problem.detail).toMatch(/nested deeper/);
     // The gateway still answers.
-    expect((await api("GET", "/api/webhooks")).status).toBe(200);
+    expect((await asOperator("GET", "/api/webhooks")).status).toBe(200);
   });
 });
 
 describe("issue 8, point 5: every error is a problem document", () => {
   it("bad %-encoding is a 400 problem", async () => {
-    expectProblem(await api("GET", "/api/users/%FF%FE"), 400);
+    expectProblem(await asOperator("GET", "/api/users/%FF%FE"), 400);
   });
 
   it("a 5,000-character path parameter is a 414 problem", async () => {
-    expectProblem(await api("GET", `/api/users/${"a".repeat(5_000)}`), 414);
+    expectProblem(await asOperator("GET", `/api/users/${"a".repeat(5_000)}`), 414);
   });
 
   it("a 70 KB query is a 431 problem", async () => {
@@ -256,23 +258,22 @@ describe("issue 8, point 5: every error is a problem document", () => {
   });
 
   it("an unsupported method on a known path is 405 with Allow", async () => {
-    const response = await api("PATCH", "/api/users");
+    const response = await asOperator("PATCH", "/api/users");
     expectProblem(response, 405);
     expect(String(response.headers.allow).split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
-    const item = await api("POST", "/api/users/00000000-0000-0000-0000-000000000000");
+    const item = await asOperator("POST", "/api/users/00000000-0000-0000-0000-000000000000");
     expectProblem(item, 405);
     expect(String(item.headers.allow)).toContain("DELETE");
     // An unknown path stays 404.
-    expectProblem(await api("PATCH", "/api/nothing-here"), 404);
+    expectProblem(await asOperator("PATCH", "/api/nothing-here"), 404);
   });
 
   it("unparsable JSON and an unsupported media type are problems", async () => {
-    expectProblem(await api("POST", "/api/webhooks", operator, "{not json"), 400);
-    const wrongType = await http(`${base}/api/webhooks`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "text/csv" },
-      body: "a,b",
-    });
+    expectProblem(
+      await api("POST", "/api/webhooks", operator, "{not json", { contentType: "application/json" }),
+      400,
+    );
+    const wrongType = await api("POST", "/api/webhooks", operator, "a,b", { contentType: "text/csv" });
     expectProblem(wrongType, 415);
     // The problem says what the route takes (issue 22, item 8).
     expect(wrongType.json<{ detail: string; accepted: string[] }>()).toMatchObject({
@@ -293,7 +294,7 @@ describe("issue 8, point 7: SSRF targets refused at create time", () => {
       "http://0x7f.1/",
     ]) {
       const problem = expectProblem(
-        await api("POST", "/api/webhooks", operator, { eventName: "user.created", targetUrl, secret: "s" }),
+        await asOperator("POST", "/api/webhooks", { eventName: "user.created", targetUrl, secret: "s" }),
         400,
       );
       expect(
@@ -302,7 +303,7 @@ describe("issue 8, point 7: SSRF targets refused at create time", () => {
       ).toEqual(["/body/targetUrl"]);
     }
     // Names are judged when connecting, not here.
-    const named = await api("POST", "/api/webhooks", operator, {
+    const named = await asOperator("POST", "/api/webhooks", {
       eventName: "user.created",
       targetUrl: "https://hooks.example.com/x",
       secret: "s",
@@ -313,7 +314,7 @@ describe("issue 8, point 7: SSRF targets refused at create time", () => {
 
 describe("issue 8, point 8: headers", () => {
   it("sends nosniff everywhere, no-store on operator answers and WWW-Authenticate on 401", async () => {
-    const ok = await api("GET", "/api/users");
+    const ok = await asOperator("GET", "/api/users");
     expect(ok.headers["x-content-type-options"]).toBe("nosniff");
     expect(ok.headers["cache-control"]).toBe("no-store");
     const forbidden = await api("GET", "/api/users", await mintToken({ scope: "platform" }));
@@ -329,9 +330,9 @@ describe("issue 8, point 8: headers", () => {
     }
     const resolve = await http(`${base}/workspace/public/resolve`, { headers: { host: "localhost" } });
     expect(resolve.headers["x-content-type-options"]).toBe("nosniff");
-    expect((await api("GET", `/api/users/${"a".repeat(5_000)}`)).headers["x-content-type-options"]).toBe(
-      "nosniff",
-    );
+    expect(
+      (await asOperator("GET", `/api/users/${"a".repeat(5_000)}`)).headers["x-content-type-options"],
+    ).toBe("nosniff");
   });
 });
 
@@ -340,7 +341,7 @@ describe("fuzz findings", () => {
   afterAll(() => db.end());
 
   async function newUser(userName: string) {
-    const created = await api("POST", "/api/users", operator, { userName, password: "long-enough-pass" });
+    const created = await asOperator("POST", "/api/users", { userName, password: "long-enough-pass" });
     expect(created.status).toBe(201);
     return created.json<{ id: string }>().id;
   }
@@ -376,7 +377,7 @@ describe("fuzz findings", () => {
       const id = await newUser(`gone-while-updated-${method}-${body === undefined ? "a" : "u"}`);
       const response = await deletedUnderneath(
         id,
-        () => api(method, path.replace("{id}", id), operator, body),
+        () => asOperator(method, path.replace("{id}", id), body),
         "UPDATE rbac.users",
       );
       expectProblem(response, 404);
@@ -387,7 +388,7 @@ describe("fuzz findings", () => {
     const id = await newUser("gone-while-joining");
     const response = await deletedUnderneath(
       id,
-      () => api("PUT", `/api/workspaces/default/members/${id}`),
+      () => asOperator("PUT", `/api/workspaces/default/members/${id}`),
       "INSERT INTO rbac.memberships",
     );
     expectProblem(response, 404);
@@ -403,10 +404,10 @@ describe("fuzz findings", () => {
 
   it("refuses a wrongly typed JSON body value instead of coercing it; query strings are still converted", async () => {
     const id = await newUser("typed-body");
-    const problem = expectProblem(await api("PUT", `/api/users/${id}`, operator, { displayName: 1.5 }), 400);
+    const problem = expectProblem(await asOperator("PUT", `/api/users/${id}`, { displayName: 1.5 }), 400);
     expect(problem.errors?.map((e) => e.field)).toEqual(["/body/displayName"]);
     const wrong = expectProblem(
-      await api("POST", "/api/webhooks", operator, {
+      await asOperator("POST", "/api/webhooks", {
         eventName: "user.created",
         targetUrl: "https://hooks.example.com/x",
         secret: "s",
@@ -415,7 +416,7 @@ describe("fuzz findings", () => {
       400,
     );
     expect(wrong.errors?.map((e) => e.field)).toEqual(["/body/includeSensitiveData"]);
-    const page = await api("GET", "/api/users?limit=1");
+    const page = await asOperator("GET", "/api/users?limit=1");
     expect(page.status).toBe(200);
     expect(page.json<{ items: unknown[] }>().items).toHaveLength(1);
   });

@@ -13,7 +13,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
@@ -41,16 +41,9 @@ afterAll(async () => {
   await nats.dispose();
 });
 
+const api = bearerApi(() => base);
 const post = (path: string, body: unknown, key: string) =>
-  http(`${base}${path}`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${operator}`,
-      "content-type": "application/json",
-      "idempotency-key": key,
-    },
-    body: JSON.stringify(body),
-  });
+  api("POST", path, operator, body, { headers: { "idempotency-key": key } });
 
 const count = async (text: string, values: unknown[]) => (await h.sql<{ n: number }>(text, values))[0]?.n;
 

@@ -10,7 +10,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -30,16 +30,9 @@ beforeAll(async () => {
 });
 afterAll(() => h.stopAll());
 
+const api = bearerApi(() => base);
 const createUser = (body: unknown, key?: string, token = operator) =>
-  http(`${base}/api/users`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      ...(key === undefined ? {} : { "idempotency-key": key }),
-    },
-    body: JSON.stringify(body),
-  });
+  api("POST", "/api/users", token, body, { headers: key === undefined ? {} : { "idempotency-key": key } });
 
 describe("issue 9, point 5: Idempotency-Key", () => {
   it("replays the first answer for a retry with the same key and request, and runs it once", async () => {
@@ -88,22 +81,16 @@ describe("issue 9, point 5: Idempotency-Key", () => {
   });
 
   it("gives each API key its own keys (issue 34, item 8)", async () => {
-    const grant = await http(`${base}/api/rbac/roles/host.api`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-      body: JSON.stringify({ permissions: ["user.create"] }),
-    });
+    const grant = await api("PUT", "/api/rbac/roles/host.api", operator, { permissions: ["user.create"] });
     expect(grant.status, grant.text).toBeLessThan(300);
     const withKey = (apiKey: string) =>
-      http(`${base}/api/users`, {
-        method: "POST",
-        headers: {
-          "x-svc-api-key": apiKey,
-          "content-type": "application/json",
-          "idempotency-key": "break-glass-1",
-        },
-        body: JSON.stringify({ userName: "idem-api", password: "long-enough-password" }),
-      });
+      api(
+        "POST",
+        "/api/users",
+        null,
+        { userName: "idem-api", password: "long-enough-password" },
+        { headers: { "x-svc-api-key": apiKey, "idempotency-key": "break-glass-1" } },
+      );
     expect((await withKey(API_KEYS[0] as string)).status).toBe(201);
     // The other key's request under the same Idempotency-Key runs (and finds the name taken).
     const other = await withKey(API_KEYS[1] as string);

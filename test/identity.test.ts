@@ -11,37 +11,19 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
 const API_KEY = "identity-test-api-key-0123456789";
 let base: string;
 
-const json = (body: unknown) => ({
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
-async function api(
-  method: string,
-  path: string,
-  token: string | null,
-  body?: unknown,
-  extra: Record<string, string> = {},
-) {
-  const headers: Record<string, string> = { ...extra };
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers["content-type"] = "application/json";
-  return http(`${base}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const api = bearerApi(() => base);
 async function login(username: string, password: string, workspaceKey?: string) {
-  return http(`${base}/api/auth/login`, {
-    method: "POST",
-    ...json({ username, password, ...(workspaceKey ? { workspaceKey } : {}) }),
+  return api("POST", "/api/auth/login", null, {
+    username,
+    password,
+    ...(workspaceKey ? { workspaceKey } : {}),
   });
 }
 
@@ -108,7 +90,7 @@ describe("sign-in", () => {
   });
 
   it("rejects a malformed body with a 400 listing the violation", async () => {
-    const response = await http(`${base}/api/auth/login`, { method: "POST", ...json({ username: "alice" }) });
+    const response = await api("POST", "/api/auth/login", null, { username: "alice" });
     expect(response.status).toBe(400);
     expect(response.json()).toMatchObject({
       status: 400,
@@ -149,18 +131,20 @@ describe("tokens the gateway refuses", () => {
   });
 
   it("a malformed Authorization header", async () => {
-    expect((await http(`${base}/api/rbac/roles`, { headers: { authorization: "Basic abc" } })).status).toBe(
-      401,
-    );
+    expect(
+      (await api("GET", "/api/rbac/roles", null, undefined, { headers: { authorization: "Basic abc" } }))
+        .status,
+    ).toBe(401);
   });
 });
 
 describe("the break-glass API key", () => {
   it("is host.api: platform reach, no authority until host.api is granted a key", async () => {
     const headers = { "x-svc-api-key": API_KEY };
-    expect((await api("GET", "/api/rbac/roles", null, undefined, headers)).status).toBe(403);
+    expect((await api("GET", "/api/rbac/roles", null, undefined, { headers })).status).toBe(403);
     expect(
-      (await api("GET", "/api/rbac/roles", null, undefined, { "x-svc-api-key": `${API_KEY}x` })).status,
+      (await api("GET", "/api/rbac/roles", null, undefined, { headers: { "x-svc-api-key": `${API_KEY}x` } }))
+        .status,
     ).toBe(401);
     expect(
       (await api("PUT", "/api/rbac/roles/host.api", operator, { permissions: ["role.read"] })).status,
@@ -169,7 +153,7 @@ describe("the break-glass API key", () => {
     const until = Date.now() + 3_000;
     let status = 0;
     while (Date.now() < until && status !== 200) {
-      status = (await api("GET", "/api/rbac/roles", null, undefined, headers)).status;
+      status = (await api("GET", "/api/rbac/roles", null, undefined, { headers })).status;
       if (status !== 200) await new Promise((r) => setTimeout(r, 50));
     }
     expect(status).toBe(200);

@@ -14,7 +14,7 @@ import { resolverService } from "@svc/service-resolver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -22,6 +22,8 @@ const h = await createHarness();
 let base: string;
 let operator: string;
 let nc: NatsConnection;
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 const events: string[] = [];
 const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxMediaUploadBytes: "1000" };
 
@@ -35,33 +37,18 @@ async function upload(bytes: Buffer, fileName: string, token = operator, workspa
   const form = new FormData();
   // The client claims HTML: the platform believes the bytes.
   form.append("file", new Blob([bytes], { type: "text/html" }), fileName);
-  const response = await fetch(`${base}/api/media?workspaceKey=${workspaceKey}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}` },
-    body: form,
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  const response = await api("POST", `/api/media?workspaceKey=${workspaceKey}`, token, form);
+  return { status: response.status, json: response.json<Record<string, unknown>>() };
 }
-
-const api = (method: string, path: string, token = operator, headers: Record<string, string> = {}) =>
-  http(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
 
 beforeAll(async () => {
   await h.start(rbacService, env);
   await h.start(resolverService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  await http(`${base}/api/tenants`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-    body: JSON.stringify({ tenantKey: "mt", name: "Media" }),
-  });
+  await asOperator("POST", "/api/tenants", { tenantKey: "mt", name: "Media" });
   for (const key of ["mw", "other-mw"]) {
-    await http(`${base}/api/workspaces/${key}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-      body: JSON.stringify({ tenantKey: "mt", name: key }),
-    });
+    await asOperator("PUT", `/api/workspaces/${key}`, { tenantKey: "mt", name: key });
   }
   nc = await connect(h.natsOptions());
   nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.events.media.>`, {
@@ -84,10 +71,12 @@ describe("media", () => {
       size: PNG.length,
     });
     const id = up.json.id as string;
-    const listed = (await api("GET", "/api/media?workspaceKey=mw")).json<{ items: Array<{ id: string }> }>();
+    const listed = (await asOperator("GET", "/api/media?workspaceKey=mw")).json<{
+      items: Array<{ id: string }>;
+    }>();
     expect(listed.items.map((m) => m.id)).toEqual([id]);
 
-    const content = await api("GET", `/api/media/${id}/content`);
+    const content = await asOperator("GET", `/api/media/${id}/content`);
     expect(content.status).toBe(200);
     expect(content.headers["content-type"]).toBe("image/png");
     expect(content.headers["content-length"]).toBe(String(PNG.length));
@@ -96,16 +85,24 @@ describe("media", () => {
     expect(content.headers["accept-ranges"]).toBe("bytes");
     const etag = content.headers.etag as string;
     expect(etag).toMatch(/^"[0-9a-f]{64}"$/);
-    expect((await api("GET", `/api/media/${id}/content`, operator, { "if-none-match": etag })).status).toBe(
-      304,
-    );
+    expect(
+      (
+        await api("GET", `/api/media/${id}/content`, operator, undefined, {
+          headers: { "if-none-match": etag },
+        })
+      ).status,
+    ).toBe(304);
 
-    const part = await api("GET", `/api/media/${id}/content`, operator, { range: "bytes=1-3" });
+    const part = await api("GET", `/api/media/${id}/content`, operator, undefined, {
+      headers: { range: "bytes=1-3" },
+    });
     expect(part.status).toBe(206);
     expect(part.headers["content-range"]).toBe(`bytes 1-3/${PNG.length}`);
     expect(part.headers["content-length"]).toBe("3");
     expect(part.text).toBe("PNG");
-    const beyond = await api("GET", `/api/media/${id}/content`, operator, { range: "bytes=5000-" });
+    const beyond = await api("GET", `/api/media/${id}/content`, operator, undefined, {
+      headers: { range: "bytes=5000-" },
+    });
     expect(beyond.status).toBe(416);
     expect(beyond.headers["content-range"]).toBe(`bytes */${PNG.length}`);
 
@@ -119,13 +116,14 @@ describe("media", () => {
   });
 
   it("refuses an upload over the limit with 413 and stores nothing", async () => {
-    const before = (await api("GET", "/api/media?workspaceKey=mw")).json<{ items: unknown[] }>().items.length;
+    const before = (await asOperator("GET", "/api/media?workspaceKey=mw")).json<{ items: unknown[] }>().items
+      .length;
     const tooBig = await upload(Buffer.alloc(2_000, 1), "big.bin");
     expect(tooBig.status).toBe(413);
     expect(tooBig.json).toMatchObject({ code: "SVC_PAYLOAD_TOO_LARGE" });
-    expect((await api("GET", "/api/media?workspaceKey=mw")).json<{ items: unknown[] }>().items).toHaveLength(
-      before,
-    );
+    expect(
+      (await asOperator("GET", "/api/media?workspaceKey=mw")).json<{ items: unknown[] }>().items,
+    ).toHaveLength(before);
   });
 
   it("keeps a workspace's files to its own sessions, and deletes them", async () => {
@@ -170,15 +168,13 @@ describe("media uploads and Idempotency-Key", () => {
   const uploadWith = async (bytes: Buffer, key: string, token = operator, workspaceKey = "mw") => {
     const form = new FormData();
     form.append("file", new Blob([bytes]), "retry.png");
-    const response = await fetch(`${base}/api/media?workspaceKey=${workspaceKey}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "idempotency-key": key },
-      body: form,
+    const response = await api("POST", `/api/media?workspaceKey=${workspaceKey}`, token, form, {
+      headers: { "idempotency-key": key },
     });
     return {
       status: response.status,
-      replayed: response.headers.get("idempotency-replayed"),
-      json: (await response.json()) as Record<string, unknown>,
+      replayed: (response.headers["idempotency-replayed"] as string | undefined) ?? null,
+      json: response.json<Record<string, unknown>>(),
     };
   };
 
@@ -232,19 +228,21 @@ describe("media uploads and Idempotency-Key", () => {
     const kept = await upload(PNG, "kept-then-lost.png");
     expect(kept.status).toBe(201);
     const id = kept.json.id as string;
-    expect((await api("GET", `/api/media/${id}/content`)).status).toBe(200);
+    expect((await asOperator("GET", `/api/media/${id}/content`)).status).toBe(200);
     // NATS loses the media store (its stream is gone, as after a restart with an empty store).
     const jsm = await jetstreamManager(nc);
     await jsm.streams.delete(`OBJ_${mediaBucket(h.env.SVC_SUBJECT_PREFIX as string)}`);
-    const lost = await api("GET", `/api/media/${id}/content`);
+    const lost = await asOperator("GET", `/api/media/${id}/content`);
     expect(lost.status).toBe(404);
     expect(lost.headers["content-type"]).toMatch(/^application\/problem\+json/);
     expect(lost.json<{ detail: string }>().detail).toMatch(/no longer stored/);
-    const listed = (await api("GET", "/api/media?workspaceKey=mw")).json<{ items: Array<{ id: string }> }>();
+    const listed = (await asOperator("GET", "/api/media?workspaceKey=mw")).json<{
+      items: Array<{ id: string }>;
+    }>();
     expect(listed.items.map((m) => m.id)).not.toContain(id);
     // The store is made again at the next upload, which is served.
     const again = await upload(PNG, "after-the-loss.png");
     expect(again.status).toBe(201);
-    expect((await api("GET", `/api/media/${again.json.id as string}/content`)).status).toBe(200);
+    expect((await asOperator("GET", `/api/media/${again.json.id as string}/content`)).status).toBe(200);
   });
 });

@@ -28,7 +28,7 @@ import { makeMutualTls } from "../scripts/lib/test-ca.js";
 import { fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { mintToken } from "./support/tokens.js";
 
@@ -107,10 +107,9 @@ describe("a NATS server that requires TLS and credentials", () => {
       password: "a long password",
     });
     expect(created.status, created.text).toBe(201);
-    const signIn = await http(`${base}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: "tls-user", password: "a long password" }),
+    const signIn = await api("POST", "/api/auth/login", null, {
+      username: "tls-user",
+      password: "a long password",
     });
     expect(signIn.status, signIn.text).toBe(200);
     expect((await api("POST", "/api/tenants", operator, { tenantKey: "tls", name: "TLS" })).status).toBe(201);

@@ -49,7 +49,7 @@ import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/
 import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http, installPackage } from "./support/http.js";
+import { bearerApi, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
@@ -188,10 +188,9 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       password: "a long password",
     });
     expect(user.status, user.text).toBe(201);
-    const signIn = await http(`${base}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: `perm-user-${model}`, password: "a long password" }),
+    const signIn = await api("POST", "/api/auth/login", null, {
+      username: `perm-user-${model}`,
+      password: "a long password",
     });
     expect(signIn.status, signIn.text).toBe(200);
     const hook = await api("POST", "/api/webhooks", operator, {

@@ -16,7 +16,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi, http } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
@@ -47,7 +47,8 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
     const base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const resolve = (host: string) => http(`${base}/workspace/public/resolve`, { headers: { host } });
     const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-    const roles = () => http(`${base}/api/rbac/roles`, { headers: { authorization: `Bearer ${operator}` } });
+    const api = bearerApi(() => base);
+    const roles = () => api("GET", "/api/rbac/roles", operator);
     expect((await resolve("localhost")).json()).toEqual({ resolved: true, workspaceKey: "default" });
     expect((await roles()).status).toBe(200);
 
@@ -59,12 +60,7 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
 
     for (const call of [
       roles,
-      () =>
-        http(`${base}/api/auth/login`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ username: "admin", password: "x" }),
-        }),
+      () => api("POST", "/api/auth/login", null, { username: "admin", password: "x" }),
       () => resolve("unknown.example"),
     ]) {
       const started = Date.now();
@@ -100,12 +96,9 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
     await h.start(rbacService, env);
     await h.start(webhookDispatcherService, env);
     const base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+    const api = bearerApi(() => base);
     const login = () =>
-      http(`${base}/api/auth/login`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ username: "admin", password: "admin-dev-password" }),
-      });
+      api("POST", "/api/auth/login", null, { username: "admin", password: "admin-dev-password" });
     await h.sql(
       `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role)
        VALUES (gen_random_uuid(), 'admin', 'a', $1, 'superadmin')`,
@@ -113,10 +106,10 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
     );
     expect((await login()).status).toBe(200);
     const operator = await mintToken({ scope: "platform", permissions: ["webhook.manage"] });
-    const created = await http(`${base}/api/webhooks`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-      body: JSON.stringify({ eventName: "user.created", targetUrl: receiver.url, secret: "s" }),
+    const created = await api("POST", "/api/webhooks", operator, {
+      eventName: "user.created",
+      targetUrl: receiver.url,
+      secret: "s",
     });
     expect(created.status).toBe(201);
 
@@ -168,22 +161,19 @@ describe("issue 22, item 2: revocations survive a NATS store loss", () => {
         [await (await import("@svc/service-rbac")).hashPassword("the first long password")],
       )
     )[0]?.id as string;
-    const signIn = await http(`${base}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: "revoked-22", password: "the first long password" }),
+    const api = bearerApi(() => base);
+    const signIn = await api("POST", "/api/auth/login", null, {
+      username: "revoked-22",
+      password: "the first long password",
     });
     expect(signIn.status).toBe(200);
     const token = signIn.json<{ accessToken: string }>().accessToken;
-    const roles = (at: string) =>
-      http(`${at}/api/rbac/roles`, { headers: { authorization: `Bearer ${token}` } });
+    const roles = (at: string) => bearerApi(() => at)("GET", "/api/rbac/roles", token);
     expect((await roles(base)).status).toBe(200);
     // A password change revokes the session.
     const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-    const changed = await http(`${base}/api/users/${userId}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-      body: JSON.stringify({ password: "the second long password" }),
+    const changed = await api("PUT", `/api/users/${userId}`, operator, {
+      password: "the second long password",
     });
     expect(changed.status, changed.text).toBe(200);
     await until(async () => (await roles(base)).status === 401, 5_000, 50);

@@ -11,7 +11,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http } from "./support/http.js";
+import { bearerApi, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -37,11 +37,7 @@ async function userWithRole(userName: string, role: string, permissions: string[
   });
   const { id } = created.json<{ id: string }>();
   expect((await api("PUT", `/api/rbac/users/${id}`, operator, { role })).status).toBe(200);
-  const login = await http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ username: userName, password: `${userName}'s long password` }),
-  });
+  const login = await signIn(base, { username: userName, password: `${userName}'s long password` });
   return login.json<{ accessToken: string }>().accessToken;
 }
 

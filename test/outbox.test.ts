@@ -15,7 +15,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
@@ -124,10 +124,9 @@ describe("issue 9, point 1: the transactional outbox", () => {
     // And a change made through the API is streamed with its event.
     const base = (await h.start(gatewayService, { NATS_URL: nats.url })).hooks.httpAddress as string;
     const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-    const created = await http(`${base}/api/users`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
-      body: JSON.stringify({ userName: "outboxed", password: "long-enough-password" }),
+    const created = await bearerApi(() => base)("POST", "/api/users", operator, {
+      userName: "outboxed",
+      password: "long-enough-password",
     });
     expect(created.status).toBe(201);
     await until(async () => (await streamed("user.created")).length === 2, 15_000);

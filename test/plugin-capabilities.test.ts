@@ -24,8 +24,8 @@ const work = mkdtempSync(join(tmpdir(), "svc-capabilities-"));
 const signer = fixtureSigner();
 let base: string;
 let operator: string;
-const asCaller = bearerApi(() => base);
-const api = (method: string, path: string, body?: unknown) => asCaller(method, path, operator, body);
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 beforeAll(async () => {
   const env = pluginStackEnv(work, { tests: signer });
@@ -51,19 +51,19 @@ describe("issue 33, item 10: requiresCapabilities", () => {
     await install("maps-user", { requiresCapabilities: ["maps.render"] });
     await install("maps-provider", { capabilities: ["maps.render"] });
 
-    const refused = await api("POST", "/api/plugins/maps-user/activate");
+    const refused = await asOperator("POST", "/api/plugins/maps-user/activate");
     expect(refused.status).toBe(422);
     expect(refused.json()).toMatchObject({ reason: "missing-capability", capability: "maps.render" });
 
-    expect((await api("POST", "/api/plugins/maps-provider/activate")).status).toBe(200);
-    expect((await api("POST", "/api/plugins/maps-user/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/maps-provider/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/maps-user/activate")).status).toBe(200);
 
-    const needed = await api("POST", "/api/plugins/maps-provider/deactivate");
+    const needed = await asOperator("POST", "/api/plugins/maps-provider/deactivate");
     expect(needed.status).toBe(409);
     expect(needed.json()).toMatchObject({ rule: "capability-in-use", dependents: ["maps-user"] });
 
     // Deactivated in order, both go.
-    expect((await api("POST", "/api/plugins/maps-user/deactivate")).status).toBe(200);
-    expect((await api("POST", "/api/plugins/maps-provider/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/maps-user/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/maps-provider/deactivate")).status).toBe(200);
   });
 });

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { examplePackage } from "../scripts/lib/example-plugin.js";
 import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, installPackage } from "./support/http.js";
+import { bearerApi, http, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -31,8 +31,8 @@ let operator: string;
 
 const env = pluginStackEnv(work, { dev: true });
 
-const api = (method: string, path: string, base = gateways[0]) =>
-  http(`${base}${path}`, { method, headers: { authorization: `Bearer ${operator}` } });
+const api = bearerApi(() => gateways[0] as string);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 interface Manifest {
   generatedAtUtc: string;
@@ -78,7 +78,7 @@ describe("the UI-asset manifest", () => {
 
     const installed = await installPackage(gateways[0] as string, operator, await examplePackage());
     expect(installed.status).toBe(201);
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     const listed = await eventually(manifest, (m) => (m?.entries.length ?? 0) > 0);
     expect(listed).toEqual({
       generatedAtUtc: expect.any(String),
@@ -141,14 +141,14 @@ describe("the UI-asset manifest", () => {
       }
     });
     for (let i = 0; i < 10; i++) {
-      expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
-      expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+      expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+      expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     }
     running = false;
     await Promise.all(readers);
     expect(reads).toBeGreaterThan(20);
     // Deactivated, it leaves the manifest.
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
     expect(await eventually(manifest, (m) => m?.entries.length === 0)).toMatchObject({ entries: [] });
   });
 

@@ -30,7 +30,7 @@ import {
   pluginStackEnv,
 } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse, installPackage } from "./support/http.js";
+import { bearerApi, http, type HttpResponse, installPackage, signIn } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually, until } from "./support/wait.js";
@@ -53,21 +53,13 @@ const env = {
   BackendHost__PluginMemoryLimitMb: "32",
 };
 
-async function api(method: string, path: string, body?: unknown, token: string | null = operator) {
-  return http(`${base}${path}`, {
-    method,
-    headers: {
-      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 const install = (bytes: Buffer): Promise<HttpResponse> => installPackage(base, operator, bytes);
 
 const stateOf = async (id: string) =>
-  (await api("GET", "/api/plugins"))
+  (await asOperator("GET", "/api/plugins"))
     .json<Array<{ pluginId: string; state: string; failureReason: string }>>()
     .find((p) => p.pluginId === id);
 
@@ -97,63 +89,65 @@ afterAll(async () => {
 describe("activation and plugin routes", () => {
   it("serves the plugin's routes only while it is active, behind the guard", async () => {
     // Installed but inactive: the route is unknown.
-    expect((await api("GET", "/api/plugins/hello/greeting")).status).toBe(404);
-    const activated = await api("POST", "/api/plugins/hello/activate");
+    expect((await asOperator("GET", "/api/plugins/hello/greeting")).status).toBe(404);
+    const activated = await asOperator("POST", "/api/plugins/hello/activate");
     expect(activated.status, activated.text).toBe(200);
     expect(activated.json()).toMatchObject({ pluginId: "hello", state: "active", isActive: true });
 
     const greeting = await eventually(
-      () => api("GET", "/api/plugins/hello/greeting?name=Ada"),
+      () => asOperator("GET", "/api/plugins/hello/greeting?name=Ada"),
       (r) => r.status === 200,
     );
     expect(greeting.json()).toMatchObject({ greeting: "Hello, Ada!" });
 
     // Empty key: any authenticated caller; anonymous is 401.
     const nobody = await mintToken({ scope: "platform", permissions: [] });
-    expect((await api("GET", "/api/plugins/hello/greeting", undefined, nobody)).status).toBe(200);
-    expect((await api("GET", "/api/plugins/hello/greeting", undefined, null)).status).toBe(401);
+    expect((await api("GET", "/api/plugins/hello/greeting", nobody)).status).toBe(200);
+    expect((await api("GET", "/api/plugins/hello/greeting", null)).status).toBe(401);
 
     // A keyed route: 403 naming the plugin's key; the key, `*` and superadmin pass.
-    const denied = await api("GET", "/api/plugins/hello/stats", undefined, nobody);
+    const denied = await api("GET", "/api/plugins/hello/stats", nobody);
     expect(denied.status).toBe(403);
     expect(denied.headers["content-type"]).toMatch(/^application\/problem\+json/);
     expect(denied.json()).toMatchObject({ status: 403, missingPermission: "hello.greeting.read" });
     const holder = await mintToken({ scope: "platform", permissions: ["hello.greeting.read"] });
-    expect((await api("GET", "/api/plugins/hello/stats", undefined, holder)).status).toBe(200);
+    expect((await api("GET", "/api/plugins/hello/stats", holder)).status).toBe(200);
     const star = await mintToken({ scope: "platform", permissions: ["*"] });
-    expect((await api("GET", "/api/plugins/hello/stats", undefined, star)).status).toBe(200);
-    expect((await api("GET", "/api/plugins/hello/stats")).json()).toMatchObject({ greetings: 2 });
+    expect((await api("GET", "/api/plugins/hello/stats", star)).status).toBe(200);
+    expect((await asOperator("GET", "/api/plugins/hello/stats")).json()).toMatchObject({ greetings: 2 });
 
     // A path or method the plugin does not declare.
-    expect((await api("GET", "/api/plugins/hello/nothing")).status).toBe(404);
-    expect((await api("DELETE", "/api/plugins/hello/greeting")).status).toBe(405);
-    expect((await api("GET", "/api/plugins/nobody/greeting")).status).toBe(404);
+    expect((await asOperator("GET", "/api/plugins/hello/nothing")).status).toBe(404);
+    expect((await asOperator("DELETE", "/api/plugins/hello/greeting")).status).toBe(405);
+    expect((await asOperator("GET", "/api/plugins/nobody/greeting")).status).toBe(404);
 
-    const deactivated = await api("POST", "/api/plugins/hello/deactivate");
+    const deactivated = await asOperator("POST", "/api/plugins/hello/deactivate");
     expect(deactivated.json()).toMatchObject({ state: "inactive" });
     expect(
       (
         await eventually(
-          () => api("GET", "/api/plugins/hello/greeting"),
+          () => asOperator("GET", "/api/plugins/hello/greeting"),
           (r) => r.status === 404,
         )
       ).status,
     ).toBe(404);
-    const audit = (await api("GET", "/api/plugins/audit")).json<{ items: Array<{ action: string }> }>();
+    const audit = (await asOperator("GET", "/api/plugins/audit")).json<{
+      items: Array<{ action: string }>;
+    }>();
     expect(audit.items.map((a) => a.action)).toEqual(expect.arrayContaining(["activate", "deactivate"]));
   });
 
   it("refuses to activate what is not installed, and a plugin whose handlers are missing", async () => {
-    expect((await api("POST", "/api/plugins/nothing-here/activate")).status).toBe(404);
+    expect((await asOperator("POST", "/api/plugins/nothing-here/activate")).status).toBe(404);
     const bytes = await codePlugin(work, signer, "lacking", "export class Plugin {}\n", [
       { method: "GET", path: "/x", handler: "absent" },
     ]);
     expect((await install(bytes)).status).toBe(201);
-    const refused = await api("POST", "/api/plugins/lacking/activate");
+    const refused = await asOperator("POST", "/api/plugins/lacking/activate");
     expect(refused.status).toBe(422);
     expect(refused.json<{ detail: string }>().detail).toContain("absent");
     expect(await stateOf("lacking")).toMatchObject({ state: "inactive" });
-    expect((await api("DELETE", "/api/plugins/lacking")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/lacking")).status).toBe(204);
   });
 });
 
@@ -196,32 +190,32 @@ export class Plugin {
       { method: "POST", path: "/show", handler: "show" },
     ]);
     expect((await install(bytes)).status).toBe(201);
-    expect((await api("POST", "/api/plugins/shapes/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/shapes/activate")).status).toBe(200);
     const r = await eventually(
-      () => api("POST", "/api/plugins/shapes/show", { any: 1 }),
+      () => asOperator("POST", "/api/plugins/shapes/show", { any: 1 }),
       (x) => x.status === 200,
     );
     expect(r.json()).toEqual({ host, request });
-    expect((await api("DELETE", "/api/plugins/shapes")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/shapes")).status).toBe(204);
   });
 });
 
 describe("the local extraction cache (issue 11, item 7)", () => {
   it("is verified again before each load: a copy edited on disk is replaced from the shared store", async () => {
-    const activated = await api("POST", "/api/plugins/hello/activate");
+    const activated = await asOperator("POST", "/api/plugins/hello/activate");
     const sha = activated.json<{ packageSha256: string }>().packageSha256;
     const entry = join(work, "cache", sha, "index.mjs");
     const original = readFileSync(entry, "utf8");
     writeFileSync(entry, original.replace("Hello, ${name}!", "Tampered, ${name}!"));
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     const greeting = await eventually(
-      () => api("GET", "/api/plugins/hello/greeting?name=Ada"),
+      () => asOperator("GET", "/api/plugins/hello/greeting?name=Ada"),
       (r) => r.status === 200,
     );
     expect(greeting.json()).toMatchObject({ greeting: "Hello, Ada!" });
     expect(readFileSync(entry, "utf8")).toBe(original);
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
   });
   it("keeps an installed plugin's copy across deactivations, so activating right after one never finds it removed; an uninstall removes it", async () => {
     const bytes = await codePlugin(work, signer, "cycler", "export class Plugin { ok() { return {}; } }\n", [
@@ -231,24 +225,24 @@ describe("the local extraction cache (issue 11, item 7)", () => {
     let sha = "";
     // Each deactivation's reconcile runs while the next activation unpacks and loads (the bench's race).
     for (let i = 0; i < 20; i++) {
-      const on = await api("POST", "/api/plugins/cycler/activate");
+      const on = await asOperator("POST", "/api/plugins/cycler/activate");
       expect(on.status, on.text).toBe(200);
       sha = on.json<{ packageSha256: string }>().packageSha256;
-      expect((await api("POST", "/api/plugins/cycler/deactivate")).status).toBe(200);
+      expect((await asOperator("POST", "/api/plugins/cycler/deactivate")).status).toBe(200);
     }
     // Another plugin's uninstall: once its copy is gone, a prune ran after cycler's last deactivation.
     const marker = await codePlugin(work, signer, "marker", "export class Plugin { ok() { return {}; } }\n", [
       { method: "GET", path: "/ok", handler: "ok" },
     ]);
     expect((await install(marker)).status).toBe(201);
-    const markerOn = await api("POST", "/api/plugins/marker/activate");
+    const markerOn = await asOperator("POST", "/api/plugins/marker/activate");
     expect(markerOn.status, markerOn.text).toBe(200);
     const markerCopy = join(work, "cache", markerOn.json<{ packageSha256: string }>().packageSha256);
-    expect((await api("DELETE", "/api/plugins/marker")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/marker")).status).toBe(204);
     await until(async () => !existsSync(markerCopy), 10_000);
     const copy = join(work, "cache", sha);
     expect(existsSync(copy)).toBe(true);
-    expect((await api("DELETE", "/api/plugins/cycler")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/cycler")).status).toBe(204);
     await until(async () => !existsSync(copy), 10_000);
   }, 60_000);
 });
@@ -264,7 +258,7 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
       { runtime: "external", permissions: ["outside.echo.execute"] },
     );
     expect((await install(bytes)).status).toBe(201);
-    expect((await api("POST", "/api/plugins/outside/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/outside/activate")).status).toBe(200);
     const nc = await connect(h.natsOptions());
     const seen: unknown[] = [];
     const sub = nc.subscribe(`${h.env.SVC_SUBJECT_PREFIX}.plugins.outside.http`, {
@@ -288,7 +282,7 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
     try {
       const holder = await mintToken({ scope: "platform", permissions: ["outside.echo.execute"] });
       const answer = await eventually(
-        () => api("POST", "/api/plugins/outside/echo/hi", { n: 1 }, holder),
+        () => api("POST", "/api/plugins/outside/echo/hi", holder, { n: 1 }),
         (r) => r.status !== 404,
       );
       expect(answer.status, answer.text).toBe(201);
@@ -296,7 +290,7 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
       expect(answer.json()).toEqual({ word: "hi", body: { n: 1 } });
       expect(seen[0]).toMatchObject({ route: { handler: "echo" }, path: "/echo/hi" });
       const nobody = await mintToken({ scope: "platform", permissions: [] });
-      expect((await api("POST", "/api/plugins/outside/echo/hi", {}, nobody)).json()).toMatchObject({
+      expect((await api("POST", "/api/plugins/outside/echo/hi", nobody, {})).json()).toMatchObject({
         missingPermission: "outside.echo.execute",
       });
     } finally {
@@ -305,38 +299,37 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
     }
     // Nobody serving it: a clear 503, not a hang.
     const holder = await mintToken({ scope: "platform", permissions: ["outside.echo.execute"] });
-    const none = await api("POST", "/api/plugins/outside/echo/hi", {}, holder);
+    const none = await api("POST", "/api/plugins/outside/echo/hi", holder, {});
     expect(none.status).toBe(503);
-    expect((await api("DELETE", "/api/plugins/outside")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/outside")).status).toBe(204);
   });
 });
 
 describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
   it("carries the plugin's keys only while it is active and in the workspace's chain", async () => {
     const user = (
-      await api("POST", "/api/users", { userName: "wanda", password: "wanda's long password" })
+      await asOperator("POST", "/api/users", { userName: "wanda", password: "wanda's long password" })
     ).json<{ id: string }>();
-    expect((await api("PUT", `/api/workspaces/ws-hello/members/${user.id}`)).status).toBe(201);
+    expect((await asOperator("PUT", `/api/workspaces/ws-hello/members/${user.id}`)).status).toBe(201);
     expect(
       (
-        await api("PUT", "/api/rbac/roles/hello-admin", {
+        await asOperator("PUT", "/api/rbac/roles/hello-admin", {
           permissions: ["webhook.read", "hello.greeting.read"],
         })
       ).status,
     ).toBe(201);
     expect(
-      (await api("PUT", `/api/workspaces/ws-hello/members/${user.id}/roles`, { roles: ["hello-admin"] }))
-        .status,
+      (
+        await asOperator("PUT", `/api/workspaces/ws-hello/members/${user.id}/roles`, {
+          roles: ["hello-admin"],
+        })
+      ).status,
     ).toBe(200);
     const keys = async () => {
-      const r = await http(`${base}/api/auth/login`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          username: "wanda",
-          password: "wanda's long password",
-          workspaceKey: "ws-hello",
-        }),
+      const r = await signIn(base, {
+        username: "wanda",
+        password: "wanda's long password",
+        workspaceKey: "ws-hello",
       });
       expect(r.status).toBe(200);
       return decodeJwt(r.json<{ accessToken: string }>().accessToken).permission as string[];
@@ -344,69 +337,71 @@ describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
     expect(await keys()).toEqual(["webhook.read"]);
 
     // Not entitled: it cannot join the chain.
-    const unentitled = await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] });
+    const unentitled = await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] });
     expect(unentitled.status).toBe(400);
     expect(unentitled.json()).toMatchObject({
       errors: [{ field: "/body/chain/0", message: expect.stringContaining("not entitled") }],
     });
-    const granted = await api("PUT", "/api/entitlements", {
+    const granted = await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
     });
     expect(granted.json()).toEqual({ granted: 1, withdrawn: 0 });
 
     // In the chain but inactive: nothing.
-    const chain = await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] });
+    const chain = await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] });
     expect(chain.status, chain.text).toBe(200);
     expect(chain.json()).toMatchObject({
       workspaceKey: "ws-hello",
       chain: [{ pluginId: "hello", position: 0 }],
     });
-    expect((await api("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
       chain: [{ pluginId: "hello" }],
     });
     expect(await keys()).toEqual(["webhook.read"]);
 
     // Active and in the chain: its keys join the session.
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toEqual([
       "hello.greeting.read",
       "webhook.read",
     ]);
     // In the chain but inactive: nothing (seen leaving, not assumed after a pause).
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
     expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toContain("hello.greeting.read");
 
     // Out of the chain again: gone, though still active.
-    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
     expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
 
     // Back in the chain; then the tenant's entitlement is withdrawn: gone, and the chain says why.
-    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(
+      200,
+    );
     expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toContain("hello.greeting.read");
     expect(
       (
-        await api("PUT", "/api/entitlements", {
+        await asOperator("PUT", "/api/entitlements", {
           items: [{ tenantKey: "acme", pluginId: "hello", entitled: false }],
         })
       ).json(),
     ).toEqual({ granted: 0, withdrawn: 1 });
     expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
-    expect((await api("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/workspaces/ws-hello/plugins")).json()).toMatchObject({
       tenantKey: "acme",
       chain: [{ pluginId: "hello", entitled: false }],
     });
     // A grant to the workspace itself brings it back; then deactivation takes the keys away.
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ workspaceKey: "ws-hello", pluginId: "hello", entitled: true }],
     });
     expect(await eventually(keys, (k) => k.includes("hello.greeting.read"))).toContain("hello.greeting.read");
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
     expect(await eventually(keys, (k) => !k.includes("hello.greeting.read"))).toEqual(["webhook.read"]);
 
     // An unknown plugin cannot join a chain.
-    const bad = await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello", "ghost"] });
+    const bad = await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello", "ghost"] });
     expect(bad.status).toBe(400);
     expect(bad.json()).toMatchObject({ errors: [{ field: "/body/chain/1" }] });
   });
@@ -414,16 +409,18 @@ describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
 
 describe("plugin routes and the chain (issue 21, item 6)", () => {
   it("serve a workspace session only where the plugin is in its workspace's chain and entitled", async () => {
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
-    await api("PUT", "/api/entitlements", {
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ workspaceKey: "ws-hello", pluginId: "hello", entitled: true }],
     });
-    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(
+      200,
+    );
     const inChain = await mintToken({ scope: "workspace", workspaceKey: "ws-hello", permissions: [] });
     // ws-other's chain lacks it, and its tenant is not entitled.
     const elsewhere = await mintToken({ scope: "workspace", workspaceKey: "ws-other", permissions: ["*"] });
     const platform = await mintToken({ scope: "platform", permissions: [] });
-    const call = (token: string) => api("GET", "/api/plugins/hello/greeting?name=Ada", undefined, token);
+    const call = (token: string) => api("GET", "/api/plugins/hello/greeting?name=Ada", token);
     // The route table follows the registry's broadcast: wait until the workspace session sees `status`.
     const inChainSees = async (status: number) =>
       (
@@ -437,21 +434,21 @@ describe("plugin routes and the chain (issue 21, item 6)", () => {
     const refused = await call(elsewhere);
     expect(refused.status).toBe(404);
     // The same 404 as a plugin that does not exist: nothing to enumerate.
-    const ghost = await api("GET", "/api/plugins/ghost/greeting", undefined, elsewhere);
+    const ghost = await api("GET", "/api/plugins/ghost/greeting", elsewhere);
     expect(refused.json<{ detail: string }>().detail).toBe(
       ghost.json<{ detail: string }>().detail.replace("ghost", "hello"),
     );
     // Out of the chain: gone for the workspace session too.
-    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] })).status).toBe(200);
     expect(await inChainSees(404)).toBe(404);
     expect((await call(platform)).status).toBe(200);
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
   });
 });
 
 describe("entitlements and delegations", () => {
   it("answers through what a workspace or tenant is entitled, and syncs one source's full list", async () => {
-    const ws = await api("GET", "/api/workspaces/ws-other/entitlements/hello");
+    const ws = await asOperator("GET", "/api/workspaces/ws-other/entitlements/hello");
     expect(ws.status, ws.text).toBe(200);
     expect(ws.json()).toEqual({
       workspaceKey: "ws-other",
@@ -461,12 +458,12 @@ describe("entitlements and delegations", () => {
       via: null,
       expiresAtUtc: null,
     });
-    expect((await api("GET", "/api/workspaces/nowhere/entitlements/hello")).status).toBe(404);
-    expect((await api("GET", "/api/tenants/nobody/entitlements/hello")).status).toBe(404);
+    expect((await asOperator("GET", "/api/workspaces/nowhere/entitlements/hello")).status).toBe(404);
+    expect((await asOperator("GET", "/api/tenants/nobody/entitlements/hello")).status).toBe(404);
 
     // A billing system's full list: tenant `other` until a date, and one workspace.
     const until2099 = "2099-01-01T00:00:00.000Z";
-    const first = await api("POST", "/api/entitlements/sync", {
+    const first = await asOperator("POST", "/api/entitlements/sync", {
       source: "billing",
       items: [
         { tenantKey: "other", pluginId: "hello", expiresAtUtc: until2099 },
@@ -475,24 +472,24 @@ describe("entitlements and delegations", () => {
     });
     expect(first.status, first.text).toBe(200);
     expect(first.json()).toEqual({ source: "billing", added: 2, removed: 0, kept: 0 });
-    expect((await api("GET", "/api/tenants/other/entitlements/hello")).json()).toEqual({
+    expect((await asOperator("GET", "/api/tenants/other/entitlements/hello")).json()).toEqual({
       tenantKey: "other",
       pluginId: "hello",
       entitled: true,
       via: "tenant",
       expiresAtUtc: until2099,
     });
-    expect((await api("GET", "/api/workspaces/ws-other/entitlements/hello")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/workspaces/ws-other/entitlements/hello")).json()).toMatchObject({
       entitled: true,
       via: "tenant",
     });
     // The next list drops the workspace grant and keeps the tenant's.
-    const second = await api("POST", "/api/entitlements/sync", {
+    const second = await asOperator("POST", "/api/entitlements/sync", {
       source: "billing",
       items: [{ tenantKey: "other", pluginId: "hello", expiresAtUtc: until2099 }],
     });
     expect(second.json()).toEqual({ source: "billing", added: 0, removed: 1, kept: 1 });
-    const listed = await api("GET", "/api/entitlements?source=billing");
+    const listed = await asOperator("GET", "/api/entitlements?source=billing");
     expect(listed.json()).toEqual({
       items: [
         expect.objectContaining({
@@ -505,7 +502,7 @@ describe("entitlements and delegations", () => {
       nextCursor: null,
     });
     // An expired grant entitles nobody.
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [
         {
           workspaceKey: "ws-other",
@@ -515,11 +512,11 @@ describe("entitlements and delegations", () => {
         },
       ],
     });
-    expect((await api("GET", "/api/workspaces/ws-other/entitlements/lapsed")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/workspaces/ws-other/entitlements/lapsed")).json()).toMatchObject({
       entitled: false,
     });
     // Bad grants are listed, each with its field.
-    const bad = await api("PUT", "/api/entitlements", {
+    const bad = await asOperator("PUT", "/api/entitlements", {
       items: [
         { tenantKey: "other", workspaceKey: "ws-other", pluginId: "hello", entitled: true },
         { tenantKey: "ghost", pluginId: "hello", entitled: true },
@@ -527,7 +524,7 @@ describe("entitlements and delegations", () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.json()).toMatchObject({ errors: [{ field: "/body/items/0" }] });
-    const ghost = await api("PUT", "/api/entitlements", {
+    const ghost = await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "ghost", pluginId: "hello", entitled: true }],
     });
     expect(ghost.json()).toMatchObject({ errors: [{ field: "/body/items/0/tenantKey" }] });
@@ -537,7 +534,7 @@ describe("entitlements and delegations", () => {
       workspaceKey: "ws-other",
       permissions: ["plugin.execute"],
     });
-    expect((await api("PUT", "/api/entitlements", { items: [] }, scoped)).status).toBe(403);
+    expect((await api("PUT", "/api/entitlements", scoped, { items: [] })).status).toBe(403);
   });
 
   it("lets a tenant's own admin put only delegated plugins in its workspace's chain", async () => {
@@ -547,23 +544,25 @@ describe("entitlements and delegations", () => {
       permissions: ["plugin.assign"],
     });
     // Entitled (through the billing grant above) but not delegated.
-    const refused = await api("PUT", "/api/workspaces/ws-other/plugins", { chain: ["hello"] }, admin);
+    const refused = await api("PUT", "/api/workspaces/ws-other/plugins", admin, { chain: ["hello"] });
     expect(refused.status).toBe(400);
     expect(refused.json()).toMatchObject({ errors: [{ message: expect.stringContaining("not delegated") }] });
-    const delegated = await api("PUT", "/api/tenants/other/plugins/hello/delegation", { delegated: true });
+    const delegated = await asOperator("PUT", "/api/tenants/other/plugins/hello/delegation", {
+      delegated: true,
+    });
     expect(delegated.json()).toMatchObject({ tenantKey: "other", pluginId: "hello", delegated: true });
-    expect((await api("GET", "/api/tenants/other/plugins/delegations")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/tenants/other/plugins/delegations")).json()).toMatchObject({
       tenantKey: "other",
       items: [{ pluginId: "hello", delegated: true }],
     });
-    expect((await api("PUT", "/api/workspaces/ws-other/plugins", { chain: ["hello"] }, admin)).status).toBe(
+    expect((await api("PUT", "/api/workspaces/ws-other/plugins", admin, { chain: ["hello"] })).status).toBe(
       200,
     );
     // Its reach is its own workspace only.
-    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: [] }, admin)).status).toBe(404);
-    expect((await api("PUT", "/api/workspaces/ws-other/plugins", { chain: [] }, admin)).status).toBe(200);
+    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", admin, { chain: [] })).status).toBe(404);
+    expect((await api("PUT", "/api/workspaces/ws-other/plugins", admin, { chain: [] })).status).toBe(200);
     expect(
-      (await api("PUT", "/api/tenants/other/plugins/hello/delegation", { delegated: false })).json(),
+      (await asOperator("PUT", "/api/tenants/other/plugins/hello/delegation", { delegated: false })).json(),
     ).toMatchObject({ delegated: false });
   });
 });
@@ -571,10 +570,12 @@ describe("entitlements and delegations", () => {
 describe("the plugin audit and reach (issue 21, item 8)", () => {
   it("shows a workspace session only the entries about its own workspace", async () => {
     // Entries exist for the platform (installs, activations) and for two workspaces' chains.
-    expect((await api("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(200);
-    expect((await api("PUT", "/api/workspaces/ws-other/plugins", { chain: [] })).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(
+      200,
+    );
+    expect((await asOperator("PUT", "/api/workspaces/ws-other/plugins", { chain: [] })).status).toBe(200);
     type Audit = { items: Array<{ action: string }> };
-    const all = (await api("GET", "/api/plugins/audit?limit=100")).json<Audit>();
+    const all = (await asOperator("GET", "/api/plugins/audit?limit=100")).json<Audit>();
     expect(all.items.some((a) => a.action.startsWith("assign ws-hello"))).toBe(true);
     expect(all.items.some((a) => a.action === "install")).toBe(true);
     const reader = await mintToken({
@@ -582,7 +583,7 @@ describe("the plugin audit and reach (issue 21, item 8)", () => {
       workspaceKey: "ws-other",
       permissions: ["plugin.read"],
     });
-    const own = (await api("GET", "/api/plugins/audit?limit=100", undefined, reader)).json<Audit>();
+    const own = (await api("GET", "/api/plugins/audit?limit=100", reader)).json<Audit>();
     expect(own.items.length).toBeGreaterThan(0);
     expect(own.items.every((a) => a.action.startsWith("assign ws-other"))).toBe(true);
   });
@@ -590,15 +591,16 @@ describe("the plugin audit and reach (issue 21, item 8)", () => {
 
 describe("events from plugins (spec 6.2)", () => {
   it("reach a webhook receiver through the decorated publisher, the sensitive field masked", async () => {
-    const sub = await api("POST", "/api/webhooks", {
+    const sub = await asOperator("POST", "/api/webhooks", {
       eventName: "hello.greeted",
       targetUrl: receiver.url,
       secret: "s3cret-value",
     });
     expect(sub.status, sub.text).toBe(201);
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     const sent = await eventually(
-      () => api("POST", "/api/plugins/hello/greetings", { to: "Grace", greeting: "Top secret greeting" }),
+      () =>
+        asOperator("POST", "/api/plugins/hello/greetings", { to: "Grace", greeting: "Top secret greeting" }),
       (r) => r.status === 202,
     );
     expect(sent.json()).toMatchObject({ published: "hello.greeted" });
@@ -612,13 +614,13 @@ describe("events from plugins (spec 6.2)", () => {
     expect(delivered.data).toEqual({ to: "Grace", greeting: "Top***ng", source: "hello" });
     // Issue 21, item 5: not into a workspace whose chain lacks the plugin (ws-other's is empty): the host
     // refuses the publish, so the plugin's handler fails and the caller gets 502.
-    const elsewhere = await api("POST", "/api/plugins/hello/greetings", {
+    const elsewhere = await asOperator("POST", "/api/plugins/hello/greetings", {
       to: "Mallory",
       workspaceKey: "ws-other",
     });
     expect(elsewhere.status).toBe(502);
     expect(elsewhere.json()).toMatchObject({ code: "SVC_PLUGIN_FAILED" });
-    expect((await api("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
   });
 });
 
@@ -647,9 +649,9 @@ export class Plugin {
       { method: "GET", path: "/probe", handler: "probe" },
     ]);
     expect((await install(bytes)).status).toBe(201);
-    expect((await api("POST", "/api/plugins/probe/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/probe/activate")).status).toBe(200);
     const answer = await eventually(
-      () => api("GET", "/api/plugins/probe/probe"),
+      () => asOperator("GET", "/api/plugins/probe/probe"),
       (r) => r.status === 200,
     );
     expect(answer.json()).toEqual({
@@ -662,8 +664,8 @@ export class Plugin {
       spawn: "ERR_ACCESS_DENIED",
       env: 0,
     });
-    expect((await api("POST", "/api/plugins/probe/deactivate")).status).toBe(200);
-    expect((await api("DELETE", "/api/plugins/probe")).status).toBe(204);
+    expect((await asOperator("POST", "/api/plugins/probe/deactivate")).status).toBe(200);
+    expect((await asOperator("DELETE", "/api/plugins/probe")).status).toBe(204);
   });
 });
 
@@ -672,21 +674,21 @@ describe("containment (ADR 0007)", () => {
     const bytes = await codePlugin(work, signer, "rogue", MISBEHAVING, MISBEHAVING_ROUTES);
     expect((await install(bytes)).status).toBe(201);
     const activate = async () => {
-      const r = await api("POST", "/api/plugins/rogue/activate");
+      const r = await asOperator("POST", "/api/plugins/rogue/activate");
       expect(r.status, r.text).toBe(200);
       await eventually(
-        () => api("GET", "/api/plugins/rogue/ok"),
+        () => asOperator("GET", "/api/plugins/rogue/ok"),
         (x) => x.status === 200,
       );
     };
     await activate();
 
     // A handler that throws is the caller's 502; the plugin's message is not shown, and it keeps running.
-    const thrown = await api("GET", "/api/plugins/rogue/throws");
+    const thrown = await asOperator("GET", "/api/plugins/rogue/throws");
     expect(thrown.status).toBe(502);
     expect(thrown.json()).toMatchObject({ code: "SVC_PLUGIN_FAILED" });
     expect(thrown.text).not.toContain("secret detail");
-    expect((await api("GET", "/api/plugins/rogue/ok")).status).toBe(200);
+    expect((await asOperator("GET", "/api/plugins/rogue/ok")).status).toBe(200);
 
     const cases: Array<[string, RegExp]> = [
       ["spin", /stopped answering/],
@@ -698,9 +700,9 @@ describe("containment (ADR 0007)", () => {
     ];
     for (const [route, reason] of cases) {
       const started = Date.now();
-      const misbehaving = api("GET", `/api/plugins/rogue/${route}`);
+      const misbehaving = asOperator("GET", `/api/plugins/rogue/${route}`);
       // Meanwhile the platform answers other requests.
-      const other = await api("GET", "/api/plugins/installed");
+      const other = await asOperator("GET", "/api/plugins/installed");
       expect(other.status).toBe(200);
       const answer = await misbehaving;
       expect([200, 502, 503, 504]).toContain(answer.status);
@@ -714,19 +716,19 @@ describe("containment (ADR 0007)", () => {
       expect(
         (
           await eventually(
-            () => api("GET", "/api/plugins/rogue/ok"),
+            () => asOperator("GET", "/api/plugins/rogue/ok"),
             (x) => x.status === 404,
           )
         ).status,
       ).toBe(404);
       await activate();
     }
-    const audit = (await api("GET", "/api/plugins/audit?limit=100")).json<{
+    const audit = (await asOperator("GET", "/api/plugins/audit?limit=100")).json<{
       items: Array<{ action: string; pluginId: string; outcome: string }>;
     }>();
     expect(audit.items.filter((a) => a.action === "fail" && a.pluginId === "rogue").length).toBe(5);
     const metrics = await http(`${base}/metrics`);
     expect(metrics.text).toMatch(/svc_plugin_runtime_failures_total\{cause="hang"[^}]*\} 1/);
-    expect((await api("DELETE", "/api/plugins/rogue")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/rogue")).status).toBe(204);
   });
 });

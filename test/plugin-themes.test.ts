@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { examplePackage } from "../scripts/lib/example-plugin.js";
 import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse, installPackage } from "./support/http.js";
+import { bearerApi, http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
 
@@ -30,16 +30,8 @@ let registry: Awaited<ReturnType<typeof h.start>>;
 
 const env = pluginStackEnv(work, { dev: true, tests: signer });
 
-async function api(method: string, path: string, body?: unknown, token: string = operator) {
-  return http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 const install = (bytes: Buffer): Promise<HttpResponse> => installPackage(base, operator, bytes);
 
@@ -73,7 +65,7 @@ afterAll(async () => {
 
 describe("theme catalogue", () => {
   it("lists the definitions of installed packages, and registers and switches others", async () => {
-    const listed = await api("GET", "/api/themes/definitions?pluginId=hello");
+    const listed = await asOperator("GET", "/api/themes/definitions?pluginId=hello");
     expect(listed.status, listed.text).toBe(200);
     expect(listed.json()).toEqual({
       items: [
@@ -92,7 +84,7 @@ describe("theme catalogue", () => {
         },
       ],
     });
-    const put = await api("PUT", "/api/themes/definitions/footer/plugins/hello/versions/1.0.0", {
+    const put = await asOperator("PUT", "/api/themes/definitions/footer/plugins/hello/versions/1.0.0", {
       displayName: "Footer",
       parentTemplateKey: "index",
       priority: 5,
@@ -103,14 +95,20 @@ describe("theme catalogue", () => {
       source: "api",
       templatePath: "views/surface/footer.html",
     });
-    const off = await api("PUT", "/api/themes/definitions/footer/plugins/hello/versions/1.0.0/activation", {
-      isActive: false,
-    });
+    const off = await asOperator(
+      "PUT",
+      "/api/themes/definitions/footer/plugins/hello/versions/1.0.0/activation",
+      {
+        isActive: false,
+      },
+    );
     expect(off.json()).toMatchObject({ isActive: false });
-    expect((await api("PUT", "/api/themes/definitions/x/plugins/hello/versions/9.9.9", {})).status).toBe(404);
+    expect(
+      (await asOperator("PUT", "/api/themes/definitions/x/plugins/hello/versions/9.9.9", {})).status,
+    ).toBe(404);
     expect(
       (
-        await api("PUT", "/api/themes/definitions/x/plugins/hello/versions/1.0.0", {
+        await asOperator("PUT", "/api/themes/definitions/x/plugins/hello/versions/1.0.0", {
           templatePath: "../../etc/passwd",
         })
       ).status,
@@ -142,25 +140,25 @@ describe("theme catalogue", () => {
 describe("a workspace's theme", () => {
   it("is chosen among entitled theme plugins, with settings checked against the fields", async () => {
     // Nothing chosen: nulls and empty values.
-    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toEqual({
+    expect((await asOperator("GET", "/api/themes/workspaces/shop")).json()).toEqual({
       workspaceKey: "shop",
       themePluginId: null,
       themeVersion: null,
       valuesByKey: {},
       sectionLayouts: [],
     });
-    const unentitled = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    const unentitled = await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
     expect(unentitled.status).toBe(400);
     expect(unentitled.json<{ detail: string }>().detail).toContain("not entitled");
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
     });
     // A theme serves only while its plugin is active (issue 34, item 7).
-    const inactive = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    const inactive = await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
     expect(inactive.status).toBe(400);
     expect(inactive.json<{ detail: string }>().detail).toContain("not active");
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
-    const chosen = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    const chosen = await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
     expect(chosen.status, chosen.text).toBe(200);
     expect(chosen.json()).toEqual({
       workspaceKey: "shop",
@@ -173,7 +171,7 @@ describe("a workspace's theme", () => {
       ],
     });
 
-    const settings = await api("GET", "/api/themes/workspaces/shop/settings");
+    const settings = await asOperator("GET", "/api/themes/workspaces/shop/settings");
     expect(settings.json()).toMatchObject({
       themePluginId: "hello",
       themeVersion: "1.0.0",
@@ -188,7 +186,7 @@ describe("a workspace's theme", () => {
         },
       ],
     });
-    const bad = await api("PUT", "/api/themes/workspaces/shop/settings", {
+    const bad = await asOperator("PUT", "/api/themes/workspaces/shop/settings", {
       values: { accent: "red", layout: "huge", nope: "x" },
     });
     expect(bad.status).toBe(400);
@@ -198,7 +196,7 @@ describe("a workspace's theme", () => {
         .errors.map((e) => e.field)
         .sort(),
     ).toEqual(["/body/values/accent", "/body/values/layout", "/body/values/nope"]);
-    const good = await api("PUT", "/api/themes/workspaces/shop/settings", {
+    const good = await asOperator("PUT", "/api/themes/workspaces/shop/settings", {
       values: { accent: "#000000", layout: "narrow", greeting: "Moin" },
     });
     expect(good.status, good.text).toBe(200);
@@ -206,15 +204,19 @@ describe("a workspace's theme", () => {
       valuesByKey: { greeting: "Moin", accent: "#000000", layout: "narrow" },
     });
     // null: back to the default.
-    const reset = await api("PUT", "/api/themes/workspaces/shop/settings", { values: { greeting: null } });
+    const reset = await asOperator("PUT", "/api/themes/workspaces/shop/settings", {
+      values: { greeting: null },
+    });
     expect(reset.json()).toMatchObject({ valuesByKey: { greeting: "Hello", accent: "#000000" } });
 
     // Removing the theme keeps the values for a later choice.
-    expect((await api("DELETE", "/api/themes/workspaces/shop")).status).toBe(204);
-    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({ themePluginId: null });
-    expect((await api("DELETE", "/api/themes/workspaces/shop")).status).toBe(404);
-    await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
-    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
+    expect((await asOperator("DELETE", "/api/themes/workspaces/shop")).status).toBe(204);
+    expect((await asOperator("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
+      themePluginId: null,
+    });
+    expect((await asOperator("DELETE", "/api/themes/workspaces/shop")).status).toBe(404);
+    await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    expect((await asOperator("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
       valuesByKey: { accent: "#000000", layout: "narrow" },
     });
   });
@@ -232,13 +234,13 @@ describe("a workspace's theme", () => {
         )
       ).status,
     ).toBe(201);
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "brand", entitled: true }],
     });
-    expect((await api("POST", "/api/plugins/brand/activate")).status).toBe(200);
-    expect((await api("PUT", "/api/workspaces/shop/plugins", { chain: ["brand"] })).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/brand/activate")).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/shop/plugins", { chain: ["brand"] })).status).toBe(200);
 
-    const effective = await api("GET", "/api/themes/workspaces/shop/effective");
+    const effective = await asOperator("GET", "/api/themes/workspaces/shop/effective");
     expect(effective.status, effective.text).toBe(200);
     expect(effective.json()).toMatchObject({
       workspaceKey: "shop",
@@ -249,10 +251,10 @@ describe("a workspace's theme", () => {
       ],
     });
     // Switching brand's index off lets the theme plugin's index win.
-    await api("PUT", "/api/themes/definitions/index/plugins/brand/versions/1.0.0/activation", {
+    await asOperator("PUT", "/api/themes/definitions/index/plugins/brand/versions/1.0.0/activation", {
       isActive: false,
     });
-    const after = (await api("GET", "/api/themes/workspaces/shop/effective")).json<{
+    const after = (await asOperator("GET", "/api/themes/workspaces/shop/effective")).json<{
       templates: Array<{ templateKey: string; pluginId: string }>;
     }>();
     expect(after.templates.find((t) => t.templateKey === "index")?.pluginId).toBe("hello");
@@ -263,13 +265,11 @@ describe("a workspace's theme", () => {
       workspaceKey: "shop",
       permissions: ["extension.read"],
     });
-    const mine = await api("GET", "/workspace/themes/effective", undefined, member);
+    const mine = await api("GET", "/workspace/themes/effective", member);
     expect(mine.status, mine.text).toBe(200);
     expect(mine.json()).toMatchObject({ workspaceKey: "shop", themePluginId: "hello" });
-    expect(
-      (await api("GET", "/workspace/themes/effective?workspaceKey=other", undefined, member)).status,
-    ).toBe(404);
-    expect((await api("GET", "/workspace/themes/effective?workspaceKey=shop")).json()).toMatchObject({
+    expect((await api("GET", "/workspace/themes/effective?workspaceKey=other", member)).status).toBe(404);
+    expect((await asOperator("GET", "/workspace/themes/effective?workspaceKey=shop")).json()).toMatchObject({
       workspaceKey: "shop",
     });
   });
@@ -292,42 +292,43 @@ describe("themes and chains respect tenants", () => {
     (await http(`${base}/workspace/public/theme?workspaceKey=shop`)).json<{ themePluginId: string | null }>();
 
   it("a workspace admin chooses only a delegated theme", async () => {
-    const refused = await api(
-      "PUT",
-      "/api/themes/workspaces/shop",
-      { themePluginId: "hello" },
-      await admin(),
-    );
+    const refused = await api("PUT", "/api/themes/workspaces/shop", await admin(), {
+      themePluginId: "hello",
+    });
     expect(refused.status).toBe(400);
     expect(refused.json<{ detail: string }>().detail).toContain("not delegated");
-    const delegate = await api("PUT", "/api/tenants/acme/plugins/hello/delegation", { delegated: true });
+    const delegate = await asOperator("PUT", "/api/tenants/acme/plugins/hello/delegation", {
+      delegated: true,
+    });
     expect(delegate.status, delegate.text).toBe(200);
     expect(
-      (await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" }, await admin())).status,
+      (await api("PUT", "/api/themes/workspaces/shop", await admin(), { themePluginId: "hello" })).status,
     ).toBe(200);
   });
 
   it("a theme stops serving when its grant is withdrawn, everywhere, and serves again when it is back", async () => {
     await until(async () => (await publicTheme()).themePluginId === "hello");
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: false }],
     });
-    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({ themePluginId: null });
-    expect((await api("GET", "/api/themes/workspaces/shop/settings")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
+      themePluginId: null,
+    });
+    expect((await asOperator("GET", "/api/themes/workspaces/shop/settings")).json()).toMatchObject({
       themePluginId: null,
       fields: [],
     });
-    const effective = (await api("GET", "/api/themes/workspaces/shop/effective")).json<{
+    const effective = (await asOperator("GET", "/api/themes/workspaces/shop/effective")).json<{
       themePluginId: string | null;
       templates: Array<{ pluginId: string }>;
     }>();
     expect(effective.themePluginId).toBeNull();
     expect(effective.templates.some((t) => t.pluginId === "hello")).toBe(false);
     await until(async () => (await publicTheme()).themePluginId === null);
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
     });
-    expect((await api("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/themes/workspaces/shop")).json()).toMatchObject({
       themePluginId: "hello",
     });
   });
@@ -343,36 +344,33 @@ describe("themes and chains respect tenants", () => {
         )
       ).status,
     ).toBe(201);
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "numbers", entitled: true }],
     });
-    expect((await api("POST", "/api/plugins/numbers/activate")).status).toBe(200);
-    const switched = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "numbers" });
+    expect((await asOperator("POST", "/api/plugins/numbers/activate")).status).toBe(200);
+    const switched = await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "numbers" });
     expect(switched.status, switched.text).toBe(200);
     expect(switched.json()).toMatchObject({ valuesByKey: { accent: "3" } });
     // Back to hello: the stored colour fits again.
-    const back = await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
+    const back = await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
     expect(back.json()).toMatchObject({ valuesByKey: { accent: "#000000" } });
   });
 
   it("a workspace admin changes only delegated chain entries", async () => {
     // brand was put in shop's chain by the platform and is not delegated to acme.
-    const dropped = await api("PUT", "/api/workspaces/shop/plugins", { chain: [] }, await admin());
+    const dropped = await api("PUT", "/api/workspaces/shop/plugins", await admin(), { chain: [] });
     expect(dropped.status).toBe(400);
     expect(dropped.json<{ errors: Array<{ field: string }> }>().errors[0]?.field).toBe("/body/chain");
-    const withDelegated = await api(
-      "PUT",
-      "/api/workspaces/shop/plugins",
-      { chain: ["hello", "brand"] },
-      await admin(),
-    );
+    const withDelegated = await api("PUT", "/api/workspaces/shop/plugins", await admin(), {
+      chain: ["hello", "brand"],
+    });
     expect(withDelegated.status, withDelegated.text).toBe(200);
-    const chain = (await api("GET", "/api/workspaces/shop/plugins")).json<{
+    const chain = (await asOperator("GET", "/api/workspaces/shop/plugins")).json<{
       chain: Array<{ pluginId: string }>;
     }>();
     expect(chain.chain.map((c) => c.pluginId)).toEqual(["hello", "brand"]);
     expect(
-      (await api("PUT", "/api/workspaces/shop/plugins", { chain: ["brand"] }, await admin())).status,
+      (await api("PUT", "/api/workspaces/shop/plugins", await admin(), { chain: ["brand"] })).status,
     ).toBe(200);
   });
 
@@ -382,10 +380,10 @@ describe("themes and chains respect tenants", () => {
       const { values } = (await metric?.get()) ?? { values: [] };
       return values.filter((v) => v.labels.action === "verify").reduce((n, v) => n + v.value, 0);
     };
-    const first = await api("GET", "/api/plugins/signature-report", undefined, await admin());
+    const first = await api("GET", "/api/plugins/signature-report", await admin());
     expect(first.status, first.text).toBe(200);
     const after = await verifications();
-    const second = await api("GET", "/api/plugins/signature-report", undefined, await admin());
+    const second = await api("GET", "/api/plugins/signature-report", await admin());
     expect(second.json<{ items: unknown[] }>().items).toEqual(first.json<{ items: unknown[] }>().items);
     expect(await verifications()).toBe(after);
   });

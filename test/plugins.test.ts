@@ -40,7 +40,7 @@ import { devSignerEnv, EXAMPLE_PLUGIN_DIR, examplePackage } from "../scripts/lib
 import { repoRoot } from "../scripts/lib/stack.js";
 import { buildCorpus, type Corpus, writePlugin } from "./plugins/corpus.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse } from "./support/http.js";
+import { bearerApi, http, type HttpResponse } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -79,16 +79,12 @@ async function tgzOf(dir: string): Promise<Buffer> {
   return readFileSync(file);
 }
 
-function upload(bytes: Buffer, contentType = "application/gzip", token = operator): Promise<HttpResponse> {
-  return http(`${base}/api/plugins/install`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": contentType },
-    body: bytes,
-  });
-}
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
-const api = (method: string, path: string) =>
-  http(`${base}${path}`, { method, headers: { authorization: `Bearer ${operator}` } });
+function upload(bytes: Buffer, contentType = "application/gzip", token = operator): Promise<HttpResponse> {
+  return api("POST", "/api/plugins/install", token, bytes, { contentType });
+}
 
 function expectRefused(response: HttpResponse, reason: string) {
   expect(response.status, response.text).toBe(422);
@@ -112,11 +108,10 @@ function registryEnv(extra: Record<string, string> = {}) {
 afterEach(async () => {
   if (base === undefined) return;
   const token = await mintToken({ scope: "platform", permissions: ["plugin.read", "plugin.delete"] });
-  const auth = { authorization: `Bearer ${token}` };
-  const listed = await http(`${base}/api/plugins`, { headers: auth });
+  const listed = await api("GET", "/api/plugins", token);
   if (listed.status !== 200) return;
   for (const p of listed.json<Array<{ pluginId: string }>>()) {
-    await http(`${base}/api/plugins/${p.pluginId}`, { method: "DELETE", headers: auth });
+    await api("DELETE", `/api/plugins/${p.pluginId}`, token);
   }
 });
 
@@ -147,15 +142,15 @@ describe("installing a plugin package (issue 11)", () => {
       sensitiveFields: ["greeting"],
       isActive: false,
     });
-    const listed = (await api("GET", "/api/plugins")).json<Array<{ pluginId: string }>>();
+    const listed = (await asOperator("GET", "/api/plugins")).json<Array<{ pluginId: string }>>();
     expect(listed.map((p) => p.pluginId)).toEqual(["hello"]);
     const again = await upload(readFileSync(corpus.archives.goodTgz));
     expect(again.status).toBe(409);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(404);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(404);
     const zip = await upload(readFileSync(corpus.archives.goodZip), "application/zip");
     expect(zip.status, zip.text).toBe(201);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 
   it("ends with one record when two replicas install the same plugin at once", async () => {
@@ -164,10 +159,10 @@ describe("installing a plugin package (issue 11)", () => {
       const bytes = readFileSync(corpus.archives.goodTgz);
       const statuses = (await Promise.all([1, 2, 3].map(() => upload(bytes)))).map((r) => r.status).sort();
       expect(statuses).toEqual([201, 409, 409]);
-      expect((await api("GET", "/api/plugins")).json<unknown[]>()).toHaveLength(1);
+      expect((await asOperator("GET", "/api/plugins")).json<unknown[]>()).toHaveLength(1);
     } finally {
       // Whatever happened, the next test starts with no plugin installed.
-      await api("DELETE", "/api/plugins/hello");
+      await asOperator("DELETE", "/api/plugins/hello");
       await second.stop();
     }
   });
@@ -175,7 +170,7 @@ describe("installing a plugin package (issue 11)", () => {
   it("accepts a P1363 signature", async () => {
     const response = await upload(await tgzOf(corpus.dirs.p1363));
     expect(response.status, response.text).toBe(201);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 
   it("refuses every hostile package with its reason", async () => {
@@ -258,17 +253,13 @@ describe("installing a plugin package (issue 11)", () => {
       return JSON.parse(stdout.trim().split("\n").pop() as string) as { status: number };
     };
     expect(await curl(corpus.archives.goodTgz)).toEqual({ status: 201 });
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
     // A browser's form (FormData, the file's type left to the browser), here a .zip.
     const form = new FormData();
     form.append("package", new Blob([readFileSync(corpus.archives.goodZip)]), "hello.zip");
-    const viaForm = await fetch(`${base}/api/plugins/install`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${operator}` },
-      body: form,
-    });
-    expect(viaForm.status, await viaForm.clone().text()).toBe(201);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    const viaForm = await asOperator("POST", "/api/plugins/install", form);
+    expect(viaForm.status, viaForm.text).toBe(201);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
     // Over the limit in a form too: 413.
     const big = join(work, "big.tgz");
     writeFileSync(big, Buffer.alloc(9 * 1024 * 1024, 1));
@@ -283,7 +274,7 @@ describe("installing a plugin package (issue 11)", () => {
   });
 
   it("lists the trusted signers, the contract it supports, and the audit of what was done", async () => {
-    expect((await api("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
+    expect((await asOperator("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
       {
         publisherId: "acme",
         displayName: "Acme Plugins",
@@ -292,12 +283,12 @@ describe("installing a plugin package (issue 11)", () => {
         revoked: false,
       },
     ]);
-    expect((await api("GET", "/api/plugins/contracts/support")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/plugins/contracts/support")).json()).toMatchObject({
       contractVersion: "1.0",
       hostDependencyKey: "host",
       permissionsProperty: "permissions",
     });
-    const audit = (await api("GET", "/api/plugins/audit?limit=100")).json<{
+    const audit = (await asOperator("GET", "/api/plugins/audit?limit=100")).json<{
       items: Array<{ action: string; outcome: string; pluginId: string | null; reason: string | null }>;
     }>();
     expect(audit.items.some((a) => a.action === "install" && a.outcome === "succeeded")).toBe(true);
@@ -311,7 +302,7 @@ describe("installing a plugin package (issue 11)", () => {
 
   it("reports a plugin whose signer was revoked after install (the next load refuses it)", async () => {
     expect((await upload(readFileSync(corpus.archives.goodTgz))).status).toBe(201);
-    const valid = (await api("GET", "/api/plugins/signature-report")).json<{ items: unknown[] }>();
+    const valid = (await asOperator("GET", "/api/plugins/signature-report")).json<{ items: unknown[] }>();
     expect(valid.items).toEqual([
       { pluginId: "hello", version: "1.0.0", status: "valid", code: null, reason: null },
     ]);
@@ -321,24 +312,24 @@ describe("installing a plugin package (issue 11)", () => {
       ...BASE_ENV,
       ...registryEnv({ BackendHost__RevokedSignerFingerprints__0: corpus.signerFingerprint }),
     });
-    const report = (await api("GET", "/api/plugins/signature-report")).json<{
+    const report = (await asOperator("GET", "/api/plugins/signature-report")).json<{
       items: Array<{ status: string; code: string }>;
     }>();
     expect(report.items).toEqual([
       expect.objectContaining({ pluginId: "hello", status: "invalid", code: "revoked-signer" }),
     ]);
-    expect((await api("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
+    expect((await asOperator("GET", "/api/plugins/security/trusted-signers")).json()).toEqual([
       expect.objectContaining({ revoked: true }),
     ]);
     // The restart loaded the stored package again and refused it (rehydration), saying why.
-    expect((await api("GET", "/api/plugins")).json()).toEqual([
+    expect((await asOperator("GET", "/api/plugins")).json()).toEqual([
       expect.objectContaining({
         pluginId: "hello",
         trustStatus: "refused",
         refusedReason: expect.stringMatching(/^revoked-signer: /),
       }),
     ]);
-    const audit = (await api("GET", "/api/plugins/audit")).json<{
+    const audit = (await asOperator("GET", "/api/plugins/audit")).json<{
       items: Array<{ action: string; outcome: string; actor: string }>;
     }>();
     expect(audit.items[0]).toMatchObject({
@@ -346,7 +337,7 @@ describe("installing a plugin package (issue 11)", () => {
       outcome: "failed",
       actor: "svc:plugin-registry",
     });
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 });
 
@@ -373,7 +364,7 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
       publisherId: "svc-dev",
       events: ["hello.greeted"],
     });
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 
   it("publishes the JSON Schemas in docs/schemas/ as generated, and at a stable URL on the gateway", async () => {
@@ -394,7 +385,7 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
       scope: "platform",
       permissions: ["plugin.create", "plugin.delete", "role.read", "flow.read", "webhook.manage"],
     });
-    const get = (path: string) => http(`${base}${path}`, { headers: { authorization: `Bearer ${admin}` } });
+    const get = (path: string) => api("GET", path, admin);
     const contributed = async () => ({
       keys: (await get("/api/rbac/permissions"))
         .json<Array<{ key: string; source: string }>>()
@@ -446,21 +437,14 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
     ]);
     expect(now.fields).toEqual(["greeting"]);
     expect(now.events).toContain("hello.greeted");
-    const subscription = await http(`${base}/api/webhooks`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
-      body: JSON.stringify({ eventName: "hello.*", targetUrl: "https://hooks.example.com/h", secret: "s" }),
+    const subscription = await api("POST", "/api/webhooks", admin, {
+      eventName: "hello.*",
+      targetUrl: "https://hooks.example.com/h",
+      secret: "s",
     });
     expect(subscription.json()).toMatchObject({ matchesKnownEvent: true });
 
-    expect(
-      (
-        await http(`${base}/api/plugins/hello`, {
-          method: "DELETE",
-          headers: { authorization: `Bearer ${admin}` },
-        })
-      ).status,
-    ).toBe(204);
+    expect((await api("DELETE", "/api/plugins/hello", admin)).status).toBe(204);
     const until = Date.now() + 5_000;
     let after = await contributed();
     while (
@@ -479,12 +463,7 @@ describe("installing from the host's disk and from a package feed, and updating 
   let feedUrl: string;
   const admin = () =>
     mintToken({ scope: "platform", permissions: ["plugin.create", "plugin.read", "plugin.delete"] });
-  const post = async (path: string, body: unknown) =>
-    http(`${base}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${await admin()}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
+  const post = async (path: string, body: unknown) => api("POST", path, await admin(), body);
 
   /** A signed package of hello at `version`, as a directory. */
   async function helloAt(version: string, pluginId = "hello"): Promise<string> {
@@ -527,10 +506,10 @@ describe("installing from the host's disk and from a package feed, and updating 
   it("installs a directory and an archive under the local roots, and nothing outside them", async () => {
     const local = await post("/api/plugins/install/local", { path: await helloAt("1.0.0") });
     expect(local.status, local.text).toBe(201);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
     const archive = await post("/api/plugins/install/local", { path: corpus.archives.goodTgz });
     expect(archive.status, archive.text).toBe(201);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
     expect((await post("/api/plugins/install/local", { path: "/etc" })).status).toBe(404);
     expect((await post("/api/plugins/install/local", { path: join(work, "..", "..", "etc") })).status).toBe(
       404,
@@ -560,8 +539,10 @@ describe("installing from the host's disk and from a package feed, and updating 
     expect(
       (await post("/api/plugins/nothere/update/local", { path: await helloAt("2.0.0", "nothere") })).status,
     ).toBe(404);
-    const listed = (await api("GET", "/api/plugins")).json<Array<{ pluginId: string; version: string }>>();
+    const listed = (await asOperator("GET", "/api/plugins")).json<
+      Array<{ pluginId: string; version: string }>
+    >();
     expect(listed).toEqual([expect.objectContaining({ pluginId: "hello", version: "1.0.0" })]);
-    expect((await api("DELETE", "/api/plugins/hello")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 });

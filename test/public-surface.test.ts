@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { examplePackage } from "../scripts/lib/example-plugin.js";
 import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse, installPackage } from "./support/http.js";
+import { bearerApi, http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -32,22 +32,8 @@ const events: Array<{ subject: string; workspaceKey: string | undefined; data: R
 
 const env = pluginStackEnv(work, { dev: true });
 
-function api(
-  method: string,
-  path: string,
-  body?: unknown,
-  token: string | null = operator,
-  base = gateways[0],
-) {
-  return http(`${base}${path}`, {
-    method,
-    headers: {
-      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const api = bearerApi(() => gateways[0] as string);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 const pub = (path: string, headers: Record<string, string> = {}, base = gateways[0]) =>
   http(`${base}${path}`, { headers });
@@ -80,7 +66,7 @@ afterAll(async () => {
 
 describe("tenants and workspaces", () => {
   it("creates, lists, updates and refuses conflicting bindings, publishing workspace events", async () => {
-    const created = await api("POST", "/api/tenants", { tenantKey: "acme", name: "Acme" });
+    const created = await asOperator("POST", "/api/tenants", { tenantKey: "acme", name: "Acme" });
     expect(created.status, created.text).toBe(201);
     expect(created.json()).toMatchObject({
       tenantKey: "acme",
@@ -88,13 +74,13 @@ describe("tenants and workspaces", () => {
       isActive: true,
       workspaceCount: 0,
     });
-    expect((await api("POST", "/api/tenants", { tenantKey: "acme", name: "Again" })).status).toBe(409);
-    const listed = await api("GET", "/api/tenants?limit=100");
+    expect((await asOperator("POST", "/api/tenants", { tenantKey: "acme", name: "Again" })).status).toBe(409);
+    const listed = await asOperator("GET", "/api/tenants?limit=100");
     expect(listed.json<{ items: Array<{ tenantKey: string }> }>().items.map((t) => t.tenantKey)).toContain(
       "acme",
     );
 
-    const ws = await api("PUT", "/api/workspaces/shop", {
+    const ws = await asOperator("PUT", "/api/workspaces/shop", {
       tenantKey: "acme",
       name: "Shop </script><script>alert(1)</script>",
       type: "store",
@@ -115,14 +101,14 @@ describe("tenants and workspaces", () => {
         { host: "shop.example.com", pathPrefix: "/" },
       ],
     });
-    const other = await api("PUT", "/api/workspaces/blog", {
+    const other = await asOperator("PUT", "/api/workspaces/blog", {
       tenantKey: "acme",
       name: "Blog",
       bindings: [{ host: "acme.example", pathPrefix: "/" }],
     });
     expect(other.status).toBe(201);
     // A host+prefix pair belongs to one workspace.
-    const clash = await api("PUT", "/api/workspaces/blog", {
+    const clash = await asOperator("PUT", "/api/workspaces/blog", {
       tenantKey: "acme",
       name: "Blog",
       bindings: [{ host: "acme.example", pathPrefix: "/shop" }],
@@ -131,7 +117,7 @@ describe("tenants and workspaces", () => {
     expect(clash.json()).toMatchObject({
       bindings: [{ host: "acme.example", pathPrefix: "/shop", workspaceKey: "shop" }],
     });
-    const bad = await api("PUT", "/api/workspaces/blog", {
+    const bad = await asOperator("PUT", "/api/workspaces/blog", {
       tenantKey: "nobody",
       name: "Blog",
       bindings: [
@@ -145,11 +131,11 @@ describe("tenants and workspaces", () => {
       "/body/bindings/1/pathPrefix",
     ]);
     expect(
-      (await api("PUT", "/api/workspaces/fresh", { tenantKey: "nobody", name: "Fresh" })).json<{
+      (await asOperator("PUT", "/api/workspaces/fresh", { tenantKey: "nobody", name: "Fresh" })).json<{
         errors: unknown[];
       }>(),
     ).toMatchObject({ errors: [{ field: "/body/tenantKey" }] });
-    const updated = await api("PUT", "/api/workspaces/blog", {
+    const updated = await asOperator("PUT", "/api/workspaces/blog", {
       tenantKey: "acme",
       name: "The blog",
       bindings: [{ host: "acme.example", pathPrefix: "/" }],
@@ -162,13 +148,13 @@ describe("tenants and workspaces", () => {
       workspaceKey: "shop",
       permissions: ["workspace.read", "workspace.update"],
     });
-    const own = await api("GET", "/api/workspaces", undefined, member);
+    const own = await api("GET", "/api/workspaces", member);
     expect(own.json<{ items: Array<{ workspaceKey: string }> }>().items.map((w) => w.workspaceKey)).toEqual([
       "shop",
     ]);
-    expect((await api("GET", "/api/workspaces/blog", undefined, member)).status).toBe(404);
+    expect((await api("GET", "/api/workspaces/blog", member)).status).toBe(404);
     expect(
-      (await api("PUT", "/api/workspaces/newone", { tenantKey: "acme", name: "N" }, member)).status,
+      (await api("PUT", "/api/workspaces/newone", member, { tenantKey: "acme", name: "N" })).status,
     ).toBe(404);
 
     const seen = await eventually(
@@ -240,12 +226,14 @@ describe("public routes", () => {
   it("ui-chain and theme: the chain of active, entitled plugins; identical 404s that enumerate nothing", async () => {
     const installed = await installPackage(gateways[0] as string, operator, await examplePackage());
     expect(installed.status).toBe(201);
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
     });
-    expect((await api("POST", "/api/plugins/hello/activate")).status).toBe(200);
-    expect((await api("PUT", "/api/workspaces/shop/plugins", { chain: ["hello"] })).status).toBe(200);
-    expect((await api("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" })).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/shop/plugins", { chain: ["hello"] })).status).toBe(200);
+    expect((await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" })).status).toBe(
+      200,
+    );
 
     const chain = await eventually(
       () => pub("/workspace/public/ui-chain?workspaceKey=shop"),
@@ -271,7 +259,7 @@ describe("public routes", () => {
     });
 
     // Authenticated: anonymous callers get exactly the 404 of a workspace that does not exist.
-    await api("PUT", "/api/workspaces/shop", {
+    await asOperator("PUT", "/api/workspaces/shop", {
       tenantKey: "acme",
       name: "Shop",
       type: "store",
@@ -320,7 +308,7 @@ describe("public routes", () => {
       });
       expect(page.status).toBe(302);
     }
-    await api("PUT", "/api/workspaces/shop", {
+    await asOperator("PUT", "/api/workspaces/shop", {
       tenantKey: "acme",
       name: "Shop",
       type: "store",
@@ -329,7 +317,7 @@ describe("public routes", () => {
   });
 
   it("navigation: the children of the surface's application root, each with its full path", async () => {
-    const surface = await api("PUT", "/api/surfaces/default?workspaceKey=shop", {
+    const surface = await asOperator("PUT", "/api/surfaces/default?workspaceKey=shop", {
       name: "Shop",
       applicationRoot: {
         key: "root",
@@ -386,7 +374,7 @@ describe("public routes", () => {
     });
     // Issue 33, item 15: a workspaceKey given but blank is `default` (spec 2.1.4), not "resolve from the
     // host"; without the parameter the host and path decide (above).
-    const home = await api("PUT", "/api/surfaces/default?workspaceKey=default", {
+    const home = await asOperator("PUT", "/api/surfaces/default?workspaceKey=default", {
       name: "Home",
       applicationRoot: {
         key: "root",
@@ -406,7 +394,7 @@ describe("public routes", () => {
     }
     expect((await pub("/workspace/public/navigation?workspaceKey=shop&surfaceKey=nope")).status).toBe(404);
     expect((await pub("/workspace/public/navigation?workspaceKey=nobody")).status).toBe(404);
-    const dup = await api("PUT", "/api/surfaces/dup?workspaceKey=shop", {
+    const dup = await asOperator("PUT", "/api/surfaces/dup?workspaceKey=shop", {
       name: "Dup",
       applicationRoot: {
         key: "a",
@@ -416,20 +404,20 @@ describe("public routes", () => {
       },
     });
     expect(dup.status).toBe(400);
-    expect((await api("GET", "/api/surfaces?workspaceKey=shop")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/surfaces?workspaceKey=shop")).json()).toMatchObject({
       items: [{ surfaceKey: "default", name: "Shop" }],
     });
     // Snippets.
-    const snippet = await api("PUT", "/api/snippets/footer?workspaceKey=shop", {
+    const snippet = await asOperator("PUT", "/api/snippets/footer?workspaceKey=shop", {
       content: "<p>© Acme</p>",
       contentType: "text/html",
     });
     expect(snippet.status).toBe(201);
-    expect((await api("GET", "/api/snippets?workspaceKey=shop")).json()).toMatchObject({
+    expect((await asOperator("GET", "/api/snippets?workspaceKey=shop")).json()).toMatchObject({
       items: [{ snippetKey: "footer", contentType: "text/html", content: "<p>© Acme</p>" }],
     });
-    expect((await api("DELETE", "/api/snippets/footer?workspaceKey=shop")).status).toBe(204);
-    expect((await api("DELETE", "/api/snippets/footer?workspaceKey=shop")).status).toBe(404);
+    expect((await asOperator("DELETE", "/api/snippets/footer?workspaceKey=shop")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/snippets/footer?workspaceKey=shop")).status).toBe(404);
   });
 
   it("suspending the tenant hides its workspaces on both gateways within a second", async () => {
@@ -437,7 +425,9 @@ describe("public routes", () => {
       expect((await pub("/workspace/public/context", { host: "shop.example.com" }, base)).status).toBe(200);
     }
     const started = Date.now();
-    expect((await api("POST", "/api/tenants/acme/suspend")).json()).toMatchObject({ state: "suspended" });
+    expect((await asOperator("POST", "/api/tenants/acme/suspend")).json()).toMatchObject({
+      state: "suspended",
+    });
     for (const base of gateways) {
       const gone = await eventually(
         () => pub("/workspace/public/context", { host: "shop.example.com" }, base),
@@ -451,7 +441,9 @@ describe("public routes", () => {
       });
     }
     expect(Date.now() - started).toBeLessThan(1_000);
-    expect((await api("POST", "/api/tenants/acme/activate")).json()).toMatchObject({ state: "active" });
+    expect((await asOperator("POST", "/api/tenants/acme/activate")).json()).toMatchObject({
+      state: "active",
+    });
     expect(
       (
         await eventually(
@@ -463,19 +455,19 @@ describe("public routes", () => {
   });
 
   it("deletes a tenant with its workspaces only when asked, leaving nothing behind", async () => {
-    const refused = await api("DELETE", "/api/tenants/acme");
+    const refused = await asOperator("DELETE", "/api/tenants/acme");
     expect(refused.status).toBe(409);
     expect(refused.json()).toMatchObject({ workspaceCount: 2 });
-    expect((await api("DELETE", "/api/tenants/acme?deleteWorkspaces=true")).status).toBe(204);
-    expect((await api("GET", "/api/tenants/acme")).status).toBe(404);
-    expect((await api("GET", "/api/workspaces/shop")).status).toBe(404);
+    expect((await asOperator("DELETE", "/api/tenants/acme?deleteWorkspaces=true")).status).toBe(204);
+    expect((await asOperator("GET", "/api/tenants/acme")).status).toBe(404);
+    expect((await asOperator("GET", "/api/workspaces/shop")).status).toBe(404);
     // The registry forgets the chain, the theme and the grants of what went.
     const chain = await eventually(
-      () => api("GET", "/api/workspaces/shop/plugins"),
+      () => asOperator("GET", "/api/workspaces/shop/plugins"),
       (r) => r.json<{ chain: unknown[] }>().chain.length === 0,
     );
     expect(chain.json()).toMatchObject({ chain: [] });
-    expect((await api("GET", "/api/entitlements?tenantKey=acme")).json()).toEqual({
+    expect((await asOperator("GET", "/api/entitlements?tenantKey=acme")).json()).toEqual({
       items: [],
       nextCursor: null,
     });

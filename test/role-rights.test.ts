@@ -21,9 +21,8 @@ const h = await createHarness();
 let base: string;
 let operator: string;
 
-const asCaller = bearerApi(() => base);
-const api = (method: string, path: string, body?: unknown, token = operator) =>
-  asCaller(method, path, token, body);
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 const EXPIRED_KEY = "an-expired-break-glass-key-0123456789abcdef";
 
 afterAll(() => h.stopAll());
@@ -47,7 +46,10 @@ beforeAll(async () => {
 });
 
 async function user(name: string): Promise<string> {
-  const created = await api("POST", "/api/users", { userName: name, password: `${name}-long-password` });
+  const created = await asOperator("POST", "/api/users", {
+    userName: name,
+    password: `${name}-long-password`,
+  });
   expect(created.status, created.text).toBe(201);
   return created.json<{ id: string }>().id;
 }
@@ -67,7 +69,7 @@ const claims = (token: string) => decodeJwt(token);
 describe("issue 33: roles, scope and reach", () => {
   it("item 1: a workspace-scope role is refused as a global role, and gives no platform session", async () => {
     const id = await user("global-admin");
-    const refused = await api("PUT", `/api/rbac/users/${id}`, { role: "admin" });
+    const refused = await asOperator("PUT", `/api/rbac/users/${id}`, { role: "admin" });
     expect(refused.status).toBe(400);
     expect(JSON.stringify(refused.json())).toMatch(/global role must be a platform-scope role/);
     // A user who got one before the rule (written straight into the table here) is reported at start-up
@@ -83,26 +85,29 @@ describe("issue 33: roles, scope and reach", () => {
     const session = claims(await tokenOf("global-admin"));
     expect(session.svc_scope).toBeUndefined();
     expect(session.permission).toEqual([]);
-    expect((await api("GET", "/api/tenants", undefined, await tokenOf("global-admin"))).status).toBe(403);
+    expect((await api("GET", "/api/tenants", await tokenOf("global-admin"))).status).toBe(403);
     // A platform role is still a global role.
-    expect((await api("PUT", `/api/rbac/users/${id}`, { role: "host.api" })).status).toBe(200);
+    expect((await asOperator("PUT", `/api/rbac/users/${id}`, { role: "host.api" })).status).toBe(200);
   });
 
   it("item 2: the admin role keeps the spec's grants; its description may change, its scope may not", async () => {
-    const widened = await api("PUT", "/api/rbac/roles/admin", {
+    const widened = await asOperator("PUT", "/api/rbac/roles/admin", {
       permissions: ["membership.read", "membership.update", "membership.delete", "user.read", "user.create"],
     });
     expect(widened.status).toBe(409);
     expect(widened.json()).toMatchObject({ rule: "system-role-grants", role: "admin" });
-    const rescoped = await api("PUT", "/api/rbac/roles/host.api", { permissions: [], scope: "workspace" });
+    const rescoped = await asOperator("PUT", "/api/rbac/roles/host.api", {
+      permissions: [],
+      scope: "workspace",
+    });
     expect(rescoped.status).toBe(409);
     expect(rescoped.json()).toMatchObject({ rule: "system-role-scope" });
-    const described = await api("PUT", "/api/rbac/roles/admin", {
+    const described = await asOperator("PUT", "/api/rbac/roles/admin", {
       permissions: ["user.read", "membership.delete", "membership.update", "membership.read"],
       description: "Workspace administrators",
     });
     expect(described.status, described.text).toBe(200);
-    const roles = (await api("GET", "/api/rbac/roles")).json<
+    const roles = (await asOperator("GET", "/api/rbac/roles")).json<
       Array<{ name: string; permissions: string[] }>
     >();
     expect(roles.find((r) => r.name === "admin")?.permissions.sort()).toEqual([
@@ -114,22 +119,21 @@ describe("issue 33: roles, scope and reach", () => {
   });
 
   it("item 3: a workspace admin cannot give itself, or anyone, a role carrying a key it does not hold", async () => {
-    expect((await api("PUT", "/api/rbac/roles/hooks", { permissions: ["webhook.manage"] })).status).toBe(201);
+    expect(
+      (await asOperator("PUT", "/api/rbac/roles/hooks", { permissions: ["webhook.manage"] })).status,
+    ).toBe(201);
     const self = await user("ws-admin");
     const other = await user("ws-member");
     for (const id of [self, other])
-      expect((await api("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
+      expect((await asOperator("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
     expect(
-      (await api("PUT", `/api/workspaces/default/members/${self}/roles`, { roles: ["admin"] })).status,
+      (await asOperator("PUT", `/api/workspaces/default/members/${self}/roles`, { roles: ["admin"] })).status,
     ).toBe(200);
     const admin = await tokenOf("ws-admin", "default");
     for (const id of [self, other]) {
-      const raised = await api(
-        "PUT",
-        `/api/workspaces/default/members/${id}/roles`,
-        { roles: ["admin", "hooks"] },
-        admin,
-      );
+      const raised = await api("PUT", `/api/workspaces/default/members/${id}/roles`, admin, {
+        roles: ["admin", "hooks"],
+      });
       expect(raised.status).toBe(403);
       expect(raised.json()).toMatchObject({
         missingPermission: "webhook.manage",
@@ -138,60 +142,65 @@ describe("issue 33: roles, scope and reach", () => {
     }
     // What it holds it may give.
     expect(
-      (await api("PUT", `/api/workspaces/default/members/${other}/roles`, { roles: ["admin"] }, admin))
+      (await api("PUT", `/api/workspaces/default/members/${other}/roles`, admin, { roles: ["admin"] }))
         .status,
     ).toBe(200);
     // A platform session that may define roles is not limited.
     expect(
-      (await api("PUT", `/api/workspaces/default/members/${other}/roles`, { roles: ["hooks"] })).status,
+      (await asOperator("PUT", `/api/workspaces/default/members/${other}/roles`, { roles: ["hooks"] }))
+        .status,
     ).toBe(200);
   });
 
   it("item 4: a workspace session naming another workspace gets 404 even for a route whose key it lacks", async () => {
     const member = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: [] });
-    const elsewhere = await api("GET", "/api/themes/workspaces/other-ws/settings", undefined, member);
+    const elsewhere = await api("GET", "/api/themes/workspaces/other-ws/settings", member);
     expect(elsewhere.status).toBe(404);
     // In its own workspace the missing key is what it is told.
-    expect((await api("GET", "/api/themes/workspaces/default/settings", undefined, member)).status).toBe(403);
+    expect((await api("GET", "/api/themes/workspaces/default/settings", member)).status).toBe(403);
   });
 
   it("item 6: superadmin as a member role is refused with its reason; an empty list removes every role", async () => {
     const id = await user("ws-roles");
-    expect((await api("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
-    const refused = await api("PUT", `/api/workspaces/default/members/${id}/roles`, {
+    expect((await asOperator("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
+    const refused = await asOperator("PUT", `/api/workspaces/default/members/${id}/roles`, {
       roles: ["superadmin"],
     });
     expect(refused.status).toBe(400);
     expect(JSON.stringify(refused.json())).toMatch(/platform roles cannot be member roles/);
     expect(
-      (await api("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: ["admin"] })).status,
+      (await asOperator("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: ["admin"] })).status,
     ).toBe(200);
-    const cleared = await api("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: [] });
+    const cleared = await asOperator("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: [] });
     expect(cleared.status).toBe(200);
-    expect((await api("GET", `/api/workspaces/default/members/${id}/roles`)).json()).toEqual({
+    expect((await asOperator("GET", `/api/workspaces/default/members/${id}/roles`)).json()).toEqual({
       userId: id,
       roles: [],
     });
   });
 
   it("item 6: deleting a role revokes the sessions of those who hold it", async () => {
-    expect((await api("PUT", "/api/rbac/roles/auditors", { permissions: ["user.read"] })).status).toBe(201);
+    expect((await asOperator("PUT", "/api/rbac/roles/auditors", { permissions: ["user.read"] })).status).toBe(
+      201,
+    );
     const id = await user("auditor-1");
-    expect((await api("PUT", `/api/rbac/users/${id}`, { role: "auditors" })).status).toBe(200);
+    expect((await asOperator("PUT", `/api/rbac/users/${id}`, { role: "auditors" })).status).toBe(200);
     const session = await tokenOf("auditor-1");
-    expect((await api("GET", "/api/users", undefined, session)).status).toBe(200);
-    expect((await api("DELETE", "/api/rbac/roles/auditors")).status).toBe(204);
-    expect((await api("GET", "/api/users", undefined, session)).status).toBe(401);
+    expect((await api("GET", "/api/users", session)).status).toBe(200);
+    expect((await asOperator("DELETE", "/api/rbac/roles/auditors")).status).toBe(204);
+    expect((await api("GET", "/api/users", session)).status).toBe(401);
   });
 
   it("item 6: an API key past BootstrapApiKeysExpireAtUtc is refused with 401", async () => {
-    const answer = await http(`${base}/api/tenants`, { headers: { "x-svc-api-key": EXPIRED_KEY } });
+    const answer = await api("GET", "/api/tenants", null, undefined, {
+      headers: { "x-svc-api-key": EXPIRED_KEY },
+    });
     expect(answer.status).toBe(401);
   });
 
   it("item 17: a 403 names every key a route accepts, and never names as missing a key the caller holds", async () => {
     const none = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ["job.read"] });
-    const members = await api("GET", "/api/workspaces/default/members", undefined, none);
+    const members = await api("GET", "/api/workspaces/default/members", none);
     expect(members.status).toBe(403);
     expect(members.json()).toMatchObject({ anyOf: ["membership.read", "workspace.read"] });
     expect(JSON.stringify(members.json())).toContain("workspace.read");
@@ -200,12 +209,10 @@ describe("issue 33: roles, scope and reach", () => {
       workspaceKey: "default",
       permissions: ["user.create"],
     });
-    const create = await api(
-      "POST",
-      "/api/users",
-      { userName: "never", password: "long-enough-password" },
-      holder,
-    );
+    const create = await api("POST", "/api/users", holder, {
+      userName: "never",
+      password: "long-enough-password",
+    });
     expect(create.status).toBe(403);
     const problem = create.json<Record<string, unknown>>();
     expect(problem.requiredScope).toBe("platform");
@@ -235,8 +242,8 @@ describe("issue 33: roles, scope and reach", () => {
     const other = (await h.start(gatewayService, { LOG_LEVEL: "warn" }, { logTo })).hooks
       .httpAddress as string;
     for (let i = 0; i < 3; i++) {
-      await http(`${other}/api/tenants`, {
-        headers: { authorization: `Bearer ${operator}`, "x-forwarded-for": `203.0.113.${i}` },
+      await bearerApi(() => other)("GET", "/api/tenants", operator, undefined, {
+        headers: { "x-forwarded-for": `203.0.113.${i}` },
       });
     }
     const warned = lines.filter((l) => String(l.msg).includes("BackendHost__TrustedProxies"));
@@ -246,12 +253,14 @@ describe("issue 33: roles, scope and reach", () => {
 
   it("item 5: workspace sign-in drops keys no route accepts from a workspace session (config.read)", async () => {
     expect(
-      (await api("PUT", "/api/rbac/roles/cfg-readers", { permissions: ["config.read", "job.read"] })).status,
+      (await asOperator("PUT", "/api/rbac/roles/cfg-readers", { permissions: ["config.read", "job.read"] }))
+        .status,
     ).toBe(201);
     const id = await user("cfg-reader");
-    expect((await api("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
+    expect((await asOperator("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
     expect(
-      (await api("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: ["cfg-readers"] })).status,
+      (await asOperator("PUT", `/api/workspaces/default/members/${id}/roles`, { roles: ["cfg-readers"] }))
+        .status,
     ).toBe(200);
     const session = claims(await tokenOf("cfg-reader", "default"));
     expect(session.permission).toEqual(["job.read"]);

@@ -7,7 +7,7 @@ import { rbacService } from "@svc/service-rbac";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, http, signIn } from "./support/http.js";
+import { bearerApi, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 
 const h = await createHarness();
@@ -54,9 +54,7 @@ describe("sign-in limits", () => {
 
   it("counts IPv6 clients by their /64", async () => {
     const from = (address: string) =>
-      http(`${base}/api/users`, {
-        headers: { authorization: `Bearer ${operator}`, "x-forwarded-for": address },
-      });
+      api("GET", "/api/users", operator, undefined, { headers: { "x-forwarded-for": address } });
     for (const host of ["1", "2", "3"]) expect((await from(`2001:db8:1:2::${host}`)).status).toBe(200);
     // Another address of the same /64 is the same client.
     expect((await from("2001:db8:1:2:ffff::9")).status).toBe(429);

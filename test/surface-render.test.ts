@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
-import { http, type HttpResponse, installPackage } from "./support/http.js";
+import { bearerApi, http, type HttpResponse, installPackage } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually } from "./support/wait.js";
 
@@ -28,15 +28,8 @@ let operator: string;
 
 const env = { ...pluginStackEnv(work, { tests: signer }), BackendHost__SurfaceRenderTimeoutMs: "400" };
 
-const api = (method: string, path: string, body?: unknown) =>
-  http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${operator}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 const get = (path: string, headers: Record<string, string> = {}) => http(`${base}${path}`, { headers });
 
@@ -48,12 +41,12 @@ async function templatePlugin(pluginId: string, templates: Record<string, string
   const bytes = await codePlugin(work, signer, pluginId, "export class Plugin {}\n", [], {}, files);
   const installed = await installPackage(base, operator, bytes);
   expect(installed.status, installed.text).toBe(201);
-  await api("PUT", "/api/entitlements", { items: [{ tenantKey: "rt", pluginId, entitled: true }] });
-  expect((await api("POST", `/api/plugins/${pluginId}/activate`)).status).toBe(200);
+  await asOperator("PUT", "/api/entitlements", { items: [{ tenantKey: "rt", pluginId, entitled: true }] });
+  expect((await asOperator("POST", `/api/plugins/${pluginId}/activate`)).status).toBe(200);
 }
 
 async function chain(...ids: string[]) {
-  expect((await api("PUT", "/api/workspaces/rw/plugins", { chain: ids })).status).toBe(200);
+  expect((await asOperator("PUT", "/api/workspaces/rw/plugins", { chain: ids })).status).toBe(200);
 }
 
 const render = (headers: Record<string, string> = {}) =>
@@ -74,17 +67,19 @@ beforeAll(async () => {
   base = (await h.start(gatewayService, { ...env, LOG_LEVEL: "warn" }, { logTo })).hooks
     .httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
-  expect((await api("POST", "/api/tenants", { tenantKey: "rt", name: "Render tenant" })).status).toBe(201);
+  expect((await asOperator("POST", "/api/tenants", { tenantKey: "rt", name: "Render tenant" })).status).toBe(
+    201,
+  );
   expect(
     (
-      await api("PUT", "/api/workspaces/rw", {
+      await asOperator("PUT", "/api/workspaces/rw", {
         tenantKey: "rt",
         name: "Render <b>Shop</b>",
         bindings: [{ host: "render.example" }],
       })
     ).status,
   ).toBe(201);
-  await api("PUT", "/api/surfaces/default?workspaceKey=rw", {
+  await asOperator("PUT", "/api/surfaces/default?workspaceKey=rw", {
     name: "Render",
     applicationRoot: {
       key: "root",
@@ -93,11 +88,11 @@ beforeAll(async () => {
       children: [{ key: "a", title: "About", path: "about" }],
     },
   });
-  await api("PUT", "/api/snippets/footer?workspaceKey=rw", {
+  await asOperator("PUT", "/api/snippets/footer?workspaceKey=rw", {
     content: "<em>made by us</em>",
     contentType: "text/html",
   });
-  await api("PUT", "/api/snippets/motto?workspaceKey=rw", { content: "<b>plain</b>" });
+  await asOperator("PUT", "/api/snippets/motto?workspaceKey=rw", { content: "<b>plain</b>" });
   await templatePlugin("alpha", {
     "index.njk":
       '{% extends "page.njk" %}{% block content %}Alpha content for {{ workspace.name }} ({{ SurfaceKey }}/{{ SurfaceType }}/{{ Locale }}) {{ snippets.footer }} {{ snippets.motto }}{% endblock %}',
@@ -177,7 +172,7 @@ describe("GET /surface/render", () => {
   });
 
   it("sends anonymous callers of an Authenticated workspace to /login with a same-origin returnUrl", async () => {
-    await api("PUT", "/api/workspaces/rw", {
+    await asOperator("PUT", "/api/workspaces/rw", {
       tenantKey: "rt",
       name: "Render <b>Shop</b>",
       accessPolicy: "Authenticated",
@@ -193,7 +188,7 @@ describe("GET /surface/render", () => {
     const signedIn = await render({ authorization: `Bearer ${operator}` });
     expect(signedIn.status).toBe(200);
     expect(signedIn.text).toContain("Alpha content");
-    await api("PUT", "/api/workspaces/rw", {
+    await asOperator("PUT", "/api/workspaces/rw", {
       tenantKey: "rt",
       name: "Render <b>Shop</b>",
       bindings: [{ host: "render.example" }],
@@ -263,15 +258,15 @@ describe("the render context (issue 33, item 16)", () => {
     };
     const bytes = await codePlugin(work, signer, "themed", "export class Plugin {}\n", [], {}, files);
     expect((await installPackage(base, operator, bytes)).status).toBe(201);
-    await api("PUT", "/api/entitlements", {
+    await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "rt", pluginId: "themed", entitled: true }],
     });
-    expect((await api("POST", "/api/plugins/themed/activate")).status).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/themed/activate")).status).toBe(200);
     await chain("themed");
     expect((await eventually(render, (r) => r.text.includes("theme=["))).text).toContain(
       "theme=[] locale=de",
     );
-    const chosen = await api("PUT", "/api/themes/workspaces/rw", { themePluginId: "themed" });
+    const chosen = await asOperator("PUT", "/api/themes/workspaces/rw", { themePluginId: "themed" });
     expect(chosen.status, chosen.text).toBe(200);
     expect((await eventually(render, (r) => r.text.includes("theme=[themed]"))).text).toContain(
       "theme=[themed] locale=de",

@@ -17,9 +17,8 @@ let base: string;
 let operator: string;
 const ids: Record<string, string> = {};
 
-const asCaller = bearerApi(() => base);
-const api = (method: string, path: string, body?: unknown, token = operator) =>
-  asCaller(method, path, token, body);
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 const login = (username: string, password: string) => signIn(base, { username, password });
 
 afterAll(() => h.stopAll());
@@ -34,7 +33,7 @@ beforeAll(async () => {
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
   expect(
     (
-      await api("PUT", "/api/rbac/roles/helpdesk", {
+      await asOperator("PUT", "/api/rbac/roles/helpdesk", {
         permissions: ["user.read", "user.update", "user.delete"],
       })
     ).status,
@@ -43,10 +42,14 @@ beforeAll(async () => {
     ["boss", "superadmin"],
     ["plain", null],
   ] as const) {
-    const created = await api("POST", "/api/users", { userName: name, password: `${name}-long-password` });
+    const created = await asOperator("POST", "/api/users", {
+      userName: name,
+      password: `${name}-long-password`,
+    });
     expect(created.status, created.text).toBe(201);
     ids[name] = created.json<{ id: string }>().id;
-    if (role !== null) expect((await api("PUT", `/api/rbac/users/${ids[name]}`, { role })).status).toBe(200);
+    if (role !== null)
+      expect((await asOperator("PUT", `/api/rbac/users/${ids[name]}`, { role })).status).toBe(200);
   }
 });
 
@@ -63,7 +66,7 @@ describe("changing users", () => {
       ["PUT", `/api/users/${boss}/activation?isActive=false`, undefined],
       ["DELETE", `/api/users/${boss}`, undefined],
     ] as const) {
-      const refused = await api(method, path, body, helpdesk);
+      const refused = await api(method, path, helpdesk, body);
       expect(refused.status, `${method} ${path}`).toBe(403);
       expect(refused.json()).toMatchObject({ rule: "target-holds-more-rights" });
     }
@@ -77,9 +80,9 @@ describe("changing users", () => {
       roles: ["helpdesk"],
       permissions: ["user.read", "user.update"],
     });
-    expect((await api("PUT", `/api/users/${ids.plain}`, { displayName: "Plain" }, helpdesk)).status).toBe(
+    expect((await api("PUT", `/api/users/${ids.plain}`, helpdesk, { displayName: "Plain" })).status).toBe(
       200,
     );
-    expect((await api("PUT", `/api/users/${ids.boss}`, { displayName: "Boss" })).status).toBe(200);
+    expect((await asOperator("PUT", `/api/users/${ids.boss}`, { displayName: "Boss" })).status).toBe(200);
   });
 });

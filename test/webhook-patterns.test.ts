@@ -22,8 +22,8 @@ const h = await createHarness();
 let base: string;
 let operator: string;
 const receivers: Receiver[] = [];
-const asCaller = bearerApi(() => base);
-const api = (method: string, path: string, body?: unknown) => asCaller(method, path, operator, body);
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 beforeAll(async () => {
   const env = {
@@ -50,7 +50,7 @@ async function subscribed(
   const receiver = new Receiver();
   await receiver.start();
   receivers.push(receiver);
-  const created = await api("POST", "/api/webhooks", {
+  const created = await asOperator("POST", "/api/webhooks", {
     eventName,
     targetUrl: receiver.url,
     secret: "s3cret-value",
@@ -71,8 +71,10 @@ describe("issue 33, item 11: a trailing * is a prefix wildcard, for delivery as 
       true,
       false,
     ]);
-    expect((await api("POST", "/api/tenants", { tenantKey: "patterns", name: "Patterns" })).status).toBe(201);
-    const created = await api("PUT", "/api/workspaces/patterns-ws", {
+    expect(
+      (await asOperator("POST", "/api/tenants", { tenantKey: "patterns", name: "Patterns" })).status,
+    ).toBe(201);
+    const created = await asOperator("PUT", "/api/workspaces/patterns-ws", {
       tenantKey: "patterns",
       name: "Patterns",
     });
@@ -84,7 +86,7 @@ describe("issue 33, item 11: a trailing * is a prefix wildcard, for delivery as 
     // tenant.created is no workspace.* event.
     expect(eventsOf(prefix.receiver)).not.toContain("tenant.created");
     expect(unrelated.receiver.received).toEqual([]);
-    const refused = await api("POST", "/api/webhooks", {
+    const refused = await asOperator("POST", "/api/webhooks", {
       eventName: "*.created",
       targetUrl: prefix.receiver.url,
       secret: "s3cret-value",
@@ -140,10 +142,10 @@ describe("issue 33, item 12: no delivery loop", () => {
     );
     // Any event about it was published before it was marked announced; a workspace created now raises an
     // event after it, and once that one is matched (its jobs are enqueued together), every earlier one was.
-    expect((await api("POST", "/api/tenants", { tenantKey: "loop-sentinel", name: "Sentinel" })).status).toBe(
-      201,
-    );
-    const sentinel = await api("PUT", "/api/workspaces/loop-sentinel-ws", {
+    expect(
+      (await asOperator("POST", "/api/tenants", { tenantKey: "loop-sentinel", name: "Sentinel" })).status,
+    ).toBe(201);
+    const sentinel = await asOperator("PUT", "/api/workspaces/loop-sentinel-ws", {
       tenantKey: "loop-sentinel",
       name: "Sentinel",
     });
@@ -167,7 +169,7 @@ describe("issue 33, item 13: nothing about a subscription is dropped or stored b
     const receiver = new Receiver();
     await receiver.start();
     receivers.push(receiver);
-    const blank = await api("POST", "/api/webhooks", {
+    const blank = await asOperator("POST", "/api/webhooks", {
       eventName: "user.created",
       targetUrl: receiver.url,
       secret: "s3cret-value",

@@ -15,7 +15,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { http } from "./support/http.js";
+import { bearerApi } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
@@ -52,19 +52,11 @@ const env = {
   BackendHost__WebhookTimeoutMs: "2000",
 };
 
-async function api(method: string, path: string, body?: unknown, token = operator) {
-  return http(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const api = bearerApi(() => base);
+const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 async function subscribe(body: Record<string, unknown>) {
-  const response = await api("POST", "/api/webhooks", {
+  const response = await asOperator("POST", "/api/webhooks", {
     targetUrl: receiver.url,
     secret: "s3cret-value",
     ...body,
@@ -147,7 +139,7 @@ afterAll(async () => {
 
 describe("subscriptions", () => {
   it("rejects an invalid create request listing each invalid field", async () => {
-    const response = await api("POST", "/api/webhooks", {
+    const response = await asOperator("POST", "/api/webhooks", {
       eventName: "user.created\r\nX-Evil: 1",
       targetUrl: "/relative",
     });
@@ -160,7 +152,7 @@ describe("subscriptions", () => {
   });
 
   it("never returns the secret, and computes matchesKnownEvent on read", async () => {
-    const created = await api("POST", "/api/webhooks", {
+    const created = await asOperator("POST", "/api/webhooks", {
       eventName: "user.created",
       targetUrl: receiver.url,
       secret: "top-secret-1",
@@ -169,7 +161,7 @@ describe("subscriptions", () => {
     await subscribe({ eventName: "workspace.*" });
     await subscribe({ eventName: "call.started" });
     await subscribe({ eventName: "*" });
-    const list = await api("GET", "/api/webhooks");
+    const list = await asOperator("GET", "/api/webhooks");
     expect(list.text).not.toContain("s3cret-value");
     const byName = Object.fromEntries(
       list
@@ -177,22 +169,22 @@ describe("subscriptions", () => {
         .items.map((s) => [s.eventName, s.matchesKnownEvent]),
     );
     expect(byName).toEqual({ "user.created": true, "workspace.*": true, "call.started": false, "*": true });
-    const catalog = (await api("GET", "/api/events/catalog")).json<Array<{ eventName: string }>>();
+    const catalog = (await asOperator("GET", "/api/events/catalog")).json<Array<{ eventName: string }>>();
     expect(catalog.map((e) => e.eventName)).toContain("workspace.member-assigned");
   });
 
   it("pages with a cursor and limits a workspace session to its workspace", async () => {
     for (let i = 0; i < 5; i++)
       await subscribe({ eventName: `e${i}`, workspaceKey: i < 3 ? "acme" : "other" });
-    const first = (await api("GET", "/api/webhooks?limit=2")).json<{
+    const first = (await asOperator("GET", "/api/webhooks?limit=2")).json<{
       items: unknown[];
       nextCursor: string;
     }>();
-    const second = (await api("GET", `/api/webhooks?limit=2&cursor=${first.nextCursor}`)).json<{
+    const second = (await asOperator("GET", `/api/webhooks?limit=2&cursor=${first.nextCursor}`)).json<{
       items: unknown[];
       nextCursor: string;
     }>();
-    const third = (await api("GET", `/api/webhooks?limit=2&cursor=${second.nextCursor}`)).json<{
+    const third = (await asOperator("GET", `/api/webhooks?limit=2&cursor=${second.nextCursor}`)).json<{
       items: unknown[];
       nextCursor: string | null;
     }>();
@@ -203,15 +195,15 @@ describe("subscriptions", () => {
       workspaceKey: "acme",
       permissions: ["webhook.read", "webhook.manage"],
     });
-    const mine = (await api("GET", "/api/webhooks", undefined, scoped)).json<{
+    const mine = (await api("GET", "/api/webhooks", scoped)).json<{
       items: Array<{ workspaceKey: string }>;
     }>();
     expect(mine.items.map((s) => s.workspaceKey)).toEqual(["acme", "acme", "acme"]);
-    expect((await api("GET", "/api/webhooks?workspaceKey=other", undefined, scoped)).status).toBe(404);
-    const theirs = (await api("GET", "/api/webhooks?workspaceKey=other")).json<{
+    expect((await api("GET", "/api/webhooks?workspaceKey=other", scoped)).status).toBe(404);
+    const theirs = (await asOperator("GET", "/api/webhooks?workspaceKey=other")).json<{
       items: Array<{ id: string }>;
     }>().items[0];
-    expect((await api("DELETE", `/api/webhooks/${theirs?.id}`, undefined, scoped)).status).toBe(404);
+    expect((await api("DELETE", `/api/webhooks/${theirs?.id}`, scoped)).status).toBe(404);
   });
 });
 
@@ -489,7 +481,9 @@ describe("delivery", () => {
 
   it("delivers nothing for a disabled or deleted subscription's queued job", async () => {
     const sub = await subscribe({ eventName: "user.created" });
-    expect((await api("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`)).json()).toMatchObject({
+    expect(
+      (await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`)).json(),
+    ).toMatchObject({
       isActive: false,
     });
     const queued = {
@@ -501,7 +495,7 @@ describe("delivery", () => {
       data: {},
     };
     await enqueue(db, "webhook.deliver", { ...queued, deliveryId: "00000000-0000-4000-8000-000000000011" });
-    expect((await api("DELETE", `/api/webhooks/${sub.id}`)).status).toBe(204);
+    expect((await asOperator("DELETE", `/api/webhooks/${sub.id}`)).status).toBe(204);
     await enqueue(db, "webhook.deliver", { ...queued, deliveryId: "00000000-0000-4000-8000-000000000012" });
     await until(
       async () =>
@@ -513,7 +507,7 @@ describe("delivery", () => {
     );
     // And events published while disabled produce no job at all.
     const other = await subscribe({ eventName: "user.updated" });
-    await api("PUT", `/api/webhooks/${other.id}/activation?isActive=false`);
+    await asOperator("PUT", `/api/webhooks/${other.id}/activation?isActive=false`);
     await subscribe({ eventName: "user.deleted" });
     await events.publish("user.updated", null, {});
     // Published after it and matched after it: once this one is delivered, the other was matched too.

@@ -41,28 +41,58 @@ export function http(
   });
 }
 
+/** What a call of `bearerApi` may add to the bearer and the JSON body. */
+export interface ApiOptions {
+  /** More headers (Idempotency-Key, X-Forwarded-For, Range, X-Svc-Api-Key, …); they win over the defaults. */
+  readonly headers?: Record<string, string>;
+  /**
+   * The body's content type: the body (a string or bytes) is then sent as given, not JSON-encoded (a
+   * package archive, a CSV, malformed JSON).
+   */
+  readonly contentType?: string;
+}
+
 /**
- * A caller of the operator API: `api(method, path, token, body?)` sends the token as a bearer and the
- * body as JSON, to the base `base()` gives at the call (tests learn it in `beforeAll`).
+ * A caller of the operator API: `api(method, path, token, body?, options?)` sends the token as a bearer
+ * (`null`: no Authorization header, an anonymous caller) and the body as JSON (a `FormData` body as
+ * multipart/form-data), to the base `base()` gives at the call (tests learn it in `beforeAll`).
  */
 export function bearerApi(base: () => string) {
-  return (method: string, path: string, token: string, body?: unknown) =>
-    http(`${base()}${path}`, {
+  return async (
+    method: string,
+    path: string,
+    token: string | null,
+    body?: unknown,
+    options: ApiOptions = {},
+  ): Promise<HttpResponse> => {
+    let sent: { payload: string | Buffer; contentType: string } | undefined;
+    if (body === undefined) sent = undefined;
+    else if (options.contentType !== undefined) {
+      if (typeof body !== "string" && !Buffer.isBuffer(body))
+        throw new TypeError("a body with a content type of its own is a string or a Buffer");
+      sent = { payload: body, contentType: options.contentType };
+    } else if (body instanceof FormData) {
+      // Encoded as fetch encodes it: the parts, and their boundary in the content type.
+      const form = new Response(body);
+      const contentType = form.headers.get("content-type") as string;
+      sent = { payload: Buffer.from(await form.arrayBuffer()), contentType };
+    } else sent = { payload: JSON.stringify(body), contentType: "application/json" };
+    return http(`${base()}${path}`, {
       method,
       headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+        ...(sent === undefined ? {} : { "content-type": sent.contentType }),
+        ...options.headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: sent?.payload,
     });
+  };
 }
 
 /** `POST /api/plugins/install` of a package archive (.tgz bytes) as `token`. */
 export function installPackage(base: string, token: string, bytes: Buffer): Promise<HttpResponse> {
-  return http(`${base}/api/plugins/install`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
-    body: bytes,
+  return bearerApi(() => base)("POST", "/api/plugins/install", token, bytes, {
+    contentType: "application/gzip",
   });
 }
 
@@ -72,9 +102,5 @@ export function signIn(
   body: { username: string; password: string; workspaceKey?: string },
   headers: Record<string, string> = {},
 ): Promise<HttpResponse> {
-  return http(`${base}/api/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
+  return bearerApi(() => base)("POST", "/api/auth/login", null, body, { headers });
 }

@@ -18,6 +18,7 @@ import {
   type RequestOfRoute,
   requestRoute,
   serveRoute,
+  serveRoutes,
   webhookRoutes,
 } from "@svc/contracts";
 import { describe, expect, it } from "vitest";
@@ -105,6 +106,33 @@ export function compileTimeChecks(bus: Bus) {
   defineRoutes("resolver", {
     // @ts-expect-error a path with a parameter and no params schema at all
     "things.list": { method: "GET", path: "/api/things/:thingKey", permission: "tenant.read", summary: "x" },
+  });
+
+  // A service's implementation has a handler for every route of its contract, each typed by its route.
+  const things = defineRoutes("resolver", {
+    "things.list": { method: "GET", path: "/api/things", permission: "tenant.read", summary: "List" },
+    "things.delete": {
+      method: "DELETE",
+      path: "/api/things/:thingKey",
+      permission: "tenant.delete",
+      summary: "Delete",
+      params: Type.Object({ thingKey: Type.String() }),
+    },
+  });
+  serveRoutes(bus, things, {
+    "things.list": () => ({ status: 200 }),
+    "things.delete": (req) => ({ status: req.params.thingKey === "" ? 404 : 204 }),
+  });
+  serveRoutes(
+    bus,
+    things,
+    // @ts-expect-error things.delete has no handler
+    { "things.list": () => ({ status: 200 }) },
+  );
+  serveRoutes(bus, things, {
+    "things.list": () => ({ status: 200 }),
+    // @ts-expect-error a handler reading a parameter its route does not have
+    "things.delete": (req) => ({ status: req.params.otherKey === "" ? 404 : 204 }),
   });
 
   // The reply's type is the contract's.

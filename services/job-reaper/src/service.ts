@@ -1,7 +1,7 @@
 import "./settings.js";
 
 import { createEventPublisher, EventSource } from "@svc/bus";
-import { jobRoutes, serveRoute, ServiceName } from "@svc/contracts";
+import { jobRoutes, serveRoutes, ServiceName } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
 import type { ServiceDefinition } from "@svc/runtime";
@@ -19,15 +19,17 @@ export const jobReaperService: ServiceDefinition = {
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, nc, config, log, metrics, provision }) {
-    serveRoute(bus, jobRoutes["jobs.list"], async ({ principal, query }) => ({
-      status: 200,
-      body: await listJobsFor(db, principal, query),
-    }));
     const recorder = new Recorder(nc, config.subjectPrefix, log);
     await provision("diagnostics recorder", () => recorder.start());
-    serveRoute(bus, jobRoutes["diagnostics.start"], (req) => recorder.startRecording(req));
-    serveRoute(bus, jobRoutes["diagnostics.stop"], () => recorder.stopRecording());
-    serveRoute(bus, jobRoutes["diagnostics.get"], (req) => recorder.read(req));
+    serveRoutes(bus, jobRoutes, {
+      "jobs.list": async ({ principal, query }) => ({
+        status: 200,
+        body: await listJobsFor(db, principal, query),
+      }),
+      "diagnostics.start": (req) => recorder.startRecording(req),
+      "diagnostics.stop": () => recorder.stopRecording(),
+      "diagnostics.get": (req) => recorder.read(req),
+    });
     const depth = new Gauge({
       name: "svc_jobs_queue_depth",
       help: "Jobs by type and status.",

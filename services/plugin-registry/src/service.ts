@@ -1,7 +1,7 @@
 import "./settings.js";
 
 import { coalesce, createEventPublisher, EventSource, type FollowedEvent, followEvents } from "@svc/bus";
-import { pluginRegistryRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
+import { pluginRegistryRoutes as r, serveRoutes, ServiceName } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
 import { HOST_VERSION, natsAuthOf, type ServiceDefinition } from "@svc/runtime";
 
@@ -132,44 +132,46 @@ export const pluginRegistryService: ServiceDefinition = {
       chain: await assignments.publicChain(db, workspaceKey),
       theme: await themes.themeOf(db, workspaceKey),
     }));
-    serveRoute(bus, r["plugins.install"], (req) => plugins.install(deps, req));
-    serveRoute(bus, r["plugins.install-local"], (req) => plugins.installLocal(deps, req));
-    serveRoute(bus, r["plugins.install-feed"], (req) => plugins.installFeed(deps, req));
-    serveRoute(bus, r["plugins.update-local"], (req) => plugins.updateLocal(deps, req));
-    serveRoute(bus, r["plugins.update-feed"], (req) => plugins.updateFeed(deps, req));
-    serveRoute(bus, r["plugins.list"], (req) => plugins.list(deps, req));
-    serveRoute(bus, r["plugins.installed"], (req) => plugins.installed(deps, req));
-    serveRoute(bus, r["plugins.uninstall"], (req) => plugins.uninstall(deps, req));
-    serveRoute(bus, r["plugins.activate"], (req) => activation.activate(deps, req));
-    serveRoute(bus, r["plugins.deactivate"], (req) => activation.deactivate(deps, req));
-    serveRoute(bus, r["assignments.get"], (req) => assignments.getChain(deps, req));
-    serveRoute(bus, r["assignments.put"], (req) => assignments.putChain(deps, req));
-    serveRoute(bus, r["entitlements.workspace"], (req) => entitlements.workspaceEntitlement(deps, req));
-    serveRoute(bus, r["entitlements.tenant"], (req) => entitlements.tenantEntitlement(deps, req));
-    serveRoute(bus, r["entitlements.list"], (req) => entitlements.listEntitlements(deps, req));
-    serveRoute(bus, r["entitlements.put"], (req) => entitlements.putEntitlements(deps, req));
-    serveRoute(bus, r["entitlements.sync"], (req) => entitlements.syncEntitlements(deps, req));
-    serveRoute(bus, r["delegations.list"], (req) => entitlements.listDelegations(deps, req));
-    serveRoute(bus, r["delegations.put"], (req) => entitlements.putDelegation(deps, req));
-    serveRoute(bus, r["themes.definitions"], (req) => themes.listDefinitions(deps, req));
-    serveRoute(bus, r["themes.definition-put"], (req) => themes.putDefinition(deps, req));
-    serveRoute(bus, r["themes.definition-activation"], (req) => themes.activateDefinition(deps, req));
-    serveRoute(bus, r["themes.workspace"], (req) => themes.getWorkspaceTheme(deps, req));
-    serveRoute(bus, r["themes.workspace-put"], (req) => themes.putWorkspaceTheme(deps, req));
-    serveRoute(bus, r["themes.workspace-delete"], (req) => themes.deleteWorkspaceTheme(deps, req));
-    serveRoute(bus, r["themes.effective"], (req) => themes.getEffective(deps, req));
-    serveRoute(bus, r["themes.effective-current"], (req) => themes.getEffectiveCurrent(deps, req));
-    serveRoute(bus, r["themes.settings"], (req) => themes.getSettings(deps, req));
-    serveRoute(bus, r["themes.settings-put"], (req) => themes.putSettings(deps, req));
-    serveRoute(bus, r["plugins.signature-report"], (req) => reports.signatureReport(deps, req));
-    serveRoute(bus, r["plugins.audit"], (req) => reports.auditLog(deps, req));
     const credentialDeps = { ...base, credentials: pluginCredentials, prefix: config.subjectPrefix };
-    serveRoute(bus, r["plugins.credentials.issue"], (req) => credentials.issue(credentialDeps, req));
-    serveRoute(bus, r["plugins.credentials.list"], (req) => credentials.list(credentialDeps, req));
-    serveRoute(bus, r["plugins.credentials.revoke"], (req) => credentials.revoke(credentialDeps, req));
-    serveRoute(bus, r["signers.list"], (req) => reports.trustedSigners(deps, req));
-    serveRoute(bus, r["contracts.support"], (req) => reports.contractSupport(deps, req));
-    serveRoute(bus, r["contracts.compatibility"], (req) => reports.contractCompatibility(deps, req));
+    serveRoutes(bus, r, {
+      "plugins.install": (req) => plugins.install(deps, req),
+      "plugins.install-local": (req) => plugins.installLocal(deps, req),
+      "plugins.install-feed": (req) => plugins.installFeed(deps, req),
+      "plugins.update-local": (req) => plugins.updateLocal(deps, req),
+      "plugins.update-feed": (req) => plugins.updateFeed(deps, req),
+      "plugins.list": (req) => plugins.list(deps, req),
+      "plugins.installed": (req) => plugins.installed(deps, req),
+      "plugins.uninstall": (req) => plugins.uninstall(deps, req),
+      "plugins.activate": (req) => activation.activate(deps, req),
+      "plugins.deactivate": (req) => activation.deactivate(deps, req),
+      "assignments.get": (req) => assignments.getChain(deps, req),
+      "assignments.put": (req) => assignments.putChain(deps, req),
+      "entitlements.workspace": (req) => entitlements.workspaceEntitlement(deps, req),
+      "entitlements.tenant": (req) => entitlements.tenantEntitlement(deps, req),
+      "entitlements.list": (req) => entitlements.listEntitlements(deps, req),
+      "entitlements.put": (req) => entitlements.putEntitlements(deps, req),
+      "entitlements.sync": (req) => entitlements.syncEntitlements(deps, req),
+      "delegations.list": (req) => entitlements.listDelegations(deps, req),
+      "delegations.put": (req) => entitlements.putDelegation(deps, req),
+      "themes.definitions": (req) => themes.listDefinitions(deps, req),
+      "themes.definition-put": (req) => themes.putDefinition(deps, req),
+      "themes.definition-activation": (req) => themes.activateDefinition(deps, req),
+      "themes.workspace": (req) => themes.getWorkspaceTheme(deps, req),
+      "themes.workspace-put": (req) => themes.putWorkspaceTheme(deps, req),
+      "themes.workspace-delete": (req) => themes.deleteWorkspaceTheme(deps, req),
+      "themes.effective": (req) => themes.getEffective(deps, req),
+      "themes.effective-current": (req) => themes.getEffectiveCurrent(deps, req),
+      "themes.settings": (req) => themes.getSettings(deps, req),
+      "themes.settings-put": (req) => themes.putSettings(deps, req),
+      "plugins.signature-report": (req) => reports.signatureReport(deps, req),
+      "plugins.audit": (req) => reports.auditLog(deps, req),
+      "plugins.credentials.issue": (req) => credentials.issue(credentialDeps, req),
+      "plugins.credentials.list": (req) => credentials.list(credentialDeps, req),
+      "plugins.credentials.revoke": (req) => credentials.revoke(credentialDeps, req),
+      "signers.list": (req) => reports.trustedSigners(deps, req),
+      "contracts.support": (req) => reports.contractSupport(deps, req),
+      "contracts.compatibility": (req) => reports.contractCompatibility(deps, req),
+    });
     // Every stored package is loaded and verified again with the current trust settings.
     await reports
       .rehydrate(deps, log)

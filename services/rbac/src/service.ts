@@ -2,7 +2,13 @@ import "./settings.js";
 
 import { openRevocationBucket, REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import { followEvents } from "@svc/bus";
-import { followContributions, quietUnlessUp, rbacRoutes as r, serveRoute, ServiceName } from "@svc/contracts";
+import {
+  followContributions,
+  quietUnlessUp,
+  rbacRoutes as r,
+  serveRoutes,
+  ServiceName,
+} from "@svc/contracts";
 import { afterCommit } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
@@ -93,34 +99,34 @@ export const rbacService: ServiceDefinition = {
     }));
 
     // Operator routes: each handler's request and reply types come from its contract.
-    serveRoute(bus, r["roles.list"], (req) => roles.listRolesRoute(deps, req));
-    serveRoute(bus, r["permissions.list"], (req) => roles.listPermissionKeys(deps, req));
-    serveRoute(bus, r["security.permissions.list"], (req) => roles.listSecurityPermissionKeys(deps, req));
-    serveRoute(bus, r["roles.put"], (req) => roles.putRole(deps, req));
-    serveRoute(bus, r["roles.delete"], (req) => roles.deleteRole(deps, req));
-    serveRoute(bus, r["role-assignments.list"], (req) => roles.listAssignments(deps, req));
-    serveRoute(bus, r["role-assignments.put"], (req) => roles.putAssignment(deps, req));
-    serveRoute(bus, r["role-assignments.delete"], (req) => roles.deleteAssignment(deps, req));
 
-    serveRoute(bus, r["users.create"], (req) => users.createUser(deps, req));
-    serveRoute(bus, r["users.list"], (req) => users.listUsers(deps, req));
-    serveRoute(bus, r["users.get"], (req) => users.getUser(deps, req));
-    serveRoute(bus, r["users.export"], (req) => users.exportUser(deps, req));
-    serveRoute(bus, r["users.update"], (req) => users.updateUser(deps, req));
-    serveRoute(bus, r["users.activation"], (req) => users.setUserActivation(deps, req));
-    serveRoute(bus, r["users.delete"], (req) => users.deleteUser(deps, req));
-
-    serveRoute(bus, r["members.list"], (req) => members.listMembers(deps, req));
-    serveRoute(bus, r["members.put"], (req) => members.putMember(deps, req));
-    serveRoute(bus, r["members.delete"], (req) => members.deleteMember(deps, req));
-    serveRoute(bus, r["member-roles.get"], (req) => members.getMemberRoles(deps, req));
-    serveRoute(bus, r["member-roles.put"], (req) => members.putMemberRoles(deps, req));
-
-    serveRoute(bus, r["notifications.list"], (req) => notifications.listNotifications(deps, req));
-    serveRoute(bus, r["notifications.read"], (req) => notifications.markRead(deps, req));
-    serveRoute(bus, r["integrations.list"], (req) => integrations.listIntegrations(deps, req));
-    serveRoute(bus, r["integrations.create"], (req) => integrations.createIntegration(deps, req));
-    serveRoute(bus, r["integrations.delete"], (req) => integrations.deleteIntegration(deps, req));
+    serveRoutes(bus, r, {
+      "roles.list": (req) => roles.listRolesRoute(deps, req),
+      "permissions.list": (req) => roles.listPermissionKeys(deps, req),
+      "security.permissions.list": (req) => roles.listSecurityPermissionKeys(deps, req),
+      "roles.put": (req) => roles.putRole(deps, req),
+      "roles.delete": (req) => roles.deleteRole(deps, req),
+      "role-assignments.list": (req) => roles.listAssignments(deps, req),
+      "role-assignments.put": (req) => roles.putAssignment(deps, req),
+      "role-assignments.delete": (req) => roles.deleteAssignment(deps, req),
+      "users.create": (req) => users.createUser(deps, req),
+      "users.list": (req) => users.listUsers(deps, req),
+      "users.get": (req) => users.getUser(deps, req),
+      "users.export": (req) => users.exportUser(deps, req),
+      "users.update": (req) => users.updateUser(deps, req),
+      "users.activation": (req) => users.setUserActivation(deps, req),
+      "users.delete": (req) => users.deleteUser(deps, req),
+      "members.list": (req) => members.listMembers(deps, req),
+      "members.put": (req) => members.putMember(deps, req),
+      "members.delete": (req) => members.deleteMember(deps, req),
+      "member-roles.get": (req) => members.getMemberRoles(deps, req),
+      "member-roles.put": (req) => members.putMemberRoles(deps, req),
+      "notifications.list": (req) => notifications.listNotifications(deps, req),
+      "notifications.read": (req) => notifications.markRead(deps, req),
+      "integrations.list": (req) => integrations.listIntegrations(deps, req),
+      "integrations.create": (req) => integrations.createIntegration(deps, req),
+      "integrations.delete": (req) => integrations.deleteIntegration(deps, req),
+    });
 
     // Deleted workspaces' memberships go (their sessions revoked), followed durably: a deletion while rbac
     // was down is caught up when it is back.

@@ -4,7 +4,7 @@ import {
   followContributions,
   quietUnlessUp,
   resolverRoutes as r,
-  serveRoute,
+  serveRoutes,
   ServiceName,
 } from "@svc/contracts";
 import { Outbox } from "@svc/outbox";
@@ -66,41 +66,43 @@ export const resolverService: ServiceDefinition = {
       log,
     };
     const config$ = configApi.configDeps(bus, config.subjectPrefix);
-    serveRoute(bus, r["config.definitions"], (req) => configApi.definitions(config$, req));
-    serveRoute(bus, r["config.effective"], (req) => configApi.effective(config$, req));
-    serveRoute(bus, r["config.put"], (req) => configApi.putValues(config$, req));
     // Custom field definitions come from the installed plugins (their contributions).
     const catalogue = new customFields.CustomFieldCatalogue();
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields = { db, catalogue };
-    serveRoute(bus, r["custom-fields.definitions"], (req) => customFields.definitions(fields, req));
-    serveRoute(bus, r["custom-fields.get"], (req) => customFields.getValues(fields, req));
-    serveRoute(bus, r["custom-fields.put"], (req) => customFields.putValues(fields, req));
     const mediaDeps = { ...deps, media: new MediaStore(nc, config.subjectPrefix) };
-    serveRoute(bus, r["media.list"], (req) => media.listMedia(mediaDeps, req));
-    serveRoute(bus, r["media.upload"], (req) => media.uploadMedia(mediaDeps, req));
-    serveRoute(bus, r["media.content"], (req) => media.mediaContent(mediaDeps, req));
-    serveRoute(bus, r["media.delete"], (req) => media.deleteMedia(mediaDeps, req));
-    serveRoute(bus, r["tenants.create"], (req) => tenants.createTenant(deps, req));
-    serveRoute(bus, r["tenants.list"], (req) => tenants.listTenants(deps, req));
-    serveRoute(bus, r["tenants.get"], (req) => tenants.getTenant(deps, req));
-    serveRoute(bus, r["tenants.activate"], (req) => tenants.activateTenant(deps, req));
-    serveRoute(bus, r["tenants.suspend"], (req) => tenants.suspendTenant(deps, req));
-    serveRoute(bus, r["tenants.delete"], (req) => tenants.deleteTenant(deps, req));
-    serveRoute(bus, r["tenant-hosts.list"], (req) => tenantHosts.listHosts(deps, req));
-    serveRoute(bus, r["tenant-hosts.put"], (req) => tenantHosts.putHost(deps, req));
-    serveRoute(bus, r["tenant-hosts.delete"], (req) => tenantHosts.deleteHost(deps, req));
-    serveRoute(bus, r["workspaces.list"], (req) => workspaces.listWorkspaces(deps, req));
-    serveRoute(bus, r["workspaces.get"], (req) => workspaces.getWorkspace(deps, req));
-    serveRoute(bus, r["workspaces.put"], (req) => workspaces.putWorkspace(deps, req));
-    serveRoute(bus, r["workspaces.delete"], (req) => workspaces.deleteWorkspace(deps, req));
-    serveRoute(bus, r["surfaces.list"], (req) => surfaces.listSurfaces(deps, req));
-    serveRoute(bus, r["surfaces.get"], (req) => surfaces.getSurface(deps, req));
-    serveRoute(bus, r["surfaces.put"], (req) => surfaces.putSurface(deps, req));
-    serveRoute(bus, r["surfaces.delete"], (req) => surfaces.deleteSurface(deps, req));
-    serveRoute(bus, r["snippets.list"], (req) => surfaces.listSnippets(deps, req));
-    serveRoute(bus, r["snippets.put"], (req) => surfaces.putSnippet(deps, req));
-    serveRoute(bus, r["snippets.delete"], (req) => surfaces.deleteSnippet(deps, req));
+    serveRoutes(bus, r, {
+      "config.definitions": (req) => configApi.definitions(config$, req),
+      "config.effective": (req) => configApi.effective(config$, req),
+      "config.put": (req) => configApi.putValues(config$, req),
+      "custom-fields.definitions": (req) => customFields.definitions(fields, req),
+      "custom-fields.get": (req) => customFields.getValues(fields, req),
+      "custom-fields.put": (req) => customFields.putValues(fields, req),
+      "media.list": (req) => media.listMedia(mediaDeps, req),
+      "media.upload": (req) => media.uploadMedia(mediaDeps, req),
+      "media.content": (req) => media.mediaContent(mediaDeps, req),
+      "media.delete": (req) => media.deleteMedia(mediaDeps, req),
+      "tenants.create": (req) => tenants.createTenant(deps, req),
+      "tenants.list": (req) => tenants.listTenants(deps, req),
+      "tenants.get": (req) => tenants.getTenant(deps, req),
+      "tenants.activate": (req) => tenants.activateTenant(deps, req),
+      "tenants.suspend": (req) => tenants.suspendTenant(deps, req),
+      "tenants.delete": (req) => tenants.deleteTenant(deps, req),
+      "tenant-hosts.list": (req) => tenantHosts.listHosts(deps, req),
+      "tenant-hosts.put": (req) => tenantHosts.putHost(deps, req),
+      "tenant-hosts.delete": (req) => tenantHosts.deleteHost(deps, req),
+      "workspaces.list": (req) => workspaces.listWorkspaces(deps, req),
+      "workspaces.get": (req) => workspaces.getWorkspace(deps, req),
+      "workspaces.put": (req) => workspaces.putWorkspace(deps, req),
+      "workspaces.delete": (req) => workspaces.deleteWorkspace(deps, req),
+      "surfaces.list": (req) => surfaces.listSurfaces(deps, req),
+      "surfaces.get": (req) => surfaces.getSurface(deps, req),
+      "surfaces.put": (req) => surfaces.putSurface(deps, req),
+      "surfaces.delete": (req) => surfaces.deleteSurface(deps, req),
+      "snippets.list": (req) => surfaces.listSnippets(deps, req),
+      "snippets.put": (req) => surfaces.putSnippet(deps, req),
+      "snippets.delete": (req) => surfaces.deleteSnippet(deps, req),
+    });
     const listener = startChangeListener(config.databaseUrl, bus, log);
     await outbox.start();
     return {

@@ -4,7 +4,7 @@ import { createEventPublisher, ensureBucket, EventSource } from "@svc/bus";
 import {
   followContributions,
   quietUnlessUp,
-  serveRoute,
+  serveRoutes,
   ServiceName,
   webhookRoutes,
   WorkspaceStates,
@@ -35,18 +35,19 @@ export const webhookDispatcherService: ServiceDefinition = {
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
     const routes = webhookRoutes;
-    serveRoute(bus, routes["webhooks.create"], (req) => subs.createSubscription(db, secrets, allowed, req));
-    serveRoute(bus, routes["webhooks.list"], (req) => subs.listSubscriptions(db, req));
-    serveRoute(bus, routes["webhooks.activation"], (req) => subs.setActivation(db, req));
-    serveRoute(bus, routes["webhooks.delete"], (req) => subs.deleteSubscription(db, req));
-    serveRoute(bus, routes["events.catalog"], () => subs.eventCatalog(db));
-    serveRoute(bus, routes["flows.list"], (req) => flows.listFlows(db, req));
     const pluginEvents = new PluginEventScopes();
-    serveRoute(bus, routes["flows.create"], (req) =>
-      flows.createFlow(db, secrets, allowed, pluginEvents, b.maxFlowsPerWorkspace, req),
-    );
-    serveRoute(bus, routes["flows.put"], (req) => flows.replaceFlow(db, secrets, allowed, pluginEvents, req));
-    serveRoute(bus, routes["flows.delete"], (req) => flows.deleteFlow(db, req));
+    serveRoutes(bus, routes, {
+      "webhooks.create": (req) => subs.createSubscription(db, secrets, allowed, req),
+      "webhooks.list": (req) => subs.listSubscriptions(db, req),
+      "webhooks.activation": (req) => subs.setActivation(db, req),
+      "webhooks.delete": (req) => subs.deleteSubscription(db, req),
+      "events.catalog": () => subs.eventCatalog(db),
+      "flows.list": (req) => flows.listFlows(db, req),
+      "flows.create": (req) =>
+        flows.createFlow(db, secrets, allowed, pluginEvents, b.maxFlowsPerWorkspace, req),
+      "flows.put": (req) => flows.replaceFlow(db, secrets, allowed, pluginEvents, req),
+      "flows.delete": (req) => flows.deleteFlow(db, req),
+    });
 
     const openCircuits = () =>
       ensureBucket(nc, circuitBucket(config.subjectPrefix), { history: 1, ttl: CIRCUIT_STATE_TTL_MS });

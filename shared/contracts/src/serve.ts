@@ -56,6 +56,28 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
 }
 
 /**
+ * A service's implementation of its routes: one handler per route of its contract, typed by it, so a
+ * route without a handler, or a handler whose request or reply breaks the route's schemas, does not
+ * compile.
+ */
+export type RouteImplementation<Routes> = {
+  readonly [K in keyof Routes]: RouteHandler<Routes[K]>;
+};
+
+/** Serves every route of a service's contract (`defineRoutes`) with its implementation. */
+export function serveRoutes<const Routes extends Record<string, RouteContract>>(
+  bus: Bus,
+  routes: Routes,
+  implementation: RouteImplementation<Routes>,
+): void {
+  for (const name of Object.keys(routes)) {
+    const route = routes[name] as RouteContract;
+    // Each handler is typed by its own route above; here they are served one like another.
+    serveRoute(bus, route, implementation[name] as RouteHandler<RouteSpec>);
+  }
+}
+
+/**
  * Forwards a route's request to the service that owns it (503 when none serves it yet), with its
  * principal signed by the bus's signer (the gateway's).
  */

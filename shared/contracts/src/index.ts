@@ -28,7 +28,13 @@ export {
   type RouteContract,
   type RouteSpec,
 } from "./route.js";
-export { requestRoute, type RouteHandler, type RouteImplementation, serveRoute, serveRoutes } from "./serve.js";
+export {
+  requestRoute,
+  type RouteHandler,
+  type RouteImplementation,
+  serveRoute,
+  serveRoutes,
+} from "./serve.js";
 export {
   type LoginReply,
   type LoginRequest,

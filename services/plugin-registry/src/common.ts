@@ -1,7 +1,7 @@
 /** What the plugin registry's handlers share: their dependencies, the stored record, the audit, metrics. */
 import type { Principal } from "@svc/bus";
 import type { BackendHostSettings } from "@svc/config";
-import { type pluginRegistryRoutes, type ReplyOfRoute, type RequestOfRoute } from "@svc/contracts";
+import type { pluginRegistryRoutes, RouteHandlerWith } from "@svc/contracts";
 import { type Db, type Queries, sql } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
@@ -10,10 +10,7 @@ import type { PackageStore } from "@svc/plugin-package/store";
 
 type Routes = typeof pluginRegistryRoutes;
 /** A route's handler with dependencies `D`; its request and reply types come from the route's contract. */
-export type HandlerWith<D, K extends keyof Routes> = (
-  deps: D,
-  request: RequestOfRoute<Routes[K]>,
-) => Promise<ReplyOfRoute<Routes[K]>>;
+export type HandlerWith<D, K extends keyof Routes> = RouteHandlerWith<D, Routes[K]>;
 export type PluginHandler<K extends keyof Routes> = HandlerWith<PluginDeps, K>;
 /** The name of one of the registry's routes. */
 export type RouteName = keyof Routes;

@@ -4,8 +4,7 @@ import { REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import type { Config } from "@svc/config";
 import type {
   rbacRoutes,
-  ReplyOfRoute,
-  RequestOfRoute,
+  RouteHandlerWith,
   TenancyLookupReply,
   TenancyLookupRequest,
 } from "@svc/contracts";
@@ -39,10 +38,7 @@ export type RbacRoutes = typeof rbacRoutes;
  * principal the request carries (the gateway's guard, run again here); handlers apply the caller's reach
  * to rows with the same principal (`@svc/access`), whoever forwarded the request.
  */
-export type RbacHandler<K extends keyof RbacRoutes> = (
-  deps: RbacDeps,
-  request: RequestOfRoute<RbacRoutes[K]>,
-) => Promise<ReplyOfRoute<RbacRoutes[K]>>;
+export type RbacHandler<K extends keyof RbacRoutes> = RouteHandlerWith<RbacDeps, RbacRoutes[K]>;
 
 export const ok = <T>(body: T, status = 200) => ({ status, body });
 export const noContent = () => ({ status: 204 });

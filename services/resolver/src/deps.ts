@@ -1,5 +1,5 @@
 /** What the resolver's route handlers share, and their type from the route contracts. */
-import type { ReplyOfRoute, RequestOfRoute, resolverRoutes } from "@svc/contracts";
+import type { resolverRoutes, RouteHandlerWith } from "@svc/contracts";
 import type { Db } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";
@@ -12,7 +12,4 @@ export interface ResolverDeps {
 }
 
 type Routes = typeof resolverRoutes;
-export type ResolverHandler<K extends keyof Routes> = (
-  deps: ResolverDeps,
-  request: RequestOfRoute<Routes[K]>,
-) => Promise<ReplyOfRoute<Routes[K]>>;
+export type ResolverHandler<K extends keyof Routes> = RouteHandlerWith<ResolverDeps, Routes[K]>;

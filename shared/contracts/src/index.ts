@@ -31,6 +31,7 @@ export {
 export {
   requestRoute,
   type RouteHandler,
+  type RouteHandlerWith,
   type RouteImplementation,
   serveRoute,
   serveRoutes,

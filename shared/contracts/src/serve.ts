@@ -17,6 +17,12 @@ export type RouteHandler<C> = (
   context: HandlerContext,
 ) => Promise<ReplyOfRoute<C>> | ReplyOfRoute<C>;
 
+/**
+ * A route's handler written as a service's module function: its dependencies `D` first, then the request;
+ * both types come from the route's contract (`RouteHandlerWith<RbacDeps, RbacRoutes["users.list"]>`).
+ */
+export type RouteHandlerWith<D, C> = (deps: D, request: RequestOfRoute<C>) => Promise<ReplyOfRoute<C>>;
+
 /** Replies are checked where a mismatch should fail loudly: development, tests, or when asked to. */
 const checkReplies =
   process.env.SVC_CHECK_REPLIES === "true" ||

@@ -2,12 +2,7 @@
 import type { KV } from "@nats-io/kv";
 import { REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import type { Config } from "@svc/config";
-import type {
-  rbacRoutes,
-  RouteHandlerWith,
-  TenancyLookupReply,
-  TenancyLookupRequest,
-} from "@svc/contracts";
+import type { rbacRoutes, RouteHandlerWith, TenancyLookupReply, TenancyLookupRequest } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";

@@ -46,7 +46,7 @@ bootstrap-operator: node_modules/.install-stamp
 	$(NODE_RUN) scripts/bootstrap-operator.ts --username "$(USERNAME)"
 
 lint: node_modules/.install-stamp
-	npx eslint . && npx prettier --check .
+	npx eslint . && npx prettier --check . && $(NODE_RUN) scripts/layering.ts
 
 format: node_modules/.install-stamp
 	npx prettier --write . && npx eslint --fix .

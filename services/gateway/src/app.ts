@@ -13,7 +13,7 @@ import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
-import { registerUiAssets } from "./plugins/ui-assets.js";
+import { registerUiAssets } from "./product-plugins/ui-assets.js";
 import { type CacheLimits } from "./resolve-cache.js";
 import { PublicWorkspaces } from "./routes/public-routes.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";

@@ -28,13 +28,13 @@ import {
   rateLimitHeaders,
 } from "../auth/rate-limiter.js";
 import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
+import { ARCHIVE_TYPES, PackageUploads } from "../product-plugins/package-uploads.js";
+import { registerPluginRoutes } from "../product-plugins/routes.js";
 import { LoginBody } from "../routes/auth-schemas.js";
 import { buildOpenApi } from "../routes/openapi.js";
 import type { PublicIdentity } from "../routes/public-routes.js";
 import { apiDocsPlugin } from "./api-docs.js";
 import { MediaTransfers } from "./media.js";
-import { registerPluginRoutes } from "./plugin-routes.js";
-import { ARCHIVE_TYPES, PackageUploads } from "./uploads.js";
 
 declare module "fastify" {
   interface FastifyRequest {

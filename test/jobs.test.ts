@@ -12,17 +12,20 @@ import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
 import {
   DeferJobError,
+  defineJob,
   enqueue,
   enqueueMany,
   JobStatus,
   JobWorker,
   type ListFilter,
   listJobs,
+  noopJob,
   reapExpiredLeases,
 } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 import { GatewayPrincipalSigner } from "@svc/runtime";
 import { jobReaperService } from "@svc/service-job-reaper";
+import { deliverJob } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
@@ -80,7 +83,7 @@ function newWorker(options: Partial<ConstructorParameters<typeof JobWorker>[0]> 
 
 describe("transitions (spec 3.1)", () => {
   it("Pending → claim → Running with a lease and a fresh token; success → Succeeded", async () => {
-    const { id } = await enqueue(db, "noop", {});
+    const { id } = await enqueue(db, noopJob, {});
     expect((await row(id)).status).toBe(JobStatus.Pending);
     const [claimed] = await claimJobs(db, "noop", 10, 300_000, "t");
     expect(claimed).toMatchObject({ id, attempt: 1 });
@@ -95,7 +98,7 @@ describe("transitions (spec 3.1)", () => {
   });
 
   it("a failure with attempts left goes back to Pending with backoff and keeps the error", async () => {
-    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 3 });
+    const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 3 });
     const [c] = await claimJobs(db, "noop", 1, 60_000, "t");
     const retryAt = new Date(Date.now() + 30_000);
     const states = await failJobs(db, [{ id, token: c?.token as string, error: "boom", retryAt }]);
@@ -113,7 +116,7 @@ describe("transitions (spec 3.1)", () => {
   });
 
   it("a failure at max attempts is a dead letter that is never claimed again", async () => {
-    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 1 });
+    const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     const [c] = await claimJobs(db, "noop", 1, 60_000, "t");
     await failJobs(db, [{ id, token: c?.token as string, error: "fatal", retryAt: new Date() }]);
     expect(await row(id)).toMatchObject({ status: JobStatus.Failed, attempts: 1, last_error: "fatal" });
@@ -121,7 +124,7 @@ describe("transitions (spec 3.1)", () => {
   });
 
   it("an expired lease with attempts left is released by the reaper and the old token is stale", async () => {
-    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 3 });
+    const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 3 });
     const [first] = await claimJobs(db, "noop", 1, 100, "first");
     await new Promise((r) => setTimeout(r, 150));
     expect(await reapExpiredLeases(db)).toEqual({ released: 1, failed: 0 });
@@ -137,7 +140,7 @@ describe("transitions (spec 3.1)", () => {
   });
 
   it("an expired lease with attempts exhausted is failed by the reaper and never reclaimed", async () => {
-    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 1 });
+    const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     await claimJobs(db, "noop", 1, 50, "t");
     await new Promise((r) => setTimeout(r, 100));
     expect(await reapExpiredLeases(db)).toEqual({ released: 0, failed: 1 });
@@ -148,14 +151,14 @@ describe("transitions (spec 3.1)", () => {
   });
 
   it("enqueueing the same idempotency key twice makes one job", async () => {
-    const a = await enqueue(db, "noop", { n: 1 }, { idempotencyKey: "k-1" });
-    const b = await enqueue(db, "noop", { n: 2 }, { idempotencyKey: "k-1" });
+    const a = await enqueue(db, noopJob, { n: 1 }, { idempotencyKey: "k-1" });
+    const b = await enqueue(db, noopJob, { n: 2 }, { idempotencyKey: "k-1" });
     expect(a.created).toBe(true);
     expect(b).toEqual({ id: a.id, created: false });
     const many = await enqueueMany(db, [
-      { type: "noop", payload: {}, idempotencyKey: "k-1" },
-      { type: "noop", payload: {}, idempotencyKey: "k-2" },
-      { type: "noop", payload: {} },
+      noopJob.request({}, { idempotencyKey: "k-1" }),
+      noopJob.request({}, { idempotencyKey: "k-2" }),
+      noopJob.request({}),
     ]);
     expect(many[0]).toEqual({ id: a.id, created: false });
     expect(many[1]?.created).toBe(true);
@@ -166,9 +169,9 @@ describe("transitions (spec 3.1)", () => {
 
 describe("the worker", () => {
   it("retries with exponential backoff from 30 s, doubling, then dead-letters", async () => {
-    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 5 });
+    const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 5 });
     const worker = newWorker({ pollIntervalMs: 50 });
-    worker.register("noop", {
+    worker.register(noopJob, {
       handler: async () => {
         throw new Error("receiver said no");
       },
@@ -206,10 +209,10 @@ describe("the worker", () => {
     await db.query(sql`TRUNCATE public.job_runs`);
     await enqueueMany(
       db,
-      Array.from({ length: 300 }, (_, n) => ({ type: "noop" as const, payload: { n } })),
+      Array.from({ length: 300 }, (_, n) => noopJob.request({ n })),
     );
     const started = [newWorker(), newWorker(), newWorker()].map((w, i) => {
-      w.register("noop", {
+      w.register(noopJob, {
         concurrency: 5,
         handler: async (job) => {
           await db.query(sql`INSERT INTO public.job_runs VALUES (${job.id}, ${`w${i}`})`);
@@ -247,11 +250,11 @@ describe("the worker", () => {
       return query(...args);
     };
     const worker = newWorker({ db: counted, pollIntervalMs: 500 });
-    worker.register("noop", { concurrency: 4, handler: async () => undefined });
-    worker.register("webhook.deliver", { concurrency: 4, handler: async () => undefined });
+    worker.register(noopJob, { concurrency: 4, handler: async () => undefined });
+    worker.register(deliverJob, { concurrency: 4, handler: async () => undefined });
     await worker.start();
     // One job, so the lane has run, emptied its queue and gone idle again.
-    await enqueue(db, "noop", {});
+    await enqueue(db, noopJob, {});
     await until(async () => worker.stats.succeeded === 1);
     const before = claims;
     const started = Date.now();
@@ -265,10 +268,10 @@ describe("the worker", () => {
   });
 
   it("a deferred job runs later without spending an attempt (issue 9, point 6)", async () => {
-    const { id } = await enqueue(db, "noop", {}, { maxAttempts: 1 });
+    const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     const worker = newWorker({ pollIntervalMs: 50 });
     let runs = 0;
-    worker.register("noop", {
+    worker.register(noopJob, {
       handler: async () => {
         if (++runs < 3) throw new DeferJobError("not now", 0);
       },
@@ -284,11 +287,11 @@ describe("the worker", () => {
   it("wakes on a new job at once (NOTIFY), not on the slow poll", async () => {
     const worker = newWorker({ pollIntervalMs: 60_000 });
     const startedAt: number[] = [];
-    worker.register("noop", { handler: async () => void startedAt.push(Date.now()) });
+    worker.register(noopJob, { handler: async () => void startedAt.push(Date.now()) });
     await worker.start();
     await new Promise((r) => setTimeout(r, 100));
     const enqueuedAt = Date.now();
-    await enqueue(db, "noop", {});
+    await enqueue(db, noopJob, {});
     await until(async () => startedAt.length === 1, 15_000);
     // The slow poll is a minute away: anything well under it was the notification, however busy the
     // machine (the latency itself is a benchmark figure, not a test's).
@@ -299,12 +302,12 @@ describe("the worker", () => {
   it("on stop, releases claimed jobs it has not started, without counting the attempt", async () => {
     await enqueueMany(
       db,
-      Array.from({ length: 6 }, () => ({ type: "noop" as const, payload: {} })),
+      Array.from({ length: 6 }, () => noopJob.request({})),
     );
     const worker = newWorker({ batchSize: 6 });
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
-    worker.register("noop", { concurrency: 1, handler: () => gate });
+    worker.register(noopJob, { concurrency: 1, handler: () => gate });
     await worker.start();
     await until(
       async () =>
@@ -346,14 +349,14 @@ describe("a worker process that dies or freezes mid-job", () => {
   }
 
   it("a killed worker's job is finished by another worker after the lease, exactly once", async () => {
-    const { id } = await enqueue(db, "noop", { sleepMs: 60_000 });
+    const { id } = await enqueue(db, noopJob, { sleepMs: 60_000 });
     const { child, lines } = spawnWorker(1_000);
     await until(async () => lines.includes(`started ${id}`), 20_000);
     child.kill("SIGKILL");
     const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
     const worker = newWorker({ pollIntervalMs: 100 });
     const ran: string[] = [];
-    worker.register("noop", { handler: async (job) => void ran.push(job.id) });
+    worker.register(noopJob, { handler: async (job) => void ran.push(job.id) });
     await worker.start();
     await until(async () => (await row(id)).status === JobStatus.Succeeded, 15_000);
     expect(ran).toEqual([id]);
@@ -363,7 +366,7 @@ describe("a worker process that dies or freezes mid-job", () => {
   }, 40_000);
 
   it("a killed worker's claim under the five-minute lease is released within seconds: its heartbeat stopped (issue 22, item 4)", async () => {
-    const { id } = await enqueue(db, "noop", { sleepMs: 60_000 });
+    const { id } = await enqueue(db, noopJob, { sleepMs: 60_000 });
     const { child, lines } = spawnWorker(300_000);
     await until(async () => lines.includes(`started ${id}`), 20_000);
     expect(await row(id)).toMatchObject({ status: JobStatus.Running });
@@ -371,7 +374,7 @@ describe("a worker process that dies or freezes mid-job", () => {
     const killedAt = Date.now();
     const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "500" });
     const worker = newWorker({ pollIntervalMs: 100 });
-    worker.register("noop", { handler: async () => undefined });
+    worker.register(noopJob, { handler: async () => undefined });
     await worker.start();
     // Ten seconds without a heartbeat, then the next sweep: well inside the lease's five minutes.
     await until(async () => (await row(id)).status === JobStatus.Succeeded, 30_000);
@@ -382,14 +385,14 @@ describe("a worker process that dies or freezes mid-job", () => {
   }, 60_000);
 
   it("a frozen worker's late write-back is rejected by the fencing token", async () => {
-    const { id } = await enqueue(db, "noop", { sleepMs: 1_500 });
+    const { id } = await enqueue(db, noopJob, { sleepMs: 1_500 });
     const { child, lines } = spawnWorker(800);
     await until(async () => lines.includes(`started ${id}`), 20_000);
     child.kill("SIGSTOP");
     // While it is frozen its lease lapses; the reaper frees the job and another worker completes it.
     const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
     const worker = newWorker({ pollIntervalMs: 100 });
-    worker.register("noop", { handler: async () => undefined });
+    worker.register(noopJob, { handler: async () => undefined });
     await worker.start();
     await until(async () => (await row(id)).status === JobStatus.Succeeded, 15_000);
     const completedAt = (await row(id)).completed_at;
@@ -436,7 +439,7 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
   it("pages through more than 1,000 jobs in numeric id order, each exactly once (issue 9, point 3)", async () => {
     await enqueueMany(
       db,
-      Array.from({ length: 1_050 }, (_, n) => ({ type: "noop" as const, payload: { n } })),
+      Array.from({ length: 1_050 }, (_, n) => noopJob.request({ n })),
     );
     const { listJobsFor } = await import("../services/job-reaper/src/jobs-list.js");
     const seen: string[] = [];
@@ -480,10 +483,10 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
       return reply.body;
     };
     await enqueueMany(db, [
-      ...Array.from({ length: 5 }, () => ({ type: "noop" as const, payload: {}, workspaceKey: "a" })),
-      ...Array.from({ length: 3 }, () => ({ type: "noop" as const, payload: {}, workspaceKey: "b" })),
+      ...Array.from({ length: 5 }, () => noopJob.request({}, { workspaceKey: "a" })),
+      ...Array.from({ length: 3 }, () => noopJob.request({}, { workspaceKey: "b" })),
     ]);
-    const { id: deadId } = await enqueue(db, "noop", {}, { workspaceKey: "a", maxAttempts: 1 });
+    const { id: deadId } = await enqueue(db, noopJob, {}, { workspaceKey: "a", maxAttempts: 1 });
     const [c] = await claimJobs(db, "noop", 100, 60_000, "t").then((all) =>
       all.filter((j) => j.id === deadId),
     );
@@ -533,8 +536,8 @@ describe("GET /api/jobs through the gateway", () => {
     await h.start(jobReaperService);
     const base = (await h.start(gatewayService)).hooks.httpAddress as string;
     await enqueueMany(db, [
-      { type: "noop", payload: {}, workspaceKey: "a" },
-      { type: "noop", payload: {}, workspaceKey: "b" },
+      noopJob.request({}, { workspaceKey: "a" }),
+      noopJob.request({}, { workspaceKey: "b" }),
     ]);
     const get = async (path: string, claims: Parameters<typeof mintToken>[0]) =>
       http(`${base}${path}`, { headers: { authorization: `Bearer ${await mintToken(claims)}` } });
@@ -564,13 +567,14 @@ describe("GET /api/jobs through the gateway", () => {
 
 describe("listJobs filters (issue 33, item 18)", () => {
   it("returns exactly the jobs each filter and combination names, newest first, past a cursor", async () => {
-    // Types of their own (no worker handles them); the engine's type map knows only its own.
-    const as = (type: string) => type as "noop";
+    // Types of their own (no worker handles them).
+    const alpha = defineJob<Record<string, never>>("alpha", { maxAttempts: 3 });
+    const beta = defineJob<Record<string, never>>("beta", { maxAttempts: 3 });
     await enqueueMany(db, [
-      { type: as("alpha"), payload: {}, workspaceKey: "a" },
-      { type: as("beta"), payload: {}, workspaceKey: "a" },
-      { type: as("alpha"), payload: {}, workspaceKey: "b" },
-      { type: as("alpha"), payload: {}, workspaceKey: null },
+      alpha.request({}, { workspaceKey: "a" }),
+      beta.request({}, { workspaceKey: "a" }),
+      alpha.request({}, { workspaceKey: "b" }),
+      alpha.request({}, { workspaceKey: null }),
     ]);
     await db.query(
       sql`UPDATE job_reaper.jobs SET status = 'Failed' WHERE type = 'alpha' AND workspace_key = 'b'`,

@@ -2,7 +2,7 @@
  * `/metrics` is Prometheus text with the gateway's request histogram and, gathered over NATS, the metrics
  * of the services behind it (issue 2 item 5, issue 4 item 6).
  */
-import { enqueue } from "@svc/jobs";
+import { enqueue, noopJob } from "@svc/jobs";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { resolverService } from "@svc/service-resolver";
@@ -18,7 +18,7 @@ describe("GET /metrics", () => {
   it("exposes the request histogram by route and status, and the services' metrics", async () => {
     await h.start(resolverService);
     const reaper = await h.start(jobReaperService);
-    await enqueue(reaper.deps.db, "noop", {}, { workspaceKey: "default" });
+    await enqueue(reaper.deps.db, noopJob, {}, { workspaceKey: "default" });
     const gateway = await h.start(gatewayService);
     const base = gateway.hooks.httpAddress as string;
     await http(`${base}/workspace/public/resolve`, { headers: { host: "localhost" } });

@@ -11,6 +11,7 @@ import { createLogger } from "@svc/observability";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
+import { deliverJob } from "@svc/service-webhook-dispatcher";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
@@ -494,9 +495,9 @@ describe("delivery", () => {
       occurredAtUtc: new Date().toISOString(),
       data: {},
     };
-    await enqueue(db, "webhook.deliver", { ...queued, deliveryId: "00000000-0000-4000-8000-000000000011" });
+    await enqueue(db, deliverJob, { ...queued, deliveryId: "00000000-0000-4000-8000-000000000011" });
     expect((await asOperator("DELETE", `/api/webhooks/${sub.id}`)).status).toBe(204);
-    await enqueue(db, "webhook.deliver", { ...queued, deliveryId: "00000000-0000-4000-8000-000000000012" });
+    await enqueue(db, deliverJob, { ...queued, deliveryId: "00000000-0000-4000-8000-000000000012" });
     await until(
       async () =>
         (

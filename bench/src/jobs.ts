@@ -8,7 +8,7 @@
  * completions). Ours checks the fencing token on every write-back.
  */
 import { createDb, type Db, raw as rawSql, sql } from "@svc/db";
-import { enqueue, enqueueMany, JobWorker } from "@svc/jobs";
+import { enqueue, enqueueMany, JobWorker, noopJob } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 import { Logger, makeWorkerUtils, run, type Runner } from "graphile-worker";
 
@@ -60,10 +60,7 @@ export async function benchOurs(
     for (let i = 0; i < jobs; i += chunk) {
       await enqueueMany(
         db,
-        Array.from({ length: Math.min(chunk, jobs - i) }, (_, n) => ({
-          type: "noop" as const,
-          payload: { n: i + n },
-        })),
+        Array.from({ length: Math.min(chunk, jobs - i) }, (_, n) => noopJob.request({ n: i + n })),
       );
     }
     const enqueueSeconds = (performance.now() - t0) / 1000;
@@ -77,7 +74,7 @@ export async function benchOurs(
       batchSize: 500,
       pollIntervalMs: 1_000,
     });
-    worker.register("noop", { concurrency, handler: async () => void starts.push(performance.now()) });
+    worker.register(noopJob, { concurrency, handler: async () => void starts.push(performance.now()) });
     const t1 = performance.now();
     await worker.start();
     await waitUntil(async () => worker.stats.succeeded >= jobs, 2);
@@ -88,7 +85,7 @@ export async function benchOurs(
     if (remaining.n !== 0) throw new Error(`${remaining.n} jobs not completed`);
 
     starts.length = 0;
-    const latencies = await measureLatency(200, async () => void (await enqueue(db, "noop", {})), starts);
+    const latencies = await measureLatency(200, async () => void (await enqueue(db, noopJob, {})), starts);
     await worker.stop();
     return {
       name: "svc jobs (fencing tokens)",

@@ -4,7 +4,7 @@
  * whenever they change. Environment: DATABASE_URL, LEASE_MS.
  */
 import { createDb } from "@svc/db";
-import { JobWorker } from "@svc/jobs";
+import { JobWorker, noopJob } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 
 const databaseUrl = process.env.DATABASE_URL as string;
@@ -17,7 +17,7 @@ const worker = new JobWorker({
   leaseMs: Number(process.env.LEASE_MS ?? 1_000),
   pollIntervalMs: 100,
 });
-worker.register("noop", {
+worker.register(noopJob, {
   concurrency: 1,
   handler: async (job) => {
     process.stdout.write(`started ${job.id}\n`);

@@ -20,6 +20,7 @@ import { type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
+import type { DeliverPayload } from "./jobs.js";
 import { maskPayload } from "./masking.js";
 import type { DeliveryOutcome, WebhookMetrics } from "./metrics.js";
 import type { SecretBox } from "./secrets.js";
@@ -170,7 +171,7 @@ const circuitWait = (receiver: string) => `circuit:${receiver}`;
  * it failed before reaching the receiver for a reason of the platform's (the database, a secret that no
  * longer decrypts, a stored address that no longer parses).
  */
-export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.deliver">): Promise<void> {
+export async function deliver(deps: DeliverDeps, job: ClaimedJob<DeliverPayload>): Promise<void> {
   let counted = false;
   const count = (outcome: DeliveryOutcome) => {
     counted = true;
@@ -186,7 +187,7 @@ export async function deliver(deps: DeliverDeps, job: ClaimedJob<"webhook.delive
 
 async function attempt(
   deps: DeliverDeps,
-  job: ClaimedJob<"webhook.deliver">,
+  job: ClaimedJob<DeliverPayload>,
   count: (outcome: DeliveryOutcome) => void,
 ): Promise<void> {
   const p = job.payload;

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
-import { type ClaimedJob, defineJobType, PermanentJobError } from "@svc/jobs";
+import { type ClaimedJob, defineJob, PermanentJobError } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
 import { EventSource, WebhookHeader } from "@svc/wire-contract";
 
@@ -53,13 +53,8 @@ export interface FlowRunPayload {
   actions: StoredAction[];
 }
 
-declare module "@svc/jobs" {
-  interface JobPayloads {
-    "flow.run": FlowRunPayload;
-  }
-}
-
-defineJobType("flow.run", { maxAttempts: 5 });
+/** A flow's run on one event: five attempts. */
+export const flowRunJob = defineJob<FlowRunPayload>("flow.run", { maxAttempts: 5 });
 
 export interface FlowRunDeps extends OutboundDeps {
   /** Which workspaces may raise each plugin event (the plugin's chain). */
@@ -229,7 +224,7 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
   }
 }
 
-export async function runFlow(deps: FlowRunDeps, job: ClaimedJob<"flow.run">): Promise<void> {
+export async function runFlow(deps: FlowRunDeps, job: ClaimedJob<FlowRunPayload>): Promise<void> {
   const p = job.payload;
   const flow = await deps.db.maybeOne<{ is_active: boolean }>(sql`
     SELECT is_active FROM webhook_dispatcher.flows WHERE id = ${p.flowId}`);

@@ -1,5 +1,5 @@
 /** The job type the webhook dispatcher owns: one delivery of one event to one subscription. */
-import { defineJobType } from "@svc/jobs";
+import { defineJob } from "@svc/jobs";
 
 export interface DeliverPayload {
   subscriptionId: string;
@@ -12,11 +12,5 @@ export interface DeliverPayload {
   data: unknown;
 }
 
-declare module "@svc/jobs" {
-  interface JobPayloads {
-    "webhook.deliver": DeliverPayload;
-  }
-}
-
 /** Five attempts (then the delivery is failed for good and left in the list). */
-defineJobType("webhook.deliver", { maxAttempts: 5 });
+export const deliverJob = defineJob<DeliverPayload>("webhook.deliver", { maxAttempts: 5 });

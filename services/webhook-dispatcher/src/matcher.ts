@@ -13,8 +13,6 @@
  * a warning). When a batch fails, its events are retried one by one, so that one event the database
  * refuses (a data exception) is dropped alone and the others go through; other failures are redelivered.
  */
-import "./jobs.js";
-
 import { randomUUID } from "node:crypto";
 
 import {
@@ -33,8 +31,9 @@ import { enqueueMany } from "@svc/jobs";
 import type { Counter, Logger } from "@svc/observability";
 
 import type { EventSources } from "./event-sources.js";
-import { MAX_FLOW_DEPTH } from "./flow-run.js";
+import { flowRunJob, MAX_FLOW_DEPTH } from "./flow-run.js";
 import { type MatchedFlow, matchingFlowsMany } from "./flows.js";
+import { deliverJob } from "./jobs.js";
 import { matchingSubscriptionsMany } from "./subscriptions.js";
 
 /** The subscription a dead-lettered delivery was for (`subscriptionId` in the job reaper's event), if any. */
@@ -220,20 +219,20 @@ export async function startMatcher(
         // An event about a delivery to subscription S (its dead letter) is never delivered to S: a failing
         // `*` subscription would otherwise receive its own failures forever.
         .filter((subscriptionId) => subscriptionId !== aboutSubscription(e))
-        .map((subscriptionId) => ({
-          type: "webhook.deliver" as const,
-          workspaceKey: e.workspaceKey,
-          idempotencyKey: `${e.eventId}:${subscriptionId}`,
-          payload: {
-            subscriptionId,
-            deliveryId: randomUUID(),
-            eventId: e.eventId,
-            event: e.eventName,
-            workspaceKey: e.workspaceKey,
-            occurredAtUtc: e.occurredAtUtc,
-            data: e.data,
-          },
-        })),
+        .map((subscriptionId) =>
+          deliverJob.request(
+            {
+              subscriptionId,
+              deliveryId: randomUUID(),
+              eventId: e.eventId,
+              event: e.eventName,
+              workspaceKey: e.workspaceKey,
+              occurredAtUtc: e.occurredAtUtc,
+              data: e.data,
+            },
+            { workspaceKey: e.workspaceKey, idempotencyKey: `${e.eventId}:${subscriptionId}` },
+          ),
+        ),
     );
     // Flows: one run per (event, flow), unless a chain of flows published the event.
     const flowEvents = events.filter((e) => e.depth < MAX_FLOW_DEPTH);
@@ -243,22 +242,22 @@ export async function startMatcher(
       flowPairs.length === 0 ? new Map<number, MatchedFlow[]>() : await matchingFlowsMany(db, flowPairs);
     const flowsByPair = new Map(flowPairs.map((p, i) => [pairKey(p), flowMatches.get(i) ?? []]));
     const runs = flowEvents.flatMap((e) =>
-      (flowsByPair.get(pairKey(e)) ?? []).map((flow) => ({
-        type: "flow.run" as const,
-        workspaceKey: e.workspaceKey,
-        idempotencyKey: `${e.eventId}:flow:${flow.id}`,
-        payload: {
-          flowId: flow.id,
-          eventId: e.eventId,
-          event: e.eventName,
-          workspaceKey: e.workspaceKey,
-          occurredAtUtc: e.occurredAtUtc,
-          data: e.data,
-          depth: e.depth,
-          rootEventId: e.rootEventId,
-          actions: flow.actions,
-        },
-      })),
+      (flowsByPair.get(pairKey(e)) ?? []).map((flow) =>
+        flowRunJob.request(
+          {
+            flowId: flow.id,
+            eventId: e.eventId,
+            event: e.eventName,
+            workspaceKey: e.workspaceKey,
+            occurredAtUtc: e.occurredAtUtc,
+            data: e.data,
+            depth: e.depth,
+            rootEventId: e.rootEventId,
+            actions: flow.actions,
+          },
+          { workspaceKey: e.workspaceKey, idempotencyKey: `${e.eventId}:flow:${flow.id}` },
+        ),
+      ),
     );
     if (jobs.length + runs.length > 0) await enqueueMany(db, [...jobs, ...runs]);
     for (const e of events) settle(() => e.m.ack());

@@ -15,9 +15,10 @@ import { circuitBucket, type ServiceDefinition } from "@svc/runtime";
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey } from "./deliver.js";
 import { EventSources } from "./event-sources.js";
-import { pruneFlowSteps, runFlow } from "./flow-run.js";
+import { flowRunJob, pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
+import { deliverJob } from "./jobs.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
 import { createWebhookMetrics } from "./metrics.js";
@@ -109,8 +110,8 @@ export const webhookDispatcherService: ServiceDefinition = {
       },
       metrics: createWebhookMetrics(metrics, () => breaker.counts()),
     };
-    worker.register("webhook.deliver", { concurrency: 50, handler: (job) => deliver(outbound, job) });
-    worker.register("flow.run", { concurrency: 20, handler: (job) => runFlow(outbound, job) });
+    worker.register(deliverJob, { concurrency: 50, handler: (job) => deliver(outbound, job) });
+    worker.register(flowRunJob, { concurrency: 20, handler: (job) => runFlow(outbound, job) });
     const pruning = setInterval(
       () =>
         void pruneFlowSteps(db).catch((err: unknown) =>

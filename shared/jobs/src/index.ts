@@ -8,15 +8,18 @@ export {
   type ReapResult,
   wakeJobsWaitingOn,
 } from "./queries.js";
-export { enqueue, type Enqueued, enqueueMany, type EnqueueOptions, type JobRequest } from "./queue.js";
+export { enqueue, type Enqueued, enqueueMany } from "./queue.js";
 export {
   type ClaimedJob,
-  defineJobType,
-  type JobPayloads,
+  defineJob,
+  type EnqueueOptions,
+  type JobDefinition,
+  type JobRequest,
   JobStatus,
   type JobType,
   type JobTypeOptions,
   type JobView,
+  noopJob,
 } from "./types.js";
 export {
   DeferJobError,

@@ -5,7 +5,7 @@
  */
 import { empty, join, type Queries, sql } from "@svc/db";
 
-import type { ClaimedJob, JobStatus, JobType, JobView } from "./types.js";
+import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 
 /** The PostgreSQL channel on which workers hear that jobs of a type (the payload) are due. */
 export const NOTIFY_CHANNEL = "svc_jobs";
@@ -111,7 +111,7 @@ export async function claimJobs(
               j.lease_token::text AS token, j.run_at, j.lease_expires_at`);
   return rows.map((r) => ({
     id: r.id,
-    type: r.type as JobType,
+    type: r.type,
     payload: r.payload as never,
     workspaceKey: r.workspace_key,
     attempt: r.attempts,

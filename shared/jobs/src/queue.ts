@@ -1,17 +1,7 @@
 import type { Queries } from "@svc/db";
 
 import { insertJobs } from "./queries.js";
-import { type JobPayloads, type JobType, jobTypeOptions } from "./types.js";
-
-export interface EnqueueOptions {
-  readonly workspaceKey?: string | null;
-  /** Enqueueing the same (type, key) again makes no second job; the first job's id is returned. */
-  readonly idempotencyKey?: string;
-  /** Run no earlier than this. */
-  readonly runAt?: Date;
-  /** Overrides the type's default attempt limit. */
-  readonly maxAttempts?: number;
-}
+import type { EnqueueOptions, JobDefinition, JobRequest } from "./types.js";
 
 export interface Enqueued {
   readonly id: string;
@@ -19,14 +9,10 @@ export interface Enqueued {
   readonly created: boolean;
 }
 
-export interface JobRequest<T extends JobType = JobType> extends EnqueueOptions {
-  readonly type: T;
-  readonly payload: JobPayloads[T];
-}
-
 /**
  * Enqueues jobs (in the caller's transaction when `db` is one, so a job exists exactly when the change
- * that asked for it committed). Workers are woken by the insert trigger's NOTIFY.
+ * that asked for it committed), each made by its type's definition (`definition.request(payload)`).
+ * Workers are woken by the insert trigger's NOTIFY.
  */
 export async function enqueueMany(db: Queries, jobs: readonly JobRequest[]): Promise<Enqueued[]> {
   return insertJobs(
@@ -35,19 +21,20 @@ export async function enqueueMany(db: Queries, jobs: readonly JobRequest[]): Pro
       type: j.type,
       payload: j.payload,
       workspaceKey: j.workspaceKey ?? null,
-      maxAttempts: j.maxAttempts ?? jobTypeOptions(j.type).maxAttempts,
+      maxAttempts: j.maxAttempts,
       runAt: j.runAt ?? null,
       idempotencyKey: j.idempotencyKey ?? null,
     })),
   );
 }
 
-export async function enqueue<T extends JobType>(
+/** Enqueues one job of a type. */
+export async function enqueue<P>(
   db: Queries,
-  type: T,
-  payload: JobPayloads[T],
+  definition: JobDefinition<P>,
+  payload: P,
   options: EnqueueOptions = {},
 ): Promise<Enqueued> {
-  const [result] = await enqueueMany(db, [{ type, payload, ...options }]);
+  const [result] = await enqueueMany(db, [definition.request(payload, options)]);
   return result as Enqueued;
 }

@@ -7,47 +7,64 @@ export const JobStatus = {
 } as const;
 export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
 
-/**
- * The one typed map of job types to their payloads, shared by enqueuers and handlers (like the bus's
- * SubjectMap). The library declares only `noop`; each service declares the types it owns by module
- * augmentation, as graphile-worker's `GraphileWorker.Tasks`:
- *
- *     declare module "@svc/jobs" {
- *       interface JobPayloads { "webhook.deliver": DeliverPayload }
- *     }
- *
- * A wrong payload, or a type nobody declared, is a compile error.
- */
-
-export interface JobPayloads {
-  /** A job that does nothing: used by tests and the benchmark. */
-  noop: Record<string, unknown>;
-}
-export type JobType = keyof JobPayloads;
+/** A job type's name (`webhook.deliver`). */
+export type JobType = string;
 
 /** Per-type settings (each job type sets its own attempt limit). */
 export interface JobTypeOptions {
   readonly maxAttempts: number;
 }
 
-const DEFAULT_OPTIONS: JobTypeOptions = { maxAttempts: 3 };
-const registered = new Map<string, JobTypeOptions>();
-
-/** Declares a job type's settings; the service that owns the type calls it once, at import. */
-export function defineJobType(type: JobType, options: JobTypeOptions): void {
-  registered.set(type, options);
+/**
+ * A job type: its name, its payload's type and its options, declared once by the service that owns it
+ * and passed wherever jobs of the type are enqueued or handled (no global table of types: a job can only
+ * be enqueued through its definition, so its options are always the owner's).
+ */
+export interface JobDefinition<P> extends JobTypeOptions {
+  readonly type: JobType;
+  /** A request to enqueue one job of this type (for `enqueueMany`), typed by the payload. */
+  request(payload: P, options?: EnqueueOptions): JobRequest;
 }
 
-/** A job type's settings: as its owner declared them, else the defaults (3 attempts). */
-export function jobTypeOptions(type: JobType): JobTypeOptions {
-  return registered.get(type) ?? DEFAULT_OPTIONS;
+export interface EnqueueOptions {
+  readonly workspaceKey?: string | null;
+  /** Enqueueing the same (type, key) again makes no second job; the first job's id is returned. */
+  readonly idempotencyKey?: string;
+  /** Run no earlier than this. */
+  readonly runAt?: Date;
+  /** Overrides the type's attempt limit. */
+  readonly maxAttempts?: number;
 }
+
+/** One job to enqueue, as a definition's `request` makes it. */
+export interface JobRequest extends EnqueueOptions {
+  readonly type: JobType;
+  readonly payload: unknown;
+  readonly maxAttempts: number;
+}
+
+/** Declares a job type: `const deliverJob = defineJob<DeliverPayload>("webhook.deliver", { maxAttempts: 5 })`. */
+export function defineJob<P>(type: JobType, options: JobTypeOptions): JobDefinition<P> {
+  return {
+    type,
+    maxAttempts: options.maxAttempts,
+    request: (payload, enqueue = {}) => ({
+      ...enqueue,
+      type,
+      payload,
+      maxAttempts: enqueue.maxAttempts ?? options.maxAttempts,
+    }),
+  };
+}
+
+/** A job that does nothing: used by tests and the benchmark. */
+export const noopJob = defineJob<Record<string, unknown>>("noop", { maxAttempts: 3 });
 
 /** A job as a handler sees it. */
-export interface ClaimedJob<T extends JobType = JobType> {
+export interface ClaimedJob<P = unknown> {
   readonly id: string;
-  readonly type: T;
-  readonly payload: JobPayloads[T];
+  readonly type: JobType;
+  readonly payload: P;
   readonly workspaceKey: string | null;
   /** This attempt's number, from 1. */
   readonly attempt: number;

@@ -28,7 +28,7 @@ import {
   renewLeases,
   WORKER_HEARTBEAT_MS,
 } from "./queries.js";
-import type { ClaimedJob, JobType } from "./types.js";
+import type { ClaimedJob, JobDefinition, JobType } from "./types.js";
 import { WriteBatcher } from "./write-batcher.js";
 
 export { DeferJobError, NOTIFY_CHANNEL, PermanentJobError, RetryLaterError };
@@ -39,8 +39,8 @@ export interface JobContext {
   readonly log: Logger;
 }
 
-export interface HandlerRegistration<T extends JobType> {
-  readonly handler: (job: ClaimedJob<T>, context: JobContext) => Promise<void>;
+export interface HandlerRegistration<P> {
+  readonly handler: (job: ClaimedJob<P>, context: JobContext) => Promise<void>;
   /** Jobs of this type run at once in this process. */
   readonly concurrency?: number;
 }
@@ -82,7 +82,7 @@ class Lane {
 
   constructor(
     readonly type: JobType,
-    private readonly registration: HandlerRegistration<JobType>,
+    private readonly registration: HandlerRegistration<unknown>,
     private readonly worker: JobWorker,
     readonly concurrency: number,
     private readonly batchSize: number,
@@ -215,14 +215,14 @@ export class JobWorker {
     this.batcher = new WriteBatcher(this, options.db);
   }
 
-  register<T extends JobType>(type: T, registration: HandlerRegistration<T>): this {
+  /** Runs jobs of `definition`'s type with `registration.handler`, typed by the definition's payload. */
+  register<P>(definition: JobDefinition<P>, registration: HandlerRegistration<P>): this {
     if (this.started) throw new Error("register handlers before start()");
     const concurrency = registration.concurrency ?? 1;
     const batchSize = Math.max(this.options.batchSize ?? concurrency * 2, concurrency);
-    this.lanes.set(
-      type,
-      new Lane(type, registration as unknown as HandlerRegistration<JobType>, this, concurrency, batchSize),
-    );
+    // The lane hands the handler jobs claimed by this type's name: their payloads are the definition's.
+    const lane = registration as HandlerRegistration<unknown>;
+    this.lanes.set(definition.type, new Lane(definition.type, lane, this, concurrency, batchSize));
     return this;
   }
 

@@ -15,13 +15,12 @@
  * Without it, the open local server as before.
  */
 // Registers the gateway's settings, so that GATEWAY_PORT is read (and checked) here too.
-import "@svc/service-gateway";
-
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-import { loadConfigOrExit } from "@svc/config";
+import { configOf, loadConfigOrExit } from "@svc/config";
+import { gatewaySettings } from "@svc/service-gateway";
 
 import { devSignerEnv, installExamplePlugin } from "./lib/example-plugin.js";
 import {
@@ -267,7 +266,7 @@ try {
   // `make dev` is the explicit opt-in to development rules (issue 33, item 9): NODE_ENV is development
   // unless the caller set another.
   process.env.NODE_ENV ??= "development";
-  const config = loadConfigOrExit();
+  const config = configOf(loadConfigOrExit(), gatewaySettings);
   mkdirSync(stateDir, { recursive: true });
   const secure = ["1", "true", "yes"].includes((process.env.SECURE ?? "").toLowerCase());
   const bus = secure ? await startSecureNats(config.subjectPrefix, config.eventsStream) : undefined;

@@ -25,7 +25,7 @@ import { parseArgs } from "node:util";
 import { CORE_PERMISSION_KEYS } from "@svc/access";
 import { parseConfig } from "@svc/config";
 import { createLogger } from "@svc/observability";
-import { type RunningService, startService } from "@svc/runtime";
+import { type RunningService, type ServiceDefinition, startService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
@@ -113,14 +113,15 @@ try {
     BackendHost__EnableBootstrapApiKeys: "true",
     BackendHost__ApiKeys__0: API_KEY,
   });
-  for (const definition of [
+  const services: readonly ServiceDefinition[] = [
     resolverService,
     rbacService,
     pluginRegistryService,
     webhookDispatcherService,
     jobReaperService,
     gatewayService,
-  ]) {
+  ];
+  for (const definition of services) {
     running.push(
       await startService(definition, config, {
         logger: createLogger(definition.name, config.logLevel),

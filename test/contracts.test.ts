@@ -21,6 +21,8 @@ import {
   serveRoutes,
   webhookRoutes,
 } from "@svc/contracts";
+import type { ServiceDefinition } from "@svc/runtime";
+import { type gatewaySettings } from "@svc/service-gateway";
 import { describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
@@ -134,6 +136,20 @@ export function compileTimeChecks(bus: Bus) {
     // @ts-expect-error a handler reading a parameter its route does not have
     "things.delete": (req) => ({ status: req.params.otherKey === "" ? 404 : 204 }),
   });
+
+  // A service reads the platform's settings and its own, never another service's (which a process that
+  // does not start that service has not parsed).
+  const gatewayStart: ServiceDefinition<typeof gatewaySettings>["start"] = ({ config, live }) => {
+    void config.backendHost.rateLimitApiPerMinute;
+    void live.backendHost.rateLimitAuthPerMinute;
+    void config.backendHost.requestTimeoutMs;
+    // @ts-expect-error the webhook dispatcher's secrets key is not the gateway's to read
+    void config.backendHost.secretsEncryptionKey;
+    // @ts-expect-error nor is its delivery time limit, at run time either
+    void live.backendHost.webhookTimeoutMs;
+    return undefined;
+  };
+  void gatewayStart;
 
   // The reply's type is the contract's.
   void requestRoute(bus, jobRoutes["jobs.list"], {

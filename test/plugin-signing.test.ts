@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { ConfigError, parseConfig } from "@svc/config";
+import { ConfigError, configOf, parseConfig } from "@svc/config";
 import {
   canonicalBytes,
   type SignatureManifest,
@@ -235,11 +235,14 @@ describe("revocation settings", () => {
     expect(pluginRegistrySettings.owner).toBe("plugin-registry");
     const digest = "ab".repeat(32);
     const printed = digest.toUpperCase().match(/../g)?.join(":") as string;
-    const config = parseConfig({
-      NODE_ENV: "development",
-      BackendHost__RevokedSignerFingerprints__0: printed,
-      BackendHost__RevokedContentHashes__0: ` ${digest.toUpperCase()} `,
-    });
+    const config = configOf(
+      parseConfig({
+        NODE_ENV: "development",
+        BackendHost__RevokedSignerFingerprints__0: printed,
+        BackendHost__RevokedContentHashes__0: ` ${digest.toUpperCase()} `,
+      }),
+      pluginRegistrySettings,
+    );
     expect(config.backendHost.revokedSignerFingerprints).toEqual([digest]);
     expect(config.backendHost.revokedContentHashes).toEqual([digest]);
     let error: unknown;

@@ -9,13 +9,18 @@ import { join } from "node:path";
 
 import {
   buildSettingTree,
+  type Config,
   ConfigError,
+  configOf,
   describeSettings,
   DEVELOPMENT_API_KEY,
   getSetting,
   getSettingArray,
   parseConfig,
 } from "@svc/config";
+import { gatewaySettings } from "@svc/service-gateway";
+import { rbacSettings } from "@svc/service-rbac";
+import { resolverSettings } from "@svc/service-resolver";
 import { describe, expect, it } from "vitest";
 
 import { normaliseTables, settingsDocuments } from "../scripts/lib/settings-doc.js";
@@ -41,13 +46,17 @@ describe("settings tree", () => {
   });
 });
 
+/** The configuration as a process running the gateway, rbac and the resolver reads it (checked). */
+const withServices = (config: Config) =>
+  configOf(configOf(configOf(config, gatewaySettings), rbacSettings), resolverSettings);
+
 describe("parseConfig", () => {
   it("refuses an empty environment: without NODE_ENV production rules apply, and the built-in keys are refused (issue 33, item 9)", () => {
     expect(() => parseConfig({})).toThrow(/BackendHost__JwtSigningKey/);
   });
 
   it("gives the defaults with NODE_ENV=development and nothing else, frozen", () => {
-    const config = parseConfig({ NODE_ENV: "development" });
+    const config = withServices(parseConfig({ NODE_ENV: "development" }));
     expect(config.nodeEnv).toBe("development");
     // Spec 3.1: a job claim's lease is five minutes unless set (issue 33, item 19).
     expect(config.backendHost.jobLeaseMs).toBe(300_000);
@@ -60,14 +69,17 @@ describe("parseConfig", () => {
   });
 
   it("reads spec-form settings and plain variables", () => {
-    const config = parseConfig({
-      GATEWAY_PORT: "9090",
-      NODE_ENV: "production",
-      BackendHost__JwtSigningKey: "-----BEGIN PRIVATE KEY-----\\nnot-parsed-here\\n-----END PRIVATE KEY-----",
-      BackendHost__SecretsEncryptionKey: Buffer.alloc(32, 7).toString("base64"),
-      BackendHost__RateLimitApiPerMinute: "0",
-      backendhost__defaulttenantkey: "acme",
-    });
+    const config = withServices(
+      parseConfig({
+        GATEWAY_PORT: "9090",
+        NODE_ENV: "production",
+        BackendHost__JwtSigningKey:
+          "-----BEGIN PRIVATE KEY-----\\nnot-parsed-here\\n-----END PRIVATE KEY-----",
+        BackendHost__SecretsEncryptionKey: Buffer.alloc(32, 7).toString("base64"),
+        BackendHost__RateLimitApiPerMinute: "0",
+        backendhost__defaulttenantkey: "acme",
+      }),
+    );
     expect(config.gatewayPort).toBe(9090);
     expect(config.nodeEnv).toBe("production");
     expect(config.backendHost.rateLimitApiPerMinute).toBe(0);
@@ -108,11 +120,13 @@ describe("parseConfig", () => {
       writeFileSync(join(dir, "database-url"), "postgres://svc@db.internal:5432/svc\n");
       const key = Buffer.alloc(32, 9).toString("base64");
       writeFileSync(join(dir, "secrets-key"), key);
-      const config = parseConfig({
-        NODE_ENV: "development",
-        DATABASE_URL_FILE: join(dir, "database-url"),
-        BackendHost__SecretsEncryptionKey_FILE: join(dir, "secrets-key"),
-      });
+      const config = withServices(
+        parseConfig({
+          NODE_ENV: "development",
+          DATABASE_URL_FILE: join(dir, "database-url"),
+          BackendHost__SecretsEncryptionKey_FILE: join(dir, "secrets-key"),
+        }),
+      );
       expect(config.databaseUrl).toBe("postgres://svc@db.internal:5432/svc");
       expect((config.backendHost as unknown as { secretsEncryptionKey: string }).secretsEncryptionKey).toBe(
         key,
@@ -149,19 +163,23 @@ describe("parseConfig", () => {
         BackendHost__ApiKeys__0: DEVELOPMENT_API_KEY,
       }),
     ).toThrow(/well-known development key/);
-    expect(parseConfig({ NODE_ENV: "development" }).backendHost.jwtSigningKeyIsDefault).toBe(true);
+    expect(withServices(parseConfig({ NODE_ENV: "development" })).backendHost.jwtSigningKeyIsDefault).toBe(
+      true,
+    );
   });
 
   it("reads roles and API keys in the spec's array form", () => {
-    const config = parseConfig({
-      NODE_ENV: "development",
-      BackendHost__RbacRoles__0__Name: "auditor",
-      BackendHost__RbacRoles__0__Permissions__0: "job.read",
-      BackendHost__RbacRoles__0__Permissions__1: "webhook.read",
-      BackendHost__ApiKeys__0: "a-long-enough-api-key-1",
-      BackendHost__EnableBootstrapApiKeys: "true",
-      BackendHost__BootstrapApiKeysExpireAtUtc: "2030-01-01T00:00:00Z",
-    });
+    const config = withServices(
+      parseConfig({
+        NODE_ENV: "development",
+        BackendHost__RbacRoles__0__Name: "auditor",
+        BackendHost__RbacRoles__0__Permissions__0: "job.read",
+        BackendHost__RbacRoles__0__Permissions__1: "webhook.read",
+        BackendHost__ApiKeys__0: "a-long-enough-api-key-1",
+        BackendHost__EnableBootstrapApiKeys: "true",
+        BackendHost__BootstrapApiKeysExpireAtUtc: "2030-01-01T00:00:00Z",
+      }),
+    );
     expect(config.backendHost.rbacRoles).toEqual([
       { name: "auditor", permissions: ["job.read", "webhook.read"] },
     ]);

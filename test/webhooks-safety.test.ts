@@ -6,10 +6,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
 import { connectNats, createEventPublisher, EventSource } from "@svc/bus";
+import { configOf } from "@svc/config";
 import { createDb, type Db, sql } from "@svc/db";
 import { createLogger } from "@svc/observability";
 import { jobReaperService } from "@svc/service-job-reaper";
-import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { webhookDispatcherService, webhookSettings } from "@svc/service-webhook-dispatcher";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
@@ -32,7 +33,7 @@ afterAll(async () => {
 });
 
 async function addSubscription(eventName: string, targetUrl: string) {
-  const box = createSecretBox(h.config().backendHost.secretsEncryptionKey);
+  const box = createSecretBox(configOf(h.config(), webhookSettings).backendHost.secretsEncryptionKey);
   await db.query(sql`
     INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted)
     VALUES (gen_random_uuid(), ${eventName}, ${targetUrl}, ${box.seal("k")})`);

@@ -1,6 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Bus } from "@svc/bus";
-import type { Config } from "@svc/config";
 import type { Db } from "@svc/db";
 import { Counter, type Logger, type Registry } from "@svc/observability";
 import type { ServiceDeps } from "@svc/runtime";
@@ -18,17 +17,18 @@ import { type CacheLimits } from "./resolve-cache.js";
 import { PublicWorkspaces } from "./routes/public-routes.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
 import { registerSurface } from "./routes/surface.js";
+import type { GatewayConfig, gatewaySettings } from "./settings.js";
 import { validatorCompiler } from "./validation.js";
 
 export interface GatewayDeps {
-  readonly config: Config;
+  readonly config: GatewayConfig;
   readonly log: Logger;
   readonly bus: Bus;
   readonly nc: NatsConnection;
   readonly db: Db;
   readonly metrics: Registry;
   readonly reprovision: ServiceDeps["reprovision"];
-  readonly live: ServiceDeps["live"];
+  readonly live: ServiceDeps<typeof gatewaySettings>["live"];
 }
 
 let requestCounter = 0;

@@ -1,4 +1,4 @@
 export { buildGateway, type GatewayDeps } from "./app.js";
 export { gatewayService } from "./service.js";
-export { gatewaySettings } from "./settings.js";
+export { type GatewayConfig, gatewaySettings } from "./settings.js";
 export { OPERATOR_ROUTES, type RouteContract as OperatorRoute } from "@svc/contracts";

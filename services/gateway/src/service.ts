@@ -1,12 +1,12 @@
-import "./settings.js";
-
 import { ServiceName } from "@svc/contracts";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import { buildGateway } from "./app.js";
+import { gatewaySettings } from "./settings.js";
 
 /** The gateway as it runs: the application of app.ts listening on GATEWAY_HOST:GATEWAY_PORT. */
-export const gatewayService: ServiceDefinition = {
+export const gatewayService: ServiceDefinition<typeof gatewaySettings> = {
+  settings: gatewaySettings,
   name: ServiceName.Gateway,
   metricsOverHttp: true,
   // The principal of every operator request it forwards is signed with a key of this process, whose public

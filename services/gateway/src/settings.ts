@@ -1,5 +1,5 @@
 /** The gateway's settings: its listener, the resolution cache, request limits, rate limits, API keys. */
-import { changeable, defineSettings, DEVELOPMENT_API_KEY, setting, type SettingsOf } from "@svc/config";
+import { changeable, type ConfigOf, defineSettings, DEVELOPMENT_API_KEY, setting } from "@svc/config";
 
 export const gatewaySettings = defineSettings({
   owner: "gateway",
@@ -174,7 +174,5 @@ export const gatewaySettings = defineSettings({
   },
 });
 
-declare module "@svc/config" {
-  interface Config extends SettingsOf<typeof gatewaySettings.top> {}
-  interface BackendHostSettings extends SettingsOf<typeof gatewaySettings.backendHost> {}
-}
+/** The configuration this service reads: the platform's settings and its own. */
+export type GatewayConfig = ConfigOf<typeof gatewaySettings>;

@@ -1,2 +1,2 @@
 export { jobReaperService } from "./service.js";
-export { jobReaperSettings } from "./settings.js";
+export { type JobReaperConfig, jobReaperSettings } from "./settings.js";

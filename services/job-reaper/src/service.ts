@@ -1,5 +1,3 @@
-import "./settings.js";
-
 import { createEventPublisher, EventSource } from "@svc/bus";
 import { jobRoutes, serveRoutes, ServiceName } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
@@ -9,12 +7,14 @@ import type { ServiceDefinition } from "@svc/runtime";
 import { listJobsFor } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
 import { Recorder } from "./recorder.js";
+import { jobReaperSettings } from "./settings.js";
 
 /**
  * The job engine's sweeper (expired leases, dead letters), the jobs list, the queue-depth gauge and the
  * diagnostics recorder's API.
  */
-export const jobReaperService: ServiceDefinition = {
+export const jobReaperService: ServiceDefinition<typeof jobReaperSettings> = {
+  settings: jobReaperSettings,
   name: ServiceName.JobReaper,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",

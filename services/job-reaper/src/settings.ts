@@ -1,5 +1,5 @@
 /** The job reaper's settings. */
-import { defineSettings, setting, type SettingsOf } from "@svc/config";
+import { type ConfigOf, defineSettings, setting } from "@svc/config";
 
 export const jobReaperSettings = defineSettings({
   owner: "job-reaper",
@@ -15,6 +15,5 @@ export const jobReaperSettings = defineSettings({
   },
 });
 
-declare module "@svc/config" {
-  interface BackendHostSettings extends SettingsOf<typeof jobReaperSettings.backendHost> {}
-}
+/** The configuration this service reads: the platform's settings and its own. */
+export type JobReaperConfig = ConfigOf<typeof jobReaperSettings>;

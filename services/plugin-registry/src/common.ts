@@ -1,12 +1,13 @@
 /** What the plugin registry's handlers share: their dependencies, the stored record, the audit, metrics. */
 import type { Principal } from "@svc/bus";
-import type { BackendHostSettings } from "@svc/config";
 import type { pluginRegistryRoutes, RouteHandlerWith } from "@svc/contracts";
 import { type Db, type Queries, sql } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
 import { contributedKeys, type RegistryJson, type Theme } from "@svc/plugin-package";
 import type { PackageStore } from "@svc/plugin-package/store";
+
+import type { PluginRegistryConfig } from "./settings.js";
 
 type Routes = typeof pluginRegistryRoutes;
 /** A route's handler with dependencies `D`; its request and reply types come from the route's contract. */
@@ -18,7 +19,7 @@ export type RouteName = keyof Routes;
 export interface PluginDeps {
   readonly db: Db;
   readonly store: PackageStore;
-  readonly settings: BackendHostSettings;
+  readonly settings: PluginRegistryConfig["backendHost"];
   readonly hostVersion: string;
   readonly metrics: LifecycleMetrics;
   /** Tells the services that hold a plugin's contributions (keys, masked fields, events) to refresh. */

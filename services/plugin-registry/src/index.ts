@@ -1,2 +1,2 @@
 export { pluginRegistryService } from "./service.js";
-export { pluginRegistrySettings } from "./settings.js";
+export { type PluginRegistryConfig, pluginRegistrySettings } from "./settings.js";

@@ -7,7 +7,6 @@ import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import type { BackendHostSettings } from "@svc/config";
 import { ErrorCode, SvcError } from "@svc/errors";
 import {
   extractArchive,
@@ -22,6 +21,8 @@ import {
   verifyPackage,
 } from "@svc/plugin-package";
 import type { PackageStore } from "@svc/plugin-package/store";
+
+import type { PluginRegistryConfig } from "./settings.js";
 
 export function refused(reason: string, detail: string, extra: Record<string, unknown> = {}): SvcError {
   return new SvcError(ErrorCode.PluginRefused, detail, { extensions: { reason, ...extra } });
@@ -44,7 +45,7 @@ export interface OpenedPackage {
 }
 
 export interface OpenOptions {
-  readonly settings: BackendHostSettings;
+  readonly settings: PluginRegistryConfig["backendHost"];
   readonly hostVersion: string;
   /** Installed plugins by id → version (dependency ranges); none when re-verifying. */
   readonly installed?: ReadonlyMap<string, string>;
@@ -53,7 +54,11 @@ export interface OpenOptions {
 }
 
 /** Unpacks `bytes` into `dir`; the package root (an npm-style tarball holds it in `package/`). */
-export async function unpack(bytes: Buffer, dir: string, s: BackendHostSettings): Promise<string> {
+export async function unpack(
+  bytes: Buffer,
+  dir: string,
+  s: PluginRegistryConfig["backendHost"],
+): Promise<string> {
   try {
     await extractArchive(bytes, dir, { maxFiles: s.pluginMaxFiles, maxBytes: s.pluginMaxExpandedBytes });
   } catch (error) {

@@ -1,5 +1,3 @@
-import "./settings.js";
-
 import { coalesce, createEventPublisher, EventSource, type FollowedEvent, followEvents } from "@svc/bus";
 import { pluginRegistryRoutes as r, serveRoutes, ServiceName } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
@@ -17,6 +15,7 @@ import { PluginCredentials } from "./runtime/plugin-credentials.js";
 import { SurfaceRenderer } from "./runtime/renderer.js";
 import { PluginRuntime } from "./runtime/runtime.js";
 import { UiManifestPublisher } from "./runtime/ui-manifest.js";
+import { pluginRegistrySettings } from "./settings.js";
 import { decodeRenderRequest, renderSurface } from "./surface.js";
 import * as themes from "./themes.js";
 
@@ -25,7 +24,8 @@ import * as themes from "./themes.js";
  * uninstall, re-verification, signers, contract support and the lifecycle audit; activation and the
  * plugin runtime (each active plugin in a worker of every replica), workspace chains.
  */
-export const pluginRegistryService: ServiceDefinition = {
+export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySettings> = {
+  settings: pluginRegistrySettings,
   name: ServiceName.PluginRegistry,
   // Install and activation start plugin processes that read what the handler wrote: a keyed write's
   // outcome is kept right after its handler (shared/runtime/src/keyed-writes.ts).

@@ -2,7 +2,7 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 
-import { defineSettings, setting, type SettingsOf } from "@svc/config";
+import { type ConfigOf, defineSettings, setting } from "@svc/config";
 import { fingerprintOf } from "@svc/plugin-package";
 
 export interface ConfiguredSigner {
@@ -206,7 +206,5 @@ export const pluginRegistrySettings = defineSettings({
   },
 });
 
-declare module "@svc/config" {
-  interface Config extends SettingsOf<typeof pluginRegistrySettings.top> {}
-  interface BackendHostSettings extends SettingsOf<typeof pluginRegistrySettings.backendHost> {}
-}
+/** The configuration this service reads: the platform's settings and its own. */
+export type PluginRegistryConfig = ConfigOf<typeof pluginRegistrySettings>;

@@ -7,14 +7,17 @@
 import { lstat, readFile, realpath } from "node:fs/promises";
 import { relative, resolve } from "node:path";
 
-import type { BackendHostSettings } from "@svc/config";
 import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import { PackageError, packDirectory } from "@svc/plugin-package";
 
 import { refused } from "./packages.js";
+import type { PluginRegistryConfig } from "./settings.js";
 
 /** The bytes of a package on the host's disk: an archive file, or a directory packed as a .tgz. */
-export async function readLocal(settings: BackendHostSettings, path: string): Promise<Buffer> {
+export async function readLocal(
+  settings: PluginRegistryConfig["backendHost"],
+  path: string,
+): Promise<Buffer> {
   const roots = await Promise.all(settings.pluginLocalRoots.map((r) => realpath(r).catch(() => undefined)));
   const allowed = roots.filter((r): r is string => r !== undefined);
   if (allowed.length === 0) {
@@ -56,7 +59,7 @@ export async function readLocal(settings: BackendHostSettings, path: string): Pr
 
 /** The bytes of `<feed>/<id>/-/<id>-<version>.tgz`, within the size limit and the request timeout. */
 export async function readFeed(
-  settings: BackendHostSettings,
+  settings: PluginRegistryConfig["backendHost"],
   packageId: string,
   version: string,
   timeoutMs: number,

@@ -1,4 +1,4 @@
 export { hashPassword } from "./passwords.js";
 export { bootstrapOperator, reportWorkspaceGlobalRoles, seedDemoOperator } from "./seed.js";
 export { rbacService } from "./service.js";
-export { rbacSettings } from "./settings.js";
+export { type RbacConfig, rbacSettings } from "./settings.js";

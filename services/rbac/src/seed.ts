@@ -7,14 +7,17 @@
 import { randomBytes, randomUUID } from "node:crypto";
 
 import { CORE_PERMISSION_KEYS, SYSTEM_ROLES, SystemRole } from "@svc/access";
-import type { Config } from "@svc/config";
 import { type Db, isUniqueViolation, type Queries, sql } from "@svc/db";
 import { ConflictError } from "@svc/errors";
 
 import { hashPassword } from "./passwords.js";
+import type { RbacConfig } from "./settings.js";
 
 /** Seeds (idempotently, at every start) the core keys, the system roles and roles from settings. */
-export async function seedAccess(db: Db, rbacRoles: Config["backendHost"]["rbacRoles"] = []): Promise<void> {
+export async function seedAccess(
+  db: Db,
+  rbacRoles: RbacConfig["backendHost"]["rbacRoles"] = [],
+): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.query(sql`
       INSERT INTO rbac.permission_keys (key, source)

@@ -1,5 +1,3 @@
-import "./settings.js";
-
 import { openRevocationBucket, REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import { followEvents } from "@svc/bus";
 import {
@@ -23,12 +21,14 @@ import { ActivePluginsByWorkspace, applyPluginKeys } from "./plugin-keys.js";
 import { findRole } from "./repository.js";
 import * as roles from "./roles.js";
 import { reportWorkspaceGlobalRoles, seedAccess } from "./seed.js";
+import { rbacSettings } from "./settings.js";
 import { login } from "./sign-in.js";
 import { createTokenIssuer } from "./tokens.js";
 import * as users from "./users.js";
 
 /** Users, credentials, roles, memberships, the permission-key catalogue, sessions and integrations. */
-export const rbacService: ServiceDefinition = {
+export const rbacService: ServiceDefinition<typeof rbacSettings> = {
+  settings: rbacSettings,
   name: ServiceName.Rbac,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",

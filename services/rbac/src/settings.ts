@@ -1,5 +1,5 @@
 /** rbac's settings: the token-signing key and roles from configuration. */
-import { defineSettings, DEVELOPMENT_JWT_SIGNING_KEY, setting, type SettingsOf } from "@svc/config";
+import { type ConfigOf, defineSettings, DEVELOPMENT_JWT_SIGNING_KEY, setting } from "@svc/config";
 
 const SIGNING_KEY = "BackendHost:JwtSigningKey";
 
@@ -44,6 +44,5 @@ export const rbacSettings = defineSettings({
   },
 });
 
-declare module "@svc/config" {
-  interface BackendHostSettings extends SettingsOf<typeof rbacSettings.backendHost> {}
-}
+/** The configuration this service reads: the platform's settings and its own. */
+export type RbacConfig = ConfigOf<typeof rbacSettings>;

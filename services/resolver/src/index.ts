@@ -1,3 +1,3 @@
 export { seedDemoWorkspace } from "./seed.js";
 export { resolverService } from "./service.js";
-export { resolverSettings } from "./settings.js";
+export { type ResolverConfig, resolverSettings } from "./settings.js";

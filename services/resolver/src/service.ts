@@ -1,5 +1,3 @@
-import "./settings.js";
-
 import {
   followContributions,
   quietUnlessUp,
@@ -25,13 +23,15 @@ import {
   publicWorkspace,
   surfaceData,
 } from "./public.js";
+import { resolverSettings } from "./settings.js";
 import * as surfaces from "./surfaces.js";
 import * as tenantHosts from "./tenant-hosts.js";
 import * as tenants from "./tenants.js";
 import * as workspaces from "./workspaces.js";
 
 /** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
-export const resolverService: ServiceDefinition = {
+export const resolverService: ServiceDefinition<typeof resolverSettings> = {
+  settings: resolverSettings,
   name: ServiceName.Resolver,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",

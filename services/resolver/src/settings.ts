@@ -1,5 +1,5 @@
 /** The resolver's settings. */
-import { defineSettings, setting, type SettingsOf } from "@svc/config";
+import { type ConfigOf, defineSettings, setting } from "@svc/config";
 
 export const resolverSettings = defineSettings({
   owner: "resolver",
@@ -12,6 +12,5 @@ export const resolverSettings = defineSettings({
   },
 });
 
-declare module "@svc/config" {
-  interface BackendHostSettings extends SettingsOf<typeof resolverSettings.backendHost> {}
-}
+/** The configuration this service reads: the platform's settings and its own. */
+export type ResolverConfig = ConfigOf<typeof resolverSettings>;

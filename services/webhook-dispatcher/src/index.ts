@@ -1,4 +1,4 @@
 export { flowRunJob } from "./flow-run.js";
 export { deliverJob } from "./jobs.js";
 export { webhookDispatcherService } from "./service.js";
-export { webhookSettings } from "./settings.js";
+export { type WebhookConfig, webhookSettings } from "./settings.js";

@@ -1,5 +1,3 @@
-import "./settings.js";
-
 import { createEventPublisher, ensureBucket, EventSource } from "@svc/bus";
 import {
   followContributions,
@@ -24,10 +22,12 @@ import { startMatcher } from "./matcher.js";
 import { createWebhookMetrics } from "./metrics.js";
 import { applyPluginContributions, platformEventNames, PluginEventScopes } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
+import { webhookSettings } from "./settings.js";
 import * as subs from "./subscriptions.js";
 
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
-export const webhookDispatcherService: ServiceDefinition = {
+export const webhookDispatcherService: ServiceDefinition<typeof webhookSettings> = {
+  settings: webhookSettings,
   name: ServiceName.WebhookDispatcher,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",

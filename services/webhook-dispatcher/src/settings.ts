@@ -1,5 +1,5 @@
 /** The webhook dispatcher's settings: the key sealing stored secrets, target policy, timeouts, circuits. */
-import { changeable, defineSettings, DEVELOPMENT_SECRETS_KEY, setting, type SettingsOf } from "@svc/config";
+import { changeable, type ConfigOf, defineSettings, DEVELOPMENT_SECRETS_KEY, setting } from "@svc/config";
 
 const SECRETS_KEY = "BackendHost:SecretsEncryptionKey";
 
@@ -93,6 +93,5 @@ export const webhookSettings = defineSettings({
   },
 });
 
-declare module "@svc/config" {
-  interface BackendHostSettings extends SettingsOf<typeof webhookSettings.backendHost> {}
-}
+/** The configuration this service reads: the platform's settings and its own. */
+export type WebhookConfig = ConfigOf<typeof webhookSettings>;

@@ -1,13 +1,20 @@
 /**
  * The configuration: the platform's settings (declared here) and each service's (declared in its own
- * `settings.ts`, merged into these interfaces by module augmentation), parsed once from the environment
- * into a typed, frozen object.
+ * `settings.ts`), parsed once from the environment into a frozen object. `Config` types the platform's;
+ * a service reads `ConfigOf<typeof its settings>` (`configOf` checks the parse read them).
  */
 import { accessSync, constants } from "node:fs";
 
 import { type Env, Reader, SUBJECT_TOKEN, urlCheck } from "./reader.js";
 import { buildSettingTree, getSettingArray, type SettingTree } from "./settings-tree.js";
-import { defineSettings, registeredSettings, setting, type SettingsOf } from "./table.js";
+import {
+  defineSettings,
+  registeredSettings,
+  setting,
+  type SettingsDeclaration,
+  type SettingsOf,
+  type SettingTable,
+} from "./table.js";
 
 export const NodeEnv = { Development: "development", Test: "test", Production: "production" } as const;
 export type NodeEnv = (typeof NodeEnv)[keyof typeof NodeEnv];
@@ -192,14 +199,44 @@ export const platformSettings = defineSettings({
   check: checkNatsConnection,
 });
 
-/** Settings of the `BackendHost:*` form; each service adds its own by module augmentation. */
+/** The platform's settings of the `BackendHost:*` form, which every process reads. */
 export interface BackendHostSettings extends SettingsOf<typeof platformSettings.backendHost> {}
 
-/** The whole configuration; each service adds its own plain variables by module augmentation. */
+/** The platform's configuration, which every process reads; a service's own is `ConfigOf` its table. */
 export interface Config extends SettingsOf<typeof platformSettings.top> {
   readonly backendHost: BackendHostSettings;
   /** Every `X__Y` variable as a case-insensitive tree, for settings read by later features. */
   readonly settings: SettingTree;
+}
+
+/**
+ * The configuration a service reads: the platform's and its own settings (`defineSettings`), never another
+ * service's, which a process that does not start that service has not parsed.
+ */
+export type ConfigOf<D extends SettingsDeclaration<SettingTable, SettingTable>> = Config &
+  SettingsOf<D["top"]> & { readonly backendHost: BackendHostOf<D> };
+
+/** The `BackendHost:*` settings a service reads: the platform's and its own. */
+export type BackendHostOf<D extends SettingsDeclaration<SettingTable, SettingTable>> = BackendHostSettings &
+  SettingsOf<D["backendHost"]>;
+
+/**
+ * The configuration as a service reads it (the platform's and `declaration`'s settings), checked: throws
+ * when the parse did not read the declaration's settings (its module was not imported before the parse).
+ */
+export function configOf<C extends Config, D extends SettingsDeclaration<SettingTable, SettingTable>>(
+  config: C,
+  declaration: D,
+): C & ConfigOf<D> {
+  const missing = [
+    ...Object.keys(declaration.top).filter((key) => !(key in config)),
+    ...Object.keys(declaration.backendHost).filter((key) => !(key in config.backendHost)),
+  ];
+  if (missing.length > 0) {
+    throw new Error(`the configuration lacks ${declaration.owner}'s settings (${missing.join(", ")})`);
+  }
+  // Checked just above: every setting of the declaration is there.
+  return config as C & ConfigOf<D>;
 }
 
 export class ConfigError extends Error {

@@ -1,7 +1,10 @@
 export {
+  type BackendHostOf,
   type BackendHostSettings,
   type Config,
   ConfigError,
+  type ConfigOf,
+  configOf,
   DEVELOPMENT_API_KEY,
   DEVELOPMENT_JWT_SIGNING_KEY,
   DEVELOPMENT_SECRETS_KEY,

@@ -1,8 +1,9 @@
 /**
  * Settings are declared once, in a table per owner (the platform here; each service in its own
  * `settings.ts`): name, type, default, whether it is a secret, what it does. Parsing, the configuration's
- * type (by module augmentation of `Config` and `BackendHostSettings`), the README's table and the operator
- * guide's list are all derived from the tables (`make settings-doc`; a test keeps the docs in step).
+ * type (`ConfigOf<typeof settings>`: the platform's and the owner's, no other service's), the README's
+ * table and the operator guide's list are all derived from the tables (`make settings-doc`; a test keeps
+ * the docs in step).
  *
  * A process validates the tables its code registered: a service's own and the platform's. A setting is
  * read once at start-up, and a change needs a restart, except a setting marked `changeable`: a value
@@ -164,13 +165,11 @@ export interface SettingsDeclaration<Top extends SettingTable, Host extends Sett
 const registry = new Map<string, SettingsDeclaration<SettingTable, SettingTable>>();
 
 /**
- * Registers an owner's settings (once, when its module is imported) and returns the declaration, whose
- * types the owner merges into `Config`:
+ * Registers an owner's settings (once, when its module is imported, so that the parse reads them) and
+ * returns the declaration, which types the owner's configuration:
  *
  *     export const settings = defineSettings({ owner: "gateway", top: {...}, backendHost: {...} });
- *     declare module "@svc/config" {
- *       interface BackendHostSettings extends SettingsOf<typeof settings.backendHost> {}
- *     }
+ *     export type GatewayConfig = ConfigOf<typeof settings>;
  */
 export function defineSettings<const Top extends SettingTable, const Host extends SettingTable>(
   declaration: SettingsDeclaration<Top, Host>,

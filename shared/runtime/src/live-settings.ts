@@ -73,21 +73,23 @@ function show(value: unknown): string | null {
   return null;
 }
 
-export class LiveSettings {
+export class LiveSettings<B extends BackendHostSettings = BackendHostSettings> {
   private readonly entries = declared();
   private readonly overrides = new Map<string, unknown>();
   private stopWatch: (() => void) | undefined;
-  private view: BackendHostSettings;
+  private view: B;
 
   constructor(
     private readonly config: Config,
+    /** The `BackendHost` settings as parsed: `config.backendHost`, typed as the service reads them. */
+    private readonly parsed: B,
     private readonly log: Logger,
   ) {
-    this.view = config.backendHost;
+    this.view = parsed;
   }
 
   /** The `BackendHost` settings in force: the configuration with the stored changes applied. */
-  get backendHost(): BackendHostSettings {
+  get backendHost(): B {
     return this.view;
   }
 
@@ -168,7 +170,7 @@ export class LiveSettings {
       this.overrides.set(entry.property, parsed.value);
     }
     this.view = Object.freeze({
-      ...this.config.backendHost,
+      ...this.parsed,
       ...Object.fromEntries(this.overrides),
     });
     this.log.info({ variable, stored: raw !== null }, "a run-time setting changed");

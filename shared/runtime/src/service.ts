@@ -10,7 +10,15 @@ import {
   Provisioner,
   type ProvisionStep,
 } from "@svc/bus";
-import { type Config, loadConfigOrExit } from "@svc/config";
+import {
+  type BackendHostOf,
+  type Config,
+  type ConfigOf,
+  configOf,
+  loadConfigOrExit,
+  type SettingsDeclaration,
+  type SettingTable,
+} from "@svc/config";
 import type { ServiceName } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
 import { ValidationError } from "@svc/errors";
@@ -26,10 +34,10 @@ import { GatewayPrincipalSigner, PrincipalAssertionVerifier } from "./principal-
 import type { PingReply } from "./subjects.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
-export interface ServiceDeps {
+export interface ServiceDeps<D extends AnySettings = AnySettings> {
   readonly name: ServiceName;
   readonly instance: string;
-  readonly config: Config;
+  readonly config: ConfigOf<D>;
   readonly log: Logger;
   readonly nc: NatsConnection;
   readonly bus: Bus;
@@ -46,7 +54,7 @@ export interface ServiceDeps {
    */
   readonly reprovision: (name: string, step: ProvisionStep) => void;
   /** The settings changed at run time (`PUT /api/config/values`), applied by every replica. */
-  readonly live: LiveSettings;
+  readonly live: LiveSettings<BackendHostOf<D>>;
 }
 
 /** What a service's start function may hand back: work to do when it is told to stop. */
@@ -61,8 +69,16 @@ export interface ServiceHooks {
   readonly managementAddress?: string;
 }
 
-export interface ServiceDefinition {
+/** Any service's settings declaration. */
+export type AnySettings = SettingsDeclaration<SettingTable, SettingTable>;
+
+export interface ServiceDefinition<D extends AnySettings = AnySettings> {
   readonly name: ServiceName;
+  /**
+   * The service's own settings (`defineSettings`), which its `config` adds to the platform's: the runtime
+   * refuses to start it in a process whose configuration did not parse them.
+   */
+  readonly settings: D;
   /**
    * The service serves its own metrics over HTTP (the gateway, scraped directly): it does not answer
    * `metrics.collect`, whose reply must stay within NATS's payload limit.
@@ -79,7 +95,7 @@ export interface ServiceDefinition {
    */
   readonly signsPrincipals?: boolean;
   /** Registers handlers and starts background work. */
-  readonly start: (deps: ServiceDeps) => Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
+  start(deps: ServiceDeps<D>): Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
 }
 
 export interface RunningService {
@@ -126,11 +142,13 @@ function exitOnNatsAuthError(error: unknown, log: Logger): void {
  * Starts one service: connects NATS and PostgreSQL, provisions the events stream, answers
  * `<service>.ping`, then lets the definition register its handlers.
  */
-export async function startService(
-  definition: ServiceDefinition,
-  config: Config,
+export async function startService<D extends AnySettings>(
+  definition: ServiceDefinition<D>,
+  platformConfig: Config,
   options: StartOptions = {},
 ): Promise<RunningService> {
+  // The service's own settings are checked to be there (its settings module was imported before the parse).
+  const config = configOf(platformConfig, definition.settings);
   const instance = `${definition.name}@${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   const startedAt = Date.now();
@@ -186,7 +204,7 @@ export async function startService(
     const pool = db;
     const readiness = () => checkReadiness(pool, nc, phase, 1_000);
     registerServiceGauges(metrics, readiness);
-    const live = new LiveSettings(config, log);
+    const live = new LiveSettings<BackendHostOf<D>>(config, config.backendHost, log);
     await provisioner.add("run-time settings watch", () => live.start(nc, config.subjectPrefix));
     const tap = new DiagnosticsTap({
       service: definition.name,
@@ -212,7 +230,7 @@ export async function startService(
         return { values: values as Record<string, string | null> };
       },
     });
-    const deps: ServiceDeps = {
+    const deps: ServiceDeps<D> = {
       name: definition.name,
       instance,
       config,

@@ -9,13 +9,14 @@ import { createHash, timingSafeEqual } from "node:crypto";
 
 import { type AccessClaims, type RevocationList, SystemRole, TOKEN_AUDIENCE } from "@svc/access";
 import type { Bus, Principal } from "@svc/bus";
-import { type Config, DEVELOPMENT_API_KEY } from "@svc/config";
+import { DEVELOPMENT_API_KEY } from "@svc/config";
 import type { WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { LRUCache } from "lru-cache";
 
+import type { GatewayConfig } from "../settings.js";
 import { PinnedKeys } from "./jwks-pin.js";
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;
@@ -45,7 +46,7 @@ export class Authenticator {
 
   constructor(
     private readonly bus: Bus,
-    private readonly config: Config,
+    private readonly config: GatewayConfig,
     private readonly revocations: RevocationList,
     /** Refuses workspace sessions of a deactivated workspace or a suspended tenant. */
     private readonly states?: WorkspaceStates,

@@ -8,7 +8,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { authorise, openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, Header, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
-import type { Config } from "@svc/config";
 import { OPERATOR_ROUTES, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -33,6 +32,7 @@ import { registerPluginRoutes } from "../product-plugins/routes.js";
 import { LoginBody } from "../routes/auth-schemas.js";
 import { buildOpenApi } from "../routes/openapi.js";
 import type { PublicIdentity } from "../routes/public-routes.js";
+import type { GatewayConfig, gatewaySettings } from "../settings.js";
 import { apiDocsPlugin } from "./api-docs.js";
 import { MediaTransfers } from "./media.js";
 
@@ -52,10 +52,10 @@ declare module "fastify" {
 export interface OperatorApiOptions {
   readonly bus: Bus;
   readonly nc: NatsConnection;
-  readonly config: Config;
+  readonly config: GatewayConfig;
   readonly log: Logger;
   readonly reprovision: ServiceDeps["reprovision"];
-  readonly live: ServiceDeps["live"];
+  readonly live: ServiceDeps<typeof gatewaySettings>["live"];
 }
 
 /** Whose an Idempotency-Key is: the subject within its session's scope and workspace. */

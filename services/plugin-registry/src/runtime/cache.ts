@@ -10,10 +10,10 @@ import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import type { BackendHostSettings } from "@svc/config";
 import type { PackageStore } from "@svc/plugin-package/store";
 
 import { checkPackage, type OpenedPackage, packageRoot, storedPackage, unpack } from "../packages.js";
+import type { PluginRegistryConfig } from "../settings.js";
 
 export interface CachedPackage {
   /** The package root on disk. */
@@ -28,7 +28,7 @@ export class ExtractionCache {
 
   constructor(
     private readonly store: PackageStore,
-    private readonly settings: BackendHostSettings,
+    private readonly settings: PluginRegistryConfig["backendHost"],
     private readonly hostVersion: string,
   ) {
     this.dir = settings.pluginCacheDir || join(tmpdir(), "svc-plugin-cache");

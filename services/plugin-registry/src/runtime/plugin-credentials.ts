@@ -12,9 +12,9 @@ import { readFileSync } from "node:fs";
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
 import { createUser, fromSeed } from "@nats-io/nkeys";
 import type { NatsAuth } from "@svc/bus";
-import type { Config } from "@svc/config";
 import { pluginInboxPrefix, pluginPermissions, SHARED_PLUGIN_INBOX, userPermissions } from "@svc/runtime";
 
+import type { PluginRegistryConfig } from "../settings.js";
 import { type PoolNatsAuth, type WorkerNatsAuth, workerTls } from "./worker-host.js";
 
 /** A minted NATS user: its `.creds` (the JWT and the user's seed), its public key and when it expires. */
@@ -30,7 +30,7 @@ export class PluginCredentials {
 
   constructor(
     private readonly config: Pick<
-      Config,
+      PluginRegistryConfig,
       | "subjectPrefix"
       | "natsPluginSigningKeyFile"
       | "natsPluginAccount"

@@ -7,11 +7,11 @@
  * that moment.
  */
 import type { EventPublisher } from "@svc/bus";
-import type { BackendHostSettings } from "@svc/config";
 import type { Logger } from "@svc/observability";
 import { EventSource, pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
 import type { PluginRow } from "../common.js";
+import type { PluginRegistryConfig } from "../settings.js";
 import type { ExtractionCache } from "./cache.js";
 import type { PluginCredentials } from "./plugin-credentials.js";
 import { type PublishedByPlugin, WorkerHost, WorkerPool } from "./worker-host.js";
@@ -36,7 +36,7 @@ export interface RuntimeOptions {
   readonly credentials: PluginCredentials;
   readonly prefix: string;
   readonly cache: ExtractionCache;
-  readonly settings: BackendHostSettings;
+  readonly settings: PluginRegistryConfig["backendHost"];
   readonly events: EventPublisher;
   readonly log: Logger;
   /** Called with each plugin's verified package before it starts (its UI assets are published). */

@@ -48,6 +48,8 @@ describe("an event's source", () => {
     expect(ok("hello.greeted", flow, "ws-b")).toBe(false);
     expect(ok("user.created", flow, null)).toBe(false);
     expect(ok("plugin.refused", flow, null)).toBe(false);
+    // The bare prefix names no flow event.
+    expect(ok("flow.", flow, null)).toBe(false);
   });
 
   it("an unknown source is refused and no newer view of the plugins would change that", () => {

@@ -9,6 +9,7 @@
  */
 import { EventSource } from "@svc/wire-contract";
 
+import { mayPublish } from "./flows.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 
 export type SourceVerdict =
@@ -34,7 +35,8 @@ export class EventSources {
         : { ok: false, reason: "the platform publishes only its own events", mayBeStale: false };
     }
     if (source?.startsWith(FLOW_PREFIX)) {
-      if (eventName.startsWith("flow.") || this.plugins.mayRaise(eventName, workspaceKey)) return OK;
+      // The rule flows are held to at create, replace and run.
+      if (mayPublish(eventName, (name) => this.plugins.mayRaise(name, workspaceKey))) return OK;
       return {
         ok: false,
         reason: "a flow publishes flow.<name> events or a plugin's events its workspace may raise",

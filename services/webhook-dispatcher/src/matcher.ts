@@ -122,7 +122,10 @@ export async function startMatcher(
     readonly source: string | null;
   }
 
+  /** Messages already dropped: a batch handled again one by one does not drop (and count) them twice. */
+  const dropped = new WeakSet<JsMsg>();
   const drop = (m: JsMsg, eventName: string, reason: string, kind: "source" | "malformed" = "malformed") => {
+    dropped.add(m);
     options.dropped.labels(kind).inc();
     options.log.warn({ eventName, seq: m.seq, reason }, "dropped an event that cannot be delivered");
     settle(() => m.term());
@@ -298,7 +301,7 @@ export async function startMatcher(
         } catch (err) {
           if (batch.length > 1 && isDataException(err)) {
             // One event the database refuses must not hold back the others: one by one, then.
-            for (const m of batch) await handleAlone(m);
+            for (const m of batch) if (!dropped.has(m)) await handleAlone(m);
             continue;
           }
           if (isDataException(err)) {

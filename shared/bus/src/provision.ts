@@ -34,7 +34,7 @@ export class Provisioner {
   /** Runs `run` now (its failure fails the caller, as at start-up) and again after every reconnect. */
   async add(name: string, run: ProvisionStep): Promise<void> {
     await run();
-    this.steps.push({ name, run });
+    this.afterReconnect(name, run);
   }
 
   /**

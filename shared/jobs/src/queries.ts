@@ -10,6 +10,13 @@ import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 /** The PostgreSQL channel on which workers hear that jobs of a type (the payload) are due. */
 export const NOTIFY_CHANNEL = "svc_jobs";
 
+/** Tells the workers of each of these job types (once per type) that jobs of it are due now. */
+async function notifyWorkers(db: Queries, types: readonly string[]): Promise<void> {
+  const distinct = [...new Set(types)];
+  if (distinct.length === 0) return;
+  await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, t) FROM unnest(${distinct}::text[]) AS t`);
+}
+
 export interface NewJob {
   readonly type: string;
   readonly payload: unknown;
@@ -213,10 +220,10 @@ export async function wakeJobsWaitingOn(db: Queries, waitingOn: string): Promise
     UPDATE job_reaper.jobs SET run_at = now(), waiting_on = NULL
     WHERE status = 'Pending' AND waiting_on = ${waitingOn}
     RETURNING type`);
-  const types = [...new Set(rows.map((r) => r.type))];
-  if (types.length > 0) {
-    await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, t) FROM unnest(${types}::text[]) AS t`);
-  }
+  await notifyWorkers(
+    db,
+    rows.map((r) => r.type),
+  );
   return rows.length;
 }
 
@@ -233,7 +240,7 @@ export async function releaseJobs(db: Queries, type: string, jobs: readonly Comp
     FROM unnest(${jobs.map((d) => d.id)}::bigint[], ${jobs.map((d) => d.token)}::bigint[]) AS c(id, token)
     WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
     RETURNING j.id::text`);
-  if (rows.length > 0) await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, ${type})`);
+  if (rows.length > 0) await notifyWorkers(db, [type]);
   return rows.length;
 }
 
@@ -307,9 +314,10 @@ export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<Rea
     FROM expired
     WHERE j.id = expired.id
     RETURNING j.status, j.type`);
-  const types = [...new Set(rows.filter((r) => r.status === "Pending").map((r) => r.type))];
-  if (types.length > 0)
-    await db.query(sql`SELECT pg_notify(${NOTIFY_CHANNEL}, t) FROM unnest(${types}::text[]) AS t`);
+  await notifyWorkers(
+    db,
+    rows.filter((r) => r.status === "Pending").map((r) => r.type),
+  );
   return {
     released: rows.filter((r) => r.status === "Pending").length,
     failed: rows.filter((r) => r.status === "Failed").length,

@@ -6,6 +6,17 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Bus, connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
+import {
+  messageClient,
+  onBroadcast,
+  pingMessages,
+  publishBroadcast,
+  resolverBroadcasts,
+  type ResolveRequest,
+  type ResolveResult,
+  resolverMessages,
+  serveMessage,
+} from "@svc/contracts";
 import { createDb, sql } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 import { createLogger } from "@svc/observability";
@@ -29,6 +40,10 @@ async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
   return new Bus({ nc, prefix: h.env.SVC_SUBJECT_PREFIX as string, service, logger: log, defaultTimeoutMs });
 }
 
+const resolve = resolverMessages["workspace.resolve"];
+const ask = (bus: Bus, request: ResolveRequest, options?: { timeoutMs?: number }) =>
+  messageClient(bus, resolverMessages).request("workspace.resolve", request, options);
+
 afterAll(async () => {
   await Promise.all(connections.filter((nc) => !nc.isClosed()).map((nc) => nc.close()));
 });
@@ -41,7 +56,7 @@ describe("issue 9, point 5: a request past its deadline changes nothing", () => 
     let outcome: unknown;
     let release = () => {};
     const slowWork = new Promise<void>((r) => (release = r));
-    server.serve("resolver.workspace.resolve", async () => {
+    serveMessage(server, resolve, async () => {
       try {
         await db.transaction(async (tx) => {
           await tx.query(sql`INSERT INTO public.deadline_writes VALUES (1)`);
@@ -57,9 +72,7 @@ describe("issue 9, point 5: a request past its deadline changes nothing", () => 
     });
     const client = await newBus("gateway", 300);
     await server.nc.flush();
-    const answer = await client
-      .request("resolver.workspace.resolve", { host: "a", path: "/" })
-      .catch((e) => e);
+    const answer = await ask(client, { host: "a", path: "/" }).catch((e) => e);
     expect(answer).toMatchObject({ code: ErrorCode.Timeout });
     release();
     await until(async () => outcome !== undefined);
@@ -75,13 +88,13 @@ describe("issue 9, point 5: a request past its deadline changes nothing", () => 
 describe("request/reply", () => {
   it("answers a typed request", async () => {
     const server = await newBus("resolver");
-    server.serve("resolver.workspace.resolve", (req) => ({
+    serveMessage(server, resolve, (req) => ({
       resolved: req.host === "a",
       workspaceKey: req.path,
     }));
     const client = await newBus("gateway");
     await server.nc.flush();
-    expect(await client.request("resolver.workspace.resolve", { host: "a", path: "/x" })).toEqual({
+    expect(await ask(client, { host: "a", path: "/x" })).toEqual({
       resolved: true,
       workspaceKey: "/x",
     });
@@ -90,20 +103,16 @@ describe("request/reply", () => {
 
   it("carries an SvcError across the wire with its code, detail and extensions", async () => {
     const server = await newBus("resolver");
-    server.serve("resolver.workspace.resolve", (req) => {
+    serveMessage(server, resolve, (req) => {
       if (req.host === "missing") throw new NotFoundError("No such workspace.");
       throw new ValidationError([{ field: "/host", message: "is odd" }]);
     });
     const client = await newBus("gateway");
     await server.nc.flush();
-    const notFound = await client
-      .request("resolver.workspace.resolve", { host: "missing", path: "/" })
-      .catch((e) => e);
+    const notFound = await ask(client, { host: "missing", path: "/" }).catch((e) => e);
     expect(notFound).toBeInstanceOf(SvcError);
     expect(notFound).toMatchObject({ code: ErrorCode.NotFound, message: "No such workspace.", status: 404 });
-    const invalid = await client
-      .request("resolver.workspace.resolve", { host: "x", path: "/" })
-      .catch((e) => e);
+    const invalid = await ask(client, { host: "x", path: "/" }).catch((e) => e);
     expect(invalid).toMatchObject({ code: ErrorCode.ValidationFailed, status: 400 });
     expect(invalid.extensions).toEqual({ errors: [{ field: "/host", message: "is odd" }] });
     await server.drain();
@@ -111,14 +120,12 @@ describe("request/reply", () => {
 
   it("turns an unexpected handler failure into a generic internal error without its message", async () => {
     const server = await newBus("resolver");
-    server.serve("resolver.workspace.resolve", () => {
+    serveMessage(server, resolve, () => {
       throw new Error("password=hunter2 leaked in a message");
     });
     const client = await newBus("gateway");
     await server.nc.flush();
-    const error = await client
-      .request("resolver.workspace.resolve", { host: "x", path: "/" })
-      .catch((e) => e);
+    const error = await ask(client, { host: "x", path: "/" }).catch((e) => e);
     expect(error).toMatchObject({ code: ErrorCode.Internal, status: 500 });
     expect(String(error.message)).not.toContain("hunter2");
     await server.drain();
@@ -126,24 +133,45 @@ describe("request/reply", () => {
 
   it("rejects a payload that fails the handler's decoder with a validation error", async () => {
     const server = await newBus("resolver");
-    server.serve("resolver.workspace.resolve", () => ({ resolved: false, workspaceKey: null }), {
-      decode: () => {
-        throw new ValidationError([{ field: "/host", message: "must be a string" }]);
-      },
+    let handled = 0;
+    serveMessage(server, resolve, () => {
+      handled++;
+      return { resolved: false, workspaceKey: null };
     });
     const client = await newBus("gateway");
     await server.nc.flush();
+    // Any NATS client may send anything: the contract's schema answers before the handler runs.
     const error = await client
-      .request("resolver.workspace.resolve", { host: "x", path: "/" })
-      .catch((e) => e);
+      .request(resolve.subject, { host: 42, path: "x".repeat(3_000) })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: ErrorCode.ValidationFailed });
+    expect((error as SvcError).extensions.errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ field: "/host" }),
+        expect.objectContaining({ field: "/path" }),
+      ]),
+    );
+    expect(handled).toBe(0);
+    await server.drain();
+  });
+
+  it("refuses a reply that breaks its contract (development and tests): a 500, not a wrong answer", async () => {
+    const server = await newBus("resolver");
+    // A handler typed around its contract, e.g. by a cast from untyped data.
+    serveMessage(server, resolve, () => JSON.parse('{"resolved":"yes"}') as ResolveResult);
+    const client = await newBus("gateway");
+    await server.nc.flush();
+    const error = await ask(client, { host: "x", path: "/" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: ErrorCode.Internal, status: 500 });
     await server.drain();
   });
 
   it("answers 503 at once when nobody serves the subject", async () => {
     const client = await newBus("gateway");
     const started = Date.now();
-    const error = await client.request("rbac.ping", {}).catch((e) => e);
+    const error = await messageClient(client, pingMessages("rbac"))
+      .request("ping", {})
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: ErrorCode.ServiceUnavailable, extensions: { service: "rbac" } });
     expect(Date.now() - started).toBeLessThan(1_000);
   });
@@ -152,18 +180,14 @@ describe("request/reply", () => {
     const counts = [0, 0];
     const replicas = [await newBus("resolver"), await newBus("resolver")];
     replicas.forEach((bus, i) => {
-      bus.serve("resolver.workspace.resolve", () => {
+      serveMessage(bus, resolve, () => {
         counts[i] = (counts[i] ?? 0) + 1;
         return { resolved: false, workspaceKey: null };
       });
     });
     await Promise.all(replicas.map((r) => r.nc.flush()));
     const client = await newBus("gateway");
-    await Promise.all(
-      Array.from({ length: 200 }, () =>
-        client.request("resolver.workspace.resolve", { host: "h", path: "/" }),
-      ),
-    );
+    await Promise.all(Array.from({ length: 200 }, () => ask(client, { host: "h", path: "/" })));
     expect((counts[0] ?? 0) + (counts[1] ?? 0)).toBe(200);
     // Each replica took a real share (NATS picks at random; 200 requests make a lopsided split implausible).
     expect(Math.min(...counts)).toBeGreaterThan(40);
@@ -173,14 +197,14 @@ describe("request/reply", () => {
   it("passes the caller's deadline to the handler", async () => {
     const server = await newBus("resolver");
     let seenDeadline = 0;
-    server.serve("resolver.workspace.resolve", (_req, ctx) => {
+    serveMessage(server, resolve, (_req, ctx) => {
       seenDeadline = ctx.deadline;
       return { resolved: false, workspaceKey: null };
     });
     const client = await newBus("gateway");
     await server.nc.flush();
     const before = Date.now();
-    await client.request("resolver.workspace.resolve", { host: "h", path: "/" }, { timeoutMs: 1_234 });
+    await ask(client, { host: "h", path: "/" }, { timeoutMs: 1_234 });
     expect(seenDeadline).toBeGreaterThanOrEqual(before + 1_234);
     expect(seenDeadline).toBeLessThanOrEqual(Date.now() + 1_234);
     await server.drain();
@@ -190,7 +214,7 @@ describe("request/reply", () => {
     const server = await newBus("resolver");
     let release: () => void = () => undefined;
     const started = new Promise<void>((resolveStarted) => {
-      server.serve("resolver.workspace.resolve", async () => {
+      serveMessage(server, resolve, async () => {
         resolveStarted();
         await new Promise<void>((r) => {
           release = r;
@@ -200,7 +224,7 @@ describe("request/reply", () => {
     });
     const client = await newBus("gateway");
     await server.nc.flush();
-    const reply = client.request("resolver.workspace.resolve", { host: "h", path: "/" });
+    const reply = ask(client, { host: "h", path: "/" });
     await started;
     const drained = server.drain();
     setTimeout(() => release(), 200);
@@ -255,14 +279,17 @@ describe("the NATS service protocol (issue 10, item 5)", () => {
       );
     }
     for (const bus of replicas) {
-      bus.serve("resolver.workspace.resolve", ({ host }) => {
+      serveMessage(bus, resolve, ({ host }) => {
         if (host === "bad") throw new ValidationError([{ field: "/host", message: "is bad" }]);
         return { resolved: false, workspaceKey: null };
       });
     }
     const client = await newBus("gateway");
-    await client.request("resolver.workspace.resolve", { host: "a", path: "/" });
-    const failed = await nc.request(`${prefix}.resolver.workspace.resolve`, JSON.stringify({ host: "bad" }));
+    await ask(client, { host: "a", path: "/" });
+    const failed = await nc.request(
+      `${prefix}.resolver.workspace.resolve`,
+      JSON.stringify({ host: "bad", path: "/" }),
+    );
     expect(failed.headers?.get("Nats-Service-Error-Code")).toBe("400");
     expect(failed.headers?.get("Nats-Service-Error")).toContain("/host");
     expect(failed.headers?.get("Svc-Error-Code")).toBe(ErrorCode.ValidationFailed);
@@ -318,18 +345,20 @@ describe("broadcasts", () => {
     const a = await newBus("gateway");
     const b = await newBus("gateway");
     const seen: string[] = [];
-    a.onBroadcast("resolver.cache.invalidate", (p) => {
+    const invalidate = resolverBroadcasts["cache.invalidate"];
+    onBroadcast(a, invalidate, (p) => {
       seen.push(`a:${p.reason}`);
     });
-    b.onBroadcast("resolver.cache.invalidate", (p) => {
+    onBroadcast(b, invalidate, (p) => {
       seen.push(`b:${p.reason}`);
     });
     await Promise.all([a.nc.flush(), b.nc.flush()]);
     const sender = await newBus("resolver");
-    sender.broadcast("resolver.cache.invalidate", { reason: "test" });
+    // One that breaks the broadcast's schema is dropped by every receiver; the one after it arrives.
+    sender.broadcast(invalidate.subject, { reason: 42 });
+    publishBroadcast(sender, invalidate, { reason: "test" });
     await sender.nc.flush();
-    const until = Date.now() + 2_000;
-    while (seen.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    await until(async () => seen.length >= 2);
     expect(seen.sort()).toEqual(["a:test", "b:test"]);
   });
 });

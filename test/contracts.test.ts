@@ -10,13 +10,20 @@ import { Type } from "@sinclair/typebox";
 import { CORE_PERMISSION_KEYS, filterWorkspaceKeys, isPlatformKey } from "@svc/access";
 import type { Bus } from "@svc/bus";
 import {
+  configMessages,
   defineRoutes,
   jobRoutes,
+  messageClient,
   OPERATOR_ROUTES,
+  publishBroadcast,
   rbacRoutes,
   type ReplyOfRoute,
   type RequestOfRoute,
   requestRoute,
+  resolverBroadcasts,
+  resolverMessages,
+  serveMessage,
+  serveMessages,
   serveRoute,
   serveRoutes,
   webhookRoutes,
@@ -171,6 +178,34 @@ export function compileTimeChecks(bus: Bus) {
     body: { roles: "admin" },
   };
   void request;
+
+  // Messages between services: the owner implements every one, a caller sends only what the owner declares.
+  serveMessages(
+    bus,
+    resolverMessages,
+    // @ts-expect-error tenancy.lookup (and the rest) have no handler
+    { "workspace.resolve": () => ({ resolved: false, workspaceKey: null }) },
+  );
+  serveMessage(
+    bus,
+    resolverMessages["workspace.resolve"],
+    // @ts-expect-error a reply that breaks the message's (resolved is a boolean)
+    () => ({ resolved: "no", workspaceKey: null }),
+  );
+  const resolver = messageClient(bus, resolverMessages);
+  // @ts-expect-error a message the resolver does not declare
+  void resolver.request("workspace.delete", {});
+  // @ts-expect-error a request without the path
+  void resolver.request("workspace.resolve", { host: "a" });
+  // @ts-expect-error a fan-out message cannot be sent to one replica, nor a plain one gathered
+  void messageClient(bus, configMessages).request("describe", {});
+  void resolver.request("workspace.resolve", { host: "a", path: "/" }).then((reply) => {
+    // @ts-expect-error the reply's workspaceKey is a string or null
+    const key: number = reply.workspaceKey;
+    void key;
+  });
+  // @ts-expect-error a broadcast's payload is its contract's
+  publishBroadcast(bus, resolverBroadcasts["cache.invalidate"], { reason: 1 });
 }
 
 describe("route contracts (issue 10, item 1)", () => {

@@ -2,6 +2,7 @@
  * `/metrics` is Prometheus text with the gateway's request histogram and, gathered over NATS, the metrics
  * of the services behind it (issue 2 item 5, issue 4 item 6).
  */
+import { messageClient, metricsMessages } from "@svc/contracts";
 import { enqueue, noopJob } from "@svc/jobs";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
@@ -44,8 +45,8 @@ describe("GET /metrics", () => {
 
     // Fuzz finding: the gateway's histogram (route × method × status) outgrew NATS's payload limit when
     // the gateway answered metrics.collect too. It is scraped over HTTP only; the others still answer.
-    const replies = await gateway.deps.bus.requestAll(
-      "metrics.collect",
+    const replies = await messageClient(gateway.deps.bus, metricsMessages).requestAll(
+      "collect",
       {},
       { maxWaitMs: 1_000, stallMs: 150 },
     );

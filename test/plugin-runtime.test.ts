@@ -270,6 +270,11 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
           principal: { subject: string };
         }>();
         seen.push(request);
+        // Any client on the subject may answer anything: a reply that is not one is the plugin's fault.
+        if (request.params.word === "bad") {
+          msg.respond(JSON.stringify({ status: "teapot", headers: { "x-n": 1 } }));
+          return;
+        }
         msg.respond(
           JSON.stringify({
             status: 201,
@@ -289,6 +294,12 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
       expect(answer.headers["x-echo"]).toBe("1");
       expect(answer.json()).toEqual({ word: "hi", body: { n: 1 } });
       expect(seen[0]).toMatchObject({ route: { handler: "echo" }, path: "/echo/hi" });
+      const bad = await api("POST", "/api/plugins/outside/echo/bad", holder, {});
+      expect(bad.status, bad.text).toBe(502);
+      expect(bad.json()).toMatchObject({
+        type: expect.stringContaining("plugin-failed"),
+        pluginId: "outside",
+      });
       const nobody = await mintToken({ scope: "platform", permissions: [] });
       expect((await api("POST", "/api/plugins/outside/echo/hi", nobody, {})).json()).toMatchObject({
         missingPermission: "outside.echo.execute",

@@ -136,7 +136,7 @@ describe("a principal is believed only as the gateway signed it (issue 23, item 
     )[0]?.n;
   /** A request sent as anyone on the bus: the principal in the body, the headers as given. */
   const raw = (userName: string, headers: Record<string, string> = {}) =>
-    bus.requestEndpoint(rbacRoutes["users.create"].subject, createUser(userName), { headers });
+    bus.request(rbacRoutes["users.create"].subject, createUser(userName), { headers });
 
   it("refuses a principal written into the request without the gateway's signature", async () => {
     expect(await refusal(raw("forged-unsigned"))).toMatchObject({ status: 401 });

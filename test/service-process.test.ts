@@ -6,8 +6,8 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import { join } from "node:path";
 
 import { Bus, connectNats } from "@svc/bus";
+import { messageClient, pingMessages, type PingReply } from "@svc/contracts";
 import { createLogger } from "@svc/observability";
-import type { PingReply } from "@svc/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { freePort, repoRoot, SERVICES } from "../scripts/lib/stack.js";
@@ -72,7 +72,9 @@ describe("service processes", () => {
         const until = Date.now() + 30_000;
         let reply: PingReply | undefined;
         while (reply === undefined) {
-          reply = await bus.request(`${name}.ping`, {}).catch(() => undefined);
+          reply = await messageClient(bus, pingMessages(name))
+            .request("ping", {})
+            .catch(() => undefined);
           if (reply === undefined) {
             if (Date.now() > until) throw new Error(`${name} did not answer its ping`);
             await new Promise((r) => setTimeout(r, 200));

@@ -24,8 +24,8 @@ import { parseArgs } from "node:util";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Bus, connectNats, createEventPublisher, EventSource } from "@svc/bus";
+import { messageClient, pingMessages, type PingReply } from "@svc/contracts";
 import { createLogger } from "@svc/observability";
-import type { PingReply } from "@svc/runtime";
 import pg from "pg";
 
 import {
@@ -221,7 +221,8 @@ let bus: Bus | undefined;
 
 async function ping(name: ServiceDir): Promise<PingReply | undefined> {
   try {
-    return await bus?.request(`${name}.ping` as const, {}, { timeoutMs: 1_000 });
+    if (bus === undefined) return undefined;
+    return await messageClient(bus, pingMessages(name)).request("ping", {}, { timeoutMs: 1_000 });
   } catch {
     return undefined;
   }

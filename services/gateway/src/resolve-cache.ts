@@ -1,4 +1,5 @@
-import type { Broadcast, Bus } from "@svc/bus";
+import type { Bus } from "@svc/bus";
+import { type BroadcastContract, onBroadcast } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { LRUCache } from "lru-cache";
 
@@ -110,11 +111,11 @@ export interface CacheLimits {
 
 export function followedCache(
   bus: Bus,
-  broadcasts: readonly Broadcast[],
+  broadcasts: readonly BroadcastContract[],
   options: CacheLimits,
 ): ResolveCache {
   const cache = new ResolveCache(options.ttlMs, options.size, options.staleMs ?? 0);
-  for (const subject of broadcasts) bus.onBroadcast(subject, () => cache.invalidate());
+  for (const broadcast of broadcasts) onBroadcast(bus, broadcast, () => cache.invalidate());
   void (async () => {
     for await (const status of bus.nc.status()) if (status.type === "reconnect") cache.invalidate();
   })().catch(() => undefined);

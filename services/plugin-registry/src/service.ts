@@ -1,5 +1,16 @@
 import { coalesce, createEventPublisher, EventSource, type FollowedEvent, followEvents } from "@svc/bus";
-import { pluginRegistryRoutes as r, serveRoutes, ServiceName } from "@svc/contracts";
+import {
+  messageClient,
+  onBroadcast,
+  pluginRegistryBroadcasts,
+  pluginRegistryMessages,
+  pluginRegistryRoutes as r,
+  publishBroadcast,
+  resolverMessages,
+  serveMessages,
+  serveRoutes,
+  ServiceName,
+} from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
 import { HOST_VERSION, natsAuthOf, type ServiceDefinition } from "@svc/runtime";
 
@@ -16,7 +27,7 @@ import { SurfaceRenderer } from "./runtime/renderer.js";
 import { PluginRuntime } from "./runtime/runtime.js";
 import { UiManifestPublisher } from "./runtime/ui-manifest.js";
 import { pluginRegistrySettings } from "./settings.js";
-import { decodeRenderRequest, renderSurface } from "./surface.js";
+import { renderSurface } from "./surface.js";
 import * as themes from "./themes.js";
 
 /**
@@ -33,6 +44,7 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
   async start({ bus, db, nc, config, metrics, log, reprovision }) {
     const store = new PackageStore(nc, config.subjectPrefix);
     const platformEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
+    const changed = pluginRegistryBroadcasts["contributions.changed"];
     const base: PluginDeps = {
       db,
       store,
@@ -40,7 +52,7 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       hostVersion: HOST_VERSION,
       metrics: lifecycleMetrics(metrics),
       feedTimeoutMs: Math.max(1_000, config.backendHost.requestTimeoutMs - 500),
-      announce: (pluginId) => bus.broadcast("plugin-registry.contributions.changed", { pluginId }),
+      announce: (pluginId) => publishBroadcast(bus, changed, { pluginId }),
       publishEvent: async (eventName, payload) => {
         await platformEvents.publish(eventName, null, payload);
       },
@@ -69,7 +81,7 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       ...base,
       runtime,
       log,
-      tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
+      tenancy: (request) => messageClient(bus, resolverMessages).request("tenancy.lookup", request),
     };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
     const reconcile = coalesce(async () => {
@@ -81,7 +93,7 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
         log.warn({ err: error }, "plugin runtime reconciliation failed");
       }
     });
-    bus.onBroadcast("plugin-registry.contributions.changed", () => void reconcile());
+    onBroadcast(bus, changed, () => void reconcile());
     // Deleted workspaces and tenants: what is kept for them goes, followed durably (a deletion while the
     // registry was down is caught up when it is back). A workspace created again under
     // the same key, by another tenant, inherits nothing of the old one's chain or theme.
@@ -122,16 +134,14 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       config.backendHost.surfaceRenderTimeoutMs,
       [cache.dir],
     );
-    bus.serve(
-      "plugin-registry.surface.render",
-      (request) => renderSurface({ db, runtime, renderer, log }, request),
-      { decode: decodeRenderRequest },
-    );
-    bus.serve("plugin-registry.contributions.list", () => reports.contributions(db));
-    bus.serve("plugin-registry.workspace.public", async ({ workspaceKey }) => ({
-      chain: await assignments.publicChain(db, workspaceKey),
-      theme: await themes.themeOf(db, workspaceKey),
-    }));
+    serveMessages(bus, pluginRegistryMessages, {
+      "surface.render": (request) => renderSurface({ db, runtime, renderer, log }, request),
+      "contributions.list": () => reports.contributions(db),
+      "workspace.public": async ({ workspaceKey }) => ({
+        chain: await assignments.publicChain(db, workspaceKey),
+        theme: await themes.themeOf(db, workspaceKey),
+      }),
+    });
     const credentialDeps = { ...base, credentials: pluginCredentials, prefix: config.subjectPrefix };
     serveRoutes(bus, r, {
       "plugins.install": (req) => plugins.install(deps, req),

@@ -12,7 +12,6 @@ import { join } from "node:path";
 
 import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
 import type { Db } from "@svc/db";
-import { ValidationError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
 import { publicChain } from "./assignments.js";
@@ -79,22 +78,4 @@ export async function renderSurface(
     );
     return { html: null, reason: "template-error" };
   }
-}
-
-/** Checks a render request arriving over NATS (any client can send one). */
-export function decodeRenderRequest(payload: unknown) {
-  const p = (payload ?? {}) as Record<string, unknown>;
-  const ws = p.workspace as { workspace?: { key?: unknown } } | undefined;
-  const data = p.data as { navigation?: unknown; snippets?: unknown } | undefined;
-  if (
-    typeof ws?.workspace?.key !== "string" ||
-    typeof p.publicBaseUrl !== "string" ||
-    typeof p.path !== "string" ||
-    !Array.isArray(data?.navigation) ||
-    typeof data?.snippets !== "object" ||
-    data.snippets === null
-  ) {
-    throw new ValidationError([{ field: "/", message: "needs workspace, publicBaseUrl, path and data" }]);
-  }
-  return payload as { workspace: PublicWorkspace; publicBaseUrl: string; path: string; data: SurfaceData };
 }

@@ -2,13 +2,18 @@ import { openRevocationBucket, REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import { followEvents } from "@svc/bus";
 import {
   followContributions,
+  messageClient,
+  publishBroadcast,
   quietUnlessUp,
+  rbacBroadcasts,
+  rbacMessages,
   rbacRoutes as r,
+  resolverMessages,
+  serveMessages,
   serveRoutes,
   ServiceName,
 } from "@svc/contracts";
 import { afterCommit } from "@svc/db";
-import { ValidationError } from "@svc/errors";
 import { Outbox } from "@svc/outbox";
 import type { ServiceDefinition } from "@svc/runtime";
 
@@ -65,6 +70,7 @@ export const rbacService: ServiceDefinition<typeof rbacSettings> = {
       log,
     });
     const activePlugins = new ActivePluginsByWorkspace();
+    const resolver = messageClient(bus, resolverMessages);
     const deps: RbacDeps = {
       db,
       config,
@@ -73,30 +79,22 @@ export const rbacService: ServiceDefinition<typeof rbacSettings> = {
       revoked,
       log,
       // Once the change is committed: a keyed write runs as one unit of work.
-      announceRoleChange: (role) => afterCommit(() => bus.broadcast("rbac.roles.changed", { role })),
+      announceRoleChange: (role) =>
+        afterCommit(() => publishBroadcast(bus, rbacBroadcasts["roles.changed"], { role })),
       activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
-      tenancy: (request) => bus.request("resolver.tenancy.lookup", request),
+      tenancy: (request) => resolver.request("tenancy.lookup", request),
     };
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);
 
-    bus.serve("rbac.auth.login", (req) => login(deps, req), {
-      decode: (p) => {
-        const b = p as { userName?: unknown; password?: unknown; workspaceKey?: unknown };
-        if (typeof b.userName !== "string" || typeof b.password !== "string") {
-          throw new ValidationError([
-            { field: "/body", message: "userName and password are required strings" },
-          ]);
-        }
-        const workspaceKey = typeof b.workspaceKey === "string" ? b.workspaceKey : null;
-        return { userName: b.userName, password: b.password, workspaceKey };
-      },
+    serveMessages(bus, rbacMessages, {
+      "auth.login": (request) => login(deps, request),
+      "keys.jwks": () => issuer.jwks,
+      "roles.grants": async ({ role }) => ({
+        role,
+        permissions: (await findRole(db, role))?.permissions ?? [],
+      }),
     });
-    bus.serve("rbac.keys.jwks", () => issuer.jwks);
-    bus.serve("rbac.roles.grants", async ({ role }) => ({
-      role,
-      permissions: (await findRole(db, role))?.permissions ?? [],
-    }));
 
     // Operator routes: each handler's request and reply types come from its contract.
 

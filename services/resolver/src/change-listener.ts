@@ -1,4 +1,5 @@
 import type { Bus } from "@svc/bus";
+import { publishBroadcast, resolverBroadcasts } from "@svc/contracts";
 import { listenForNotifications } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
@@ -8,12 +9,14 @@ import type { Logger } from "@svc/observability";
  * After every (re)connection it broadcasts once, since changes made while it was away were not heard.
  */
 export function startChangeListener(databaseUrl: string, bus: Bus, log: Logger): { stop(): Promise<void> } {
+  const invalidate = (reason: string) =>
+    publishBroadcast(bus, resolverBroadcasts["cache.invalidate"], { reason });
   return listenForNotifications({
     databaseUrl,
     channel: "svc_resolver_changed",
     applicationName: "resolver-listener",
     log,
-    onNotification: (payload) => bus.broadcast("resolver.cache.invalidate", { reason: payload || "change" }),
-    onConnected: () => bus.broadcast("resolver.cache.invalidate", { reason: "listener-connected" }),
+    onNotification: (payload) => invalidate(payload || "change"),
+    onConnected: () => invalidate("listener-connected"),
   });
 }

@@ -7,13 +7,18 @@
 import type { KV } from "@nats-io/kv";
 import type { Bus } from "@svc/bus";
 import { ensureBucket } from "@svc/bus";
+import { configMessages, messageClient, type SettingDescription } from "@svc/contracts";
 import { ServiceUnavailableError, ValidationError } from "@svc/errors";
-import { configBucket, type SettingDescription } from "@svc/runtime";
+import { configBucket } from "@svc/runtime";
 
 import type { ResolverHandler } from "./deps.js";
 
 async function gather(bus: Bus): Promise<SettingDescription[]> {
-  const replies = await bus.requestAll("config.describe", {}, { maxWaitMs: 2_000, stallMs: 200 });
+  const replies = await messageClient(bus, configMessages).requestAll(
+    "describe",
+    {},
+    { maxWaitMs: 2_000, stallMs: 200 },
+  );
   if (replies.length === 0) throw new ServiceUnavailableError("config");
   const byVariable = new Map<string, SettingDescription>();
   for (const reply of replies)
@@ -88,7 +93,11 @@ export const putValues: Handler<"config.put"> = async (deps, req) => {
   const values = Object.fromEntries(
     Object.entries(req.body.values).map(([k, v]) => [k, v === null ? null : String(v)]),
   );
-  const replies = await deps.bus.requestAll("config.check", { values }, { maxWaitMs: 2_000, stallMs: 200 });
+  const replies = await messageClient(deps.bus, configMessages).requestAll(
+    "check",
+    { values },
+    { maxWaitMs: 2_000, stallMs: 200 },
+  );
   if (replies.length === 0) throw new ServiceUnavailableError("config");
   const owned = new Set(replies.flatMap((r) => r.owned));
   const problems = new Map<string, string>();

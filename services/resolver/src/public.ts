@@ -2,7 +2,7 @@
  * What the public workspace routes read from the resolver: a visible workspace with
  * its route info, by host and path (longest path prefix wins) or by key, and a surface's navigation.
  * Visible: the workspace and its tenant are active and, with BackendHost:DefaultTenantKey set, it belongs
- * to that tenant. Requests arrive over NATS from any client, so their shape is checked here.
+ * to that tenant. Requests arrive over NATS from any client: their shape is checked by the message contracts.
  */
 import type {
   NavigationView,
@@ -12,25 +12,9 @@ import type {
   SurfaceData,
 } from "@svc/contracts";
 import { type Queries, sql } from "@svc/db";
-import { ValidationError } from "@svc/errors";
-import { MAX_HOST_LENGTH, MAX_PATH_LENGTH, normaliseHost, normalisePath } from "@svc/workspace";
+import { normaliseHost, normalisePath } from "@svc/workspace";
 
 import { findVisibleByHost, visible, type VisibleWorkspaceRow, WORKSPACE_KEY } from "./repository.js";
-
-export function decodePublicRequest(payload: unknown): PublicWorkspaceRequest {
-  const p = (payload ?? {}) as Record<string, unknown>;
-  if (typeof p.workspaceKey === "string" && p.workspaceKey.length <= 63)
-    return { workspaceKey: p.workspaceKey };
-  if (
-    typeof p.host === "string" &&
-    p.host.length <= MAX_HOST_LENGTH &&
-    typeof p.path === "string" &&
-    p.path.length <= MAX_PATH_LENGTH
-  ) {
-    return { host: p.host, path: p.path };
-  }
-  throw new ValidationError([{ field: "/", message: "needs workspaceKey, or host and path" }]);
-}
 
 export async function publicWorkspace(
   db: Queries,
@@ -72,33 +56,6 @@ interface NavigationRequest {
   parentKey?: string;
   /** The path prefix the workspace was reached under (the matched binding's); default: its first binding's. */
   pathPrefix?: string;
-}
-
-export function decodeNavigationRequest(payload: unknown): NavigationRequest {
-  const p = (payload ?? {}) as Record<string, unknown>;
-  const violations: Array<{ field: string; message: string }> = [];
-  if (typeof p.workspaceKey !== "string" || p.workspaceKey.length > 63) {
-    violations.push({ field: "/workspaceKey", message: "is required" });
-  }
-  if (typeof p.surfaceKey !== "string" || p.surfaceKey.length > 63) {
-    violations.push({ field: "/surfaceKey", message: "is required" });
-  }
-  if (p.parentKey !== undefined && (typeof p.parentKey !== "string" || p.parentKey.length > 100)) {
-    violations.push({ field: "/parentKey", message: "is a string" });
-  }
-  if (
-    p.pathPrefix !== undefined &&
-    (typeof p.pathPrefix !== "string" || !/^\/[^\s]{0,199}$/.test(p.pathPrefix))
-  ) {
-    violations.push({ field: "/pathPrefix", message: "is a path" });
-  }
-  if (violations.length > 0) throw new ValidationError(violations);
-  return {
-    workspaceKey: p.workspaceKey as string,
-    surfaceKey: p.surfaceKey as string,
-    ...(typeof p.parentKey === "string" ? { parentKey: p.parentKey } : {}),
-    ...(typeof p.pathPrefix === "string" ? { pathPrefix: p.pathPrefix } : {}),
-  };
 }
 
 const join = (base: string, segment: string) =>
@@ -170,17 +127,4 @@ export async function surfaceData(
       rows.map((r) => [r.snippet_key, { content: r.content, contentType: r.content_type }]),
     ),
   };
-}
-
-export function decodeSurfaceDataRequest(payload: unknown): { workspaceKey: string; pathPrefix: string } {
-  const p = (payload ?? {}) as Record<string, unknown>;
-  if (
-    typeof p.workspaceKey !== "string" ||
-    p.workspaceKey.length > 63 ||
-    typeof p.pathPrefix !== "string" ||
-    !/^\/[^\s]{0,199}$/.test(p.pathPrefix)
-  ) {
-    throw new ValidationError([{ field: "/", message: "needs workspaceKey and pathPrefix" }]);
-  }
-  return { workspaceKey: p.workspaceKey, pathPrefix: p.pathPrefix };
 }

@@ -1,7 +1,9 @@
 import {
   followContributions,
   quietUnlessUp,
+  resolverMessages,
   resolverRoutes as r,
+  serveMessages,
   serveRoutes,
   ServiceName,
 } from "@svc/contracts";
@@ -13,16 +15,9 @@ import { startChangeListener } from "./change-listener.js";
 import * as configApi from "./config.js";
 import * as customFields from "./custom-fields.js";
 import type { ResolverDeps } from "./deps.js";
-import { decodeResolveRequest, decodeTenancyLookup, lookupTenancy, resolveWorkspace } from "./handlers.js";
+import { lookupTenancy, resolveWorkspace } from "./handlers.js";
 import * as media from "./media.js";
-import {
-  decodeNavigationRequest,
-  decodePublicRequest,
-  decodeSurfaceDataRequest,
-  navigation,
-  publicWorkspace,
-  surfaceData,
-} from "./public.js";
+import { navigation, publicWorkspace, surfaceData } from "./public.js";
 import { resolverSettings } from "./settings.js";
 import * as surfaces from "./surfaces.js";
 import * as tenantHosts from "./tenant-hosts.js";
@@ -37,20 +32,12 @@ export const resolverService: ServiceDefinition<typeof resolverSettings> = {
   keyedWrites: "transaction",
   async start({ bus, db, nc, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;
-    bus.serve("resolver.workspace.resolve", (request) => resolveWorkspace(db, tenant, request), {
-      decode: decodeResolveRequest,
-    });
-    bus.serve("resolver.tenancy.lookup", (request) => lookupTenancy(db, request), {
-      decode: decodeTenancyLookup,
-    });
-    bus.serve("resolver.workspace.public", (request) => publicWorkspace(db, tenant, request), {
-      decode: decodePublicRequest,
-    });
-    bus.serve("resolver.navigation.get", (request) => navigation(db, tenant, request), {
-      decode: decodeNavigationRequest,
-    });
-    bus.serve("resolver.surface.data", (request) => surfaceData(db, tenant, request), {
-      decode: decodeSurfaceDataRequest,
+    serveMessages(bus, resolverMessages, {
+      "workspace.resolve": (request) => resolveWorkspace(db, tenant, request),
+      "workspace.public": (request) => publicWorkspace(db, tenant, request),
+      "navigation.get": (request) => navigation(db, tenant, request),
+      "surface.data": (request) => surfaceData(db, tenant, request),
+      "tenancy.lookup": (request) => lookupTenancy(db, request),
     });
     const outbox = new Outbox({
       db,

@@ -21,14 +21,7 @@ import { Header, type Principal } from "@svc/wire-contract";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
 import { type EndpointStats, MicroHeader, MicroService } from "./micro.js";
-import {
-  type Broadcast,
-  type BroadcastMap,
-  ownerOf,
-  type ReplyOf,
-  type RequestOf,
-  type Subject,
-} from "./subjects.js";
+import { ownerOf } from "./subjects.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -58,25 +51,18 @@ export interface HandlerContext {
   readonly log: Logger;
 }
 
-export type Handler<S extends Subject> = (
-  request: RequestOf<S>,
-  context: HandlerContext,
-) => Promise<ReplyOf<S>> | ReplyOf<S>;
-
-export type ServeOptions<S extends Subject> = DecodedServeOptions<RequestOf<S>>;
+/** A handler of requests of type `Req` answering `Rep`. */
+export type Handler<Req, Rep> = (request: Req, context: HandlerContext) => Promise<Rep> | Rep;
 
 /** How a subject is served, for a handler of requests of type `Req`. */
-interface DecodedServeOptions<Req> {
+export interface ServeOptions<Req> {
   /** Queue group; defaults to the bus's service name so replicas share the load. */
   readonly queue?: string;
   /** Every replica answers (no queue group), for scatter-gather requests (`requestAll`). */
   readonly fanOut?: boolean;
-  /** Checks and narrows the decoded payload; throw a ValidationError to reject it. */
-  readonly decode?: (payload: unknown) => Req;
+  /** Checks and narrows the decoded payload (a contract's `decode`); throws a ValidationError to reject it. */
+  readonly decode: (payload: unknown) => Req;
 }
-
-/** A handler of requests of type `Req` answering `Rep`. */
-type DecodedHandler<Req, Rep> = (request: Req, context: HandlerContext) => Promise<Rep> | Rep;
 
 export interface BusOptions {
   readonly nc: NatsConnection;
@@ -183,43 +169,17 @@ export class Bus {
     return `${this.prefix}.${name}`;
   }
 
-  /**
-   * Serves a subject outside the SubjectMap: an operator route, whose contract (`@svc/contracts`) types
-   * the handler and supplies `decode`, the check of every request against the route's schemas.
-   */
-  serveEndpoint<Req, Rep>(
-    subject: string,
-    handler: DecodedHandler<Req, Rep>,
-    options: { readonly decode: (payload: unknown) => Req; readonly queue?: string },
-  ): void {
-    this.serveDecoded(subject, handler, options);
-  }
-
-  /** Sends a request on a subject outside the SubjectMap (an operator route) and decodes the reply. */
-  async requestEndpoint<Req, Rep>(subject: string, request: Req, options?: RequestOptions): Promise<Rep> {
-    const data = await this.requestRaw(subject as Subject, request as RequestOf<Subject>, options);
-    return JSON.parse(decoder.decode(data)) as Rep;
-  }
-
-  /** Sends a request and decodes the reply. */
-  async request<S extends Subject>(
-    subject: S,
-    request: RequestOf<S>,
-    options?: RequestOptions,
-  ): Promise<ReplyOf<S>> {
+  /** Sends a request and parses the reply (typed by the caller's contract: @svc/contracts). */
+  async request(subject: string, request: unknown, options?: RequestOptions): Promise<unknown> {
     const data = await this.requestRaw(subject, request, options);
-    return JSON.parse(decoder.decode(data)) as ReplyOf<S>;
+    return JSON.parse(decoder.decode(data));
   }
 
   /**
    * Sends a request and returns the reply's bytes undecoded (a gateway can pass them through as the HTTP
    * body). Throws an SvcError for an error reply or a transport failure.
    */
-  async requestRaw<S extends Subject>(
-    subject: S,
-    request: RequestOf<S>,
-    options?: RequestOptions,
-  ): Promise<Uint8Array> {
+  async requestRaw(subject: string, request: unknown, options?: RequestOptions): Promise<Uint8Array> {
     const observers = this.requests;
     if (observers.empty) return this.sendRequest(subject, request, options);
     const started = performance.now();
@@ -234,9 +194,9 @@ export class Bus {
     }
   }
 
-  private async sendRequest<S extends Subject>(
-    subject: S,
-    request: RequestOf<S>,
+  private async sendRequest(
+    subject: string,
+    request: unknown,
     options?: RequestOptions,
   ): Promise<Uint8Array> {
     const now = Date.now();
@@ -295,16 +255,11 @@ export class Bus {
     return new InternalError({ cause: error });
   }
 
-  /** Answers requests on a subject, in this service's queue group. */
-  serve<S extends Subject>(subject: S, handler: Handler<S>, options: ServeOptions<S> = {}): void {
-    this.serveDecoded<RequestOf<S>, ReplyOf<S>>(subject, handler, options);
-  }
-
-  private serveDecoded<Req, Rep>(
-    subject: string,
-    handler: DecodedHandler<Req, Rep>,
-    options: DecodedServeOptions<Req>,
-  ): void {
+  /**
+   * Answers requests on a subject, in this service's queue group (or on every replica, `fanOut`), each
+   * checked by `decode` first (a contract's: @svc/contracts serves routes and messages through here).
+   */
+  serve<Req, Rep>(subject: string, handler: Handler<Req, Rep>, options: ServeOptions<Req>): void {
     const full = this.subject(subject);
     const queue = options.fanOut ? undefined : (options.queue ?? this.service);
     // Endpoint names are one token: the subject without its service, dots as underscores.
@@ -327,8 +282,8 @@ export class Bus {
   private async handle<Req, Rep>(
     subject: string,
     msg: Msg,
-    handler: DecodedHandler<Req, Rep>,
-    options: DecodedServeOptions<Req>,
+    handler: Handler<Req, Rep>,
+    options: ServeOptions<Req>,
     stats: EndpointStats | undefined,
   ) {
     const started = process.hrtime.bigint();
@@ -355,8 +310,7 @@ export class Bus {
       } catch (cause) {
         throw new SvcError(ErrorCode.ValidationFailed, "The request payload is not valid JSON.", { cause });
       }
-      // A subject of the map without a decoder trusts its typed senders.
-      const request = options.decode ? options.decode(payload) : (payload as Req);
+      const request = options.decode(payload);
       // The handler runs inside the request's deadline: the data layer refuses to start or commit work
       // after it (the caller has answered 504 by then).
       const result = await runWithDeadline(deadline, () => handler(request, context));
@@ -390,12 +344,12 @@ export class Bus {
    * Scatter-gather: sends one request that every fan-out responder answers, and collects the replies
    * until none has arrived for `stallMs` (or `maxWaitMs` passed). Error replies are skipped.
    */
-  async requestAll<S extends Subject>(
-    subject: S,
-    request: RequestOf<S>,
-    options: { maxWaitMs?: number; stallMs?: number } = {},
-  ): Promise<Array<ReplyOf<S>>> {
-    const replies: Array<ReplyOf<S>> = [];
+  async requestAll(
+    subject: string,
+    request: unknown,
+    options: { readonly maxWaitMs?: number; readonly stallMs?: number } = {},
+  ): Promise<unknown[]> {
+    const replies: unknown[] = [];
     try {
       const iterable = await this.nc.requestMany(this.subject(subject), encodeJson(request), {
         strategy: "stall",
@@ -405,7 +359,7 @@ export class Bus {
       for await (const msg of iterable) {
         if (msg.headers?.get(Header.ErrorCode)) continue;
         try {
-          replies.push(JSON.parse(decoder.decode(msg.data)) as ReplyOf<S>);
+          replies.push(JSON.parse(decoder.decode(msg.data)));
         } catch {
           // a malformed reply is skipped
         }
@@ -418,22 +372,26 @@ export class Bus {
   }
 
   /** Publishes a fan-out notification. */
-  broadcast<B extends Broadcast>(subject: B, payload: BroadcastMap[B]): void {
+  broadcast(subject: string, payload: unknown): void {
     this.nc.publish(this.subject(subject), encodeJson(payload));
   }
 
-  /** Receives every fan-out notification on a subject (no queue group: every replica gets it). */
-  onBroadcast<B extends Broadcast>(
-    subject: B,
-    handler: (payload: BroadcastMap[B]) => void | Promise<void>,
+  /**
+   * Receives every fan-out notification on a subject (no queue group: every replica gets it), each checked
+   * by `decode` first; one that is not JSON or that `decode` refuses is logged and dropped.
+   */
+  onBroadcast<P>(
+    subject: string,
+    decode: (payload: unknown) => P,
+    handler: (payload: P) => void | Promise<void>,
   ): void {
     const full = this.subject(subject);
     const sub = this.nc.subscribe(full, {
       callback: (err, msg) => {
         if (err !== null) return;
-        let payload: BroadcastMap[B];
+        let payload: P;
         try {
-          payload = JSON.parse(decoder.decode(msg.data)) as BroadcastMap[B];
+          payload = decode(JSON.parse(decoder.decode(msg.data)));
         } catch {
           this.log.warn({ subject: full }, "ignored a malformed broadcast");
           return;

@@ -36,14 +36,6 @@ export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";
 export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound } from "./streams.js";
-export {
-  type Broadcast,
-  type BroadcastMap,
-  type ReplyOf,
-  type RequestOf,
-  type Subject,
-  type SubjectMap,
-} from "./subjects.js";
 // The wire contract's (docs/wire-contract.md) headers, event names, subjects and the envelope of operator
 // routes (principal, request, reply): any NATS client sends and receives the same shapes.
 export {

@@ -6,7 +6,12 @@
  */
 import { type Bus, coalesce } from "@svc/bus";
 
-import type { PluginContribution } from "./subjects.js";
+import { messageClient, onBroadcast } from "./messages.js";
+import {
+  type PluginContribution,
+  pluginRegistryBroadcasts,
+  pluginRegistryMessages,
+} from "./plugin-registry.js";
 
 export interface ContributionFollower {
   /** Fetches and applies the current set now (resolves when applied, or rejects). */
@@ -21,13 +26,14 @@ export function followContributions(
   onError: (error: unknown) => void,
   intervalMs = 30_000,
 ): ContributionFollower {
+  const registry = messageClient(bus, pluginRegistryMessages);
   const sync = coalesce(async () => {
     const requestedAt = Date.now();
-    const { plugins } = await bus.request("plugin-registry.contributions.list", {});
+    const { plugins } = await registry.request("contributions.list", {});
     await apply(plugins, requestedAt);
   });
   const quiet = () => void sync().catch(onError);
-  bus.onBroadcast("plugin-registry.contributions.changed", quiet);
+  onBroadcast(bus, pluginRegistryBroadcasts["contributions.changed"], quiet);
   const timer = setInterval(quiet, intervalMs);
   timer.unref();
   quiet();

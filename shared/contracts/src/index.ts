@@ -13,9 +13,62 @@ import { webhookRoutes } from "./webhooks.js";
 export * from "./common.js";
 export { type ContributionFollower, followContributions, quietUnlessUp } from "./contributions.js";
 export { jobRoutes, JobView } from "./jobs.js";
-export { pluginRegistryRoutes, PluginView, UploadedPackage } from "./plugin-registry.js";
-export { rbacRoutes, RoleView, UserView } from "./rbac.js";
-export { type NavItem, resolverRoutes, TenantView, WorkspaceView } from "./resolver.js";
+export {
+  type BroadcastContract,
+  type BroadcastSpec,
+  defineBroadcasts,
+  defineMessages,
+  type MessageClient,
+  messageClient,
+  type MessageContract,
+  type MessageHandler,
+  type MessageImplementation,
+  type MessageSpec,
+  onBroadcast,
+  type PayloadOf,
+  publishBroadcast,
+  type ReplyOfMessage,
+  type RequestOfMessage,
+  serveMessage,
+  serveMessages,
+} from "./messages.js";
+export {
+  PluginContribution,
+  pluginRegistryBroadcasts,
+  pluginRegistryMessages,
+  pluginRegistryRoutes,
+  PluginRouteContribution,
+  PluginView,
+  PublicTheme,
+  RenderedSurface,
+  UploadedPackage,
+} from "./plugin-registry.js";
+export {
+  Jwks,
+  LoginReply,
+  LoginRequest,
+  rbacBroadcasts,
+  rbacMessages,
+  rbacRoutes,
+  RoleView,
+  UserView,
+} from "./rbac.js";
+export {
+  NavigationView,
+  type NavItem,
+  PublicWorkspace,
+  PublicWorkspaceRequest,
+  resolverBroadcasts,
+  ResolveRequest,
+  ResolveResult,
+  resolverMessages,
+  resolverRoutes,
+  SurfaceData,
+  TenancyLookupReply,
+  TenancyLookupRequest,
+  TenantView,
+  WorkspaceView,
+} from "./resolver.js";
 export {
   type BodyOf,
   defineRoutes,
@@ -29,6 +82,14 @@ export {
   type RouteSpec,
 } from "./route.js";
 export {
+  configMessages,
+  metricsMessages,
+  type MetricsReply,
+  pingMessages,
+  PingReply,
+  SettingDescription,
+} from "./runtime.js";
+export {
   requestRoute,
   type RouteHandler,
   type RouteHandlerWith,
@@ -36,23 +97,7 @@ export {
   serveRoute,
   serveRoutes,
 } from "./serve.js";
-export {
-  type LoginReply,
-  type LoginRequest,
-  type NavigationView,
-  type PluginContribution,
-  type PluginRouteContribution,
-  type PublicTheme,
-  type PublicWorkspace,
-  type PublicWorkspaceRequest,
-  type RenderedSurface,
-  type ResolveRequest,
-  type ResolveResult,
-  ServiceName,
-  type SurfaceData,
-  type TenancyLookupReply,
-  type TenancyLookupRequest,
-} from "./subjects.js";
+export { ServiceName } from "./services.js";
 export {
   FlowAction,
   FlowView,

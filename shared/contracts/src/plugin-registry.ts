@@ -2,7 +2,7 @@
  * Routes the plugin registry owns (ADR 0003): plugins, trusted signers, entitlements, delegations,
  * workspace plugin chains and themes.
  */
-import { Type } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 
 import {
   FieldValuesBody,
@@ -14,6 +14,8 @@ import {
   wkParams,
   WorkspaceKey,
 } from "./common.js";
+import { defineBroadcasts, defineMessages } from "./messages.js";
+import { PublicWorkspace, SurfaceData } from "./resolver.js";
 import { defineRoutes } from "./route.js";
 
 const PluginId = Type.String({ pattern: "^[a-z][a-z0-9-]{1,62}$" });
@@ -651,5 +653,98 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     params: wkParams,
     body: FieldValuesBody,
     reply: ThemeSettings,
+  },
+});
+
+export const PluginRouteContribution = Type.Object({
+  method: Type.String(),
+  /** Under /api/plugins/{pluginId}; `:name` segments are parameters. */
+  path: Type.String(),
+  /** The key a caller must hold; "" for any authenticated caller. */
+  permission: Type.String(),
+  /** The entry object's method that answers it (in the request on the plugin's subject). */
+  handler: Type.String(),
+});
+export type PluginRouteContribution = Static<typeof PluginRouteContribution>;
+
+/** What one installed plugin adds: keys to rbac's catalogue, fields to webhook masking, event names. */
+export const PluginContribution = Type.Object({
+  pluginId: Type.String(),
+  version: Type.String(),
+  permissions: Type.Array(Type.String()),
+  sensitiveFields: Type.Array(Type.String()),
+  events: Type.Array(Type.String()),
+  /** The lifecycle state: only an `active` plugin serves routes and supplies session keys. */
+  state: Type.Union([Type.Literal("inactive"), Type.Literal("active"), Type.Literal("failed")]),
+  /** Its routes, dispatched by the gateway under /api/plugins/{pluginId}/ while active. */
+  routes: Type.Array(PluginRouteContribution),
+  /** The workspaces whose chain holds it (their admins' sessions carry its keys). */
+  workspaces: Type.Array(Type.String()),
+  /** The custom fields it defines. */
+  customFields: Type.Array(
+    Type.Object({
+      entityName: Type.String(),
+      key: Type.String(),
+      label: Type.String(),
+      type: Type.String(),
+      required: Type.Boolean(),
+      options: Type.Array(Type.String()),
+      description: Nullable(Type.String()),
+    }),
+  ),
+});
+export type PluginContribution = Static<typeof PluginContribution>;
+
+/** A workspace's theme as the public routes show it. */
+export const PublicTheme = Type.Object({
+  workspaceKey: Type.String(),
+  themePluginId: Nullable(Type.String()),
+  themeVersion: Nullable(Type.String()),
+  valuesByKey: Type.Record(Type.String(), Type.String()),
+  sectionLayouts: Type.Array(Type.Object({ section: Type.String(), keys: Type.Array(Type.String()) })),
+});
+export type PublicTheme = Static<typeof PublicTheme>;
+
+/** The rendered surface, or null with the reason the gateway serves the shell instead. */
+export const RenderedSurface = Type.Object({
+  html: Nullable(Type.String()),
+  reason: Type.Union([
+    Type.Literal("rendered"),
+    Type.Literal("no-chain"),
+    Type.Literal("no-entry"),
+    Type.Literal("template-error"),
+  ]),
+});
+export type RenderedSurface = Static<typeof RenderedSurface>;
+
+/** What the plugin registry answers to the other services. */
+export const pluginRegistryMessages = defineMessages("plugin-registry", {
+  "contributions.list": {
+    summary: "What every installed plugin contributes to the other services",
+    request: Type.Object({}),
+    reply: Type.Object({ plugins: Type.Array(PluginContribution) }),
+  },
+  "workspace.public": {
+    summary: "A workspace's public UI chain and theme",
+    request: Type.Object({ workspaceKey: Type.String({ maxLength: 63 }) }),
+    reply: Type.Object({ chain: Type.Array(Type.String()), theme: PublicTheme }),
+  },
+  "surface.render": {
+    summary: "Renders a workspace's surface over its plugin chain",
+    request: Type.Object({
+      workspace: PublicWorkspace,
+      publicBaseUrl: Type.String({ maxLength: 2_048 }),
+      path: Type.String({ maxLength: 2_048 }),
+      data: SurfaceData,
+    }),
+    reply: RenderedSurface,
+  },
+});
+
+/** What the plugin registry tells every replica. */
+export const pluginRegistryBroadcasts = defineBroadcasts("plugin-registry", {
+  "contributions.changed": {
+    summary: "A plugin was installed, updated, (de)activated, assigned or uninstalled: contributions changed",
+    payload: Type.Object({ pluginId: Type.String() }),
   },
 });

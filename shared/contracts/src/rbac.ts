@@ -1,5 +1,6 @@
 /** Routes rbac owns: roles and the key catalogue, users, memberships, integrations, notifications. */
-import { Type } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
+import type { JSONWebKeySet } from "jose";
 
 import {
   idParams,
@@ -15,6 +16,7 @@ import {
   wkUserParams,
   WorkspaceKey,
 } from "./common.js";
+import { defineBroadcasts, defineMessages } from "./messages.js";
 import { defineRoutes } from "./route.js";
 
 export const UserView = Type.Object({
@@ -338,5 +340,69 @@ export const rbacRoutes = defineRoutes("rbac", {
     summary: "Every permission key, plugin-declared ones included",
     platformOnly: true,
     reply: Type.Array(PermissionKeyView),
+  },
+});
+
+/** rbac's sign-in as the gateway forwards it (the HTTP body's `username` alias already resolved). */
+export const LoginRequest = Type.Object({
+  userName: Type.String({ minLength: 1, maxLength: 100 }),
+  password: Type.String({ minLength: 1, maxLength: 200 }),
+  workspaceKey: Type.Optional(Nullable(Type.String({ maxLength: 63 }))),
+});
+export type LoginRequest = Static<typeof LoginRequest>;
+
+export const LoginReply = Type.Object({
+  accessToken: Type.String({
+    description: "An ES256-signed JWT; send it as `Authorization: Bearer <accessToken>`",
+  }),
+  tokenType: Type.Literal("Bearer"),
+  expiresIn: Type.Integer({ description: "Seconds until the token expires" }),
+});
+export type LoginReply = Static<typeof LoginReply>;
+
+/** The public keys that verify access tokens, as JOSE's JSON Web Key Set. */
+export const Jwks = Type.Unsafe<JSONWebKeySet>(
+  Type.Object({
+    keys: Type.Array(
+      Type.Object(
+        {
+          kty: Type.String(),
+          kid: Type.String(),
+          alg: Type.String(),
+          use: Type.Optional(Type.String()),
+          crv: Type.Optional(Type.String()),
+          x: Type.Optional(Type.String()),
+          y: Type.Optional(Type.String()),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  }),
+);
+
+/** What rbac answers to the other services. */
+export const rbacMessages = defineMessages("rbac", {
+  "auth.login": {
+    summary: "Signs a user in and issues an access token",
+    request: LoginRequest,
+    reply: LoginReply,
+  },
+  "keys.jwks": {
+    summary: "The public keys that verify access tokens (served at /.well-known/jwks.json)",
+    request: Type.Object({}),
+    reply: Jwks,
+  },
+  "roles.grants": {
+    summary: "A role's current permission keys (the gateway asks for host.api's, the API-key role)",
+    request: Type.Object({ role: Type.String({ maxLength: 64 }) }),
+    reply: Type.Object({ role: Type.String(), permissions: Type.Array(Type.String()) }),
+  },
+});
+
+/** What rbac tells every replica. */
+export const rbacBroadcasts = defineBroadcasts("rbac", {
+  "roles.changed": {
+    summary: "A role's grants changed: drop cached grants",
+    payload: Type.Object({ role: Type.String() }),
   },
 });

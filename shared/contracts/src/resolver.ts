@@ -2,9 +2,11 @@
  * Routes the resolver owns (ADR 0003): tenants, workspaces, surfaces, configuration, media, custom fields
  * and snippets.
  */
-import { type TSchema, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { MAX_HOST_LENGTH, MAX_PATH_LENGTH } from "@svc/workspace";
 
 import { FieldValuesBody, Nullable, Page, pageFields, TenantKey, wkParams, WorkspaceKey } from "./common.js";
+import { defineBroadcasts, defineMessages } from "./messages.js";
 import { defineRoutes } from "./route.js";
 
 const SurfaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
@@ -473,5 +475,126 @@ export const resolverRoutes = defineRoutes("resolver", {
     summary: "Delete a snippet",
     params: Type.Object({ snippetKey: SnippetKey }),
     query: WorkspaceQuery,
+  },
+});
+
+/** Input of workspace resolution: the public host (no port) and a normalised path. */
+export const ResolveRequest = Type.Object({
+  host: Type.String({ maxLength: MAX_HOST_LENGTH }),
+  path: Type.String({ maxLength: MAX_PATH_LENGTH }),
+});
+export type ResolveRequest = Static<typeof ResolveRequest>;
+
+/** What workspace resolution answers: the visible workspace, if any. */
+export const ResolveResult = Type.Object({ resolved: Type.Boolean(), workspaceKey: Nullable(Type.String()) });
+export type ResolveResult = Static<typeof ResolveResult>;
+
+/** A workspace key as the public routes receive it (an unknown one is answered as not visible). */
+const PublicKey = Type.String({ maxLength: 63 });
+/** A public path prefix: `/` and at most 199 more characters, no white space. */
+const PathPrefix = Type.String({ pattern: "^/[^\\s]{0,199}$" });
+
+/** Which of the named workspaces and tenants exist, and each workspace's tenant (for entitlements). */
+export const TenancyLookupRequest = Type.Object({
+  workspaceKeys: Type.Array(Type.String({ maxLength: 63 }), { maxItems: 500 }),
+  tenantKeys: Type.Array(Type.String({ maxLength: 63 }), { maxItems: 500 }),
+});
+export type TenancyLookupRequest = Static<typeof TenancyLookupRequest>;
+export const TenancyLookupReply = Type.Object({
+  workspaces: Type.Array(
+    Type.Object({
+      workspaceKey: Type.String(),
+      tenantKey: Type.String(),
+      /** The workspace's own `isActive` (an operator's decision). */
+      isActive: Type.Boolean(),
+      /** false while the workspace's tenant is suspended. */
+      tenantIsActive: Type.Boolean(),
+    }),
+  ),
+  tenants: Type.Array(Type.String()),
+});
+export type TenancyLookupReply = Static<typeof TenancyLookupReply>;
+
+/** A visible workspace as the public routes show it: the workspace, its access policy and route. */
+export const PublicWorkspace = Type.Object({
+  workspace: Type.Object({ key: Type.String(), name: Type.String(), type: Type.String() }),
+  accessPolicy: Type.Union([Type.Literal("Public"), Type.Literal("Authenticated")]),
+  tenantKey: Type.String(),
+  route: Type.Object({
+    /** The workspace's configured public base URL; null when it has none (the gateway derives one). */
+    publicBaseUrl: Nullable(Type.String()),
+    publicHost: Type.String(),
+    publicPathPrefix: Type.String(),
+  }),
+});
+export type PublicWorkspace = Static<typeof PublicWorkspace>;
+
+/** By key (a workspaceKey query value), or by host and path (as resolution). */
+export const PublicWorkspaceRequest = Type.Union([Type.Object({ workspaceKey: PublicKey }), ResolveRequest]);
+export type PublicWorkspaceRequest = Static<typeof PublicWorkspaceRequest>;
+
+const NavigationItem = Type.Object({
+  key: Type.String(),
+  title: Type.String(),
+  path: Type.String(),
+  fullPath: Type.String(),
+  order: Type.Number(),
+  hasChildren: Type.Boolean(),
+});
+
+/** A surface's navigation: the children of the surface's application root, each with its full path. */
+export const NavigationView = Type.Object({
+  workspaceKey: Type.String(),
+  surfaceKey: Type.String(),
+  items: Type.Array(NavigationItem),
+});
+export type NavigationView = Static<typeof NavigationView>;
+
+/** What a server-side render of a workspace's surface needs besides the chain and theme (the resolver's). */
+export const SurfaceData = Type.Object({
+  navigation: Type.Array(NavigationItem),
+  snippets: Type.Record(Type.String(), Type.Object({ content: Type.String(), contentType: Type.String() })),
+});
+export type SurfaceData = Static<typeof SurfaceData>;
+
+/** What the resolver answers to the other services. */
+export const resolverMessages = defineMessages("resolver", {
+  "workspace.resolve": {
+    summary: "Resolves the visible workspace for a host and path",
+    request: ResolveRequest,
+    reply: ResolveResult,
+  },
+  "workspace.public": {
+    summary: "A visible workspace for the public routes, or null",
+    request: PublicWorkspaceRequest,
+    reply: Nullable(PublicWorkspace),
+  },
+  "navigation.get": {
+    summary: "A visible workspace's navigation, or null when the workspace or surface is not found",
+    request: Type.Object({
+      workspaceKey: PublicKey,
+      surfaceKey: Type.String({ maxLength: 63 }),
+      parentKey: Type.Optional(Type.String({ maxLength: 100 })),
+      pathPrefix: Type.Optional(PathPrefix),
+    }),
+    reply: Nullable(NavigationView),
+  },
+  "surface.data": {
+    summary: "A visible workspace's default surface navigation and its snippets, for rendering",
+    request: Type.Object({ workspaceKey: PublicKey, pathPrefix: PathPrefix }),
+    reply: SurfaceData,
+  },
+  "tenancy.lookup": {
+    summary: "The named workspaces (with their tenant) and tenants that exist (at most 500 of each)",
+    request: TenancyLookupRequest,
+    reply: TenancyLookupReply,
+  },
+});
+
+/** What the resolver tells every replica. */
+export const resolverBroadcasts = defineBroadcasts("resolver", {
+  "cache.invalidate": {
+    summary: "Tenants, workspaces or bindings changed: drop cached resolutions",
+    payload: Type.Object({ reason: Type.String() }),
   },
 });

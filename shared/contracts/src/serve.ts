@@ -35,7 +35,7 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
   route: RouteContract<S, Subject>,
   handler: RouteHandler<NoInfer<S>>,
 ): void {
-  bus.serveEndpoint(
+  bus.serve(
     route.subject,
     async (received: RequestOfRoute<S>, context) => {
       // The principal is believed only as the gateway signed it.
@@ -98,5 +98,7 @@ export async function requestRoute<S extends RouteSpec, Subject extends string>(
     signer === undefined
       ? options?.headers
       : { ...options?.headers, [Header.Principal]: await signer.sign(request.principal) };
-  return bus.requestEndpoint(route.subject, request, { ...options, ...(headers ? { headers } : {}) });
+  const reply = await bus.request(route.subject, request, { ...options, ...(headers ? { headers } : {}) });
+  // The owner checks its replies against the route's schema in development and tests.
+  return reply as ReplyOfRoute<S>;
 }

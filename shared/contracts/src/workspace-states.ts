@@ -14,7 +14,8 @@ import type { Bus, Principal } from "@svc/bus";
 import { ErrorCode, SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
-import type { TenancyLookupReply } from "./subjects.js";
+import { type MessageClient, messageClient, onBroadcast } from "./messages.js";
+import { resolverBroadcasts, resolverMessages, type TenancyLookupReply } from "./resolver.js";
 
 export type WorkspaceState = "active" | "inactive" | "suspended" | "unknown";
 type State = WorkspaceState;
@@ -55,12 +56,15 @@ export class WorkspaceStates {
   /** Advanced by every invalidation: a lookup that straddles one is not cached. */
   private generation = 0;
 
+  private readonly resolver: MessageClient<typeof resolverMessages>;
+
   constructor(
-    private readonly bus: Bus,
+    bus: Bus,
     private readonly log: Logger,
     private readonly ttlMs = 5_000,
   ) {
-    bus.onBroadcast("resolver.cache.invalidate", () => {
+    this.resolver = messageClient(bus, resolverMessages);
+    onBroadcast(bus, resolverBroadcasts["cache.invalidate"], () => {
       this.entries.clear();
       this.generation++;
     });
@@ -92,8 +96,8 @@ export class WorkspaceStates {
 
   private async lookUp(key: string, lastKnown: State): Promise<State> {
     try {
-      const found = await this.bus.request(
-        "resolver.tenancy.lookup",
+      const found = await this.resolver.request(
+        "tenancy.lookup",
         { workspaceKeys: [key], tenantKeys: [] },
         { timeoutMs: 2_000 },
       );

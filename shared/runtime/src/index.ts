@@ -12,7 +12,7 @@ export {
   type RecordingState,
 } from "./diagnostics.js";
 export { KeyedOutcomes, type KeyedWritesMode } from "./keyed-writes.js";
-export { configBucket, LiveSettings, type SettingDescription } from "./live-settings.js";
+export { configBucket, LiveSettings } from "./live-settings.js";
 export { checkReadiness, type Phase } from "./management.js";
 export {
   BROADCASTS,
@@ -49,4 +49,3 @@ export {
   type StartOptions,
   startService,
 } from "./service.js";
-export type { MetricsReply, PingReply } from "./subjects.js";

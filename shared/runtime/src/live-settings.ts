@@ -24,22 +24,10 @@ import {
   type SettingDef,
   variableOf,
 } from "@svc/config";
+import type { SettingDescription } from "@svc/contracts";
 import type { Logger } from "@svc/observability";
 
 export const configBucket = (prefix: string) => `${prefix}_config_values`;
-
-export interface SettingDescription {
-  readonly variable: string;
-  readonly owner: string;
-  readonly type: string;
-  readonly defaultText: string;
-  readonly doc: string;
-  readonly changeable: boolean;
-  readonly secret: boolean;
-  /** The value in force, as text; null for a secret or an unset value. */
-  readonly value: string | null;
-  readonly source: "default" | "environment" | "stored";
-}
 
 interface Entry {
   readonly def: SettingDef<unknown>;

@@ -4,15 +4,23 @@
  * ones the code opens.
  *
  * Derived, not copied: a service serves and replies on its own subjects (`<prefix>.<service>.>`, the
- * route contracts' and the subject map's first token is the owner), broadcasts only its own
- * (`BROADCASTS`, checked against the broadcast map's type), listens to the broadcasts it follows, and
+ * route, message and broadcast contracts' first token is the owner), broadcasts only its own
+ * (`BROADCASTS`, every broadcast contract), listens to the broadcasts it follows, and
  * calls the services listed in `calls`. JetStream access is by resource: the events and diagnostics
  * streams, the KV buckets and the object stores each service reads or writes, with the JetStream API
  * subjects each needs; no service may delete or purge a stream.
  */
 import { revocationBucketName } from "@svc/access";
-import type { Broadcast, Subject } from "@svc/bus";
-import type { ServiceName } from "@svc/contracts";
+import {
+  type BroadcastContract,
+  configMessages,
+  type MessageContract,
+  metricsMessages,
+  pluginRegistryBroadcasts,
+  rbacBroadcasts,
+  resolverBroadcasts,
+  type ServiceName,
+} from "@svc/contracts";
 import { assetBucket, MANIFEST_BUCKET, mediaBucket, packageBucket } from "@svc/plugin-package/store";
 import { eventsSubject, pluginHttpSubject } from "@svc/wire-contract";
 
@@ -30,22 +38,26 @@ export const idempotencyBucket = (prefix: string) => `${prefix}_idempotency`;
 /** The webhook dispatcher's receiver circuits. */
 export const circuitBucket = (prefix: string) => `${prefix}_webhook_circuits`;
 
-/** Every broadcast subject, owner first (a compile error when one is added to the map and not here). */
-export const BROADCASTS = {
-  "rbac.roles.changed": true,
-  "resolver.cache.invalidate": true,
-  "plugin-registry.contributions.changed": true,
-} as const satisfies Record<Broadcast, true>;
+/** Every broadcast, each under its owner's subjects. */
+export const BROADCASTS: readonly BroadcastContract[] = [
+  ...Object.values(rbacBroadcasts),
+  ...Object.values(resolverBroadcasts),
+  ...Object.values(pluginRegistryBroadcasts),
+];
 
 /**
- * Subjects every service answers (not under an owner's name), with the one service that asks them: the
+ * Messages every service answers (not under an owner's name), with the one service that asks them: the
  * resolver gathers every service's settings, the gateway every service's metrics.
  */
-export const FAN_OUT = {
-  "config.describe": "resolver",
-  "config.check": "resolver",
-  "metrics.collect": "gateway",
-} as const satisfies Partial<Record<Subject, ServiceName>>;
+export const FAN_OUT: ReadonlyArray<readonly [MessageContract, ServiceName]> = [
+  [configMessages.describe, "resolver"],
+  [configMessages.check, "resolver"],
+  [metricsMessages.collect, "gateway"],
+];
+
+const { "roles.changed": rolesChanged } = rbacBroadcasts;
+const { "cache.invalidate": resolverChanged } = resolverBroadcasts;
+const { "contributions.changed": pluginsChanged } = pluginRegistryBroadcasts;
 
 type Access = "read" | "write";
 
@@ -65,7 +77,7 @@ export interface ServiceNeeds {
   /** Services whose subjects it sends requests to. */
   readonly calls: readonly (ServiceName | "plugins")[];
   /** Broadcasts it follows. */
-  readonly listens: readonly Broadcast[];
+  readonly listens: readonly BroadcastContract[];
   /** Whether it publishes events (outbox relay, its own events). */
   readonly publishesEvents: boolean;
   /** Whether it reads events with durable consumers. */
@@ -90,7 +102,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
   gateway: {
     // The front door: every service's routes, the plugins' routes, and `<service>.metrics` of each.
     calls: [...ALL_SERVICES.filter((s) => s !== "gateway"), "plugins"],
-    listens: ["rbac.roles.changed", "resolver.cache.invalidate", "plugin-registry.contributions.changed"],
+    listens: [rolesChanged, resolverChanged, pluginsChanged],
     publishesEvents: false,
     consumesEvents: false,
     buckets: {
@@ -106,7 +118,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
   },
   rbac: {
     calls: ["resolver", "plugin-registry"],
-    listens: ["plugin-registry.contributions.changed"],
+    listens: [pluginsChanged],
     publishesEvents: true,
     consumesEvents: true,
     buckets: { revoked: "write", config: "read", diagnostics: "read", principalKeys: "read" },
@@ -114,7 +126,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
   },
   resolver: {
     calls: ["plugin-registry"],
-    listens: ["plugin-registry.contributions.changed"],
+    listens: [pluginsChanged],
     publishesEvents: true,
     consumesEvents: false,
     buckets: { config: "write", diagnostics: "read", principalKeys: "read" },
@@ -122,7 +134,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
   },
   "plugin-registry": {
     calls: ["resolver"],
-    listens: ["plugin-registry.contributions.changed", "resolver.cache.invalidate"],
+    listens: [pluginsChanged, resolverChanged],
     publishesEvents: true,
     consumesEvents: true,
     buckets: { config: "read", diagnostics: "read", uiManifest: "write", principalKeys: "read" },
@@ -130,7 +142,7 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
   },
   "webhook-dispatcher": {
     calls: ["resolver", "plugin-registry"],
-    listens: ["plugin-registry.contributions.changed", "resolver.cache.invalidate"],
+    listens: [pluginsChanged, resolverChanged],
     publishesEvents: true,
     consumesEvents: true,
     buckets: { circuits: "write", config: "read", diagnostics: "read", principalKeys: "read" },
@@ -207,10 +219,10 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
   for (const target of needs.calls) publish.add(`${p}.${target}.>`);
   // Its own broadcasts (under its own subjects) and its own ping and metrics replies.
   publish.add(`${p}.${service}.>`);
-  for (const b of needs.listens) subscribe.add(`${p}.${b}`);
-  for (const [subject, asker] of Object.entries(FAN_OUT)) {
-    subscribe.add(`${p}.${subject}`);
-    if (asker === service) publish.add(`${p}.${subject}`);
+  for (const b of needs.listens) subscribe.add(`${p}.${b.subject}`);
+  for (const [message, asker] of FAN_OUT) {
+    subscribe.add(`${p}.${message.subject}`);
+    if (asker === service) publish.add(`${p}.${message.subject}`);
   }
   // The events stream: every service makes sure it exists at start.
   for (const s of streamApi(names.eventsStream)) publish.add(s);
@@ -231,9 +243,7 @@ export function servicePermissions(service: ServiceName, names: NatsNames): Subj
   // No one forges another service's broadcast, deletes a stream, or purges one: not the events, not a
   // bucket (the revocations), not an object store it does not write (deleting an object purges its
   // chunks, so a writer may purge its own store; the recorder empties the diagnostics stream).
-  const foreignBroadcasts = (Object.keys(BROADCASTS) as Broadcast[])
-    .filter((b) => !b.startsWith(`${service}.`))
-    .map((b) => `${p}.${b}`);
+  const foreignBroadcasts = BROADCASTS.filter((b) => b.service !== service).map((b) => `${p}.${b.subject}`);
   const unpurgeable = [
     names.eventsStream,
     ...(needs.recordsDiagnostics === true ? [] : [r.diagnosticsStream]),

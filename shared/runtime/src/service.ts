@@ -19,9 +19,14 @@ import {
   type SettingsDeclaration,
   type SettingTable,
 } from "@svc/config";
-import type { ServiceName } from "@svc/contracts";
+import {
+  configMessages,
+  metricsMessages,
+  pingMessages,
+  serveMessages,
+  type ServiceName,
+} from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
-import { ValidationError } from "@svc/errors";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
 import { HOST_VERSION } from "./build-info.js";
@@ -31,7 +36,6 @@ import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
 import { inboxPrefix } from "./nats-permissions.js";
 import { GatewayPrincipalSigner, PrincipalAssertionVerifier } from "./principal-assertions.js";
-import type { PingReply } from "./subjects.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
 export interface ServiceDeps<D extends AnySettings = AnySettings> {
@@ -215,20 +219,9 @@ export async function startService<D extends AnySettings>(
       log,
     });
     await provisioner.add("diagnostics watch", () => tap.start(nc));
-    bus.serve("config.describe", () => ({ service: definition.name, settings: live.describe() }), {
-      fanOut: true,
-    });
-    bus.serve("config.check", ({ values }) => ({ service: definition.name, ...live.check(values) }), {
-      fanOut: true,
-      decode: (payload) => {
-        const values = (payload as { values?: unknown })?.values;
-        if (typeof values !== "object" || values === null) {
-          throw new ValidationError([
-            { field: "/values", message: "is an object of variable to text or null" },
-          ]);
-        }
-        return { values: values as Record<string, string | null> };
-      },
+    serveMessages(bus, configMessages, {
+      describe: () => ({ service: definition.name, settings: live.describe() }),
+      check: ({ values }) => ({ service: definition.name, ...live.check(values) }),
     });
     const deps: ServiceDeps<D> = {
       name: definition.name,
@@ -244,11 +237,13 @@ export async function startService<D extends AnySettings>(
       live,
     };
     if (definition.metricsOverHttp !== true) {
-      bus.serve(
-        "metrics.collect",
-        async () => ({ service: definition.name, instance, metrics: await metrics.getMetricsAsJSON() }),
-        { fanOut: true },
-      );
+      serveMessages(bus, metricsMessages, {
+        collect: async () => ({
+          service: definition.name,
+          instance,
+          metrics: await metrics.getMetricsAsJSON(),
+        }),
+      });
     }
     const management =
       config.managementPort === null
@@ -269,12 +264,14 @@ export async function startService<D extends AnySettings>(
       throw error;
     }
     // Last: a replica that answers its ping has every handler in place.
-    bus.serve(`${definition.name}.ping`, (): PingReply => ({
-      service: definition.name,
-      instance,
-      version: HOST_VERSION,
-      uptimeMs: Date.now() - startedAt,
-    }));
+    serveMessages(bus, pingMessages(definition.name), {
+      ping: () => ({
+        service: definition.name,
+        instance,
+        version: HOST_VERSION,
+        uptimeMs: Date.now() - startedAt,
+      }),
+    });
     phase = "running";
     if (management !== undefined) hooks = { ...hooks, managementAddress: management.address };
     log.info({ instance }, "service started");

@@ -10,7 +10,14 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { type AccessClaims, type RevocationList, SystemRole, TOKEN_AUDIENCE } from "@svc/access";
 import type { Bus, Principal } from "@svc/bus";
 import { DEVELOPMENT_API_KEY } from "@svc/config";
-import type { WorkspaceStates } from "@svc/contracts";
+import {
+  type MessageClient,
+  messageClient,
+  onBroadcast,
+  rbacBroadcasts,
+  rbacMessages,
+  type WorkspaceStates,
+} from "@svc/contracts";
 import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { createLocalJWKSet, jwtVerify } from "jose";
@@ -43,9 +50,10 @@ export class Authenticator {
   private grantsGeneration = 0;
   private lastKeyRefreshMs = 0;
   private readonly pinned = new PinnedKeys();
+  private readonly rbac: MessageClient<typeof rbacMessages>;
 
   constructor(
-    private readonly bus: Bus,
+    bus: Bus,
     private readonly config: GatewayConfig,
     private readonly revocations: RevocationList,
     /** Refuses workspace sessions of a deactivated workspace or a suspended tenant. */
@@ -56,7 +64,8 @@ export class Authenticator {
     const keys =
       b.apiKeys.length > 0 ? b.apiKeys : config.nodeEnv === "development" ? [DEVELOPMENT_API_KEY] : [];
     this.apiKeyDigests = b.enableBootstrapApiKeys ? keys.map(sha256) : [];
-    bus.onBroadcast("rbac.roles.changed", ({ role }) => {
+    this.rbac = messageClient(bus, rbacMessages);
+    onBroadcast(bus, rbacBroadcasts["roles.changed"], ({ role }) => {
       if (role === SystemRole.HostApi) {
         this.hostApiGrants = undefined;
         this.grantsGeneration++;
@@ -70,8 +79,8 @@ export class Authenticator {
    */
   async jwks(refresh = false): Promise<KeySet> {
     if (this.keySet !== undefined && !refresh) return this.keySet;
-    this.keySetLoading ??= this.bus
-      .request("rbac.keys.jwks", {})
+    this.keySetLoading ??= this.rbac
+      .request("keys.jwks", {})
       .then((jwks) => {
         const { keys, conflicts } = this.pinned.accept(jwks);
         if (conflicts.length > 0) {
@@ -206,7 +215,7 @@ export class Authenticator {
     const now = Date.now();
     if (this.hostApiGrants === undefined || now - this.hostApiGrants.atMs > 5_000) {
       const generation = this.grantsGeneration;
-      const { permissions } = await this.bus.request("rbac.roles.grants", { role: SystemRole.HostApi });
+      const { permissions } = await this.rbac.request("roles.grants", { role: SystemRole.HostApi });
       if (generation !== this.grantsGeneration) return permissions;
       this.hostApiGrants = { permissions, atMs: now };
     }

@@ -1,4 +1,5 @@
 import type { Bus } from "@svc/bus";
+import { messageClient, metricsMessages } from "@svc/contracts";
 import { Histogram, type Registry } from "@svc/observability";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
@@ -57,7 +58,11 @@ export const metricsPlugin = fp<MetricsOptions>(
       done();
     });
     app.get("/metrics", { config: { public: true } }, async (_request, reply) => {
-      const replies = await bus.requestAll("metrics.collect", {}, { maxWaitMs: 2_000, stallMs: 150 });
+      const replies = await messageClient(bus, metricsMessages).requestAll(
+        "collect",
+        {},
+        { maxWaitMs: 2_000, stallMs: 150 },
+      );
       // Gateways are scraped one by one (each its own target) and do not answer metrics.collect: their
       // request histogram (route × method × status) would outgrow NATS's payload limit.
       const others = replies.filter((r) => r.service !== "gateway");

@@ -8,7 +8,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { authorise, openRevocationBucket, RevocationList } from "@svc/access";
 import { type Bus, ensureBucket, Header, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
-import { OPERATOR_ROUTES, requestRoute, WorkspaceStates } from "@svc/contracts";
+import { messageClient, OPERATOR_ROUTES, rbacMessages, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { pluginSchemas } from "@svc/plugin-package";
@@ -345,6 +345,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       }
     };
 
+    const rbac = messageClient(bus, rbacMessages);
     app.post("/api/auth/login", { schema: { body: LoginBody } }, async (request, reply) => {
       const decision = await countSignIn("auth", client(request));
       void reply.headers(rateLimitHeaders("auth", decision));
@@ -371,8 +372,8 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
           { extensions: { policy: "account" } },
         );
       }
-      const result = await bus.request(
-        "rbac.auth.login",
+      const result = await rbac.request(
+        "auth.login",
         { userName, password: body.password, workspaceKey: body.workspaceKey ?? null },
         { requestId: request.id },
       );
@@ -380,7 +381,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
 
     app.get("/.well-known/jwks.json", async (_request, reply) => {
-      const jwks = await bus.request("rbac.keys.jwks", {});
+      const jwks = await rbac.request("keys.jwks", {});
       return reply.header("cache-control", "public, max-age=300").send(jwks);
     });
 

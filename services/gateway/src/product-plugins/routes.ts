@@ -39,6 +39,33 @@ export function matchPath(
   return params;
 }
 
+/**
+ * A plugin's answer, checked: any NATS client holding the plugin's credentials may answer, so a status
+ * outside 200–599 or a header that is not text is the plugin's failure (502), not the gateway's (500).
+ */
+export function pluginReply(pluginId: string, answer: unknown): PluginHttpReply {
+  const a = answer as { status?: unknown; headers?: unknown } | null;
+  const statusOk =
+    typeof a?.status === "number" && Number.isInteger(a.status) && a.status >= 200 && a.status <= 599;
+  const headers = a?.headers;
+  const headersOk =
+    headers === undefined ||
+    (typeof headers === "object" &&
+      headers !== null &&
+      !Array.isArray(headers) &&
+      Object.values(headers).every((v) => typeof v === "string"));
+  if (!statusOk || !headersOk) {
+    throw new SvcError(
+      ErrorCode.PluginFailed,
+      `Plugin '${pluginId}' gave an answer that is not a valid reply.`,
+      {
+        extensions: { pluginId },
+      },
+    );
+  }
+  return answer as PluginHttpReply;
+}
+
 const split = (path: string) => path.split("/").filter((s, i) => i > 0 || s !== "");
 
 interface ActivePlugin {
@@ -145,12 +172,11 @@ export async function registerPluginRoutes(
         principal,
       };
       // The subject without the deployment prefix (the bus adds it): pluginHttpSubject's shape.
-      const result = await options.bus.requestEndpoint<PluginHttpRequest, PluginHttpReply>(
-        `plugins.${pluginId}.http`,
-        message,
-        { requestId: request.id, timeoutMs: options.timeoutMs },
-      );
-      return options.send(reply, result);
+      const answer = await options.bus.request(`plugins.${pluginId}.http`, message, {
+        requestId: request.id,
+        timeoutMs: options.timeoutMs,
+      });
+      return options.send(reply, pluginReply(pluginId, answer));
     },
   });
 }

@@ -1,4 +1,7 @@
-/** The shapes of sign-in and of the token-verification keys, for the route and for the OpenAPI description. */
+/**
+ * The sign-in body as the HTTP route takes it (with the `username` alias), for the route and the OpenAPI
+ * description; its reply and the keys are rbac's message contracts (@svc/contracts).
+ */
 import { Type } from "@sinclair/typebox";
 
 export const LoginBody = Type.Object(
@@ -18,28 +21,3 @@ export const LoginBody = Type.Object(
   },
   { additionalProperties: false },
 );
-
-export const LoginReply = Type.Object({
-  accessToken: Type.String({
-    description: "An ES256-signed JWT; send it as `Authorization: Bearer <accessToken>`",
-  }),
-  tokenType: Type.Literal("Bearer"),
-  expiresIn: Type.Integer({ description: "Seconds until the token expires" }),
-});
-
-export const Jwks = Type.Object({
-  keys: Type.Array(
-    Type.Object(
-      {
-        kty: Type.String(),
-        kid: Type.String(),
-        alg: Type.String(),
-        use: Type.Optional(Type.String()),
-        crv: Type.Optional(Type.String()),
-        x: Type.Optional(Type.String()),
-        y: Type.Optional(Type.String()),
-      },
-      { additionalProperties: true },
-    ),
-  ),
-});

@@ -1,8 +1,8 @@
 import type { TSchema } from "@sinclair/typebox";
-import type { RouteContract } from "@svc/contracts";
+import { Jwks, LoginReply, type RouteContract } from "@svc/contracts";
 import { HOST_VERSION } from "@svc/runtime";
 
-import { Jwks, LoginBody, LoginReply } from "./auth-schemas.js";
+import { LoginBody } from "./auth-schemas.js";
 
 const problem = { $ref: "#/components/responses/Problem" };
 const tooMany = { $ref: "#/components/responses/TooManyRequests" };

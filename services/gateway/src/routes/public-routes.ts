@@ -10,7 +10,17 @@
  * platform session or a session of that very workspace (`PublicIdentity`).
  */
 import type { Bus } from "@svc/bus";
-import type { NavigationView, PublicTheme, PublicWorkspace } from "@svc/contracts";
+import {
+  type MessageClient,
+  messageClient,
+  type NavigationView,
+  pluginRegistryBroadcasts,
+  pluginRegistryMessages,
+  type PublicTheme,
+  type PublicWorkspace,
+  resolverBroadcasts,
+  resolverMessages,
+} from "@svc/contracts";
 import { normaliseHost, normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
@@ -46,24 +56,23 @@ export function requestHost(request: FastifyRequest): string | null {
  */
 export class PublicWorkspaces {
   private readonly cache: ResolveCache;
+  private readonly resolver: MessageClient<typeof resolverMessages>;
 
-  constructor(
-    private readonly bus: Bus,
-    options: CacheLimits,
-  ) {
-    this.cache = followedCache(bus, ["resolver.cache.invalidate"], options);
+  constructor(bus: Bus, options: CacheLimits) {
+    this.resolver = messageClient(bus, resolverMessages);
+    this.cache = followedCache(bus, [resolverBroadcasts["cache.invalidate"]], options);
   }
 
   async byHost(host: string, path: string, requestId: string): Promise<PublicWorkspace | null> {
     const bytes = await this.cache.load(`h\n${host}\n${path}`, () =>
-      this.bus.requestRaw("resolver.workspace.public", { host, path }, { requestId }),
+      this.resolver.requestRaw("workspace.public", { host, path }, { requestId }),
     );
     return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
   }
 
   async byKey(workspaceKey: string, requestId: string): Promise<PublicWorkspace | null> {
     const bytes = await this.cache.load(`k\n${workspaceKey}`, () =>
-      this.bus.requestRaw("resolver.workspace.public", { workspaceKey }, { requestId }),
+      this.resolver.requestRaw("workspace.public", { workspaceKey }, { requestId }),
     );
     return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
   }
@@ -133,15 +142,17 @@ export function registerPublicRoutes(
   workspaces: PublicWorkspaces,
   cacheOptions: CacheLimits,
 ): void {
+  const resolver = messageClient(bus, resolverMessages);
+  const registry = messageClient(bus, pluginRegistryMessages);
   const plugins = followedCache(
     bus,
-    ["resolver.cache.invalidate", "plugin-registry.contributions.changed"],
+    [resolverBroadcasts["cache.invalidate"], pluginRegistryBroadcasts["contributions.changed"]],
     cacheOptions,
   );
-  const navigations = followedCache(bus, ["resolver.cache.invalidate"], cacheOptions);
+  const navigations = followedCache(bus, [resolverBroadcasts["cache.invalidate"]], cacheOptions);
   async function chainAndTheme(workspaceKey: string, requestId: string) {
     const bytes = await plugins.load(workspaceKey, () =>
-      bus.requestRaw("plugin-registry.workspace.public", { workspaceKey }, { requestId }),
+      registry.requestRaw("workspace.public", { workspaceKey }, { requestId }),
     );
     return JSON.parse(decoder.decode(bytes)) as { chain: string[]; theme: PublicTheme };
   }
@@ -263,8 +274,8 @@ export function registerPublicRoutes(
     const bytes = await navigations.load(
       `${workspaceKey}\n${surfaceKey}\n${parentKey ?? ""}\n${pathPrefix}`,
       () =>
-        bus.requestRaw(
-          "resolver.navigation.get",
+        resolver.requestRaw(
+          "navigation.get",
           { workspaceKey, surfaceKey, pathPrefix, ...(parentKey === undefined ? {} : { parentKey }) },
           { requestId: request.id },
         ),

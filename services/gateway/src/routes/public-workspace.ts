@@ -1,4 +1,5 @@
-import type { Bus, ReplyOf } from "@svc/bus";
+import type { Bus } from "@svc/bus";
+import { messageClient, resolverBroadcasts, type ResolveResult, resolverMessages } from "@svc/contracts";
 import { Counter, type Registry } from "@svc/observability";
 import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance } from "fastify";
@@ -24,7 +25,7 @@ export interface PublicWorkspaceOptions {
 }
 
 const UNRESOLVED_BODY = Buffer.from(
-  JSON.stringify({ resolved: false, workspaceKey: null } satisfies ReplyOf<"resolver.workspace.resolve">),
+  JSON.stringify({ resolved: false, workspaceKey: null } satisfies ResolveResult),
 );
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -36,7 +37,8 @@ const JSON_TYPE = "application/json; charset=utf-8";
  */
 export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
   async (app: FastifyInstance, { bus, registry, cache: limits, identity, workspaces }) => {
-    const cache = followedCache(bus, ["resolver.cache.invalidate"], limits);
+    const resolver = messageClient(bus, resolverMessages);
+    const cache = followedCache(bus, [resolverBroadcasts["cache.invalidate"]], limits);
     const lookups = new Counter({
       name: "svc_gateway_resolve_cache_lookups_total",
       help: "Workspace resolutions at the gateway, by whether the cache answered.",
@@ -59,7 +61,7 @@ export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
       if (host === null) return reply.send(UNRESOLVED_BODY);
       const path = normalisePath(firstHeader(request.headers["x-forwarded-uri"]));
       const body = await cache.load(`${host}\n${path}`, () =>
-        bus.requestRaw("resolver.workspace.resolve", { host, path }, { requestId: request.id }),
+        resolver.requestRaw("workspace.resolve", { host, path }, { requestId: request.id }),
       );
       return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
     });

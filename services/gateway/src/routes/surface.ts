@@ -15,7 +15,15 @@ import { fileURLToPath } from "node:url";
 
 import fastifyStatic from "@fastify/static";
 import type { Bus } from "@svc/bus";
-import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
+import {
+  messageClient,
+  pluginRegistryBroadcasts,
+  pluginRegistryMessages,
+  type PublicWorkspace,
+  type RenderedSurface,
+  resolverBroadcasts,
+  resolverMessages,
+} from "@svc/contracts";
 import { SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { normalisePath } from "@svc/workspace";
@@ -71,11 +79,14 @@ export async function registerSurface(
   const shellHtml = readFileSync(`${root}surface-app/index.html`);
   const adminHtml = readFileSync(`${root}admin/index.html`);
   const notFoundHtml = readFileSync(`${root}404.html`);
-  const pages = followedCache(bus, ["resolver.cache.invalidate", "plugin-registry.contributions.changed"], {
+  const resolver = messageClient(bus, resolverMessages);
+  const registry = messageClient(bus, pluginRegistryMessages);
+  const pages = followedCache(
+    bus,
+    [resolverBroadcasts["cache.invalidate"], pluginRegistryBroadcasts["contributions.changed"]],
     // Rendered pages are never served stale.
-    ttlMs: options.cache.ttlMs,
-    size: options.cache.size,
-  });
+    { ttlMs: options.cache.ttlMs, size: options.cache.size },
+  );
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
 
@@ -121,13 +132,13 @@ export async function registerSurface(
     // Signed-in callers of an Authenticated workspace get their own render (never a cached page).
     const cacheable = ws.accessPolicy === "Public";
     const render = async () => {
-      const data: SurfaceData = await bus.request(
-        "resolver.surface.data",
+      const data = await resolver.request(
+        "surface.data",
         { workspaceKey: ws.workspace.key, pathPrefix: prefix },
         { requestId: request.id },
       );
-      const rendered: RenderedSurface = await bus.request(
-        "plugin-registry.surface.render",
+      const rendered = await registry.request(
+        "surface.render",
         { workspace: ws, publicBaseUrl, path, data },
         { requestId: request.id },
       );

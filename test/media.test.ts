@@ -7,7 +7,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { mediaBucket } from "@svc/plugin-package/store";
+import { mediaBucket } from "@svc/media";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";

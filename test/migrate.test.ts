@@ -45,6 +45,19 @@ describe("migrations", () => {
     expect(await h.sql("SELECT count(*)::int AS n FROM demo_mig.t")).toEqual([{ n: 2 }]);
   });
 
+  it("joins a library's directory to a service's sequence, and refuses a version claimed twice", async () => {
+    const own = await mkdtemp(join(tmpdir(), "svc-mig-"));
+    const library = await mkdtemp(join(tmpdir(), "svc-mig-"));
+    dirs.push(own, library);
+    await writeFile(join(own, "0001_schema.sql"), "CREATE SCHEMA joined_mig;");
+    await writeFile(join(library, "0002_table.sql"), "CREATE TABLE joined_mig.t (n int);");
+    await writeFile(join(own, "0003_fill.sql"), "INSERT INTO joined_mig.t VALUES (3);");
+    const source = [{ service: "joined-mig", directory: own, alsoFrom: [library] }];
+    expect((await migrate(h.db.url, source)).map((m) => m.version)).toEqual([1, 2, 3]);
+    await writeFile(join(library, "0003_other.sql"), "SELECT 1;");
+    await expect(migrate(h.db.url, source)).rejects.toThrow(/0003_fill\.sql and .*0003_other\.sql claim it/);
+  });
+
   it("refuses to run when an applied migration was edited", async () => {
     const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
     dirs.push(dir);

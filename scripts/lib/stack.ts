@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { createDb, ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
+import { JOB_MIGRATIONS } from "@svc/jobs";
 import { seedDemoOperator } from "@svc/service-rbac";
 import { seedDemoWorkspace } from "@svc/service-resolver";
 import pg from "pg";
@@ -39,6 +40,8 @@ export function migrationSources(): MigrationSource[] {
   return SERVICES.map((service) => ({
     service,
     directory: join(repoRoot, "services", service, "migrations"),
+    // A library's tables join the sequence of the service whose schema holds them.
+    ...(service === JOB_MIGRATIONS.service ? { alsoFrom: [join(repoRoot, JOB_MIGRATIONS.directory)] } : {}),
   })).filter((s) => existsSync(s.directory));
 }
 

@@ -1,67 +1,54 @@
 import type { EventPublisher } from "@svc/bus";
-import { type Db, sql } from "@svc/db";
-import { reapExpiredLeases } from "@svc/jobs";
+import type { Db } from "@svc/db";
+import { announceDeadLetters, reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
+
+/** Events about deliveries: a failed delivery of one of them is not announced (see below). */
+const ABOUT_DELIVERIES: ReadonlySet<string> = new Set(["job.dead-lettered", "webhook.circuit-opened"]);
+
+/**
+ * Announces dead letters: each Failed job not announced yet is published as `job.dead-lettered` (its id as
+ * the event id, so a publish repeated after a crash is dropped by the stream); the job library marks it
+ * announced in the transaction that holds the rows (`SKIP LOCKED`: replicas share the work).
+ */
+function announceTo(db: Db, events: EventPublisher): Promise<number> {
+  return announceDeadLetters(
+    db,
+    { limit: 100, payloadFields: ["subscriptionId", "event"] },
+    async (deadLetters) => {
+      for (const job of deadLetters) {
+        // Only a webhook delivery's payload names a subscription and an event.
+        const delivery = job.type === "webhook.deliver";
+        const subscriptionId = delivery ? (job.fields.subscriptionId ?? null) : null;
+        const deliveredEvent = delivery ? (job.fields.event ?? null) : null;
+        // No delivery loop: a failed delivery of an event that is itself about
+        // deliveries is not announced again (it stays listed as Failed in GET /api/jobs); otherwise every
+        // failing `*` subscription would feed every other one, without end.
+        if (deliveredEvent !== null && ABOUT_DELIVERIES.has(deliveredEvent)) continue;
+        await events.publish(
+          "job.dead-lettered",
+          job.workspaceKey,
+          {
+            jobId: job.id,
+            type: job.type,
+            workspaceKey: job.workspaceKey,
+            attempts: job.attempts,
+            lastError: job.lastError?.slice(0, 500) ?? null,
+            // The subscription a failed delivery was for: the dispatcher never delivers this event to it.
+            ...(subscriptionId === null ? {} : { subscriptionId }),
+          },
+          { eventId: `job-dead-lettered-${job.id}` },
+        );
+      }
+    },
+  );
+}
 
 /**
  * Sweeps expired leases every `intervalMs`: attempts left → Pending (reclaimable at once), none
  * left → Failed. Several replicas may sweep at the same time: rows are taken with SKIP LOCKED, so each
  * expired lease is handled by exactly one sweep.
  */
-/**
- * Announces dead letters: each Failed job not announced yet is published as `job.dead-lettered` (its id as
- * the event id, so a publish repeated after a crash is dropped by the stream) and then marked announced,
- * in one transaction that holds the rows (`SKIP LOCKED`: replicas share the work).
- */
-/** Events about deliveries: a failed delivery of one of them is not announced (see below). */
-const ABOUT_DELIVERIES: ReadonlySet<string> = new Set(["job.dead-lettered", "webhook.circuit-opened"]);
-
-async function announceDeadLetters(db: Db, events: EventPublisher): Promise<number> {
-  return db.transaction(async (tx) => {
-    const rows = await tx.any<{
-      id: string;
-      type: string;
-      workspace_key: string | null;
-      attempts: number;
-      last_error: string | null;
-      subscription_id: string | null;
-      delivered_event: string | null;
-    }>(sql`
-      SELECT id::text AS id, type, workspace_key, attempts, last_error,
-             CASE WHEN type = 'webhook.deliver' THEN payload->>'subscriptionId' END AS subscription_id,
-             CASE WHEN type = 'webhook.deliver' THEN payload->>'event' END AS delivered_event
-      FROM job_reaper.jobs
-      WHERE status = 'Failed' AND announced_at IS NULL
-      ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`);
-    for (const r of rows) {
-      // No delivery loop: a failed delivery of an event that is itself about
-      // deliveries is not announced again (it stays listed as Failed in GET /api/jobs); otherwise every
-      // failing `*` subscription would feed every other one, without end.
-      if (r.delivered_event !== null && ABOUT_DELIVERIES.has(r.delivered_event)) continue;
-      await events.publish(
-        "job.dead-lettered",
-        r.workspace_key,
-        {
-          jobId: r.id,
-          type: r.type,
-          workspaceKey: r.workspace_key,
-          attempts: r.attempts,
-          lastError: r.last_error?.slice(0, 500) ?? null,
-          // The subscription a failed delivery was for: the dispatcher never delivers this event to it.
-          ...(r.subscription_id === null ? {} : { subscriptionId: r.subscription_id }),
-        },
-        { eventId: `job-dead-lettered-${r.id}` },
-      );
-    }
-    if (rows.length > 0) {
-      await tx.query(
-        sql`UPDATE job_reaper.jobs SET announced_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`,
-      );
-    }
-    return rows.length;
-  });
-}
-
 export function startReaper(
   db: Db,
   intervalMs: number,
@@ -94,7 +81,7 @@ export function startReaper(
     }
     if (events !== undefined && !stopped) {
       try {
-        const announced = await announceDeadLetters(db, events);
+        const announced = await announceTo(db, events);
         if (announced > 0) log.info({ announced }, "dead-lettered jobs announced");
       } catch (err) {
         log.warn({ error: (err as Error).message }, "announcing dead letters failed; tried again next sweep");

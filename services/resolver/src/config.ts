@@ -7,11 +7,15 @@
 import type { KV } from "@nats-io/kv";
 import type { Bus } from "@svc/bus";
 import { ensureBucket } from "@svc/bus";
-import { configMessages, messageClient, type SettingDescription } from "@svc/contracts";
+import {
+  configMessages,
+  type configRoutes,
+  messageClient,
+  type RouteHandlerWith,
+  type SettingDescription,
+} from "@svc/contracts";
 import { ServiceUnavailableError, ValidationError } from "@svc/errors";
 import { configBucket } from "@svc/runtime";
-
-import type { ResolverHandler } from "./deps.js";
 
 async function gather(bus: Bus): Promise<SettingDescription[]> {
   const replies = await messageClient(bus, configMessages).requestAll(
@@ -47,10 +51,7 @@ export function configDeps(bus: Bus, prefix: string): ConfigDeps {
   };
 }
 
-type Handler<K extends "config.definitions" | "config.effective" | "config.put"> = (
-  deps: ConfigDeps,
-  request: Parameters<ResolverHandler<K>>[1],
-) => ReturnType<ResolverHandler<K>>;
+type Handler<K extends keyof typeof configRoutes> = RouteHandlerWith<ConfigDeps, (typeof configRoutes)[K]>;
 
 export const definitions: Handler<"config.definitions"> = async (deps) => ({
   status: 200,

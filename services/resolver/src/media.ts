@@ -5,11 +5,12 @@
  */
 import { requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
+import type { mediaRoutes, RouteHandlerWith } from "@svc/contracts";
 import { afterCommit, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
-import type { MediaStore } from "@svc/plugin-package/store";
+import type { MediaStore } from "@svc/media";
 
-import type { ResolverDeps, ResolverHandler } from "./deps.js";
+import type { ResolverDeps } from "./deps.js";
 
 interface MediaRow {
   id: string;
@@ -69,10 +70,7 @@ export interface MediaDeps extends ResolverDeps {
   readonly media: MediaStore;
 }
 
-type Handler<K extends "media.list" | "media.upload" | "media.content" | "media.delete"> = (
-  deps: MediaDeps,
-  request: Parameters<ResolverHandler<K>>[1],
-) => ReturnType<ResolverHandler<K>>;
+type Handler<K extends keyof typeof mediaRoutes> = RouteHandlerWith<MediaDeps, (typeof mediaRoutes)[K]>;
 
 export const listMedia: Handler<"media.list"> = async (deps, req) => {
   const wk = await workspaceOf(deps.db, req.principal, req.query.workspaceKey);

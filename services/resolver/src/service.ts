@@ -1,5 +1,7 @@
 import {
+  configRoutes,
   followContributions,
+  mediaRoutes,
   quietUnlessUp,
   resolverMessages,
   resolverRoutes as r,
@@ -7,8 +9,8 @@ import {
   serveRoutes,
   ServiceName,
 } from "@svc/contracts";
+import { MediaStore } from "@svc/media";
 import { Outbox } from "@svc/outbox";
-import { MediaStore } from "@svc/plugin-package/store";
 import type { ServiceDefinition } from "@svc/runtime";
 
 import { startChangeListener } from "./change-listener.js";
@@ -58,17 +60,21 @@ export const resolverService: ServiceDefinition<typeof resolverSettings> = {
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields = { db, catalogue };
     const mediaDeps = { ...deps, media: new MediaStore(nc, config.subjectPrefix) };
-    serveRoutes(bus, r, {
+    serveRoutes(bus, configRoutes, {
       "config.definitions": (req) => configApi.definitions(config$, req),
       "config.effective": (req) => configApi.effective(config$, req),
       "config.put": (req) => configApi.putValues(config$, req),
-      "custom-fields.definitions": (req) => customFields.definitions(fields, req),
-      "custom-fields.get": (req) => customFields.getValues(fields, req),
-      "custom-fields.put": (req) => customFields.putValues(fields, req),
+    });
+    serveRoutes(bus, mediaRoutes, {
       "media.list": (req) => media.listMedia(mediaDeps, req),
       "media.upload": (req) => media.uploadMedia(mediaDeps, req),
       "media.content": (req) => media.mediaContent(mediaDeps, req),
       "media.delete": (req) => media.deleteMedia(mediaDeps, req),
+    });
+    serveRoutes(bus, r, {
+      "custom-fields.definitions": (req) => customFields.definitions(fields, req),
+      "custom-fields.get": (req) => customFields.getValues(fields, req),
+      "custom-fields.put": (req) => customFields.putValues(fields, req),
       "tenants.create": (req) => tenants.createTenant(deps, req),
       "tenants.list": (req) => tenants.listTenants(deps, req),
       "tenants.get": (req) => tenants.getTenant(deps, req),

@@ -34,6 +34,7 @@ export {
 } from "./follow-events.js";
 export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
+export { BlobStore, lazily } from "./objects.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";
 export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound } from "./streams.js";
 // The wire contract's (docs/wire-contract.md) headers, event names, subjects and the envelope of operator

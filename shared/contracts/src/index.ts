@@ -3,7 +3,9 @@
  * in ADR 0003). This package knows no implementation: the gateway builds its routes,
  * guard and OpenAPI description from it, and each service serves its own contracts.
  */
+import { configRoutes } from "./config.js";
 import { jobRoutes } from "./jobs.js";
+import { mediaRoutes } from "./media.js";
 import { pluginRegistryRoutes } from "./plugin-registry.js";
 import { rbacRoutes } from "./rbac.js";
 import { resolverRoutes } from "./resolver.js";
@@ -11,8 +13,10 @@ import type { RouteContract } from "./route.js";
 import { webhookRoutes } from "./webhooks.js";
 
 export * from "./common.js";
+export { configRoutes } from "./config.js";
 export { type ContributionFollower, followContributions, quietUnlessUp } from "./contributions.js";
 export { jobRoutes, JobView } from "./jobs.js";
+export { mediaRoutes, MediaView } from "./media.js";
 export {
   type BroadcastContract,
   type BroadcastSpec,
@@ -111,6 +115,8 @@ export {
 /** Every operator route, each once. */
 export const OPERATOR_ROUTES: readonly RouteContract[] = [
   ...Object.values(resolverRoutes),
+  ...Object.values(configRoutes),
+  ...Object.values(mediaRoutes),
   ...Object.values(pluginRegistryRoutes),
   ...Object.values(rbacRoutes),
   ...Object.values(webhookRoutes),

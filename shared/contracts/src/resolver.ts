@@ -1,6 +1,6 @@
 /**
- * Routes the resolver owns (ADR 0003): tenants, workspaces, surfaces, configuration, media, custom fields
- * and snippets.
+ * Routes the resolver owns (ADR 0003): tenants, workspaces, surfaces, custom fields and snippets. It also
+ * serves the configuration (./config.ts) and media (./media.ts) routes, declared beside it (ADR 0015).
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { MAX_HOST_LENGTH, MAX_PATH_LENGTH } from "@svc/workspace";
@@ -12,7 +12,7 @@ import { defineRoutes } from "./route.js";
 const SurfaceKey = Type.String({ pattern: "^[a-z0-9][a-z0-9-]{0,62}$" });
 const SnippetKey = Type.String({ pattern: "^[a-z0-9][a-z0-9_-]{0,62}$" });
 /** Which workspace a surface or snippet route means: a workspace session's own, else this (default `default`). */
-const WorkspaceQuery = Type.Object(
+export const WorkspaceQuery = Type.Object(
   { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })) },
   { additionalProperties: false },
 );
@@ -116,25 +116,6 @@ const CustomFieldValues = Type.Object({
   fields: Type.Array(CustomFieldDefinition),
 });
 
-const MediaView = Type.Object({
-  id: Type.String(),
-  workspaceKey: Type.String(),
-  fileName: Type.String(),
-  /** Sniffed from the bytes, never taken from the client. */
-  contentType: Type.String(),
-  size: Type.Integer(),
-  sha256: Type.String(),
-  uploadedBy: Type.String(),
-  createdAtUtc: Type.String(),
-});
-const StoredFile = Type.Object({
-  objectName: Type.String(),
-  fileName: Type.String(),
-  contentType: Type.String(),
-  size: Type.Integer(),
-  sha256: Type.String(),
-});
-
 const SnippetView = Type.Object({
   workspaceKey: Type.String(),
   snippetKey: Type.String(),
@@ -226,109 +207,6 @@ export const resolverRoutes = defineRoutes("resolver", {
     platformOnly: true,
     summary: "Take a host back from a tenant (409 while one of its workspaces binds it)",
     params: Type.Object({ tenantKey: TenantKey, host: HostName }),
-  },
-  "config.definitions": {
-    method: "GET",
-    path: "/api/config/definitions",
-    permission: "config.read",
-    platformOnly: true,
-    summary:
-      "Every setting of the running services: type, default, whether it can change at run time, whether secret",
-    reply: Type.Object({
-      items: Type.Array(
-        Type.Object({
-          variable: Type.String(),
-          owner: Type.String(),
-          type: Type.String(),
-          defaultText: Type.String(),
-          description: Type.String(),
-          changeable: Type.Boolean(),
-          secret: Type.Boolean(),
-        }),
-      ),
-    }),
-  },
-  "config.effective": {
-    method: "GET",
-    path: "/api/config/effective",
-    permission: "config.read",
-    platformOnly: true,
-    summary:
-      "The values in force and where each comes from (default, environment, stored); secrets never shown",
-    reply: Type.Object({
-      items: Type.Array(
-        Type.Object({
-          variable: Type.String(),
-          owner: Type.String(),
-          value: Nullable(Type.String()),
-          source: Type.Union([Type.Literal("default"), Type.Literal("environment"), Type.Literal("stored")]),
-          secret: Type.Boolean(),
-        }),
-      ),
-    }),
-  },
-  "config.put": {
-    method: "PUT",
-    path: "/api/config/values",
-    permission: "config.update",
-    platformOnly: true,
-    summary: "Store run-time values of changeable settings (null: back to the environment or default)",
-    body: Type.Object(
-      {
-        values: Type.Record(
-          Type.String({ pattern: "^[A-Za-z][A-Za-z0-9_]{0,199}$" }),
-          Nullable(Type.Union([Type.String({ maxLength: 2_000 }), Type.Number(), Type.Boolean()])),
-          { minProperties: 1, maxProperties: 100 },
-        ),
-      },
-      { additionalProperties: false },
-    ),
-    reply: Type.Object({ stored: Type.Record(Type.String(), Type.String()) }),
-  },
-  "media.list": {
-    method: "GET",
-    path: "/api/media",
-    permission: "media.read",
-    summary: "A workspace's media, newest first (a workspace session: its own)",
-    query: Type.Object(
-      { workspaceKey: Type.Optional(Type.String({ maxLength: 63 })), ...pageFields },
-      { additionalProperties: false },
-    ),
-    reply: Page(MediaView),
-  },
-  "media.content": {
-    method: "GET",
-    path: "/api/media/:id/content",
-    permission: "media.read",
-    download: true,
-    summary: "The file's bytes (ETag, ranges, Content-Disposition)",
-    params: Type.Object({ id: Type.String({ format: "uuid" }) }),
-    reply: StoredFile,
-  },
-  "media.upload": {
-    method: "POST",
-    path: "/api/media",
-    permission: "media.manage",
-    upload: "media",
-    summary: "Upload one file (multipart/form-data, field `file`) to a workspace (`?workspaceKey=`)",
-    query: WorkspaceQuery,
-    body: Type.Object({
-      media: Type.Object({
-        objectName: Type.String({ format: "uuid" }),
-        size: Type.Integer({ minimum: 0 }),
-        contentType: Type.String({ maxLength: 200 }),
-        fileName: Type.String({ minLength: 1, maxLength: 200 }),
-        sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
-      }),
-    }),
-    reply: MediaView,
-  },
-  "media.delete": {
-    method: "DELETE",
-    path: "/api/media/:id",
-    permission: "media.manage",
-    summary: "Delete a file",
-    params: Type.Object({ id: Type.String({ format: "uuid" }) }),
   },
   "custom-fields.definitions": {
     method: "GET",

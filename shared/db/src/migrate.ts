@@ -4,10 +4,16 @@ import { join } from "node:path";
 
 import pg from "pg";
 
-/** One service's numbered migrations: `NNNN_description.sql` files applied in order. */
+/**
+ * One service's numbered migrations: `NNNN_description.sql` files applied in order, recorded under the
+ * service's name. They may come from several directories (a library brings the tables it owns into the
+ * schema of the service that runs it: @svc/jobs's into job_reaper); a version is one file in all of them.
+ */
 export interface MigrationSource {
   readonly service: string;
   readonly directory: string;
+  /** Further directories whose files join the service's sequence. */
+  readonly alsoFrom?: readonly string[];
 }
 
 export interface AppliedMigration {
@@ -20,30 +26,43 @@ const FILE_PATTERN = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 /** Any fixed number: every migrator in any process takes this advisory lock, so they never interleave. */
 const MIGRATION_LOCK_KEY = 7_301_984_221;
 
-async function listMigrations(source: MigrationSource) {
-  let files: string[];
+async function filesOf(directory: string): Promise<string[]> {
   try {
-    files = await readdir(source.directory);
+    return await readdir(directory);
   } catch {
     return [];
   }
+}
+
+/** A source's migrations in version order; a version found twice (in one or two directories) is an error. */
+export async function listMigrations(source: MigrationSource) {
   const migrations = [];
-  for (const file of files.sort()) {
-    const match = FILE_PATTERN.exec(file);
-    if (!match) {
-      if (file.endsWith(".sql"))
-        throw new Error(`migration ${source.service}/${file}: name must be NNNN_name.sql`);
-      continue;
+  const seen = new Map<number, string>();
+  for (const directory of [source.directory, ...(source.alsoFrom ?? [])]) {
+    for (const file of await filesOf(directory)) {
+      const match = FILE_PATTERN.exec(file);
+      if (!match) {
+        if (file.endsWith(".sql"))
+          throw new Error(`migration ${source.service}/${file}: name must be NNNN_name.sql`);
+        continue;
+      }
+      const version = Number(match[1]);
+      const path = join(directory, file);
+      const other = seen.get(version);
+      if (other !== undefined) {
+        throw new Error(`migration ${source.service}/${version}: both ${other} and ${path} claim it`);
+      }
+      seen.set(version, path);
+      const text = await readFile(path, "utf8");
+      migrations.push({
+        version,
+        name: match[2] as string,
+        text,
+        checksum: createHash("sha256").update(text).digest("hex"),
+      });
     }
-    const text = await readFile(join(source.directory, file), "utf8");
-    migrations.push({
-      version: Number(match[1]),
-      name: match[2] as string,
-      text,
-      checksum: createHash("sha256").update(text).digest("hex"),
-    });
   }
-  return migrations;
+  return migrations.sort((a, b) => a.version - b.version);
 }
 
 /**

@@ -1,6 +1,8 @@
 export { retryDelayMs } from "./backoff.js";
 export { createJobMetrics, type JobMetrics } from "./metrics.js";
 export {
+  announceDeadLetters,
+  type DeadLetter,
   type ListFilter,
   listJobs,
   queueDepth,
@@ -31,3 +33,9 @@ export {
   type WorkerOptions,
   type WorkerStats,
 } from "./worker.js";
+
+/**
+ * The job tables' migrations, relative to the repository (or image) root. The tables live in the schema
+ * job_reaper, so the migrator applies these files in the job-reaper service's sequence (`alsoFrom`).
+ */
+export const JOB_MIGRATIONS = { service: "job-reaper", directory: "shared/jobs/migrations" } as const;

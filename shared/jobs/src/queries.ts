@@ -3,7 +3,7 @@
  * completes or fails many jobs; every write-back names the fencing token it holds and only touches rows
  * whose token still matches.
  */
-import { empty, join, type Queries, sql } from "@svc/db";
+import { type Db, empty, join, type Queries, sql } from "@svc/db";
 
 import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 
@@ -322,6 +322,61 @@ export async function reapExpiredLeases(db: Queries, limit = 1_000): Promise<Rea
     released: rows.filter((r) => r.status === "Pending").length,
     failed: rows.filter((r) => r.status === "Failed").length,
   };
+}
+
+/** A dead letter (a Failed job) not announced yet. */
+export interface DeadLetter {
+  readonly id: string;
+  readonly type: string;
+  readonly workspaceKey: string | null;
+  readonly attempts: number;
+  readonly lastError: string | null;
+  /** The payload members asked for (`payloadFields`), as text; null where absent. */
+  readonly fields: Readonly<Record<string, string | null>>;
+}
+
+/**
+ * Announces dead letters once each: takes up to `limit` Failed jobs not announced yet (SKIP LOCKED:
+ * replicas share the work), hands them to `announce`, and marks them announced in the same transaction,
+ * so a crash in between announces them again (`announce` must be idempotent per job). Only the payload
+ * members named in `payloadFields` are read, never a whole payload. Returns how many it took.
+ */
+export async function announceDeadLetters(
+  db: Db,
+  options: { readonly limit: number; readonly payloadFields?: readonly string[] },
+  announce: (deadLetters: readonly DeadLetter[]) => Promise<void>,
+): Promise<number> {
+  const names = options.payloadFields ?? [];
+  return db.transaction(async (tx) => {
+    const rows = await tx.any<{
+      id: string;
+      type: string;
+      workspace_key: string | null;
+      attempts: number;
+      last_error: string | null;
+      fields: Array<string | null>;
+    }>(sql`
+      SELECT id::text AS id, type, workspace_key, attempts, last_error,
+             ARRAY(SELECT payload->>f FROM unnest(${names}::text[]) WITH ORDINALITY AS n(f, i) ORDER BY i) AS fields
+      FROM job_reaper.jobs
+      WHERE status = 'Failed' AND announced_at IS NULL
+      ORDER BY id LIMIT ${options.limit} FOR UPDATE SKIP LOCKED`);
+    if (rows.length === 0) return 0;
+    await announce(
+      rows.map((r) => ({
+        id: r.id,
+        type: r.type,
+        workspaceKey: r.workspace_key,
+        attempts: r.attempts,
+        lastError: r.last_error,
+        fields: Object.fromEntries(names.map((name, i) => [name, r.fields[i] ?? null])),
+      })),
+    );
+    await tx.query(
+      sql`UPDATE job_reaper.jobs SET announced_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`,
+    );
+    return rows.length;
+  });
 }
 
 export interface ListFilter {

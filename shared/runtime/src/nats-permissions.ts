@@ -21,7 +21,8 @@ import {
   resolverBroadcasts,
   type ServiceName,
 } from "@svc/contracts";
-import { assetBucket, MANIFEST_BUCKET, mediaBucket, packageBucket } from "@svc/plugin-package/store";
+import { mediaBucket } from "@svc/media";
+import { assetBucket, MANIFEST_BUCKET, packageBucket } from "@svc/plugin-package/store";
 import { eventsSubject, pluginHttpSubject } from "@svc/wire-contract";
 
 import { diagnosticsBucket, diagnosticsStream, diagnosticsSubject } from "./diagnostics.js";

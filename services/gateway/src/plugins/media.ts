@@ -11,7 +11,7 @@ import { createHash, randomUUID } from "node:crypto";
 
 import type { NatsConnection } from "@nats-io/transport-node";
 import { NotFoundError } from "@svc/errors";
-import { MediaStore } from "@svc/plugin-package/store";
+import { MediaStore } from "@svc/media";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fileTypeFromBuffer } from "file-type";
 import parseRange from "range-parser";

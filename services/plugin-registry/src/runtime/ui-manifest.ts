@@ -15,17 +15,11 @@ import { readFile } from "node:fs/promises";
 
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket } from "@svc/bus";
+import { ensureBucket, lazily } from "@svc/bus";
 import { type Queries, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import { listPackageFiles } from "@svc/plugin-package";
-import {
-  ASSET_HASHES_KEY,
-  AssetStore,
-  lazily,
-  MANIFEST_BUCKET,
-  MANIFEST_KEY,
-} from "@svc/plugin-package/store";
+import { ASSET_HASHES_KEY, AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
 import canonicalize from "canonicalize";
 
 import type { PluginRow } from "../common.js";

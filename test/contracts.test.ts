@@ -12,6 +12,7 @@ import type { Bus } from "@svc/bus";
 import {
   configMessages,
   defineRoutes,
+  jobReaperContract,
   jobRoutes,
   messageClient,
   OPERATOR_ROUTES,
@@ -21,15 +22,18 @@ import {
   type RequestOfRoute,
   requestRoute,
   resolverBroadcasts,
+  resolverContract,
   resolverMessages,
+  type RouteImplementation,
   serveMessage,
   serveMessages,
   serveRoute,
   serveRoutes,
   webhookRoutes,
 } from "@svc/contracts";
-import type { ServiceDefinition } from "@svc/runtime";
+import { defineService, type ServiceDefinition } from "@svc/runtime";
 import { type gatewaySettings } from "@svc/service-gateway";
+import { jobReaperSettings } from "@svc/service-job-reaper";
 import { describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
@@ -204,6 +208,28 @@ export function compileTimeChecks(bus: Bus) {
     const key: number = reply.workspaceKey;
     void key;
   });
+  // A service's start answers a handler for every route and message of its contract.
+  defineService(jobReaperContract, {
+    settings: jobReaperSettings,
+    start: () => ({
+      // @ts-expect-error diagnostics.get has no handler
+      routes: {
+        "jobs.list": () => ({ status: 200, body: { items: [], nextCursor: null } }),
+        "diagnostics.start": () => ({ status: 204 }),
+        "diagnostics.stop": () => ({ status: 204 }),
+      },
+      messages: {},
+    }),
+  });
+  defineService(resolverContract, {
+    settings: jobReaperSettings,
+    start: () => ({
+      routes: {} as RouteImplementation<typeof resolverContract.routes>,
+      // @ts-expect-error the resolver's messages have no handlers
+      messages: {},
+    }),
+  });
+
   // @ts-expect-error a broadcast's payload is its contract's
   publishBroadcast(bus, resolverBroadcasts["cache.invalidate"], { reason: 1 });
 }

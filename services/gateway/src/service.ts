@@ -1,13 +1,12 @@
-import { ServiceName } from "@svc/contracts";
-import type { ServiceDefinition } from "@svc/runtime";
+import { gatewayContract } from "@svc/contracts";
+import { defineService } from "@svc/runtime";
 
 import { buildGateway } from "./app.js";
 import { gatewaySettings } from "./settings.js";
 
 /** The gateway as it runs: the application of app.ts listening on GATEWAY_HOST:GATEWAY_PORT. */
-export const gatewayService: ServiceDefinition<typeof gatewaySettings> = {
+export const gatewayService = defineService(gatewayContract, {
   settings: gatewaySettings,
-  name: ServiceName.Gateway,
   metricsOverHttp: true,
   // The principal of every operator request it forwards is signed with a key of this process, whose public
   // half is in the principal keys bucket: the owning service acts on nothing else.
@@ -17,6 +16,9 @@ export const gatewayService: ServiceDefinition<typeof gatewaySettings> = {
     const address = await app.listen({ host: deps.config.gatewayHost, port: deps.config.gatewayPort });
     deps.log.info({ address }, "gateway listening");
     return {
+      // It answers HTTP, not the bus: no route or message of its own.
+      routes: {},
+      messages: {},
       // Report not ready and keep serving while load balancers take the replica out, then stop accepting
       // connections and let in-flight requests finish before the bus drains.
       beforeDrain: async () => {
@@ -31,4 +33,4 @@ export const gatewayService: ServiceDefinition<typeof gatewaySettings> = {
       httpAddress: address,
     };
   },
-};
+});

@@ -1,8 +1,8 @@
 import { createEventPublisher, EventSource } from "@svc/bus";
-import { jobRoutes, serveRoutes, ServiceName } from "@svc/contracts";
+import { jobReaperContract, type RouteImplementation } from "@svc/contracts";
 import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
-import type { ServiceDefinition } from "@svc/runtime";
+import { defineService } from "@svc/runtime";
 
 import { listJobsFor } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
@@ -13,15 +13,14 @@ import { jobReaperSettings } from "./settings.js";
  * The job engine's sweeper (expired leases, dead letters), the jobs list, the queue-depth gauge and the
  * diagnostics recorder's API.
  */
-export const jobReaperService: ServiceDefinition<typeof jobReaperSettings> = {
+export const jobReaperService = defineService(jobReaperContract, {
   settings: jobReaperSettings,
-  name: ServiceName.JobReaper,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
-  async start({ bus, db, nc, config, log, metrics, provision }) {
+  async start({ db, nc, config, log, metrics, provision }) {
     const recorder = new Recorder(nc, config.subjectPrefix, log);
     await provision("diagnostics recorder", () => recorder.start());
-    serveRoutes(bus, jobRoutes, {
+    const routes: RouteImplementation<typeof jobReaperContract.routes> = {
       "jobs.list": async ({ principal, query }) => ({
         status: 200,
         body: await listJobsFor(db, principal, query),
@@ -29,7 +28,7 @@ export const jobReaperService: ServiceDefinition<typeof jobReaperSettings> = {
       "diagnostics.start": (req) => recorder.startRecording(req),
       "diagnostics.stop": () => recorder.stopRecording(),
       "diagnostics.get": (req) => recorder.read(req),
-    });
+    };
     const depth = new Gauge({
       name: "svc_jobs_queue_depth",
       help: "Jobs by type and status.",
@@ -51,8 +50,10 @@ export const jobReaperService: ServiceDefinition<typeof jobReaperSettings> = {
       createEventPublisher(nc, config.subjectPrefix, EventSource.Platform),
     );
     return {
+      routes,
+      messages: {},
       beforeDrain: async () => recorder.stop(),
       afterDrain: () => reaper.stop(),
     };
   },
-};
+});

@@ -1,18 +1,16 @@
 import { coalesce, createEventPublisher, EventSource, type FollowedEvent, followEvents } from "@svc/bus";
 import {
   messageClient,
+  type MessageImplementation,
   onBroadcast,
   pluginRegistryBroadcasts,
-  pluginRegistryMessages,
-  pluginRegistryRoutes as r,
+  pluginRegistryContract,
   publishBroadcast,
   resolverMessages,
-  serveMessages,
-  serveRoutes,
-  ServiceName,
+  type RouteImplementation,
 } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
-import { HOST_VERSION, natsAuthOf, type ServiceDefinition } from "@svc/runtime";
+import { defineService, HOST_VERSION, natsAuthOf } from "@svc/runtime";
 
 import * as activation from "./activation.js";
 import * as assignments from "./assignments.js";
@@ -35,9 +33,8 @@ import * as themes from "./themes.js";
  * uninstall, re-verification, signers, contract support and the lifecycle audit; activation and the
  * plugin runtime (each active plugin in a worker of every replica), workspace chains.
  */
-export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySettings> = {
+export const pluginRegistryService = defineService(pluginRegistryContract, {
   settings: pluginRegistrySettings,
-  name: ServiceName.PluginRegistry,
   // Install and activation start plugin processes that read what the handler wrote: a keyed write's
   // outcome is kept right after its handler (shared/runtime/src/keyed-writes.ts).
   keyedWrites: "after-handler",
@@ -134,16 +131,16 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       config.backendHost.surfaceRenderTimeoutMs,
       [cache.dir],
     );
-    serveMessages(bus, pluginRegistryMessages, {
+    const messages: MessageImplementation<typeof pluginRegistryContract.messages> = {
       "surface.render": (request) => renderSurface({ db, runtime, renderer, log }, request),
       "contributions.list": () => reports.contributions(db),
       "workspace.public": async ({ workspaceKey }) => ({
         chain: await assignments.publicChain(db, workspaceKey),
         theme: await themes.themeOf(db, workspaceKey),
       }),
-    });
+    };
     const credentialDeps = { ...base, credentials: pluginCredentials, prefix: config.subjectPrefix };
-    serveRoutes(bus, r, {
+    const routes: RouteImplementation<typeof pluginRegistryContract.routes> = {
       "plugins.install": (req) => plugins.install(deps, req),
       "plugins.install-local": (req) => plugins.installLocal(deps, req),
       "plugins.install-feed": (req) => plugins.installFeed(deps, req),
@@ -181,7 +178,7 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       "signers.list": (req) => reports.trustedSigners(deps, req),
       "contracts.support": (req) => reports.contractSupport(deps, req),
       "contracts.compatibility": (req) => reports.contractCompatibility(deps, req),
-    });
+    };
     // Every stored package is loaded and verified again with the current trust settings.
     await reports
       .rehydrate(deps, log)
@@ -194,6 +191,8 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       for (const follower of followers) await follower.ensure();
     });
     return {
+      routes,
+      messages,
       beforeDrain: async () => {
         for (const follower of followers) follower.stop();
       },
@@ -204,4 +203,4 @@ export const pluginRegistryService: ServiceDefinition<typeof pluginRegistrySetti
       },
     };
   },
-};
+});

@@ -3,19 +3,17 @@ import { followEvents } from "@svc/bus";
 import {
   followContributions,
   messageClient,
+  type MessageImplementation,
   publishBroadcast,
   quietUnlessUp,
   rbacBroadcasts,
-  rbacMessages,
-  rbacRoutes as r,
+  rbacContract,
   resolverMessages,
-  serveMessages,
-  serveRoutes,
-  ServiceName,
+  type RouteImplementation,
 } from "@svc/contracts";
 import { afterCommit } from "@svc/db";
 import { Outbox } from "@svc/outbox";
-import type { ServiceDefinition } from "@svc/runtime";
+import { defineService } from "@svc/runtime";
 
 import type { RbacDeps } from "./deps.js";
 import { fillRevocations } from "./deps.js";
@@ -32,12 +30,11 @@ import { createTokenIssuer } from "./tokens.js";
 import * as users from "./users.js";
 
 /** Users, credentials, roles, memberships, the permission-key catalogue, sessions and integrations. */
-export const rbacService: ServiceDefinition<typeof rbacSettings> = {
+export const rbacService = defineService(rbacContract, {
   settings: rbacSettings,
-  name: ServiceName.Rbac,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
-  async start({ bus, db, config, log, nc, provision }) {
+  async start({ bus, db, config, log, nc, provision, reprovision }) {
     const issuer = await createTokenIssuer(config.backendHost.jwtSigningKey, config.backendHost.jwtIssuer);
     if (config.backendHost.jwtSigningKeyIsDefault)
       log.warn("signing tokens with the built-in development key");
@@ -87,18 +84,18 @@ export const rbacService: ServiceDefinition<typeof rbacSettings> = {
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);
 
-    serveMessages(bus, rbacMessages, {
+    const messages: MessageImplementation<typeof rbacContract.messages> = {
       "auth.login": (request) => login(deps, request),
       "keys.jwks": () => issuer.jwks,
       "roles.grants": async ({ role }) => ({
         role,
         permissions: (await findRole(db, role))?.permissions ?? [],
       }),
-    });
+    };
 
     // Operator routes: each handler's request and reply types come from its contract.
 
-    serveRoutes(bus, r, {
+    const routes: RouteImplementation<typeof rbacContract.routes> = {
       "roles.list": (req) => roles.listRolesRoute(deps, req),
       "permissions.list": (req) => roles.listPermissionKeys(deps, req),
       "security.permissions.list": (req) => roles.listSecurityPermissionKeys(deps, req),
@@ -124,7 +121,7 @@ export const rbacService: ServiceDefinition<typeof rbacSettings> = {
       "integrations.list": (req) => integrations.listIntegrations(deps, req),
       "integrations.create": (req) => integrations.createIntegration(deps, req),
       "integrations.delete": (req) => integrations.deleteIntegration(deps, req),
-    });
+    };
 
     // Deleted workspaces' memberships go (their sessions revoked), followed durably: a deletion while rbac
     // was down is caught up when it is back.
@@ -158,16 +155,14 @@ export const rbacService: ServiceDefinition<typeof rbacSettings> = {
       prefix: config.subjectPrefix,
       log,
     });
-    let inboxProvisioned = false;
-    await provision("notification consumers", async () => {
-      if (!inboxProvisioned) {
-        inboxProvisioned = true;
-        return;
-      }
+    // Their consumers were made at start; a server that lost its store lost them too.
+    reprovision("notification consumers", async () => {
       await inbox.ensure();
       await deletions.ensure();
     });
     return {
+      routes,
+      messages,
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica
       // or at the next start.
       beforeDrain: () => {
@@ -179,4 +174,4 @@ export const rbacService: ServiceDefinition<typeof rbacSettings> = {
       },
     };
   },
-};
+});

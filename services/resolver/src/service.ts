@@ -1,17 +1,13 @@
 import {
-  configRoutes,
   followContributions,
-  mediaRoutes,
+  type MessageImplementation,
   quietUnlessUp,
-  resolverMessages,
-  resolverRoutes as r,
-  serveMessages,
-  serveRoutes,
-  ServiceName,
+  resolverContract,
+  type RouteImplementation,
 } from "@svc/contracts";
 import { MediaStore } from "@svc/media";
 import { Outbox } from "@svc/outbox";
-import type { ServiceDefinition } from "@svc/runtime";
+import { defineService } from "@svc/runtime";
 
 import { startChangeListener } from "./change-listener.js";
 import * as configApi from "./config.js";
@@ -27,20 +23,12 @@ import * as tenants from "./tenants.js";
 import * as workspaces from "./workspaces.js";
 
 /** Tenants, workspaces, surfaces and the public workspace routes' data (ARCHITECTURE.md). */
-export const resolverService: ServiceDefinition<typeof resolverSettings> = {
+export const resolverService = defineService(resolverContract, {
   settings: resolverSettings,
-  name: ServiceName.Resolver,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, nc, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;
-    serveMessages(bus, resolverMessages, {
-      "workspace.resolve": (request) => resolveWorkspace(db, tenant, request),
-      "workspace.public": (request) => publicWorkspace(db, tenant, request),
-      "navigation.get": (request) => navigation(db, tenant, request),
-      "surface.data": (request) => surfaceData(db, tenant, request),
-      "tenancy.lookup": (request) => lookupTenancy(db, request),
-    });
     const outbox = new Outbox({
       db,
       schema: "resolver",
@@ -60,18 +48,21 @@ export const resolverService: ServiceDefinition<typeof resolverSettings> = {
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields = { db, catalogue };
     const mediaDeps = { ...deps, media: new MediaStore(nc, config.subjectPrefix) };
-    serveRoutes(bus, configRoutes, {
+    const messages: MessageImplementation<typeof resolverContract.messages> = {
+      "workspace.resolve": (request) => resolveWorkspace(db, tenant, request),
+      "workspace.public": (request) => publicWorkspace(db, tenant, request),
+      "navigation.get": (request) => navigation(db, tenant, request),
+      "surface.data": (request) => surfaceData(db, tenant, request),
+      "tenancy.lookup": (request) => lookupTenancy(db, request),
+    };
+    const routes: RouteImplementation<typeof resolverContract.routes> = {
       "config.definitions": (req) => configApi.definitions(config$, req),
       "config.effective": (req) => configApi.effective(config$, req),
       "config.put": (req) => configApi.putValues(config$, req),
-    });
-    serveRoutes(bus, mediaRoutes, {
       "media.list": (req) => media.listMedia(mediaDeps, req),
       "media.upload": (req) => media.uploadMedia(mediaDeps, req),
       "media.content": (req) => media.mediaContent(mediaDeps, req),
       "media.delete": (req) => media.deleteMedia(mediaDeps, req),
-    });
-    serveRoutes(bus, r, {
       "custom-fields.definitions": (req) => customFields.definitions(fields, req),
       "custom-fields.get": (req) => customFields.getValues(fields, req),
       "custom-fields.put": (req) => customFields.putValues(fields, req),
@@ -95,10 +86,12 @@ export const resolverService: ServiceDefinition<typeof resolverSettings> = {
       "snippets.list": (req) => surfaces.listSnippets(deps, req),
       "snippets.put": (req) => surfaces.putSnippet(deps, req),
       "snippets.delete": (req) => surfaces.deleteSnippet(deps, req),
-    });
+    };
     const listener = startChangeListener(config.databaseUrl, bus, log);
     await outbox.start();
     return {
+      routes,
+      messages,
       beforeDrain: () => {
         follower.stop();
         return outbox.stop();
@@ -106,4 +99,4 @@ export const resolverService: ServiceDefinition<typeof resolverSettings> = {
       afterDrain: () => listener.stop(),
     };
   },
-};
+});

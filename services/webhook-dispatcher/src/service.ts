@@ -2,13 +2,12 @@ import { createEventPublisher, ensureBucket, EventSource } from "@svc/bus";
 import {
   followContributions,
   quietUnlessUp,
-  serveRoutes,
-  ServiceName,
-  webhookRoutes,
+  type RouteImplementation,
+  webhookDispatcherContract,
   WorkspaceStates,
 } from "@svc/contracts";
 import { createJobMetrics, JobWorker } from "@svc/jobs";
-import { circuitBucket, type ServiceDefinition } from "@svc/runtime";
+import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey } from "./deliver.js";
@@ -26,18 +25,16 @@ import { webhookSettings } from "./settings.js";
 import * as subs from "./subscriptions.js";
 
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
-export const webhookDispatcherService: ServiceDefinition<typeof webhookSettings> = {
+export const webhookDispatcherService = defineService(webhookDispatcherContract, {
   settings: webhookSettings,
-  name: ServiceName.WebhookDispatcher,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ bus, db, config, log, nc, metrics, instance, provision, reprovision, live }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
-    const routes = webhookRoutes;
     const pluginEvents = new PluginEventScopes();
-    serveRoutes(bus, routes, {
+    const routes: RouteImplementation<typeof webhookDispatcherContract.routes> = {
       "webhooks.create": (req) => subs.createSubscription(db, secrets, allowed, req),
       "webhooks.list": (req) => subs.listSubscriptions(db, req),
       "webhooks.activation": (req) => subs.setActivation(db, req),
@@ -48,7 +45,7 @@ export const webhookDispatcherService: ServiceDefinition<typeof webhookSettings>
         flows.createFlow(db, secrets, allowed, pluginEvents, b.maxFlowsPerWorkspace, req),
       "flows.put": (req) => flows.replaceFlow(db, secrets, allowed, pluginEvents, req),
       "flows.delete": (req) => flows.deleteFlow(db, req),
-    });
+    };
 
     const openCircuits = () =>
       ensureBucket(nc, circuitBucket(config.subjectPrefix), { history: 1, ttl: CIRCUIT_STATE_TTL_MS });
@@ -142,6 +139,8 @@ export const webhookDispatcherService: ServiceDefinition<typeof webhookSettings>
     // consumer (the matcher's loop re-binds to it).
     await provision("event consumer", () => matcher.ensureConsumer());
     return {
+      routes,
+      messages: {},
       // Stop taking events first, then let running deliveries finish and release queued ones.
       beforeDrain: async () => {
         plugins.stop();
@@ -152,4 +151,4 @@ export const webhookDispatcherService: ServiceDefinition<typeof webhookSettings>
       },
     };
   },
-};
+});

@@ -3,14 +3,8 @@
  * in ADR 0003). This package knows no implementation: the gateway builds its routes,
  * guard and OpenAPI description from it, and each service serves its own contracts.
  */
-import { configRoutes } from "./config.js";
-import { jobRoutes } from "./jobs.js";
-import { mediaRoutes } from "./media.js";
-import { pluginRegistryRoutes } from "./plugin-registry.js";
-import { rbacRoutes } from "./rbac.js";
-import { resolverRoutes } from "./resolver.js";
 import type { RouteContract } from "./route.js";
-import { webhookRoutes } from "./webhooks.js";
+import { SERVICE_CONTRACTS } from "./service-contracts.js";
 
 export * from "./common.js";
 export { configRoutes } from "./config.js";
@@ -101,6 +95,17 @@ export {
   serveRoute,
   serveRoutes,
 } from "./serve.js";
+export {
+  defineServiceContract,
+  gatewayContract,
+  jobReaperContract,
+  pluginRegistryContract,
+  rbacContract,
+  resolverContract,
+  SERVICE_CONTRACTS,
+  type ServiceContract,
+  webhookDispatcherContract,
+} from "./service-contracts.js";
 export { ServiceName } from "./services.js";
 export {
   FlowAction,
@@ -112,16 +117,10 @@ export {
   webhookRoutes,
 } from "./webhooks.js";
 
-/** Every operator route, each once. */
-export const OPERATOR_ROUTES: readonly RouteContract[] = [
-  ...Object.values(resolverRoutes),
-  ...Object.values(configRoutes),
-  ...Object.values(mediaRoutes),
-  ...Object.values(pluginRegistryRoutes),
-  ...Object.values(rbacRoutes),
-  ...Object.values(webhookRoutes),
-  ...Object.values(jobRoutes),
-];
+/** Every operator route, each once: the routes of every service's contract. */
+export const OPERATOR_ROUTES: readonly RouteContract[] = SERVICE_CONTRACTS.flatMap((c) =>
+  Object.values(c.routes),
+);
 export {
   refuseClosedWorkspace,
   type WorkspaceState,

@@ -40,12 +40,15 @@ export {
   principalKeysBucket,
 } from "./principal-assertions.js";
 export {
+  defineService,
   natsAuthOf,
   type RunningService,
   runServiceMain,
   type ServiceDefinition,
   type ServiceDeps,
   type ServiceHooks,
+  type ServiceImplementation,
+  type ServiceSpec,
   type StartOptions,
   startService,
 } from "./service.js";

@@ -21,9 +21,13 @@ import {
 } from "@svc/config";
 import {
   configMessages,
+  type MessageImplementation,
   metricsMessages,
   pingMessages,
+  type RouteImplementation,
   serveMessages,
+  serveRoutes,
+  type ServiceContract,
   type ServiceName,
 } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
@@ -78,6 +82,8 @@ export type AnySettings = SettingsDeclaration<SettingTable, SettingTable>;
 
 export interface ServiceDefinition<D extends AnySettings = AnySettings> {
   readonly name: ServiceName;
+  /** What it serves: its routes and messages (served by the runtime once `start` handed their handlers). */
+  readonly contract: ServiceContract;
   /**
    * The service's own settings (`defineSettings`), which its `config` adds to the platform's: the runtime
    * refuses to start it in a process whose configuration did not parse them.
@@ -100,6 +106,46 @@ export interface ServiceDefinition<D extends AnySettings = AnySettings> {
   readonly signsPrincipals?: boolean;
   /** Registers handlers and starts background work. */
   start(deps: ServiceDeps<D>): Promise<ServiceHooks | undefined> | ServiceHooks | undefined;
+}
+
+/**
+ * What a service's `start` hands back: a handler for every route and message of its contract (typed by
+ * it: one missing, or of the wrong type, does not compile), and its hooks.
+ */
+export type ServiceImplementation<C extends ServiceContract> = ServiceHooks & {
+  readonly routes: RouteImplementation<C["routes"]>;
+  readonly messages: MessageImplementation<C["messages"]>;
+};
+
+/** What a service declares besides its contract. */
+export type ServiceSpec<D extends AnySettings, C extends ServiceContract> = Omit<
+  ServiceDefinition<D>,
+  "name" | "contract" | "start"
+> & {
+  /** Registers background work; answers with the implementation of the contract and the hooks. */
+  start(deps: ServiceDeps<D>): Promise<ServiceImplementation<C>> | ServiceImplementation<C>;
+};
+
+/**
+ * A service: its contract and its implementation. The runtime serves every route and message of the
+ * contract with the handlers `start` answers (decoded, guarded, replies checked in development and tests),
+ * then its ping: a replica that answers its ping serves everything.
+ */
+export function defineService<D extends AnySettings, const C extends ServiceContract>(
+  contract: C,
+  spec: ServiceSpec<D, C>,
+): ServiceDefinition<D> {
+  return {
+    ...spec,
+    name: contract.name,
+    contract,
+    async start(deps) {
+      const { routes, messages, ...hooks } = await spec.start(deps);
+      serveRoutes(deps.bus, contract.routes, routes);
+      serveMessages(deps.bus, contract.messages, messages);
+      return hooks;
+    },
+  };
 }
 
 export interface RunningService {

@@ -441,13 +441,15 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
       db,
       Array.from({ length: 1_050 }, (_, n) => noopJob.request({ n })),
     );
-    const { listJobsFor } = await import("../services/job-reaper/src/jobs-list.js");
+    const { jobTable, listJobsRoute } = await import("../services/job-reaper/src/jobs-list.js");
+    const deps = { jobs: jobTable(db) };
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await listJobsFor(db, platform, { limit: 100, ...(cursor ? { cursor } : {}) });
-      seen.push(...page.items.map((j) => j.id));
-      cursor = page.nextCursor ?? undefined;
+      const query = { limit: 100, ...(cursor ? { cursor } : {}) };
+      const page = (await listJobsRoute(deps, { principal: platform, params: {}, query, body: null })).body;
+      seen.push(...(page?.items ?? []).map((j) => j.id));
+      cursor = page?.nextCursor ?? undefined;
     } while (cursor !== undefined);
     expect(seen).toHaveLength(1_050);
     expect(new Set(seen).size).toBe(1_050);

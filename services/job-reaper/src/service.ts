@@ -4,7 +4,7 @@ import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
 import { defineService } from "@svc/runtime";
 
-import { listJobsFor } from "./jobs-list.js";
+import { jobTable, listJobsRoute } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
 import { Recorder } from "./recorder.js";
 import { jobReaperSettings } from "./settings.js";
@@ -20,11 +20,9 @@ export const jobReaperService = defineService(jobReaperContract, {
   async start({ db, nc, config, log, metrics, provision }) {
     const recorder = new Recorder(nc, config.subjectPrefix, log);
     await provision("diagnostics recorder", () => recorder.start());
+    const listDeps = { jobs: jobTable(db) };
     const routes: RouteImplementation<typeof jobReaperContract.routes> = {
-      "jobs.list": async ({ principal, query }) => ({
-        status: 200,
-        body: await listJobsFor(db, principal, query),
-      }),
+      "jobs.list": (req) => listJobsRoute(listDeps, req),
       "diagnostics.start": (req) => recorder.startRecording(req),
       "diagnostics.stop": () => recorder.stopRecording(),
       "diagnostics.get": (req) => recorder.read(req),

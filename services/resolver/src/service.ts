@@ -13,7 +13,7 @@ import { startChangeListener } from "./change-listener.js";
 import * as configApi from "./config.js";
 import * as customFields from "./custom-fields.js";
 import type { ResolverDeps } from "./deps.js";
-import { lookupTenancy, resolveWorkspace } from "./handlers.js";
+import { lookupTenancy, resolveWorkspace, tenancyTables } from "./handlers.js";
 import * as media from "./media.js";
 import { navigation, publicWorkspace, surfaceData } from "./public.js";
 import { resolverSettings } from "./settings.js";
@@ -48,12 +48,13 @@ export const resolverService = defineService(resolverContract, {
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields = { db, catalogue };
     const mediaDeps = { ...deps, media: new MediaStore(nc, config.subjectPrefix) };
+    const tables = tenancyTables(db);
     const messages: MessageImplementation<typeof resolverContract.messages> = {
-      "workspace.resolve": (request) => resolveWorkspace(db, tenant, request),
+      "workspace.resolve": (request) => resolveWorkspace(tables, tenant, request),
       "workspace.public": (request) => publicWorkspace(db, tenant, request),
       "navigation.get": (request) => navigation(db, tenant, request),
       "surface.data": (request) => surfaceData(db, tenant, request),
-      "tenancy.lookup": (request) => lookupTenancy(db, request),
+      "tenancy.lookup": (request) => lookupTenancy(tables, request),
     };
     const routes: RouteImplementation<typeof resolverContract.routes> = {
       "config.definitions": (req) => configApi.definitions(config$, req),

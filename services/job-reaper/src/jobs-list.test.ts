@@ -1,0 +1,124 @@
+/**
+ * The jobs list through its contract, with an in-memory job repository: no NATS, no PostgreSQL. What the
+ * route promises: the caller's reach decides what it sees, filters narrow it, pages walk it newest first.
+ */
+import type { Principal } from "@svc/bus";
+import { callRoute, jobRoutes } from "@svc/contracts";
+import { ErrorCode } from "@svc/errors";
+import type { JobStatus, JobView, ListFilter } from "@svc/jobs";
+import { describe, expect, it } from "vitest";
+
+import { type JobsRepository, listJobsRoute } from "./jobs-list.js";
+
+/** Jobs held in memory, answering the repository's one question as the table does. */
+class MemoryJobs implements JobsRepository {
+  readonly asked: ListFilter[] = [];
+  constructor(private readonly jobs: readonly JobView[]) {}
+
+  async list(filter: ListFilter): Promise<JobView[]> {
+    this.asked.push(filter);
+    return this.jobs
+      .filter(
+        (j) =>
+          (filter.status === undefined || j.status === filter.status) &&
+          (filter.type === undefined || j.type === filter.type) &&
+          (filter.workspaceKey === undefined || j.workspaceKey === filter.workspaceKey) &&
+          (filter.beforeId === undefined || BigInt(j.id) < BigInt(filter.beforeId)),
+      )
+      .sort((a, b) => Number(BigInt(b.id) - BigInt(a.id)))
+      .slice(0, filter.limit);
+  }
+}
+
+const at = "2026-11-26T10:00:00.000Z";
+function job(
+  id: number,
+  workspaceKey: string | null,
+  status: JobStatus = "Succeeded",
+  type = "noop",
+): JobView {
+  return {
+    id: String(id),
+    type,
+    status,
+    workspaceKey,
+    attempts: 1,
+    maxAttempts: 3,
+    scheduledAtUtc: at,
+    createdAtUtc: at,
+    startedAtUtc: at,
+    completedAtUtc: status === "Succeeded" || status === "Failed" ? at : null,
+    lastError: status === "Failed" ? "boom" : null,
+  };
+}
+
+const jobs = new MemoryJobs([
+  job(1, "alpha"),
+  job(2, "beta", "Failed", "webhook.deliver"),
+  job(3, null, "Pending"),
+  job(4, "alpha", "Failed", "webhook.deliver"),
+  job(5, "alpha", "Running"),
+]);
+const deps = { jobs };
+
+const operator: Principal = {
+  subject: "op",
+  scope: "platform",
+  workspaceKey: null,
+  permissions: ["job.read"],
+  roles: ["operator"],
+};
+const alphaAdmin: Principal = {
+  subject: "a",
+  scope: "workspace",
+  workspaceKey: "alpha",
+  permissions: ["job.read"],
+  roles: ["admin"],
+};
+
+const list = (principal: Principal, query: Record<string, unknown> = {}) =>
+  callRoute(jobRoutes["jobs.list"], (req) => listJobsRoute(deps, req), {
+    principal,
+    params: {},
+    query,
+    body: null,
+  });
+const ids = (reply: Awaited<ReturnType<typeof list>>) => reply.body?.items.map((j) => j.id);
+
+describe("GET /api/jobs", () => {
+  it("shows an operator every job, newest first, and filters by workspace, status and type", async () => {
+    expect(ids(await list(operator))).toEqual(["5", "4", "3", "2", "1"]);
+    expect(ids(await list(operator, { workspaceKey: "beta" }))).toEqual(["2"]);
+    expect(ids(await list(operator, { status: "Failed", type: "webhook.deliver" }))).toEqual(["4", "2"]);
+  });
+
+  it("shows a workspace session its own workspace's jobs only, and no other workspace exists for it", async () => {
+    expect(ids(await list(alphaAdmin))).toEqual(["5", "4", "1"]);
+    await expect(list(alphaAdmin, { workspaceKey: "beta" })).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
+  });
+
+  it("walks pages with the cursor it issues, and the last page says so", async () => {
+    const first = await list(operator, { limit: 2 });
+    expect(ids(first)).toEqual(["5", "4"]);
+    const cursor = first.body?.nextCursor;
+    expect(typeof cursor).toBe("string");
+    const second = await list(operator, { limit: 2, cursor });
+    expect(ids(second)).toEqual(["3", "2"]);
+    const third = await list(operator, { limit: 2, cursor: second.body?.nextCursor });
+    expect(ids(third)).toEqual(["1"]);
+    expect(third.body?.nextCursor).toBeNull();
+  });
+
+  it("refuses what the contract refuses before asking the repository", async () => {
+    const before = jobs.asked.length;
+    await expect(list(operator, { limit: 101 })).rejects.toMatchObject({ code: ErrorCode.ValidationFailed });
+    await expect(list(operator, { status: "Lost" })).rejects.toMatchObject({
+      code: ErrorCode.ValidationFailed,
+    });
+    await expect(list(operator, { cursor: "not-a-cursor" })).rejects.toMatchObject({ status: 400 });
+    await expect(list({ ...operator, permissions: [] })).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    expect(jobs.asked.length).toBe(before);
+  });
+});

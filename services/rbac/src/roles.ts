@@ -1,9 +1,9 @@
 /**
- * Roles, the permission-key catalogue and users' global role assignments. All platform-only: a role
- * change reaches every workspace. Changing a role revokes the sessions that hold it (their keys were
+ * Roles, the permission-key catalogue and users' global role assignments. All platform-only (their
+ * contracts say so, and the runtime checks it before a handler runs): a role change reaches every workspace. Changing a role revokes the sessions that hold it (their keys were
  * copied at sign-in) and tells the gateways.
  */
-import { assertPlatform, SYSTEM_ROLES, SystemRole, WILDCARD } from "@svc/access";
+import { SYSTEM_ROLES, SystemRole, WILDCARD } from "@svc/access";
 import { type Queries, sql, withRetry } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 
@@ -25,8 +25,7 @@ export async function knownKeys(db: Queries): Promise<Set<string>> {
   return new Set([WILDCARD, ...rows.map((r) => r.key)]);
 }
 
-export const listRolesRoute: RbacHandler<"roles.list"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.read");
+export const listRolesRoute: RbacHandler<"roles.list"> = async (deps) => {
   return ok((await listRoles(deps.db)).map(roleView));
 };
 
@@ -35,13 +34,11 @@ const permissionKeys = (db: Queries) =>
     sql`SELECT key, source, description FROM rbac.permission_keys ORDER BY key`,
   );
 
-export const listPermissionKeys: RbacHandler<"permissions.list"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.read");
+export const listPermissionKeys: RbacHandler<"permissions.list"> = async (deps) => {
   return ok(await permissionKeys(deps.db));
 };
 
-export const listSecurityPermissionKeys: RbacHandler<"security.permissions.list"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.read");
+export const listSecurityPermissionKeys: RbacHandler<"security.permissions.list"> = async (deps) => {
   return ok(await permissionKeys(deps.db));
 };
 
@@ -80,7 +77,6 @@ function refuseSystemRoleChange(
 }
 
 export const putRole: RbacHandler<"roles.put"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.update");
   const name = req.params.role;
   if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
   refuseSystemRoleChange(name, req.body);
@@ -115,7 +111,6 @@ export const putRole: RbacHandler<"roles.put"> = async (deps, req) => {
 };
 
 export const deleteRole: RbacHandler<"roles.delete"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.update");
   const role = await findRole(deps.db, req.params.role);
   if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
   if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
@@ -130,7 +125,6 @@ export const deleteRole: RbacHandler<"roles.delete"> = async (deps, req) => {
 // Global role assignments are the platform's: the caller's own principal decides, never a stand-in.
 
 export const listAssignments: RbacHandler<"role-assignments.list"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.read");
   const page = await listUserRows(deps.db, req.principal, req.query);
   return ok({
     items: page.items.map((u) => ({ userId: u.id, userName: u.user_name, role: u.global_role })),
@@ -139,7 +133,6 @@ export const listAssignments: RbacHandler<"role-assignments.list"> = async (deps
 };
 
 export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.update");
   const user = await findUser(deps.db, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
   const role = await findRole(deps.db, req.body.role);
@@ -163,7 +156,6 @@ export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, r
 };
 
 export const deleteAssignment: RbacHandler<"role-assignments.delete"> = async (deps, req) => {
-  assertPlatform(req.principal, "role.update");
   const user = await findUser(deps.db, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
   await deps.db.query(

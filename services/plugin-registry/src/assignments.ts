@@ -5,12 +5,19 @@
  * delegated to its tenant. Uninstalling a plugin takes it out of every chain. The public ui-chain route and
  * the sessions' plugin keys count only entries that are `active` and still entitled.
  */
-import { assertReachesWorkspace, reachOf } from "@svc/access";
+import { reachOf } from "@svc/access";
 import { type Queries, sql } from "@svc/db";
 import { ValidationError } from "@svc/errors";
 
 import { audit, type HandlerWith, type RouteName } from "./common.js";
-import { chainEntitled, type EntitlementDeps, entitlementOf, isDelegated, tenantOf } from "./entitlements.js";
+import {
+  chainEntitled,
+  type EntitlementDeps,
+  entitlementOf,
+  grantTable,
+  isDelegated,
+  tenantOf,
+} from "./entitlements.js";
 
 type Handler<K extends RouteName> = HandlerWith<EntitlementDeps, K>;
 
@@ -49,7 +56,6 @@ function body(workspaceKey: string, rows: readonly ChainRow[]) {
 }
 
 export const getChain: Handler<"assignments.get"> = async (deps, req) => {
-  assertReachesWorkspace(req.principal, req.params.workspaceKey);
   return {
     status: 200,
     body: body(req.params.workspaceKey, await chainOf(deps.db, req.params.workspaceKey)),
@@ -58,7 +64,6 @@ export const getChain: Handler<"assignments.get"> = async (deps, req) => {
 
 export const putChain: Handler<"assignments.put"> = async (deps, req) => {
   const wk = req.params.workspaceKey;
-  assertReachesWorkspace(req.principal, wk);
   const chain = req.body.chain;
   const tenantKey = await tenantOf(deps, wk);
   const tenantAdmin = reachOf(req.principal).kind === "workspace";
@@ -90,7 +95,10 @@ export const putChain: Handler<"assignments.put"> = async (deps, req) => {
       const field = `/body/chain/${i}`;
       if (!installed.has(id)) {
         violations.push({ field, message: `plugin '${id}' is not installed` });
-      } else if (!fixed.includes(id) && (await entitlementOf(tx, id, tenantKey, wk)).via === null) {
+      } else if (
+        !fixed.includes(id) &&
+        (await entitlementOf(grantTable(tx), id, tenantKey, wk)).via === null
+      ) {
         violations.push({ field, message: `workspace '${wk}' is not entitled to plugin '${id}'` });
       } else if (tenantAdmin && !fixed.includes(id) && !(await isDelegated(tx, tenantKey, id))) {
         violations.push({ field, message: `plugin '${id}' is not delegated to tenant '${tenantKey}'` });

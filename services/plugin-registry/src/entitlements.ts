@@ -20,6 +20,20 @@ import type { HandlerWith, PluginDeps, RouteName } from "./common.js";
 export interface EntitlementDeps extends PluginDeps {
   /** Which workspaces and tenants exist, and each workspace's tenant (the resolver owns them). */
   readonly tenancy: (request: TenancyLookupRequest) => Promise<TenancyLookupReply>;
+  /** The grants (the registry's tables, `grantTable`). */
+  readonly grants: GrantTable;
+}
+
+/** What deciding an entitlement asks of the registry's tables. */
+export interface GrantTable {
+  /** The installed plugin's tier (`system` or `application`), or null when it is not installed. */
+  tier(pluginId: string): Promise<string | null>;
+  /** The grants in force of the plugin to the tenant, or to the workspace (when one is named). */
+  grantsInForce(
+    pluginId: string,
+    tenantKey: string,
+    workspaceKey: string | null,
+  ): Promise<Array<{ readonly subjectType: "tenant" | "workspace"; readonly expiresAt: Date | null }>>;
 }
 
 type Handler<K extends RouteName> = HandlerWith<EntitlementDeps, K>;
@@ -31,46 +45,68 @@ type Via = "workspace" | "tenant" | "system" | null;
 /** The SQL condition "grant `e` is in force". */
 const inForce = sql`(e.expires_at IS NULL OR e.expires_at > now())`;
 
-/** How `pluginId` is entitled for a workspace of `tenantKey` (or the tenant alone, workspace null). */
+/** The registry's tables (in the caller's transaction, when it passes one). */
+export function grantTable(db: Queries): GrantTable {
+  return {
+    async tier(pluginId) {
+      const row = await db.maybeOne<{ tier: string }>(
+        sql`SELECT tier FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
+      );
+      return row?.tier ?? null;
+    },
+    async grantsInForce(pluginId, tenantKey, workspaceKey) {
+      const rows = await db.any<{ subject_type: "tenant" | "workspace"; expires_at: Date | null }>(sql`
+        SELECT e.subject_type, e.expires_at FROM plugin_registry.entitlements e
+        WHERE e.plugin_id = ${pluginId} AND ${inForce}
+          AND ((e.subject_type = 'tenant' AND e.subject_key = ${tenantKey})
+            OR (e.subject_type = 'workspace' AND e.subject_key = ${workspaceKey ?? ""}))`);
+      return rows.map((r) => ({ subjectType: r.subject_type, expiresAt: r.expires_at }));
+    },
+  };
+}
+
+/**
+ * How `pluginId` is entitled for a workspace of `tenantKey` (or the tenant alone, workspace null): a
+ * system plugin everywhere; else a grant to the workspace before one to its tenant.
+ */
 export async function entitlementOf(
-  db: Queries,
+  grants: GrantTable,
   pluginId: string,
   tenantKey: string,
   workspaceKey: string | null,
 ): Promise<{ via: Via; expiresAt: Date | null }> {
-  const tier = await db.maybeOne<{ tier: string }>(
-    sql`SELECT tier FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
-  );
-  if (tier?.tier === "system") return { via: "system", expiresAt: null };
-  const grants = await db.any<{ subject_type: "tenant" | "workspace"; expires_at: Date | null }>(sql`
-    SELECT e.subject_type, e.expires_at FROM plugin_registry.entitlements e
-    WHERE e.plugin_id = ${pluginId} AND ${inForce}
-      AND ((e.subject_type = 'tenant' AND e.subject_key = ${tenantKey})
-        OR (e.subject_type = 'workspace' AND e.subject_key = ${workspaceKey ?? ""}))
-    ORDER BY e.subject_type DESC`);
-  const grant = grants[0];
+  if ((await grants.tier(pluginId)) === "system") return { via: "system", expiresAt: null };
+  const found = await grants.grantsInForce(pluginId, tenantKey, workspaceKey);
+  const grant =
+    found.find((g) => g.subjectType === "workspace") ?? found.find((g) => g.subjectType === "tenant");
   return grant === undefined
     ? { via: null, expiresAt: null }
-    : { via: grant.subject_type, expiresAt: grant.expires_at };
+    : { via: grant.subjectType, expiresAt: grant.expiresAt };
 }
 
 /** The tenant of a workspace; 404 when the resolver does not know it. */
-export async function tenantOf(deps: EntitlementDeps, workspaceKey: string): Promise<string> {
+export async function tenantOf(
+  deps: Pick<EntitlementDeps, "tenancy">,
+  workspaceKey: string,
+): Promise<string> {
   const found = await deps.tenancy({ workspaceKeys: [workspaceKey], tenantKeys: [] });
   const tenant = found.workspaces.find((w) => w.workspaceKey === workspaceKey)?.tenantKey;
   if (tenant === undefined) throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
   return tenant;
 }
 
-async function assertTenant(deps: EntitlementDeps, tenantKey: string): Promise<void> {
+async function assertTenant(deps: Pick<EntitlementDeps, "tenancy">, tenantKey: string): Promise<void> {
   const found = await deps.tenancy({ workspaceKeys: [], tenantKeys: [tenantKey] });
   if (!found.tenants.includes(tenantKey)) throw new NotFoundError(`Tenant '${tenantKey}' was not found.`);
 }
 
-export const workspaceEntitlement: Handler<"entitlements.workspace"> = async (deps, req) => {
+/** What the two entitlement questions need: the resolver's tenancy and the grants. */
+type GrantDeps = Pick<EntitlementDeps, "tenancy" | "grants">;
+
+export const workspaceEntitlement: HandlerWith<GrantDeps, "entitlements.workspace"> = async (deps, req) => {
   const { workspaceKey, pluginId } = req.params;
   const tenantKey = await tenantOf(deps, workspaceKey);
-  const { via, expiresAt } = await entitlementOf(deps.db, pluginId, tenantKey, workspaceKey);
+  const { via, expiresAt } = await entitlementOf(deps.grants, pluginId, tenantKey, workspaceKey);
   return {
     status: 200,
     body: {
@@ -84,10 +120,10 @@ export const workspaceEntitlement: Handler<"entitlements.workspace"> = async (de
   };
 };
 
-export const tenantEntitlement: Handler<"entitlements.tenant"> = async (deps, req) => {
+export const tenantEntitlement: HandlerWith<GrantDeps, "entitlements.tenant"> = async (deps, req) => {
   const { tenantId: tenantKey, pluginId } = req.params;
   await assertTenant(deps, tenantKey);
-  const { via, expiresAt } = await entitlementOf(deps.db, pluginId, tenantKey, null);
+  const { via, expiresAt } = await entitlementOf(deps.grants, pluginId, tenantKey, null);
   return {
     status: 200,
     body: {

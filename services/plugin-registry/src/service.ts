@@ -79,6 +79,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       runtime,
       log,
       tenancy: (request) => messageClient(bus, resolverMessages).request("tenancy.lookup", request),
+      grants: entitlements.grantTable(db),
     };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
     const reconcile = coalesce(async () => {

@@ -187,7 +187,7 @@ export const putWorkspaceTheme: Handler<"themes.workspace-put"> = async (deps, r
     throw new ValidationError([{ field, message: `plugin '${pluginId}' is not installed` }]);
   if (plugin.theme === null)
     throw new ValidationError([{ field, message: `plugin '${pluginId}' has no theme.json` }]);
-  if ((await entitlementOf(deps.db, pluginId, tenantKey, wk)).via === null) {
+  if ((await entitlementOf(deps.grants, pluginId, tenantKey, wk)).via === null) {
     throw new ValidationError([
       { field, message: `workspace '${wk}' is not entitled to plugin '${pluginId}'` },
     ]);

@@ -368,8 +368,8 @@ describe("events stream", () => {
     const nc = (await newBus("provisioner")).nc;
     const name = `${h.env.SVC_EVENTS_STREAM}_IDEM`;
     const prefix = `${h.env.SVC_SUBJECT_PREFIX}idem`;
-    await Promise.all([1, 2, 3].map(() => ensureEventsStream(nc, { name, prefix })));
-    await ensureEventsStream(nc, { name, prefix });
+    await Promise.all([1, 2, 3].map(() => ensureEventsStream(nc, { name, prefix, replicas: 1 })));
+    await ensureEventsStream(nc, { name, prefix, replicas: 1 });
     const jsm = await jetstreamManager(nc);
     const info = await jsm.streams.info(name);
     expect(info.config.subjects).toEqual([eventsSubject(prefix)]);

@@ -464,7 +464,7 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
     const own = await connect(h.natsOptions());
     onTestFinished(() => own.close());
     const prefix = h.env.SVC_SUBJECT_PREFIX as string;
-    const signer = new GatewayPrincipalSigner(own, prefix);
+    const signer = new GatewayPrincipalSigner(own, prefix, 1);
     await signer.publish();
     const bus = new Bus({
       nc: own,

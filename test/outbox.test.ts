@@ -54,7 +54,7 @@ function newOutbox() {
 
 /** The event ids the stream holds for `name`, in order. */
 async function streamed(name: string): Promise<string[]> {
-  await ensureEventsStream(nc, { name: stream, prefix });
+  await ensureEventsStream(nc, { name: stream, prefix, replicas: 1 });
   const jsm = await jetstreamManager(nc);
   const info = await jsm.streams.info(stream);
   const ids: string[] = [];
@@ -71,7 +71,7 @@ async function streamed(name: string): Promise<string[]> {
 
 describe("issue 9, point 1: the transactional outbox", () => {
   it("records with the change, relays after a NATS outage, and publishes each event once across relays", async () => {
-    await ensureEventsStream(nc, { name: stream, prefix });
+    await ensureEventsStream(nc, { name: stream, prefix, replicas: 1 });
     const a = newOutbox();
     const b = newOutbox();
     await a.start();
@@ -96,7 +96,7 @@ describe("issue 9, point 1: the transactional outbox", () => {
     await nats.start();
     await until(
       () =>
-        ensureEventsStream(nc, { name: stream, prefix }).then(
+        ensureEventsStream(nc, { name: stream, prefix, replicas: 1 }).then(
           () => true,
           () => false,
         ),
@@ -136,7 +136,7 @@ describe("issue 9, point 1: the transactional outbox", () => {
   }, 60_000);
 
   it("holds no transaction while it waits for JetStream; terminated connections fail the pass, not the process", async () => {
-    await ensureEventsStream(nc, { name: stream, prefix });
+    await ensureEventsStream(nc, { name: stream, prefix, replicas: 1 });
     const relayDb = createDb({
       databaseUrl: h.db.url,
       maximumPoolSize: 2,

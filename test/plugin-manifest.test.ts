@@ -106,7 +106,7 @@ describe("the UI-asset manifest", () => {
   it("serves an asset only while its stored bytes match the verified package (issue 23, item 5)", async () => {
     // Someone with write access to the object store replaces the script every workspace loads.
     const nc = await connect(h.natsOptions());
-    const store = new AssetStore(nc, h.env.SVC_SUBJECT_PREFIX as string);
+    const store = new AssetStore(nc, h.env.SVC_SUBJECT_PREFIX as string, 1);
     const genuine = await store.get("hello/1.0.0/ui/hello.js");
     expect(genuine).not.toBeNull();
     await store.put(

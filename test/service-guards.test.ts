@@ -62,7 +62,7 @@ beforeAll(async () => {
   // its own: the services' users may not write the gateway's keys).
   testClient = await connect(h.natsOptions());
   const prefix = h.env.SVC_SUBJECT_PREFIX as string;
-  const signer = new GatewayPrincipalSigner(testClient, prefix);
+  const signer = new GatewayPrincipalSigner(testClient, prefix, 1);
   await signer.publish();
   bus = new Bus({
     nc: testClient,

@@ -127,6 +127,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     registerUiAssets(child, {
       nc: deps.nc,
       prefix: config.subjectPrefix,
+      replicas: config.backendHost.natsReplicas,
       manifestUrl: config.backendHost.pluginManifestUrl,
       log: deps.log,
       reprovision: deps.reprovision,

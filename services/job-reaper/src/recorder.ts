@@ -57,6 +57,8 @@ export class Recorder {
   constructor(
     private readonly nc: NatsConnection,
     private readonly prefix: string,
+    /** BackendHost:NatsReplicas. */
+    private readonly replicas: number,
     private readonly log: Logger,
   ) {}
 
@@ -66,7 +68,10 @@ export class Recorder {
 
   /** Opens the bucket and follows the recording (again, after a NATS server lost its store). */
   async start(): Promise<void> {
-    this.kv = await ensureBucket(this.nc, diagnosticsBucket(this.prefix), { history: 1 });
+    this.kv = await ensureBucket(this.nc, diagnosticsBucket(this.prefix), {
+      history: 1,
+      replicas: this.replicas,
+    });
     this.jsm = await jetstreamManager(this.nc);
     this.stopFollowing?.();
     this.stopFollowing = await followKv(this.kv, RECORDING_KEY, (entry) =>
@@ -123,6 +128,7 @@ export class Recorder {
       discard: DiscardPolicy.New,
       max_age: DAY_NS,
       max_msg_size: 16 * 1024,
+      num_replicas: this.replicas,
     };
     const exists = await jsm.streams.info(this.stream).then(
       () => true,
@@ -141,7 +147,6 @@ export class Recorder {
         subjects: [diagnosticsSubject(this.prefix)],
         retention: RetentionPolicy.Limits,
         storage: StorageType.File,
-        num_replicas: 1,
         ...config,
       });
     }

@@ -18,7 +18,7 @@ export const jobReaperService = defineService(jobReaperContract, {
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ db, nc, config, log, metrics, provision }) {
-    const recorder = new Recorder(nc, config.subjectPrefix, log);
+    const recorder = new Recorder(nc, config.subjectPrefix, config.backendHost.natsReplicas, log);
     await provision("diagnostics recorder", () => recorder.start());
     const listDeps = { jobs: jobTable(db) };
     const routes: RouteImplementation<typeof jobReaperContract.routes> = {

@@ -39,7 +39,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
   // outcome is kept right after its handler (shared/runtime/src/keyed-writes.ts).
   keyedWrites: "after-handler",
   async start({ bus, db, nc, config, metrics, log, reprovision }) {
-    const store = new PackageStore(nc, config.subjectPrefix);
+    const store = new PackageStore(nc, config.subjectPrefix, config.backendHost.natsReplicas);
     const platformEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
     const changed = pluginRegistryBroadcasts["contributions.changed"];
     const base: PluginDeps = {
@@ -54,7 +54,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
         await platformEvents.publish(eventName, null, payload);
       },
     };
-    const manifest = new UiManifestPublisher(nc, config.subjectPrefix, log);
+    const manifest = new UiManifestPublisher(nc, config.subjectPrefix, config.backendHost.natsReplicas, log);
     const cache = new ExtractionCache(store, config.backendHost, HOST_VERSION);
     const pluginCredentials = new PluginCredentials(config, natsAuthOf(config));
     const runtime = new PluginRuntime({

@@ -39,7 +39,12 @@ export const rbacService = defineService(rbacContract, {
     if (config.backendHost.jwtSigningKeyIsDefault)
       log.warn("signing tokens with the built-in development key");
     const openRevoked = () =>
-      openRevocationBucket(nc, config.subjectPrefix, config.backendHost.accessTokenLifetimeSeconds * 1000);
+      openRevocationBucket(
+        nc,
+        config.subjectPrefix,
+        config.backendHost.accessTokenLifetimeSeconds * 1000,
+        config.backendHost.natsReplicas,
+      );
     const revoked = await openRevoked();
     // The bucket holds every revoked session that has not expired, from rbac.sessions, whenever it is
     // provisioned: after a NATS reconnect it is created again if the server lost it, and filled again

@@ -37,12 +37,12 @@ export interface ConfigDeps {
   readonly bucket: () => Promise<KV>;
 }
 
-export function configDeps(bus: Bus, prefix: string): ConfigDeps {
+export function configDeps(bus: Bus, prefix: string, replicas: number): ConfigDeps {
   let kv: Promise<KV> | undefined;
   return {
     bus,
     bucket: () => {
-      kv ??= ensureBucket(bus.nc, configBucket(prefix), { history: 1 }).catch((error: unknown) => {
+      kv ??= ensureBucket(bus.nc, configBucket(prefix), { history: 1, replicas }).catch((error: unknown) => {
         kv = undefined;
         throw error;
       });

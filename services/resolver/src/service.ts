@@ -42,12 +42,15 @@ export const resolverService = defineService(resolverContract, {
       outbox,
       log,
     };
-    const config$ = configApi.configDeps(bus, config.subjectPrefix);
+    const config$ = configApi.configDeps(bus, config.subjectPrefix, config.backendHost.natsReplicas);
     // Custom field definitions come from the installed plugins (their contributions).
     const catalogue = new customFields.CustomFieldCatalogue();
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields = { db, catalogue };
-    const mediaDeps = { ...deps, media: new MediaStore(nc, config.subjectPrefix) };
+    const mediaDeps = {
+      ...deps,
+      media: new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas),
+    };
     const tables = tenancyTables(db);
     const messages: MessageImplementation<typeof resolverContract.messages> = {
       "workspace.resolve": (request) => resolveWorkspace(tables, tenant, request),

@@ -24,7 +24,7 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { eventsSubject, Header } from "@svc/bus";
+import { consumeWatched, eventsSubject, Header } from "@svc/bus";
 import { type Db, isDataException, sqlState } from "@svc/db";
 import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
@@ -103,9 +103,13 @@ export async function startMatcher(
   };
   await ensureConsumer();
   let stopped = false;
-  let messages: ConsumerMessages = await (
-    await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME)
-  ).consume({ max_messages: 200 });
+  const bind = async () =>
+    consumeWatched(await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME), {
+      maxMessages: 200,
+      log: options.log,
+      name: CONSUMER_NAME,
+    });
+  let messages: ConsumerMessages = await bind();
 
   interface Parsed {
     readonly m: JsMsg;
@@ -335,11 +339,7 @@ export async function startMatcher(
       await new Promise((r) => setTimeout(r, 1_000));
       try {
         await ensureConsumer();
-        messages = await (
-          await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME)
-        ).consume({
-          max_messages: 200,
-        });
+        messages = await bind();
         options.log.info("the event consumer is bound again");
       } catch (err) {
         options.log.warn({ error: (err as Error).message }, "could not bind the event consumer; retrying");

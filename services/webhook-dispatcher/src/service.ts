@@ -48,7 +48,11 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     };
 
     const openCircuits = () =>
-      ensureBucket(nc, circuitBucket(config.subjectPrefix), { history: 1, ttl: CIRCUIT_STATE_TTL_MS });
+      ensureBucket(nc, circuitBucket(config.subjectPrefix), {
+        history: 1,
+        ttl: CIRCUIT_STATE_TTL_MS,
+        replicas: b.natsReplicas,
+      });
     // Circuit-opened events and the events flows publish.
     const circuitEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
     const breaker = new CircuitBreaker(

@@ -19,9 +19,14 @@ export async function openRevocationBucket(
   nc: NatsConnection,
   prefix: string,
   maxTokenLifetimeMs: number,
+  replicas: number,
 ): Promise<KV> {
   // Entries outlive the longest token, after which a revoked token is expired anyway.
-  return ensureBucket(nc, revocationBucketName(prefix), { history: 1, ttl: maxTokenLifetimeMs + 60_000 });
+  return ensureBucket(nc, revocationBucketName(prefix), {
+    history: 1,
+    ttl: maxTokenLifetimeMs + 60_000,
+    replicas,
+  });
 }
 
 /**

@@ -10,6 +10,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
 import { Header } from "@svc/wire-contract";
 
+import { consumeWatched } from "./consume.js";
+
 export interface FollowedEvent {
   readonly eventName: string;
   readonly eventId: string;
@@ -86,9 +88,14 @@ export async function followEvents(
         // Another replica made it meanwhile.
         .catch(() => jsm.consumers.info(options.stream, options.durable)),
     );
-    const messages = await (
-      await jetstream(nc).consumers.get(options.stream, options.durable)
-    ).consume({ max_messages: 50 });
+    const messages = await consumeWatched(
+      await jetstream(nc).consumers.get(options.stream, options.durable),
+      {
+        maxMessages: 50,
+        log: options.log,
+        name: options.durable,
+      },
+    );
     reading = { stop: () => void messages.stop() };
     void (async () => {
       for await (const m of messages) {

@@ -20,6 +20,7 @@ export {
   natsAuthOptions,
   natsIsReachable,
 } from "./connect.js";
+export { consumeWatched, PULL_EXPIRES_MS, PULL_HEARTBEAT_MS } from "./consume.js";
 export {
   createEventPublisher,
   type EventPublisher,
@@ -36,7 +37,7 @@ export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { BlobStore, lazily } from "./objects.js";
 export { Provisioner, type ProvisionStep } from "./provision.js";
-export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound } from "./streams.js";
+export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound, keepReplicas } from "./streams.js";
 // The wire contract's (docs/wire-contract.md) headers, event names, subjects and the envelope of operator
 // routes (principal, request, reply): any NATS client sends and receives the same shapes.
 export {

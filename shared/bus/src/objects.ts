@@ -2,7 +2,7 @@
 import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 
-import { isStreamNotFound } from "./streams.js";
+import { isStreamNotFound, keepReplicas } from "./streams.js";
 
 /**
  * A handle (a bucket) opened on first use; a failed attempt is tried again next time, and `reset` forgets
@@ -28,8 +28,13 @@ export function lazily<T>(open: () => Promise<T>) {
 export class BlobStore {
   private readonly lazy: ReturnType<typeof lazily<ObjectStore>>;
 
-  constructor(nc: NatsConnection, name: string) {
-    this.lazy = lazily(() => new Objm(nc).create(name, { storage: "file" }));
+  /** `replicas`: copies of the bucket (BackendHost:NatsReplicas); an existing one is brought to it. */
+  constructor(nc: NatsConnection, name: string, replicas: number) {
+    this.lazy = lazily(async () => {
+      const store = await new Objm(nc).create(name, { storage: "file", replicas });
+      await keepReplicas(nc, `OBJ_${name}`, replicas);
+      return store;
+    });
   }
 
   /** Forgets the bucket handle (after a NATS reconnect, the bucket may have to be created again). */

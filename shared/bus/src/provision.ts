@@ -31,9 +31,26 @@ export class Provisioner {
     })().catch(() => undefined);
   }
 
-  /** Runs `run` now (its failure fails the caller, as at start-up) and again after every reconnect. */
-  async add(name: string, run: ProvisionStep): Promise<void> {
-    await run();
+  /**
+   * Runs `run` now and again after every reconnect. Now, while JetStream cannot answer (a cluster electing
+   * a leader after losing a node: requests time out or find no responder), it is tried again for up to
+   * `patienceMs`; any other failure, or one that outlasts that, fails the caller, as at start-up.
+   */
+  async add(name: string, run: ProvisionStep, patienceMs = 30_000): Promise<void> {
+    const deadline = Date.now() + patienceMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await run();
+        break;
+      } catch (err) {
+        if (!isJetStreamAway(err) || Date.now() > deadline || this.nc.isClosed()) throw err;
+        this.log.warn(
+          { step: name, attempt, error: (err as Error).message },
+          "JetStream is not answering yet; trying again",
+        );
+        await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 2_000)));
+      }
+    }
     this.afterReconnect(name, run);
   }
 
@@ -82,4 +99,17 @@ export class Provisioner {
     if (!this.stopped)
       this.log.info({ steps: this.steps.length }, "provisioned again after a NATS reconnect");
   }
+}
+
+/** A JetStream request that timed out or found no responder: the cluster may be electing a leader. */
+export function isJetStreamAway(error: unknown): boolean {
+  const e = error as { name?: string; message?: unknown; cause?: unknown; isNoResponders?: () => boolean };
+  if (e?.name === "TimeoutError" || e?.name === "NoRespondersError") return true;
+  if (typeof e?.isNoResponders === "function" && e.isNoResponders()) return true;
+  if (
+    typeof e?.message === "string" &&
+    /\b(timeout|no responders|jetstream not (enabled|ready)|insufficient resources)\b/i.test(e.message)
+  )
+    return true;
+  return e?.cause !== undefined && e.cause !== error && isJetStreamAway(e.cause);
 }

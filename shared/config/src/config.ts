@@ -163,6 +163,13 @@ export const platformSettings = defineSettings({
     ),
   },
   backendHost: {
+    natsReplicas: setting.int(
+      "BackendHost:NatsReplicas",
+      1,
+      1,
+      5,
+      "copies of every JetStream stream, key-value bucket and object store the platform keeps (1 on a single server; 3 on a three-node cluster, so one node can be lost); applied at creation and to existing ones at start",
+    ),
     requestTimeoutMs: setting.int(
       "BackendHost:RequestTimeoutMs",
       5_000,

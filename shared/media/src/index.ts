@@ -11,7 +11,7 @@ export function mediaBucket(prefix: string): string {
 }
 
 export class MediaStore extends BlobStore {
-  constructor(nc: NatsConnection, prefix: string) {
-    super(nc, mediaBucket(prefix));
+  constructor(nc: NatsConnection, prefix: string, replicas: number) {
+    super(nc, mediaBucket(prefix), replicas);
   }
 }

@@ -17,8 +17,8 @@ export function packageBucket(prefix: string): string {
 export class PackageStore {
   private readonly blobs: BlobStore;
 
-  constructor(nc: NatsConnection, prefix: string) {
-    this.blobs = new BlobStore(nc, packageBucket(prefix));
+  constructor(nc: NatsConnection, prefix: string, replicas: number) {
+    this.blobs = new BlobStore(nc, packageBucket(prefix), replicas);
   }
 
   /** Stores bytes under their SHA-256 unless they are there already; returns the hash. */
@@ -48,8 +48,8 @@ export function assetBucket(prefix: string): string {
  * gateway reads it for `/plugin-assets/<pluginId>/<version>/<path>`. A version's files never change.
  */
 export class AssetStore extends BlobStore {
-  constructor(nc: NatsConnection, prefix: string) {
-    super(nc, assetBucket(prefix));
+  constructor(nc: NatsConnection, prefix: string, replicas: number) {
+    super(nc, assetBucket(prefix), replicas);
   }
 }
 

@@ -108,6 +108,8 @@ export class DiagnosticsTap {
       readonly service: string;
       readonly instance: string;
       readonly prefix: string;
+      /** BackendHost:NatsReplicas. */
+      readonly replicas: number;
       readonly db: Db;
       readonly bus: Bus;
       readonly log: Logger;
@@ -117,7 +119,10 @@ export class DiagnosticsTap {
   /** Watches the recording's state (again, after a NATS server lost its store). */
   async start(nc: NatsConnection): Promise<void> {
     this.stopWatch?.();
-    const kv: KV = await ensureBucket(nc, diagnosticsBucket(this.o.prefix), { history: 1 });
+    const kv: KV = await ensureBucket(nc, diagnosticsBucket(this.o.prefix), {
+      history: 1,
+      replicas: this.o.replicas,
+    });
     this.stopWatch = await followKv(kv, RECORDING_KEY, (entry) => this.apply(nc, readRecording(entry)));
   }
 

@@ -132,9 +132,9 @@ export class LiveSettings<B extends BackendHostSettings = BackendHostSettings> {
   }
 
   /** Watches the bucket (again, after a reconnect). */
-  async start(nc: NatsConnection, prefix: string): Promise<void> {
+  async start(nc: NatsConnection, prefix: string, replicas: number): Promise<void> {
     this.stopWatch?.();
-    const kv: KV = await ensureBucket(nc, configBucket(prefix), { history: 1 });
+    const kv: KV = await ensureBucket(nc, configBucket(prefix), { history: 1, replicas });
     this.stopWatch = await followKv(kv, ">", (entry) =>
       this.apply(entry.key, entry.operation === "PUT" ? entry.string() : null),
     );

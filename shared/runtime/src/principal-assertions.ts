@@ -41,8 +41,8 @@ const KEY_TTL_MS = 24 * 3_600_000;
 const REFRESH_MS = 3_600_000;
 const ISSUER = "svc-gateway";
 
-const openBucket = (nc: NatsConnection, prefix: string) =>
-  ensureBucket(nc, principalKeysBucket(prefix), { history: 1, ttl: KEY_TTL_MS });
+const openBucket = (nc: NatsConnection, prefix: string, replicas: number) =>
+  ensureBucket(nc, principalKeysBucket(prefix), { history: 1, ttl: KEY_TTL_MS, replicas });
 
 /** The gateway's signer: its key pair, published; assertions cached per principal. */
 export class GatewayPrincipalSigner implements PrincipalSigner {
@@ -55,6 +55,8 @@ export class GatewayPrincipalSigner implements PrincipalSigner {
   constructor(
     private readonly nc: NatsConnection,
     private readonly prefix: string,
+    /** BackendHost:NatsReplicas. */
+    private readonly replicas: number,
   ) {
     const { privateKey, publicKey } = generateKeyPairSync("ed25519");
     this.privateKey = privateKey;
@@ -63,7 +65,7 @@ export class GatewayPrincipalSigner implements PrincipalSigner {
 
   /** Publishes the public key (at start, after a NATS store was lost, and hourly against the bucket's TTL). */
   async publish(): Promise<void> {
-    const kv = await openBucket(this.nc, this.prefix);
+    const kv = await openBucket(this.nc, this.prefix, this.replicas);
     await kv.put(this.kid, new TextEncoder().encode(this.jwk));
     if (this.refresh === undefined) {
       this.refresh = setInterval(() => void this.publish().catch(() => undefined), REFRESH_MS);
@@ -103,13 +105,15 @@ export class PrincipalAssertionVerifier implements PrincipalVerifier {
   constructor(
     private readonly nc: NatsConnection,
     private readonly prefix: string,
+    /** BackendHost:NatsReplicas. */
+    private readonly replicas: number,
     private readonly log: Logger,
   ) {}
 
   /** Opens the bucket and follows it (again after a NATS store was lost). */
   async start(): Promise<void> {
     this.stopWatch?.();
-    this.kv = await openBucket(this.nc, this.prefix);
+    this.kv = await openBucket(this.nc, this.prefix, this.replicas);
     this.stopWatch = await followKv(this.kv, ">", (entry) => {
       if (entry.operation === "PUT") this.accept(entry.key, entry.string());
     });

@@ -224,13 +224,22 @@ export async function startService<D extends AnySettings>(
     });
     const provisioner = new Provisioner(nc, log);
     await provisioner.add("events stream", () =>
-      ensureEventsStream(nc, { name: config.eventsStream, prefix: config.subjectPrefix }),
+      ensureEventsStream(nc, {
+        name: config.eventsStream,
+        prefix: config.subjectPrefix,
+        replicas: config.backendHost.natsReplicas,
+      }),
     );
     // Operator route requests are acted on only with the principal the gateway signed.
-    const principals = new PrincipalAssertionVerifier(nc, config.subjectPrefix, log);
+    const principals = new PrincipalAssertionVerifier(
+      nc,
+      config.subjectPrefix,
+      config.backendHost.natsReplicas,
+      log,
+    );
     await provisioner.add("principal keys watch", () => principals.start());
     const signer = definition.signsPrincipals
-      ? new GatewayPrincipalSigner(nc, config.subjectPrefix)
+      ? new GatewayPrincipalSigner(nc, config.subjectPrefix, config.backendHost.natsReplicas)
       : undefined;
     if (signer !== undefined) await provisioner.add("principal signing key", () => signer.publish());
     const bus = new Bus({
@@ -255,11 +264,14 @@ export async function startService<D extends AnySettings>(
     const readiness = () => checkReadiness(pool, nc, phase, 1_000);
     registerServiceGauges(metrics, readiness);
     const live = new LiveSettings<BackendHostOf<D>>(config, config.backendHost, log);
-    await provisioner.add("run-time settings watch", () => live.start(nc, config.subjectPrefix));
+    await provisioner.add("run-time settings watch", () =>
+      live.start(nc, config.subjectPrefix, config.backendHost.natsReplicas),
+    );
     const tap = new DiagnosticsTap({
       service: definition.name,
       instance,
       prefix: config.subjectPrefix,
+      replicas: config.backendHost.natsReplicas,
       db,
       bus,
       log,

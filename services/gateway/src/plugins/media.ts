@@ -52,8 +52,8 @@ export const LOST_BYTES =
 export class MediaTransfers {
   private readonly objects: MediaStore;
 
-  constructor(nc: NatsConnection, prefix: string) {
-    this.objects = new MediaStore(nc, prefix);
+  constructor(nc: NatsConnection, prefix: string, replicas: number) {
+    this.objects = new MediaStore(nc, prefix, replicas);
   }
 
   /** Accepts multipart uploads of one file in `app` (an encapsulated context holding only media uploads). */

@@ -69,14 +69,14 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     // Both buckets are provisioned again after a NATS reconnect (the rate limits live in memory, so a
     // restarted server always comes back without them), and watched again.
     const openRevocations = () =>
-      openRevocationBucket(nc, config.subjectPrefix, b.accessTokenLifetimeSeconds * 1000);
+      openRevocationBucket(nc, config.subjectPrefix, b.accessTokenLifetimeSeconds * 1000, b.natsReplicas);
     // Sign-in waits on this bucket: 1.5 s at most per operation, so that while JetStream recovers after a
     // restart sign-in answers 503 quickly and works again as soon as it can.
     const openLimits = () =>
       ensureBucket(
         nc,
         rateLimitBucket(config.subjectPrefix),
-        { history: 1, ttl: 120_000, storage: "memory" },
+        { history: 1, ttl: 120_000, storage: "memory", replicas: b.natsReplicas },
         1_500,
       );
     const revocations = new RevocationList();
@@ -99,7 +99,11 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     );
     await limits.start();
     const openIdempotency = () =>
-      ensureBucket(nc, idempotencyBucket(config.subjectPrefix), { history: 1, ttl: IDEMPOTENCY_TTL_MS });
+      ensureBucket(nc, idempotencyBucket(config.subjectPrefix), {
+        history: 1,
+        ttl: IDEMPOTENCY_TTL_MS,
+        replicas: b.natsReplicas,
+      });
     let idempotencyKv = await openIdempotency();
     const idempotency = new Idempotency(() => idempotencyKv, b.requestTimeoutMs * 2 + 5_000);
     reprovision("gateway buckets", async () => {
@@ -177,8 +181,8 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return principal;
     };
 
-    const uploads = new PackageUploads(nc, config.subjectPrefix);
-    const media = new MediaTransfers(nc, config.subjectPrefix);
+    const uploads = new PackageUploads(nc, config.subjectPrefix, b.natsReplicas);
+    const media = new MediaTransfers(nc, config.subjectPrefix, b.natsReplicas);
     const addRoute = (target: FastifyInstance, route: (typeof OPERATOR_ROUTES)[number]) =>
       target.route({
         method: route.method,

@@ -34,8 +34,8 @@ function contentTypeOf(bytes: Buffer): string {
 export class PackageUploads {
   private readonly store: PackageStore;
 
-  constructor(nc: NatsConnection, prefix: string) {
-    this.store = new PackageStore(nc, prefix);
+  constructor(nc: NatsConnection, prefix: string, replicas: number) {
+    this.store = new PackageStore(nc, prefix, replicas);
   }
 
   /**

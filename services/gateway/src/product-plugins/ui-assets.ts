@@ -88,14 +88,17 @@ export async function registerUiAssets(
   options: {
     readonly nc: NatsConnection;
     readonly prefix: string;
+    /** BackendHost:NatsReplicas. */
+    readonly replicas: number;
     readonly manifestUrl: string;
     readonly log: Logger;
     readonly reprovision: ServiceDeps["reprovision"];
   },
 ): Promise<void> {
   const watch = new ManifestWatch();
-  const assets = new AssetStore(options.nc, options.prefix);
-  const open = () => ensureBucket(options.nc, MANIFEST_BUCKET(options.prefix), { history: 1 });
+  const assets = new AssetStore(options.nc, options.prefix, options.replicas);
+  const open = () =>
+    ensureBucket(options.nc, MANIFEST_BUCKET(options.prefix), { history: 1, replicas: options.replicas });
   await watch.start(await open());
   options.reprovision("UI-asset manifest watch", async () => {
     assets.reset();

@@ -42,10 +42,11 @@ export class UiManifestPublisher {
   constructor(
     nc: NatsConnection,
     prefix: string,
+    replicas: number,
     private readonly log: Logger,
   ) {
-    this.assets = new AssetStore(nc, prefix);
-    this.kv = lazily(() => ensureBucket(nc, MANIFEST_BUCKET(prefix), { history: 1 }));
+    this.assets = new AssetStore(nc, prefix, replicas);
+    this.kv = lazily(() => ensureBucket(nc, MANIFEST_BUCKET(prefix), { history: 1, replicas }));
   }
 
   private bucket(): Promise<KV> {

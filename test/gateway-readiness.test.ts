@@ -46,7 +46,12 @@ describe("health and readiness", () => {
     expect((await http(`${base}/health`)).status).toBe(200);
     const ready = await http(`${base}/ready`);
     expect(ready.status).toBe(200);
-    expect(ready.json()).toEqual({ status: "ready", checks: { postgres: "up", nats: "up" } });
+    expect(ready.json()).toEqual({
+      status: "ready",
+      checks: { postgres: "up", nats: "up" },
+      // On a single server every stream has its one copy.
+      storage: { status: "ok", short: [] },
+    });
   });
 
   it("turns 503 within 5 s when PostgreSQL becomes unreachable, and 200 when it returns", async () => {
@@ -57,6 +62,7 @@ describe("health and readiness", () => {
       status: "unavailable",
       checks: { postgres: "down", nats: "up" },
       down: ["postgres"],
+      storage: { status: "ok", short: [] },
     });
     // Liveness does not depend on the database.
     expect((await http(`${base}/health`)).status).toBe(200);

@@ -62,7 +62,11 @@ describe("management listeners", () => {
       });
       const r = await http(`${address(service)}/ready`);
       expect(r.status, name).toBe(200);
-      expect(r.json(), name).toEqual({ status: "ready", checks: { postgres: "up", nats: "up" } });
+      expect(r.json(), name).toEqual({
+        status: "ready",
+        checks: { postgres: "up", nats: "up" },
+        storage: { status: "ok", short: [] },
+      });
       const metrics = await http(`${address(service)}/metrics`);
       expect(metrics.status, name).toBe(200);
       expect(metrics.headers["content-type"], name).toMatch(/^text\/plain/);

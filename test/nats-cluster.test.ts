@@ -2,18 +2,20 @@
  * The platform on a three-node NATS cluster (three local nats-server processes with routes between them):
  * every stream, bucket and object store it keeps has BackendHost:NatsReplicas copies, existing ones are
  * brought to that number at start, and with three copies a node killed -9 under webhook load loses no
- * event, and a session revoked before it stays refused by a gateway started after it.
+ * event, and a session revoked before it stays revoked on the surviving copies.
  */
 import { jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { revocationBucketName } from "@svc/access";
+import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
-import { bearerApi, signIn } from "./support/http.js";
+import { bearerApi, http, signIn } from "./support/http.js";
 import { NatsCluster } from "./support/nats-cluster.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
@@ -36,10 +38,12 @@ const env = (replicas: number) => ({
   BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
 });
 
+let gateway: RunningService;
 async function startServices(replicas: number): Promise<void> {
   await h.start(rbacService, env(replicas));
   await h.start(webhookDispatcherService, env(replicas));
-  base = (await h.start(gatewayService, env(replicas))).hooks.httpAddress as string;
+  gateway = await h.start(gatewayService, env(replicas));
+  base = gateway.hooks.httpAddress as string;
 }
 
 /** This run's streams (events, buckets, object stores), with their configured and current copies. */
@@ -158,19 +162,34 @@ describe("on a three-node NATS cluster", () => {
     // A refusal while a leader moves is a 503 the client may retry, never a 500.
     expect(failed.every((s) => s === 503)).toBe(true);
 
-    // Once the node is back in sync, the revocation bucket's leader goes: a gateway started now still refuses
-    // the revoked session.
+    // Once the node is back in sync, the revocation bucket's leader goes.
     await until(async () => (await ours()).every((i) => current(i) === 3), 60_000, 250);
     const revocations = `KV_${revocationBucketName(prefix)}`;
     const second = await leaderOf(revocations);
     await cluster.kill(second);
-    // A service starts once the bucket has a leader again (one starting during the election fails and is
-    // restarted, as Kubernetes does).
     const electedIn = Date.now();
     await until(async () => (await leaderOf(revocations).catch(() => second)) !== second, 30_000, 100);
     const electionMs = Date.now() - electedIn;
-    const fresh = (await h.start(gatewayService, env(3))).hooks.httpAddress as string;
-    expect((await bearerApi(() => fresh)("GET", "/api/workspaces", session)).status).toBe(401);
+    // The surviving copies hold the revocation (read straight from the bucket), and the gateway refuses.
+    const sid = (
+      JSON.parse(Buffer.from(session.split(".")[1] ?? "", "base64url").toString()) as { sid: string }
+    ).sid;
+    const kv = await new Kvm(nc).open(revocationBucketName(prefix));
+    await until(async () => (await kv.get(sid).catch(() => null))?.operation === "PUT", 30_000, 200);
+    expect((await api("GET", "/api/workspaces", session)).status).toBe(401);
+
+    // While the node is away, /ready says so (and stays 200: the cluster serves on); back, it is ok again.
+    const ready = async () => {
+      await gateway.deps.storage.check();
+      const answer = await http(`${base}/ready`);
+      expect(answer.status).toBe(200);
+      return answer.json<{ storage: { status: string; short: Array<{ stream: string }> } }>();
+    };
+    const away = await ready();
+    expect(away.storage.status).toBe("degraded");
+    expect(away.storage.short.map((s) => s.stream)).toContain(revocations);
+    await cluster.revive(second);
+    await until(async () => (await ready()).storage.status === "ok", 60_000, 500);
 
     // The figures (docs/operator-guide.md, "Faults and recovery"): how long a delivery waited at most.
     const firstDelivery = new Map<string, number>();

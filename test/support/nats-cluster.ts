@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 
 import { freePort, tcpReachable } from "../../scripts/lib/stack.js";
@@ -66,14 +66,20 @@ export class NatsCluster {
     await until(() => tcpReachable("127.0.0.1", node.clientPort), 10_000, 50);
   }
 
-  /** Until the cluster's JetStream answers (a meta leader is elected). */
+  /**
+   * Until the cluster's JetStream has a metadata leader: a stream can be made and deleted (what creating a
+   * consumer, e.g. a bucket's watch, needs too).
+   */
   async waitForJetStream(timeoutMs = 30_000): Promise<void> {
     const nc = await connect({ servers: this.url.split(","), reconnect: false });
+    const probe = `probe_${Math.random().toString(36).slice(2, 10)}`;
     try {
       await until(
         async () => {
           try {
-            await (await jetstreamManager(nc)).getAccountInfo();
+            const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+            await jsm.streams.add({ name: probe, subjects: [`${probe}.x`], storage: StorageType.Memory });
+            await jsm.streams.delete(probe);
             return true;
           } catch {
             return false;

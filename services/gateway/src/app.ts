@@ -29,6 +29,8 @@ export interface GatewayDeps {
   readonly metrics: Registry;
   readonly reprovision: ServiceDeps["reprovision"];
   readonly live: ServiceDeps<typeof gatewaySettings>["live"];
+  /** Copies of what it keeps in NATS, for `/ready` (absent: not reported). */
+  readonly storage?: ServiceDeps["storage"];
 }
 
 let requestCounter = 0;
@@ -52,6 +54,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     // Idle and slow connections are closed, so that they cannot hold every file descriptor.
     ...timeouts,
     return503OnClosing: true,
+    // A plugin that opens a bucket waits out a JetStream leader election (up to 30 s, `patiently`).
+    pluginTimeout: 45_000,
     // Framework and HTTP-parser errors are problem documents too (plugins/edge.ts).
     ...edge,
     http: { ...edge.http, ...timeouts.http },
@@ -89,7 +93,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     if (draining) void reply.header("connection", "close");
     return payload;
   });
-  await app.register(healthPlugin, { db: deps.db, nc: deps.nc, isDraining: () => draining });
+  await app.register(healthPlugin, {
+    db: deps.db,
+    nc: deps.nc,
+    storage: deps.storage,
+    isDraining: () => draining,
+  });
   // The operator API owns the authenticator: the public routes and the surface, registered after it, ask
   // its `identity` whether a caller is signed in.
   await app.register(operatorApiPlugin, {

@@ -36,7 +36,7 @@ export {
 export { ensureBucket, followKv } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { BlobStore, lazily } from "./objects.js";
-export { Provisioner, type ProvisionStep } from "./provision.js";
+export { isJetStreamAway, patiently, Provisioner, type ProvisionStep } from "./provision.js";
 export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound, keepReplicas } from "./streams.js";
 // The wire contract's (docs/wire-contract.md) headers, event names, subjects and the envelope of operator
 // routes (principal, request, reply): any NATS client sends and receives the same shapes.

@@ -37,20 +37,7 @@ export class Provisioner {
    * `patienceMs`; any other failure, or one that outlasts that, fails the caller, as at start-up.
    */
   async add(name: string, run: ProvisionStep, patienceMs = 30_000): Promise<void> {
-    const deadline = Date.now() + patienceMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await run();
-        break;
-      } catch (err) {
-        if (!isJetStreamAway(err) || Date.now() > deadline || this.nc.isClosed()) throw err;
-        this.log.warn(
-          { step: name, attempt, error: (err as Error).message },
-          "JetStream is not answering yet; trying again",
-        );
-        await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 2_000)));
-      }
-    }
+    await patiently(name, run, this.log, patienceMs, () => this.nc.isClosed());
     this.afterReconnect(name, run);
   }
 
@@ -108,8 +95,37 @@ export function isJetStreamAway(error: unknown): boolean {
   if (typeof e?.isNoResponders === "function" && e.isNoResponders()) return true;
   if (
     typeof e?.message === "string" &&
-    /\b(timeout|no responders|jetstream not (enabled|ready)|insufficient resources)\b/i.test(e.message)
+    /\b(timeout|no responders|jetstream not (enabled|ready)|temporarily unavailable|insufficient resources)\b/i.test(
+      e.message,
+    )
   )
     return true;
   return e?.cause !== undefined && e.cause !== error && isJetStreamAway(e.cause);
+}
+
+/**
+ * Runs `work`, trying again while JetStream cannot answer (`isJetStreamAway`: a cluster electing a leader
+ * after losing a node) for up to `patienceMs`; any other failure, or one that outlasts that, is thrown.
+ * For what a service opens at start outside the Provisioner (a bucket and its watch).
+ */
+export async function patiently<T>(
+  name: string,
+  work: () => Promise<T>,
+  log: Logger,
+  patienceMs = 30_000,
+  givenUp: () => boolean = () => false,
+): Promise<T> {
+  const deadline = Date.now() + patienceMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!isJetStreamAway(err) || Date.now() > deadline || givenUp()) throw err;
+      log.warn(
+        { step: name, attempt, error: (err as Error).message },
+        "JetStream is not answering yet; trying again",
+      );
+      await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 2_000)));
+    }
+  }
 }

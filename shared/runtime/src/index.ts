@@ -52,3 +52,4 @@ export {
   type StartOptions,
   startService,
 } from "./service.js";
+export { type StorageCopies, StorageWatch } from "./storage-watch.js";

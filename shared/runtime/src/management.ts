@@ -48,13 +48,16 @@ export async function checkReadiness(
   nc: NatsConnection,
   phase: Phase,
   timeoutMs: number,
+  /** Copies of what the service keeps in NATS: reported (`storage`), never a reason to be unready. */
+  storage?: { report(): unknown },
 ): Promise<Readiness> {
   if (phase !== "running") return { status: 503, body: { status: phase, checks: {}, down: [] } };
   const [postgres, nats] = await Promise.all([dbIsReachable(db, timeoutMs), natsIsReachable(nc, timeoutMs)]);
   const checks = { postgres: postgres ? "up" : "down", nats: nats ? "up" : "down" };
-  if (postgres && nats) return { status: 200, body: { status: "ready", checks } };
+  const copies = storage === undefined ? {} : { storage: storage.report() };
+  if (postgres && nats) return { status: 200, body: { status: "ready", checks, ...copies } };
   const down = Object.entries(checks).flatMap(([k, v]) => (v === "down" ? [k] : []));
-  return { status: 503, body: { status: "unavailable", checks, down } };
+  return { status: 503, body: { status: "unavailable", checks, down, ...copies } };
 }
 
 /**

@@ -189,6 +189,18 @@ export function resources(prefix: string) {
   };
 }
 
+/** The JetStream streams behind what a service keeps: the events stream, its buckets and object stores. */
+export function storageOf(service: ServiceName, names: NatsNames): string[] {
+  const needs = SERVICE_NEEDS[service];
+  const r = resources(names.prefix);
+  return [
+    names.eventsStream,
+    ...(Object.keys(needs.buckets) as Bucket[]).map((kind) => `KV_${r.buckets[kind]}`),
+    ...(Object.keys(needs.objects) as ObjectStore[]).map((kind) => `OBJ_${r.objects[kind]}`),
+    ...(needs.recordsDiagnostics === true ? [r.diagnosticsStream] : []),
+  ];
+}
+
 export interface SubjectPermissions {
   readonly publish: { readonly allow: string[]; readonly deny: string[] };
   readonly subscribe: { readonly allow: string[]; readonly deny: string[] };

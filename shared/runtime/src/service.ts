@@ -38,8 +38,9 @@ import { DiagnosticsTap } from "./diagnostics.js";
 import { KeyedOutcomes, type KeyedWritesMode } from "./keyed-writes.js";
 import { LiveSettings } from "./live-settings.js";
 import { checkReadiness, type Phase, registerServiceGauges, startManagementServer } from "./management.js";
-import { inboxPrefix } from "./nats-permissions.js";
+import { inboxPrefix, storageOf } from "./nats-permissions.js";
 import { GatewayPrincipalSigner, PrincipalAssertionVerifier } from "./principal-assertions.js";
+import { StorageWatch } from "./storage-watch.js";
 
 /** Everything a service's modules may depend on; passed in, never imported as globals. */
 export interface ServiceDeps<D extends AnySettings = AnySettings> {
@@ -63,6 +64,8 @@ export interface ServiceDeps<D extends AnySettings = AnySettings> {
   readonly reprovision: (name: string, step: ProvisionStep) => void;
   /** The settings changed at run time (`PUT /api/config/values`), applied by every replica. */
   readonly live: LiveSettings<BackendHostOf<D>>;
+  /** Whether what it keeps in NATS has its copies (reported by `/ready` and a metric). */
+  readonly storage: StorageWatch;
 }
 
 /** What a service's start function may hand back: work to do when it is told to stop. */
@@ -261,7 +264,13 @@ export async function startService<D extends AnySettings>(
     // `starting` until every handler is in place, `draining` from SIGTERM on: both are not ready.
     let phase: Phase = "starting";
     const pool = db;
-    const readiness = () => checkReadiness(pool, nc, phase, 1_000);
+    const storage = new StorageWatch(
+      nc,
+      storageOf(definition.name, { prefix: config.subjectPrefix, eventsStream: config.eventsStream }),
+      metrics,
+    );
+    storage.start();
+    const readiness = () => checkReadiness(pool, nc, phase, 1_000, storage);
     registerServiceGauges(metrics, readiness);
     const live = new LiveSettings<BackendHostOf<D>>(config, config.backendHost, log);
     await provisioner.add("run-time settings watch", () =>
@@ -293,6 +302,7 @@ export async function startService<D extends AnySettings>(
       provision: (name, step) => provisioner.add(name, step),
       reprovision: (name, step) => provisioner.afterReconnect(name, step),
       live,
+      storage,
     };
     if (definition.metricsOverHttp !== true) {
       serveMessages(bus, metricsMessages, {
@@ -343,6 +353,7 @@ export async function startService<D extends AnySettings>(
         signer?.stop();
         live.stop();
         tap.stop();
+        storage.stop();
         await hooks.beforeDrain?.();
         await bus.drain();
         await hooks.afterDrain?.();

@@ -7,6 +7,8 @@ import fp from "fastify-plugin";
 export interface HealthOptions {
   readonly db: Db;
   readonly nc: NatsConnection;
+  /** The copies of what the gateway keeps in NATS, reported in the body (`storage`). */
+  readonly storage?: { report(): unknown };
   /** Each dependency check gives up after this long, ms. */
   readonly checkTimeoutMs?: number;
   /** True once the process was told to stop: /ready answers 503 while it still serves. */
@@ -20,7 +22,7 @@ export interface HealthOptions {
  * 503 names what is down, and 503 with status `draining` once the process was told to stop.
  */
 export const healthPlugin = fp<HealthOptions>(
-  async (app: FastifyInstance, { db, nc, checkTimeoutMs = 2_000, isDraining = () => false }) => {
+  async (app: FastifyInstance, { db, nc, storage, checkTimeoutMs = 2_000, isDraining = () => false }) => {
     app.get("/health", async (_request, reply) =>
       reply.header("cache-control", "no-store").send({ status: "ok", version: BUILD_INFO.version }),
     );
@@ -30,6 +32,7 @@ export const healthPlugin = fp<HealthOptions>(
         nc,
         isDraining() ? "draining" : "running",
         checkTimeoutMs,
+        storage,
       );
       return reply.code(status).header("cache-control", "no-store").send(body);
     });

@@ -7,7 +7,15 @@
  */
 import type { NatsConnection } from "@nats-io/transport-node";
 import { authorise, openRevocationBucket, RevocationList } from "@svc/access";
-import { type Bus, ensureBucket, Header, isNatsConnected, type Principal, type RouteReply } from "@svc/bus";
+import {
+  type Bus,
+  ensureBucket,
+  Header,
+  isNatsConnected,
+  patiently,
+  type Principal,
+  type RouteReply,
+} from "@svc/bus";
 import { messageClient, OPERATOR_ROUTES, rbacMessages, requestRoute, WorkspaceStates } from "@svc/contracts";
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -80,10 +88,11 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
         1_500,
       );
     const revocations = new RevocationList();
-    await revocations.start(await openRevocations());
+    // At start, a cluster may still be electing a leader (a node just lost): wait for it, within limits.
+    await patiently("revocations watch", async () => revocations.start(await openRevocations()), log);
     // The limits are read per request: a change at run time (PUT /api/config/values) applies at once.
     const limits = new RateLimiter(
-      await openLimits(),
+      await patiently("rate-limit bucket", openLimits, log),
       {
         get auth() {
           return live.backendHost.rateLimitAuthPerMinute;
@@ -97,14 +106,14 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       },
       log,
     );
-    await limits.start();
+    await patiently("rate-limit watch", () => limits.start(), log);
     const openIdempotency = () =>
       ensureBucket(nc, idempotencyBucket(config.subjectPrefix), {
         history: 1,
         ttl: IDEMPOTENCY_TTL_MS,
         replicas: b.natsReplicas,
       });
-    let idempotencyKv = await openIdempotency();
+    let idempotencyKv = await patiently("idempotency bucket", openIdempotency, log);
     const idempotency = new Idempotency(() => idempotencyKv, b.requestTimeoutMs * 2 + 5_000);
     reprovision("gateway buckets", async () => {
       await revocations.restart(await openRevocations());

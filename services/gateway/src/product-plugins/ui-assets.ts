@@ -12,7 +12,7 @@ import { extname } from "node:path";
 
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket, followKv } from "@svc/bus";
+import { ensureBucket, followKv, patiently } from "@svc/bus";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { ASSET_HASHES_KEY, AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
@@ -99,7 +99,7 @@ export async function registerUiAssets(
   const assets = new AssetStore(options.nc, options.prefix, options.replicas);
   const open = () =>
     ensureBucket(options.nc, MANIFEST_BUCKET(options.prefix), { history: 1, replicas: options.replicas });
-  await watch.start(await open());
+  await patiently("UI-asset manifest watch", async () => watch.start(await open()), options.log);
   options.reprovision("UI-asset manifest watch", async () => {
     assets.reset();
     await watch.start(await open());

@@ -194,6 +194,9 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
     return {
       routes,
       messages,
+      // Followers (rbac, the dispatcher, the gateway) may have asked while no registry answered: they read
+      // the contributions again now that this one does.
+      afterStart: () => publishBroadcast(bus, changed, { pluginId: "*" }),
       beforeDrain: async () => {
         for (const follower of followers) follower.stop();
       },

@@ -11,6 +11,7 @@ import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Bus, HandlerContext, RequestOptions } from "@svc/bus";
 import { InternalError, ValidationError, type Violation } from "@svc/errors";
 
+import { checkReplies, violations } from "./checks.js";
 import { registerFormats } from "./formats.js";
 
 /** What a request/reply message declares; `defineMessages` adds its subject. */
@@ -55,15 +56,6 @@ export type BroadcastContract<
   /** Checks a received payload: a ValidationError lists each violation. */
   readonly decode: (payload: unknown) => PayloadOf<S>;
 };
-
-function violations(check: TypeCheck<TSchema>, value: unknown): Violation[] {
-  const out: Violation[] = [];
-  for (const error of check.Errors(value)) {
-    out.push({ field: error.path || "/", message: error.message });
-    if (out.length >= 20) break;
-  }
-  return out;
-}
 
 /** A checker compiled on first use (most processes never serve most subjects). */
 function checker(schema: TSchema): (value: unknown) => Violation[] | null {
@@ -153,12 +145,6 @@ export type MessageHandler<C> = (
 export type MessageImplementation<Messages> = {
   readonly [K in keyof Messages]: MessageHandler<Messages[K]>;
 };
-
-/** Replies are checked where a mismatch should fail loudly: development, tests, or when asked to. */
-const checkReplies =
-  process.env.SVC_CHECK_REPLIES === "true" ||
-  (process.env.SVC_CHECK_REPLIES !== "false" &&
-    (process.env.NODE_ENV === "development" || process.env.NODE_ENV === "test"));
 
 /** Serves one message on its subject: in the owner's queue group, or on every replica for a fan-out one. */
 export function serveMessage<S extends MessageSpec, Subject extends string>(

@@ -11,8 +11,9 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { type CorePermissionKey, isPlatformKey } from "@svc/access";
 import type { RouteReply, RouteRequest } from "@svc/bus";
-import { InternalError, ValidationError, type Violation } from "@svc/errors";
+import { InternalError, ValidationError } from "@svc/errors";
 
+import { violations } from "./checks.js";
 import { registerFormats } from "./formats.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
@@ -84,15 +85,6 @@ const PrincipalSchema = Type.Object({
 });
 
 const AnyRecord = Type.Record(Type.String(), Type.Unknown());
-
-function violations(check: TypeCheck<TSchema>, value: unknown): Violation[] {
-  const out: Violation[] = [];
-  for (const error of check.Errors(value)) {
-    out.push({ field: error.path || "/", message: error.message });
-    if (out.length >= 20) break;
-  }
-  return out;
-}
 
 function bind<S extends RouteSpec, Subject extends string>(
   service: string,

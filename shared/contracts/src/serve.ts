@@ -10,6 +10,7 @@ import { authorise } from "@svc/access";
 import { type Bus, type HandlerContext, Header, type RequestOptions } from "@svc/bus";
 import { InternalError } from "@svc/errors";
 
+import { checkReplies } from "./checks.js";
 import type { ReplyOfRoute, RequestOfRoute, RouteContract, RouteSpec } from "./route.js";
 
 export type RouteHandler<C> = (
@@ -22,12 +23,6 @@ export type RouteHandler<C> = (
  * both types come from the route's contract (`RouteHandlerWith<RbacDeps, RbacRoutes["users.list"]>`).
  */
 export type RouteHandlerWith<D, C> = (deps: D, request: RequestOfRoute<C>) => Promise<ReplyOfRoute<C>>;
-
-/** Replies are checked where a mismatch should fail loudly: development, tests, or when asked to. */
-const checkReplies =
-  process.env.SVC_CHECK_REPLIES === "true" ||
-  (process.env.SVC_CHECK_REPLIES !== "false" &&
-    (process.env.NODE_ENV === "development" || process.env.NODE_ENV === "test"));
 
 /** Serves a route on its subject, in the service's queue group. */
 export function serveRoute<S extends RouteSpec, Subject extends string>(

@@ -74,6 +74,8 @@ export interface ServiceHooks {
   readonly beforeDrain?: () => Promise<void>;
   /** Stop background loops; runs after the bus drained and before the pool closes. */
   readonly afterDrain?: () => Promise<void>;
+  /** Runs once everything is served and the ping answers (e.g. tell followers to read what it serves). */
+  readonly afterStart?: () => void;
   /** The base URL of the service's HTTP listener, for the one service that has one (the gateway). */
   readonly httpAddress?: string;
   /** The base URL of the management listener (`/health`, `/ready`, `/metrics`), when MANAGEMENT_PORT is set. */
@@ -341,6 +343,7 @@ export async function startService<D extends AnySettings>(
       }),
     });
     phase = "running";
+    hooks.afterStart?.();
     if (management !== undefined) hooks = { ...hooks, managementAddress: management.address };
     log.info({ instance }, "service started");
     let stopping: Promise<void> | undefined;

@@ -342,6 +342,9 @@ export async function startService<D extends AnySettings>(
         uptimeMs: Date.now() - startedAt,
       }),
     });
+    // The server has every subscription before the service says it is up: a request sent right after
+    // finds its handler (the SUBs are otherwise still in the client's buffer).
+    await nc.flush();
     phase = "running";
     hooks.afterStart?.();
     if (management !== undefined) hooks = { ...hooks, managementAddress: management.address };

@@ -42,6 +42,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
     const store = new PackageStore(nc, config.subjectPrefix, config.backendHost.natsReplicas);
     const platformEvents = createEventPublisher(nc, config.subjectPrefix, EventSource.Platform);
     const changed = pluginRegistryBroadcasts["contributions.changed"];
+    const resolver = messageClient(bus, resolverMessages);
     const base: PluginDeps = {
       db,
       store,
@@ -78,7 +79,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       ...base,
       runtime,
       log,
-      tenancy: (request) => messageClient(bus, resolverMessages).request("tenancy.lookup", request),
+      tenancy: (request) => resolver.request("tenancy.lookup", request),
       grants: entitlements.grantTable(db),
     };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.

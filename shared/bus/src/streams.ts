@@ -90,8 +90,7 @@ async function keepConsumerReplicas(jsm: JetStreamManager, stream: string, repli
   for await (const consumer of jsm.consumers.list(stream)) {
     const durable = consumer.config.durable_name;
     if (durable === undefined || consumer.cluster === undefined) continue;
-    const copies = 1 + (consumer.cluster.replicas ?? []).length;
-    if (copies === replicas && (consumer.config.num_replicas ?? 0) === replicas) continue;
+    if (1 + (consumer.cluster.replicas ?? []).length === replicas) continue;
     await jsm.consumers.update(stream, durable, { num_replicas: replicas });
   }
 }

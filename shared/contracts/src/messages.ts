@@ -7,12 +7,10 @@
  * The bus itself knows no subject: nothing is declared by module augmentation.
  */
 import { type Static, type TSchema } from "@sinclair/typebox";
-import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Bus, HandlerContext, RequestOptions } from "@svc/bus";
-import { InternalError, ValidationError, type Violation } from "@svc/errors";
+import { InternalError } from "@svc/errors";
 
-import { checkReplies, violations } from "./checks.js";
-import { registerFormats } from "./formats.js";
+import { checker, checkReplies, requireValid, requireValidReply } from "./checks.js";
 
 /** What a request/reply message declares; `defineMessages` adds its subject. */
 export interface MessageSpec {
@@ -57,16 +55,6 @@ export type BroadcastContract<
   readonly decode: (payload: unknown) => PayloadOf<S>;
 };
 
-/** A checker compiled on first use (most processes never serve most subjects). */
-function checker(schema: TSchema): (value: unknown) => Violation[] | null {
-  let compiled: TypeCheck<TSchema> | undefined;
-  return (value) => {
-    registerFormats();
-    compiled ??= TypeCompiler.Compile(schema);
-    return compiled.Check(value) ? null : violations(compiled, value);
-  };
-}
-
 function bindMessage<S extends MessageSpec, Subject extends string>(
   service: string,
   subject: Subject,
@@ -79,18 +67,10 @@ function bindMessage<S extends MessageSpec, Subject extends string>(
     service,
     subject,
     decode(payload) {
-      const found = checkRequest(payload);
-      if (found !== null) throw new ValidationError(found);
+      requireValid(checkRequest, payload);
       return payload as RequestOfMessage<S>;
     },
-    checkReply(reply) {
-      // As the caller will see it: dates become strings, undefined members vanish.
-      const wire: unknown = reply === undefined ? null : JSON.parse(JSON.stringify(reply));
-      const found = checkReply(wire);
-      if (found === null) return;
-      const text = found.map((v) => `${v.field} ${v.message}`).join("; ");
-      throw new InternalError({ cause: new Error(`${subject}: the reply breaks its contract: ${text}`) });
-    },
+    checkReply: (reply) => requireValidReply(checkReply, subject, reply),
   };
 }
 
@@ -124,8 +104,7 @@ export function defineBroadcasts<
       service,
       subject: `${service}.${name}`,
       decode(payload) {
-        const found = check(payload);
-        if (found !== null) throw new ValidationError(found);
+        requireValid(check, payload);
         return payload;
       },
     };

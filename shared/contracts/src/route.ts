@@ -8,13 +8,10 @@
  * only serve a route that exists, and only with a handler whose request and reply match the schemas.
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { type CorePermissionKey, isPlatformKey } from "@svc/access";
 import type { RouteReply, RouteRequest } from "@svc/bus";
-import { InternalError, ValidationError } from "@svc/errors";
 
-import { violations } from "./checks.js";
-import { registerFormats } from "./formats.js";
+import { checker, requireValid, requireValidReply } from "./checks.js";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 
@@ -91,9 +88,15 @@ function bind<S extends RouteSpec, Subject extends string>(
   subject: Subject,
   spec: S,
 ): RouteContract<S, Subject> {
-  registerFormats();
-  let requestCheck: TypeCheck<TSchema> | undefined;
-  let replyCheck: TypeCheck<TSchema> | undefined;
+  const checkRequest = checker(
+    Type.Object({
+      principal: PrincipalSchema,
+      params: spec.params ?? AnyRecord,
+      query: spec.query ?? AnyRecord,
+      body: spec.body ?? Type.Unknown(),
+    }),
+  );
+  const checkReply = spec.reply === undefined ? undefined : checker(spec.reply);
   const keys: readonly string[] = typeof spec.permission === "string" ? [spec.permission] : spec.permission;
   return {
     ...spec,
@@ -103,30 +106,12 @@ function bind<S extends RouteSpec, Subject extends string>(
     service,
     subject,
     decode(payload) {
-      requestCheck ??= TypeCompiler.Compile(
-        Type.Object({
-          principal: PrincipalSchema,
-          params: spec.params ?? AnyRecord,
-          query: spec.query ?? AnyRecord,
-          body: spec.body ?? Type.Unknown(),
-        }),
-      );
-      if (!requestCheck.Check(payload)) throw new ValidationError(violations(requestCheck, payload));
+      requireValid(checkRequest, payload);
       return payload as RequestOfRoute<S>;
     },
     checkReply(reply) {
-      if (spec.reply === undefined || reply.status >= 300 || reply.body === undefined) return;
-      replyCheck ??= TypeCompiler.Compile(spec.reply);
-      // As the caller will see it: dates become strings, undefined members vanish.
-      const wire: unknown = JSON.parse(JSON.stringify(reply.body));
-      if (!replyCheck.Check(wire)) {
-        const found = violations(replyCheck, wire)
-          .map((v) => `${v.field} ${v.message}`)
-          .join("; ");
-        throw new InternalError({
-          cause: new Error(`${subject}: the reply breaks its contract: ${found}`),
-        });
-      }
+      if (checkReply === undefined || reply.status >= 300 || reply.body === undefined) return;
+      requireValidReply(checkReply, subject, reply.body);
     },
   };
 }

@@ -10,7 +10,8 @@
  * Then the job engine next to graphile-worker (jobs.ts).
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|webhooks|jobs, --jobs N (default 20000), --rounds N (default 3),
+ * when installed, else autocannon), --only http|plugins|webhooks|jobs (plugins: the idle stack and the
+ * plugin lifecycle steps of http only), --jobs N (default 20000), --rounds N (default 3),
  * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
  * HTTP part runs on a nats-server of its own with the production shape: operator mode, TLS with client
  * certificates, each service on its own user, plugin users minted per activation; the moleculer
@@ -65,6 +66,8 @@ const { values: args } = parseArgs({
     secure: { type: "boolean", default: false },
   },
 });
+const only = args.only;
+
 const durationSeconds = Number(args.duration);
 const connections = Number(args.connections);
 const warmupSeconds = Number(args.warmup);
@@ -202,6 +205,63 @@ const memory: Array<{ service: string; rssMb: number }> = [];
 const idle: Array<{ service: string; cpuPercent: number }> = [];
 let idleTransactionsPerSecond = 0;
 
+/** Steps 1-4: the public route through bare Fastify, moleculer-web, and our gateway cached and not. */
+async function loadRuns(stackEnv: Record<string, string>, gateway: string): Promise<void> {
+  // 1. Bare Fastify.
+  const barePort = await freePort();
+  const bare = start(["--import", "tsx", "bench/src/bare-fastify.ts"], { PORT: String(barePort) });
+  await httpReady(`http://127.0.0.1:${barePort}/workspace/public/resolve`);
+  results.push(
+    await measure("bare Fastify (no hop)", `http://127.0.0.1:${barePort}/workspace/public/resolve`),
+  );
+  await stop(bare);
+
+  // 2. moleculer-web → NATS → moleculer action.
+  const molPort = await freePort();
+  const molEnv = { NATS_URL: natsUrl, NAMESPACE: `bench${stamp}`, PORT: String(molPort) };
+  const molService = start(["--import", "tsx", "bench/src/moleculer-node.ts"], {
+    ...molEnv,
+    ROLE: "service",
+  });
+  const molWeb = start(["--import", "tsx", "bench/src/moleculer-node.ts"], { ...molEnv, ROLE: "web" });
+  await httpReady(`http://127.0.0.1:${molPort}/workspace/public/resolve`);
+  results.push(
+    await measure("moleculer-web → NATS → action", `http://127.0.0.1:${molPort}/workspace/public/resolve`),
+  );
+  await Promise.all([stop(molWeb), stop(molService)]);
+
+  // 3. Our gateway as configured by default (resolution cache on).
+  results.push(await measure("svc gateway (default, cached)", `${gateway}/workspace/public/resolve`));
+
+  // 4. A second gateway with the cache off: every request crosses NATS to the resolver and PostgreSQL.
+  const uncachedPort = await freePort();
+  const uncached = start([...SERVICE_NODE_FLAGS, join("dist", "gateway.mjs")], {
+    ...stackEnv,
+    ...(await secureBus?.serviceEnv("gateway")),
+    GATEWAY_PORT: String(uncachedPort),
+    BackendHost__ResolveCacheTtlMs: "0",
+  });
+  await httpReady(`http://127.0.0.1:${uncachedPort}/ready`);
+  results.push(
+    await measure(
+      "svc gateway (cache off, NATS hop)",
+      `http://127.0.0.1:${uncachedPort}/workspace/public/resolve`,
+    ),
+  );
+  await stop(uncached);
+}
+
+/** Signs the demo administrator in through the gateway: the token of the operator and plugin steps. */
+async function signInAdmin(gateway: string): Promise<string> {
+  const login = await fetch(`${gateway}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }),
+  });
+  const { accessToken } = (await login.json()) as { accessToken: string };
+  return accessToken;
+}
+
 async function httpBench() {
   try {
     log(
@@ -242,65 +302,19 @@ async function httpBench() {
     for (const { name, child } of services) memory.push({ service: name, rssMb: rssMb(child.pid as number) });
     log("measuring the idle stack for 10 s");
     await measureIdle(services, 10);
-
-    // 1. Bare Fastify.
-    const barePort = await freePort();
-    const bare = start(["--import", "tsx", "bench/src/bare-fastify.ts"], { PORT: String(barePort) });
-    await httpReady(`http://127.0.0.1:${barePort}/workspace/public/resolve`);
-    results.push(
-      await measure("bare Fastify (no hop)", `http://127.0.0.1:${barePort}/workspace/public/resolve`),
-    );
-    await stop(bare);
-
-    // 2. moleculer-web → NATS → moleculer action.
-    const molPort = await freePort();
-    const molEnv = { NATS_URL: natsUrl, NAMESPACE: `bench${stamp}`, PORT: String(molPort) };
-    const molService = start(["--import", "tsx", "bench/src/moleculer-node.ts"], {
-      ...molEnv,
-      ROLE: "service",
-    });
-    const molWeb = start(["--import", "tsx", "bench/src/moleculer-node.ts"], { ...molEnv, ROLE: "web" });
-    await httpReady(`http://127.0.0.1:${molPort}/workspace/public/resolve`);
-    results.push(
-      await measure("moleculer-web → NATS → action", `http://127.0.0.1:${molPort}/workspace/public/resolve`),
-    );
-    await Promise.all([stop(molWeb), stop(molService)]);
-
-    // 3. Our gateway as configured by default (resolution cache on).
-    results.push(await measure("svc gateway (default, cached)", `${gateway}/workspace/public/resolve`));
-
-    // 4. A second gateway with the cache off: every request crosses NATS to the resolver and PostgreSQL.
-    const uncachedPort = await freePort();
-    const uncached = start([...SERVICE_NODE_FLAGS, join("dist", "gateway.mjs")], {
-      ...stackEnv,
-      ...(await secureBus?.serviceEnv("gateway")),
-      GATEWAY_PORT: String(uncachedPort),
-      BackendHost__ResolveCacheTtlMs: "0",
-    });
-    await httpReady(`http://127.0.0.1:${uncachedPort}/ready`);
-    results.push(
-      await measure(
-        "svc gateway (cache off, NATS hop)",
-        `http://127.0.0.1:${uncachedPort}/workspace/public/resolve`,
-      ),
-    );
-    await stop(uncached);
-
-    // 5. An authenticated operator GET: token verification, shared rate limit, guard, forward, database read.
-    const login = await fetch(`${gateway}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }),
-    });
-    const { accessToken } = (await login.json()) as { accessToken: string };
-    // One indexed row from PostgreSQL, like the public forward's one resolution.
-    const adminId = JSON.parse(Buffer.from(accessToken.split(".")[1] as string, "base64url").toString())
-      .sub as string;
-    results.push(
-      await measure("svc operator GET /api/users/{id}", `${gateway}/api/users/${adminId}`, {
-        authorization: `Bearer ${accessToken}`,
-      }),
-    );
+    if (only !== "plugins") await loadRuns(stackEnv, gateway);
+    const accessToken = await signInAdmin(gateway);
+    if (only !== "plugins") {
+      // 5. An authenticated operator GET: token verification, shared rate limit, guard, forward, database read.
+      // One indexed row from PostgreSQL, like the public forward's one resolution.
+      const adminId = JSON.parse(Buffer.from(accessToken.split(".")[1] as string, "base64url").toString())
+        .sub as string;
+      results.push(
+        await measure("svc operator GET /api/users/{id}", `${gateway}/api/users/${adminId}`, {
+          authorization: `Bearer ${accessToken}`,
+        }),
+      );
+    }
 
     // 6. Plugin install and verification (issue 11).
     log("measuring plugin install and verification");
@@ -321,6 +335,7 @@ async function httpBench() {
       await measure("plugin GET /api/plugins/bench/info", `${gateway}/api/plugins/bench/info`, bearer),
     );
 
+    if (only === "plugins") return;
     // 8. The public surface (issue 13): a three-plugin chain rendered through the gateway, next to a bare
     // Fastify process rendering the same templates on every request; and the context route.
     log("measuring the public surface");
@@ -439,8 +454,7 @@ function printHttp() {
   }
 }
 
-const only = args.only;
-if (only === undefined || only === "http") {
+if (only === undefined || only === "http" || only === "plugins") {
   await httpBench();
   printHttp();
 }

@@ -13,6 +13,8 @@
 // Messages to it: {type:"ready", handlers}, {type:"failed", error}, {type:"pong", id},
 // {type:"publish", id, event}, {type:"log", …}, {type:"stopped"}.
 /* global TextDecoder, TextEncoder, setTimeout, clearTimeout, process */
+import { createPrivateKey, sign } from "node:crypto";
+
 import {
   connect,
   credsAuthenticator,
@@ -50,8 +52,20 @@ let plugin;
 let auth = null;
 let inbox = spareInbox;
 const encode = (text) => new TextEncoder().encode(text);
+// A minted user's key, parsed once per credentials (a renewal brings new ones).
+let userKey = null;
+function setAuth(next) {
+  auth = next ?? null;
+  userKey = auth?.jwt ? createPrivateKey(auth.jwt.privateKeyPem) : null;
+}
 function authenticate(nonce) {
   const a = auth ?? {};
+  // A minted user: the nonce signed with node:crypto's Ed25519 (the nkeys library's JavaScript one costs
+  // tens of milliseconds in a process that has not run it yet).
+  if (a.jwt && userKey !== null) {
+    const sig = nonce ? sign(null, encode(nonce), userKey).toString("base64url") : "";
+    return { jwt: a.jwt.token, nkey: a.jwt.publicKey, sig };
+  }
   const authenticator = a.creds
     ? credsAuthenticator(encode(a.creds))
     : a.seed
@@ -86,8 +100,8 @@ async function watch(connection) {
 // The spare connects at once when it can (once shared credentials arrived, when it needs some); a failed
 // early connect is tried again at load.
 let connecting = null;
-const beginConnecting = () => {
-  connecting = natsServers ? connect(connectOptions("svc-plugin-runtime")).catch(() => null) : null;
+const beginConnecting = (name = "svc-plugin-runtime") => {
+  connecting = natsServers ? connect(connectOptions(name)).catch(() => null) : null;
 };
 if (natsAuth === "none") beginConnecting();
 let nextPublish = 0;
@@ -275,10 +289,10 @@ port.on("message", (message) => {
       if (plugin === undefined) {
         // A spare's shared credentials, before it connects.
         if (auth !== null || natsAuth !== "shared") break;
-        auth = message.auth;
+        setAuth(message.auth);
         beginConnecting();
       } else if (natsAuth === "per-plugin") {
-        auth = message.auth;
+        setAuth(message.auth);
         renew().catch((error) =>
           log("warn", "could not connect with renewed NATS credentials", describe(error)),
         );
@@ -288,8 +302,10 @@ port.on("message", (message) => {
       if (plugin !== undefined) break;
       plugin = message.plugin;
       if (natsAuth === "per-plugin") {
-        auth = message.auth ?? null;
+        setAuth(message.auth);
         inbox = message.inboxPrefix ?? inbox;
+        // The plugin's own connection is made while its module loads and activates.
+        if (plugin.subject) beginConnecting(`plugin:${plugin.pluginId}`);
       }
       start().catch((error) => port.postMessage({ type: "failed", error: describe(error) }));
       break;

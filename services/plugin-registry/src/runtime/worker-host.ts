@@ -82,6 +82,8 @@ function linkTree(from: string, to: string): void {
  */
 export interface WorkerNatsAuth {
   readonly creds?: string;
+  /** A user JWT with its key (a minted plugin user): the process signs the nonce with node:crypto. */
+  readonly jwt?: { readonly token: string; readonly publicKey: string; readonly privateKeyPem: string };
   readonly seed?: string;
   readonly token?: string;
   readonly user?: string;

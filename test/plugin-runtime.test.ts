@@ -245,6 +245,19 @@ describe("the local extraction cache (issue 11, item 7)", () => {
     expect((await asOperator("DELETE", "/api/plugins/cycler")).status).toBe(204);
     await until(async () => !existsSync(copy), 10_000);
   }, 60_000);
+  it("activates a package reinstalled right after its uninstall, while the uninstall's prune removes its copy", async () => {
+    const bytes = await codePlugin(work, signer, "again", "export class Plugin { ok() { return {}; } }\n", [
+      { method: "GET", path: "/ok", handler: "ok" },
+    ]);
+    // The uninstall's reconcile prunes the copy the reinstall's activation finds on disk (the bench's
+    // second race: the copy vanished between the activation's check and its process taking the files).
+    for (let i = 0; i < 15; i++) {
+      expect((await install(bytes)).status).toBe(201);
+      const on = await asOperator("POST", "/api/plugins/again/activate");
+      expect(on.status, on.text).toBe(200);
+      expect((await asOperator("DELETE", "/api/plugins/again")).status).toBe(204);
+    }
+  }, 60_000);
 });
 
 describe("a plugin outside the runtime (docs/wire-contract.md)", () => {

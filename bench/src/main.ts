@@ -379,8 +379,12 @@ function printHttp() {
   const [bare, mol, ours, oursUncached, operatorGet] = results;
   const pad = (s: string, n: number) => s.padEnd(n);
   const num = (n: number) => n.toFixed(n < 10 ? 2 : 0);
-  console.log(`\nGET /workspace/public/resolve, ${connections} connections, ${durationSeconds} s, ${tool}`);
-  console.log(`${pad("target", 36)}${pad("req/s", 10)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}errors/non-2xx`);
+  if (results.length > 0) {
+    console.log(`\nGET /workspace/public/resolve, ${connections} connections, ${durationSeconds} s, ${tool}`);
+    console.log(
+      `${pad("target", 36)}${pad("req/s", 10)}${pad("p50 ms", 9)}${pad("p99 ms", 9)}errors/non-2xx`,
+    );
+  }
   for (const r of results) {
     console.log(
       `${pad(r.name, 36)}${pad(num(r.requestsPerSecond), 10)}${pad(num(r.p50Ms), 9)}${pad(num(r.p99Ms), 9)}${r.errors}/${r.non2xx}`,

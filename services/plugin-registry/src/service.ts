@@ -56,7 +56,12 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       },
     };
     const manifest = new UiManifestPublisher(nc, config.subjectPrefix, config.backendHost.natsReplicas, log);
-    const cache = new ExtractionCache(store, config.backendHost, HOST_VERSION);
+    const cache = new ExtractionCache(
+      store,
+      config.backendHost,
+      HOST_VERSION,
+      `${config.databaseUrl}\n${config.subjectPrefix}`,
+    );
     const pluginCredentials = new PluginCredentials(config, natsAuthOf(config));
     const runtime = new PluginRuntime({
       natsUrl: config.natsUrl,

@@ -117,7 +117,7 @@ export const pluginRegistrySettings = defineSettings({
     pluginCacheDir: setting.string(
       "BackendHost:PluginCacheDir",
       "",
-      "local directory where activated plugins are unpacked, kept until uninstalled (re-verified before every load); empty: `<tmp>/svc-plugin-cache`",
+      "local directory where activated plugins are unpacked, kept until uninstalled (re-verified before every load); empty: `<tmp>/svc-plugin-cache/<deployment>`, one per database and subject prefix",
     ),
     pluginMemoryLimitMb: setting.int(
       "BackendHost:PluginMemoryLimitMb",

@@ -3,9 +3,16 @@
  * `<BackendHost:PluginCacheDir>/<package sha256>/`, and verified again, with the trust settings in force,
  * every time the runtime loads it. A cached copy that no longer verifies (edited on disk, or its signer
  * revoked since) is thrown away and unpacked again from the shared store; if the fresh copy fails too, the
- * load is refused. Copies appear atomically (unpacked beside, then renamed).
+ * load is refused. Copies appear atomically (unpacked beside, then renamed). A package's folder is worked on
+ * by one thing at a time (`exclusive`): a prune decides to remove a copy and removes it without a load
+ * preparing that copy in between (an uninstall's prune used to remove a copy that a reinstall's activation
+ * had just found there, so the plugin's files vanished before its process was given them).
+ *
+ * Without a configured folder each deployment (database and subject prefix) has its own under the system's
+ * temporary folder: replicas of one deployment on one host share it; a second deployment on the same host
+ * (a test run, a benchmark) never prunes the first one's copies.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,18 +33,40 @@ export class ExtractionCache {
   /** Where each plugin process gets its own folder, its package linked in (worker-host.ts). */
   readonly slotsDir: string;
 
+  /** The last piece of work queued on each package's folder (`exclusive`). */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly store: PackageStore,
     private readonly settings: PluginRegistryConfig["backendHost"],
     private readonly hostVersion: string,
+    /** What tells this deployment from others on the host (its database and subject prefix). */
+    deployment = "",
   ) {
-    this.dir = settings.pluginCacheDir || join(tmpdir(), "svc-plugin-cache");
+    this.dir =
+      settings.pluginCacheDir ||
+      join(tmpdir(), "svc-plugin-cache", createHash("sha256").update(deployment).digest("hex").slice(0, 16));
     this.slotsDir = join(this.dir, "processes");
+  }
+
+  /** Runs `work` on one package's folder once the work queued on it before has ended. */
+  private exclusive<T>(sha256: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(sha256) ?? Promise.resolve()).then(work, work);
+    const tail = run.catch(() => undefined);
+    this.queues.set(sha256, tail);
+    void tail.then(() => {
+      if (this.queues.get(sha256) === tail) this.queues.delete(sha256);
+    });
+    return run;
   }
 
   /** The verified package `sha256`, unpacked; a 422 `SVC_PLUGIN_REFUSED` when it does not verify. */
   async prepare(sha256: string): Promise<CachedPackage> {
-    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error("not a package hash");
+    if (!PACKAGE_DIR.test(sha256)) throw new Error("not a package hash");
+    return this.exclusive(sha256, () => this.prepareNow(sha256));
+  }
+
+  private async prepareNow(sha256: string): Promise<CachedPackage> {
     const home = join(this.dir, sha256);
     if (await exists(home)) {
       try {
@@ -52,8 +81,9 @@ export class ExtractionCache {
   }
 
   /**
-   * Removes cached packages for which `keep` says no (asked once the directory is read, so it sees loads
-   * that started meanwhile): those of uninstalled or replaced versions.
+   * Removes cached packages for which `keep` says no (asked for each copy just before it is removed, with
+   * no load of it under way, so it sees loads that started meanwhile): those of uninstalled or replaced
+   * versions.
    */
   async prune(keep: (sha256: string) => boolean): Promise<void> {
     let entries: string[];
@@ -66,7 +96,11 @@ export class ExtractionCache {
       entries
         // Unpacked packages only (named by their hash): not the processes' slots, not copies being made.
         .filter((name) => PACKAGE_DIR.test(name) && !keep(name))
-        .map((name) => rm(join(this.dir, name), { recursive: true, force: true })),
+        .map((name) =>
+          this.exclusive(name, async () => {
+            if (!keep(name)) await rm(join(this.dir, name), { recursive: true, force: true });
+          }),
+        ),
     );
   }
 

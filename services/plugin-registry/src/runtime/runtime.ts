@@ -86,10 +86,16 @@ export class PluginRuntime {
     const key = `${row.plugin_id}@${row.package_sha256}`;
     let pending = this.loading.get(key);
     if (pending === undefined) {
-      pending = this.start(row).finally(() => this.loading.delete(key));
+      pending = this.start(row);
       this.loading.set(key, pending);
     }
-    const started = await pending;
+    let started: Loaded;
+    try {
+      started = await pending;
+    } finally {
+      // Only once it counts as loaded (below) or failed: a prune in between would find it in neither.
+      if (this.loading.get(key) === pending) this.loading.delete(key);
+    }
     const previous = this.loaded.get(row.plugin_id);
     this.loaded.set(row.plugin_id, started);
     if (previous !== undefined && previous !== started) await this.dispose(previous);

@@ -24,4 +24,4 @@ export function productionEnv(o: { databaseUrl: string; natsUrl: string; prefix:
  * generation keeps an idle service's resident memory about 25 MB lower (start-up garbage, the route
  * schemas' compilation above all, no longer fills 16 MB semi-spaces).
  */
-export const SERVICE_NODE_FLAGS = ["--enable-source-maps", "--max-semi-space-size=4"];
+export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4"];

@@ -81,7 +81,7 @@ export async function runWebhooksBench(
       [randomUUID(), target, sealed],
     );
     children.push(
-      spawn(process.execPath, ["--enable-source-maps", join("dist", "webhook-dispatcher.mjs")], {
+      spawn(process.execPath, [join("dist", "webhook-dispatcher.mjs")], {
         cwd: repoRoot,
         env,
         stdio: ["ignore", "ignore", "inherit"],

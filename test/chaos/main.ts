@@ -600,7 +600,7 @@ async function run(): Promise<number> {
     const proc = new ManagedProcess(
       name,
       process.execPath,
-      ["--enable-source-maps", bundles[name]],
+      [bundles[name]],
       env,
       join(logDir, `${name}.log`),
       (p, exit) => {

@@ -209,6 +209,77 @@ describe("the Helm chart", () => {
     },
   );
 
+  it("spreads every service's replicas and keeps three copies in NATS in production (issue 25, item 7)", () => {
+    const deployments = render(["-f", PRODUCTION]).filter((m) => m.kind === "Deployment");
+    expect(deployments).toHaveLength(6);
+    for (const d of deployments) {
+      const name = d.metadata.name.replace(/^rel-svc-/, "");
+      const spec = podSpec(d) as unknown as {
+        affinity?: { podAntiAffinity?: { preferredDuringSchedulingIgnoredDuringExecution?: unknown[] } };
+        topologySpreadConstraints?: Array<{
+          topologyKey: string;
+          labelSelector: { matchLabels: Record<string, string> };
+        }>;
+        containers: Array<{ env: Array<{ name: string; value?: string }> }>;
+      };
+      expect(spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution).toEqual([
+        {
+          weight: 100,
+          podAffinityTerm: {
+            topologyKey: "kubernetes.io/hostname",
+            labelSelector: {
+              matchLabels: { "app.kubernetes.io/instance": "rel", "app.kubernetes.io/name": name },
+            },
+          },
+        },
+      ]);
+      expect(spec.topologySpreadConstraints?.map((c) => c.topologyKey)).toEqual([
+        "topology.kubernetes.io/zone",
+        "kubernetes.io/hostname",
+      ]);
+      for (const c of spec.topologySpreadConstraints ?? [])
+        expect(c.labelSelector.matchLabels["app.kubernetes.io/name"]).toBe(name);
+      const env = spec.containers[0]?.env ?? [];
+      expect(env.filter((e) => e.name === "BackendHost__NatsReplicas")).toEqual([
+        { name: "BackendHost__NatsReplicas", value: "3" },
+      ]);
+    }
+    // Every service runs two replicas or more in production, each with a budget allowing one disruption.
+    const budgets = render(["-f", PRODUCTION]).filter((m) => m.kind === "PodDisruptionBudget");
+    expect(budgets).toHaveLength(6);
+    for (const b of budgets) expect(b.spec?.maxUnavailable).toBe(1);
+    // A required anti-affinity on request; none at all on request.
+    const hard = podSpec(
+      render(["--set", "scheduling.antiAffinity=hard"]).find((m) => m.kind === "Deployment") as Manifest,
+    ) as unknown as { affinity: { podAntiAffinity: Record<string, unknown> } };
+    expect(Object.keys(hard.affinity.podAntiAffinity)).toEqual([
+      "requiredDuringSchedulingIgnoredDuringExecution",
+    ]);
+    const none = podSpec(
+      render(["--set", "scheduling.antiAffinity=none"]).find((m) => m.kind === "Deployment") as Manifest,
+    ) as unknown as { affinity?: unknown };
+    expect(none.affinity).toBeUndefined();
+  });
+
+  it("refuses more NATS copies than servers, and its notes warn of one copy, or one replica, on a cluster", () => {
+    const over = run(["template", "rel", CHART, "--set", "nats.replicas=3"]);
+    expect(over.status).not.toBe(0);
+    expect(over.stderr).toContain("nats.replicas (3) is more than nats.clusterSize (1)");
+    const notes = (args: string[]) => {
+      const r = run(["install", "rel", CHART, "--dry-run=client", ...args]);
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.slice(r.stdout.indexOf("NOTES:"));
+    };
+    const oneCopy = notes(["--set", "nats.clusterSize=3"]);
+    expect(oneCopy).toContain("NATS is a cluster of 3 servers but nats.replicas is 1");
+    expect(oneCopy).toMatch(/job-reaper, plugin-registry run a single replica/);
+    const production = notes(["-f", PRODUCTION]);
+    expect(production).not.toContain("nats.replicas is 1");
+    expect(production).not.toContain("single replica");
+    // A single server: nothing to warn of.
+    expect(notes([])).not.toContain("nats.replicas is 1");
+  });
+
   it("refuses a wrong value through the schema (replicas: two)", () => {
     const result = run(["template", "rel", CHART, "--set", "services.gateway.replicas=two"]);
     expect(result.status).not.toBe(0);

@@ -35,6 +35,10 @@ only to rbac, the secrets-encryption key only to the webhook dispatcher (see "sv
 {{- end }}
 - name: DATABASE_URL_FILE
   value: /var/run/secrets/svc/database/{{ .Values.database.existingSecretKey }}
+{{- if not (hasKey (.Values.env | default dict) "BackendHost__NatsReplicas") }}
+- name: BackendHost__NatsReplicas
+  value: {{ .Values.nats.replicas | default 1 | quote }}
+{{- end }}
 {{- range $name, $value := .Values.env }}
 - name: {{ $name }}
   value: {{ $value | quote }}

@@ -145,6 +145,31 @@ export function isConnectionLost(error: unknown): boolean {
   );
 }
 
+/** What Node says when a connection to the server cannot be made (the server down, moving, or unnamed). */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+
+/**
+ * A connection to the database could not be had (the server is down or a failover is under way): said as
+ * SQLSTATE 08001 (`sqlclient_unable_to_establish_sqlconnection`), with Node's error as the cause, so that a
+ * request meeting it answers 503 (errors' `fromUnexpected`), not 500. Anything else is returned as it is.
+ */
+export function unreachable(error: unknown): unknown {
+  const e = error as { code?: unknown; syscall?: unknown } | null;
+  if (e === null || typeof e !== "object" || typeof e.code !== "string" || !UNREACHABLE.has(e.code))
+    return error;
+  return Object.assign(new Error(`could not connect to the database (${e.code})`, { cause: error }), {
+    code: "08001",
+  });
+}
+
 /** A statement that only reads: safe to run again whether or not the first try ran. */
 export function isReadOnly(text: string): boolean {
   return (
@@ -181,7 +206,7 @@ export class Db extends Queries {
         return await super.query<R>(statement);
       } catch (error) {
         // Twice at most: the first retry can still meet another connection the same failover ended.
-        if (retry >= 2 || !isConnectionLost(error) || !isReadOnly(statement.text)) throw error;
+        if (retry >= 2 || !isConnectionLost(error) || !isReadOnly(statement.text)) throw unreachable(error);
       }
     }
   }
@@ -233,7 +258,9 @@ export class Db extends Queries {
   }
 
   private async begin<T>(work: (tx: Transaction, client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw unreachable(error);
+    });
     let lost: Error | undefined;
     const onError = (error: Error) => {
       lost = error;

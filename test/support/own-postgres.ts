@@ -1,0 +1,104 @@
+/**
+ * A PostgreSQL server of a test's own (initdb and pg_ctl from the machine's PostgreSQL, its own data
+ * directory, port and socket folder, trust authentication on 127.0.0.1), for tests that stop, crash and
+ * restart the database: the machine's shared server is never touched. As root (this kind of machine, CI)
+ * the server runs as the `postgres` user, which PostgreSQL requires.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { freePort } from "../../scripts/lib/stack.js";
+
+/** The bin folder of the newest PostgreSQL installed from Debian's packages, or none. */
+export function postgresBin(): string | undefined {
+  const root = "/usr/lib/postgresql";
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, "bin", "pg_ctl")))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] === undefined ? undefined : join(root, versions[0], "bin");
+}
+
+export class OwnPostgres {
+  private dir = "";
+  private port = 0;
+  private readonly bin: string;
+  private readonly asRoot = process.getuid?.() === 0;
+
+  constructor() {
+    const bin = postgresBin();
+    if (bin === undefined) throw new Error("no PostgreSQL installation under /usr/lib/postgresql");
+    this.bin = bin;
+  }
+
+  private run(tool: string, args: string[]): string {
+    const command = join(this.bin, tool);
+    const [file, all] = this.asRoot
+      ? ["runuser", ["-u", "postgres", "--", command, ...args]]
+      : [command, args];
+    return execFileSync(file, all, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  }
+
+  get data(): string {
+    return join(this.dir, "data");
+  }
+
+  /** Makes the cluster and starts it; `url()` then reaches it. */
+  async start(): Promise<void> {
+    this.dir = mkdtempSync(join(tmpdir(), "svc-own-pg-"));
+    if (this.asRoot) chownSync(this.dir, ...postgresIds());
+    this.port = await freePort();
+    this.run("initdb", ["-D", this.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
+    await this.up();
+  }
+
+  /** A connection string for database `name` on this server. */
+  url(name = "postgres"): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${name}`;
+  }
+
+  /**
+   * Stops the server. `immediate` is a crash as far as clients see it (no checkpoint, every connection cut
+   * at once, recovery from the WAL at the next start), what a failover looks like to the old primary's
+   * clients; `fast` is an orderly shutdown that still cuts every connection.
+   */
+  stop(mode: "immediate" | "fast" = "immediate"): void {
+    this.run("pg_ctl", ["-D", this.data, "-m", mode, "-w", "stop"]);
+  }
+
+  /** Starts it again on the same port and data (a new primary behind the same name). */
+  async up(): Promise<void> {
+    this.run("pg_ctl", [
+      "-D",
+      this.data,
+      "-w",
+      "-l",
+      join(this.dir, "server.log"),
+      "-o",
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+      "start",
+    ]);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.dir === "") return;
+    spawnSync(this.asRoot ? "runuser" : join(this.bin, "pg_ctl"), [
+      ...(this.asRoot ? ["-u", "postgres", "--", join(this.bin, "pg_ctl")] : []),
+      "-D",
+      this.data,
+      "-m",
+      "immediate",
+      "stop",
+    ]);
+    rmSync(this.dir, { recursive: true, force: true });
+    this.dir = "";
+  }
+}
+
+function postgresIds(): [number, number] {
+  const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
+  const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim());
+  return [uid, gid];
+}

@@ -82,7 +82,7 @@ bench-jobs-list: node_modules/.install-stamp
 
 ## Kills each service, NATS and the database connections under webhook load; fails on lost or duplicated work.
 chaos: node_modules/.install-stamp
-	$(NODE_RUN) test/chaos/main.ts $(CHAOS_ARGS)
+	$(NODE_RUN) test/chaos/$(if $(findstring --cluster,$(CHAOS_ARGS)),cluster,main).ts $(CHAOS_ARGS)
 
 ## Requests generated from the OpenAPI description, valid and mutated, for every kind of caller (bounded).
 fuzz: node_modules/.install-stamp

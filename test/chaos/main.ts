@@ -36,6 +36,7 @@ import {
   SERVICES,
   tcpReachable,
 } from "../../scripts/lib/stack.js";
+import { countDuplicateCompletions, deadLetterEventIds, instrumentJobWrites } from "./jobs-audit.js";
 import { CHAOS_EVENT, type ChaosEvent, OutboxLoad, SteadyLoad } from "./load.js";
 import { bundleServices, type ExitRecord, findNatsServer, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
@@ -542,23 +543,7 @@ async function run(): Promise<number> {
   await seedDemo(dbUrl.toString(), { withAdmin: true });
   db = new pg.Client({ connectionString: dbUrl.toString(), application_name: "chaos-harness" });
   await db.connect();
-  // Harness instrumentation (in this run's database only): every status change of a job, and every write
-  // of a final state. The engine writes Succeeded or Failed only from Running, so a job with two such
-  // writes completed twice.
-  await db.query(`
-    CREATE SCHEMA chaos;
-    CREATE TABLE chaos.job_writes (
-      job_id bigint NOT NULL, old_status text NOT NULL, new_status text NOT NULL, reason text,
-      at timestamptz NOT NULL DEFAULT clock_timestamp());
-    CREATE FUNCTION chaos.record_job_write() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      INSERT INTO chaos.job_writes (job_id, old_status, new_status, reason)
-      VALUES (OLD.id, OLD.status, NEW.status, left(NEW.last_error, 200));
-      RETURN NULL;
-    END $$;
-    CREATE TRIGGER chaos_job_writes AFTER UPDATE ON job_reaper.jobs
-      FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR NEW.status IN ('Succeeded', 'Failed'))
-      EXECUTE FUNCTION chaos.record_job_write();`);
+  await instrumentJobWrites(db);
   say(`database ${dbName} migrated and seeded`);
 
   const secret = randomBytes(16).toString("hex");
@@ -725,14 +710,6 @@ async function run(): Promise<number> {
   return report({ drained, drainMs, expedited, loadStoppedAt, stream: env.SVC_EVENTS_STREAM as string });
 }
 
-async function deadLetterEventIds(client: pg.Client): Promise<Set<string>> {
-  const { rows } = await client.query<{ event_id: string }>(
-    `SELECT payload->>'eventId' AS event_id FROM job_reaper.jobs
-     WHERE type = 'webhook.deliver' AND status = 'Failed'`,
-  );
-  return new Set(rows.map((r) => r.event_id));
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // The report.
 
@@ -766,18 +743,7 @@ async function report(o: {
        FROM job_reaper.jobs WHERE type = 'webhook.deliver' GROUP BY status ORDER BY status`,
     )
   ).rows;
-  // Duplicate completions: more than one job for one (event, subscription) (the matcher's idempotency
-  // key is meant to make that impossible), or one job whose final state was written more than once.
-  const extraJobs = await count(
-    `SELECT coalesce(sum(n - 1), 0)::int AS n FROM (
-       SELECT count(*) AS n FROM job_reaper.jobs WHERE type = 'webhook.deliver'
-       GROUP BY payload->>'eventId', payload->>'subscriptionId' HAVING count(*) > 1) d`,
-  );
-  const doubleFinal = await count(
-    `SELECT count(*)::int AS n FROM (
-       SELECT job_id FROM chaos.job_writes WHERE new_status IN ('Succeeded', 'Failed')
-       GROUP BY job_id HAVING count(*) > 1) d`,
-  );
+  const { extraJobs, doubleFinal } = await countDuplicateCompletions(client);
   const reaped = await count(
     `SELECT count(*)::int AS n FROM chaos.job_writes
      WHERE old_status = 'Running' AND new_status = 'Pending' AND reason LIKE 'lease expired%'`,

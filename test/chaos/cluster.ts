@@ -1,0 +1,738 @@
+/**
+ * `make chaos CHAOS_ARGS=--cluster` (issue 25, items 2 and 3): the platform on a three-node NATS cluster
+ * of its own (three local nats-servers with routes, `BackendHost__NatsReplicas=3`) with two replicas of
+ * each of the six services (esbuild bundles, as deployed), under steady load: events published onto
+ * JetStream and delivered to a webhook receiver (each delivery a job), users created through the API
+ * (rbac's outbox), and a client sending sign-ins, operator reads, public resolves and a revoked session
+ * through whichever gateway replica is ready (as a Kubernetes Service would). In turn it:
+ *   - kills -9 the NATS node leading the events stream, and starts it again;
+ *   - kills -9 another node, and starts it again;
+ *   - kills -9 the whole cluster, and starts it again on its stores;
+ *   - rolls every service: for each replica, a new one is started, and once it is up the old one gets
+ *     SIGTERM (maxSurge 1, maxUnavailable 0);
+ *   - kills -9 one replica of each service in turn, restarted at once.
+ * Then it drains and prints, per phase, the client requests and their failures, how long the failures
+ * lasted and how long deliveries took; and the totals: events published and delivered (by delivery id),
+ * lost events, duplicate job completions, lost users, whether the revoked session ever worked again.
+ * Exit status 1 when anything was lost or done twice, a revocation failed, a rolling update failed a
+ * request, or a service crashed.
+ *
+ *   make chaos CHAOS_ARGS=--cluster                 the run (about 3 minutes)
+ *   make chaos CHAOS_ARGS="--cluster --keep-logs"   keep the processes' and nats-servers' logs and the database
+ */
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats, createEventPublisher, EventSource } from "@svc/bus";
+import { createLogger } from "@svc/observability";
+import pg from "pg";
+
+import { DEMO, migrateAll, seedDemo, type ServiceDir, SERVICES } from "../../scripts/lib/stack.js";
+import { NatsCluster } from "../support/nats-cluster.js";
+import { countDuplicateCompletions, deadLetterEventIds, instrumentJobWrites } from "./jobs-audit.js";
+import { CHAOS_EVENT, OutboxLoad, SteadyLoad } from "./load.js";
+import { bundleServices, freePort, ManagedProcess } from "./processes.js";
+import { ChaosReceiver, chaosUserName } from "./receiver.js";
+import { duration, percentile, table } from "./report.js";
+
+const { values: args } = parseArgs({
+  options: {
+    cluster: { type: "boolean", default: true },
+    rate: { type: "string", default: "20" },
+    "keep-logs": { type: "boolean", default: false },
+  },
+  strict: true,
+});
+const RATE = Math.max(1, Math.min(200, Number(args.rate) || 20));
+const USER_RATE = 1;
+const DRAIN_MS = 90_000;
+const DEADLINE_MS = 420_000;
+/** A gateway replica told to stop answers /ready 503 this long, still serving, before it closes. */
+const GATEWAY_DRAIN_MS = 1_500;
+const LEASE_MS = 3_000;
+
+const t0 = Date.now();
+const say = (message: string) =>
+  process.stdout.write(`[cluster +${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${message}\n`);
+
+const stamp = `${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}_${randomBytes(2).toString("hex")}`;
+const dbName = `svc_chaos_cluster_${stamp}`;
+const serverUrl = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
+serverUrl.pathname = "/postgres";
+const dbUrl = new URL(serverUrl);
+dbUrl.pathname = `/${dbName}`;
+const workDir = mkdtempSync(join(tmpdir(), "svc-chaos-cluster-"));
+const logDir = join(workDir, "logs");
+mkdirSync(logDir);
+if (args["keep-logs"]) process.env.SVC_KEEP_CLUSTER = "1";
+
+const cluster = new NatsCluster();
+let db: pg.Client | undefined;
+let nc: NatsConnection | undefined;
+let receiver: ChaosReceiver | undefined;
+let load: SteadyLoad | undefined;
+let userLoad: OutboxLoad | undefined;
+let client: ClientLoad | undefined;
+let databaseCreated = false;
+let shuttingDown = false;
+let currentPhase = "start-up";
+const crashes: Array<{ name: string; phase: string; how: string }> = [];
+
+// ---------------------------------------------------------------------------------------------------------
+// Replicas: two per service; a rolling update adds a third for a moment.
+
+interface Replica {
+  readonly service: ServiceDir;
+  readonly process: ManagedProcess;
+  /** The gateway's address (each gateway replica has its own port). */
+  readonly base?: string;
+  ready: boolean;
+  /** Taken out of the balancer (being stopped). */
+  leaving: boolean;
+}
+const replicas: Replica[] = [];
+let replicaCount = 0;
+let bundles: Record<ServiceDir, string>;
+let env: NodeJS.ProcessEnv = {};
+
+async function startReplica(service: ServiceDir): Promise<Replica> {
+  const id = `${service}-${++replicaCount}`;
+  const port = service === "gateway" ? await freePort() : undefined;
+  const proc = new ManagedProcess(
+    id,
+    process.execPath,
+    [bundles[service]],
+    { ...env, ...(port === undefined ? {} : { GATEWAY_PORT: String(port) }) },
+    join(logDir, `${id}.log`),
+    (p, exit) => {
+      if (shuttingDown) return;
+      crashes.push({ name: p.name, phase: currentPhase, how: String(exit.signal ?? exit.code) });
+      say(`${p.name} exited on its own (${exit.signal ?? exit.code}); restarting it in 1 s`);
+      setTimeout(() => {
+        if (!shuttingDown && !p.running) p.start();
+      }, 1_000).unref();
+    },
+  );
+  const replica: Replica = {
+    service,
+    process: proc,
+    ...(port === undefined ? {} : { base: `http://127.0.0.1:${port}` }),
+    ready: false,
+    leaving: false,
+  };
+  replicas.push(replica);
+  proc.start();
+  return replica;
+}
+
+/** How many times the process has logged that it started (one per start). */
+function startsLogged(r: Replica): number {
+  try {
+    return readFileSync(r.process.logFile, "utf8").split('"msg":"service started"').length - 1;
+  } catch {
+    return 0;
+  }
+}
+
+/** Until the replica's latest start is done (logged; for a gateway also /ready 200). */
+async function upAgain(r: Replica, timeoutMs = 60_000): Promise<number | undefined> {
+  return until(async () => {
+    if (startsLogged(r) < r.process.starts) return false;
+    if (r.base === undefined) return true;
+    return (await readyStatus(r.base)) === 200;
+  }, timeoutMs);
+}
+
+async function readyStatus(base: string): Promise<number> {
+  try {
+    const answer = await fetch(`${base}/ready`, { signal: AbortSignal.timeout(1_000) });
+    await answer.arrayBuffer();
+    return answer.status;
+  } catch {
+    return 0;
+  }
+}
+
+/** Stops a replica as Kubernetes does (SIGTERM, out of the balancer once /ready says so) and forgets it. */
+async function retire(r: Replica): Promise<void> {
+  const stopping = r.process.stop(20_000);
+  await stopping;
+  r.leaving = true;
+  replicas.splice(replicas.indexOf(r), 1);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The balancer: the ready gateway replicas, polled every 100 ms as an endpoints controller would.
+
+let balancerTimer: NodeJS.Timeout | undefined;
+let turn = 0;
+function startBalancer(): void {
+  const poll = async () => {
+    await Promise.all(
+      replicas
+        .filter((r) => r.base !== undefined)
+        .map(async (r) => {
+          r.ready = !r.leaving && (await readyStatus(r.base as string)) === 200;
+        }),
+    );
+    if (!shuttingDown) balancerTimer = setTimeout(() => void poll(), 100);
+  };
+  void poll();
+}
+
+function gatewayBase(): string {
+  const ready = replicas.filter((r) => r.base !== undefined && r.ready);
+  const pool = ready.length > 0 ? ready : replicas.filter((r) => r.base !== undefined);
+  const pick = pool[turn++ % Math.max(1, pool.length)];
+  return pick?.base ?? "http://127.0.0.1:1";
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The client: sign-ins, operator reads, public resolves and the revoked session, all the time.
+
+interface Answer {
+  readonly at: number;
+  readonly kind: "sign-in" | "operator read" | "public resolve" | "revoked session";
+  readonly status: number;
+  /** A failure's problem detail, and what the run was doing then. */
+  readonly detail?: string;
+  readonly during?: string;
+}
+
+/** What the run is doing (the replica being replaced or killed), for the report of a failed request. */
+let doing = "";
+
+class ClientLoad {
+  readonly answers: Answer[] = [];
+  private running = false;
+  private loops: Promise<void>[] = [];
+
+  constructor(
+    private readonly token: () => string,
+    private readonly revoked: string,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    const kinds: Answer["kind"][] = ["sign-in", "operator read", "public resolve", "revoked session"];
+    this.loops = kinds.map((kind) => this.loop(kind));
+  }
+
+  private async loop(kind: Answer["kind"]): Promise<void> {
+    while (this.running) {
+      const base = gatewayBase();
+      let status = 0;
+      let detail = "";
+      try {
+        const answer = await fetch(`${base}${path(kind)}`, {
+          method: kind === "sign-in" ? "POST" : "GET",
+          headers: {
+            ...(kind === "sign-in" ? { "content-type": "application/json" } : {}),
+            ...(kind === "operator read" ? { authorization: `Bearer ${this.token()}` } : {}),
+            ...(kind === "revoked session" ? { authorization: `Bearer ${this.revoked}` } : {}),
+          },
+          ...(kind === "sign-in"
+            ? { body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }) }
+            : {}),
+          signal: AbortSignal.timeout(15_000),
+        });
+        const text = await answer.text();
+        status = answer.status;
+        if (status >= 500) detail = text.slice(0, 160);
+      } catch (error) {
+        status = 0;
+        detail = (error as Error).message;
+      }
+      this.answers.push({ at: Date.now(), kind, status, ...(detail ? { detail, during: doing } : {}) });
+      await sleep(kind === "sign-in" ? 250 : 100);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+}
+
+const path = (kind: Answer["kind"]) =>
+  kind === "sign-in"
+    ? "/api/auth/login"
+    : kind === "operator read"
+      ? "/api/rbac/roles"
+      : kind === "public resolve"
+        ? "/workspace/public/resolve"
+        : "/api/workspaces";
+
+/** What each kind answers when all is well. */
+const expected = (a: Answer) => (a.kind === "revoked session" ? a.status === 401 : a.status === 200);
+
+// ---------------------------------------------------------------------------------------------------------
+// Helpers.
+
+async function until(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+): Promise<number | undefined> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (
+      await Promise.resolve()
+        .then(check)
+        .catch(() => false)
+    )
+      return Date.now();
+    if (Date.now() > end) return undefined;
+    await sleep(100);
+  }
+}
+
+async function leaderOf(stream: string): Promise<string | undefined> {
+  try {
+    return (await (await jetstreamManager(nc as NatsConnection, { timeout: 2_000 })).streams.info(stream))
+      .cluster?.leader;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every stream of the run (events, buckets, object stores) with all three copies current. */
+async function allCopiesCurrent(prefix: string, stream: string): Promise<boolean> {
+  const jsm = await jetstreamManager(nc as NatsConnection, { timeout: 2_000 });
+  for await (const info of jsm.streams.list()) {
+    if (info.config.name !== stream && !info.config.name.includes(prefix)) continue;
+    const current = 1 + (info.cluster?.replicas ?? []).filter((r) => r.current).length;
+    if (info.cluster?.leader === undefined || current < info.config.num_replicas) return false;
+  }
+  return true;
+}
+
+interface Phase {
+  readonly name: string;
+  readonly startedAt: number;
+  endedAt: number;
+  /** When the fault was over (the node back, the cluster back, the replica up). */
+  recoveredMs?: number;
+  note?: string;
+}
+const phases: Phase[] = [];
+
+async function phase(name: string, work: (p: Phase) => Promise<void>): Promise<void> {
+  currentPhase = name;
+  const p: Phase = { name, startedAt: Date.now(), endedAt: 0 };
+  phases.push(p);
+  say(name);
+  await work(p);
+  p.endedAt = Date.now();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The run.
+
+async function run(): Promise<number> {
+  say(`run ${stamp}: ${RATE} events/s, database ${dbName}, work directory ${workDir}`);
+  mkdirSync(join(workDir, "bundles"));
+  bundles = await bundleServices(join(workDir, "bundles"));
+
+  await cluster.start(3);
+  say(`NATS cluster: ${cluster.url}`);
+
+  databaseCreated = true;
+  await migrateAll(dbUrl.toString());
+  await seedDemo(dbUrl.toString(), { withAdmin: true });
+  db = new pg.Client({ connectionString: dbUrl.toString(), application_name: "chaos-cluster" });
+  await db.connect();
+  await instrumentJobWrites(db);
+
+  const secret = randomBytes(16).toString("hex");
+  receiver = new ChaosReceiver(secret, 50);
+  await receiver.start();
+
+  const prefix = `cl${stamp.replace(/_/g, "")}`;
+  const stream = `SVC_EVENTS_${prefix.toUpperCase()}`;
+  env = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "",
+    NODE_ENV: "test",
+    // Info: "service started" is how the run knows a replica is up.
+    LOG_LEVEL: "info",
+    DATABASE_URL: dbUrl.toString(),
+    DATABASE_POOL_SIZE: "4",
+    NATS_URL: cluster.url,
+    GATEWAY_HOST: "127.0.0.1",
+    SVC_SUBJECT_PREFIX: prefix,
+    SVC_EVENTS_STREAM: stream,
+    SHUTDOWN_DRAIN_DELAY_MS: String(GATEWAY_DRAIN_MS),
+    BackendHost__NatsReplicas: "3",
+    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
+      .privateKey.export({ type: "pkcs8", format: "pem" })
+      .toString(),
+    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+    BackendHost__JobLeaseMs: String(LEASE_MS),
+    BackendHost__JobPollIntervalMs: "200",
+    BackendHost__JobReaperIntervalMs: "500",
+    BackendHost__RateLimitAuthPerMinute: "100000",
+    BackendHost__RateLimitApiPerMinute: "1000000",
+    BackendHost__RateLimitAuthPerAccountPerMinute: "100000",
+  };
+  // One service at a time (each provisions what it needs on the cluster), then the second replicas.
+  for (const service of SERVICES) {
+    const first = await startReplica(service);
+    if ((await upAgain(first, 90_000)) === undefined) throw new Error(`${first.process.name} did not start`);
+  }
+  const seconds = await Promise.all(SERVICES.map((s) => startReplica(s)));
+  for (const r of seconds)
+    if ((await upAgain(r, 90_000)) === undefined) throw new Error(`${r.process.name} did not start`);
+  startBalancer();
+  await until(() => replicas.filter((r) => r.ready).length === 2, 10_000);
+  say("two replicas of each of the six services are up");
+
+  nc = await connectNats({
+    url: cluster.url,
+    name: "chaos-cluster",
+    logger: createLogger("chaos", "silent"),
+  });
+
+  const signIn = async () => {
+    const answer = await fetch(`${gatewayBase()}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: DEMO.adminUserName, password: DEMO.adminPassword }),
+    });
+    if (!answer.ok) throw new Error(`sign-in failed: ${answer.status} ${await answer.text()}`);
+    return ((await answer.json()) as { accessToken: string }).accessToken;
+  };
+  const token = await signIn();
+  const operatorApi = async (method: string, url: string, body?: unknown) => {
+    const answer = await fetch(`${gatewayBase()}${url}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!answer.ok) throw new Error(`${method} ${url}: ${answer.status} ${await answer.text()}`);
+    return answer.status === 204 ? undefined : ((await answer.json()) as Record<string, unknown>);
+  };
+  // A session revoked before any fault: it must stay refused throughout.
+  const doomed = await operatorApi("POST", "/api/users", {
+    userName: "cluster-revoked",
+    password: "a long chaos password",
+  });
+  const doomedToken = await (async () => {
+    const answer = await fetch(`${gatewayBase()}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "cluster-revoked", password: "a long chaos password" }),
+    });
+    return ((await answer.json()) as { accessToken: string }).accessToken;
+  })();
+  await operatorApi("PUT", `/api/users/${String(doomed?.id)}/activation?isActive=false`);
+  // Subscribed after that user was made: the receiver takes only the load's users.
+  for (const eventName of [CHAOS_EVENT, "user.created"])
+    await operatorApi("POST", "/api/webhooks", { eventName, targetUrl: receiver.url, secret });
+
+  load = new SteadyLoad(
+    createEventPublisher(nc, prefix, EventSource.flow("chaos")),
+    RATE,
+    DEMO.workspaceKey,
+    stamp,
+  );
+  userLoad = new OutboxLoad(gatewayBase, () => token, USER_RATE, chaosUserName);
+  client = new ClientLoad(() => token, doomedToken);
+  load.start();
+  userLoad.start();
+  client.start();
+
+  await phase("baseline", async () => {
+    await sleep(5_000);
+  });
+
+  let first = "";
+  await phase("kill -9 the events stream's leader node", async (p) => {
+    first = (await leaderOf(stream)) ?? "n1";
+    const at = Date.now();
+    await cluster.kill(first);
+    await sleep(5_000);
+    await cluster.revive(first);
+    p.recoveredMs = ((await until(() => allCopiesCurrent(prefix, stream), 60_000)) ?? Number.NaN) - at;
+    p.note = `${first} down 5 s; every copy current again after ${duration(p.recoveredMs)}`;
+  });
+
+  await phase("kill -9 another node", async (p) => {
+    const revocations = `KV_${prefix}_revoked_sessions`;
+    const leader = await leaderOf(revocations);
+    const second =
+      leader !== undefined && leader !== first ? leader : (cluster.names.find((n) => n !== first) ?? "n2");
+    const at = Date.now();
+    await cluster.kill(second);
+    await sleep(5_000);
+    await cluster.revive(second);
+    p.recoveredMs = ((await until(() => allCopiesCurrent(prefix, stream), 60_000)) ?? Number.NaN) - at;
+    p.note = `${second} down 5 s; every copy current again after ${duration(p.recoveredMs)}`;
+  });
+
+  await phase("kill -9 the whole cluster", async (p) => {
+    const at = Date.now();
+    for (const name of cluster.names) await cluster.kill(name);
+    await sleep(3_000);
+    await Promise.all(cluster.names.map((name) => cluster.revive(name)));
+    await cluster.waitForJetStream(60_000);
+    const back = await until(async () => {
+      const answer = await fetch(`${gatewayBase()}/api/rbac/roles`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(2_000),
+      }).catch(() => undefined);
+      return answer?.status === 200;
+    }, 60_000);
+    p.recoveredMs = (back ?? Number.NaN) - at;
+    await until(() => allCopiesCurrent(prefix, stream), 60_000);
+    p.note = `all three down 3 s; operator reads answer again after ${duration(p.recoveredMs)}`;
+  });
+
+  await phase("rolling update of every service", async (p) => {
+    for (const service of SERVICES) {
+      for (const old of replicas.filter((r) => r.service === service)) {
+        doing = `replacing ${old.process.name}`;
+        const fresh = await startReplica(service);
+        if ((await upAgain(fresh)) === undefined) throw new Error(`${fresh.process.name} did not start`);
+        if (fresh.base !== undefined) await until(() => fresh.ready, 5_000);
+        await retire(old);
+      }
+    }
+    p.note = "each replica: a new one started and up, then SIGTERM to the old";
+  });
+
+  const killed: string[] = [];
+  await phase("kill -9 one replica of each service", async (p) => {
+    const times: string[] = [];
+    for (const service of SERVICES) {
+      const victim = replicas.find((r) => r.service === service) as Replica;
+      doing = `kill -9 ${victim.process.name}`;
+      const at = Date.now();
+      await victim.process.kill9();
+      victim.ready = false;
+      victim.process.start();
+      const up = await upAgain(victim);
+      times.push(`${service} ${duration(up === undefined ? undefined : up - at)}`);
+      killed.push(victim.process.name);
+      await sleep(1_000);
+    }
+    p.note = `restarted at once; up again after: ${times.join(", ")}`;
+  });
+
+  currentPhase = "drain";
+  const loadStoppedAt = Date.now();
+  await Promise.all([load.stop(20_000), userLoad.stop(20_000), client.stop()]);
+  say(`load stopped: ${load.events.length} events created; draining`);
+  const drainStart = Date.now();
+  let drained = false;
+  while (Date.now() < drainStart + DRAIN_MS) {
+    await db.query(
+      `UPDATE job_reaper.jobs SET run_at = now()
+       WHERE type = 'webhook.deliver' AND status = 'Pending' AND run_at > now()`,
+    );
+    const dead = await deadLetterEventIds(db);
+    const open = load.events.filter(
+      (e) => e.ackedAt !== undefined && !receiver?.firstAcceptedAt.has(e.seq) && !dead.has(e.eventId),
+    ).length;
+    const openUsers = userLoad.users.filter(
+      (u) => u.committedAt !== undefined && !receiver?.userFirstAcceptedAt.has(u.n),
+    ).length;
+    const active =
+      (
+        await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM job_reaper.jobs WHERE status IN ('Pending', 'Running')`,
+        )
+      ).rows[0]?.n ?? 0;
+    if (open === 0 && openUsers === 0 && active === 0) {
+      drained = true;
+      break;
+    }
+    await sleep(1_000);
+  }
+  say(drained ? `drained in ${duration(Date.now() - drainStart)}` : "NOT drained");
+  shuttingDown = true;
+  clearTimeout(balancerTimer);
+  await Promise.all(replicas.map((r) => r.process.stop(15_000)));
+  return report({ drained, loadStoppedAt, killed });
+}
+
+async function report(o: { drained: boolean; loadStoppedAt: number; killed: string[] }): Promise<number> {
+  const r = receiver as ChaosReceiver;
+  const events = (load as SteadyLoad).events;
+  const acked = events.filter((e) => e.ackedAt !== undefined);
+  const dead = await deadLetterEventIds(db as pg.Client);
+  const lost = acked.filter((e) => !r.firstAcceptedAt.has(e.seq) && !dead.has(e.eventId));
+  const { extraJobs, doubleFinal } = await countDuplicateCompletions(db as pg.Client);
+  const multiIds = [...r.deliveryIdsBySeq.values()].filter((ids) => ids.size > 1).length;
+  const users = (userLoad as OutboxLoad).users;
+  const committed = users.filter((u) => u.committedAt !== undefined);
+  const lostUsers = committed.filter((u) => !r.userFirstAcceptedAt.has(u.n));
+  const answers = (client as ClientLoad).answers;
+  const revokedWorked = answers.filter((a) => a.kind === "revoked session" && a.status === 200).length;
+
+  console.log(
+    `\nCluster chaos run ${stamp}: three nats-servers, NatsReplicas 3, two replicas of each service, ${RATE} events/s\n`,
+  );
+  const rows = phases.map((p) => {
+    const own = answers.filter((a) => a.at >= p.startedAt && a.at < p.endedAt);
+    const failed = own.filter((a) => !expected(a));
+    const window = failed.length === 0 ? 0 : (failed.at(-1) as Answer).at - (failed[0] as Answer).at;
+    const statuses = new Map<number, number>();
+    for (const a of failed) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+    const lat = acked
+      .filter((e) => e.createdAt >= p.startedAt && e.createdAt < p.endedAt && r.firstAcceptedAt.has(e.seq))
+      .map((e) => (r.firstAcceptedAt.get(e.seq) as number) - (e.ackedAt as number))
+      .sort((a, b) => a - b);
+    return [
+      p.name,
+      duration(p.endedAt - p.startedAt),
+      String(own.length),
+      String(failed.length),
+      [...statuses].map(([s, n]) => `${s === 0 ? "no answer" : s} ${n}`).join(", ") || "-",
+      failed.length === 0 ? "-" : duration(window),
+      String(lat.length),
+      duration(percentile(lat, 50)),
+      duration(lat.at(-1)),
+    ];
+  });
+  console.log("Client requests and deliveries by phase");
+  console.log(
+    table(
+      [
+        "phase",
+        "lasted",
+        "requests",
+        "failed",
+        "failed with",
+        "failures over",
+        "events",
+        "p50",
+        "max latency",
+      ],
+      rows,
+    ),
+  );
+  for (const p of phases) if (p.note) console.log(`  ${p.name}: ${p.note}`);
+  for (const p of phases) {
+    const failedHere = answers.filter((a) => a.at >= p.startedAt && a.at < p.endedAt && !expected(a));
+    for (const a of failedHere.slice(0, 3))
+      console.log(
+        `  ${p.name}: +${((a.at - p.startedAt) / 1000).toFixed(1)} s ${a.kind} ${a.status === 0 ? "no answer" : a.status}${a.detail ? `: ${a.detail}` : ""}${a.during ? ` (${a.during})` : ""}`,
+      );
+  }
+  console.log(
+    "  requests: sign-ins, operator reads, public resolves and a revoked session (expected 401), each in a loop;\n" +
+      "  failed: any other answer (a 503 during a fault is the platform saying so, with Retry-After);\n" +
+      "  failures over: from the first failed request of the phase to its last; latency: JetStream\n" +
+      "  acknowledgement to the first accepted delivery of the phase's events",
+  );
+
+  const rolling = rows.find((row) => row[0] === "rolling update of every service");
+  const rollingFailed = Number(rolling?.[3] ?? 0);
+  const failed =
+    lost.length > 0 ||
+    extraJobs + doubleFinal > 0 ||
+    multiIds > 0 ||
+    lostUsers.length > 0 ||
+    revokedWorked > 0 ||
+    rollingFailed > 0 ||
+    crashes.length > 0 ||
+    !o.drained;
+  const totals: string[][] = [
+    ["events published (acknowledged by JetStream)", String(acked.length), `of ${events.length} created`],
+    [
+      "deliveries received (distinct delivery ids)",
+      String(r.deliveries.size),
+      `${r.accepted - r.deliveries.size} repeats of one id`,
+    ],
+    ["events delivered", String(r.firstAcceptedAt.size), ""],
+    ["dead letters", String(dead.size), ""],
+    ["LOST EVENTS", String(lost.length), "must be 0"],
+    ["events delivered under two delivery ids", String(multiIds), "must be 0"],
+    ["DUPLICATE JOB COMPLETIONS", String(extraJobs + doubleFinal), "must be 0"],
+    ["users created through the API", String(committed.length), `of ${users.length} asked`],
+    ["LOST USER EVENTS", String(lostUsers.length), "must be 0"],
+    ["REVOKED SESSION ACCEPTED", String(revokedWorked), "must be 0"],
+    ["FAILED REQUESTS DURING THE ROLLING UPDATE", String(rollingFailed), "must be 0"],
+    [
+      "SERVICES THAT CRASHED",
+      String(crashes.length),
+      crashes.map((c) => `${c.name} (${c.phase})`).join(", "),
+    ],
+    ["drained", o.drained ? "yes" : "NO", ""],
+  ];
+  console.log("\nTotals");
+  console.log(table(["figure", "value", "note"], totals));
+  console.log(
+    `\nresult: ${failed ? "FAILED (see above)" : "passed (nothing lost, nothing done twice, revocation held, no failed request while rolling)"}`,
+  );
+  return failed ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Cleanup.
+
+async function cleanup(): Promise<void> {
+  shuttingDown = true;
+  clearTimeout(balancerTimer);
+  const step = async (what: string, work: () => Promise<unknown>) => {
+    try {
+      await work();
+    } catch (error) {
+      process.stderr.write(`[cluster] cleanup: ${what} failed: ${(error as Error).message}\n`);
+    }
+  };
+  await step("stopping the load", async () =>
+    Promise.all([load?.stop(0), userLoad?.stop(0), client?.stop()]),
+  );
+  await step("stopping the services", () => Promise.all(replicas.map((r) => r.process.stop(0))));
+  await step("closing NATS", async () => nc?.close());
+  await step("stopping the receiver", async () => receiver?.stop());
+  await step("stopping the cluster", () => cluster.dispose());
+  await step("closing the database", async () => db?.end());
+  if (databaseCreated && args["keep-logs"]) say(`database ${dbName} kept`);
+  else if (databaseCreated) {
+    await step(`dropping ${dbName}`, async () => {
+      const root = new pg.Client({ connectionString: serverUrl.toString() });
+      await root.connect();
+      try {
+        await root.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+      } finally {
+        await root.end();
+      }
+    });
+  }
+  if (args["keep-logs"]) say(`logs kept in ${logDir}`);
+  else rmSync(workDir, { recursive: true, force: true });
+}
+
+process.on("exit", () => {
+  for (const r of replicas) r.process.killNow();
+});
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.on(sig, () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+setTimeout(() => {
+  say(`the run passed its deadline of ${DEADLINE_MS / 1000} s: stopping`);
+  void cleanup().finally(() => process.exit(2));
+}, DEADLINE_MS).unref();
+
+let code = 2;
+try {
+  code = await run();
+} catch (error) {
+  process.stderr.write(`[cluster] ${(error as Error).stack ?? String(error)}\n`);
+}
+await cleanup();
+process.exit(code);

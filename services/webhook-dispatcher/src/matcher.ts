@@ -19,7 +19,6 @@ import {
   AckPolicy,
   type ConsumerMessages,
   DeliverPolicy,
-  jetstream,
   jetstreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
@@ -104,7 +103,7 @@ export async function startMatcher(
   await ensureConsumer();
   let stopped = false;
   const bind = async () =>
-    consumeWatched(await jetstream(nc).consumers.get(options.stream, CONSUMER_NAME), {
+    consumeWatched(nc, options.stream, {
       maxMessages: 200,
       log: options.log,
       name: CONSUMER_NAME,

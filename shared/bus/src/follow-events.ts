@@ -5,7 +5,7 @@
  * nothing published while the service was down or failing is lost. A consumer that the server lost (a
  * server restarted without its store) is made again by `ensure`.
  */
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
 import { Header } from "@svc/wire-contract";
@@ -88,14 +88,11 @@ export async function followEvents(
         // Another replica made it meanwhile.
         .catch(() => jsm.consumers.info(options.stream, options.durable)),
     );
-    const messages = await consumeWatched(
-      await jetstream(nc).consumers.get(options.stream, options.durable),
-      {
-        maxMessages: 50,
-        log: options.log,
-        name: options.durable,
-      },
-    );
+    const messages = await consumeWatched(nc, options.stream, {
+      maxMessages: 50,
+      log: options.log,
+      name: options.durable,
+    });
     reading = { stop: () => void messages.stop() };
     void (async () => {
       for await (const m of messages) {

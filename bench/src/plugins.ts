@@ -131,6 +131,13 @@ const ROUTE_PLUGIN = `export class Bench {
 }
 `;
 
+/** The route plugin's package (`bench`, route `GET /info` under `bench.thing.read`), signed as benchSignerEnv trusts. */
+export function routePluginPackage(): Promise<Buffer> {
+  return onePackage(1024, ROUTE_PLUGIN, [
+    { method: "GET", path: "/info", permission: "bench.thing.read", handler: "info" },
+  ]);
+}
+
 export interface ActivationBenchResult {
   readonly cycles: number;
   readonly activate: { p50: number; p95: number };
@@ -144,9 +151,7 @@ export async function runActivationBench(
   cycles = 200,
 ): Promise<ActivationBenchResult> {
   const auth = { authorization: `Bearer ${accessToken}` };
-  const bytes = await onePackage(1024, ROUTE_PLUGIN, [
-    { method: "GET", path: "/info", permission: "bench.thing.read", handler: "info" },
-  ]);
+  const bytes = await routePluginPackage();
   const installed = await fetch(`${gateway}/api/plugins/install`, {
     method: "POST",
     headers: { ...auth, "content-type": "application/gzip" },

@@ -4,7 +4,8 @@
  * each of the six services (esbuild bundles, as deployed), under steady load: events published onto
  * JetStream and delivered to a webhook receiver (each delivery a job), users created through the API
  * (rbac's outbox), and a client sending sign-ins, operator reads, public resolves and a revoked session
- * through whichever gateway replica is ready (as a Kubernetes Service would). In turn it:
+ * through whichever gateway replica is ready (as a Kubernetes Service would), and a plugin route (each
+ * registry replica runs the plugin). In turn it:
  *   - kills -9 the NATS node leading the events stream, and starts it again;
  *   - kills -9 another node, and starts it again;
  *   - kills -9 the whole cluster, and starts it again on its stores;
@@ -33,6 +34,7 @@ import { connectNats, createEventPublisher, EventSource } from "@svc/bus";
 import { createLogger } from "@svc/observability";
 import pg from "pg";
 
+import { benchSignerEnv, routePluginPackage } from "../../bench/src/plugins.js";
 import { DEMO, migrateAll, seedDemo, type ServiceDir, SERVICES } from "../../scripts/lib/stack.js";
 import { NatsCluster } from "../support/nats-cluster.js";
 import { countDuplicateCompletions, deadLetterEventIds, instrumentJobWrites } from "./jobs-audit.js";
@@ -198,7 +200,7 @@ function gatewayBase(): string {
 
 interface Answer {
   readonly at: number;
-  readonly kind: "sign-in" | "operator read" | "public resolve" | "revoked session";
+  readonly kind: "sign-in" | "operator read" | "public resolve" | "plugin route" | "revoked session";
   readonly status: number;
   /** A failure's problem detail, and what the run was doing then. */
   readonly detail?: string;
@@ -220,7 +222,13 @@ class ClientLoad {
 
   start(): void {
     this.running = true;
-    const kinds: Answer["kind"][] = ["sign-in", "operator read", "public resolve", "revoked session"];
+    const kinds: Answer["kind"][] = [
+      "sign-in",
+      "operator read",
+      "public resolve",
+      "plugin route",
+      "revoked session",
+    ];
     this.loops = kinds.map((kind) => this.loop(kind));
   }
 
@@ -234,7 +242,9 @@ class ClientLoad {
           method: kind === "sign-in" ? "POST" : "GET",
           headers: {
             ...(kind === "sign-in" ? { "content-type": "application/json" } : {}),
-            ...(kind === "operator read" ? { authorization: `Bearer ${this.token()}` } : {}),
+            ...(kind === "operator read" || kind === "plugin route"
+              ? { authorization: `Bearer ${this.token()}` }
+              : {}),
             ...(kind === "revoked session" ? { authorization: `Bearer ${this.revoked}` } : {}),
           },
           ...(kind === "sign-in"
@@ -267,7 +277,9 @@ const path = (kind: Answer["kind"]) =>
       ? "/api/rbac/roles"
       : kind === "public resolve"
         ? "/workspace/public/resolve"
-        : "/api/workspaces";
+        : kind === "plugin route"
+          ? "/api/plugins/bench/info"
+          : "/api/workspaces";
 
 /** What each kind answers when all is well. */
 const expected = (a: Answer) => (a.kind === "revoked session" ? a.status === 401 : a.status === 200);
@@ -328,6 +340,13 @@ async function phase(name: string, work: (p: Phase) => Promise<void>): Promise<v
   phases.push(p);
   say(name);
   await work(p);
+  // The phase lasts until the client has seen 2 s without a failure (30 s at most): what follows starts
+  // on a platform that serves again, and the failures of this fault are counted here.
+  await until(() => {
+    const since = Date.now() - 2_000;
+    const recent = (client?.answers ?? []).filter((a) => a.at >= since);
+    return recent.length > 0 && recent.every(expected);
+  }, 30_000);
   p.endedAt = Date.now();
 }
 
@@ -380,6 +399,8 @@ async function run(): Promise<number> {
     BackendHost__RateLimitAuthPerMinute: "100000",
     BackendHost__RateLimitApiPerMinute: "1000000",
     BackendHost__RateLimitAuthPerAccountPerMinute: "100000",
+    // The plugin of the plugin route: the benchmark's, signed by its signer.
+    ...benchSignerEnv(),
   };
   // One service at a time (each provisions what it needs on the cluster), then the second replicas.
   for (const service of SERVICES) {
@@ -435,6 +456,28 @@ async function run(): Promise<number> {
     return ((await answer.json()) as { accessToken: string }).accessToken;
   })();
   await operatorApi("PUT", `/api/users/${String(doomed?.id)}/activation?isActive=false`);
+  // A plugin with a route, run by both registry replicas (each keeps the active plugins loaded).
+  const installed = await fetch(`${gatewayBase()}/api/plugins/install`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+    body: await routePluginPackage(),
+  });
+  if (installed.status !== 201)
+    throw new Error(`plugin install: ${installed.status} ${await installed.text()}`);
+  await operatorApi("POST", "/api/plugins/bench/activate");
+  const routed = await until(async () => {
+    const answers = await Promise.all(
+      replicas
+        .filter((r) => r.base !== undefined)
+        .map((r) =>
+          fetch(`${r.base as string}/api/plugins/bench/info`, {
+            headers: { authorization: `Bearer ${token}` },
+          }),
+        ),
+    );
+    return answers.every((a) => a.status === 200);
+  }, 30_000);
+  if (routed === undefined) throw new Error("the plugin route did not answer on every gateway");
   // Subscribed after that user was made: the receiver takes only the load's users.
   for (const eventName of [CHAOS_EVENT, "user.created"])
     await operatorApi("POST", "/api/webhooks", { eventName, targetUrl: receiver.url, secret });
@@ -630,7 +673,7 @@ async function report(o: { drained: boolean; loadStoppedAt: number; killed: stri
       );
   }
   console.log(
-    "  requests: sign-ins, operator reads, public resolves and a revoked session (expected 401), each in a loop;\n" +
+    "  requests: sign-ins, operator reads, public resolves, a plugin route and a revoked session (expected\n  401), each in a loop;\n" +
       "  failed: any other answer (a 503 during a fault is the platform saying so, with Retry-After);\n" +
       "  failures over: from the first failed request of the phase to its last; latency: JetStream\n" +
       "  acknowledgement to the first accepted delivery of the phase's events",

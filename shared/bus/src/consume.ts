@@ -2,21 +2,22 @@
  * Pulling from a durable consumer so that a stalled pull is noticed within seconds. A JetStream leader
  * change (a node lost, a node back) drops the pending pull request, and the client learns of it only by
  * the heartbeats that stop coming: with the library's defaults (30 s pulls, a heartbeat every 15 s) that
- * is 30-60 s without a message and without a word. Here a pull lasts 2 s and the server beats every
- * second, so two missed beats (2 s) make the client pull again; the stall and the recovery are logged.
+ * is 30-60 s without a message and without a word. Here a pull lasts 1 s (the library's least) and the
+ * server beats every 0.5 s, so two missed beats (1 s) make the client pull again; the stall and the
+ * recovery are logged. An idle consumer costs a pull request a second.
  *
  * Before pulling again the library asks for the consumer's info until it answers, waiting a pull's
  * length between tries; after a reconnect (the client's server was the node lost) it does only that.
  * With the library's 5 s API timeout and 5 s pulls, a consumer whose leader was being elected came back
  * after 10-15 s (`make chaos CHAOS_ARGS=--cluster`); here each try takes 2 s at most and the next one
- * follows 2 s later.
+ * follows 1 s later.
  */
 import { type ConsumerMessages, jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
 
-export const PULL_EXPIRES_MS = 2_000;
-export const PULL_HEARTBEAT_MS = 1_000;
+export const PULL_EXPIRES_MS = 1_000;
+export const PULL_HEARTBEAT_MS = 500;
 /** How long the consumer's JetStream API requests (its info, while recovering) wait for an answer. */
 export const CONSUMER_API_TIMEOUT_MS = 2_000;
 

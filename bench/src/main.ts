@@ -15,7 +15,8 @@
  * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
  * HTTP part runs on a nats-server of its own with the production shape: operator mode, TLS with client
  * certificates, each service on its own user, plugin users minted per activation; the moleculer
- * reference stays on the open server).
+ * reference stays on the open server), --cluster (the webhooks part again on a three-node NATS cluster of
+ * its own with three copies of the stream, and the ratio to the single server).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -36,6 +37,7 @@ import {
   SERVICES,
   waitFor,
 } from "../../scripts/lib/stack.js";
+import { NatsCluster } from "../../test/support/nats-cluster.js";
 import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
@@ -64,6 +66,8 @@ const { values: args } = parseArgs({
     // Plugin processes the registry keeps started (BackendHost__PluginSpareProcesses; default: the setting's).
     "plugin-spares": { type: "string" },
     secure: { type: "boolean", default: false },
+    // The webhooks part once more on a three-node NATS cluster with three copies of the stream (issue 25).
+    cluster: { type: "boolean", default: false },
   },
 });
 const only = args.only;
@@ -463,7 +467,25 @@ if (only === undefined || only === "http" || only === "plugins") {
   printHttp();
 }
 if (only === undefined || only === "webhooks") {
-  printWebhooksResults(await runWebhooksBench(serverUrl, stamp));
+  const single = await runWebhooksBench(serverUrl, stamp);
+  printWebhooksResults(single);
+  if (args.cluster) {
+    log("webhooks on a three-node NATS cluster, three copies of the events stream");
+    const cluster = new NatsCluster();
+    await cluster.start(3);
+    try {
+      const on = await runWebhooksBench(serverUrl, `${stamp}c`, 10_000, 10, {
+        natsUrl: cluster.url,
+        replicas: 3,
+      });
+      printWebhooksResults(on, "three nats-servers, three copies");
+      console.log(
+        `  cluster / one server: deliveries ${(on.deliveriesPerSecond / single.deliveriesPerSecond).toFixed(2)}x, publishes ${(on.publishPerSecond / single.publishPerSecond).toFixed(2)}x, steady p99 ${on.latencyP99Ms} ms against ${single.latencyP99Ms} ms`,
+      );
+    } finally {
+      await cluster.dispose();
+    }
+  }
 }
 if (only === undefined || only === "jobs") {
   const jobs = Number(args.jobs);

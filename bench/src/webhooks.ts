@@ -33,11 +33,13 @@ export async function runWebhooksBench(
   stamp: string,
   burst = 10_000,
   steadySeconds = 10,
+  /** Another NATS (a cluster's URLs, comma-separated) and the copies the stream keeps there. */
+  bus: { readonly natsUrl?: string; readonly replicas?: number } = {},
 ): Promise<WebhooksBenchResult> {
   const dbName = `svc_bench_hooks_${stamp}`;
   const dbUrl = new URL(serverUrl);
   dbUrl.pathname = `/${dbName}`;
-  const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+  const natsUrl = bus.natsUrl ?? process.env.NATS_URL ?? "nats://127.0.0.1:4222";
   const prefix = `benchhooks${stamp}`;
   const stream = `SVC_EVENTS_BENCHHOOKS${stamp.toUpperCase()}`;
   await migrateAll(dbUrl.toString());
@@ -67,11 +69,12 @@ export async function runWebhooksBench(
     ...process.env,
     ...productionEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+    BackendHost__NatsReplicas: String(bus.replicas ?? 1),
   };
   const children: ChildProcess[] = [];
   const admin = new pg.Client({ connectionString: dbUrl.toString() });
   await admin.connect();
-  const nc = await connect({ servers: natsUrl });
+  const nc = await connect({ servers: natsUrl.split(",") });
   try {
     // The dispatcher seals secrets with the key above; insert the subscription the way it would.
     const { createSecretBox } = await import("../../services/webhook-dispatcher/src/secrets.js");
@@ -171,8 +174,8 @@ export async function runWebhooksBench(
   }
 }
 
-export function printWebhooksResults(r: WebhooksBenchResult) {
-  console.log(`\nWebhooks end to end (one subscription, local receiver, signed deliveries)`);
+export function printWebhooksResults(r: WebhooksBenchResult, on = "one nats-server") {
+  console.log(`\nWebhooks end to end (one subscription, local receiver, signed deliveries; ${on})`);
   console.log(
     `  burst of ${r.burstEvents} events: published ${r.publishPerSecond.toFixed(0)}/s, delivered ${r.deliveriesPerSecond.toFixed(0)}/s (target >= 1000/s: ${r.deliveriesPerSecond >= 1000 ? "met" : "NOT met"})`,
   );

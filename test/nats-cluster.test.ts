@@ -148,16 +148,7 @@ describe("on a three-node NATS cluster", () => {
     expect(killed).toBe(true);
     await cluster.revive(victim);
     // Every user the API said it created is delivered (at least once, by delivery id).
-    await until(
-      async () => {
-        const seen = new Set(
-          receiver.received.map((r) => (JSON.parse(r.body) as { data: { userId: string } }).data.userId),
-        );
-        return made.every((id) => seen.has(id));
-      },
-      60_000,
-      250,
-    );
+    await receiver.waitForUsers(made);
     expect(made.length + failed.length).toBe(60);
     // A refusal while a leader moves is a 503 the client may retry, never a 500.
     expect(failed.every((s) => s === 503)).toBe(true);

@@ -135,16 +135,7 @@ describe.skipIf(!available)("PostgreSQL lost and back (issue 25, item 4)", () =>
     expect(made.length + refused.length).toBe(80);
 
     // Every user the API said it created is delivered (at least once).
-    await until(
-      async () => {
-        const seen = new Set(
-          receiver.received.map((r) => (JSON.parse(r.body) as { data: { userId: string } }).data.userId),
-        );
-        return made.every((id) => seen.has(id));
-      },
-      60_000,
-      250,
-    );
+    await receiver.waitForUsers(made);
 
     // Every job succeeds: leases cut short by the loss expire and are taken again (the job reaper's sweep).
     await until(

@@ -22,8 +22,7 @@
  *   make chaos CHAOS_ARGS="--cluster --keep-logs"   keep the processes' and nats-servers' logs and the database
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -42,6 +41,7 @@ import { CHAOS_EVENT, OutboxLoad, SteadyLoad } from "./load.js";
 import { bundleServices, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, percentile, table } from "./report.js";
+import { chaosRun } from "./run.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -59,19 +59,10 @@ const DEADLINE_MS = 420_000;
 const GATEWAY_DRAIN_MS = 1_500;
 const LEASE_MS = 3_000;
 
-const t0 = Date.now();
-const say = (message: string) =>
-  process.stdout.write(`[cluster +${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${message}\n`);
-
-const stamp = `${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}_${randomBytes(2).toString("hex")}`;
-const dbName = `svc_chaos_cluster_${stamp}`;
-const serverUrl = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
-serverUrl.pathname = "/postgres";
-const dbUrl = new URL(serverUrl);
-dbUrl.pathname = `/${dbName}`;
-const workDir = mkdtempSync(join(tmpdir(), "svc-chaos-cluster-"));
-const logDir = join(workDir, "logs");
-mkdirSync(logDir);
+const { say, stamp, dbName, serverUrl, dbUrl, workDir, logDir } = chaosRun(
+  "chaos-cluster",
+  "svc_chaos_cluster_",
+);
 if (args["keep-logs"]) process.env.SVC_KEEP_CLUSTER = "1";
 
 const cluster = new NatsCluster();
@@ -498,15 +489,19 @@ async function run(): Promise<number> {
     await sleep(5_000);
   });
 
+  /** kill -9 a node, start it again 5 s later, and wait until every copy is current again. */
+  const killNode = async (p: Phase, name: string) => {
+    const at = Date.now();
+    await cluster.kill(name);
+    await sleep(5_000);
+    await cluster.revive(name);
+    p.recoveredMs = ((await until(() => allCopiesCurrent(prefix, stream), 60_000)) ?? Number.NaN) - at;
+    p.note = `${name} down 5 s; every copy current again after ${duration(p.recoveredMs)}`;
+  };
   let first = "";
   await phase("kill -9 the events stream's leader node", async (p) => {
     first = (await leaderOf(stream)) ?? "n1";
-    const at = Date.now();
-    await cluster.kill(first);
-    await sleep(5_000);
-    await cluster.revive(first);
-    p.recoveredMs = ((await until(() => allCopiesCurrent(prefix, stream), 60_000)) ?? Number.NaN) - at;
-    p.note = `${first} down 5 s; every copy current again after ${duration(p.recoveredMs)}`;
+    await killNode(p, first);
   });
 
   await phase("kill -9 another node", async (p) => {
@@ -514,12 +509,7 @@ async function run(): Promise<number> {
     const leader = await leaderOf(revocations);
     const second =
       leader !== undefined && leader !== first ? leader : (cluster.names.find((n) => n !== first) ?? "n2");
-    const at = Date.now();
-    await cluster.kill(second);
-    await sleep(5_000);
-    await cluster.revive(second);
-    p.recoveredMs = ((await until(() => allCopiesCurrent(prefix, stream), 60_000)) ?? Number.NaN) - at;
-    p.note = `${second} down 5 s; every copy current again after ${duration(p.recoveredMs)}`;
+    await killNode(p, second);
   });
 
   await phase("kill -9 the whole cluster", async (p) => {

@@ -15,8 +15,7 @@
  *   make chaos CHAOS_ARGS="--rate 40 --keep-logs"  another rate; keep the processes' logs
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -41,6 +40,7 @@ import { CHAOS_EVENT, type ChaosEvent, OutboxLoad, SteadyLoad } from "./load.js"
 import { bundleServices, type ExitRecord, findNatsServer, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, errorLines, percentile, seconds, table } from "./report.js";
+import { chaosRun } from "./run.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -102,22 +102,10 @@ const CIRCUIT_OPEN_MS = 2_000;
 /** Events published this long before a fault were in flight when it struck: they count for it. */
 const IN_FLIGHT_MS = 1_000;
 
-const t0 = Date.now();
-const say = (message: string) =>
-  process.stdout.write(`[chaos +${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${message}\n`);
-
 // ---------------------------------------------------------------------------------------------------------
 // What the run owns, for the cleanup.
 
-const stamp = `${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}_${randomBytes(2).toString("hex")}`;
-const dbName = `svc_chaos_${stamp}`;
-const serverUrl = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
-serverUrl.pathname = "/postgres";
-const dbUrl = new URL(serverUrl);
-dbUrl.pathname = `/${dbName}`;
-const workDir = mkdtempSync(join(tmpdir(), "svc-chaos-"));
-const logDir = join(workDir, "logs");
-mkdirSync(logDir);
+const { t0, say, stamp, dbName, serverUrl, dbUrl, workDir, logDir } = chaosRun("chaos", "svc_chaos_");
 const aborter = new AbortController();
 const signal = aborter.signal;
 

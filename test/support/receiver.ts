@@ -47,6 +47,20 @@ export class Receiver {
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
   }
 
+  /** Until a `user.created` delivery has come for each of `userIds` (at least once). */
+  async waitForUsers(userIds: readonly string[], timeoutMs = 60_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const seen = new Set(
+        this.received.map((r) => (JSON.parse(r.body) as { data: { userId?: string } }).data.userId),
+      );
+      const missing = userIds.filter((id) => !seen.has(id));
+      if (missing.length === 0) return;
+      if (Date.now() > until) throw new Error(`no delivery for ${missing.length} of ${userIds.length} users`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
   async waitFor(count: number, timeoutMs = 10_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     while (this.received.length < count) {

@@ -21,7 +21,7 @@
  *   make chaos CHAOS_ARGS=--cluster                 the run (about 3 minutes)
  *   make chaos CHAOS_ARGS="--cluster --keep-logs"   keep the processes' and nats-servers' logs and the database
  */
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -41,7 +41,7 @@ import { CHAOS_EVENT, OutboxLoad, SteadyLoad } from "./load.js";
 import { bundleServices, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, percentile, table } from "./report.js";
-import { chaosRun } from "./run.js";
+import { chaosRun, chaosServiceEnv, pollUntil } from "./run.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -86,8 +86,6 @@ interface Replica {
   /** The gateway's address (each gateway replica has its own port). */
   readonly base?: string;
   ready: boolean;
-  /** Taken out of the balancer (being stopped). */
-  leaving: boolean;
 }
 const replicas: Replica[] = [];
 let replicaCount = 0;
@@ -117,7 +115,6 @@ async function startReplica(service: ServiceDir): Promise<Replica> {
     process: proc,
     ...(port === undefined ? {} : { base: `http://127.0.0.1:${port}` }),
     ready: false,
-    leaving: false,
   };
   replicas.push(replica);
   proc.start();
@@ -154,9 +151,7 @@ async function readyStatus(base: string): Promise<number> {
 
 /** Stops a replica as Kubernetes does (SIGTERM, out of the balancer once /ready says so) and forgets it. */
 async function retire(r: Replica): Promise<void> {
-  const stopping = r.process.stop(20_000);
-  await stopping;
-  r.leaving = true;
+  await r.process.stop(20_000);
   replicas.splice(replicas.indexOf(r), 1);
 }
 
@@ -171,7 +166,7 @@ function startBalancer(): void {
       replicas
         .filter((r) => r.base !== undefined)
         .map(async (r) => {
-          r.ready = !r.leaving && (await readyStatus(r.base as string)) === 200;
+          r.ready = (await readyStatus(r.base as string)) === 200;
         }),
     );
     if (!shuttingDown) balancerTimer = setTimeout(() => void poll(), 100);
@@ -278,22 +273,15 @@ const expected = (a: Answer) => (a.kind === "revoked session" ? a.status === 401
 // ---------------------------------------------------------------------------------------------------------
 // Helpers.
 
-async function until(
-  check: () => Promise<boolean> | boolean,
-  timeoutMs: number,
-): Promise<number | undefined> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (
-      await Promise.resolve()
+/** Polls until `check` holds, a check that throws counting as not yet; the time it held, or undefined. */
+const until = (check: () => Promise<boolean> | boolean, timeoutMs: number) =>
+  pollUntil(
+    () =>
+      Promise.resolve()
         .then(check)
-        .catch(() => false)
-    )
-      return Date.now();
-    if (Date.now() > end) return undefined;
-    await sleep(100);
-  }
-}
+        .catch(() => false),
+    timeoutMs,
+  );
 
 async function leaderOf(stream: string): Promise<string | undefined> {
   try {
@@ -366,27 +354,17 @@ async function run(): Promise<number> {
   const prefix = `cl${stamp.replace(/_/g, "")}`;
   const stream = `SVC_EVENTS_${prefix.toUpperCase()}`;
   env = {
-    PATH: process.env.PATH ?? "",
-    HOME: process.env.HOME ?? "",
-    NODE_ENV: "test",
+    ...chaosServiceEnv({
+      databaseUrl: dbUrl.toString(),
+      natsUrl: cluster.url,
+      prefix,
+      stream,
+      leaseMs: LEASE_MS,
+    }),
     // Info: "service started" is how the run knows a replica is up.
     LOG_LEVEL: "info",
-    DATABASE_URL: dbUrl.toString(),
-    DATABASE_POOL_SIZE: "4",
-    NATS_URL: cluster.url,
-    GATEWAY_HOST: "127.0.0.1",
-    SVC_SUBJECT_PREFIX: prefix,
-    SVC_EVENTS_STREAM: stream,
     SHUTDOWN_DRAIN_DELAY_MS: String(GATEWAY_DRAIN_MS),
     BackendHost__NatsReplicas: "3",
-    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
-      .privateKey.export({ type: "pkcs8", format: "pem" })
-      .toString(),
-    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
-    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
-    BackendHost__JobLeaseMs: String(LEASE_MS),
-    BackendHost__JobPollIntervalMs: "200",
-    BackendHost__JobReaperIntervalMs: "500",
     BackendHost__RateLimitAuthPerMinute: "100000",
     BackendHost__RateLimitApiPerMinute: "1000000",
     BackendHost__RateLimitAuthPerAccountPerMinute: "100000",

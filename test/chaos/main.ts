@@ -14,7 +14,7 @@
  *   make chaos CHAOS_ARGS=--quick                shorter phases (about a minute)
  *   make chaos CHAOS_ARGS="--rate 40 --keep-logs"  another rate; keep the processes' logs
  */
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -40,7 +40,7 @@ import { CHAOS_EVENT, type ChaosEvent, OutboxLoad, SteadyLoad } from "./load.js"
 import { bundleServices, type ExitRecord, findNatsServer, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, errorLines, percentile, seconds, table } from "./report.js";
-import { chaosRun } from "./run.js";
+import { chaosRun, chaosServiceEnv, pollUntil } from "./run.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -238,18 +238,9 @@ async function allReady(): Promise<boolean> {
   return states.every(Boolean);
 }
 
-/** Polls until `check` holds; the time it first held, or undefined after `timeoutMs`. */
-async function until(
-  check: () => Promise<boolean> | boolean,
-  timeoutMs: number,
-): Promise<number | undefined> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return Date.now();
-    if (Date.now() > end) return undefined;
-    await sleep(100, undefined, { signal });
-  }
-}
+/** Polls until `check` holds (stopped with the run); the time it first held, or undefined after `timeoutMs`. */
+const until = (check: () => Promise<boolean> | boolean, timeoutMs: number) =>
+  pollUntil(check, timeoutMs, signal);
 
 /**
  * Deliveries flow: the receiver accepted an event first published at or after `since` (scanning the
@@ -542,25 +533,15 @@ async function run(): Promise<number> {
   gatewayBase = `http://127.0.0.1:${gatewayPort}`;
   const prefix = `chaos${stamp.replace(/_/g, "")}`;
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH ?? "",
-    HOME: process.env.HOME ?? "",
-    NODE_ENV: "test",
+    ...chaosServiceEnv({
+      databaseUrl: dbUrl.toString(),
+      natsUrl,
+      prefix,
+      stream: `SVC_EVENTS_${prefix.toUpperCase()}`,
+      leaseMs: LEASE_MS,
+    }),
     LOG_LEVEL: "warn",
-    DATABASE_URL: dbUrl.toString(),
-    DATABASE_POOL_SIZE: "4",
-    NATS_URL: natsUrl,
-    GATEWAY_HOST: "127.0.0.1",
     GATEWAY_PORT: String(gatewayPort),
-    SVC_SUBJECT_PREFIX: prefix,
-    SVC_EVENTS_STREAM: `SVC_EVENTS_${prefix.toUpperCase()}`,
-    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
-      .privateKey.export({ type: "pkcs8", format: "pem" })
-      .toString(),
-    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
-    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
-    BackendHost__JobLeaseMs: String(LEASE_MS),
-    BackendHost__JobPollIntervalMs: "200",
-    BackendHost__JobReaperIntervalMs: "500",
     BackendHost__WebhookCircuitOpenMs: String(CIRCUIT_OPEN_MS),
     // The harness signs in again after each NATS outage; the limit itself is not under test here.
     BackendHost__RateLimitAuthPerMinute: "1000",

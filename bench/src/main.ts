@@ -205,7 +205,7 @@ let pluginResults: PluginBenchResult | undefined;
 let activationResults: ActivationBenchResult | undefined;
 const routeResults: Array<LoadResult & { name: string }> = [];
 const surfaceResults: Array<LoadResult & { name: string }> = [];
-const memory: Array<{ service: string; rssMb: number }> = [];
+const memory: Array<{ service: string; startedMb: number; idleMb: number }> = [];
 const idle: Array<{ service: string; cpuPercent: number }> = [];
 let idleTransactionsPerSecond = 0;
 
@@ -303,9 +303,12 @@ async function httpBench() {
     const gateway = `http://127.0.0.1:${gatewayPort}`;
     await httpReady(`${gateway}/ready`);
     await new Promise((r) => setTimeout(r, 3_000));
-    for (const { name, child } of services) memory.push({ service: name, rssMb: rssMb(child.pid as number) });
+    const started = services.map(({ child }) => rssMb(child.pid as number));
     log("measuring the idle stack for 10 s");
     await measureIdle(services, 10);
+    services.forEach(({ name, child }, i) =>
+      memory.push({ service: name, startedMb: started[i] as number, idleMb: rssMb(child.pid as number) }),
+    );
     if (only !== "plugins") await loadRuns(stackEnv, gateway);
     const accessToken = await signInAdmin(gateway);
     if (only !== "plugins") {
@@ -419,9 +422,11 @@ function printHttp() {
       );
     }
   }
-  console.log("\nidle resident memory (target < 100 MB each)");
+  console.log("\nresident memory 3 s after ready, then after 10 s idle (target < 100 MB each, idle)");
   for (const m of memory)
-    console.log(`  ${pad(m.service, 20)}${m.rssMb.toFixed(1)} MB ${m.rssMb < 100 ? "" : "(over)"}`);
+    console.log(
+      `  ${pad(m.service, 20)}${m.startedMb.toFixed(1)} MB, idle ${m.idleMb.toFixed(1)} MB ${m.idleMb < 100 ? "" : "(over)"}`,
+    );
   console.log("\nidle CPU over 10 s, no request and no job (target < 2 % each)");
   for (const c of idle)
     console.log(`  ${pad(c.service, 20)}${c.cpuPercent.toFixed(2)} % ${c.cpuPercent < 2 ? "" : "(over)"}`);

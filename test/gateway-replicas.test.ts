@@ -7,14 +7,14 @@ import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 // Internal: the shared counter's key, to wait for what the replicas wrote.
 import { rateLimitKey } from "../services/gateway/src/auth/rate-limiter.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, type HttpResponse, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
-import { until } from "./support/wait.js";
+import { inOneRateWindow, until } from "./support/wait.js";
 
 const h = await createHarness();
 let operator: string;
@@ -103,6 +103,7 @@ describe("session revocation across two gateways", () => {
 });
 
 describe("rate limits across two gateways", () => {
+  beforeEach(() => inOneRateWindow());
   it("the api policy counts one client's requests on both replicas, answering 429 with Retry-After: 60", async () => {
     const env = {
       BackendHost__RateLimitApiPerMinute: "10",
@@ -206,6 +207,7 @@ describe("rate limits across two gateways", () => {
 });
 
 describe("when the limiter's store is unreachable", () => {
+  beforeEach(() => inOneRateWindow());
   it("sign-in fails closed with a 503 problem, while the API keeps answering", async () => {
     const prefix = `${h.env.SVC_SUBJECT_PREFIX}lc`;
     await h.start(rbacService, { SVC_SUBJECT_PREFIX: prefix });

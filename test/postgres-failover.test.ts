@@ -79,6 +79,9 @@ describe.skipIf(!available)("PostgreSQL lost and back (issue 25, item 4)", () =>
     );
     const runs = new Map<number, number>();
     const ranAt: number[] = [];
+    // The second half waits for the loss, so that the work spans it however fast the first half runs.
+    let databaseGone = () => undefined as void;
+    const gone = new Promise<void>((resolve) => (databaseGone = resolve));
     const worker = new JobWorker({
       db,
       databaseUrl: url,
@@ -90,6 +93,7 @@ describe.skipIf(!available)("PostgreSQL lost and back (issue 25, item 4)", () =>
     worker.register(countJob, {
       concurrency: 4,
       handler: async ({ payload }) => {
+        if (payload.n >= jobs / 2) await gone;
         runs.set(payload.n, (runs.get(payload.n) ?? 0) + 1);
         ranAt.push(Date.now());
         await new Promise((resolve) => setTimeout(resolve, 25));
@@ -106,6 +110,7 @@ describe.skipIf(!available)("PostgreSQL lost and back (issue 25, item 4)", () =>
       if (n === 20) {
         server?.stop("immediate");
         downAt = Date.now();
+        databaseGone();
       }
       if (n === 30) {
         await server?.up();

@@ -4,11 +4,12 @@
  */
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
 import { bearerApi, signIn } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
+import { inOneRateWindow } from "./support/wait.js";
 
 const h = await createHarness();
 let base: string;
@@ -39,6 +40,7 @@ beforeAll(async () => {
 });
 
 describe("sign-in limits", () => {
+  beforeEach(() => inOneRateWindow());
   it("limits attempts per account, whatever address they come from", async () => {
     for (let i = 1; i <= 3; i++) {
       expect((await login("target", "a wrong guess", `198.51.100.${i}`)).status).toBe(401);

@@ -29,3 +29,13 @@ export async function eventually<T>(
   }
   return value;
 }
+
+/**
+ * Rate limits count in fixed windows of a wall-clock minute: a test that makes N attempts and expects the
+ * (N+1)th refused must make them all in one window. Waits, when the current minute has less than
+ * `needMs` left, until the next one begins.
+ */
+export async function inOneRateWindow(needMs = 10_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < needMs) await new Promise((r) => setTimeout(r, left + 50));
+}

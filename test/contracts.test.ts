@@ -31,6 +31,7 @@ import {
   serveRoutes,
   webhookRoutes,
 } from "@svc/contracts";
+import { defineJob } from "@svc/jobs";
 import { defineService, type ServiceDefinition } from "@svc/runtime";
 import { type gatewaySettings } from "@svc/service-gateway";
 import { jobReaperSettings } from "@svc/service-job-reaper";
@@ -232,7 +233,39 @@ export function compileTimeChecks(bus: Bus) {
 
   // @ts-expect-error a broadcast's payload is its contract's
   publishBroadcast(bus, resolverBroadcasts["cache.invalidate"], { reason: 1 });
+
+  // A service's start answers a handler for every job type it declares, typed by the job's payload.
+  defineService(jobReaperContract, {
+    settings: jobReaperSettings,
+    jobs: { count: countJob },
+    start: () => ({
+      routes: {} as RouteImplementation<typeof jobReaperContract.routes>,
+      messages: {},
+      // @ts-expect-error the job type count has no handler
+      jobs: {},
+    }),
+  });
+  defineService(jobReaperContract, {
+    settings: jobReaperSettings,
+    jobs: { count: countJob },
+    start: () => ({
+      routes: {} as RouteImplementation<typeof jobReaperContract.routes>,
+      messages: {},
+      jobs: {
+        count: {
+          concurrency: 2,
+          handler: async (job) => {
+            // @ts-expect-error the payload is the job type's: n is a number
+            const n: string = job.payload.n;
+            void n;
+          },
+        },
+      },
+    }),
+  });
 }
+
+const countJob = defineJob<{ n: number }>("count", { maxAttempts: 2 });
 
 describe("route contracts (issue 10, item 1)", () => {
   it("gives every route one subject, owned by the service its first token names", () => {
@@ -286,6 +319,22 @@ describe("route contracts (issue 10, item 1)", () => {
     ).not.toThrow();
     // Errors and empty answers carry no body to check.
     expect(() => route.checkReply({ status: 204 })).not.toThrow();
+  });
+});
+
+describe("a service's job types", () => {
+  it("are declared under their own names: a job type under another name is refused at definition", () => {
+    expect(() =>
+      defineService(jobReaperContract, {
+        settings: jobReaperSettings,
+        jobs: { counter: countJob },
+        start: () => ({
+          routes: {} as RouteImplementation<typeof jobReaperContract.routes>,
+          messages: {},
+          jobs: { counter: { handler: async () => undefined } },
+        }),
+      }),
+    ).toThrow("job type count is declared as counter");
   });
 });
 

@@ -6,7 +6,6 @@ import {
   webhookDispatcherContract,
   WorkspaceStates,
 } from "@svc/contracts";
-import { createJobMetrics, JobWorker } from "@svc/jobs";
 import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
@@ -29,7 +28,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
   settings: webhookSettings,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
-  async start({ bus, db, config, log, nc, metrics, instance, provision, reprovision, live }) {
+  jobs: { "webhook.deliver": deliverJob, "flow.run": flowRunJob },
+  async start({ bus, db, config, log, nc, metrics, provision, reprovision, live }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
@@ -79,16 +79,6 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       await breaker.restart();
     });
     const sensitiveFields = sensitiveFieldNames(db);
-    const worker = new JobWorker({
-      db,
-      databaseUrl: config.databaseUrl,
-      workerId: instance,
-      log,
-      metrics: createJobMetrics(metrics),
-      leaseMs: b.jobLeaseMs,
-      pollIntervalMs: b.jobPollIntervalMs,
-      batchSize: 100,
-    });
     // What deliveries and flow runs need; the time limit and the answer size are read per attempt: both
     // can change at run time.
     const outbound = {
@@ -111,8 +101,6 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       },
       metrics: createWebhookMetrics(metrics, () => breaker.counts()),
     };
-    worker.register(deliverJob, { concurrency: 50, handler: (job) => deliver(outbound, job) });
-    worker.register(flowRunJob, { concurrency: 20, handler: (job) => runFlow(outbound, job) });
     const pruning = setInterval(
       () =>
         void pruneFlowSteps(db).catch((err: unknown) =>
@@ -121,7 +109,6 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       3_600_000,
     );
     pruning.unref();
-    await worker.start();
     // Installed plugins' sensitive fields and event names (and their removal on uninstall).
     const plugins = followContributions(
       bus,
@@ -145,14 +132,25 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     return {
       routes,
       messages: {},
-      // Stop taking events first, then let running deliveries finish and release queued ones.
+      jobs: {
+        "webhook.deliver": {
+          concurrency: 50,
+          batchSize: 100,
+          handler: (job) => deliver(outbound, job),
+        },
+        "flow.run": {
+          concurrency: 20,
+          batchSize: 100,
+          handler: (job) => runFlow(outbound, job),
+        },
+      },
+      // Stop taking events first; the runtime then lets running deliveries finish and releases queued ones.
       beforeDrain: async () => {
         plugins.stop();
         clearInterval(pruning);
         await matcher.stop();
-        await worker.stop();
-        breaker.stop();
       },
+      afterDrain: async () => breaker.stop(),
     };
   },
 });

@@ -43,6 +43,8 @@ export interface HandlerRegistration<P> {
   readonly handler: (job: ClaimedJob<P>, context: JobContext) => Promise<void>;
   /** Jobs of this type run at once in this process. */
   readonly concurrency?: number;
+  /** Most jobs of this type one claim takes (default: the worker's `batchSize`, else twice `concurrency`). */
+  readonly batchSize?: number;
 }
 
 export interface WorkerOptions {
@@ -219,7 +221,10 @@ export class JobWorker {
   register<P>(definition: JobDefinition<P>, registration: HandlerRegistration<P>): this {
     if (this.started) throw new Error("register handlers before start()");
     const concurrency = registration.concurrency ?? 1;
-    const batchSize = Math.max(this.options.batchSize ?? concurrency * 2, concurrency);
+    const batchSize = Math.max(
+      registration.batchSize ?? this.options.batchSize ?? concurrency * 2,
+      concurrency,
+    );
     // The lane hands the handler jobs claimed by this type's name: their payloads are the definition's.
     const lane = registration as HandlerRegistration<unknown>;
     this.lanes.set(definition.type, new Lane(definition.type, lane, this, concurrency, batchSize));

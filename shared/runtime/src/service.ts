@@ -31,6 +31,7 @@ import {
   type ServiceName,
 } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
+import { createJobMetrics, type HandlerRegistration, type JobDefinition, JobWorker } from "@svc/jobs";
 import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
 
 import { HOST_VERSION } from "./build-info.js";
@@ -117,18 +118,36 @@ export interface ServiceDefinition<D extends AnySettings = AnySettings> {
  * What a service's `start` hands back: a handler for every route and message of its contract (typed by
  * it: one missing, or of the wrong type, does not compile), and its hooks.
  */
-export type ServiceImplementation<C extends ServiceContract> = ServiceHooks & {
+export type ServiceImplementation<C extends ServiceContract, J extends JobTypes = NoJobs> = ServiceHooks & {
   readonly routes: RouteImplementation<C["routes"]>;
   readonly messages: MessageImplementation<C["messages"]>;
+} & ([keyof J] extends [never] ? { readonly jobs?: undefined } : { readonly jobs: JobImplementation<J> });
+
+/**
+ * The job types a service owns, each under its own name (`{ "webhook.deliver": deliverJob }`): only the
+ * owner enqueues them, through the definition, so their attempt limits are always the owner's.
+ */
+export type JobTypes = Readonly<Record<string, JobDefinition<never>>>;
+type NoJobs = Readonly<Record<never, JobDefinition<never>>>;
+type PayloadOf<T> = T extends JobDefinition<infer P> ? P : never;
+
+/** A handler for every job type the service declares, typed by its payload, with its concurrency. */
+export type JobImplementation<J extends JobTypes> = {
+  readonly [K in keyof J]: HandlerRegistration<PayloadOf<J[K]>>;
 };
 
 /** What a service declares besides its contract. */
-export type ServiceSpec<D extends AnySettings, C extends ServiceContract> = Omit<
+export type ServiceSpec<D extends AnySettings, C extends ServiceContract, J extends JobTypes = NoJobs> = Omit<
   ServiceDefinition<D>,
   "name" | "contract" | "start"
 > & {
+  /**
+   * The job types it owns: the runtime runs a job worker for them (leases and polls from the settings
+   * `JobLeaseMs` and `JobPollIntervalMs`), started after `start` and stopped after `beforeDrain`.
+   */
+  readonly jobs?: J;
   /** Registers background work; answers with the implementation of the contract and the hooks. */
-  start(deps: ServiceDeps<D>): Promise<ServiceImplementation<C>> | ServiceImplementation<C>;
+  start(deps: ServiceDeps<D>): Promise<ServiceImplementation<C, J>> | ServiceImplementation<C, J>;
 };
 
 /**
@@ -136,19 +155,48 @@ export type ServiceSpec<D extends AnySettings, C extends ServiceContract> = Omit
  * contract with the handlers `start` answers (decoded, guarded, replies checked in development and tests),
  * then its ping: a replica that answers its ping serves everything.
  */
-export function defineService<D extends AnySettings, const C extends ServiceContract>(
-  contract: C,
-  spec: ServiceSpec<D, C>,
-): ServiceDefinition<D> {
+export function defineService<
+  D extends AnySettings,
+  const C extends ServiceContract,
+  const J extends JobTypes = NoJobs,
+>(contract: C, spec: ServiceSpec<D, C, J>): ServiceDefinition<D> {
+  const jobTypes = Object.entries(spec.jobs ?? {});
+  for (const [name, definition] of jobTypes) {
+    if (name !== definition.type) throw new Error(`job type ${definition.type} is declared as ${name}`);
+  }
   return {
     ...spec,
     name: contract.name,
     contract,
     async start(deps) {
-      const { routes, messages, ...hooks } = await spec.start(deps);
+      const { routes, messages, jobs, ...hooks } = await spec.start(deps);
       serveRoutes(deps.bus, contract.routes, routes);
       serveMessages(deps.bus, contract.messages, messages);
-      return hooks;
+      if (jobTypes.length === 0) return hooks;
+      const worker = new JobWorker({
+        db: deps.db,
+        databaseUrl: deps.config.databaseUrl,
+        workerId: deps.instance,
+        log: deps.log,
+        metrics: createJobMetrics(deps.metrics),
+        leaseMs: deps.config.backendHost.jobLeaseMs,
+        pollIntervalMs: deps.config.backendHost.jobPollIntervalMs,
+      });
+      const handlers = jobs as Readonly<Record<string, HandlerRegistration<never>>>;
+      for (const [name, definition] of jobTypes) {
+        const handler = handlers[name];
+        if (handler === undefined) throw new Error(`no handler for the job type ${name}`);
+        worker.register(definition, handler);
+      }
+      await worker.start();
+      return {
+        ...hooks,
+        // Running jobs finish (or are released) once the service stopped taking work in.
+        beforeDrain: async () => {
+          await hooks.beforeDrain?.();
+          await worker.stop();
+        },
+      };
     },
   };
 }

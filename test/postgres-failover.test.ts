@@ -161,8 +161,9 @@ describe.skipIf(!available)("PostgreSQL lost and back (issue 25, item 4)", () =>
     const ran = [...runs.values()];
     expect(runs.size).toBe(jobs);
     const again = ran.filter((count) => count > 1).length;
-    // Run again only when the loss cut it short: at most what one claim held unfinished (its batch).
-    expect(again).toBeLessThanOrEqual(8);
+    // Run again only when the loss cut it short: at most what the worker held when the database went,
+    // 4 running and up to 12 claimed behind them (a lane claims its batch of 8 again when 4 or fewer wait).
+    expect(again).toBeLessThanOrEqual(16);
 
     console.log(
       `postgres failover: database away ${upAt - downAt} ms; ${made.length} users created, ` +

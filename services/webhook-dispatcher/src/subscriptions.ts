@@ -1,7 +1,7 @@
 /** Subscription management and matching of published events to subscriptions. */
 import { randomUUID } from "node:crypto";
 
-import { listWorkspace, reachCondition } from "@svc/access";
+import { listWorkspace, reachCondition, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import {
   type ReplyOfRoute,
@@ -23,7 +23,7 @@ type Routes = typeof webhookRoutes;
 const SUBSCRIPTIONS: Listing = { tag: "webhooks", kinds: ["timestamp", "uuid"] };
 const SUBSCRIPTIONS_TABLE = sql`webhook_dispatcher.subscriptions`;
 
-interface Row {
+export interface Row {
   id: string;
   workspace_key: string | null;
   event_name: string;
@@ -99,8 +99,74 @@ export function targetUrlViolations(targetUrl: string, allowed?: TargetPolicy): 
   return [];
 }
 
+/** A subscription to add: its secret already sealed. */
+export interface NewSubscription {
+  readonly workspaceKey: string | null;
+  readonly eventName: string;
+  readonly targetUrl: string;
+  readonly secretSealed: string;
+  readonly includeSensitiveData: boolean;
+  readonly isActive: boolean;
+}
+
+/**
+ * What the subscription routes ask of their tables (the rules, reach above all, stay in the handlers):
+ * `within` is the one workspace a change may touch, null for any.
+ */
+export interface SubscriptionRepository {
+  insert(subscription: NewSubscription): Promise<Row>;
+  /** Newest first by (created_at, id), after the page's cursor, one more than the limit. */
+  page(
+    workspaceKey: string | null,
+    page: ReturnType<typeof readPage>,
+  ): Promise<Array<Row & { created_at_us: string }>>;
+  setActive(id: string, within: string | null, isActive: boolean): Promise<Row | null>;
+  remove(id: string, within: string | null): Promise<boolean>;
+  /** The patterns that match some event of the catalogue (`matchesKnownEvent`). */
+  knownPatterns(): Promise<ReadonlySet<string>>;
+  catalog(): Promise<Array<{ eventName: string; source: string; description: string }>>;
+}
+
+const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`;
+const inWorkspace = (within: string | null) =>
+  sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
+
+/** The subscription tables in PostgreSQL. */
+export function subscriptionTables(db: Db): SubscriptionRepository {
+  return {
+    insert: (s) =>
+      db.one<Row>(sql`
+        INSERT INTO webhook_dispatcher.subscriptions
+          (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data, is_active)
+        VALUES (${randomUUID()}, ${s.workspaceKey}, ${s.eventName}, ${s.targetUrl}, ${s.secretSealed},
+                ${s.includeSensitiveData}, ${s.isActive})
+        RETURNING ${COLUMNS}`),
+    page: (workspaceKey, page) => newestFirst<Row>(db, SUBSCRIPTIONS_TABLE, COLUMNS, workspaceKey, page),
+    setActive: (id, within, isActive) =>
+      db.maybeOne<Row>(sql`
+        UPDATE webhook_dispatcher.subscriptions SET is_active = ${isActive}, updated_at = now()
+        WHERE id = ${id} AND ${inWorkspace(within)}
+        RETURNING ${COLUMNS}`),
+    remove: async (id, within) =>
+      (await db.maybeOne(sql`
+        DELETE FROM webhook_dispatcher.subscriptions WHERE id = ${id} AND ${inWorkspace(within)}
+        RETURNING id`)) !== null,
+    knownPatterns: () => knownPatterns(db),
+    catalog: () =>
+      db.any(sql`
+        SELECT event_name AS "eventName", source, description
+        FROM webhook_dispatcher.event_catalog ORDER BY event_name`),
+  };
+}
+
+/** The workspace a change may touch: the session's own, or any for a platform session; 403 without one. */
+function changeableWithin(principal: Principal): string | null {
+  const reach = requireReach(principal);
+  return reach.kind === "platform" ? null : reach.workspaceKey;
+}
+
 export async function createSubscription(
-  db: Db,
+  tables: SubscriptionRepository,
   secrets: SecretBox,
   allowed: TargetPolicy,
   req: RequestOfRoute<Routes["webhooks.create"]>,
@@ -112,37 +178,31 @@ export async function createSubscription(
   // platform session's subscription without a workspace covers every workspace.
   // A blank workspace key is `default`, never stored blank.
   const named = body.workspaceKey?.trim() === "" ? "default" : (body.workspaceKey ?? undefined);
-  const workspaceKey = listWorkspace(req.principal, named) ?? null;
-  const row = await db.one<Row>(sql`
-    INSERT INTO webhook_dispatcher.subscriptions
-      (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data, is_active)
-    VALUES (${randomUUID()}, ${workspaceKey}, ${body.eventName}, ${body.targetUrl},
-            ${secrets.seal(body.secret)}, ${body.includeSensitiveData === true}, ${body.isActive ?? true})
-    RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
+  const row = await tables.insert({
+    workspaceKey: listWorkspace(req.principal, named) ?? null,
+    eventName: body.eventName,
+    targetUrl: body.targetUrl,
+    secretSealed: secrets.seal(body.secret),
+    includeSensitiveData: body.includeSensitiveData === true,
+    isActive: body.isActive ?? true,
+  });
   return {
     status: 201,
-    body: view(row, await knownPatterns(db)),
+    body: view(row, await tables.knownPatterns()),
     headers: { location: `/api/webhooks/${row.id}` },
   };
 }
 
 /** Paged newest first by (created_at, id); `cursor` is the opaque `nextCursor` of the previous page. */
 export async function listSubscriptions(
-  db: Db,
+  tables: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.list"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.list"]>> {
   const q = req.query;
   const page = readPage(q, SUBSCRIPTIONS);
   const requested = q.workspaceKey?.trim() === "" ? "default" : q.workspaceKey;
-  const workspaceKey = listWorkspace(req.principal, requested) ?? null;
-  const rows = await newestFirst<Row>(
-    db,
-    SUBSCRIPTIONS_TABLE,
-    sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`,
-    workspaceKey,
-    page,
-  );
-  const known = await knownPatterns(db);
+  const rows = await tables.page(listWorkspace(req.principal, requested) ?? null, page);
+  const known = await tables.knownPatterns();
   const body = toPage(
     rows,
     page.limit,
@@ -154,32 +214,27 @@ export async function listSubscriptions(
 }
 
 export async function setActivation(
-  db: Db,
+  tables: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.activation"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.activation"]>> {
-  const isActive = req.query.isActive;
-  const row = await db.maybeOne<Row>(sql`
-    UPDATE webhook_dispatcher.subscriptions SET is_active = ${isActive}, updated_at = now()
-    WHERE id = ${req.params.id} AND ${reach(req.principal)}
-    RETURNING id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`);
+  const row = await tables.setActive(req.params.id, changeableWithin(req.principal), req.query.isActive);
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
-  return { status: 200, body: view(row, await knownPatterns(db)) };
+  return { status: 200, body: view(row, await tables.knownPatterns()) };
 }
 
 export async function deleteSubscription(
-  db: Db,
+  tables: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.delete"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.delete"]>> {
-  const row = await db.maybeOne(sql`
-    DELETE FROM webhook_dispatcher.subscriptions WHERE id = ${req.params.id} AND ${reach(req.principal)} RETURNING id`);
-  if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+  if (!(await tables.remove(req.params.id, changeableWithin(req.principal))))
+    throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 204 };
 }
 
-export async function eventCatalog(db: Db): Promise<ReplyOfRoute<Routes["events.catalog"]>> {
-  const rows = await db.any<{ eventName: string; source: string; description: string }>(sql`
-    SELECT event_name AS "eventName", source, description FROM webhook_dispatcher.event_catalog ORDER BY event_name`);
-  return { status: 200, body: rows };
+export async function eventCatalog(
+  tables: SubscriptionRepository,
+): Promise<ReplyOfRoute<Routes["events.catalog"]>> {
+  return { status: 200, body: await tables.catalog() };
 }
 
 /**

@@ -1,0 +1,219 @@
+/**
+ * The webhook subscription routes through their contract, with the subscription tables in memory: no
+ * NATS, no PostgreSQL. What the routes promise: a workspace session subscribes, sees and changes only its
+ * own workspace's subscriptions (another's is as if it did not exist), the secret is sealed before it is
+ * stored and never shown, and what the contract refuses never reaches the tables.
+ */
+import { randomBytes } from "node:crypto";
+
+import type { Principal } from "@svc/bus";
+import { callRoute, webhookRoutes } from "@svc/contracts";
+import { ErrorCode } from "@svc/errors";
+import { describe, expect, it } from "vitest";
+
+import { createTargetPolicy } from "./http-client.js";
+import { createSecretBox } from "./secrets.js";
+import {
+  createSubscription,
+  deleteSubscription,
+  listSubscriptions,
+  type NewSubscription,
+  type Row,
+  setActivation,
+  type SubscriptionRepository,
+} from "./subscriptions.js";
+
+/** The tables' answers as the SQL gives them; `calls` counts every question asked. */
+class MemorySubscriptions implements SubscriptionRepository {
+  readonly rows: Array<Row & { secretSealed: string }> = [];
+  calls = 0;
+  private clock = Date.parse("2026-11-26T10:00:00.000Z");
+
+  async insert(s: NewSubscription): Promise<Row> {
+    this.calls++;
+    const row = {
+      id: crypto.randomUUID(),
+      workspace_key: s.workspaceKey,
+      event_name: s.eventName,
+      target_url: s.targetUrl,
+      is_active: s.isActive,
+      include_sensitive_data: s.includeSensitiveData,
+      created_at: new Date((this.clock += 1_000)),
+      secretSealed: s.secretSealed,
+    };
+    this.rows.push(row);
+    return row;
+  }
+
+  async page(workspaceKey: string | null, page: { limit: number; after: string[] | null }) {
+    this.calls++;
+    const key = (r: Row) => [r.created_at.toISOString().replace("Z", "000Z"), r.id] as const;
+    return this.rows
+      .filter((r) => workspaceKey === null || r.workspace_key === workspaceKey)
+      .map((r) => ({ ...r, created_at_us: key(r)[0] }))
+      .sort((a, b) => (key(b).join() < key(a).join() ? -1 : 1))
+      .filter((r) => page.after === null || key(r).join() < (page.after).join())
+      .slice(0, page.limit + 1);
+  }
+
+  async setActive(id: string, within: string | null, isActive: boolean) {
+    this.calls++;
+    const row = this.find(id, within);
+    if (row !== undefined) row.is_active = isActive;
+    return row ?? null;
+  }
+
+  async remove(id: string, within: string | null) {
+    this.calls++;
+    const row = this.find(id, within);
+    if (row !== undefined) this.rows.splice(this.rows.indexOf(row), 1);
+    return row !== undefined;
+  }
+
+  async knownPatterns() {
+    return new Set(["user.created", "user.*"]);
+  }
+
+  async catalog() {
+    return [];
+  }
+
+  private find(id: string, within: string | null) {
+    return this.rows.find((r) => r.id === id && (within === null || r.workspace_key === within));
+  }
+}
+
+const secrets = createSecretBox(randomBytes(32).toString("base64"));
+const allowed = createTargetPolicy([]);
+const operator: Principal = {
+  subject: "op",
+  scope: "platform",
+  workspaceKey: null,
+  permissions: ["webhook.read", "webhook.manage"],
+  roles: ["operator"],
+};
+const session = (workspaceKey: string): Principal => ({
+  subject: `admin-${workspaceKey}`,
+  scope: "workspace",
+  workspaceKey,
+  permissions: ["webhook.read", "webhook.manage"],
+  roles: ["admin"],
+});
+
+function routes(tables: MemorySubscriptions) {
+  return {
+    create: (principal: Principal, body: Record<string, unknown>) =>
+      callRoute(
+        webhookRoutes["webhooks.create"],
+        (req) => createSubscription(tables, secrets, allowed, req),
+        { principal, params: {}, query: {}, body } as never,
+      ),
+    list: (principal: Principal, query: Record<string, unknown> = {}) =>
+      callRoute(webhookRoutes["webhooks.list"], (req) => listSubscriptions(tables, req), {
+        principal,
+        params: {},
+        query,
+        body: null,
+      }),
+    activate: (principal: Principal, id: string, isActive: boolean) =>
+      callRoute(webhookRoutes["webhooks.activation"], (req) => setActivation(tables, req), {
+        principal,
+        params: { id },
+        query: { isActive },
+        body: null,
+      }),
+    remove: (principal: Principal, id: string) =>
+      callRoute(webhookRoutes["webhooks.delete"], (req) => deleteSubscription(tables, req), {
+        principal,
+        params: { id },
+        query: {},
+        body: null,
+      }),
+  };
+}
+
+const hook = (eventName = "user.created") => ({
+  eventName,
+  targetUrl: "https://receiver.example.com/hooks",
+  secret: "a shared secret",
+});
+
+describe("webhook subscriptions", () => {
+  it("subscribes a workspace session in its own workspace, seals the secret and shows it nowhere", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const made = await api.create(session("alpha"), hook());
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ workspaceKey: "alpha", isActive: true, matchesKnownEvent: true });
+    expect(made.headers?.location).toBe(`/api/webhooks/${made.body?.id}`);
+    expect(JSON.stringify(made.body)).not.toContain("a shared secret");
+    const stored = tables.rows[0];
+    expect(stored?.secretSealed).not.toContain("a shared secret");
+    expect(secrets.open(stored?.secretSealed as string)).toBe("a shared secret");
+    // Naming another workspace is as if it did not exist; a blank key is the default workspace.
+    await expect(api.create(session("alpha"), { ...hook(), workspaceKey: "beta" })).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
+    const blank = await api.create(operator, { ...hook(), workspaceKey: " " });
+    expect(blank.body?.workspaceKey).toBe("default");
+    const everywhere = await api.create(operator, hook("billing.*"));
+    expect(everywhere.body).toMatchObject({ workspaceKey: null, matchesKnownEvent: false });
+  });
+
+  it("lets a workspace session list and change only its own workspace's subscriptions", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const alpha = (await api.create(session("alpha"), hook())).body?.id as string;
+    const beta = (await api.create(session("beta"), hook())).body?.id as string;
+    expect((await api.list(session("alpha"))).body?.items.map((s) => s.id)).toEqual([alpha]);
+    expect((await api.list(operator)).body?.items.map((s) => s.id)).toEqual([beta, alpha]);
+    // Another workspace's subscription: 404, unchanged.
+    await expect(api.activate(session("alpha"), beta, false)).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
+    await expect(api.remove(session("alpha"), beta)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect(tables.rows.find((r) => r.id === beta)?.is_active).toBe(true);
+    // Its own: changed; the operator reaches every workspace.
+    expect((await api.activate(session("alpha"), alpha, false)).body?.isActive).toBe(false);
+    expect((await api.remove(operator, beta)).status).toBe(204);
+    expect(tables.rows.map((r) => r.id)).toEqual([alpha]);
+  });
+
+  it("walks pages newest first with the cursor it issues", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.unshift((await api.create(operator, hook())).body?.id as string);
+    const first = await api.list(operator, { limit: 2 });
+    expect(first.body?.items.map((s) => s.id)).toEqual(ids.slice(0, 2));
+    const second = await api.list(operator, { limit: 2, cursor: first.body?.nextCursor });
+    expect(second.body?.items.map((s) => s.id)).toEqual(ids.slice(2, 4));
+    const third = await api.list(operator, { limit: 2, cursor: second.body?.nextCursor });
+    expect(third.body?.items.map((s) => s.id)).toEqual(ids.slice(4));
+    expect(third.body?.nextCursor).toBeNull();
+  });
+
+  it("refuses what the contract and the target rules refuse before asking the tables", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const refused = [
+      api.create(operator, { ...hook(), targetUrl: "ftp://receiver.example.com/hooks" }),
+      api.create(operator, { ...hook(), targetUrl: "https://user:pw@receiver.example.com/hooks" }),
+      api.create(operator, { ...hook(), targetUrl: "http://127.0.0.1/hooks" }),
+      api.create(operator, { ...hook(), secret: "" }),
+      api.create(operator, { ...hook(), eventName: "not an event" }),
+      api.list(operator, { limit: 101 }),
+      api.list(operator, { cursor: "not-a-cursor" }),
+      api.activate(operator, "not-a-uuid", true),
+    ];
+    for (const attempt of refused) await expect(attempt).rejects.toMatchObject({ status: 400 });
+    await expect(api.create({ ...operator, permissions: ["webhook.read"] }, hook())).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+    });
+    // A session without a scope reaches nothing.
+    await expect(
+      api.remove({ ...session("alpha"), scope: null }, crypto.randomUUID()),
+    ).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    expect(tables.calls).toBe(0);
+  });
+});

@@ -324,7 +324,10 @@ interface Phase {
   /** When the fault was over (the node back, the cluster back, the replica up). */
   recoveredMs?: number;
   note?: string;
-  /** A node killed: when, and whether it led the dispatcher's consumer (then when another one took over). */
+  /**
+   * Nodes killed (one, or every node): when, and whether the dispatcher's consumer lost its leader (then
+   * when it had one again).
+   */
   nodeKill?: { at: number; node: string; ledConsumer: boolean; electedAt?: number };
 }
 const phases: Phase[] = [];
@@ -521,6 +524,9 @@ async function run(): Promise<number> {
     for (const name of cluster.names) await cluster.kill(name);
     await sleep(3_000);
     await Promise.all(cluster.names.map((name) => cluster.revive(name)));
+    p.nodeKill = { at, node: "every node", ledConsumer: true };
+    // Its consumer is led again once the restarted servers elected a leader for it.
+    p.nodeKill.electedAt = await until(async () => (await consumerLeaderOf(stream)) !== undefined, 60_000);
     await cluster.waitForJetStream(60_000);
     const back = await until(async () => {
       const answer = await fetch(`${gatewayBase()}/api/rbac/roles`, {
@@ -671,7 +677,7 @@ async function report(o: { drained: boolean; loadStoppedAt: number; killed: stri
       .map((e) => (r.firstAcceptedAt.get(e.seq) as number) - Math.max(e.ackedAt as number, from ?? Infinity));
     const worst = waits.length === 0 || from === undefined ? Number.NaN : Math.max(...waits);
     console.log(
-      `  ${p.name}: ${k.node} ${k.ledConsumer ? `led the dispatcher's consumer; a new leader after ${duration(from === undefined ? undefined : from - k.at)}` : "did not lead the dispatcher's consumer"}; ` +
+      `  ${p.name}: ${k.node === "every node" ? "the dispatcher's consumer" : k.node} ${k.ledConsumer ? `${k.node === "every node" ? "had" : "led the dispatcher's consumer;"} a leader again after ${duration(from === undefined ? undefined : from - k.at)}` : "did not lead the dispatcher's consumer"}; ` +
         `events published after the kill delivered at most ${duration(worst)} after they could be (${waits.length} events)`,
     );
     return [worst];

@@ -2,6 +2,10 @@
  * Issue 5: publish → match → mask → sign → deliver to a real local receiver, with retries, dead letters,
  * the circuit breaker, disabled and deleted subscriptions, and subscription management via the gateway.
  */
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+
 import type { NatsConnection } from "@nats-io/transport-node";
 import { verify } from "@octokit/webhooks-methods";
 import { connectNats, createEventPublisher, type EventPublisher, EventSource } from "@svc/bus";
@@ -13,11 +17,13 @@ import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { deliverJob } from "@svc/service-webhook-dispatcher";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
+import { repoRoot } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi } from "./support/http.js";
-import { Receiver } from "./support/receiver.js";
+import { type Received, Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
 
@@ -70,11 +76,11 @@ async function subscribe(body: Record<string, unknown>) {
  * A receiver of one test's own, subscribed to `eventName`: circuits are per receiver, so other tests'
  * failures do not count against it. Stopped at the end even when the test fails.
  */
-async function subscribedReceiver(eventName: string): Promise<Receiver> {
+async function subscribedReceiver(eventName: string, secret = "s3cret-value"): Promise<Receiver> {
   const own = new Receiver();
   await own.start();
   ownReceivers.push(own);
-  await subscribe({ eventName, targetUrl: own.url });
+  await subscribe({ eventName, targetUrl: own.url, secret });
   return own;
 }
 
@@ -241,6 +247,54 @@ describe("delivery", () => {
     expect(JSON.parse(bySub.get(raw.id)?.body ?? "{}").data).toEqual(payload);
   });
 
+  it("signs every delivery the Standard Webhooks way too: the official library and the documented Python recipe verify it", async () => {
+    const whsec = `whsec_${randomBytes(32).toString("base64")}`;
+    const keyed = await subscribedReceiver("user.created", whsec);
+    const plain = await subscribedReceiver("user.created");
+    await events.publish("user.created", "acme", { userId: "u-standard" });
+    await keyed.waitFor(1);
+    await plain.waitFor(1);
+    const [k, p] = [keyed.received[0], plain.received[0]] as [Received, Received];
+    const headers = (r: Received) => r.headers as Record<string, string>;
+    // The delivery id is the message id; the timestamp is the attempt's, in seconds.
+    expect(k.headers["webhook-id"]).toBe(k.headers["x-svc-delivery"]);
+    expect(Math.abs(Number(k.headers["webhook-timestamp"]) - k.at / 1000)).toBeLessThan(5);
+    expect(new Webhook(whsec).verify(k.body, headers(k))).toMatchObject({ data: { userId: "u-standard" } });
+    expect(
+      new Webhook(Buffer.from("s3cret-value"), { format: "raw" }).verify(p.body, headers(p)),
+    ).toMatchObject({ data: { userId: "u-standard" } });
+    // The spec's own header is unchanged: keyed by the secret's text, whatever its form.
+    expect(await verify(whsec, k.body, k.headers["x-svc-signature"] as string)).toBe(true);
+    expect(await verify("s3cret-value", p.body, p.headers["x-svc-signature"] as string)).toBe(true);
+    const python = spawnSync("python3", [join(repoRoot, "test", "clients", "standard_webhooks_verify.py")], {
+      input: JSON.stringify([
+        { secret: whsec, headers: k.headers, body: k.body },
+        { secret: "s3cret-value", headers: p.headers, body: p.body },
+        { secret: "s3cret-value", headers: k.headers, body: k.body },
+        { secret: whsec, headers: k.headers, body: k.body.replace("u-standard", "u-forged") },
+      ]),
+      encoding: "utf8",
+    });
+    expect(JSON.parse(python.stdout || "null"), python.stderr).toEqual([
+      "ok",
+      "ok",
+      "no matching signature",
+      "no matching signature",
+    ]);
+  });
+
+  it("refuses a whsec_ secret that is not the base64 of 24 to 64 bytes", async () => {
+    for (const secret of [`whsec_${randomBytes(8).toString("base64")}`, "whsec_!!"]) {
+      const answer = await asOperator("POST", "/api/webhooks", {
+        eventName: "user.created",
+        targetUrl: receiver.url,
+        secret,
+      });
+      expect(answer.status).toBe(400);
+      expect(answer.json()).toMatchObject({ errors: [{ field: "/body/secret" }] });
+    }
+  });
+
   it("matches by workspace scope: a workspace subscription ignores other workspaces' events", async () => {
     await subscribe({ eventName: "user.updated", workspaceKey: "acme" });
     await events.publish("user.updated", "other", { n: 1 });
@@ -286,6 +340,7 @@ describe("delivery", () => {
     expect(await onlyJob()).toMatchObject({ attempts: 1 });
     expect(receiver.received).toHaveLength(3);
     expect(new Set(receiver.received.map((r) => r.headers["x-svc-delivery"])).size).toBe(1);
+    expect(new Set(receiver.received.map((r) => r.headers["webhook-id"])).size).toBe(1);
     const [a, b, c] = receiver.received.map((r) => r.at) as [number, number, number];
     expect(b - a).toBeGreaterThanOrEqual(90);
     expect(c - b).toBeGreaterThanOrEqual(290);

@@ -172,6 +172,25 @@ export declare const Scope: {
 /** `platform` or `workspace`. */
 export declare type Scope = (typeof Scope)[keyof typeof Scope];
 
+/**
+ * The Standard Webhooks headers of a delivery (standardwebhooks.com), sent beside `WebhookHeader`'s: a
+ * receiver may verify either scheme.
+ */
+export declare const StandardWebhookHeader: {
+    /** The delivery id, as `X-Svc-Delivery`: the same on every attempt. */
+    readonly Id: "webhook-id";
+    /** The attempt's time, in unix seconds. */
+    readonly Timestamp: "webhook-timestamp";
+    /**
+     * `v1,<base64>`: HMAC-SHA256 of `{id}.{timestamp}.{body}`, keyed by the base64 bytes of a `whsec_`
+     * secret or by the UTF-8 bytes of any other; several space-separated when several secrets are valid.
+     */
+    readonly Signature: "webhook-signature";
+};
+
+/** One of the `StandardWebhookHeader` names. */
+export declare type StandardWebhookHeader = (typeof StandardWebhookHeader)[keyof typeof StandardWebhookHeader];
+
 /** The JSON body of a webhook delivery. */
 export declare interface WebhookDelivery<T = unknown> {
     readonly event: string;

@@ -16,7 +16,7 @@ import {
   RetryLaterError,
   wakeJobsWaitingOn,
 } from "@svc/jobs";
-import { type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
+import { StandardWebhookHeader, type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
@@ -24,6 +24,7 @@ import type { DeliverPayload } from "./jobs.js";
 import { maskPayload } from "./masking.js";
 import type { DeliveryOutcome, WebhookMetrics } from "./metrics.js";
 import type { SecretBox } from "./secrets.js";
+import { standardSignature } from "./standard-webhooks.js";
 
 /** What a POST to a receiver needs: deliveries and flows' http actions alike. */
 export interface OutboundDeps {
@@ -221,16 +222,24 @@ async function attempt(
     data,
   };
   const body = Buffer.from(JSON.stringify(delivery));
+  const secret = deps.secrets.open(sub.secret_encrypted);
+  const attemptAt = Math.floor(Date.now() / 1000);
   const headers = {
     "content-type": "application/json",
     "user-agent": "svc-webhooks/1",
     [WebhookHeader.Event]: p.event,
-    // A job without a delivery id (written by hand or by an older version) is sent without the header
-    // rather than failing against a receiver it never called.
+    // A job without a delivery id (written by hand or by an older version) is sent without the id
+    // headers, and so without the Standard Webhooks ones, rather than failing against a receiver it never
+    // called.
     ...(typeof p.deliveryId === "string" && p.deliveryId !== ""
-      ? { [WebhookHeader.Delivery]: p.deliveryId }
+      ? {
+          [WebhookHeader.Delivery]: p.deliveryId,
+          [StandardWebhookHeader.Id]: p.deliveryId,
+          [StandardWebhookHeader.Timestamp]: String(attemptAt),
+          [StandardWebhookHeader.Signature]: standardSignature(secret, p.deliveryId, attemptAt, body),
+        }
       : {}),
-    [WebhookHeader.Signature]: signature(deps.secrets.open(sub.secret_encrypted), body),
+    [WebhookHeader.Signature]: signature(secret, body),
   };
   let status: number;
   let retryAfter: number | undefined;

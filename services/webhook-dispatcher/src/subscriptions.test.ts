@@ -52,7 +52,7 @@ class MemorySubscriptions implements SubscriptionRepository {
       .filter((r) => workspaceKey === null || r.workspace_key === workspaceKey)
       .map((r) => ({ ...r, created_at_us: key(r)[0] }))
       .sort((a, b) => (key(b).join() < key(a).join() ? -1 : 1))
-      .filter((r) => page.after === null || key(r).join() < (page.after).join())
+      .filter((r) => page.after === null || key(r).join() < page.after.join())
       .slice(0, page.limit + 1);
   }
 
@@ -211,9 +211,9 @@ describe("webhook subscriptions", () => {
       code: ErrorCode.Forbidden,
     });
     // A session without a scope reaches nothing.
-    await expect(
-      api.remove({ ...session("alpha"), scope: null }, crypto.randomUUID()),
-    ).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    await expect(api.remove({ ...session("alpha"), scope: null }, crypto.randomUUID())).rejects.toMatchObject(
+      { code: ErrorCode.Forbidden },
+    );
     expect(tables.calls).toBe(0);
   });
 });

@@ -16,6 +16,7 @@ import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import { patternsMatching } from "./patterns.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
+import { secretViolations } from "./standard-webhooks.js";
 
 export const EVENT_PATTERN = new RegExp(SUBSCRIPTION_PATTERN);
 type Routes = typeof webhookRoutes;
@@ -172,7 +173,7 @@ export async function createSubscription(
   req: RequestOfRoute<Routes["webhooks.create"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.create"]>> {
   const body = req.body;
-  const violations = targetUrlViolations(body.targetUrl, allowed);
+  const violations = [...targetUrlViolations(body.targetUrl, allowed), ...secretViolations(body.secret)];
   if (violations.length > 0) throw new ValidationError(violations);
   // A workspace session subscribes its own workspace; naming another is as if it did not exist. A
   // platform session's subscription without a workspace covers every workspace.

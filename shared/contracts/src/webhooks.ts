@@ -153,6 +153,10 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
         eventName: Type.String({ pattern: SUBSCRIPTION_PATTERN }),
         /** An absolute http(s) URL without credentials; literal private addresses are refused. */
         targetUrl: Type.String({ format: "uri", maxLength: MAX_TARGET_URL }),
+        /**
+         * Keys both signatures; `whsec_` and the base64 of 24-64 bytes is the Standard Webhooks form (its
+         * libraries take it as is), and such a prefix on anything else is refused.
+         */
         secret: Type.String({ minLength: 1, maxLength: 500 }),
         workspaceKey: Type.Optional(Nullable(Type.String({ maxLength: 63 }))),
         includeSensitiveData: Type.Optional(Type.Boolean()),

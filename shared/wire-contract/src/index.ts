@@ -67,6 +67,24 @@ export const WebhookHeader = {
 /** One of the `WebhookHeader` names. */
 export type WebhookHeader = (typeof WebhookHeader)[keyof typeof WebhookHeader];
 
+/**
+ * The Standard Webhooks headers of a delivery (standardwebhooks.com), sent beside `WebhookHeader`'s: a
+ * receiver may verify either scheme.
+ */
+export const StandardWebhookHeader = {
+  /** The delivery id, as `X-Svc-Delivery`: the same on every attempt. */
+  Id: "webhook-id",
+  /** The attempt's time, in unix seconds. */
+  Timestamp: "webhook-timestamp",
+  /**
+   * `v1,<base64>`: HMAC-SHA256 of `{id}.{timestamp}.{body}`, keyed by the base64 bytes of a `whsec_`
+   * secret or by the UTF-8 bytes of any other; several space-separated when several secrets are valid.
+   */
+  Signature: "webhook-signature",
+} as const;
+/** One of the `StandardWebhookHeader` names. */
+export type StandardWebhookHeader = (typeof StandardWebhookHeader)[keyof typeof StandardWebhookHeader];
+
 /** The `Svc-Event-Source` of an event: who published it. */
 export const EventSource = {
   /** A platform service: only the platform's own events (the catalogue's built-in names). */

@@ -8,7 +8,7 @@
  * those bytes (what the libraries expect by default); any other secret is its UTF-8 bytes (the libraries'
  * "raw" format). `X-Svc-Signature` is keyed by the secret's text either way, as the spec says.
  */
-import { createHmac } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 
 import type { Violation } from "@svc/errors";
 
@@ -32,11 +32,23 @@ export function secretViolations(secret: string): Violation[] {
   return [];
 }
 
-/** The HMAC key of the Standard Webhooks signature. */
-export function signingKey(secret: string): Buffer {
-  return secret.startsWith(WHSEC_PREFIX)
-    ? Buffer.from(secret.slice(WHSEC_PREFIX.length), "base64")
-    : Buffer.from(secret, "utf8");
+/** `whsec_` secrets' keys, made once: Node's HMAC takes a key object or a string fast, raw bytes ~7x slower. */
+const keyObjects = new Map<string, KeyObject>();
+const MAX_KEY_OBJECTS = 1_000;
+
+/**
+ * The HMAC key of the Standard Webhooks signature: a `whsec_` secret's base64 bytes, any other secret's
+ * text (which Node's HMAC keys by its UTF-8 bytes).
+ */
+export function signingKey(secret: string): KeyObject | string {
+  if (!secret.startsWith(WHSEC_PREFIX)) return secret;
+  let key = keyObjects.get(secret);
+  if (key === undefined) {
+    if (keyObjects.size >= MAX_KEY_OBJECTS) keyObjects.clear();
+    key = createSecretKey(Buffer.from(secret.slice(WHSEC_PREFIX.length), "base64"));
+    keyObjects.set(secret, key);
+  }
+  return key;
 }
 
 /** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`. */

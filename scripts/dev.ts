@@ -30,6 +30,7 @@ import {
   migrateAll,
   repoRoot,
   seedDemo,
+  SERVICE_NODE_FLAGS,
   SERVICES,
   tcpReachable,
   waitFor,
@@ -222,7 +223,7 @@ async function startSecureNats(
 
 /** Runs the bundle of scripts/build.mjs: what the container image runs, and half the memory of tsx. */
 function startService(name: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [join("dist", `${name}.mjs`)], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, join("dist", `${name}.mjs`)], {
     cwd: repoRoot,
     env,
     stdio: ["ignore", "inherit", "inherit"],

@@ -19,9 +19,4 @@ export function productionEnv(o: { databaseUrl: string; natsUrl: string; prefix:
   };
 }
 
-/**
- * Node's flags for the services, as the image's entrypoint sets them (deploy/Dockerfile): a 4 MB young
- * generation keeps an idle service's resident memory about 25 MB lower (start-up garbage, the route
- * schemas' compilation above all, no longer fills 16 MB semi-spaces).
- */
-export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4"];
+export { SERVICE_NODE_FLAGS } from "../../scripts/lib/stack.js";

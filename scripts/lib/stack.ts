@@ -36,6 +36,13 @@ export const SERVICES = [
 ] as const;
 export type ServiceDir = (typeof SERVICES)[number];
 
+/**
+ * Node's flags for the services, as the image's entrypoint sets them (deploy/Dockerfile), and as make dev
+ * and the bench start them: a 4 MB young generation keeps an idle service's resident memory about 25 MB
+ * lower (start-up garbage, the route schemas' compilation above all, no longer fills 16 MB semi-spaces).
+ */
+export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4"];
+
 export function migrationSources(): MigrationSource[] {
   return SERVICES.map((service) => ({
     service,

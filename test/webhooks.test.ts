@@ -354,6 +354,17 @@ describe("delivery", () => {
     expect(receiver.received).toHaveLength(1);
   });
 
+  it("stops a message's retries when its receiver answers webhook-delivery: abort-message", async () => {
+    const own = await subscribedReceiver("user.created");
+    own.respond = () => ({ status: 503, headers: { "webhook-delivery": "Abort-Message" } });
+    await events.publish("user.created", null, { userId: "u-abort" });
+    await until(async () => (await onlyJob()).status === "Failed");
+    // One request: no retry inside the attempt, no second attempt; the reason is kept.
+    expect(await onlyJob()).toMatchObject({ attempts: 1 });
+    expect((await onlyJob()).last_error).toContain("abort-message");
+    expect(own.received).toHaveLength(1);
+  });
+
   it("honours a receiver's longer Retry-After when scheduling the next attempt", async () => {
     const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 503, headers: { "retry-after": "120" } });

@@ -244,10 +244,15 @@ async function attempt(
   let status: number;
   let retryAfter: number | undefined;
   const timer = deps.metrics.duration.startTimer();
+  let abort = false;
   try {
-    const response = await postJson(deps, url, body, headers, (r) => retryAfterMs(r.headers["retry-after"]));
+    // A receiver that asks to stop gets no retry inside the attempt either.
+    const response = await postJson(deps, url, body, headers, (r) =>
+      abortsMessage(r) ? Number.POSITIVE_INFINITY : retryAfterMs(r.headers["retry-after"]),
+    );
     status = response.status;
     retryAfter = retryAfterMs(response.headers["retry-after"]);
+    abort = abortsMessage(response);
   } catch (error) {
     // A refused target is not the receiver's failure.
     if (error instanceof PermanentJobError) {
@@ -265,5 +270,19 @@ async function attempt(
   await recordOnCircuit(deps, receiver, delivered, trial);
   if (delivered) return;
   const message = `receiver answered ${status}`;
+  if (abort) throw new PermanentJobError(`${message} with ${ABORT_HEADER}: ${ABORT_VALUE}: no more attempts`);
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
+}
+
+/** Svix's convention, which Standard Webhooks receivers use: an answer that stops the message's retries. */
+const ABORT_HEADER = "webhook-delivery";
+const ABORT_VALUE = "abort-message";
+
+/** A failed answer whose receiver asks that this message be tried no more. */
+function abortsMessage(r: DeliveryResponse): boolean {
+  const value = r.headers[ABORT_HEADER];
+  return (
+    (r.status < 200 || r.status >= 300) &&
+    (Array.isArray(value) ? value : [value]).some((v) => v?.trim().toLowerCase() === ABORT_VALUE)
+  );
 }

@@ -45,6 +45,12 @@ describe("Standard Webhooks signatures", () => {
     expect(() => hook.verify(body, headers(whsec, at - 600))).toThrow("too old");
   });
 
+  it("key a secret that only looks like whsec_ by its text, never by the few bytes its base64 gives", () => {
+    const odd = "whsec_!!";
+    const hook = new Webhook(Buffer.from(odd, "utf8"), { format: "raw" });
+    expect(hook.verify(body, headers(odd))).toEqual(JSON.parse(body.toString()));
+  });
+
   it("accept a whsec_ secret only as the padded base64 of 24 to 64 bytes", () => {
     expect(secretViolations("any text at all")).toEqual([]);
     expect(secretViolations(`whsec_${randomBytes(24).toString("base64")}`)).toEqual([]);

@@ -41,7 +41,9 @@ const MAX_KEY_OBJECTS = 1_000;
  * text (which Node's HMAC keys by its UTF-8 bytes).
  */
 export function signingKey(secret: string): KeyObject | string {
-  if (!secret.startsWith(WHSEC_PREFIX)) return secret;
+  // A `whsec_` secret stored before such secrets were checked, and not in the form, is keyed as text: its
+  // base64 could decode to few bytes, or none.
+  if (!secret.startsWith(WHSEC_PREFIX) || secretViolations(secret).length > 0) return secret;
   let key = keyObjects.get(secret);
   if (key === undefined) {
     if (keyObjects.size >= MAX_KEY_OBJECTS) keyObjects.clear();

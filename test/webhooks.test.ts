@@ -365,28 +365,54 @@ describe("delivery", () => {
     expect(own.received).toHaveLength(1);
   });
 
-  it("honours a receiver's longer Retry-After when scheduling the next attempt", async () => {
+  it("waits a throttling receiver's Retry-After (429, 503) without spending an attempt", async () => {
     const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 503, headers: { "retry-after": "120" } });
     await events.publish("user.created", null, {});
     await own.waitFor(1);
-    await until(
-      async () =>
-        (
-          await db.one<{ attempts: number; status: string }>(
-            sql`SELECT attempts, status FROM job_reaper.jobs`,
-          )
-        ).status === "Pending",
-    );
-    const { delay_ms } = await db.one<{ delay_ms: number }>(
-      sql`SELECT (extract(epoch FROM run_at - now()) * 1000)::int AS delay_ms FROM job_reaper.jobs`,
-    );
-    // 120 s, not the 30 s (±10 %) of the first backoff step.
-    expect(delay_ms).toBeGreaterThan(115_000);
-    expect(delay_ms).toBeLessThanOrEqual(120_000);
+    const pending = () =>
+      db.one<{ attempts: number; status: string; delay_ms: number; last_error: string | null }>(
+        sql`SELECT attempts, status, last_error,
+                   (extract(epoch FROM run_at - now()) * 1000)::int AS delay_ms
+            FROM job_reaper.jobs`,
+      );
+    await until(async () => (await pending()).delay_ms > 60_000);
+    const deferred = await pending();
+    // 120 s, not the 30 s (±10 %) of the first backoff step; and the attempt is given back.
+    expect(deferred).toMatchObject({ status: "Pending", attempts: 0 });
+    expect(deferred.delay_ms).toBeGreaterThan(115_000);
+    expect(deferred.delay_ms).toBeLessThanOrEqual(120_000);
     // A Retry-After longer than the short backoff ends the attempt: no transport retry.
     expect(own.received).toHaveLength(1);
-    await own.stop();
+    // 429 too; then the receiver takes it: one attempt spent in all.
+    own.respond = () =>
+      own.received.length === 2 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 };
+    await hurry();
+    await until(async () => (await onlyJob()).status === "Succeeded", 15_000);
+    expect(await onlyJob()).toMatchObject({ attempts: 1 });
+    expect(own.received).toHaveLength(3);
+  });
+
+  it("spends attempts on Retry-After answers a day after the event, so the delivery still ends", async () => {
+    const own = await subscribedReceiver("user.created");
+    own.respond = () => ({ status: 429, headers: { "retry-after": "120" } });
+    const subscriptionId = (
+      await db.one<{ id: string }>(
+        sql`SELECT id FROM webhook_dispatcher.subscriptions WHERE target_url = ${own.url}`,
+      )
+    ).id;
+    await enqueue(db, deliverJob, {
+      subscriptionId,
+      deliveryId: "00000000-0000-4000-8000-000000000021",
+      eventId: "00000000-0000-4000-8000-000000000022",
+      event: "user.created",
+      workspaceKey: null,
+      occurredAtUtc: new Date(Date.now() - 25 * 3_600_000).toISOString(),
+      data: {},
+    });
+    await own.waitFor(1);
+    await until(async () => (await onlyJob()).status === "Pending" && (await onlyJob()).attempts === 1);
+    expect((await onlyJob()).last_error).toContain("receiver answered 429");
   });
 
   it("dead-letters after 5 failed attempts of 3 tries each (issue 8, point 2: waits for the write-back)", async () => {

@@ -271,8 +271,24 @@ async function attempt(
   if (delivered) return;
   const message = `receiver answered ${status}`;
   if (abort) throw new PermanentJobError(`${message} with ${ABORT_HEADER}: ${ABORT_VALUE}: no more attempts`);
+  // A receiver that says when to come back (429 or 503 with Retry-After) is throttling, not failing: the
+  // next attempt waits at least that long and this one is not spent, for a day after the event at most
+  // (then such an answer spends an attempt as any failure does, so the delivery still ends).
+  if (
+    (status === 429 || status === 503) &&
+    retryAfter !== undefined &&
+    Date.now() - Date.parse(p.occurredAtUtc) < THROTTLED_DEFERRAL_MS
+  ) {
+    throw new DeferJobError(
+      `${message} with Retry-After ${Math.ceil(retryAfter / 1000)} s: attempt not spent`,
+      retryAfter,
+    );
+  }
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }
+
+/** How long after its event a delivery's 429 and 503 answers with Retry-After spend no attempt. */
+export const THROTTLED_DEFERRAL_MS = 24 * 3_600_000;
 
 /** Svix's convention, which Standard Webhooks receivers use: an answer that stops the message's retries. */
 const ABORT_HEADER = "webhook-delivery";

@@ -132,24 +132,40 @@ describe("notifications", () => {
       { pluginId: "hello", version: "1.0.0", reason: "revoked-signer: …" },
       "p-1",
     );
+    await publish(
+      "webhook.disabled",
+      {
+        subscriptionId: "5f0c2a8e-3b7e-4a55-9a4f-2f6c1f3b9d10",
+        origin: "https://gone.example",
+        reason: "the receiver answered 410 Gone",
+      },
+      "d-1",
+    );
     const hooks = await eventually(
       () => inbox(webhooks),
-      (items) => items.length === 1,
+      (items) => items.length === 2,
     );
-    expect(hooks).toEqual([
-      expect.objectContaining({
-        kind: "webhook.circuit-opened",
-        title: "Webhook deliveries to https://hooks.example are paused",
-      }),
-    ]);
+    expect(hooks).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: "webhook.circuit-opened",
+          title: "Webhook deliveries to https://hooks.example are paused",
+        }),
+        expect.objectContaining({
+          kind: "webhook.disabled",
+          title: "A webhook subscription to https://gone.example was turned off",
+        }),
+      ]),
+    );
     const all = await eventually(
       () => inbox(boss),
-      (items) => items.length === 3,
+      (items) => items.length === 4,
     );
     expect(all.map((n) => n.kind).sort()).toEqual([
       "job.dead-lettered",
       "plugin.refused",
       "webhook.circuit-opened",
+      "webhook.disabled",
     ]);
     expect((await inbox(jobs)).map((n) => n.kind)).toEqual(["job.dead-lettered"]);
   });
@@ -165,7 +181,7 @@ describe("notifications", () => {
     const unread = (await api("GET", "/api/notifications?unreadOnly=true", boss, undefined)).json<{
       items: unknown[];
     }>();
-    expect(unread.items).toHaveLength(2);
+    expect(unread.items).toHaveLength(3);
     expect((await api("PUT", `/api/notifications/${first?.id}/read`, jobs)).status).toBe(404);
     // Paging walks them all once.
     const page1 = (await api("GET", "/api/notifications?limit=2", boss)).json<{

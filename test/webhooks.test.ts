@@ -348,10 +348,101 @@ describe("delivery", () => {
 
   it("does not retry a 4xx other than 408 and 429 inside the attempt", async () => {
     await subscribe({ eventName: "user.deleted" });
-    receiver.respond = () => ({ status: 410 });
+    receiver.respond = () => ({ status: 404 });
     await events.publish("user.deleted", null, { userId: "u5" });
     await until(async () => (await onlyJob()).status === "Pending" && (await onlyJob()).attempts === 1);
     expect(receiver.received).toHaveLength(1);
+  });
+
+  it("turns a subscription off when its receiver answers 410 Gone, and says so once with webhook.disabled", async () => {
+    const gone = await subscribedReceiver("user.created");
+    gone.respond = () => ({ status: 410 });
+    const told = await subscribedReceiver("webhook.disabled");
+    const id = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; eventName: string }>;
+      }>()
+      .items.find((s) => s.eventName === "user.created")?.id;
+    // Two deliveries in flight for the same subscription: it is turned off once, announced once.
+    await events.publish("user.created", "acme", { userId: "u-gone-1" });
+    await events.publish("user.created", "acme", { userId: "u-gone-2" });
+    await told.waitFor(1, 15_000);
+    const announced = JSON.parse((told.received[0] as Received).body) as {
+      workspaceKey: string | null;
+      data: { subscriptionId: string; origin: string; reason: string };
+    };
+    expect(announced.data).toMatchObject({
+      subscriptionId: id,
+      origin: new URL(gone.url).origin,
+      reason: "the receiver answered 410 Gone",
+    });
+    const listed = (await asOperator("GET", "/api/webhooks")).json<{
+      items: Array<{ id: string; isActive: boolean }>;
+    }>();
+    expect(listed.items.find((s) => s.id === id)?.isActive).toBe(false);
+    await until(
+      async () =>
+        (
+          await db.one<{ disabled_announced: boolean }>(
+            sql`SELECT disabled_announced FROM webhook_dispatcher.subscriptions WHERE id = ${id}`,
+          )
+        ).disabled_announced,
+    );
+    // The delivery that met the 410 is a dead letter with the reason; the other is skipped, not sent.
+    await until(async () => {
+      const jobs = await db.any<{ status: string }>(
+        sql`SELECT status FROM job_reaper.jobs WHERE payload->>'subscriptionId' = ${id}`,
+      );
+      return jobs.length === 2 && jobs.every((j) => j.status !== "Pending" && j.status !== "Running");
+    });
+    const dead = await db.any<{ last_error: string }>(
+      sql`SELECT last_error FROM job_reaper.jobs
+          WHERE payload->>'subscriptionId' = ${id} AND status = 'Failed'`,
+    );
+    expect(dead.length).toBeGreaterThanOrEqual(1);
+    expect(dead[0]?.last_error).toContain("410 (Gone): the subscription is turned off");
+    expect(gone.received.length).toBeLessThanOrEqual(2);
+    // Later events reach it no more (a second subscriber to them is the signal that they went out);
+    // webhook.disabled came once.
+    const witness = await subscribedReceiver("user.created");
+    await events.publish("user.created", "acme", { userId: "u-gone-3" });
+    await witness.waitFor(1, 15_000);
+    expect(gone.received.map((r) => JSON.parse(r.body).data.userId)).not.toContain("u-gone-3");
+    expect(told.received).toHaveLength(1);
+  });
+
+  it("announces a 410's webhook.disabled that a crash left untold, with the same event id", async () => {
+    const gone = await subscribedReceiver("user.created");
+    const told = await subscribedReceiver("webhook.disabled");
+    const { id } = await db.one<{ id: string }>(
+      sql`SELECT id FROM webhook_dispatcher.subscriptions WHERE target_url = ${gone.url}`,
+    );
+    // As a crash between the change and its event leaves it: off by a 410, not announced, and the
+    // delivery that met the 410 queued again once its lease expired.
+    await db.query(sql`
+      UPDATE webhook_dispatcher.subscriptions
+      SET is_active = false, disabled_at = now(), disabled_announced = false WHERE id = ${id}`);
+    await enqueue(db, deliverJob, {
+      subscriptionId: id,
+      deliveryId: "00000000-0000-4000-8000-000000000031",
+      eventId: "00000000-0000-4000-8000-000000000032",
+      event: "user.created",
+      workspaceKey: "acme",
+      occurredAtUtc: new Date().toISOString(),
+      data: { userId: "u-untold" },
+    });
+    await told.waitFor(1, 15_000);
+    expect(JSON.parse((told.received[0] as Received).body).data.subscriptionId).toBe(id);
+    expect(gone.received).toHaveLength(0);
+    // Marked told once published (just after: the event may arrive first).
+    await until(
+      async () =>
+        (
+          await db.one<{ disabled_announced: boolean }>(
+            sql`SELECT disabled_announced FROM webhook_dispatcher.subscriptions WHERE id = ${id}`,
+          )
+        ).disabled_announced,
+    );
   });
 
   it("stops a message's retries when its receiver answers webhook-delivery: abort-message", async () => {

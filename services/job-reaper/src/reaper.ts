@@ -4,7 +4,11 @@ import { announceDeadLetters, reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
 
 /** Events about deliveries: a failed delivery of one of them is not announced (see below). */
-const ABOUT_DELIVERIES: ReadonlySet<string> = new Set(["job.dead-lettered", "webhook.circuit-opened"]);
+const ABOUT_DELIVERIES: ReadonlySet<string> = new Set([
+  "job.dead-lettered",
+  "webhook.circuit-opened",
+  "webhook.disabled",
+]);
 
 /**
  * Announces dead letters: each Failed job not announced yet is published as `job.dead-lettered` (its id as

@@ -1,10 +1,10 @@
 /**
- * Notifications. rbac follows four platform events with durable JetStream consumers
+ * Notifications. rbac follows five platform events with durable JetStream consumers
  * (one per event, so nothing published while rbac is down is lost, and a redelivery adds nothing) and
  * addresses each to the operators who can act on it:
  * - `job.dead-lettered` (the job reaper): holders of `webhook.manage` for webhook deliveries, else of
  *   `job.read`;
- * - `webhook.circuit-opened` (the webhook dispatcher): holders of `webhook.manage`;
+ * - `webhook.circuit-opened` and `webhook.disabled` (the webhook dispatcher): holders of `webhook.manage`;
  * - `plugin.refused` (the plugin registry, at re-verification): holders of `plugin.execute`;
  * - `flow.notification` (a flow's notify action): holders of the key the action names.
  * A holder is an active user whose global role grants the key (or `*`, or is superadmin) or, for an event
@@ -45,6 +45,11 @@ const KINDS: Record<string, (data: Data) => Described> = {
     key: "webhook.manage",
     title: `Webhook deliveries to ${text(d.origin)}${typeof d.workspaceKey === "string" ? ` from workspace ${d.workspaceKey}` : ""} are paused`,
     detail: `${text(d.failures)} failed deliveries in a row; deliveries are tried again after ${Math.round(Number(d.openForMs) / 1000)} s.`,
+  }),
+  "webhook.disabled": (d) => ({
+    key: "webhook.manage",
+    title: `A webhook subscription to ${text(d.origin)}${typeof d.workspaceKey === "string" ? ` in workspace ${d.workspaceKey}` : ""} was turned off`,
+    detail: `${text(d.reason) || "its receiver asked for no more deliveries"}; subscription ${text(d.subscriptionId)}. Turn it on again with PUT /api/webhooks/{id}/activation?isActive=true.`,
   }),
   // A flow's notify action (webhook-dispatcher): its title and detail, for the holders of its key.
   [FLOW_NOTIFICATION]: (d) => ({

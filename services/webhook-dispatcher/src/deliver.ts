@@ -5,8 +5,9 @@
  * receiver's Retry-After, when longer, sets the next attempt's time. Within an attempt the client retries
  * connection failures and 408/429/5xx answers twice (http-client.ts).
  */
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 
+import type { EventPublisher } from "@svc/bus";
 import type { WorkspaceStates } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import {
@@ -61,6 +62,8 @@ export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string 
 export interface DeliverDeps extends OutboundDeps {
   readonly breaker: CircuitBreaker;
   readonly metrics: WebhookMetrics;
+  /** Publishes the platform's own events (`webhook.disabled`). */
+  readonly events: EventPublisher;
 }
 
 /** An event's data as a receiver sees it: masked unless it asked for sensitive data. */
@@ -108,6 +111,55 @@ interface SubscriptionRow {
   is_active: boolean;
   include_sensitive_data: boolean;
   workspace_key: string | null;
+  disabled_at: Date | null;
+  disabled_announced: boolean;
+}
+
+/**
+ * A receiver that answers 410 Gone wants nothing more: its subscription is turned off, once, and
+ * `webhook.disabled` tells the operators (rbac notifies the holders of `webhook.manage`). The event's id
+ * comes from the subscription and the moment it was turned off, so announcing again after a crash (see
+ * `announceDisabled`) adds no second event or notification.
+ */
+async function turnOffGone(deps: DeliverDeps, subscriptionId: string): Promise<void> {
+  const row = await deps.db.maybeOne<{
+    workspace_key: string | null;
+    target_url: string;
+    disabled_at: Date;
+  }>(sql`
+    UPDATE webhook_dispatcher.subscriptions
+    SET is_active = false, disabled_at = date_trunc('milliseconds', now()), disabled_announced = false,
+        updated_at = now()
+    WHERE id = ${subscriptionId} AND is_active
+    RETURNING workspace_key, target_url, disabled_at`);
+  // Already off: another delivery saw the 410 first, or an operator turned it off.
+  if (row !== null) await announceDisabled(deps, subscriptionId, row);
+}
+
+/** Publishes `webhook.disabled` for a subscription a 410 turned off, then marks it announced. */
+async function announceDisabled(
+  deps: DeliverDeps,
+  subscriptionId: string,
+  row: { workspace_key: string | null; target_url: string; disabled_at: Date },
+): Promise<void> {
+  const digest = createHash("sha256")
+    .update(`${subscriptionId} ${row.disabled_at.toISOString()}`)
+    .digest("hex");
+  const eventId = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-5${digest.slice(13, 16)}-a${digest.slice(17, 20)}-${digest.slice(20, 32)}`;
+  await deps.events.publish(
+    "webhook.disabled",
+    row.workspace_key,
+    {
+      subscriptionId,
+      workspaceKey: row.workspace_key,
+      origin: new URL(row.target_url).origin,
+      reason: "the receiver answered 410 Gone",
+    },
+    { eventId },
+  );
+  await deps.db.query(sql`
+    UPDATE webhook_dispatcher.subscriptions SET disabled_announced = true
+    WHERE id = ${subscriptionId} AND date_trunc('milliseconds', disabled_at) = ${row.disabled_at}`);
 }
 
 export function signature(secret: string, body: Buffer): string {
@@ -193,10 +245,15 @@ async function attempt(
 ): Promise<void> {
   const p = job.payload;
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
-    SELECT target_url, secret_encrypted, is_active, include_sensitive_data, workspace_key
+    SELECT target_url, secret_encrypted, is_active, include_sensitive_data, workspace_key, disabled_at,
+           disabled_announced
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
-  // A disabled or deleted subscription's queued delivery does nothing.
-  if (sub === null || !sub.is_active) return count("skipped");
+  // A disabled or deleted subscription's queued delivery does nothing, but tell what a crash left untold.
+  if (sub === null || !sub.is_active) {
+    if (sub !== null && sub.disabled_at !== null && !sub.disabled_announced)
+      await announceDisabled(deps, p.subscriptionId, { ...sub, disabled_at: sub.disabled_at });
+    return count("skipped");
+  }
   // A paused workspace or an open circuit defers the delivery without spending one of its attempts.
   const deferring = async <T>(check: () => Promise<T>): Promise<T> => {
     try {
@@ -270,6 +327,10 @@ async function attempt(
   await recordOnCircuit(deps, receiver, delivered, trial);
   if (delivered) return;
   const message = `receiver answered ${status}`;
+  if (status === 410) {
+    await turnOffGone(deps, p.subscriptionId);
+    throw new PermanentJobError(`${message} (Gone): the subscription is turned off`);
+  }
   if (abort) throw new PermanentJobError(`${message} with ${ABORT_HEADER}: ${ABORT_VALUE}: no more attempts`);
   // A receiver that says when to come back (429 or 503 with Retry-After) is throttling, not failing: the
   // next attempt waits at least that long and this one is not spent, for a day after the event at most

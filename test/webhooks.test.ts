@@ -84,6 +84,14 @@ async function subscribedReceiver(eventName: string, secret = "s3cret-value"): P
   return own;
 }
 
+/** Whether the webhook.disabled of a subscription a 410 turned off has been published. */
+async function disabledAnnounced(subscriptionId: string): Promise<boolean> {
+  const row = await db.one<{ disabled_announced: boolean }>(
+    sql`SELECT disabled_announced FROM webhook_dispatcher.subscriptions WHERE id = ${subscriptionId}`,
+  );
+  return row.disabled_announced;
+}
+
 /** Makes a retried delivery due now: the schedule itself is asserted by the job engine's tests. */
 const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
 
@@ -380,14 +388,7 @@ describe("delivery", () => {
       items: Array<{ id: string; isActive: boolean }>;
     }>();
     expect(listed.items.find((s) => s.id === id)?.isActive).toBe(false);
-    await until(
-      async () =>
-        (
-          await db.one<{ disabled_announced: boolean }>(
-            sql`SELECT disabled_announced FROM webhook_dispatcher.subscriptions WHERE id = ${id}`,
-          )
-        ).disabled_announced,
-    );
+    await until(() => disabledAnnounced(id as string));
     // The delivery that met the 410 is a dead letter with the reason; the other is skipped, not sent.
     await until(async () => {
       const jobs = await db.any<{ status: string }>(
@@ -435,14 +436,7 @@ describe("delivery", () => {
     expect(JSON.parse((told.received[0] as Received).body).data.subscriptionId).toBe(id);
     expect(gone.received).toHaveLength(0);
     // Marked told once published (just after: the event may arrive first).
-    await until(
-      async () =>
-        (
-          await db.one<{ disabled_announced: boolean }>(
-            sql`SELECT disabled_announced FROM webhook_dispatcher.subscriptions WHERE id = ${id}`,
-          )
-        ).disabled_announced,
-    );
+    await until(() => disabledAnnounced(id));
   });
 
   it("stops a message's retries when its receiver answers webhook-delivery: abort-message", async () => {

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { freshKeys } from "../../scripts/lib/stack.js";
 
 /**
  * The environment of a benchmark's services: production mode (as deployed), so fresh keys for this run
@@ -12,10 +12,7 @@ export function productionEnv(o: { databaseUrl: string; natsUrl: string; prefix:
     NATS_URL: o.natsUrl,
     SVC_SUBJECT_PREFIX: o.prefix,
     SVC_EVENTS_STREAM: o.stream,
-    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
-      .privateKey.export({ type: "pkcs8", format: "pem" })
-      .toString(),
-    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+    ...freshKeys(),
   };
 }
 

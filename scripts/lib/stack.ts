@@ -2,6 +2,7 @@
  * What the dev stack, the migrate command, the test harness and the benchmark share: where the services
  * and their migrations are, how to wait for a server, and the demo seed.
  */
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { connect as tcpConnect, createServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -42,6 +43,22 @@ export type ServiceDir = (typeof SERVICES)[number];
  * lower (start-up garbage, the route schemas' compilation above all, no longer fills 16 MB semi-spaces).
  */
 export const SERVICE_NODE_FLAGS = ["--max-semi-space-size=4"];
+
+/**
+ * Keys made for one run (a benchmark, a chaos run): a token-signing key and a secrets-encryption key, as
+ * production requires instead of the built-in development ones.
+ */
+export function freshKeys(): {
+  BackendHost__JwtSigningKey: string;
+  BackendHost__SecretsEncryptionKey: string;
+} {
+  return {
+    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
+      .privateKey.export({ type: "pkcs8", format: "pem" })
+      .toString(),
+    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+  };
+}
 
 export function migrationSources(): MigrationSource[] {
   return SERVICES.map((service) => ({

@@ -34,15 +34,15 @@ import { createLogger } from "@svc/observability";
 import pg from "pg";
 
 import { benchSignerEnv, routePluginPackage } from "../../bench/src/plugins.js";
-import { DEMO, migrateAll, seedDemo, type ServiceDir, SERVICES } from "../../scripts/lib/stack.js";
+import { DEMO, type ServiceDir, SERVICES } from "../../scripts/lib/stack.js";
 import { CONSUMER_NAME as DISPATCHER_CONSUMER } from "../../services/webhook-dispatcher/src/matcher.js";
 import { NatsCluster } from "../support/nats-cluster.js";
-import { countDuplicateCompletions, deadLetterEventIds, instrumentJobWrites } from "./jobs-audit.js";
+import { countDuplicateCompletions, deadLetterEventIds } from "./jobs-audit.js";
 import { CHAOS_EVENT, OutboxLoad, SteadyLoad } from "./load.js";
 import { bundleServices, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, percentile, table } from "./report.js";
-import { chaosRun, chaosServiceEnv, pollUntil } from "./run.js";
+import { chaosRun, chaosServiceEnv, pollUntil, preparedDatabase } from "./run.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -360,11 +360,7 @@ async function run(): Promise<number> {
   say(`NATS cluster: ${cluster.url}`);
 
   databaseCreated = true;
-  await migrateAll(dbUrl.toString());
-  await seedDemo(dbUrl.toString(), { withAdmin: true });
-  db = new pg.Client({ connectionString: dbUrl.toString(), application_name: "chaos-cluster" });
-  await db.connect();
-  await instrumentJobWrites(db);
+  db = await preparedDatabase(dbUrl, "chaos-cluster");
 
   const secret = randomBytes(16).toString("hex");
   receiver = new ChaosReceiver(secret, 50);

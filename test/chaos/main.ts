@@ -27,20 +27,13 @@ import { messageClient, pingMessages, type PingReply } from "@svc/contracts";
 import { createLogger } from "@svc/observability";
 import pg from "pg";
 
-import {
-  DEMO,
-  migrateAll,
-  seedDemo,
-  type ServiceDir,
-  SERVICES,
-  tcpReachable,
-} from "../../scripts/lib/stack.js";
-import { countDuplicateCompletions, deadLetterEventIds, instrumentJobWrites } from "./jobs-audit.js";
+import { DEMO, type ServiceDir, SERVICES, tcpReachable } from "../../scripts/lib/stack.js";
+import { countDuplicateCompletions, deadLetterEventIds } from "./jobs-audit.js";
 import { CHAOS_EVENT, type ChaosEvent, OutboxLoad, SteadyLoad } from "./load.js";
 import { bundleServices, type ExitRecord, findNatsServer, freePort, ManagedProcess } from "./processes.js";
 import { ChaosReceiver, chaosUserName } from "./receiver.js";
 import { duration, errorLines, percentile, seconds, table } from "./report.js";
-import { chaosRun, chaosServiceEnv, pollUntil } from "./run.js";
+import { chaosRun, chaosServiceEnv, pollUntil, preparedDatabase } from "./run.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -518,11 +511,7 @@ async function run(): Promise<number> {
 
   // Own database: migrated, seeded (demo workspace and operator), and instrumented.
   databaseCreated = true;
-  await migrateAll(dbUrl.toString());
-  await seedDemo(dbUrl.toString(), { withAdmin: true });
-  db = new pg.Client({ connectionString: dbUrl.toString(), application_name: "chaos-harness" });
-  await db.connect();
-  await instrumentJobWrites(db);
+  db = await preparedDatabase(dbUrl, "chaos-harness");
   say(`database ${dbName} migrated and seeded`);
 
   const secret = randomBytes(16).toString("hex");

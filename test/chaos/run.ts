@@ -2,11 +2,16 @@
  * What a chaos run owns and how it speaks: its stamp, its own database on the server of DATABASE_URL
  * (`<prefix><stamp>`), its work directory with a logs folder, and its progress lines.
  */
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+
+import pg from "pg";
+
+import { freshKeys, migrateAll, seedDemo } from "../../scripts/lib/stack.js";
+import { instrumentJobWrites } from "./jobs-audit.js";
 
 export function chaosRun(label: string, databasePrefix: string) {
   const t0 = Date.now();
@@ -60,13 +65,20 @@ export function chaosServiceEnv(o: {
     GATEWAY_HOST: "127.0.0.1",
     SVC_SUBJECT_PREFIX: o.prefix,
     SVC_EVENTS_STREAM: o.stream,
-    BackendHost__JwtSigningKey: generateKeyPairSync("ec", { namedCurve: "P-256" })
-      .privateKey.export({ type: "pkcs8", format: "pem" })
-      .toString(),
-    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+    ...freshKeys(),
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
     BackendHost__JobLeaseMs: String(o.leaseMs),
     BackendHost__JobPollIntervalMs: "200",
     BackendHost__JobReaperIntervalMs: "500",
   };
+}
+
+/** The run's database, migrated and seeded (demo workspace and operator), and its job writes audited. */
+export async function preparedDatabase(dbUrl: URL, applicationName: string): Promise<pg.Client> {
+  await migrateAll(dbUrl.toString());
+  await seedDemo(dbUrl.toString(), { withAdmin: true });
+  const db = new pg.Client({ connectionString: dbUrl.toString(), application_name: applicationName });
+  await db.connect();
+  await instrumentJobWrites(db);
+  return db;
 }

@@ -5,7 +5,7 @@
  * receiver's Retry-After, when longer, sets the next attempt's time. Within an attempt the client retries
  * connection failures and 408/429/5xx answers twice (http-client.ts).
  */
-import { createHash, createHmac } from "node:crypto";
+import { createHmac } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import type { WorkspaceStates } from "@svc/contracts";
@@ -20,6 +20,7 @@ import {
 import { StandardWebhookHeader, type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
+import { derivedUuid } from "./derived-uuid.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
 import type { DeliverPayload } from "./jobs.js";
 import { maskPayload } from "./masking.js";
@@ -142,10 +143,7 @@ async function announceDisabled(
   subscriptionId: string,
   row: { workspace_key: string | null; target_url: string; disabled_at: Date },
 ): Promise<void> {
-  const digest = createHash("sha256")
-    .update(`${subscriptionId} ${row.disabled_at.toISOString()}`)
-    .digest("hex");
-  const eventId = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-5${digest.slice(13, 16)}-a${digest.slice(17, 20)}-${digest.slice(20, 32)}`;
+  const eventId = derivedUuid(`${subscriptionId} ${row.disabled_at.toISOString()}`);
   await deps.events.publish(
     "webhook.disabled",
     row.workspace_key,

@@ -10,7 +10,6 @@
  * Events published by a flow carry `Svc-Flow-Depth` (one more than the triggering event's); flows do
  * not trigger on events of depth MAX_FLOW_DEPTH, so flows that publish each other's triggers stop.
  */
-import { createHash } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
@@ -29,6 +28,7 @@ import {
   shownData,
   signature,
 } from "./deliver.js";
+import { derivedUuid } from "./derived-uuid.js";
 import { DEFAULT_NOTIFY_PERMISSION, FLOW_EVENT_PREFIX, mayPublish, type StoredAction } from "./flows.js";
 import type { WebhookMetrics } from "./metrics.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
@@ -78,12 +78,6 @@ async function spendBudget(deps: FlowRunDeps, rootEventId: string): Promise<bool
     ON CONFLICT (root_event_id) DO UPDATE SET published = webhook_dispatcher.flow_fanout.published + 1
     RETURNING published`);
   return row.published <= deps.flowEventBudget;
-}
-
-/** A UUID derived from a step's identity, so a repeated step repeats its id. */
-export function stepId(stepKey: string): string {
-  const h = createHash("sha256").update(stepKey).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
 }
 
 /** `{{event}}`, `{{eventId}}`, `{{workspaceKey}}`, `{{occurredAtUtc}}`, `{{data.a.b}}`; unknown: empty. */
@@ -153,7 +147,7 @@ function fillData(data: Record<string, unknown>, p: FlowRunPayload): Record<stri
 }
 
 async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAction, stepKey: string) {
-  const id = stepId(stepKey);
+  const id = derivedUuid(stepKey);
   switch (action.type) {
     case "http": {
       const data = await shownData(deps, p.data, action.includeSensitiveData === true);

@@ -36,13 +36,32 @@ const env = (replicas: number) => ({
   BackendHost__NatsReplicas: String(replicas),
   BackendHost__RateLimitApiPerMinute: "0",
   BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  LOG_LEVEL: "info",
 });
 
 let gateway: RunningService;
+/** What the services logged at warn and above, and the bus's stalls and recoveries (for a failure's report). */
+const logged: { at: string; text: string; times: number }[] = [];
+const logTo = {
+  write(line: string) {
+    const entry = JSON.parse(line) as {
+      level?: number;
+      msg?: string;
+      service?: string;
+      err?: { message?: string };
+    };
+    if ((entry.level ?? 0) < 40 && !/pulls again|bound again|reconnect/i.test(entry.msg ?? "")) return;
+    const text = `${entry.service} ${entry.msg} ${entry.err?.message?.slice(0, 80) ?? ""}`;
+    // A repeat of the line before only counts.
+    const last = logged.at(-1);
+    if (last?.text === text) last.times++;
+    else logged.push({ at: new Date().toISOString().slice(11, 23), text, times: 1 });
+  },
+};
 async function startServices(replicas: number): Promise<void> {
-  await h.start(rbacService, env(replicas));
-  await h.start(webhookDispatcherService, env(replicas));
-  gateway = await h.start(gatewayService, env(replicas));
+  await h.start(rbacService, env(replicas), { logTo });
+  await h.start(webhookDispatcherService, env(replicas), { logTo });
+  gateway = await h.start(gatewayService, env(replicas), { logTo });
   base = gateway.hooks.httpAddress as string;
 }
 
@@ -63,6 +82,50 @@ async function leaderOf(stream: string): Promise<string> {
   const leader = info.cluster?.leader;
   if (leader === undefined) throw new Error(`${stream} has no leader`);
   return leader;
+}
+
+/** Where the events of users not delivered are: the outbox, the stream, the consumer, the jobs table. */
+async function whereTheyAre(userIds: readonly string[]): Promise<string> {
+  const seen = new Set(
+    receiver.received.map((r) => (JSON.parse(r.body) as { data: { userId?: string } }).data.userId),
+  );
+  const missing = userIds.filter((id) => !seen.has(id));
+  const outbox = await h.sql<{ n: number }>("SELECT count(*)::int AS n FROM rbac.outbox");
+  const jobs = await h.sql<{ status: string; attempts: number; last_error: string | null; n: number }>(
+    `SELECT status, attempts, last_error, count(*)::int AS n FROM job_reaper.jobs
+     WHERE type = 'webhook.deliver' AND payload->'data'->>'userId' = ANY($1)
+     GROUP BY status, attempts, last_error`,
+    [missing],
+  );
+  const jsm = await jetstreamManager(nc);
+  const consumer = await jsm.consumers
+    .info(eventsStream, "webhook-dispatcher")
+    .catch((e: Error) => e.message);
+  const stream = await jsm.streams.info(eventsStream).catch((e: Error) => e.message);
+  return JSON.stringify(
+    {
+      at: new Date().toISOString().slice(11),
+      missing: missing.length,
+      outbox: outbox[0]?.n,
+      jobsOfMissing: jobs,
+      stream: typeof stream === "string" ? stream : { state: stream.state, leader: stream.cluster?.leader },
+      consumer:
+        typeof consumer === "string"
+          ? consumer
+          : {
+              delivered: consumer.delivered,
+              ackFloor: consumer.ack_floor,
+              pending: consumer.num_pending,
+              ackPending: consumer.num_ack_pending,
+              redelivered: consumer.num_redelivered,
+              waiting: consumer.num_waiting,
+              leader: consumer.cluster?.leader,
+            },
+      logged: logged.slice(-40).map((l) => `${l.at} ${l.text}${l.times > 1 ? ` (x${l.times})` : ""}`),
+    },
+    null,
+    1,
+  );
 }
 
 beforeAll(async () => {
@@ -148,7 +211,9 @@ describe("on a three-node NATS cluster", () => {
     expect(killed).toBe(true);
     await cluster.revive(victim);
     // Every user the API said it created is delivered (at least once, by delivery id).
-    await receiver.waitForUsers(made);
+    await receiver.waitForUsers(made).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${await whereTheyAre(made)}`);
+    });
     expect(made.length + failed.length).toBe(60);
     // A refusal while a leader moves is a 503 the client may retry, never a 500.
     expect(failed.every((s) => s === 503)).toBe(true);

@@ -699,6 +699,59 @@ describe("delivery", () => {
     ).toEqual({ n: 0 });
   });
 
+  it("follows a subscription's replaced settings: its new event, its new target, its new secret", async () => {
+    const before = await subscribedReceiver("user.updated");
+    const after = new Receiver();
+    await after.start();
+    ownReceivers.push(after);
+    const sub = (
+      await asOperator("POST", "/api/webhooks", {
+        eventName: "user.updated",
+        targetUrl: before.url,
+        secret: "s3cret-value",
+        description: "the CRM",
+      })
+    ).json<{ id: string; description: string }>();
+    expect(sub.description).toBe("the CRM");
+    const replaced = await asOperator("PUT", `/api/webhooks/${sub.id}`, {
+      eventName: "user.deleted",
+      targetUrl: after.url,
+      secret: "the new secret",
+    });
+    expect(replaced.status, replaced.text).toBe(200);
+    expect(replaced.text).not.toContain("the new secret");
+    expect(replaced.json()).toMatchObject({
+      eventName: "user.deleted",
+      targetUrl: after.url,
+      description: "",
+    });
+    await events.publish("user.updated", null, { n: 1 });
+    await events.publish("user.deleted", null, { n: 2 });
+    await after.waitFor(1);
+    // The other subscription of `before` got user.updated; the replaced one did not, and user.deleted
+    // came to the new target, signed with the new secret.
+    await before.waitFor(1);
+    expect(before.received.map((r) => JSON.parse(r.body).data.n)).toEqual([1]);
+    const [moved] = after.received;
+    expect(JSON.parse(moved?.body ?? "{}").data).toEqual({ n: 2 });
+    expect(
+      await verify("the new secret", moved?.body ?? "", moved?.headers["x-svc-signature"] as string),
+    ).toBe(true);
+    // Refused like create: a private target, an unknown field; and another's id is a 404.
+    const refused = await asOperator("PUT", `/api/webhooks/${sub.id}`, {
+      eventName: "user.deleted",
+      targetUrl: "http://10.1.2.3/hook",
+      headers: { a: "b" },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.headers["content-type"]).toContain("application/problem+json");
+    const missing = await asOperator("PUT", `/api/webhooks/${crypto.randomUUID()}`, {
+      eventName: "user.deleted",
+      targetUrl: after.url,
+    });
+    expect(missing.status).toBe(404);
+  });
+
   it("enqueues one delivery per event and subscription, even when the event is published twice", async () => {
     await subscribe({ eventName: "user.created" });
     await events.publish("user.created", null, { n: 1 }, { eventId: "fixed-event-id" });

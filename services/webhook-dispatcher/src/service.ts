@@ -38,6 +38,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     const routes: RouteImplementation<typeof webhookDispatcherContract.routes> = {
       "webhooks.create": (req) => subs.createSubscription(subscriptions, secrets, allowed, req),
       "webhooks.list": (req) => subs.listSubscriptions(subscriptions, req),
+      "webhooks.put": (req) => subs.replaceSubscription(subscriptions, secrets, allowed, req),
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),

@@ -18,8 +18,10 @@ import {
   deleteSubscription,
   listSubscriptions,
   type NewSubscription,
+  replaceSubscription,
   type Row,
   setActivation,
+  type SubscriptionChange,
   type SubscriptionRepository,
 } from "./subscriptions.js";
 
@@ -38,7 +40,9 @@ class MemorySubscriptions implements SubscriptionRepository {
       target_url: s.targetUrl,
       is_active: s.isActive,
       include_sensitive_data: s.includeSensitiveData,
+      description: s.description,
       created_at: new Date((this.clock += 1_000)),
+      updated_at: new Date(this.clock),
       secretSealed: s.secretSealed,
     };
     this.rows.push(row);
@@ -61,6 +65,21 @@ class MemorySubscriptions implements SubscriptionRepository {
     const row = this.find(id, within);
     if (row !== undefined) row.is_active = isActive;
     return row ?? null;
+  }
+
+  async replace(id: string, within: string | null, c: SubscriptionChange) {
+    this.calls++;
+    const row = this.find(id, within);
+    if (row === undefined) return null;
+    Object.assign(row, {
+      event_name: c.eventName,
+      target_url: c.targetUrl,
+      include_sensitive_data: c.includeSensitiveData,
+      description: c.description,
+      updated_at: new Date((this.clock += 1_000)),
+      secretSealed: c.secretSealed ?? row.secretSealed,
+    });
+    return row;
   }
 
   async remove(id: string, within: string | null) {
@@ -122,6 +141,13 @@ function routes(tables: MemorySubscriptions) {
         query: { isActive },
         body: null,
       }),
+    replace: (principal: Principal, id: string, body: Record<string, unknown>) =>
+      callRoute(webhookRoutes["webhooks.put"], (req) => replaceSubscription(tables, secrets, allowed, req), {
+        principal,
+        params: { id },
+        query: {},
+        body,
+      } as never),
     remove: (principal: Principal, id: string) =>
       callRoute(webhookRoutes["webhooks.delete"], (req) => deleteSubscription(tables, req), {
         principal,
@@ -177,6 +203,72 @@ describe("webhook subscriptions", () => {
     expect((await api.activate(session("alpha"), alpha, false)).body?.isActive).toBe(false);
     expect((await api.remove(operator, beta)).status).toBe(204);
     expect(tables.rows.map((r) => r.id)).toEqual([alpha]);
+  });
+
+  it("replaces a subscription's settings with the checks of create, keeping the secret unless given", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const made = await api.create(session("alpha"), {
+      ...hook(),
+      description: "CRM",
+      includeSensitiveData: true,
+    });
+    expect(made.body).toMatchObject({ description: "CRM", includeSensitiveData: true });
+    const id = made.body?.id as string;
+    const sealed = tables.rows[0]?.secretSealed;
+
+    const changed = await api.replace(session("alpha"), id, {
+      eventName: "user.*",
+      targetUrl: "https://other.example.com/in",
+    });
+    expect(changed.status).toBe(200);
+    // What the body leaves out takes its default; the secret, the workspace and the activation stay.
+    expect(changed.body).toMatchObject({
+      id,
+      workspaceKey: "alpha",
+      eventName: "user.*",
+      targetUrl: "https://other.example.com/in",
+      includeSensitiveData: false,
+      description: "",
+      isActive: true,
+      matchesKnownEvent: true,
+    });
+    expect(Date.parse(changed.body?.updatedAtUtc as string)).toBeGreaterThan(
+      Date.parse(changed.body?.createdAtUtc as string),
+    );
+    expect(tables.rows[0]?.secretSealed).toBe(sealed);
+    // A new secret is sealed, and shown nowhere.
+    const rekeyed = await api.replace(session("alpha"), id, { ...hook(), secret: "another shared secret" });
+    expect(JSON.stringify(rekeyed.body)).not.toContain("another shared secret");
+    expect(secrets.open(tables.rows[0]?.secretSealed as string)).toBe("another shared secret");
+
+    // Another workspace's subscription is as if it did not exist; the operator reaches it.
+    await expect(api.replace(session("beta"), id, hook())).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
+    await expect(api.replace(operator, crypto.randomUUID(), hook())).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
+    expect(
+      (await api.replace(operator, id, { ...hook(), description: "by the operator" })).body?.description,
+    ).toBe("by the operator");
+
+    // What create refuses, replace refuses, before the tables are asked.
+    const calls = tables.calls;
+    const refused = [
+      api.replace(operator, id, { ...hook(), targetUrl: "http://10.0.0.1/hooks" }),
+      api.replace(operator, id, { ...hook(), targetUrl: "https://user:pw@receiver.example.com/hooks" }),
+      api.replace(operator, id, { ...hook(), secret: "whsec_not base64" }),
+      api.replace(operator, id, { ...hook(), secret: "" }),
+      api.replace(operator, id, { ...hook(), eventName: "user.*.created" }),
+      api.replace(operator, id, { targetUrl: "https://receiver.example.com/hooks" }),
+      api.replace(operator, id, { ...hook(), description: "x".repeat(501) }),
+      api.replace(operator, id, { ...hook(), isActive: false }),
+      api.replace(operator, id, { ...hook(), workspaceKey: "beta" }),
+    ];
+    for (const attempt of refused) await expect(attempt).rejects.toMatchObject({ status: 400 });
+    expect(tables.calls).toBe(calls);
+    expect(tables.rows[0]).toMatchObject({ event_name: "user.created", description: "by the operator" });
   });
 
   it("walks pages newest first with the cursor it issues", async () => {

@@ -31,7 +31,9 @@ export interface Row {
   target_url: string;
   is_active: boolean;
   include_sensitive_data: boolean;
+  description: string;
   created_at: Date;
+  updated_at: Date;
 }
 
 /**
@@ -53,7 +55,9 @@ function view(row: Row, known: ReadonlySet<string>) {
     targetUrl: row.target_url,
     isActive: row.is_active,
     includeSensitiveData: row.include_sensitive_data,
+    description: row.description,
     createdAtUtc: row.created_at.toISOString(),
+    updatedAtUtc: row.updated_at.toISOString(),
     // Computed on read, never stored.
     matchesKnownEvent: known.has(row.event_name),
   };
@@ -107,7 +111,17 @@ export interface NewSubscription {
   readonly targetUrl: string;
   readonly secretSealed: string;
   readonly includeSensitiveData: boolean;
+  readonly description: string;
   readonly isActive: boolean;
+}
+
+/** A subscription's new settings: `secretSealed` null keeps the stored secret. */
+export interface SubscriptionChange {
+  readonly eventName: string;
+  readonly targetUrl: string;
+  readonly secretSealed: string | null;
+  readonly includeSensitiveData: boolean;
+  readonly description: string;
 }
 
 /**
@@ -122,13 +136,15 @@ export interface SubscriptionRepository {
     page: ReturnType<typeof readPage>,
   ): Promise<Array<Row & { created_at_us: string }>>;
   setActive(id: string, within: string | null, isActive: boolean): Promise<Row | null>;
+  replace(id: string, within: string | null, change: SubscriptionChange): Promise<Row | null>;
   remove(id: string, within: string | null): Promise<boolean>;
   /** The patterns that match some event of the catalogue (`matchesKnownEvent`). */
   knownPatterns(): Promise<ReadonlySet<string>>;
   catalog(): Promise<Array<{ eventName: string; source: string; description: string }>>;
 }
 
-const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, created_at`;
+const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, description,
+  created_at, updated_at`;
 const inWorkspace = (within: string | null) =>
   sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
 
@@ -138,14 +154,24 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
     insert: (s) =>
       db.one<Row>(sql`
         INSERT INTO webhook_dispatcher.subscriptions
-          (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data, is_active)
+          (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data,
+           description, is_active)
         VALUES (${randomUUID()}, ${s.workspaceKey}, ${s.eventName}, ${s.targetUrl}, ${s.secretSealed},
-                ${s.includeSensitiveData}, ${s.isActive})
+                ${s.includeSensitiveData}, ${s.description}, ${s.isActive})
         RETURNING ${COLUMNS}`),
     page: (workspaceKey, page) => newestFirst<Row>(db, SUBSCRIPTIONS_TABLE, COLUMNS, workspaceKey, page),
     setActive: (id, within, isActive) =>
       db.maybeOne<Row>(sql`
         UPDATE webhook_dispatcher.subscriptions SET is_active = ${isActive}, updated_at = now()
+        WHERE id = ${id} AND ${inWorkspace(within)}
+        RETURNING ${COLUMNS}`),
+    replace: (id, within, c) =>
+      db.maybeOne<Row>(sql`
+        UPDATE webhook_dispatcher.subscriptions
+        SET event_name = ${c.eventName}, target_url = ${c.targetUrl},
+            secret_encrypted = coalesce(${c.secretSealed}::text, secret_encrypted),
+            include_sensitive_data = ${c.includeSensitiveData}, description = ${c.description},
+            updated_at = now()
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
     remove: async (id, within) =>
@@ -185,6 +211,7 @@ export async function createSubscription(
     targetUrl: body.targetUrl,
     secretSealed: secrets.seal(body.secret),
     includeSensitiveData: body.includeSensitiveData === true,
+    description: body.description ?? "",
     isActive: body.isActive ?? true,
   });
   return {
@@ -219,6 +246,35 @@ export async function setActivation(
   req: RequestOfRoute<Routes["webhooks.activation"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.activation"]>> {
   const row = await tables.setActive(req.params.id, changeableWithin(req.principal), req.query.isActive);
+  if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+  return { status: 200, body: view(row, await tables.knownPatterns()) };
+}
+
+/**
+ * Replaces what a subscription delivers, where, and how it is signed, with the checks of create. What the
+ * body leaves out takes its default (no sensitive data, no description), except the secret: left out, the
+ * stored one stays. The workspace and the activation are not changed here.
+ */
+export async function replaceSubscription(
+  tables: SubscriptionRepository,
+  secrets: SecretBox,
+  allowed: TargetPolicy,
+  req: RequestOfRoute<Routes["webhooks.put"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.put"]>> {
+  const body = req.body;
+  const within = changeableWithin(req.principal);
+  const violations = [
+    ...targetUrlViolations(body.targetUrl, allowed),
+    ...(body.secret === undefined ? [] : secretViolations(body.secret)),
+  ];
+  if (violations.length > 0) throw new ValidationError(violations);
+  const row = await tables.replace(req.params.id, within, {
+    eventName: body.eventName,
+    targetUrl: body.targetUrl,
+    secretSealed: body.secret === undefined ? null : secrets.seal(body.secret),
+    includeSensitiveData: body.includeSensitiveData === true,
+    description: body.description ?? "",
+  });
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 200, body: view(row, await tables.knownPatterns()) };
 }

@@ -19,9 +19,31 @@ export const SubscriptionView = Type.Object({
   targetUrl: Type.String(),
   isActive: Type.Boolean(),
   includeSensitiveData: Type.Boolean(),
+  /** The operator's note on what the subscription is for ("" when none was given). */
+  description: Type.String(),
   createdAtUtc: Type.String(),
+  /** The last change by an operator (its settings, its activation) or by its receiver's 410 Gone. */
+  updatedAtUtc: Type.String(),
   matchesKnownEvent: Type.Boolean(),
 });
+
+/** Longest description of a subscription. */
+export const MAX_SUBSCRIPTION_DESCRIPTION = 500;
+
+/** What create and replace share: what is delivered, where, and how it is signed. */
+const subscriptionFields = {
+  eventName: Type.String({ pattern: SUBSCRIPTION_PATTERN }),
+  /** An absolute http(s) URL without credentials; literal private addresses are refused. */
+  targetUrl: Type.String({ format: "uri", maxLength: MAX_TARGET_URL }),
+  includeSensitiveData: Type.Optional(Type.Boolean()),
+  description: Type.Optional(Type.String({ maxLength: MAX_SUBSCRIPTION_DESCRIPTION })),
+};
+
+/**
+ * Keys both signatures; `whsec_` and the base64 of 24-64 bytes is the Standard Webhooks form (its
+ * libraries take it as is), and such a prefix on anything else is refused.
+ */
+const SubscriptionSecret = Type.String({ minLength: 1, maxLength: 500 });
 
 /** Most actions one flow may hold. */
 export const MAX_FLOW_ACTIONS = 10;
@@ -150,18 +172,28 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
     summary: "Create a webhook subscription",
     body: Type.Object(
       {
-        eventName: Type.String({ pattern: SUBSCRIPTION_PATTERN }),
-        /** An absolute http(s) URL without credentials; literal private addresses are refused. */
-        targetUrl: Type.String({ format: "uri", maxLength: MAX_TARGET_URL }),
-        /**
-         * Keys both signatures; `whsec_` and the base64 of 24-64 bytes is the Standard Webhooks form (its
-         * libraries take it as is), and such a prefix on anything else is refused.
-         */
-        secret: Type.String({ minLength: 1, maxLength: 500 }),
+        ...subscriptionFields,
+        secret: SubscriptionSecret,
         workspaceKey: Type.Optional(Nullable(Type.String({ maxLength: 63 }))),
-        includeSensitiveData: Type.Optional(Type.Boolean()),
         /** Default true; a subscription created inactive receives nothing until activated. */
         isActive: Type.Optional(Type.Boolean()),
+      },
+      { additionalProperties: false },
+    ),
+    reply: SubscriptionView,
+  },
+  "webhooks.put": {
+    method: "PUT",
+    path: "/api/webhooks/:id",
+    permission: "webhook.manage",
+    summary:
+      "Replace a subscription's settings (deliveries already queued go to the new target, signed with the secret of the moment)",
+    params: idParams,
+    body: Type.Object(
+      {
+        ...subscriptionFields,
+        /** Write-only; omit it to keep the stored one. */
+        secret: Type.Optional(SubscriptionSecret),
       },
       { additionalProperties: false },
     ),

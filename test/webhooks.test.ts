@@ -291,6 +291,69 @@ describe("delivery", () => {
     ]);
   });
 
+  it("verifies 1,000 deliveries across a secret rotation with the official library: both secrets sign during the overlap", async () => {
+    const old = `whsec_${randomBytes(32).toString("base64")}`;
+    const own = await subscribedReceiver("user.updated", old);
+    const sub = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    for (let n = 0; n < 500; n++) await events.publish("user.updated", null, { n });
+    const rotated = await asOperator("POST", `/api/webhooks/${sub.id}/secret/rotate`);
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.headers["cache-control"]).toBe("no-store");
+    const { secret: fresh, previousSecretExpiresAtUtc } = rotated.json<{
+      secret: string;
+      previousSecretExpiresAtUtc: string;
+    }>();
+    // The default overlap: a day.
+    expect(Date.parse(previousSecretExpiresAtUtc) - Date.now()).toBeGreaterThan(86_400_000 - 60_000);
+    for (let n = 500; n < 1_000; n++) await events.publish("user.updated", null, { n });
+    await own.waitFor(1_000, 60_000);
+
+    const byOld = new Webhook(old);
+    const byNew = new Webhook(fresh);
+    let signedTwice = 0;
+    for (const r of own.received) {
+      const headers = r.headers as Record<string, string>;
+      const n = (JSON.parse(r.body) as { data: { n: number } }).data.n;
+      // A receiver still holding the old secret verifies every delivery of the overlap.
+      expect(byOld.verify(r.body, headers)).toMatchObject({ data: { n } });
+      if (headers["webhook-signature"]?.includes(" ")) {
+        signedTwice++;
+        // One that has the new secret verifies every delivery made since the rotation; so does ours.
+        expect(byNew.verify(r.body, headers)).toMatchObject({ data: { n } });
+        expect(await verify(fresh, r.body, headers["x-svc-signature"] as string)).toBe(true);
+      } else {
+        expect(() => byNew.verify(r.body, headers)).toThrow("No matching signature");
+      }
+      // Every event published after the rotation was signed with both.
+      if (n >= 500) expect(headers["webhook-signature"]?.split(" ")).toHaveLength(2);
+    }
+    expect(signedTwice).toBeGreaterThanOrEqual(500);
+    expect(new Set(own.received.map((r) => JSON.parse(r.body).data.n)).size).toBe(1_000);
+
+    // A rotation without overlap: the old secrets verify nothing from then on.
+    const last = (await asOperator("POST", `/api/webhooks/${sub.id}/secret/rotate?overlapSeconds=0`)).json<{
+      secret: string;
+      previousSecretExpiresAtUtc: string | null;
+    }>();
+    expect(last.previousSecretExpiresAtUtc).toBeNull();
+    await events.publish("user.updated", null, { n: 1_000 });
+    await own.waitFor(1_001);
+    const after = own.received.at(-1) as Received;
+    const afterHeaders = after.headers as Record<string, string>;
+    expect(afterHeaders["webhook-signature"]?.split(" ")).toHaveLength(1);
+    expect(new Webhook(last.secret).verify(after.body, afterHeaders)).toMatchObject({ data: { n: 1_000 } });
+    for (const stale of [byOld, byNew])
+      expect(() => stale.verify(after.body, afterHeaders)).toThrow("No matching signature");
+    // Neither secret is in a listing, and another's subscription cannot be rotated.
+    const listed = (await asOperator("GET", "/api/webhooks")).text;
+    for (const s of [old, fresh, last.secret]) expect(listed).not.toContain(s.slice(6));
+    expect((await asOperator("POST", `/api/webhooks/${crypto.randomUUID()}/secret/rotate`)).status).toBe(404);
+  });
+
   it("refuses a whsec_ secret that is not the base64 of 24 to 64 bytes", async () => {
     for (const secret of [`whsec_${randomBytes(8).toString("base64")}`, "whsec_!!"]) {
       const answer = await asOperator("POST", "/api/webhooks", {

@@ -109,6 +109,8 @@ export async function postJson(
 interface SubscriptionRow {
   target_url: string;
   secret_encrypted: string;
+  /** A rotated secret's predecessor while it still signs (null otherwise). */
+  previous_secret_encrypted: string | null;
   is_active: boolean;
   include_sensitive_data: boolean;
   workspace_key: string | null;
@@ -243,8 +245,10 @@ async function attempt(
 ): Promise<void> {
   const p = job.payload;
   const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
-    SELECT target_url, secret_encrypted, is_active, include_sensitive_data, workspace_key, disabled_at,
-           disabled_announced
+    SELECT target_url, secret_encrypted,
+           CASE WHEN previous_secret_expires_at > now() THEN previous_secret_encrypted END
+             AS previous_secret_encrypted,
+           is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
   // A disabled or deleted subscription's queued delivery does nothing, but tell what a crash left untold.
   if (sub === null || !sub.is_active) {
@@ -278,6 +282,11 @@ async function attempt(
   };
   const body = Buffer.from(JSON.stringify(delivery));
   const secret = deps.secrets.open(sub.secret_encrypted);
+  // During a rotation's overlap both secrets sign (the new one first); X-Svc-Signature uses the new one.
+  const signing =
+    sub.previous_secret_encrypted === null
+      ? [secret]
+      : [secret, deps.secrets.open(sub.previous_secret_encrypted)];
   const attemptAt = Math.floor(Date.now() / 1000);
   const headers = {
     "content-type": "application/json",
@@ -291,7 +300,7 @@ async function attempt(
           [WebhookHeader.Delivery]: p.deliveryId,
           [StandardWebhookHeader.Id]: p.deliveryId,
           [StandardWebhookHeader.Timestamp]: String(attemptAt),
-          [StandardWebhookHeader.Signature]: standardSignature(secret, p.deliveryId, attemptAt, body),
+          [StandardWebhookHeader.Signature]: standardSignature(signing, p.deliveryId, attemptAt, body),
         }
       : {}),
     [WebhookHeader.Signature]: signature(secret, body),

@@ -39,6 +39,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.create": (req) => subs.createSubscription(subscriptions, secrets, allowed, req),
       "webhooks.list": (req) => subs.listSubscriptions(subscriptions, req),
       "webhooks.put": (req) => subs.replaceSubscription(subscriptions, secrets, allowed, req),
+      "webhooks.rotate-secret": (req) =>
+        subs.rotateSecret(subscriptions, secrets, b.webhookSecretOverlapSeconds, req),
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),
@@ -103,13 +105,17 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       },
       metrics: createWebhookMetrics(metrics, () => breaker.counts()),
     };
-    const pruning = setInterval(
-      () =>
-        void pruneFlowSteps(db).catch((err: unknown) =>
-          log.warn({ error: (err as Error).message }, "could not prune old flow steps"),
-        ),
-      3_600_000,
-    );
+    // Hourly: old flow steps, and rotated secrets past their overlap.
+    const pruning = setInterval(() => {
+      void pruneFlowSteps(db).catch((err: unknown) =>
+        log.warn({ error: (err as Error).message }, "could not prune old flow steps"),
+      );
+      void subs
+        .dropExpiredSecrets(db)
+        .catch((err: unknown) =>
+          log.warn({ error: (err as Error).message }, "could not drop rotated secrets past their overlap"),
+        );
+    }, 3_600_000);
     pruning.unref();
     // Installed plugins' sensitive fields and event names (and their removal on uninstall).
     const plugins = followContributions(

@@ -47,6 +47,13 @@ export const webhookSettings = defineSettings({
         "how much of a receiver's answer is read, the rest is discarded (changeable at run time)",
       ),
     ),
+    webhookSecretOverlapSeconds: setting.int(
+      "BackendHost:WebhookSecretOverlapSeconds",
+      86_400,
+      0,
+      2_592_000,
+      "after a secret rotation, how long deliveries are signed with the old secret too (a second `v1,` entry) unless the request says otherwise",
+    ),
     maxFlowsPerWorkspace: setting.int(
       "BackendHost:MaxFlowsPerWorkspace",
       50,

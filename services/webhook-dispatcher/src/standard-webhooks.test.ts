@@ -17,7 +17,7 @@ function headers(secret: string, at = Math.floor(Date.now() / 1000), signedBody 
   return {
     "webhook-id": id,
     "webhook-timestamp": String(at),
-    "webhook-signature": standardSignature(secret, id, at, signedBody),
+    "webhook-signature": standardSignature([secret], id, at, signedBody),
   };
 }
 
@@ -43,6 +43,21 @@ describe("Standard Webhooks signatures", () => {
     expect(() => hook.verify(body, headers(other))).toThrow("No matching signature");
     // An old attempt's signature is refused by the library's tolerance, whatever the key.
     expect(() => hook.verify(body, headers(whsec, at - 600))).toThrow("too old");
+  });
+
+  it("sign with two secrets during a rotation: a receiver holding either verifies, a third is refused", () => {
+    const [old, fresh, other] = [0, 1, 2].map(() => `whsec_${randomBytes(32).toString("base64")}`);
+    const at = Math.floor(Date.now() / 1000);
+    const both = {
+      "webhook-id": id,
+      "webhook-timestamp": String(at),
+      "webhook-signature": standardSignature([fresh as string, old as string], id, at, body),
+    };
+    expect(both["webhook-signature"].split(" ")).toHaveLength(2);
+    expect(both["webhook-signature"].split(" ")[0]).toBe(headers(fresh as string, at)["webhook-signature"]);
+    expect(new Webhook(old as string).verify(body, both)).toEqual(JSON.parse(body.toString()));
+    expect(new Webhook(fresh as string).verify(body, both)).toEqual(JSON.parse(body.toString()));
+    expect(() => new Webhook(other as string).verify(body, both)).toThrow("No matching signature");
   });
 
   it("key a secret that only looks like whsec_ by its text, never by the few bytes its base64 gives", () => {

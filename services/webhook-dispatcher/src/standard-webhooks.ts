@@ -53,16 +53,23 @@ export function signingKey(secret: string): KeyObject | string {
   return key;
 }
 
-/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`. */
+/**
+ * `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, one per secret, space-separated (during a
+ * rotation's overlap a receiver holding either secret verifies it).
+ */
 export function standardSignature(
-  secret: string,
+  secrets: readonly string[],
   id: string,
   timestampSeconds: number,
   body: Buffer,
 ): string {
-  const mac = createHmac("sha256", signingKey(secret))
-    .update(`${id}.${timestampSeconds}.`)
-    .update(body)
-    .digest("base64");
-  return `v1,${mac}`;
+  return secrets
+    .map((secret) => {
+      const mac = createHmac("sha256", signingKey(secret))
+        .update(`${id}.${timestampSeconds}.`)
+        .update(body)
+        .digest("base64");
+      return `v1,${mac}`;
+    })
+    .join(" ");
 }

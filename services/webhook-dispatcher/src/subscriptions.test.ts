@@ -19,6 +19,7 @@ import {
   listSubscriptions,
   type NewSubscription,
   replaceSubscription,
+  rotateSecret,
   type Row,
   setActivation,
   type SubscriptionChange,
@@ -27,7 +28,7 @@ import {
 
 /** The tables' answers as the SQL gives them; `calls` counts every question asked. */
 class MemorySubscriptions implements SubscriptionRepository {
-  readonly rows: Array<Row & { secretSealed: string }> = [];
+  readonly rows: Array<Row & { secretSealed: string; previousSealed: string | null }> = [];
   calls = 0;
   private clock = Date.parse("2026-11-26T10:00:00.000Z");
 
@@ -43,7 +44,9 @@ class MemorySubscriptions implements SubscriptionRepository {
       description: s.description,
       created_at: new Date((this.clock += 1_000)),
       updated_at: new Date(this.clock),
+      previous_secret_expires_at: null,
       secretSealed: s.secretSealed,
+      previousSealed: null as string | null,
     };
     this.rows.push(row);
     return row;
@@ -78,6 +81,19 @@ class MemorySubscriptions implements SubscriptionRepository {
       description: c.description,
       updated_at: new Date((this.clock += 1_000)),
       secretSealed: c.secretSealed ?? row.secretSealed,
+    });
+    return row;
+  }
+
+  async rotate(id: string, within: string | null, secretSealed: string, overlapSeconds: number) {
+    this.calls++;
+    const row = this.find(id, within);
+    if (row === undefined) return null;
+    Object.assign(row, {
+      previousSealed: overlapSeconds > 0 ? row.secretSealed : null,
+      previous_secret_expires_at: overlapSeconds > 0 ? new Date(this.clock + overlapSeconds * 1_000) : null,
+      secretSealed,
+      updated_at: new Date((this.clock += 1_000)),
     });
     return row;
   }
@@ -148,6 +164,12 @@ function routes(tables: MemorySubscriptions) {
         query: {},
         body,
       } as never),
+    rotate: (principal: Principal, id: string, query: Record<string, unknown> = {}) =>
+      callRoute(
+        webhookRoutes["webhooks.rotate-secret"],
+        (req) => rotateSecret(tables, secrets, 86_400, req),
+        { principal, params: { id }, query, body: null },
+      ),
     remove: (principal: Principal, id: string) =>
       callRoute(webhookRoutes["webhooks.delete"], (req) => deleteSubscription(tables, req), {
         principal,
@@ -269,6 +291,41 @@ describe("webhook subscriptions", () => {
     for (const attempt of refused) await expect(attempt).rejects.toMatchObject({ status: 400 });
     expect(tables.calls).toBe(calls);
     expect(tables.rows[0]).toMatchObject({ event_name: "user.created", description: "by the operator" });
+  });
+
+  it("rotates a secret: a generated whsec_ shown once, the old one kept for the overlap, never shown", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const id = (await api.create(session("alpha"), hook())).body?.id as string;
+    const rotated = await api.rotate(session("alpha"), id);
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers?.["cache-control"]).toBe("no-store");
+    const secret = rotated.body?.secret as string;
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice(6), "base64")).toHaveLength(32);
+    expect(JSON.stringify(rotated.body)).not.toContain("a shared secret");
+    const row = tables.rows[0];
+    expect(secrets.open(row?.secretSealed as string)).toBe(secret);
+    expect(secrets.open(row?.previousSealed as string)).toBe("a shared secret");
+    // The default overlap (a day) unless the request says otherwise.
+    expect(Date.parse(rotated.body?.previousSecretExpiresAtUtc as string)).toBe(
+      (row?.updated_at.getTime() as number) - 1_000 + 86_400_000,
+    );
+    // Each rotation makes another secret; overlap 0 keeps none of the old.
+    const again = await api.rotate(session("alpha"), id, { overlapSeconds: 0 });
+    expect(again.body?.secret).not.toBe(secret);
+    expect(again.body?.previousSecretExpiresAtUtc).toBeNull();
+    expect(tables.rows[0]?.previousSealed).toBeNull();
+    // The list shows neither secret.
+    const listed = JSON.stringify((await api.list(session("alpha"))).body);
+    expect(listed).not.toContain(secret.slice(6, 20));
+    expect(listed).not.toContain((again.body?.secret as string).slice(6, 20));
+    // Another workspace's: 404; a bad overlap: 400, before the tables.
+    await expect(api.rotate(session("beta"), id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    const calls = tables.calls;
+    for (const overlapSeconds of [-1, 2_592_001, 1.5])
+      await expect(api.rotate(operator, id, { overlapSeconds })).rejects.toMatchObject({ status: 400 });
+    expect(tables.calls).toBe(calls);
   });
 
   it("walks pages newest first with the cursor it issues", async () => {

@@ -1,5 +1,5 @@
 /** Subscription management and matching of published events to subscriptions. */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 
 import { listWorkspace, reachCondition, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
@@ -16,7 +16,7 @@ import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import { patternsMatching } from "./patterns.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
-import { secretViolations } from "./standard-webhooks.js";
+import { secretViolations, WHSEC_PREFIX } from "./standard-webhooks.js";
 
 export const EVENT_PATTERN = new RegExp(SUBSCRIPTION_PATTERN);
 type Routes = typeof webhookRoutes;
@@ -34,6 +34,8 @@ export interface Row {
   description: string;
   created_at: Date;
   updated_at: Date;
+  /** Until when the replaced secret signs too; null when none does (expired ones read as null). */
+  previous_secret_expires_at: Date | null;
 }
 
 /**
@@ -58,6 +60,7 @@ function view(row: Row, known: ReadonlySet<string>) {
     description: row.description,
     createdAtUtc: row.created_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
+    previousSecretExpiresAtUtc: row.previous_secret_expires_at?.toISOString() ?? null,
     // Computed on read, never stored.
     matchesKnownEvent: known.has(row.event_name),
   };
@@ -137,6 +140,16 @@ export interface SubscriptionRepository {
   ): Promise<Array<Row & { created_at_us: string }>>;
   setActive(id: string, within: string | null, isActive: boolean): Promise<Row | null>;
   replace(id: string, within: string | null, change: SubscriptionChange): Promise<Row | null>;
+  /**
+   * Seals in a new secret; the current one signs beside it for `overlapSeconds` (none when 0). A secret
+   * replaced before and still signing is dropped: two at most.
+   */
+  rotate(
+    id: string,
+    within: string | null,
+    secretSealed: string,
+    overlapSeconds: number,
+  ): Promise<Row | null>;
   remove(id: string, within: string | null): Promise<boolean>;
   /** The patterns that match some event of the catalogue (`matchesKnownEvent`). */
   knownPatterns(): Promise<ReadonlySet<string>>;
@@ -144,7 +157,9 @@ export interface SubscriptionRepository {
 }
 
 const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, description,
-  created_at, updated_at`;
+  created_at, updated_at,
+  CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
+    AS previous_secret_expires_at`;
 const inWorkspace = (within: string | null) =>
   sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
 
@@ -170,8 +185,22 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
         UPDATE webhook_dispatcher.subscriptions
         SET event_name = ${c.eventName}, target_url = ${c.targetUrl},
             secret_encrypted = coalesce(${c.secretSealed}::text, secret_encrypted),
+            -- A secret set by hand replaces every other at once.
+            previous_secret_encrypted = CASE WHEN ${c.secretSealed}::text IS NULL
+              THEN previous_secret_encrypted END,
+            previous_secret_expires_at = CASE WHEN ${c.secretSealed}::text IS NULL
+              THEN previous_secret_expires_at END,
             include_sensitive_data = ${c.includeSensitiveData}, description = ${c.description},
             updated_at = now()
+        WHERE id = ${id} AND ${inWorkspace(within)}
+        RETURNING ${COLUMNS}`),
+    rotate: (id, within, secretSealed, overlapSeconds) =>
+      db.maybeOne<Row>(sql`
+        UPDATE webhook_dispatcher.subscriptions
+        SET previous_secret_encrypted = CASE WHEN ${overlapSeconds} > 0 THEN secret_encrypted END,
+            previous_secret_expires_at =
+              CASE WHEN ${overlapSeconds} > 0 THEN now() + make_interval(secs => ${overlapSeconds}) END,
+            secret_encrypted = ${secretSealed}, updated_at = now()
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
     remove: async (id, within) =>
@@ -277,6 +306,42 @@ export async function replaceSubscription(
   });
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 200, body: view(row, await tables.knownPatterns()) };
+}
+
+/** A new secret in the Standard Webhooks form: `whsec_` and the base64 of 32 random bytes. */
+export function generatedSecret(): string {
+  return `${WHSEC_PREFIX}${randomBytes(32).toString("base64")}`;
+}
+
+/**
+ * Gives a subscription a new, generated secret, shown in this answer only. For the overlap (the query's
+ * `overlapSeconds`, else `defaultOverlapSeconds`) deliveries are signed with both, so a receiver can take
+ * the new one on at its own pace; then the old one is no longer used.
+ */
+export async function rotateSecret(
+  tables: SubscriptionRepository,
+  secrets: SecretBox,
+  defaultOverlapSeconds: number,
+  req: RequestOfRoute<Routes["webhooks.rotate-secret"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.rotate-secret"]>> {
+  const within = changeableWithin(req.principal);
+  const secret = generatedSecret();
+  const overlap = req.query.overlapSeconds ?? defaultOverlapSeconds;
+  const row = await tables.rotate(req.params.id, within, secrets.seal(secret), overlap);
+  if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+  return {
+    status: 200,
+    body: { ...view(row, await tables.knownPatterns()), secret },
+    headers: { "cache-control": "no-store" },
+  };
+}
+
+/** Drops rotated secrets whose overlap is over (no delivery reads them past that moment). */
+export async function dropExpiredSecrets(db: Queries): Promise<void> {
+  await db.query(sql`
+    UPDATE webhook_dispatcher.subscriptions
+    SET previous_secret_encrypted = NULL, previous_secret_expires_at = NULL
+    WHERE previous_secret_expires_at <= now()`);
 }
 
 export async function deleteSubscription(

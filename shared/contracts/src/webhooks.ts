@@ -24,6 +24,11 @@ export const SubscriptionView = Type.Object({
   createdAtUtc: Type.String(),
   /** The last change by an operator (its settings, its activation) or by its receiver's 410 Gone. */
   updatedAtUtc: Type.String(),
+  /**
+   * After a secret rotation: until when deliveries are signed with the replaced secret too (null when no
+   * replaced secret signs any more).
+   */
+  previousSecretExpiresAtUtc: Nullable(Type.String()),
   matchesKnownEvent: Type.Boolean(),
 });
 
@@ -198,6 +203,31 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
       { additionalProperties: false },
     ),
     reply: SubscriptionView,
+  },
+  "webhooks.rotate-secret": {
+    method: "POST",
+    path: "/api/webhooks/:id/secret/rotate",
+    permission: "webhook.manage",
+    summary:
+      "Give a subscription a new, generated secret, shown in this answer only; the old one keeps signing beside it for the overlap",
+    params: idParams,
+    query: Type.Object(
+      {
+        /**
+         * How long deliveries are also signed with the old secret (BackendHost:WebhookSecretOverlapSeconds
+         * when left out; 0 drops it at once).
+         */
+        overlapSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_592_000 })),
+      },
+      { additionalProperties: false },
+    ),
+    reply: Type.Composite([
+      SubscriptionView,
+      Type.Object({
+        /** The new secret, `whsec_` and the base64 of 32 random bytes: shown here once, never again. */
+        secret: Type.String(),
+      }),
+    ]),
   },
   "webhooks.activation": {
     method: "PUT",

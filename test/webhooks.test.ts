@@ -15,7 +15,7 @@ import { createLogger } from "@svc/observability";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
-import { deliverJob } from "@svc/service-webhook-dispatcher";
+import { deliverJob, sweepDeliveryLog } from "@svc/service-webhook-dispatcher";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -140,6 +140,7 @@ beforeAll(async () => {
 beforeEach(async () => {
   await db.query(sql`DELETE FROM webhook_dispatcher.subscriptions`);
   await db.query(sql`TRUNCATE job_reaper.jobs`);
+  await db.query(sql`TRUNCATE webhook_dispatcher.deliveries, webhook_dispatcher.delivery_attempts`);
   receiver.received.length = 0;
   receiver.respond = () => ({ status: 200 });
 });
@@ -813,6 +814,150 @@ describe("delivery", () => {
       targetUrl: after.url,
     });
     expect(missing.status).toBe(404);
+  });
+
+  it("logs every attempt: the answer's status and first 4 KiB, the error, the next attempt, the masked payload", async () => {
+    const own = await subscribedReceiver("user.created");
+    const sub = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    own.respond = () => ({ status: 500, body: `down for maintenance ${"x".repeat(10_000)}` });
+    await events.publish("user.created", "acme", { userId: "u-log", email: "alice@example.com" });
+    type Detail = {
+      status: string;
+      attempts: number;
+      nextAttemptAtUtc: string | null;
+      payload: { data: { email: string } } | null;
+      history: Array<{
+        attempt: number;
+        outcome: string;
+        statusCode: number | null;
+        responseExcerpt: string | null;
+        error: string | null;
+        durationMs: number;
+      }>;
+    };
+    const deliveries = async (query = "") =>
+      (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries${query}`)).json<{
+        items: Array<{ deliveryId: string; status: string; attempts: number; lastStatusCode: number | null }>;
+        nextCursor: string | null;
+      }>().items;
+    // The first attempt failed (three tries inside it): the delivery is retrying, its next attempt due.
+    await until(async () => (await deliveries())[0]?.status === "retrying", 15_000);
+    const [first] = await deliveries();
+    const deliveryId = first?.deliveryId as string;
+    expect(first).toMatchObject({ attempts: 1, lastStatusCode: 500 });
+    const retrying = (await asOperator("GET", `/api/webhooks/deliveries/${deliveryId}`)).json<Detail>();
+    expect(Date.parse(retrying.nextAttemptAtUtc as string)).toBeGreaterThan(Date.now());
+
+    own.respond = () => ({ status: 200, body: "thanks" });
+    await retryNow(1);
+    await until(async () => (await deliveries())[0]?.status === "delivered", 15_000);
+    const detail = await asOperator("GET", `/api/webhooks/deliveries/${deliveryId}`);
+    expect(detail.status, detail.text).toBe(200);
+    const d = detail.json<Detail>();
+    expect(d).toMatchObject({ status: "delivered", attempts: 2, nextAttemptAtUtc: null });
+    expect(d.history.map((a) => [a.attempt, a.outcome, a.statusCode, a.error])).toEqual([
+      [1, "failed", 500, "receiver answered 500"],
+      [2, "delivered", 200, null],
+    ]);
+    expect(d.history[0]?.responseExcerpt).toMatch(/^down for maintenance x+$/);
+    expect(Buffer.byteLength(d.history[0]?.responseExcerpt ?? "")).toBe(4_096);
+    expect(d.history[1]?.responseExcerpt).toBe("thanks");
+    expect(d.history.every((a) => a.durationMs >= 0)).toBe(true);
+    // The payload as sent: masked.
+    expect(d.payload?.data.email).toBe("ali***om");
+    expect(detail.text).not.toContain("alice@example.com");
+
+    // Filters.
+    expect(await deliveries("?status=delivered")).toHaveLength(1);
+    expect(await deliveries("?status=failed")).toHaveLength(0);
+    expect(await deliveries("?eventName=user.deleted")).toHaveLength(0);
+    expect(await deliveries(`?since=${new Date(Date.now() + 60_000).toISOString()}`)).toHaveLength(0);
+    expect(await deliveries(`?until=${new Date(Date.now() + 60_000).toISOString()}`)).toHaveLength(1);
+    expect((await asOperator("GET", `/api/webhooks/${sub.id}/deliveries?status=gone`)).status).toBe(400);
+    // Another workspace's session reads neither; an unknown delivery is a 404.
+    const other = await mintToken({
+      scope: "workspace",
+      workspaceKey: "other",
+      permissions: ["webhook.read"],
+    });
+    expect((await api("GET", `/api/webhooks/${sub.id}/deliveries`, other)).status).toBe(404);
+    expect((await api("GET", `/api/webhooks/deliveries/${deliveryId}`, other)).status).toBe(404);
+    expect((await asOperator("GET", `/api/webhooks/deliveries/${crypto.randomUUID()}`)).status).toBe(404);
+  });
+
+  it("pages the delivery log newest first", async () => {
+    const own = await subscribedReceiver("user.deleted");
+    const sub = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    for (let n = 0; n < 5; n++) await events.publish("user.deleted", null, { n });
+    await own.waitFor(5);
+    type Page = { items: Array<{ deliveryId: string; createdAtUtc: string }>; nextCursor: string | null };
+    const all = async () =>
+      (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries`)).json<Page>().items;
+    await until(async () => (await all()).length === 5, 10_000);
+    const everything = await all();
+    const times = everything.map((i) => Date.parse(i.createdAtUtc));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Page = (
+        await asOperator(
+          "GET",
+          `/api/webhooks/${sub.id}/deliveries?limit=2${cursor === null ? "" : `&cursor=${cursor}`}`,
+        )
+      ).json<Page>();
+      seen.push(...page.items.map((i) => i.deliveryId));
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    expect(seen).toEqual(everything.map((i) => i.deliveryId));
+  });
+
+  it("forgets deliveries and attempts older than the log's days, in batches", async () => {
+    const own = await subscribedReceiver("user.updated");
+    for (let n = 0; n < 3; n++) await events.publish("user.updated", null, { n });
+    await own.waitFor(3);
+    const sub = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    // This test's only (an earlier test's last entries may still be written meanwhile).
+    const counts = async () =>
+      db.one<{ deliveries: number; attempts: number }>(sql`
+        SELECT (SELECT count(*)::int FROM webhook_dispatcher.deliveries
+                WHERE subscription_id = ${sub.id}) AS deliveries,
+               (SELECT count(*)::int FROM webhook_dispatcher.delivery_attempts a
+                JOIN webhook_dispatcher.deliveries d USING (delivery_id)
+                WHERE d.subscription_id = ${sub.id}) AS attempts`);
+    await until(async () => (await counts()).attempts === 3, 10_000);
+    // Two of them a month old.
+    const old = await db.any<{ delivery_id: string }>(sql`
+      SELECT delivery_id FROM webhook_dispatcher.deliveries WHERE subscription_id = ${sub.id}
+      ORDER BY created_at LIMIT 2`);
+    const ids = old.map((r) => r.delivery_id);
+    await db.query(sql`
+      UPDATE webhook_dispatcher.deliveries SET created_at = now() - interval '31 days',
+        updated_at = now() - interval '31 days' WHERE delivery_id = ANY(${ids}::uuid[])`);
+    await db.query(sql`
+      UPDATE webhook_dispatcher.delivery_attempts SET attempted_at = now() - interval '31 days'
+      WHERE delivery_id = ANY(${ids}::uuid[])`);
+    // A batch of one at a time: the sweep goes on until nothing is left to remove.
+    expect(await sweepDeliveryLog(db, 30, 1)).toBe(4);
+    // (the old ones' attempts went with them; counted through their deliveries, the young one is left)
+    expect(await counts()).toEqual({ deliveries: 1, attempts: 1 });
+    expect(
+      await db.one(sql`
+        SELECT count(*)::int AS n FROM webhook_dispatcher.delivery_attempts
+        WHERE delivery_id = ANY(${ids}::uuid[])`),
+    ).toEqual({ n: 0 });
   });
 
   it("enqueues one delivery per event and subscription, even when the event is published twice", async () => {

@@ -10,13 +10,12 @@ export interface Received {
 
 /**
  * A real HTTP receiver for webhook tests: records every request and answers with what `respond` says
- * (status and headers), or never answers when it returns "hang".
+ * (status, headers and body, "ok" by default), or never answers when it returns "hang".
  */
 export class Receiver {
   readonly received: Received[] = [];
-  respond: (r: Received) => { status: number; headers?: Record<string, string> } | "hang" = () => ({
-    status: 200,
-  });
+  respond: (r: Received) => { status: number; headers?: Record<string, string>; body?: string } | "hang" =
+    () => ({ status: 200 });
   private server: Server | undefined;
   url = "";
 
@@ -34,7 +33,7 @@ export class Receiver {
         this.received.push(r);
         const answer = this.respond(r);
         if (answer === "hang") return;
-        res.writeHead(answer.status, answer.headers).end("ok");
+        res.writeHead(answer.status, answer.headers).end(answer.body ?? "ok");
       });
     });
     await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", () => resolve()));

@@ -20,6 +20,7 @@ import {
 import { StandardWebhookHeader, type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
+import type { AttemptOutcome, DeliveryLog } from "./delivery-log.js";
 import { derivedUuid } from "./derived-uuid.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
 import type { DeliverPayload } from "./jobs.js";
@@ -62,6 +63,8 @@ export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string 
 
 export interface DeliverDeps extends OutboundDeps {
   readonly breaker: CircuitBreaker;
+  /** Where each attempt that reached the receiver's address is written. */
+  readonly deliveryLog: DeliveryLog;
   readonly metrics: WebhookMetrics;
   /** Publishes the platform's own events (`webhook.disabled`). */
   readonly events: EventPublisher;
@@ -307,7 +310,36 @@ async function attempt(
   };
   let status: number;
   let retryAfter: number | undefined;
+  let excerpt: string;
   const timer = deps.metrics.duration.startTimer();
+  const attemptedAt = new Date();
+  const started = performance.now();
+  // The delivery log's entry of this attempt: `final` when no attempt follows.
+  const logged = (
+    outcome: AttemptOutcome,
+    final: boolean,
+    answer: { statusCode?: number; excerpt?: string; error?: string },
+  ) => {
+    if (typeof p.deliveryId !== "string" || p.deliveryId === "") return;
+    deps.deliveryLog.record({
+      deliveryId: p.deliveryId,
+      subscriptionId: p.subscriptionId,
+      reachKey: sub.workspace_key,
+      workspaceKey: p.workspaceKey,
+      eventName: p.event,
+      eventId: p.eventId,
+      attempt: job.attempt,
+      attemptedAt,
+      durationMs: performance.now() - started,
+      outcome,
+      status: outcome === "delivered" ? "delivered" : final ? "failed" : "retrying",
+      statusCode: answer.statusCode ?? null,
+      responseExcerpt: answer.excerpt ?? null,
+      error: answer.error ?? null,
+      body,
+    });
+  };
+  const lastAttempt = job.attempt >= job.maxAttempts;
   let abort = false;
   try {
     // A receiver that asks to stop gets no retry inside the attempt either.
@@ -317,9 +349,12 @@ async function attempt(
     status = response.status;
     retryAfter = retryAfterMs(response.headers["retry-after"]);
     abort = abortsMessage(response);
+    excerpt = response.excerpt;
   } catch (error) {
+    const refused = error instanceof PermanentJobError;
+    logged("failed", refused || lastAttempt, { error: (error as Error).message });
     // A refused target is not the receiver's failure.
-    if (error instanceof PermanentJobError) {
+    if (refused) {
       count("refused");
       throw error;
     }
@@ -332,13 +367,19 @@ async function attempt(
   timer({ outcome: delivered ? "delivered" : "failed" });
   count(delivered ? "delivered" : "failed");
   await recordOnCircuit(deps, receiver, delivered, trial);
-  if (delivered) return;
+  const answer = { statusCode: status, excerpt };
+  if (delivered) return logged("delivered", true, answer);
   const message = `receiver answered ${status}`;
   if (status === 410) {
+    logged("failed", true, { ...answer, error: `${message} (Gone): the subscription is turned off` });
     await turnOffGone(deps, p.subscriptionId);
     throw new PermanentJobError(`${message} (Gone): the subscription is turned off`);
   }
-  if (abort) throw new PermanentJobError(`${message} with ${ABORT_HEADER}: ${ABORT_VALUE}: no more attempts`);
+  if (abort) {
+    const reason = `${message} with ${ABORT_HEADER}: ${ABORT_VALUE}: no more attempts`;
+    logged("failed", true, { ...answer, error: reason });
+    throw new PermanentJobError(reason);
+  }
   // A receiver that says when to come back (429 or 503 with Retry-After) is throttling, not failing: the
   // next attempt waits at least that long and this one is not spent, for a day after the event at most
   // (then such an answer spends an attempt as any failure does, so the delivery still ends).
@@ -347,11 +388,11 @@ async function attempt(
     retryAfter !== undefined &&
     Date.now() - Date.parse(p.occurredAtUtc) < THROTTLED_DEFERRAL_MS
   ) {
-    throw new DeferJobError(
-      `${message} with Retry-After ${Math.ceil(retryAfter / 1000)} s: attempt not spent`,
-      retryAfter,
-    );
+    const reason = `${message} with Retry-After ${Math.ceil(retryAfter / 1000)} s: attempt not spent`;
+    logged("deferred", false, { ...answer, error: reason });
+    throw new DeferJobError(reason, retryAfter);
   }
+  logged("failed", lastAttempt, { ...answer, error: message });
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }
 

@@ -64,7 +64,12 @@ export function isLiteralAddressRefused(url: URL, allowed: TargetPolicy): boolea
 export interface DeliveryResponse {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
+  /** The first 4 KiB of the answer's body, as UTF-8 text (for the delivery log). */
+  readonly excerpt: string;
 }
+
+/** How much of an answer's body the delivery log keeps. */
+export const EXCERPT_BYTES = 4_096;
 
 export interface PostOptions {
   readonly url: URL;
@@ -122,12 +127,19 @@ function postOnce(o: PostOptions): Promise<DeliveryResponse> {
       },
       (response) => {
         let received = 0;
+        const kept: Buffer[] = [];
         response.on("data", (chunk: Buffer) => {
+          if (received < EXCERPT_BYTES) kept.push(chunk.subarray(0, EXCERPT_BYTES - received));
           received += chunk.length;
-          // Only the status matters; a large body is not read further.
+          // Only the status and the excerpt matter; a large body is not read further.
           if (received > o.maxResponseBytes) response.destroy();
         });
-        const done = () => resolve({ status: response.statusCode ?? 0, headers: response.headers });
+        const done = () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            excerpt: Buffer.concat(kept).toString("utf8"),
+          });
         response.on("end", done);
         response.on("close", done);
         response.on("error", done);

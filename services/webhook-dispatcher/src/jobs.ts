@@ -14,3 +14,6 @@ export interface DeliverPayload {
 
 /** Five attempts (then the delivery is failed for good and left in the list). */
 export const deliverJob = defineJob<DeliverPayload>("webhook.deliver", { maxAttempts: 5 });
+
+/** The idempotency key of an event's delivery to a subscription: one job per pair, however often matched. */
+export const deliveryJobKey = (eventId: string, subscriptionId: string) => `${eventId}:${subscriptionId}`;

@@ -32,7 +32,7 @@ import type { Counter, Logger } from "@svc/observability";
 import type { EventSources } from "./event-sources.js";
 import { flowRunJob, MAX_FLOW_DEPTH } from "./flow-run.js";
 import { type MatchedFlow, matchingFlowsMany } from "./flows.js";
-import { deliverJob } from "./jobs.js";
+import { deliverJob, deliveryJobKey } from "./jobs.js";
 import { matchingSubscriptionsMany } from "./subscriptions.js";
 
 /** The subscription a dead-lettered delivery was for (`subscriptionId` in the job reaper's event), if any. */
@@ -236,7 +236,7 @@ export async function startMatcher(
               occurredAtUtc: e.occurredAtUtc,
               data: e.data,
             },
-            { workspaceKey: e.workspaceKey, idempotencyKey: `${e.eventId}:${subscriptionId}` },
+            { workspaceKey: e.workspaceKey, idempotencyKey: deliveryJobKey(e.eventId, subscriptionId) },
           ),
         ),
     );

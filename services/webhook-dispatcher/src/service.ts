@@ -10,6 +10,8 @@ import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey } from "./deliver.js";
+import { getDelivery, listDeliveries } from "./deliveries.js";
+import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
 import { EventSources } from "./event-sources.js";
 import { flowRunJob, pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
@@ -41,6 +43,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.put": (req) => subs.replaceSubscription(subscriptions, secrets, allowed, req),
       "webhooks.rotate-secret": (req) =>
         subs.rotateSecret(subscriptions, secrets, b.webhookSecretOverlapSeconds, req),
+      "webhooks.deliveries": (req) => listDeliveries(db, req),
+      "webhooks.delivery": (req) => getDelivery(db, req),
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),
@@ -104,9 +108,13 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
         return live.backendHost.webhookMaxResponseBytes;
       },
       metrics: createWebhookMetrics(metrics, () => breaker.counts()),
+      deliveryLog: new DeliveryLog(db, log),
     };
-    // Hourly: old flow steps, and rotated secrets past their overlap.
+    // Hourly: old flow steps, rotated secrets past their overlap, and the delivery log past its days.
     const pruning = setInterval(() => {
+      void sweepDeliveryLog(db, b.webhookDeliveryLogDays).catch((err: unknown) =>
+        log.warn({ error: (err as Error).message }, "could not sweep the delivery log"),
+      );
       void pruneFlowSteps(db).catch((err: unknown) =>
         log.warn({ error: (err as Error).message }, "could not prune old flow steps"),
       );
@@ -158,7 +166,11 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
         clearInterval(pruning);
         await matcher.stop();
       },
-      afterDrain: async () => breaker.stop(),
+      afterDrain: async () => {
+        // What the last deliveries logged is written before the process ends.
+        await outbound.deliveryLog.flush();
+        breaker.stop();
+      },
     };
   },
 });

@@ -54,6 +54,13 @@ export const webhookSettings = defineSettings({
       2_592_000,
       "after a secret rotation, how long deliveries are signed with the old secret too (a second `v1,` entry) unless the request says otherwise",
     ),
+    webhookDeliveryLogDays: setting.int(
+      "BackendHost:WebhookDeliveryLogDays",
+      30,
+      1,
+      3_650,
+      "days the delivery log keeps a delivery and its attempts (GET /api/webhooks/{id}/deliveries); swept hourly in batches",
+    ),
     maxFlowsPerWorkspace: setting.int(
       "BackendHost:MaxFlowsPerWorkspace",
       50,

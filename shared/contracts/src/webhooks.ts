@@ -50,6 +50,53 @@ const subscriptionFields = {
  */
 const SubscriptionSecret = Type.String({ minLength: 1, maxLength: 500 });
 
+/** A delivery's state in the log: delivered, waiting for another attempt, or failed for good. */
+export const DeliveryStatus = Type.Union([
+  Type.Literal("delivered"),
+  Type.Literal("retrying"),
+  Type.Literal("failed"),
+]);
+
+export const DeliverySummary = Type.Object({
+  deliveryId: Uuid,
+  subscriptionId: Uuid,
+  eventName: Type.String(),
+  eventId: Type.String(),
+  /** The event's workspace. */
+  workspaceKey: Nullable(Type.String()),
+  status: DeliveryStatus,
+  /** Attempts logged (a throttling receiver's deferred attempt counts here, not against the limit). */
+  attempts: Type.Integer(),
+  lastStatusCode: Nullable(Type.Integer()),
+  /** The first attempt. */
+  createdAtUtc: Type.String(),
+  /** The latest attempt. */
+  updatedAtUtc: Type.String(),
+});
+
+export const DeliveryDetail = Type.Composite([
+  DeliverySummary,
+  Type.Object({
+    /** The body as sent (masked unless the subscription asked for sensitive data); null above 64 KiB. */
+    payload: Nullable(Type.Unknown()),
+    /** When the next attempt is due, while the delivery is retrying. */
+    nextAttemptAtUtc: Nullable(Type.String()),
+    /** Every attempt logged, oldest first. */
+    history: Type.Array(
+      Type.Object({
+        attempt: Type.Integer(),
+        attemptedAtUtc: Type.String(),
+        durationMs: Type.Integer(),
+        outcome: Type.Union([Type.Literal("delivered"), Type.Literal("failed"), Type.Literal("deferred")]),
+        statusCode: Nullable(Type.Integer()),
+        /** The first 4 KiB of the receiver's answer. */
+        responseExcerpt: Nullable(Type.String()),
+        error: Nullable(Type.String()),
+      }),
+    ),
+  }),
+]);
+
 /** Most actions one flow may hold. */
 export const MAX_FLOW_ACTIONS = 10;
 
@@ -228,6 +275,34 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
         secret: Type.String(),
       }),
     ]),
+  },
+  "webhooks.deliveries": {
+    method: "GET",
+    path: "/api/webhooks/:id/deliveries",
+    permission: "webhook.read",
+    summary: "A subscription's delivery log, newest first",
+    params: idParams,
+    query: Type.Object(
+      {
+        status: Type.Optional(DeliveryStatus),
+        eventName: Type.Optional(Type.String({ maxLength: 120 })),
+        /** Deliveries whose first attempt is at or after this moment. */
+        since: Type.Optional(Type.String({ format: "date-time" })),
+        /** Deliveries whose first attempt is before this moment. */
+        until: Type.Optional(Type.String({ format: "date-time" })),
+        ...pageFields,
+      },
+      { additionalProperties: false },
+    ),
+    reply: Page(DeliverySummary),
+  },
+  "webhooks.delivery": {
+    method: "GET",
+    path: "/api/webhooks/deliveries/:deliveryId",
+    permission: "webhook.read",
+    summary: "One delivery with every attempt",
+    params: Type.Object({ deliveryId: Uuid }),
+    reply: DeliveryDetail,
   },
   "webhooks.activation": {
     method: "PUT",

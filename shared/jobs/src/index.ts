@@ -5,6 +5,7 @@ export {
   type DeadLetter,
   type ListFilter,
   listJobs,
+  nextRunOfKeyedJob,
   queueDepth,
   reapExpiredLeases,
   type ReapResult,

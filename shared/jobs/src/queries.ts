@@ -437,6 +437,21 @@ export async function listJobs(db: Queries, filter: ListFilter): Promise<JobView
   }));
 }
 
+/**
+ * When the job enqueued with this idempotency key runs next: its due time while it waits (Pending), null
+ * once it runs, ended or was never enqueued.
+ */
+export async function nextRunOfKeyedJob(
+  db: Queries,
+  type: string,
+  idempotencyKey: string,
+): Promise<Date | null> {
+  const row = await db.maybeOne<{ run_at: Date }>(sql`
+    SELECT run_at FROM job_reaper.jobs
+    WHERE type = ${type} AND idempotency_key = ${idempotencyKey} AND status = 'Pending'`);
+  return row?.run_at ?? null;
+}
+
 /** Counts by type and status, for the queue-depth gauge. */
 export async function queueDepth(
   db: Queries,

@@ -889,6 +889,62 @@ describe("delivery", () => {
     expect((await asOperator("GET", `/api/webhooks/deliveries/${crypto.randomUUID()}`)).status).toBe(404);
   });
 
+  it("sends a delivery again on request: the same webhook-id and data, to the subscription as it is now", async () => {
+    const own = await subscribedReceiver("user.created");
+    const sub = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    own.respond = () => ({ status: 500 });
+    await events.publish("user.created", null, { userId: "u-resend" });
+    type Summary = { deliveryId: string; status: string; attempts: number };
+    const deliveries = async () =>
+      (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries`)).json<{ items: Summary[] }>().items;
+    // While it waits for its next attempt, it is not sent again on request: 409.
+    await until(async () => (await deliveries())[0]?.status === "retrying", 15_000);
+    const deliveryId = (await deliveries())[0]?.deliveryId as string;
+    expect((await asOperator("POST", `/api/webhooks/deliveries/${deliveryId}/resend`)).status).toBe(409);
+    // The second attempt is refused for good (webhook-delivery: abort-message): failed.
+    own.respond = () => ({ status: 400, headers: { "webhook-delivery": "abort-message" } });
+    await retryNow(1);
+    await until(async () => (await deliveries())[0]?.status === "failed", 15_000);
+
+    // The receiver is mended; the operator sends it again.
+    own.respond = () => ({ status: 200 });
+    const resent = await asOperator("POST", `/api/webhooks/deliveries/${deliveryId}/resend`);
+    expect(resent.status, resent.text).toBe(202);
+    expect(resent.json()).toEqual({ deliveryId, status: "retrying" });
+    await until(async () => (await deliveries())[0]?.status === "delivered", 15_000);
+    const sends = own.received.filter((r) => r.headers["webhook-id"] === deliveryId);
+    // Three tries inside the first attempt (500 is retried), one for the abort, one for the resend.
+    expect(sends).toHaveLength(5);
+    expect(new Set(sends.map((r) => JSON.parse(r.body).data.userId))).toEqual(new Set(["u-resend"]));
+    const detail = (await asOperator("GET", `/api/webhooks/deliveries/${deliveryId}`)).json<{
+      attempts: number;
+      history: Array<{ outcome: string; statusCode: number }>;
+    }>();
+    expect(detail.history.map((a) => [a.outcome, a.statusCode])).toEqual([
+      ["failed", 500],
+      ["failed", 400],
+      ["delivered", 200],
+    ]);
+    expect(detail.attempts).toBe(3);
+
+    // Turned off: 409; another workspace's session: 404; read-only rights: 403.
+    await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`);
+    expect((await asOperator("POST", `/api/webhooks/deliveries/${deliveryId}/resend`)).status).toBe(409);
+    await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=true`);
+    const other = await mintToken({
+      scope: "workspace",
+      workspaceKey: "other",
+      permissions: ["webhook.manage"],
+    });
+    expect((await api("POST", `/api/webhooks/deliveries/${deliveryId}/resend`, other)).status).toBe(404);
+    const reader = await mintToken({ scope: "platform", permissions: ["webhook.read"] });
+    expect((await api("POST", `/api/webhooks/deliveries/${deliveryId}/resend`, reader)).status).toBe(403);
+  });
+
   it("pages the delivery log newest first", async () => {
     const own = await subscribedReceiver("user.deleted");
     const sub = (await asOperator("GET", "/api/webhooks"))

@@ -16,12 +16,16 @@ CREATE TABLE webhook_dispatcher.deliveries (
   last_status_code  integer,
   -- The body as sent (masked unless the subscription asked for sensitive data); null above 64 KiB.
   body              text,
+  -- The idempotency key of the latest resend's job (POST .../resend), null before any.
+  resend_job_key    text,
   created_at        timestamptz NOT NULL,
   updated_at        timestamptz NOT NULL
 );
 CREATE INDEX deliveries_subscription_idx
   ON webhook_dispatcher.deliveries (subscription_id, created_at DESC, delivery_id DESC);
-CREATE INDEX deliveries_updated_idx ON webhook_dispatcher.deliveries (updated_at);
+-- The sweep's: BRIN (rows arrive in time order), a few pages to keep up to date instead of a B-tree's
+-- insert per row.
+CREATE INDEX deliveries_updated_idx ON webhook_dispatcher.deliveries USING brin (updated_at);
 
 CREATE TABLE webhook_dispatcher.delivery_attempts (
   delivery_id      uuid        NOT NULL,
@@ -37,4 +41,5 @@ CREATE TABLE webhook_dispatcher.delivery_attempts (
 );
 CREATE INDEX delivery_attempts_delivery_idx
   ON webhook_dispatcher.delivery_attempts (delivery_id, attempted_at);
-CREATE INDEX delivery_attempts_attempted_idx ON webhook_dispatcher.delivery_attempts (attempted_at);
+CREATE INDEX delivery_attempts_attempted_idx
+  ON webhook_dispatcher.delivery_attempts USING brin (attempted_at);

@@ -257,6 +257,11 @@ async function attempt(
   if (sub === null || !sub.is_active) {
     if (sub !== null && sub.disabled_at !== null && !sub.disabled_announced)
       await announceDisabled(deps, p.subscriptionId, { ...sub, disabled_at: sub.disabled_at });
+    // A delivery the log shows waiting (retrying, or resent) ends there: it is not sent.
+    if (typeof p.deliveryId === "string" && UUID.test(p.deliveryId))
+      await deps.db.query(sql`
+        UPDATE webhook_dispatcher.deliveries SET status = 'failed', updated_at = now()
+        WHERE delivery_id = ${p.deliveryId}::uuid AND status = 'retrying'`);
     return count("skipped");
   }
   // A paused workspace or an open circuit defers the delivery without spending one of its attempts.
@@ -395,6 +400,8 @@ async function attempt(
   logged("failed", lastAttempt, { ...answer, error: message });
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** How long after its event a delivery's 429 and 503 answers with Retry-After spend no attempt. */
 export const THROTTLED_DEFERRAL_MS = 24 * 3_600_000;

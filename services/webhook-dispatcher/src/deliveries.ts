@@ -1,13 +1,18 @@
-/** Reading the delivery log: a subscription's deliveries, newest first, and one delivery's attempts. */
+/**
+ * Reading the delivery log (a subscription's deliveries, newest first, and one delivery's attempts), and
+ * sending a delivery again.
+ */
+import { randomUUID } from "node:crypto";
+
 import { reachCondition } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import type { ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
 import { type Db, join, type Listing, readPage, sql, toPage } from "@svc/db";
-import { NotFoundError } from "@svc/errors";
-import { nextRunOfKeyedJob } from "@svc/jobs";
+import { ConflictError, NotFoundError } from "@svc/errors";
+import { enqueue, keyedJob, nextRunOfKeyedJob } from "@svc/jobs";
 
 import type { DeliveryStatus } from "./delivery-log.js";
-import { deliverJob, deliveryJobKey } from "./jobs.js";
+import { deliverJob, type DeliverPayload, deliveryJobKey } from "./jobs.js";
 
 type Routes = typeof webhookRoutes;
 /** Newest first by (first attempt, delivery id). */
@@ -84,8 +89,8 @@ export async function getDelivery(
   db: Db,
   req: RequestOfRoute<Routes["webhooks.delivery"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.delivery"]>> {
-  const row = await db.maybeOne<DeliveryRow & { body: string | null }>(sql`
-    SELECT ${COLUMNS}, body FROM webhook_dispatcher.deliveries
+  const row = await db.maybeOne<DeliveryRow & { body: string | null; resend_job_key: string | null }>(sql`
+    SELECT ${COLUMNS}, body, resend_job_key FROM webhook_dispatcher.deliveries
     WHERE delivery_id = ${req.params.deliveryId} AND ${reaches(req.principal)}`);
   if (row === null) throw new NotFoundError(`Delivery '${req.params.deliveryId}' was not found.`);
   const attempts = await db.any<{
@@ -103,7 +108,11 @@ export async function getDelivery(
     ORDER BY attempted_at, attempt`);
   const nextAttemptAt =
     row.status === "retrying"
-      ? await nextRunOfKeyedJob(db, deliverJob.type, deliveryJobKey(row.event_id, row.subscription_id))
+      ? await nextRunOfKeyedJob(
+          db,
+          deliverJob.type,
+          row.resend_job_key ?? deliveryJobKey(row.event_id, row.subscription_id),
+        )
       : null;
   return {
     status: 200,
@@ -122,4 +131,57 @@ export async function getDelivery(
       })),
     },
   };
+}
+
+/**
+ * Sends a delivered or failed delivery again: one more `webhook.deliver` job with the first one's payload
+ * (the event, its data unmasked as the job keeps it, the same delivery id), to the subscription as it is
+ * now (its target, its secrets, its masking choice). The delivery is `retrying` from this moment, in the
+ * same transaction as the job: a second resend meanwhile is a 409, as is a resend while it retries on its
+ * own, or to a subscription that is turned off.
+ */
+export async function resendDelivery(
+  db: Db,
+  req: RequestOfRoute<Routes["webhooks.resend"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.resend"]>> {
+  const id = req.params.deliveryId;
+  return db.unitOfWork(async (tx) => {
+    const row = await tx.maybeOne<{
+      subscription_id: string;
+      event_id: string;
+      status: DeliveryStatus;
+      is_active: boolean | null;
+    }>(sql`
+      SELECT d.subscription_id, d.event_id, d.status, s.is_active
+      FROM webhook_dispatcher.deliveries d
+      LEFT JOIN webhook_dispatcher.subscriptions s ON s.id = d.subscription_id
+      WHERE d.delivery_id = ${id} AND ${reaches(req.principal)}
+      FOR UPDATE OF d`);
+    if (row === null) throw new NotFoundError(`Delivery '${id}' was not found.`);
+    if (row.is_active === null)
+      throw new NotFoundError(`The subscription of delivery '${id}' was deleted; it cannot be sent again.`);
+    if (!row.is_active)
+      throw new ConflictError(
+        `The subscription of delivery '${id}' is turned off; turn it on to send again.`,
+      );
+    if (row.status === "retrying")
+      throw new ConflictError(`Delivery '${id}' is waiting for its next attempt already.`);
+    const job = await keyedJob(tx, deliverJob.type, deliveryJobKey(row.event_id, row.subscription_id));
+    if (job === null) throw new NotFoundError(`Delivery '${id}' has no job left to send again.`);
+    // Keyed, so that its next attempt's time can be found.
+    const resendKey = `resend:${id}:${randomUUID()}`;
+    await enqueue(tx, deliverJob, job.payload as DeliverPayload, {
+      workspaceKey: job.workspaceKey,
+      idempotencyKey: resendKey,
+    });
+    await tx.query(sql`
+      UPDATE webhook_dispatcher.deliveries
+      SET status = 'retrying', resend_job_key = ${resendKey}, updated_at = now()
+      WHERE delivery_id = ${id}`);
+    return {
+      status: 202 as const,
+      body: { deliveryId: id, status: "retrying" as const },
+      headers: { location: `/api/webhooks/deliveries/${id}` },
+    };
+  });
 }

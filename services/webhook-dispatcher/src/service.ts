@@ -10,7 +10,7 @@ import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey } from "./deliver.js";
-import { getDelivery, listDeliveries } from "./deliveries.js";
+import { getDelivery, listDeliveries, resendDelivery } from "./deliveries.js";
 import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
 import { EventSources } from "./event-sources.js";
 import { flowRunJob, pruneFlowSteps, runFlow } from "./flow-run.js";
@@ -45,6 +45,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
         subs.rotateSecret(subscriptions, secrets, b.webhookSecretOverlapSeconds, req),
       "webhooks.deliveries": (req) => listDeliveries(db, req),
       "webhooks.delivery": (req) => getDelivery(db, req),
+      "webhooks.resend": (req) => resendDelivery(db, req),
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),

@@ -304,6 +304,15 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
     params: Type.Object({ deliveryId: Uuid }),
     reply: DeliveryDetail,
   },
+  "webhooks.resend": {
+    method: "POST",
+    path: "/api/webhooks/deliveries/:deliveryId/resend",
+    permission: "webhook.manage",
+    summary:
+      "Send a delivery again: one more job with the same event, data and delivery id (webhook-id), to the subscription as it is now",
+    params: Type.Object({ deliveryId: Uuid }),
+    reply: Type.Object({ deliveryId: Uuid, status: Type.Literal("retrying") }),
+  },
   "webhooks.activation": {
     method: "PUT",
     path: "/api/webhooks/:id/activation",

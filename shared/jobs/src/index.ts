@@ -3,6 +3,7 @@ export { createJobMetrics, type JobMetrics } from "./metrics.js";
 export {
   announceDeadLetters,
   type DeadLetter,
+  keyedJob,
   type ListFilter,
   listJobs,
   nextRunOfKeyedJob,

@@ -452,6 +452,18 @@ export async function nextRunOfKeyedJob(
   return row?.run_at ?? null;
 }
 
+/** The payload and workspace of the job enqueued with this idempotency key (null when there is none). */
+export async function keyedJob(
+  db: Queries,
+  type: string,
+  idempotencyKey: string,
+): Promise<{ payload: unknown; workspaceKey: string | null } | null> {
+  const row = await db.maybeOne<{ payload: unknown; workspace_key: string | null }>(sql`
+    SELECT payload, workspace_key FROM job_reaper.jobs
+    WHERE type = ${type} AND idempotency_key = ${idempotencyKey}`);
+  return row === null ? null : { payload: row.payload, workspaceKey: row.workspace_key };
+}
+
 /** Counts by type and status, for the queue-depth gauge. */
 export async function queueDepth(
   db: Queries,

@@ -628,6 +628,32 @@ describe("delivery", () => {
       before.deferred,
     );
     expect(await circuitsNotClosed()).toBe(before.circuits + 1);
+    // And the API: the subscription's receiver's circuit, open (or half-open once its time is up).
+    const subId = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url)?.id as string;
+    const circuit = async () =>
+      (await asOperator("GET", `/api/webhooks/${subId}/circuit`)).json<{
+        origin: string;
+        state: string;
+        consecutiveFailures: number;
+        openUntilUtc: string | null;
+        threshold: number;
+      }>();
+    const opened = await circuit();
+    expect(opened).toMatchObject({ origin: new URL(own.url).origin, threshold: 3 });
+    expect(opened.consecutiveFailures).toBeGreaterThanOrEqual(3);
+    expect(["open", "half_open"]).toContain(opened.state);
+    if (opened.state === "open")
+      expect(Date.parse(opened.openUntilUtc as string)).toBeGreaterThan(Date.now() - 1_000);
+    const other = await mintToken({
+      scope: "workspace",
+      workspaceKey: "other",
+      permissions: ["webhook.read"],
+    });
+    expect((await api("GET", `/api/webhooks/${subId}/circuit`, other)).status).toBe(404);
     // After the open period a trial goes through; success closes the circuit and the rest follow.
     own.respond = () => ({ status: 200 });
     await until(async () => {
@@ -642,6 +668,7 @@ describe("delivery", () => {
     }, 10_000);
     expect(await sample("svc_webhook_deliveries_total", { outcome: "delivered" })).toBe(before.delivered + 4);
     expect(await circuitsNotClosed()).toBe(before.circuits);
+    expect(await circuit()).toMatchObject({ state: "closed", consecutiveFailures: 0, openUntilUtc: null });
     await own.stop();
   }, 20_000);
 

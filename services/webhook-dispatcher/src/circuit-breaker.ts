@@ -76,6 +76,23 @@ export class CircuitBreaker {
     return { open, halfOpen };
   }
 
+  /**
+   * One receiver's circuit, by the watched copy of the shared state: closed (deliveries go), open (they
+   * wait until `openUntil`), or half-open (the next one is a trial); with its consecutive failures.
+   */
+  stateOf(
+    receiver: string,
+    now = Date.now(),
+  ): { state: "closed" | "open" | "half_open"; failures: number; openUntil: number | null } {
+    const known = this.states.get(CircuitBreaker.key(receiver));
+    if (known === undefined) return { state: "closed", failures: 0, openUntil: null };
+    if (known.failures < this.threshold)
+      return { state: "closed", failures: known.failures, openUntil: null };
+    return known.openUntil > now
+      ? { state: "open", failures: known.failures, openUntil: known.openUntil }
+      : { state: "half_open", failures: known.failures, openUntil: null };
+  }
+
   /** Watches the bucket again (after a NATS reconnect, the bucket provisioned anew). */
   async restart(): Promise<void> {
     this.stopWatch?.();

@@ -6,10 +6,11 @@ import {
   webhookDispatcherContract,
   WorkspaceStates,
 } from "@svc/contracts";
+import { NotFoundError } from "@svc/errors";
 import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
-import { deliver, parseReceiverKey } from "./deliver.js";
+import { deliver, parseReceiverKey, receiverKey } from "./deliver.js";
 import { getDelivery, listDeliveries, resendDelivery } from "./deliveries.js";
 import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
 import { EventSources } from "./event-sources.js";
@@ -46,6 +47,22 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.deliveries": (req) => listDeliveries(db, req),
       "webhooks.delivery": (req) => getDelivery(db, req),
       "webhooks.resend": (req) => resendDelivery(db, req),
+      "webhooks.circuit": async (req) => {
+        const sub = await subscriptions.find(req.params.id, subs.changeableWithin(req.principal));
+        if (sub === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+        const origin = new URL(sub.target_url).origin;
+        const circuit = breaker.stateOf(receiverKey(sub.workspace_key, origin));
+        return {
+          status: 200,
+          body: {
+            origin,
+            state: circuit.state,
+            consecutiveFailures: circuit.failures,
+            openUntilUtc: circuit.openUntil === null ? null : new Date(circuit.openUntil).toISOString(),
+            threshold: b.webhookCircuitFailureThreshold,
+          },
+        };
+      },
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),

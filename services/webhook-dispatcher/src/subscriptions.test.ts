@@ -65,14 +65,14 @@ class MemorySubscriptions implements SubscriptionRepository {
 
   async setActive(id: string, within: string | null, isActive: boolean) {
     this.calls++;
-    const row = this.find(id, within);
+    const row = this.lookup(id, within);
     if (row !== undefined) row.is_active = isActive;
     return row ?? null;
   }
 
   async replace(id: string, within: string | null, c: SubscriptionChange) {
     this.calls++;
-    const row = this.find(id, within);
+    const row = this.lookup(id, within);
     if (row === undefined) return null;
     Object.assign(row, {
       event_name: c.eventName,
@@ -87,7 +87,7 @@ class MemorySubscriptions implements SubscriptionRepository {
 
   async rotate(id: string, within: string | null, secretSealed: string, overlapSeconds: number) {
     this.calls++;
-    const row = this.find(id, within);
+    const row = this.lookup(id, within);
     if (row === undefined) return null;
     Object.assign(row, {
       previousSealed: overlapSeconds > 0 ? row.secretSealed : null,
@@ -100,7 +100,7 @@ class MemorySubscriptions implements SubscriptionRepository {
 
   async remove(id: string, within: string | null) {
     this.calls++;
-    const row = this.find(id, within);
+    const row = this.lookup(id, within);
     if (row !== undefined) this.rows.splice(this.rows.indexOf(row), 1);
     return row !== undefined;
   }
@@ -113,7 +113,11 @@ class MemorySubscriptions implements SubscriptionRepository {
     return [];
   }
 
-  private find(id: string, within: string | null) {
+  async find(id: string, within: string | null) {
+    return this.lookup(id, within) ?? null;
+  }
+
+  private lookup(id: string, within: string | null) {
     return this.rows.find((r) => r.id === id && (within === null || r.workspace_key === within));
   }
 }

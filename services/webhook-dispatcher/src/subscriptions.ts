@@ -151,6 +151,8 @@ export interface SubscriptionRepository {
     overlapSeconds: number,
   ): Promise<Row | null>;
   remove(id: string, within: string | null): Promise<boolean>;
+  /** One subscription, or null. */
+  find(id: string, within: string | null): Promise<Row | null>;
   /** The patterns that match some event of the catalogue (`matchesKnownEvent`). */
   knownPatterns(): Promise<ReadonlySet<string>>;
   catalog(): Promise<Array<{ eventName: string; source: string; description: string }>>;
@@ -207,6 +209,9 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
       (await db.maybeOne(sql`
         DELETE FROM webhook_dispatcher.subscriptions WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING id`)) !== null,
+    find: (id, within) =>
+      db.maybeOne<Row>(sql`
+        SELECT ${COLUMNS} FROM webhook_dispatcher.subscriptions WHERE id = ${id} AND ${inWorkspace(within)}`),
     knownPatterns: () => knownPatterns(db),
     catalog: () =>
       db.any(sql`
@@ -215,8 +220,11 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
   };
 }
 
-/** The workspace a change may touch: the session's own, or any for a platform session; 403 without one. */
-function changeableWithin(principal: Principal): string | null {
+/**
+ * The workspace a session reads and changes subscriptions of: its own, or any (null) for a platform
+ * session; 403 without a scope.
+ */
+export function changeableWithin(principal: Principal): string | null {
   const reach = requireReach(principal);
   return reach.kind === "platform" ? null : reach.workspaceKey;
 }

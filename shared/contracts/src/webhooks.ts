@@ -313,6 +313,24 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
     params: Type.Object({ deliveryId: Uuid }),
     reply: Type.Object({ deliveryId: Uuid, status: Type.Literal("retrying") }),
   },
+  "webhooks.circuit": {
+    method: "GET",
+    path: "/api/webhooks/:id/circuit",
+    permission: "webhook.read",
+    summary: "The circuit breaker of a subscription's receiver (its workspace and its target's origin)",
+    params: idParams,
+    reply: Type.Object({
+      /** The target's origin; one circuit per workspace and origin, shared by the subscriptions to it. */
+      origin: Type.String(),
+      /** closed: deliveries go; open: they wait, spending no attempt; half_open: the next one is a trial. */
+      state: Type.Union([Type.Literal("closed"), Type.Literal("open"), Type.Literal("half_open")]),
+      consecutiveFailures: Type.Integer(),
+      /** While open: when the trial may go. */
+      openUntilUtc: Nullable(Type.String()),
+      /** Consecutive failures that open it (BackendHost:WebhookCircuitFailureThreshold). */
+      threshold: Type.Integer(),
+    }),
+  },
   "webhooks.activation": {
     method: "PUT",
     path: "/api/webhooks/:id/activation",

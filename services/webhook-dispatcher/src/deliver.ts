@@ -65,6 +65,8 @@ export interface DeliverDeps extends OutboundDeps {
   readonly breaker: CircuitBreaker;
   /** Where each attempt that reached the receiver's address is written. */
   readonly deliveryLog: DeliveryLog;
+  /** How long every delivery of a subscription may fail before it is turned off (0: never). */
+  readonly disableAfterFailingMs: number;
   readonly metrics: WebhookMetrics;
   /** Publishes the platform's own events (`webhook.disabled`). */
   readonly events: EventPublisher;
@@ -119,35 +121,39 @@ interface SubscriptionRow {
   workspace_key: string | null;
   disabled_at: Date | null;
   disabled_announced: boolean;
+  disabled_reason: string | null;
+  failing_since: Date | null;
 }
 
 /**
- * A receiver that answers 410 Gone wants nothing more: its subscription is turned off, once, and
- * `webhook.disabled` tells the operators (rbac notifies the holders of `webhook.manage`). The event's id
- * comes from the subscription and the moment it was turned off, so announcing again after a crash (see
+ * A receiver that answers 410 Gone wants nothing more, and one that has failed every delivery for
+ * `disableAfterFailingMs` is not coming back by itself: its subscription is turned off, once, and
+ * `webhook.disabled` tells the operators why (rbac notifies the holders of `webhook.manage`). The event's
+ * id comes from the subscription and the moment it was turned off, so announcing again after a crash (see
  * `announceDisabled`) adds no second event or notification.
  */
-async function turnOffGone(deps: DeliverDeps, subscriptionId: string): Promise<void> {
-  const row = await deps.db.maybeOne<{
-    workspace_key: string | null;
-    target_url: string;
-    disabled_at: Date;
-  }>(sql`
+async function turnOff(deps: DeliverDeps, subscriptionId: string, reason: string): Promise<void> {
+  const row = await deps.db.maybeOne<DisabledRow>(sql`
     UPDATE webhook_dispatcher.subscriptions
     SET is_active = false, disabled_at = date_trunc('milliseconds', now()), disabled_announced = false,
-        updated_at = now()
+        disabled_reason = ${reason}, updated_at = now()
     WHERE id = ${subscriptionId} AND is_active
-    RETURNING workspace_key, target_url, disabled_at`);
-  // Already off: another delivery saw the 410 first, or an operator turned it off.
+    RETURNING workspace_key, target_url, disabled_at, disabled_reason`);
+  // Already off: another delivery turned it off first, or an operator did.
   if (row !== null) await announceDisabled(deps, subscriptionId, row);
 }
 
-/** Publishes `webhook.disabled` for a subscription a 410 turned off, then marks it announced. */
-async function announceDisabled(
-  deps: DeliverDeps,
-  subscriptionId: string,
-  row: { workspace_key: string | null; target_url: string; disabled_at: Date },
-): Promise<void> {
+interface DisabledRow {
+  workspace_key: string | null;
+  target_url: string;
+  disabled_at: Date;
+  disabled_reason: string | null;
+}
+
+const GONE = "the receiver answered 410 Gone";
+
+/** Publishes `webhook.disabled` for a subscription the dispatcher turned off, then marks it announced. */
+async function announceDisabled(deps: DeliverDeps, subscriptionId: string, row: DisabledRow): Promise<void> {
   const eventId = derivedUuid(`${subscriptionId} ${row.disabled_at.toISOString()}`);
   await deps.events.publish(
     "webhook.disabled",
@@ -156,13 +162,36 @@ async function announceDisabled(
       subscriptionId,
       workspaceKey: row.workspace_key,
       origin: new URL(row.target_url).origin,
-      reason: "the receiver answered 410 Gone",
+      reason: row.disabled_reason ?? GONE,
     },
     { eventId },
   );
   await deps.db.query(sql`
     UPDATE webhook_dispatcher.subscriptions SET disabled_announced = true
     WHERE id = ${subscriptionId} AND date_trunc('milliseconds', disabled_at) = ${row.disabled_at}`);
+}
+
+/**
+ * A failed attempt: the subscription is failing from now on, unless it was already (one write, at the
+ * first failure only); failing for longer than the setting allows, it is turned off.
+ */
+async function noteFailure(
+  deps: DeliverDeps,
+  subscriptionId: string,
+  failingSince: Date | null,
+): Promise<void> {
+  const since =
+    failingSince ??
+    (
+      await deps.db.one<{ failing_since: Date }>(sql`
+        UPDATE webhook_dispatcher.subscriptions SET failing_since = coalesce(failing_since, now())
+        WHERE id = ${subscriptionId} RETURNING failing_since`)
+    ).failing_since;
+  const limit = deps.disableAfterFailingMs;
+  if (limit > 0 && Date.now() - since.getTime() >= limit) {
+    const hours = Math.round((Date.now() - since.getTime()) / 360_000) / 10;
+    await turnOff(deps, subscriptionId, `every delivery failed for ${hours} hours`);
+  }
 }
 
 export function signature(secret: string, body: Buffer): string {
@@ -251,7 +280,8 @@ async function attempt(
     SELECT target_url, secret_encrypted,
            CASE WHEN previous_secret_expires_at > now() THEN previous_secret_encrypted END
              AS previous_secret_encrypted,
-           is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced
+           is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
+           disabled_reason, failing_since
     FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
   // A disabled or deleted subscription's queued delivery does nothing, but tell what a crash left untold.
   if (sub === null || !sub.is_active) {
@@ -366,6 +396,7 @@ async function attempt(
     timer({ outcome: "failed" });
     count("failed");
     await recordOnCircuit(deps, receiver, false, trial);
+    await noteFailure(deps, p.subscriptionId, sub.failing_since);
     throw error;
   }
   const delivered = status >= 200 && status < 300;
@@ -373,16 +404,24 @@ async function attempt(
   count(delivered ? "delivered" : "failed");
   await recordOnCircuit(deps, receiver, delivered, trial);
   const answer = { statusCode: status, excerpt };
-  if (delivered) return logged("delivered", true, answer);
+  if (delivered) {
+    logged("delivered", true, answer);
+    // The subscription is healthy again (a write only when it was failing).
+    if (sub.failing_since !== null)
+      await deps.db.query(sql`
+        UPDATE webhook_dispatcher.subscriptions SET failing_since = NULL WHERE id = ${p.subscriptionId}`);
+    return;
+  }
   const message = `receiver answered ${status}`;
   if (status === 410) {
     logged("failed", true, { ...answer, error: `${message} (Gone): the subscription is turned off` });
-    await turnOffGone(deps, p.subscriptionId);
+    await turnOff(deps, p.subscriptionId, GONE);
     throw new PermanentJobError(`${message} (Gone): the subscription is turned off`);
   }
   if (abort) {
     const reason = `${message} with ${ABORT_HEADER}: ${ABORT_VALUE}: no more attempts`;
     logged("failed", true, { ...answer, error: reason });
+    await noteFailure(deps, p.subscriptionId, sub.failing_since);
     throw new PermanentJobError(reason);
   }
   // A receiver that says when to come back (429 or 503 with Retry-After) is throttling, not failing: the
@@ -398,6 +437,7 @@ async function attempt(
     throw new DeferJobError(reason, retryAfter);
   }
   logged("failed", lastAttempt, { ...answer, error: message });
+  await noteFailure(deps, p.subscriptionId, sub.failing_since);
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }
 

@@ -54,6 +54,13 @@ export const webhookSettings = defineSettings({
       2_592_000,
       "after a secret rotation, how long deliveries are signed with the old secret too (a second `v1,` entry) unless the request says otherwise",
     ),
+    webhookDisableAfterFailingSeconds: setting.int(
+      "BackendHost:WebhookDisableAfterFailingSeconds",
+      432_000,
+      0,
+      7_776_000,
+      "a subscription every delivery of which has failed for this long is turned off (webhook.disabled, operators notified); 0 never",
+    ),
     webhookDeliveryLogDays: setting.int(
       "BackendHost:WebhookDeliveryLogDays",
       30,

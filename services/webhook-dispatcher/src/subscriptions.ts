@@ -179,7 +179,10 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
     page: (workspaceKey, page) => newestFirst<Row>(db, SUBSCRIPTIONS_TABLE, COLUMNS, workspaceKey, page),
     setActive: (id, within, isActive) =>
       db.maybeOne<Row>(sql`
-        UPDATE webhook_dispatcher.subscriptions SET is_active = ${isActive}, updated_at = now()
+        UPDATE webhook_dispatcher.subscriptions
+        SET is_active = ${isActive}, updated_at = now(),
+            -- Turned on again, it starts healthy: its failing period begins at its next failure.
+            failing_since = CASE WHEN ${isActive} THEN NULL ELSE failing_since END
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
     replace: (id, within, c) =>

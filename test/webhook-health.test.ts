@@ -1,0 +1,133 @@
+/**
+ * Endpoint health: a subscription every delivery of which has failed for longer than
+ * BackendHost:WebhookDisableAfterFailingSeconds is turned off, once, and webhook.disabled says why; one
+ * delivery that goes through makes it healthy again, and turning it on again starts a new period.
+ */
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats, createEventPublisher, type EventPublisher, EventSource } from "@svc/bus";
+import { createDb, type Db, sql } from "@svc/db";
+import { createLogger } from "@svc/observability";
+import { gatewayService } from "@svc/service-gateway";
+import { rbacService } from "@svc/service-rbac";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createHarness } from "./support/harness.js";
+import { bearerApi } from "./support/http.js";
+import { Receiver } from "./support/receiver.js";
+import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
+
+const h = await createHarness();
+const db: Db = createDb({
+  databaseUrl: h.db.url,
+  maximumPoolSize: 2,
+  applicationName: "webhook-health-test",
+});
+const failing = new Receiver();
+const watcher = new Receiver();
+let base = "";
+let operator = "";
+let nc: NatsConnection;
+let events: EventPublisher;
+const api = bearerApi(() => base);
+
+/** Failing for one second is too long here. */
+const env = {
+  BackendHost__RateLimitApiPerMinute: "0",
+  BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  BackendHost__JobPollIntervalMs: "100",
+  BackendHost__WebhookDisableAfterFailingSeconds: "1",
+  BackendHost__WebhookCircuitFailureThreshold: "1000",
+};
+
+const subscription = async (id: string) =>
+  db.one<{ is_active: boolean; failing_since: Date | null; disabled_reason: string | null }>(sql`
+    SELECT is_active, failing_since, disabled_reason FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
+/** Makes the waiting retries due now: the schedule itself is the job engine's tests' business. */
+const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
+
+beforeAll(async () => {
+  await failing.start();
+  await watcher.start();
+  await h.start(rbacService, env);
+  await h.start(webhookDispatcherService, env);
+  base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  operator = await mintToken({ scope: "platform", permissions: ["webhook.read", "webhook.manage"] });
+  nc = await connectNats({
+    url: h.env.NATS_URL as string,
+    auth: h.natsAuth,
+    name: "publisher",
+    logger: createLogger("t", "silent"),
+  });
+  events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
+});
+
+afterAll(async () => {
+  await h.stopAll();
+  await nc.close();
+  await db.end();
+  await failing.stop();
+  await watcher.stop();
+});
+
+describe("endpoint health", () => {
+  it("turns off a subscription that failed every delivery for too long, says why once, and starts anew when turned on", async () => {
+    const sub = (
+      await api("POST", "/api/webhooks", operator, {
+        eventName: "user.updated",
+        targetUrl: failing.url,
+        secret: "health-secret",
+      })
+    ).json<{ id: string }>();
+    const told = await api("POST", "/api/webhooks", operator, {
+      eventName: "webhook.disabled",
+      targetUrl: watcher.url,
+      secret: "watcher-secret",
+    });
+    expect(told.status).toBe(201);
+
+    // One failure then one success: healthy again.
+    failing.respond = () => ({ status: 500 });
+    await events.publish("user.updated", null, { n: 1 });
+    await until(async () => (await subscription(sub.id)).failing_since !== null, 15_000);
+    failing.respond = () => ({ status: 200 });
+    await hurry();
+    await until(async () => (await subscription(sub.id)).failing_since === null, 15_000);
+
+    // Failing from now on; a failure past the period turns it off.
+    failing.respond = () => ({ status: 503 });
+    await events.publish("user.updated", null, { n: 2 });
+    await until(async () => (await subscription(sub.id)).failing_since !== null, 15_000);
+    const since = (await subscription(sub.id)).failing_since as Date;
+    expect((await subscription(sub.id)).is_active).toBe(true);
+    await until(async () => Date.now() - since.getTime() > 1_000, 5_000, 50);
+    await until(async () => {
+      await hurry();
+      return !(await subscription(sub.id)).is_active;
+    }, 15_000);
+    expect((await subscription(sub.id)).disabled_reason).toMatch(/^every delivery failed for [\d.]+ hours$/);
+
+    // The operators' event, once, with the reason.
+    await watcher.waitFor(1, 15_000);
+    const event = JSON.parse(watcher.received[0]?.body ?? "{}") as { data: Record<string, unknown> };
+    expect(event.data).toMatchObject({
+      subscriptionId: sub.id,
+      reason: expect.stringMatching(/^every delivery failed/),
+    });
+    // Events while it is off make no delivery; it stays off until an operator turns it on.
+    await events.publish("user.updated", null, { n: 3 });
+    const listed = (await api("GET", "/api/webhooks", operator)).json<{
+      items: Array<{ id: string; isActive: boolean }>;
+    }>();
+    expect(listed.items.find((s) => s.id === sub.id)?.isActive).toBe(false);
+
+    // Turned on again: healthy, a new period from its next failure.
+    expect((await api("PUT", `/api/webhooks/${sub.id}/activation?isActive=true`, operator)).status).toBe(200);
+    expect(await subscription(sub.id)).toMatchObject({ is_active: true, failing_since: null });
+    await events.publish("user.updated", null, { n: 4 });
+    await until(async () => (await subscription(sub.id)).failing_since !== null, 15_000);
+    expect((await subscription(sub.id)).is_active).toBe(true);
+    expect(watcher.received).toHaveLength(1);
+  });
+});

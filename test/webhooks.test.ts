@@ -57,6 +57,7 @@ const env = {
   BackendHost__WebhookCircuitFailureThreshold: "3",
   BackendHost__WebhookCircuitOpenMs: "1500",
   BackendHost__WebhookTimeoutMs: "2000",
+  BackendHost__WebhookRecoveryPageSize: "2",
 };
 
 const api = bearerApi(() => base);
@@ -971,6 +972,82 @@ describe("delivery", () => {
     const reader = await mintToken({ scope: "platform", permissions: ["webhook.read"] });
     expect((await api("POST", `/api/webhooks/deliveries/${deliveryId}/resend`, reader)).status).toBe(403);
   });
+
+  it("recovers a window's failed deliveries: one durable job pages through them, each sent again once", async () => {
+    const own = await subscribedReceiver("user.deleted");
+    const sub = (await asOperator("GET", "/api/webhooks"))
+      .json<{
+        items: Array<{ id: string; targetUrl: string }>;
+      }>()
+      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    const since = new Date(Date.now() - 1_000).toISOString();
+    // Three failed for good (more than a page: two a second here), one delivered.
+    own.respond = (r) =>
+      JSON.parse(r.body).data.n === "ok"
+        ? { status: 200 }
+        : { status: 400, headers: { "webhook-delivery": "abort-message" } };
+    await events.publish("user.deleted", null, { n: "ok" });
+    for (let n = 0; n < 3; n++) await events.publish("user.deleted", null, { n });
+    const failed = async () =>
+      (
+        await db.one<{ n: number }>(sql`
+          SELECT count(*)::int AS n FROM webhook_dispatcher.deliveries
+          WHERE subscription_id = ${sub.id} AND status = 'failed'`)
+      ).n;
+    await until(async () => (await failed()) === 3, 20_000);
+
+    own.respond = () => ({ status: 200 });
+    const started = await asOperator(
+      "POST",
+      `/api/webhooks/${sub.id}/recover?since=${encodeURIComponent(since)}`,
+    );
+    expect(started.status, started.text).toBe(202);
+    const recovery = started.json<{ recoveryId: string; status: string }>();
+    expect(recovery.status).toBe("running");
+    expect(started.headers.location).toBe(`/api/webhooks/recoveries/${recovery.recoveryId}`);
+    const progress = async () =>
+      (await asOperator("GET", `/api/webhooks/recoveries/${recovery.recoveryId}`)).json<{
+        status: string;
+        queued: number;
+        finishedAtUtc: string | null;
+      }>();
+    await until(async () => (await progress()).status === "done", 20_000);
+    expect(await progress()).toMatchObject({ queued: 3, finishedAtUtc: expect.any(String) });
+    await until(
+      async () =>
+        (
+          await db.one<{ n: number }>(sql`
+            SELECT count(*)::int AS n FROM webhook_dispatcher.deliveries
+            WHERE subscription_id = ${sub.id} AND status = 'delivered'`)
+        ).n === 4,
+      20_000,
+    );
+    // Each failed one sent once more (its abort, then the recovery), the delivered one never again.
+    const sends = new Map<string, number>();
+    for (const r of own.received) {
+      const id = r.headers["webhook-id"] as string;
+      sends.set(id, (sends.get(id) ?? 0) + 1);
+    }
+    expect([...sends.values()].sort()).toEqual([1, 2, 2, 2]);
+
+    // Refused: an empty window, another workspace's subscription, a subscription turned off.
+    const later = new Date(Date.now() + 60_000).toISOString();
+    const empty = await asOperator(
+      "POST",
+      `/api/webhooks/${sub.id}/recover?since=${encodeURIComponent(later)}`,
+    );
+    expect(empty.status).toBe(400);
+    const other = await mintToken({
+      scope: "workspace",
+      workspaceKey: "other",
+      permissions: ["webhook.manage", "webhook.read"],
+    });
+    const q = `since=${encodeURIComponent(since)}`;
+    expect((await api("POST", `/api/webhooks/${sub.id}/recover?${q}`, other)).status).toBe(404);
+    expect((await api("GET", `/api/webhooks/recoveries/${recovery.recoveryId}`, other)).status).toBe(404);
+    await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`);
+    expect((await asOperator("POST", `/api/webhooks/${sub.id}/recover?${q}`)).status).toBe(409);
+  }, 60_000);
 
   it("pages the delivery log newest first", async () => {
     const own = await subscribedReceiver("user.deleted");

@@ -7,12 +7,13 @@ import { randomUUID } from "node:crypto";
 import { reachCondition } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import type { ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
-import { type Db, join, type Listing, readPage, sql, toPage } from "@svc/db";
-import { ConflictError, NotFoundError } from "@svc/errors";
-import { enqueue, keyedJob, nextRunOfKeyedJob } from "@svc/jobs";
+import { type Db, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
+import { type ClaimedJob, DeferJobError, enqueue, keyedJob, nextRunOfKeyedJob } from "@svc/jobs";
 
 import type { DeliveryStatus } from "./delivery-log.js";
-import { deliverJob, type DeliverPayload, deliveryJobKey } from "./jobs.js";
+import { deliverJob, type DeliverPayload, deliveryJobKey, recoverJob, type RecoverPayload } from "./jobs.js";
+import { changeableWithin } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 /** Newest first by (first attempt, delivery id). */
@@ -134,6 +135,29 @@ export async function getDelivery(
 }
 
 /**
+ * Queues a delivery again in `tx`: one more `webhook.deliver` job with the first job's payload (the same
+ * delivery id), keyed so that its next attempt's time can be found; the delivery shows `retrying`. False
+ * when the first job is gone.
+ */
+async function queueAgain(
+  tx: Queries,
+  d: { delivery_id: string; event_id: string; subscription_id: string },
+): Promise<boolean> {
+  const job = await keyedJob(tx, deliverJob.type, deliveryJobKey(d.event_id, d.subscription_id));
+  if (job === null) return false;
+  const resendKey = `resend:${d.delivery_id}:${randomUUID()}`;
+  await enqueue(tx, deliverJob, job.payload as DeliverPayload, {
+    workspaceKey: job.workspaceKey,
+    idempotencyKey: resendKey,
+  });
+  await tx.query(sql`
+    UPDATE webhook_dispatcher.deliveries
+    SET status = 'retrying', resend_job_key = ${resendKey}, updated_at = now()
+    WHERE delivery_id = ${d.delivery_id}`);
+  return true;
+}
+
+/**
  * Sends a delivered or failed delivery again: one more `webhook.deliver` job with the first one's payload
  * (the event, its data unmasked as the job keeps it, the same delivery id), to the subscription as it is
  * now (its target, its secrets, its masking choice). The delivery is `retrying` from this moment, in the
@@ -166,22 +190,130 @@ export async function resendDelivery(
       );
     if (row.status === "retrying")
       throw new ConflictError(`Delivery '${id}' is waiting for its next attempt already.`);
-    const job = await keyedJob(tx, deliverJob.type, deliveryJobKey(row.event_id, row.subscription_id));
-    if (job === null) throw new NotFoundError(`Delivery '${id}' has no job left to send again.`);
-    // Keyed, so that its next attempt's time can be found.
-    const resendKey = `resend:${id}:${randomUUID()}`;
-    await enqueue(tx, deliverJob, job.payload as DeliverPayload, {
-      workspaceKey: job.workspaceKey,
-      idempotencyKey: resendKey,
-    });
-    await tx.query(sql`
-      UPDATE webhook_dispatcher.deliveries
-      SET status = 'retrying', resend_job_key = ${resendKey}, updated_at = now()
-      WHERE delivery_id = ${id}`);
+    if (!(await queueAgain(tx, { delivery_id: id, ...row })))
+      throw new NotFoundError(`Delivery '${id}' has no job left to send again.`);
     return {
       status: 202 as const,
       body: { deliveryId: id, status: "retrying" as const },
       headers: { location: `/api/webhooks/deliveries/${id}` },
     };
   });
+}
+
+interface RecoveryRow {
+  id: string;
+  subscription_id: string;
+  since: Date;
+  until: Date;
+  status: "running" | "done";
+  queued: number;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const recoveryView = (r: RecoveryRow) => ({
+  recoveryId: r.id,
+  subscriptionId: r.subscription_id,
+  sinceUtc: r.since.toISOString(),
+  untilUtc: r.until.toISOString(),
+  status: r.status,
+  queued: r.queued,
+  createdAtUtc: r.created_at.toISOString(),
+  finishedAtUtc: r.finished_at?.toISOString() ?? null,
+});
+
+const RECOVERY_COLUMNS = sql`id, subscription_id, since, until, status, queued, created_at, finished_at`;
+
+/**
+ * Starts sending again every failed delivery of a subscription whose first attempt falls in
+ * [since, until) (until: now when left out): one `webhook.recover` job, made in the transaction of the
+ * recovery's row, pages through them (`recoverPage`).
+ */
+export async function startRecovery(
+  db: Db,
+  req: RequestOfRoute<Routes["webhooks.recover"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.recover"]>> {
+  const since = new Date(req.query.since);
+  const until = req.query.until === undefined ? new Date() : new Date(req.query.until);
+  if (!(since < until))
+    throw new ValidationError([
+      { field: "/query/since", message: "must be before until (now when left out)" },
+    ]);
+  const within = changeableWithin(req.principal);
+  return db.unitOfWork(async (tx) => {
+    const sub = await tx.maybeOne<{ workspace_key: string | null; is_active: boolean }>(sql`
+      SELECT workspace_key, is_active FROM webhook_dispatcher.subscriptions
+      WHERE id = ${req.params.id} AND (${within}::text IS NULL OR workspace_key = ${within}::text)`);
+    if (sub === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+    if (!sub.is_active)
+      throw new ConflictError(
+        `Subscription '${req.params.id}' is turned off; turn it on to recover its deliveries.`,
+      );
+    const row = await tx.one<RecoveryRow>(sql`
+      INSERT INTO webhook_dispatcher.recoveries (id, subscription_id, reach_key, since, until)
+      VALUES (${randomUUID()}, ${req.params.id}, ${sub.workspace_key}, ${since}, ${until})
+      RETURNING ${RECOVERY_COLUMNS}`);
+    await enqueue(tx, recoverJob, { recoveryId: row.id }, { workspaceKey: sub.workspace_key });
+    return {
+      status: 202 as const,
+      body: recoveryView(row),
+      headers: { location: `/api/webhooks/recoveries/${row.id}` },
+    };
+  });
+}
+
+export async function getRecovery(
+  db: Db,
+  req: RequestOfRoute<Routes["webhooks.recovery"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.recovery"]>> {
+  const row = await db.maybeOne<RecoveryRow>(sql`
+    SELECT ${RECOVERY_COLUMNS} FROM webhook_dispatcher.recoveries
+    WHERE id = ${req.params.recoveryId} AND ${reaches(req.principal)}`);
+  if (row === null) throw new NotFoundError(`Recovery '${req.params.recoveryId}' was not found.`);
+  return { status: 200, body: recoveryView(row) };
+}
+
+/**
+ * One page of a recovery (`pageSize`, BackendHost:WebhookRecoveryPageSize): the next failed deliveries after its cursor are queued again, and the cursor
+ * and the count move, in one transaction; a full page defers the job a second (no attempt spent), the last
+ * one ends the recovery.
+ */
+export async function recoverPage(db: Db, job: ClaimedJob<RecoverPayload>, pageSize: number): Promise<void> {
+  const more = await db.unitOfWork(async (tx) => {
+    const r = await tx.maybeOne<{
+      subscription_id: string;
+      since: Date;
+      until: Date;
+      status: string;
+      after_delivery_id: string | null;
+    }>(sql`
+      SELECT subscription_id, since, until, status, after_delivery_id FROM webhook_dispatcher.recoveries
+      WHERE id = ${job.payload.recoveryId} FOR UPDATE`);
+    if (r === null || r.status === "done") return false;
+    const page = await tx.any<{ delivery_id: string; event_id: string; subscription_id: string }>(sql`
+      SELECT delivery_id, event_id, subscription_id FROM webhook_dispatcher.deliveries
+      WHERE subscription_id = ${r.subscription_id} AND status = 'failed'
+        AND created_at >= ${r.since} AND created_at < ${r.until}
+        AND (${r.after_delivery_id}::uuid IS NULL OR (created_at, delivery_id) > (
+          SELECT after_created_at, after_delivery_id FROM webhook_dispatcher.recoveries
+          WHERE id = ${job.payload.recoveryId}))
+      ORDER BY created_at, delivery_id
+      LIMIT ${pageSize}`);
+    let queued = 0;
+    for (const d of page) if (await queueAgain(tx, d)) queued++;
+    const last = page.at(-1)?.delivery_id ?? null;
+    const done = page.length < pageSize;
+    await tx.query(sql`
+      UPDATE webhook_dispatcher.recoveries
+      SET queued = queued + ${queued},
+          after_created_at = coalesce(
+            (SELECT created_at FROM webhook_dispatcher.deliveries WHERE delivery_id = ${last}::uuid),
+            after_created_at),
+          after_delivery_id = coalesce(${last}::uuid, after_delivery_id),
+          status = CASE WHEN ${done} THEN 'done' ELSE status END,
+          finished_at = CASE WHEN ${done} THEN now() END
+      WHERE id = ${job.payload.recoveryId}`);
+    return !done;
+  });
+  if (more) throw new DeferJobError("recovering: the next page in a second", 1_000);
 }

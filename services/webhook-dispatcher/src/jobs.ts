@@ -12,8 +12,16 @@ export interface DeliverPayload {
   data: unknown;
 }
 
+/** One recovery's paging job: its state is the `recoveries` row. */
+export interface RecoverPayload {
+  recoveryId: string;
+}
+
 /** Five attempts (then the delivery is failed for good and left in the list). */
 export const deliverJob = defineJob<DeliverPayload>("webhook.deliver", { maxAttempts: 5 });
 
 /** The idempotency key of an event's delivery to a subscription: one job per pair, however often matched. */
 export const deliveryJobKey = (eventId: string, subscriptionId: string) => `${eventId}:${subscriptionId}`;
+
+/** Pages through a recovery's failed deliveries, queuing each again; a failed page is tried again. */
+export const recoverJob = defineJob<RecoverPayload>("webhook.recover", { maxAttempts: 10 });

@@ -11,13 +11,20 @@ import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey, receiverKey } from "./deliver.js";
-import { getDelivery, listDeliveries, resendDelivery } from "./deliveries.js";
+import {
+  getDelivery,
+  getRecovery,
+  listDeliveries,
+  recoverPage,
+  resendDelivery,
+  startRecovery,
+} from "./deliveries.js";
 import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
 import { EventSources } from "./event-sources.js";
 import { flowRunJob, pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
-import { deliverJob } from "./jobs.js";
+import { deliverJob, recoverJob } from "./jobs.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
 import { createWebhookMetrics } from "./metrics.js";
@@ -31,7 +38,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
   settings: webhookSettings,
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
-  jobs: { "webhook.deliver": deliverJob, "flow.run": flowRunJob },
+  jobs: { "webhook.deliver": deliverJob, "flow.run": flowRunJob, "webhook.recover": recoverJob },
   async start({ bus, db, config, log, nc, metrics, provision, reprovision, live }) {
     const b = config.backendHost;
     const secrets = createSecretBox(b.secretsEncryptionKey);
@@ -47,6 +54,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.deliveries": (req) => listDeliveries(db, req),
       "webhooks.delivery": (req) => getDelivery(db, req),
       "webhooks.resend": (req) => resendDelivery(db, req),
+      "webhooks.recover": (req) => startRecovery(db, req),
+      "webhooks.recovery": (req) => getRecovery(db, req),
       "webhooks.circuit": async (req) => {
         const sub = await subscriptions.find(req.params.id, subs.changeableWithin(req.principal));
         if (sub === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
@@ -177,6 +186,11 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
           concurrency: 20,
           batchSize: 100,
           handler: (job) => runFlow(outbound, job),
+        },
+        "webhook.recover": {
+          concurrency: 2,
+          batchSize: 2,
+          handler: (job) => recoverPage(db, job, b.webhookRecoveryPageSize),
         },
       },
       // Stop taking events first; the runtime then lets running deliveries finish and releases queued ones.

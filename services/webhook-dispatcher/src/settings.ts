@@ -61,6 +61,13 @@ export const webhookSettings = defineSettings({
       7_776_000,
       "a subscription every delivery of which has failed for this long is turned off (webhook.disabled, operators notified); 0 never",
     ),
+    webhookRecoveryPageSize: setting.int(
+      "BackendHost:WebhookRecoveryPageSize",
+      100,
+      1,
+      10_000,
+      "failed deliveries a recovery (POST /api/webhooks/{id}/recover) queues again per second",
+    ),
     webhookDeliveryLogDays: setting.int(
       "BackendHost:WebhookDeliveryLogDays",
       30,

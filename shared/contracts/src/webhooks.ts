@@ -97,6 +97,20 @@ export const DeliveryDetail = Type.Composite([
   }),
 ]);
 
+/** A recovery of failed deliveries and its progress. */
+export const RecoveryView = Type.Object({
+  recoveryId: Uuid,
+  subscriptionId: Uuid,
+  sinceUtc: Type.String(),
+  untilUtc: Type.String(),
+  /** running: pages are still being queued; done: every failed delivery of the window was queued. */
+  status: Type.Union([Type.Literal("running"), Type.Literal("done")]),
+  /** Deliveries queued again so far. */
+  queued: Type.Integer(),
+  createdAtUtc: Type.String(),
+  finishedAtUtc: Nullable(Type.String()),
+});
+
 /** Most actions one flow may hold. */
 export const MAX_FLOW_ACTIONS = 10;
 
@@ -330,6 +344,31 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
       /** Consecutive failures that open it (BackendHost:WebhookCircuitFailureThreshold). */
       threshold: Type.Integer(),
     }),
+  },
+  "webhooks.recover": {
+    method: "POST",
+    path: "/api/webhooks/:id/recover",
+    permission: "webhook.manage",
+    summary:
+      "Send again every failed delivery whose first attempt is in the window: one durable job pages through them, a page (100) a second",
+    params: idParams,
+    query: Type.Object(
+      {
+        since: Type.String({ format: "date-time" }),
+        /** Now when left out. */
+        until: Type.Optional(Type.String({ format: "date-time" })),
+      },
+      { additionalProperties: false },
+    ),
+    reply: RecoveryView,
+  },
+  "webhooks.recovery": {
+    method: "GET",
+    path: "/api/webhooks/recoveries/:recoveryId",
+    permission: "webhook.read",
+    summary: "A recovery's progress",
+    params: Type.Object({ recoveryId: Uuid }),
+    reply: RecoveryView,
   },
   "webhooks.activation": {
     method: "PUT",

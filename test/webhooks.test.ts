@@ -877,13 +877,15 @@ describe("delivery", () => {
     const [first] = await deliveries();
     const deliveryId = first?.deliveryId as string;
     expect(first).toMatchObject({ attempts: 1, lastStatusCode: 500 });
-    const retrying = (await asOperator("GET", `/api/webhooks/deliveries/${deliveryId}`)).json<Detail>();
+    const retrying = (
+      await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${deliveryId}`)
+    ).json<Detail>();
     expect(Date.parse(retrying.nextAttemptAtUtc as string)).toBeGreaterThan(Date.now());
 
     own.respond = () => ({ status: 200, body: "thanks" });
     await retryNow(1);
     await until(async () => (await deliveries())[0]?.status === "delivered", 15_000);
-    const detail = await asOperator("GET", `/api/webhooks/deliveries/${deliveryId}`);
+    const detail = await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${deliveryId}`);
     expect(detail.status, detail.text).toBe(200);
     const d = detail.json<Detail>();
     expect(d).toMatchObject({ status: "delivered", attempts: 2, nextAttemptAtUtc: null });
@@ -913,8 +915,10 @@ describe("delivery", () => {
       permissions: ["webhook.read"],
     });
     expect((await api("GET", `/api/webhooks/${sub.id}/deliveries`, other)).status).toBe(404);
-    expect((await api("GET", `/api/webhooks/deliveries/${deliveryId}`, other)).status).toBe(404);
-    expect((await asOperator("GET", `/api/webhooks/deliveries/${crypto.randomUUID()}`)).status).toBe(404);
+    expect((await api("GET", `/api/webhooks/${sub.id}/deliveries/${deliveryId}`, other)).status).toBe(404);
+    expect(
+      (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${crypto.randomUUID()}`)).status,
+    ).toBe(404);
   });
 
   it("sends a delivery again on request: the same webhook-id and data, to the subscription as it is now", async () => {
@@ -932,7 +936,9 @@ describe("delivery", () => {
     // While it waits for its next attempt, it is not sent again on request: 409.
     await until(async () => (await deliveries())[0]?.status === "retrying", 15_000);
     const deliveryId = (await deliveries())[0]?.deliveryId as string;
-    expect((await asOperator("POST", `/api/webhooks/deliveries/${deliveryId}/resend`)).status).toBe(409);
+    expect((await asOperator("POST", `/api/webhooks/${sub.id}/deliveries/${deliveryId}/resend`)).status).toBe(
+      409,
+    );
     // The second attempt is refused for good (webhook-delivery: abort-message): failed.
     own.respond = () => ({ status: 400, headers: { "webhook-delivery": "abort-message" } });
     await retryNow(1);
@@ -940,7 +946,7 @@ describe("delivery", () => {
 
     // The receiver is mended; the operator sends it again.
     own.respond = () => ({ status: 200 });
-    const resent = await asOperator("POST", `/api/webhooks/deliveries/${deliveryId}/resend`);
+    const resent = await asOperator("POST", `/api/webhooks/${sub.id}/deliveries/${deliveryId}/resend`);
     expect(resent.status, resent.text).toBe(202);
     expect(resent.json()).toEqual({ deliveryId, status: "retrying" });
     await until(async () => (await deliveries())[0]?.status === "delivered", 15_000);
@@ -948,7 +954,7 @@ describe("delivery", () => {
     // Three tries inside the first attempt (500 is retried), one for the abort, one for the resend.
     expect(sends).toHaveLength(5);
     expect(new Set(sends.map((r) => JSON.parse(r.body).data.userId))).toEqual(new Set(["u-resend"]));
-    const detail = (await asOperator("GET", `/api/webhooks/deliveries/${deliveryId}`)).json<{
+    const detail = (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${deliveryId}`)).json<{
       attempts: number;
       history: Array<{ outcome: string; statusCode: number }>;
     }>();
@@ -961,16 +967,22 @@ describe("delivery", () => {
 
     // Turned off: 409; another workspace's session: 404; read-only rights: 403.
     await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`);
-    expect((await asOperator("POST", `/api/webhooks/deliveries/${deliveryId}/resend`)).status).toBe(409);
+    expect((await asOperator("POST", `/api/webhooks/${sub.id}/deliveries/${deliveryId}/resend`)).status).toBe(
+      409,
+    );
     await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=true`);
     const other = await mintToken({
       scope: "workspace",
       workspaceKey: "other",
       permissions: ["webhook.manage"],
     });
-    expect((await api("POST", `/api/webhooks/deliveries/${deliveryId}/resend`, other)).status).toBe(404);
+    expect((await api("POST", `/api/webhooks/${sub.id}/deliveries/${deliveryId}/resend`, other)).status).toBe(
+      404,
+    );
     const reader = await mintToken({ scope: "platform", permissions: ["webhook.read"] });
-    expect((await api("POST", `/api/webhooks/deliveries/${deliveryId}/resend`, reader)).status).toBe(403);
+    expect(
+      (await api("POST", `/api/webhooks/${sub.id}/deliveries/${deliveryId}/resend`, reader)).status,
+    ).toBe(403);
   });
 
   it("recovers a window's failed deliveries: one durable job pages through them, each sent again once", async () => {
@@ -1004,9 +1016,9 @@ describe("delivery", () => {
     expect(started.status, started.text).toBe(202);
     const recovery = started.json<{ recoveryId: string; status: string }>();
     expect(recovery.status).toBe("running");
-    expect(started.headers.location).toBe(`/api/webhooks/recoveries/${recovery.recoveryId}`);
+    expect(started.headers.location).toBe(`/api/webhooks/${sub.id}/recoveries/${recovery.recoveryId}`);
     const progress = async () =>
-      (await asOperator("GET", `/api/webhooks/recoveries/${recovery.recoveryId}`)).json<{
+      (await asOperator("GET", `/api/webhooks/${sub.id}/recoveries/${recovery.recoveryId}`)).json<{
         status: string;
         queued: number;
         finishedAtUtc: string | null;
@@ -1044,7 +1056,9 @@ describe("delivery", () => {
     });
     const q = `since=${encodeURIComponent(since)}`;
     expect((await api("POST", `/api/webhooks/${sub.id}/recover?${q}`, other)).status).toBe(404);
-    expect((await api("GET", `/api/webhooks/recoveries/${recovery.recoveryId}`, other)).status).toBe(404);
+    expect(
+      (await api("GET", `/api/webhooks/${sub.id}/recoveries/${recovery.recoveryId}`, other)).status,
+    ).toBe(404);
     await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`);
     expect((await asOperator("POST", `/api/webhooks/${sub.id}/recover?${q}`)).status).toBe(409);
   }, 60_000);

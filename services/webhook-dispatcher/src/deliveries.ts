@@ -92,7 +92,8 @@ export async function getDelivery(
 ): Promise<ReplyOfRoute<Routes["webhooks.delivery"]>> {
   const row = await db.maybeOne<DeliveryRow & { body: string | null; resend_job_key: string | null }>(sql`
     SELECT ${COLUMNS}, body, resend_job_key FROM webhook_dispatcher.deliveries
-    WHERE delivery_id = ${req.params.deliveryId} AND ${reaches(req.principal)}`);
+    WHERE delivery_id = ${req.params.deliveryId} AND subscription_id = ${req.params.id}
+      AND ${reaches(req.principal)}`);
   if (row === null) throw new NotFoundError(`Delivery '${req.params.deliveryId}' was not found.`);
   const attempts = await db.any<{
     attempt: number;
@@ -119,7 +120,15 @@ export async function getDelivery(
     status: 200,
     body: {
       ...summary(row),
-      payload: row.body === null ? null : (JSON.parse(row.body) as unknown),
+      payload:
+        row.body === null
+          ? null
+          : (JSON.parse(row.body) as {
+              event: string;
+              workspaceKey: string | null;
+              occurredAtUtc: string;
+              data: unknown;
+            }),
       nextAttemptAtUtc: nextAttemptAt?.toISOString() ?? null,
       history: attempts.map((a) => ({
         attempt: a.attempt,
@@ -179,7 +188,7 @@ export async function resendDelivery(
       SELECT d.subscription_id, d.event_id, d.status, s.is_active
       FROM webhook_dispatcher.deliveries d
       LEFT JOIN webhook_dispatcher.subscriptions s ON s.id = d.subscription_id
-      WHERE d.delivery_id = ${id} AND ${reaches(req.principal)}
+      WHERE d.delivery_id = ${id} AND d.subscription_id = ${req.params.id} AND ${reaches(req.principal)}
       FOR UPDATE OF d`);
     if (row === null) throw new NotFoundError(`Delivery '${id}' was not found.`);
     if (row.is_active === null)
@@ -195,7 +204,7 @@ export async function resendDelivery(
     return {
       status: 202 as const,
       body: { deliveryId: id, status: "retrying" as const },
-      headers: { location: `/api/webhooks/deliveries/${id}` },
+      headers: { location: `/api/webhooks/${req.params.id}/deliveries/${id}` },
     };
   });
 }
@@ -257,7 +266,7 @@ export async function startRecovery(
     return {
       status: 202 as const,
       body: recoveryView(row),
-      headers: { location: `/api/webhooks/recoveries/${row.id}` },
+      headers: { location: `/api/webhooks/${req.params.id}/recoveries/${row.id}` },
     };
   });
 }
@@ -268,7 +277,7 @@ export async function getRecovery(
 ): Promise<ReplyOfRoute<Routes["webhooks.recovery"]>> {
   const row = await db.maybeOne<RecoveryRow>(sql`
     SELECT ${RECOVERY_COLUMNS} FROM webhook_dispatcher.recoveries
-    WHERE id = ${req.params.recoveryId} AND ${reaches(req.principal)}`);
+    WHERE id = ${req.params.recoveryId} AND subscription_id = ${req.params.id} AND ${reaches(req.principal)}`);
   if (row === null) throw new NotFoundError(`Recovery '${req.params.recoveryId}' was not found.`);
   return { status: 200, body: recoveryView(row) };
 }

@@ -78,7 +78,14 @@ export const DeliveryDetail = Type.Composite([
   DeliverySummary,
   Type.Object({
     /** The body as sent (masked unless the subscription asked for sensitive data); null above 64 KiB. */
-    payload: Nullable(Type.Unknown()),
+    payload: Nullable(
+      Type.Object({
+        event: Type.String(),
+        workspaceKey: Nullable(Type.String()),
+        occurredAtUtc: Type.String(),
+        data: Type.Unknown(),
+      }),
+    ),
     /** When the next attempt is due, while the delivery is retrying. */
     nextAttemptAtUtc: Nullable(Type.String()),
     /** Every attempt logged, oldest first. */
@@ -312,19 +319,19 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
   },
   "webhooks.delivery": {
     method: "GET",
-    path: "/api/webhooks/deliveries/:deliveryId",
+    path: "/api/webhooks/:id/deliveries/:deliveryId",
     permission: "webhook.read",
     summary: "One delivery with every attempt",
-    params: Type.Object({ deliveryId: Uuid }),
+    params: Type.Object({ id: Uuid, deliveryId: Uuid }),
     reply: DeliveryDetail,
   },
   "webhooks.resend": {
     method: "POST",
-    path: "/api/webhooks/deliveries/:deliveryId/resend",
+    path: "/api/webhooks/:id/deliveries/:deliveryId/resend",
     permission: "webhook.manage",
     summary:
       "Send a delivery again: one more job with the same event, data and delivery id (webhook-id), to the subscription as it is now",
-    params: Type.Object({ deliveryId: Uuid }),
+    params: Type.Object({ id: Uuid, deliveryId: Uuid }),
     reply: Type.Object({ deliveryId: Uuid, status: Type.Literal("retrying") }),
   },
   "webhooks.circuit": {
@@ -364,10 +371,10 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
   },
   "webhooks.recovery": {
     method: "GET",
-    path: "/api/webhooks/recoveries/:recoveryId",
+    path: "/api/webhooks/:id/recoveries/:recoveryId",
     permission: "webhook.read",
     summary: "A recovery's progress",
-    params: Type.Object({ recoveryId: Uuid }),
+    params: Type.Object({ id: Uuid, recoveryId: Uuid }),
     reply: RecoveryView,
   },
   "webhooks.activation": {

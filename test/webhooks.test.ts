@@ -78,11 +78,18 @@ async function subscribe(body: Record<string, unknown>) {
  * failures do not count against it. Stopped at the end even when the test fails.
  */
 async function subscribedReceiver(eventName: string, secret = "s3cret-value"): Promise<Receiver> {
+  return (await ownSubscription(eventName, secret)).own;
+}
+
+/** `subscribedReceiver`, with its subscription. */
+async function ownSubscription(
+  eventName: string,
+  secret = "s3cret-value",
+): Promise<{ own: Receiver; sub: { id: string } }> {
   const own = new Receiver();
   await own.start();
   ownReceivers.push(own);
-  await subscribe({ eventName, targetUrl: own.url, secret });
-  return own;
+  return { own, sub: await subscribe({ eventName, targetUrl: own.url, secret }) };
 }
 
 /** Whether the webhook.disabled of a subscription a 410 turned off has been published. */
@@ -295,12 +302,7 @@ describe("delivery", () => {
 
   it("verifies 1,000 deliveries across a secret rotation with the official library: both secrets sign during the overlap", async () => {
     const old = `whsec_${randomBytes(32).toString("base64")}`;
-    const own = await subscribedReceiver("user.updated", old);
-    const sub = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    const { own, sub } = await ownSubscription("user.updated", old);
     for (let n = 0; n < 500; n++) await events.publish("user.updated", null, { n });
     const rotated = await asOperator("POST", `/api/webhooks/${sub.id}/secret/rotate`);
     expect(rotated.status, rotated.text).toBe(200);
@@ -584,7 +586,7 @@ describe("delivery", () => {
 
   it("opens the receiver's circuit after repeated failures and closes it after a successful trial", async () => {
     // A receiver of its own: circuits are per receiver, and the previous tests' failures are not its.
-    const own = await subscribedReceiver("user.created");
+    const { own, sub } = await ownSubscription("user.created");
     own.respond = () => ({ status: 500 });
     const before = {
       failed: await sample("svc_webhook_deliveries_total", { outcome: "failed" }),
@@ -630,11 +632,7 @@ describe("delivery", () => {
     );
     expect(await circuitsNotClosed()).toBe(before.circuits + 1);
     // And the API: the subscription's receiver's circuit, open (or half-open once its time is up).
-    const subId = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url)?.id as string;
+    const subId = sub.id;
     const circuit = async () =>
       (await asOperator("GET", `/api/webhooks/${subId}/circuit`)).json<{
         origin: string;
@@ -845,12 +843,7 @@ describe("delivery", () => {
   });
 
   it("logs every attempt: the answer's status and first 4 KiB, the error, the next attempt, the masked payload", async () => {
-    const own = await subscribedReceiver("user.created");
-    const sub = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    const { own, sub } = await ownSubscription("user.created");
     own.respond = () => ({ status: 500, body: `down for maintenance ${"x".repeat(10_000)}` });
     await events.publish("user.created", "acme", { userId: "u-log", email: "alice@example.com" });
     type Detail = {
@@ -922,12 +915,7 @@ describe("delivery", () => {
   });
 
   it("sends a delivery again on request: the same webhook-id and data, to the subscription as it is now", async () => {
-    const own = await subscribedReceiver("user.created");
-    const sub = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    const { own, sub } = await ownSubscription("user.created");
     own.respond = () => ({ status: 500 });
     await events.publish("user.created", null, { userId: "u-resend" });
     type Summary = { deliveryId: string; status: string; attempts: number };
@@ -986,12 +974,7 @@ describe("delivery", () => {
   });
 
   it("recovers a window's failed deliveries: one durable job pages through them, each sent again once", async () => {
-    const own = await subscribedReceiver("user.deleted");
-    const sub = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    const { own, sub } = await ownSubscription("user.deleted");
     const since = new Date(Date.now() - 1_000).toISOString();
     // Three failed for good (more than a page: two a second here), one delivered.
     own.respond = (r) =>
@@ -1064,12 +1047,7 @@ describe("delivery", () => {
   }, 60_000);
 
   it("pages the delivery log newest first", async () => {
-    const own = await subscribedReceiver("user.deleted");
-    const sub = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url) as { id: string };
+    const { own, sub } = await ownSubscription("user.deleted");
     for (let n = 0; n < 5; n++) await events.publish("user.deleted", null, { n });
     await own.waitFor(5);
     type Page = { items: Array<{ deliveryId: string; createdAtUtc: string }>; nextCursor: string | null };
@@ -1095,14 +1073,9 @@ describe("delivery", () => {
   });
 
   it("forgets deliveries and attempts older than the log's days, in batches", async () => {
-    const own = await subscribedReceiver("user.updated");
+    const { own, sub } = await ownSubscription("user.updated");
     for (let n = 0; n < 3; n++) await events.publish("user.updated", null, { n });
     await own.waitFor(3);
-    const sub = (await asOperator("GET", "/api/webhooks"))
-      .json<{
-        items: Array<{ id: string; targetUrl: string }>;
-      }>()
-      .items.find((s) => s.targetUrl === own.url) as { id: string };
     // This test's only (an earlier test's last entries may still be written meanwhile).
     const counts = async () =>
       db.one<{ deliveries: number; attempts: number }>(sql`

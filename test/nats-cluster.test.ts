@@ -41,21 +41,28 @@ const env = (replicas: number) => ({
 
 let gateway: RunningService;
 /** What the services logged at warn and above, and the bus's stalls and recoveries (for a failure's report). */
-const logged: { at: string; text: string; times: number }[] = [];
+const logged: { at: string; text: string; times: number; consumer?: string }[] = [];
 const logTo = {
   write(line: string) {
     const entry = JSON.parse(line) as {
       level?: number;
       msg?: string;
       service?: string;
+      consumer?: string;
       err?: { message?: string };
     };
     if ((entry.level ?? 0) < 40 && !/pulls again|bound again|reconnect/i.test(entry.msg ?? "")) return;
-    const text = `${entry.service} ${entry.msg} ${entry.err?.message?.slice(0, 80) ?? ""}`;
+    const text = `${entry.service} ${entry.consumer ?? ""} ${entry.msg} ${entry.err?.message?.slice(0, 80) ?? ""}`;
     // A repeat of the line before only counts.
     const last = logged.at(-1);
     if (last?.text === text) last.times++;
-    else logged.push({ at: new Date().toISOString().slice(11, 23), text, times: 1 });
+    else
+      logged.push({
+        at: new Date().toISOString().slice(11, 23),
+        text,
+        times: 1,
+        ...(entry.consumer === undefined ? {} : { consumer: entry.consumer }),
+      });
   },
 };
 async function startServices(replicas: number): Promise<void> {

@@ -4,7 +4,8 @@
  * the heartbeats that stop coming: with the library's defaults (30 s pulls, a heartbeat every 15 s) that
  * is 30-60 s without a message and without a word. Here a pull lasts 1 s (the library's least) and the
  * server beats every 0.5 s, so two missed beats (1 s) make the client pull again; the stall and the
- * recovery are logged. An idle consumer costs a pull request a second.
+ * recovery (the first heartbeat or pull after it, idle or busy alike) are logged. An idle consumer costs a
+ * pull request a second.
  *
  * Before pulling again the library asks for the consumer's info until it answers, waiting a pull's
  * length between tries; after a reconnect (the client's server was the node lost) it does only that.
@@ -44,8 +45,9 @@ export async function consumeWatched(
           { consumer: options.name, missed: status.count },
           "the consumer's pull stalled (heartbeats missed, a JetStream leader may have moved): pulling again",
         );
-      } else if (status.type === "heartbeat" && stalledAt !== undefined) {
-        // The server beats again for the new pull: it is served.
+      } else if ((status.type === "heartbeat" || status.type === "next") && stalledAt !== undefined) {
+        // The server beats again for a pull (an idle consumer), or a pull went out after the consumer's
+        // info answered (the library asks for it before pulling again): a leader serves it.
         options.log.info(
           { consumer: options.name, stalledMs: Date.now() - stalledAt },
           "the consumer pulls again",

@@ -4,9 +4,8 @@
  * delivery that goes through makes it healthy again, and turning it on again starts a new period.
  */
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectNats, createEventPublisher, type EventPublisher, EventSource } from "@svc/bus";
+import type { EventPublisher } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
-import { createLogger } from "@svc/observability";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
@@ -14,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createHarness } from "./support/harness.js";
 import { bearerApi } from "./support/http.js";
+import { platformPublisher } from "./support/publisher.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
@@ -54,13 +54,7 @@ beforeAll(async () => {
   await h.start(webhookDispatcherService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", permissions: ["webhook.read", "webhook.manage"] });
-  nc = await connectNats({
-    url: h.env.NATS_URL as string,
-    auth: h.natsAuth,
-    name: "publisher",
-    logger: createLogger("t", "silent"),
-  });
-  events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
+  ({ nc, events } = await platformPublisher(h));
 });
 
 afterAll(async () => {

@@ -5,10 +5,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 
-import { connectNats, createEventPublisher, EventSource } from "@svc/bus";
 import { configOf } from "@svc/config";
 import { createDb, type Db, sql } from "@svc/db";
-import { createLogger } from "@svc/observability";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { webhookDispatcherService, webhookSettings } from "@svc/service-webhook-dispatcher";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,6 +16,7 @@ import { repoRoot } from "../scripts/lib/stack.js";
 import { createTargetPolicy } from "../services/webhook-dispatcher/src/http-client.js";
 import { createSecretBox } from "../services/webhook-dispatcher/src/secrets.js";
 import { createHarness } from "./support/harness.js";
+import { platformPublisher } from "./support/publisher.js";
 import { Receiver } from "./support/receiver.js";
 import { until } from "./support/wait.js";
 
@@ -86,13 +85,7 @@ describe("delivery safety", () => {
     await h.start(webhookDispatcherService, { BackendHost__JobPollIntervalMs: "100" });
     await addSubscription("user.created", receiver.url.replace("127.0.0.1", "localhost"));
     await addSubscription("user.updated", "http://169.254.169.254/latest/meta-data");
-    const nc = await connectNats({
-      url: h.env.NATS_URL as string,
-      auth: h.natsAuth,
-      name: "p",
-      logger: createLogger("t", "silent"),
-    });
-    const events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
+    const { nc, events } = await platformPublisher(h);
     await events.publish("user.created", null, {});
     await events.publish("user.updated", null, {});
     await until(
@@ -139,20 +132,10 @@ describe("delivery safety", () => {
       },
     );
     children.add(child);
-    const nc = await connectNats({
-      url: h.env.NATS_URL as string,
-      auth: h.natsAuth,
-      name: "p",
-      logger: createLogger("t", "silent"),
-    });
+    const { nc, events } = await platformPublisher(h);
     // The child's consumer takes the event, enqueues the job and starts delivering it.
     await until(async () => {
-      await createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform).publish(
-        "user.deleted",
-        null,
-        { n: 1 },
-        { eventId: "kill-test" },
-      );
+      await events.publish("user.deleted", null, { n: 1 }, { eventId: "kill-test" });
       return receiver.received.length === 1;
     }, 30_000);
     child.kill("SIGKILL");

@@ -8,10 +8,9 @@ import { join } from "node:path";
 
 import type { NatsConnection } from "@nats-io/transport-node";
 import { verify } from "@octokit/webhooks-methods";
-import { connectNats, createEventPublisher, type EventPublisher, EventSource } from "@svc/bus";
+import type { EventPublisher } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
 import { enqueue } from "@svc/jobs";
-import { createLogger } from "@svc/observability";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
@@ -23,6 +22,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { repoRoot } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi } from "./support/http.js";
+import { platformPublisher } from "./support/publisher.js";
 import { type Received, Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { until } from "./support/wait.js";
@@ -136,13 +136,7 @@ beforeAll(async () => {
     scope: "platform",
     permissions: ["webhook.read", "webhook.manage", "flow.read"],
   });
-  nc = await connectNats({
-    url: h.env.NATS_URL as string,
-    auth: h.natsAuth,
-    name: "publisher",
-    logger: createLogger("t", "silent"),
-  });
-  events = createEventPublisher(nc, h.env.SVC_SUBJECT_PREFIX as string, EventSource.Platform);
+  ({ nc, events } = await platformPublisher(h));
 });
 
 beforeEach(async () => {

@@ -13,7 +13,7 @@ import { type ClaimedJob, DeferJobError, enqueue, keyedJob, nextRunOfKeyedJob } 
 
 import type { DeliveryStatus } from "./delivery-log.js";
 import { deliverJob, type DeliverPayload, deliveryJobKey, recoverJob, type RecoverPayload } from "./jobs.js";
-import { changeableWithin } from "./subscriptions.js";
+import { reachableSubscription, type SubscriptionRepository } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 /** Newest first by (first attempt, delivery id). */
@@ -55,16 +55,13 @@ const reaches = (principal: Principal) => reachCondition(principal, (key) => sql
 
 export async function listDeliveries(
   db: Db,
+  subscriptions: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.deliveries"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.deliveries"]>> {
   const q = req.query;
   const page = readPage(q, DELIVERIES);
   // Another workspace's subscription is as if it did not exist; so is a deleted one.
-  const subscription = await db.maybeOne(sql`
-    SELECT 1 FROM webhook_dispatcher.subscriptions
-    WHERE id = ${req.params.id}
-      AND ${reachCondition(req.principal, (key) => sql`workspace_key = ${key}`)}`);
-  if (subscription === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+  await reachableSubscription(subscriptions, req.params.id, req.principal);
   // Only the filters given: each combination is a statement of its own, read through the index on
   // (subscription, first attempt).
   const conditions = [
@@ -240,6 +237,7 @@ const RECOVERY_COLUMNS = sql`id, subscription_id, since, until, status, queued, 
  */
 export async function startRecovery(
   db: Db,
+  subscriptions: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.recover"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.recover"]>> {
   const since = new Date(req.query.since);
@@ -248,12 +246,8 @@ export async function startRecovery(
     throw new ValidationError([
       { field: "/query/since", message: "must be before until (now when left out)" },
     ]);
-  const within = changeableWithin(req.principal);
+  const sub = await reachableSubscription(subscriptions, req.params.id, req.principal);
   return db.unitOfWork(async (tx) => {
-    const sub = await tx.maybeOne<{ workspace_key: string | null; is_active: boolean }>(sql`
-      SELECT workspace_key, is_active FROM webhook_dispatcher.subscriptions
-      WHERE id = ${req.params.id} AND (${within}::text IS NULL OR workspace_key = ${within}::text)`);
-    if (sub === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
     if (!sub.is_active)
       throw new ConflictError(
         `Subscription '${req.params.id}' is turned off; turn it on to recover its deliveries.`,

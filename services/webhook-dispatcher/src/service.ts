@@ -6,7 +6,6 @@ import {
   webhookDispatcherContract,
   WorkspaceStates,
 } from "@svc/contracts";
-import { NotFoundError } from "@svc/errors";
 import { circuitBucket, defineService } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
@@ -51,14 +50,13 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.put": (req) => subs.replaceSubscription(subscriptions, secrets, allowed, req),
       "webhooks.rotate-secret": (req) =>
         subs.rotateSecret(subscriptions, secrets, b.webhookSecretOverlapSeconds, req),
-      "webhooks.deliveries": (req) => listDeliveries(db, req),
+      "webhooks.deliveries": (req) => listDeliveries(db, subscriptions, req),
       "webhooks.delivery": (req) => getDelivery(db, req),
       "webhooks.resend": (req) => resendDelivery(db, req),
-      "webhooks.recover": (req) => startRecovery(db, req),
+      "webhooks.recover": (req) => startRecovery(db, subscriptions, req),
       "webhooks.recovery": (req) => getRecovery(db, req),
       "webhooks.circuit": async (req) => {
-        const sub = await subscriptions.find(req.params.id, subs.changeableWithin(req.principal));
-        if (sub === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
+        const sub = await subs.reachableSubscription(subscriptions, req.params.id, req.principal);
         const origin = new URL(sub.target_url).origin;
         const circuit = breaker.stateOf(receiverKey(sub.workspace_key, origin));
         return {

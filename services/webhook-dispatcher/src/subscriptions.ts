@@ -227,9 +227,20 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
  * The workspace a session reads and changes subscriptions of: its own, or any (null) for a platform
  * session; 403 without a scope.
  */
-export function changeableWithin(principal: Principal): string | null {
+function changeableWithin(principal: Principal): string | null {
   const reach = requireReach(principal);
   return reach.kind === "platform" ? null : reach.workspaceKey;
+}
+
+/** The subscription if the session reaches it (its workspace's, or any for a platform session); else 404. */
+export async function reachableSubscription(
+  tables: SubscriptionRepository,
+  id: string,
+  principal: Principal,
+): Promise<Row> {
+  const row = await tables.find(id, changeableWithin(principal));
+  if (row === null) throw new NotFoundError(`Subscription '${id}' was not found.`);
+  return row;
 }
 
 export async function createSubscription(

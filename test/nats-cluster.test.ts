@@ -93,10 +93,7 @@ async function leaderOf(stream: string): Promise<string> {
 
 /** Where the events of users not delivered are: the outbox, the stream, the consumer, the jobs table. */
 async function whereTheyAre(userIds: readonly string[]): Promise<string> {
-  const seen = new Set(
-    receiver.received.map((r) => (JSON.parse(r.body) as { data: { userId?: string } }).data.userId),
-  );
-  const missing = userIds.filter((id) => !seen.has(id));
+  const missing = receiver.usersMissing(userIds);
   const outbox = await h.sql<{ n: number }>("SELECT count(*)::int AS n FROM rbac.outbox");
   const jobs = await h.sql<{ status: string; attempts: number; last_error: string | null; n: number }>(
     `SELECT status, attempts, last_error, count(*)::int AS n FROM job_reaper.jobs

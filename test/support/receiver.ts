@@ -47,13 +47,18 @@ export class Receiver {
   }
 
   /** Until a `user.created` delivery has come for each of `userIds` (at least once). */
+  /** Those of `userIds` no `user.created` delivery has come for yet. */
+  usersMissing(userIds: readonly string[]): string[] {
+    const seen = new Set(
+      this.received.map((r) => (JSON.parse(r.body) as { data: { userId?: string } }).data.userId),
+    );
+    return userIds.filter((id) => !seen.has(id));
+  }
+
   async waitForUsers(userIds: readonly string[], timeoutMs = 60_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     for (;;) {
-      const seen = new Set(
-        this.received.map((r) => (JSON.parse(r.body) as { data: { userId?: string } }).data.userId),
-      );
-      const missing = userIds.filter((id) => !seen.has(id));
+      const missing = this.usersMissing(userIds);
       if (missing.length === 0) return;
       if (Date.now() > until) throw new Error(`no delivery for ${missing.length} of ${userIds.length} users`);
       await new Promise((r) => setTimeout(r, 250));

@@ -20,7 +20,7 @@ import {
 import { StandardWebhookHeader, type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
-import type { AttemptOutcome, DeliveryLog } from "./delivery-log.js";
+import { type AttemptOutcome, type DeliveryLog, endWaitingDelivery } from "./delivery-log.js";
 import { derivedUuid } from "./derived-uuid.js";
 import { type DeliveryResponse, post, type TargetPolicy, TargetRefusedError } from "./http-client.js";
 import type { DeliverPayload } from "./jobs.js";
@@ -288,10 +288,7 @@ async function attempt(
     if (sub !== null && sub.disabled_at !== null && !sub.disabled_announced)
       await announceDisabled(deps, p.subscriptionId, { ...sub, disabled_at: sub.disabled_at });
     // A delivery the log shows waiting (retrying, or resent) ends there: it is not sent.
-    if (typeof p.deliveryId === "string" && UUID.test(p.deliveryId))
-      await deps.db.query(sql`
-        UPDATE webhook_dispatcher.deliveries SET status = 'failed', updated_at = now()
-        WHERE delivery_id = ${p.deliveryId}::uuid AND status = 'retrying'`);
+    if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
     return count("skipped");
   }
   // A paused workspace or an open circuit defers the delivery without spending one of its attempts.
@@ -440,8 +437,6 @@ async function attempt(
   await noteFailure(deps, p.subscriptionId, sub.failing_since);
   throw retryAfter === undefined ? new Error(message) : new RetryLaterError(message, retryAfter);
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** How long after its event a delivery's 429 and 503 answers with Retry-After spend no attempt. */
 export const THROTTLED_DEFERRAL_MS = 24 * 3_600_000;

@@ -126,6 +126,19 @@ export async function writeAttempts(db: Queries, batch: readonly AttemptEntry[])
       last_status_code = EXCLUDED.last_status_code, updated_at = EXCLUDED.updated_at`);
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A delivery the log shows waiting for an attempt (retrying, or resent) that will not be sent (its
+ * subscription is off or gone): failed. A job's delivery id that is no UUID (written by hand) has no entry.
+ */
+export async function endWaitingDelivery(db: Queries, deliveryId: string): Promise<void> {
+  if (!UUID.test(deliveryId)) return;
+  await db.query(sql`
+    UPDATE webhook_dispatcher.deliveries SET status = 'failed', updated_at = now()
+    WHERE delivery_id = ${deliveryId}::uuid AND status = 'retrying'`);
+}
+
 /**
  * Forgets deliveries, and attempts, older than `days`, a batch at a time (the hourly housekeeping), so a
  * large backlog never holds a long transaction.

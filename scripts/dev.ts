@@ -14,7 +14,6 @@
  * permissions; the plugin processes connect as the plugins user (`plugins.nk`), never as the registry.
  * Without it, the open local server as before.
  */
-// Registers the gateway's settings, so that GATEWAY_PORT is read (and checked) here too.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -267,7 +266,7 @@ try {
   // `make dev` is the explicit opt-in to development rules (issue 33, item 9): NODE_ENV is development
   // unless the caller set another.
   process.env.NODE_ENV ??= "development";
-  const config = configOf(loadConfigOrExit(), gatewaySettings);
+  const config = configOf(loadConfigOrExit(process.env, { settings: [gatewaySettings] }), gatewaySettings);
   mkdirSync(stateDir, { recursive: true });
   const secure = ["1", "true", "yes"].includes((process.env.SECURE ?? "").toLowerCase());
   const bus = secure ? await startSecureNats(config.subjectPrefix, config.eventsStream) : undefined;

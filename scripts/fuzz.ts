@@ -36,6 +36,7 @@ import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { demoConstants, fuzzCallers } from "../test/fuzz/callers.js";
 import type { OpenApi } from "../test/fuzz/generate.js";
 import { describeRequest, formatReport, runFuzz } from "../test/fuzz/run.js";
+import { ALL_SERVICE_SETTINGS } from "./lib/service-settings.js";
 import { DEMO, dropRunResources, migrateAll, seedDemo } from "./lib/stack.js";
 
 const { values: args } = parseArgs({
@@ -94,25 +95,28 @@ const overall = setTimeout(
 try {
   await migrateAll(dbUrl.toString());
   await seedDemo(dbUrl.toString(), { withAdmin: true });
-  const config = parseConfig({
-    NODE_ENV: "test",
-    LOG_LEVEL: args["log-level"],
-    DATABASE_URL: dbUrl.toString(),
-    NATS_URL: natsUrl,
-    SVC_SUBJECT_PREFIX: `fuzz${stamp}`,
-    SVC_EVENTS_STREAM: stream,
-    GATEWAY_HOST: "127.0.0.1",
-    GATEWAY_PORT: "0",
-    DATABASE_POOL_SIZE: "4",
-    SHUTDOWN_DRAIN_DELAY_MS: "0",
-    BackendHost__JwtSigningKey: signingKey,
-    BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
-    BackendHost__RateLimitApiPerMinute: "0",
-    BackendHost__RateLimitAuthPerMinute: "0",
-    BackendHost__RateLimitAuthPerAccountPerMinute: "0",
-    BackendHost__EnableBootstrapApiKeys: "true",
-    BackendHost__ApiKeys__0: API_KEY,
-  });
+  const config = parseConfig(
+    {
+      NODE_ENV: "test",
+      LOG_LEVEL: args["log-level"],
+      DATABASE_URL: dbUrl.toString(),
+      NATS_URL: natsUrl,
+      SVC_SUBJECT_PREFIX: `fuzz${stamp}`,
+      SVC_EVENTS_STREAM: stream,
+      GATEWAY_HOST: "127.0.0.1",
+      GATEWAY_PORT: "0",
+      DATABASE_POOL_SIZE: "4",
+      SHUTDOWN_DRAIN_DELAY_MS: "0",
+      BackendHost__JwtSigningKey: signingKey,
+      BackendHost__SecretsEncryptionKey: randomBytes(32).toString("base64"),
+      BackendHost__RateLimitApiPerMinute: "0",
+      BackendHost__RateLimitAuthPerMinute: "0",
+      BackendHost__RateLimitAuthPerAccountPerMinute: "0",
+      BackendHost__EnableBootstrapApiKeys: "true",
+      BackendHost__ApiKeys__0: API_KEY,
+    },
+    { settings: ALL_SERVICE_SETTINGS },
+  );
   const services: readonly ServiceDefinition[] = [
     resolverService,
     rbacService,

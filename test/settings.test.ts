@@ -1,6 +1,6 @@
 /**
- * Configuration: the platform's settings and every service's (each registers its table when its module
- * loads), parsed into one frozen object; every bad variable listed at once; the docs generated from the
+ * Configuration: the platform's settings and those of the services a process starts, parsed into one
+ * frozen object; every bad variable listed at once; the docs generated from the
  * same tables (issue 10, item 3).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,18 +12,19 @@ import {
   type Config,
   ConfigError,
   configOf,
-  describeSettings,
   DEVELOPMENT_API_KEY,
   getSetting,
   getSettingArray,
-  parseConfig,
+  parseConfig as parseSome,
 } from "@svc/config";
 import { gatewaySettings } from "@svc/service-gateway";
 import { rbacSettings } from "@svc/service-rbac";
 import { resolverSettings } from "@svc/service-resolver";
+import { webhookSettings } from "@svc/service-webhook-dispatcher";
 import { describe, expect, it } from "vitest";
 
-import { normaliseTables, settingsDocuments } from "../scripts/lib/settings-doc.js";
+import { ALL_SERVICE_SETTINGS } from "../scripts/lib/service-settings.js";
+import { allSettingRows, normaliseTables, settingsDocuments } from "../scripts/lib/settings-doc.js";
 import { repoRoot } from "../scripts/lib/stack.js";
 
 describe("settings tree", () => {
@@ -46,6 +47,10 @@ describe("settings tree", () => {
   });
 });
 
+/** The environment parsed as a process that starts every service parses it. */
+const parseConfig = (env: Record<string, string | undefined>) =>
+  parseSome(env, { settings: ALL_SERVICE_SETTINGS });
+
 /** The configuration as a process running the gateway, rbac and the resolver reads it (checked). */
 const withServices = (config: Config) =>
   configOf(configOf(configOf(config, gatewaySettings), rbacSettings), resolverSettings);
@@ -66,6 +71,28 @@ describe("parseConfig", () => {
     expect(config.backendHost.rateLimitAuthPerMinute).toBe(5);
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.backendHost)).toBe(true);
+  });
+
+  it("reads only the settings of the services given: a gateway process has no dispatcher setting, whatever was imported", () => {
+    // This file imports every service; a parse for the gateway still reads the platform's and the gateway's.
+    const gateway = parseSome({ NODE_ENV: "development" }, { settings: [gatewaySettings] });
+    expect(configOf(gateway, gatewaySettings).backendHost.resolveCacheTtlMs).toBeGreaterThan(0);
+    expect("webhookTimeoutMs" in gateway.backendHost).toBe(false);
+    expect("secretsEncryptionKey" in gateway.backendHost).toBe(false);
+    expect(() => configOf(gateway, webhookSettings)).toThrow(/lacks webhook-dispatcher's settings/);
+    // A dispatcher's setting in a gateway's environment is not the gateway's to check.
+    expect(() =>
+      parseSome(
+        { NODE_ENV: "development", BackendHost__WebhookTimeoutMs: "soon" },
+        { settings: [gatewaySettings] },
+      ),
+    ).not.toThrow();
+    expect(() =>
+      parseSome(
+        { NODE_ENV: "development", BackendHost__WebhookTimeoutMs: "soon" },
+        { settings: [webhookSettings] },
+      ),
+    ).toThrow(/BackendHost__WebhookTimeoutMs/);
   });
 
   it("reads spec-form settings and plain variables", () => {
@@ -202,7 +229,7 @@ describe("parseConfig", () => {
 
 describe("settings declarations (issue 10, item 3)", () => {
   it("declares each variable once, with a meaning, and marks the secrets", () => {
-    const rows = describeSettings();
+    const rows = allSettingRows();
     expect(new Set(rows.map((r) => r.variable)).size).toBe(rows.length);
     for (const row of rows) expect(row.doc.length, row.variable).toBeGreaterThan(10);
     const secrets = rows.filter((r) => r.secret).map((r) => r.variable);

@@ -1,13 +1,10 @@
 /** The settings reference as Markdown tables, and where each goes. */
-// Each service registers its settings table when its module loads.
-import "@svc/service-gateway";
-import "@svc/service-rbac";
-import "@svc/service-resolver";
-import "@svc/service-webhook-dispatcher";
-import "@svc/service-job-reaper";
-import "@svc/service-plugin-registry";
+import { describeSettings, type SettingRow, settingsToParse } from "@svc/config";
 
-import { describeSettings, type SettingRow } from "@svc/config";
+import { ALL_SERVICE_SETTINGS } from "./service-settings.js";
+
+/** Every documented setting: the platform's, then each service's. */
+export const allSettingRows = (): SettingRow[] => describeSettings(settingsToParse(ALL_SERVICE_SETTINGS));
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
@@ -18,7 +15,7 @@ function table(header: string[], rows: string[][]): string {
 const variable = (row: SettingRow) => `\`${row.variable}\``;
 
 /** README: variable, default, meaning. */
-export function readmeTable(rows = describeSettings()): string {
+export function readmeTable(rows = allSettingRows()): string {
   return table(
     ["Variable", "Default", "Meaning"],
     rows.map((r) => [variable(r), r.defaultText, r.doc]),
@@ -26,7 +23,7 @@ export function readmeTable(rows = describeSettings()): string {
 }
 
 /** Operator guide: with the owning service and whether the value is a secret. */
-export function operatorGuideTable(rows = describeSettings()): string {
+export function operatorGuideTable(rows = allSettingRows()): string {
   return table(
     ["Variable", "Read by", "Default", "Secret", "Meaning"],
     rows.map((r) => [

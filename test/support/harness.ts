@@ -13,6 +13,7 @@ import { type RunningService, SERVICE_NEEDS, type ServiceDefinition, startServic
 import pg from "pg";
 import { afterAll, inject } from "vitest";
 
+import { ALL_SERVICE_SETTINGS } from "../../scripts/lib/service-settings.js";
 import { seedDemo } from "../../scripts/lib/stack.js";
 import { DB_PREFIX, STREAM_PREFIX } from "./names.js";
 import { BUS_SETTINGS, fileUsers } from "./secure-bus.js";
@@ -139,7 +140,8 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     return { ...all, NATS_CREDS_FILE: creds };
   };
   const running = new Set<RunningService>();
-  const config = (extra: Record<string, string> = {}) => parseConfig(merged(extra));
+  const config = (extra: Record<string, string> = {}) =>
+    parseConfig(merged(extra), { settings: ALL_SERVICE_SETTINGS });
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   const harness: Harness = {
@@ -157,7 +159,7 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     config,
     running,
     async start(definition, extra, options) {
-      const cfg = parseConfig(await asService(definition.name, extra));
+      const cfg = parseConfig(await asService(definition.name, extra), { settings: [definition.settings] });
       const service = await startService(definition, cfg, {
         logger: createLogger(definition.name, cfg.logLevel, options?.logTo),
         processMetrics: false,

@@ -8,8 +8,8 @@ import { accessSync, constants } from "node:fs";
 import { type Env, Reader, SUBJECT_TOKEN, urlCheck } from "./reader.js";
 import { buildSettingTree, getSettingArray, type SettingTree } from "./settings-tree.js";
 import {
+  type AnySettingsDeclaration,
   defineSettings,
-  registeredSettings,
   setting,
   type SettingsDeclaration,
   type SettingsOf,
@@ -254,10 +254,14 @@ export class ConfigError extends Error {
 }
 
 /**
- * Parses the environment once into a typed, frozen configuration, from every registered settings table.
- * Throws ConfigError listing every bad variable; the service entry points print it and exit 78.
+ * How to parse: which settings beside the platform's, and for whom.
  */
 export interface ParseOptions {
+  /**
+   * The settings of the services this process starts (or documents), beside the platform's, which every
+   * parse reads. The configuration holds these and no other.
+   */
+  readonly settings?: readonly AnySettingsDeclaration[];
   /**
    * A tool that runs no service (`make migrate`, the bootstrap of the first operator): the services'
    * own checks (their keys, which such a tool never uses) are skipped; the platform's still apply.
@@ -265,12 +269,25 @@ export interface ParseOptions {
   readonly tool?: boolean;
 }
 
+/**
+ * The declarations a parse reads: the platform's first, then the given ones, each owner once.
+ */
+export function settingsToParse(settings: readonly AnySettingsDeclaration[] = []): AnySettingsDeclaration[] {
+  const out = new Map<string, AnySettingsDeclaration>([[platformSettings.owner, platformSettings]]);
+  for (const d of settings) out.set(d.owner, d);
+  return [...out.values()];
+}
+
+/**
+ * Parses the environment once into a typed, frozen configuration, from the platform's settings and those
+ * given. Throws ConfigError listing every bad variable; the service entry points print it and exit 78.
+ */
 export function parseConfig(env: Env = process.env, options: ParseOptions = {}): Config {
   const { tree } = buildSettingTree(env);
   const r = new Reader(env, tree);
   const top: Record<string, unknown> = {};
   const backendHost: Record<string, unknown> = {};
-  const declarations = registeredSettings();
+  const declarations = settingsToParse(options.settings);
   for (const d of declarations) {
     for (const [key, def] of Object.entries(d.top)) top[key] = def.read(r);
     for (const [key, def] of Object.entries(d.backendHost)) backendHost[key] = def.read(r);

@@ -14,6 +14,7 @@ export {
   parseConfig,
   type ParseOptions,
   platformSettings,
+  settingsToParse,
 } from "./config.js";
 export { type Env, Reader, urlCheck } from "./reader.js";
 export {
@@ -24,10 +25,10 @@ export {
   type SettingValue,
 } from "./settings-tree.js";
 export {
+  type AnySettingsDeclaration,
   changeable,
   defineSettings,
   describeSettings,
-  registeredSettings,
   setting,
   type SettingDef,
   type SettingRow,

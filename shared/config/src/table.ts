@@ -162,11 +162,13 @@ export interface SettingsDeclaration<Top extends SettingTable, Host extends Sett
   readonly check?: (config: Record<string, unknown>, problems: string[]) => void;
 }
 
-const registry = new Map<string, SettingsDeclaration<SettingTable, SettingTable>>();
+/** Any owner's settings declaration. */
+export type AnySettingsDeclaration = SettingsDeclaration<SettingTable, SettingTable>;
 
 /**
- * Registers an owner's settings (once, when its module is imported, so that the parse reads them) and
- * returns the declaration, which types the owner's configuration:
+ * An owner's settings, which type the owner's configuration. Nothing is registered: a parse reads the
+ * declarations it is given (`parseConfig(env, { settings })`), so a process reads what it starts and no
+ * import's side effect decides it:
  *
  *     export const settings = defineSettings({ owner: "gateway", top: {...}, backendHost: {...} });
  *     export type GatewayConfig = ConfigOf<typeof settings>;
@@ -174,13 +176,7 @@ const registry = new Map<string, SettingsDeclaration<SettingTable, SettingTable>
 export function defineSettings<const Top extends SettingTable, const Host extends SettingTable>(
   declaration: SettingsDeclaration<Top, Host>,
 ): SettingsDeclaration<Top, Host> {
-  registry.set(declaration.owner, declaration);
   return declaration;
-}
-
-/** Every registered declaration, the platform's first. */
-export function registeredSettings(): ReadonlyArray<SettingsDeclaration<SettingTable, SettingTable>> {
-  return [...registry.values()];
 }
 
 /** One row of the settings reference (README, operator guide). */
@@ -192,14 +188,14 @@ export interface SettingRow {
   readonly doc: string;
 }
 
-/** The reference of every registered, documented setting, in declaration order. */
 /** The environment variable a setting is written as (`BackendHost__RateLimitApiPerMinute`, `X__N`). */
 export function variableOf(def: SettingDef<unknown>): string {
   return def.display ?? envName(def.name);
 }
 
-export function describeSettings(): SettingRow[] {
-  return registeredSettings().flatMap((d) =>
+/** The reference of the declarations' documented settings, in declaration order. */
+export function describeSettings(declarations: readonly AnySettingsDeclaration[]): SettingRow[] {
+  return declarations.flatMap((d) =>
     [...Object.values(d.top), ...Object.values(d.backendHost)]
       .filter((s) => s.hidden !== true)
       .map((s) => ({

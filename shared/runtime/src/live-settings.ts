@@ -15,12 +15,12 @@ import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureBucket, followKv } from "@svc/bus";
 import {
+  type AnySettingsDeclaration,
   type BackendHostSettings,
   buildSettingTree,
   type Config,
   getSetting,
   Reader,
-  registeredSettings,
   type SettingDef,
   variableOf,
 } from "@svc/config";
@@ -36,10 +36,10 @@ interface Entry {
   readonly scope: "top" | "backendHost";
 }
 
-/** The settings this process declares, by variable name. */
-function declared(): Map<string, Entry> {
+/** The declarations' settings, by variable name. */
+function declared(declarations: readonly AnySettingsDeclaration[]): Map<string, Entry> {
   const out = new Map<string, Entry>();
-  for (const d of registeredSettings()) {
+  for (const d of declarations) {
     for (const [property, def] of Object.entries(d.top)) {
       if (def.hidden !== true) out.set(variableOf(def), { def, owner: d.owner, property, scope: "top" });
     }
@@ -62,7 +62,7 @@ function show(value: unknown): string | null {
 }
 
 export class LiveSettings<B extends BackendHostSettings = BackendHostSettings> {
-  private readonly entries = declared();
+  private readonly entries: Map<string, Entry>;
   private readonly overrides = new Map<string, unknown>();
   private stopWatch: (() => void) | undefined;
   private view: B;
@@ -72,7 +72,10 @@ export class LiveSettings<B extends BackendHostSettings = BackendHostSettings> {
     /** The `BackendHost` settings as parsed: `config.backendHost`, typed as the service reads them. */
     private readonly parsed: B,
     private readonly log: Logger,
+    /** The settings the service reads (the platform's and its own): those it describes and applies. */
+    declarations: readonly AnySettingsDeclaration[],
   ) {
+    this.entries = declared(declarations);
     this.view = parsed;
   }
 

@@ -17,6 +17,7 @@ import {
   configOf,
   loadConfigOrExit,
   type SettingsDeclaration,
+  settingsToParse,
   type SettingTable,
 } from "@svc/config";
 import {
@@ -322,7 +323,12 @@ export async function startService<D extends AnySettings>(
     storage.start();
     const readiness = () => checkReadiness(pool, nc, phase, 1_000, storage);
     registerServiceGauges(metrics, readiness);
-    const live = new LiveSettings<BackendHostOf<D>>(config, config.backendHost, log);
+    const live = new LiveSettings<BackendHostOf<D>>(
+      config,
+      config.backendHost,
+      log,
+      settingsToParse([definition.settings]),
+    );
     await provisioner.add("run-time settings watch", () =>
       live.start(nc, config.subjectPrefix, config.backendHost.natsReplicas),
     );
@@ -430,7 +436,7 @@ export async function startService<D extends AnySettings>(
  * SIGTERM or SIGINT drain and exit within the shutdown timeout (forced exit 1 past it).
  */
 export async function runServiceMain(definition: ServiceDefinition): Promise<void> {
-  const config = loadConfigOrExit();
+  const config = loadConfigOrExit(process.env, { settings: [definition.settings] });
   const log = createLogger(definition.name, config.logLevel);
   let running: RunningService | undefined;
   let signalled = false;

@@ -231,28 +231,32 @@ describe("the verifier refuses, naming why", () => {
 
 describe("revocation settings", () => {
   it("reads revocation lists as SHA-256 digests in either case and with ':' separators, and names a bad entry (issue 33, item 7)", () => {
-    // The registry's settings are part of the configuration once its package is loaded.
-    expect(pluginRegistrySettings.owner).toBe("plugin-registry");
     const digest = "ab".repeat(32);
     const printed = digest.toUpperCase().match(/../g)?.join(":") as string;
     const config = configOf(
-      parseConfig({
-        NODE_ENV: "development",
-        BackendHost__RevokedSignerFingerprints__0: printed,
-        BackendHost__RevokedContentHashes__0: ` ${digest.toUpperCase()} `,
-      }),
+      parseConfig(
+        {
+          NODE_ENV: "development",
+          BackendHost__RevokedSignerFingerprints__0: printed,
+          BackendHost__RevokedContentHashes__0: ` ${digest.toUpperCase()} `,
+        },
+        { settings: [pluginRegistrySettings] },
+      ),
       pluginRegistrySettings,
     );
     expect(config.backendHost.revokedSignerFingerprints).toEqual([digest]);
     expect(config.backendHost.revokedContentHashes).toEqual([digest]);
     let error: unknown;
     try {
-      parseConfig({
-        NODE_ENV: "development",
-        BackendHost__RevokedSignerFingerprints__0: digest,
-        BackendHost__RevokedSignerFingerprints__1: "SHA256:not-a-digest",
-        BackendHost__RevokedContentHashes__0: digest.slice(2),
-      });
+      parseConfig(
+        {
+          NODE_ENV: "development",
+          BackendHost__RevokedSignerFingerprints__0: digest,
+          BackendHost__RevokedSignerFingerprints__1: "SHA256:not-a-digest",
+          BackendHost__RevokedContentHashes__0: digest.slice(2),
+        },
+        { settings: [pluginRegistrySettings] },
+      );
     } catch (e) {
       error = e;
     }

@@ -72,7 +72,7 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
   // Issue 32, item 6: each start is from an empty data folder, so initdb runs and the first connection
   // meets a server that has only just opened its port (it answered 57P03 and make dev stopped, 2 runs in 4).
   // DEV_STARTS=5 npx vitest run test/dev-stack.test.ts starts it five times.
-  const starts = Number(process.env.DEV_STARTS ?? 3);
+  const starts = Number(process.env.DEV_STARTS ?? 2);
   it(
     `starts NATS and an embedded PostgreSQL from an empty data folder on unused ports, ${starts} times in a row, serves the resolve route, stops on Ctrl-C`,
     async () => {

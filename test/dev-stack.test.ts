@@ -116,7 +116,7 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
       expect(login.status).toBe(200);
       // The example plugin is installed, active and in workspace default's chain (issues 11 and 12).
       await dev.waitForOutput(
-        /example plugin {2}hello 1\.0\.0 installed, active in workspace default/,
+        /example plugin {2}hello 1\.0\.0 installed, active, added to workspace default's chain/,
         30_000,
       );
       const { accessToken } = login.json<{ accessToken: string }>();
@@ -200,7 +200,7 @@ describe("make dev SECURE=1", () => {
       const port = Number(/NATS \(SECURE=1\): starting .* on 127\.0\.0\.1:(\d+)/.exec(dev.output())?.[1]);
       expect(port).toBeGreaterThan(0);
       await dev.waitForOutput(
-        /example plugin {2}hello 1\.0\.0 installed, active in workspace default/,
+        /example plugin {2}hello 1\.0\.0 installed, active, added to workspace default's chain/,
         30_000,
       );
       const gateway = `http://127.0.0.1:${gatewayPort}`;

@@ -35,9 +35,9 @@ export async function examplePackage(): Promise<Buffer> {
 }
 
 /**
- * Installs the example as the demo operator, activates it, entitles the demo tenant to it and puts it in
- * workspace `default`'s chain (so its route answers and its keys reach the workspace's admins); says what
- * happened.
+ * Installs the example as the demo operator, activates it, entitles the demo tenant to it and adds it to
+ * the end of workspace `default`'s chain when it is not in it (so its route answers and its keys reach the
+ * workspace's admins; the plugins a developer put there stay, in their order); says what happened.
  */
 export async function installExamplePlugin(base: string): Promise<string> {
   const login = await fetch(`${base}/api/auth/login`, {
@@ -65,13 +65,25 @@ export async function installExamplePlugin(base: string): Promise<string> {
     body: JSON.stringify({ items: [{ tenantKey: DEMO.tenantKey, pluginId: "hello", entitled: true }] }),
   });
   if (!entitled.ok) throw new Error(`entitlement answered ${entitled.status}: ${await entitled.text()}`);
-  const assigned = await fetch(`${base}/api/workspaces/${DEMO.workspaceKey}/plugins`, {
-    method: "PUT",
-    headers: { ...auth, "content-type": "application/json" },
-    body: JSON.stringify({ chain: ["hello"] }),
-  });
-  if (!assigned.ok) throw new Error(`assignment answered ${assigned.status}: ${await assigned.text()}`);
+  const chainUrl = `${base}/api/workspaces/${DEMO.workspaceKey}/plugins`;
+  const current = await fetch(chainUrl, { headers: auth });
+  if (!current.ok) throw new Error(`the chain answered ${current.status}: ${await current.text()}`);
+  const chain = ((await current.json()) as { chain: Array<{ pluginId: string }> }).chain.map(
+    (p) => p.pluginId,
+  );
+  // The developer's chain is kept: the example joins it at the end when it is not in it, and nothing is
+  // removed or reordered.
+  const joined = !chain.includes("hello");
+  if (joined) {
+    const assigned = await fetch(chainUrl, {
+      method: "PUT",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ chain: [...chain, "hello"] }),
+    });
+    if (!assigned.ok) throw new Error(`assignment answered ${assigned.status}: ${await assigned.text()}`);
+  }
   const what =
     response.status === 409 ? "hello (installed already)" : `${body.pluginId} ${body.version} installed`;
-  return `${what}, active in workspace default (GET ${base}/api/plugins/hello/greeting)`;
+  const where = joined ? "added to workspace default's chain" : "in workspace default's chain already";
+  return `${what}, active, ${where} (GET ${base}/api/plugins/hello/greeting)`;
 }

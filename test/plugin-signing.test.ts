@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 import { ConfigError, configOf, parseConfig } from "@svc/config";
 import {
@@ -293,5 +293,9 @@ describe("the CLI's errors", () => {
     // The archive verifies as the directory did.
     expect(await cli("verify", "--plugin", out, "--trusted", at("pub.pem"))).toBe(0);
     expect(await cli("verify", "--plugin", out, "--trusted", at("other-pub.pem"))).toBe(1);
+    // So does an archive of the folder itself, as GNU tar makes it: one top-level folder.
+    const folder = at("top-folder.tgz");
+    execFileSync("tar", ["czf", folder, "-C", dirname(dir), basename(dir)]);
+    expect(await cli("verify", "--plugin", folder, "--trusted", at("pub.pem"))).toBe(0);
   });
 });

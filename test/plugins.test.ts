@@ -32,12 +32,18 @@ import { HOST_VERSION } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { create as createTar } from "tar";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { devSignerEnv, EXAMPLE_PLUGIN_DIR, examplePackage } from "../scripts/lib/example-plugin.js";
-import { repoRoot } from "../scripts/lib/stack.js";
+import {
+  devSignerEnv,
+  EXAMPLE_PLUGIN_DIR,
+  examplePackage,
+  installExamplePlugin,
+} from "../scripts/lib/example-plugin.js";
+import { DEMO, repoRoot, seedDemo } from "../scripts/lib/stack.js";
 import { buildCorpus, type Corpus, writePlugin } from "./plugins/corpus.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http, type HttpResponse } from "./support/http.js";
@@ -120,6 +126,7 @@ beforeAll(async () => {
   corpus = await buildCorpus(join(work, "corpus"));
   const env = { ...BASE_ENV, BackendHost__MaxPackageUploadBytes: "8388608" };
   await h.start(rbacService, env);
+  await h.start(resolverService, env);
   await h.start(webhookDispatcherService, env);
   registry_ = await h.start(pluginRegistryService, { ...env, ...registryEnv() });
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
@@ -152,6 +159,34 @@ describe("installing a plugin package (issue 11)", () => {
     const zip = await upload(readFileSync(corpus.archives.goodZip), "application/zip");
     expect(zip.status, zip.text).toBe(201);
     expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+
+  it("installs an archive of the plugin's folder, one top-level folder of any name, made by GNU tar, bsdtar, Python's tarfile and zip -r", async () => {
+    // As people archive a folder: `tar czf notes.tgz notes`, `zip -r notes.zip notes`.
+    const parent = join(work, "top-folder");
+    execFileSync("mkdir", ["-p", parent]);
+    execFileSync("cp", ["-r", corpus.dirs.good, join(parent, "notes")]);
+    const made: Array<[string, string]> = [
+      [join(work, "top-gnu.tgz"), "application/gzip"],
+      [join(work, "top-bsd.tgz"), "application/gzip"],
+      [join(work, "top-py.tar"), "application/x-tar"],
+      [join(work, "top.zip"), "application/zip"],
+    ];
+    execFileSync("tar", ["czf", made[0]?.[0] as string, "-C", parent, "notes"]);
+    execFileSync("bsdtar", ["-czf", made[1]?.[0] as string, "-C", parent, "notes"]);
+    execFileSync("python3", [
+      "-c",
+      "import sys, tarfile\nwith tarfile.open(sys.argv[1], 'w') as t: t.add(sys.argv[2], arcname='notes')",
+      made[2]?.[0] as string,
+      join(parent, "notes"),
+    ]);
+    execFileSync("zip", ["-qr", made[3]?.[0] as string, "notes"], { cwd: parent });
+    for (const [file, type] of made) {
+      const installed = await upload(readFileSync(file), type);
+      expect(installed.status, `${file}: ${installed.text}`).toBe(201);
+      expect(installed.json(), file).toMatchObject({ pluginId: "hello", signed: true, publisherId: "acme" });
+      expect((await asOperator("DELETE", "/api/plugins/hello")).status, file).toBe(204);
+    }
   });
 
   it("ends with one record when two replicas install the same plugin at once", async () => {
@@ -366,6 +401,53 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
       events: ["hello.greeted"],
     });
     expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
+
+  it("make dev's example step adds hello to the end of workspace default's chain, keeping what the developer put there", async () => {
+    await registry_.stop();
+    registry_ = await h.start(pluginRegistryService, {
+      ...BASE_ENV,
+      ...registryEnv(),
+      ...devSignerEnv(registryEnv()),
+    });
+    await seedDemo(h.db.url, { withAdmin: true });
+    const token = await mintToken({
+      scope: "platform",
+      permissions: ["plugin.create", "plugin.read", "plugin.delete", "plugin.execute", "plugin.assign"],
+    });
+    // The developer's own plugin, first in the chain.
+    const dir = join(work, "developers-own");
+    writePlugin(dir, "greeter", "1.0.0");
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify(
+        signManifest(
+          { pluginId: "greeter", version: "1.0.0", files: await hashDirectory(dir) },
+          corpus.trustedKey,
+        ),
+      ),
+    );
+    const installed = await upload(await tgzOf(dir), "application/gzip", token);
+    expect(installed.status, installed.text).toBe(201);
+    const activated = await api("POST", "/api/plugins/greeter/activate", token);
+    expect(activated.status, activated.text).toBe(200);
+    const entitled = await api("PUT", "/api/entitlements", token, {
+      items: [{ tenantKey: DEMO.tenantKey, pluginId: "greeter", entitled: true }],
+    });
+    expect(entitled.status, entitled.text).toBe(200);
+    const chainPath = `/api/workspaces/${DEMO.workspaceKey}/plugins`;
+    const set = await api("PUT", chainPath, token, { chain: ["greeter"] });
+    expect(set.status, set.text).toBe(200);
+    const chain = async () =>
+      (await api("GET", chainPath, token))
+        .json<{ chain: Array<{ pluginId: string }> }>()
+        .chain.map((p) => p.pluginId);
+
+    expect(await installExamplePlugin(base)).toContain("added to workspace default's chain");
+    expect(await chain()).toEqual(["greeter", "hello"]);
+    // The next start changes nothing: hello is in the chain already.
+    expect(await installExamplePlugin(base)).toContain("in workspace default's chain already");
+    expect(await chain()).toEqual(["greeter", "hello"]);
   });
 
   it("publishes the JSON Schemas in docs/schemas/ as generated, and at a stable URL on the gateway", async () => {

@@ -3,7 +3,7 @@
  * unpacked into a private temporary directory, verified and its registry.json validated.
  * Every refusal is a 422 `SVC_PLUGIN_REFUSED` naming the reason; the directory is removed afterwards.
  */
-import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -11,6 +11,7 @@ import { ErrorCode, SvcError } from "@svc/errors";
 import {
   extractArchive,
   PackageError,
+  packageRoot,
   parseTheme,
   type RegistryJson,
   type SignatureManifest,
@@ -53,7 +54,7 @@ export interface OpenOptions {
   readonly trustOnly?: boolean;
 }
 
-/** Unpacks `bytes` into `dir`; the package root (an npm-style tarball holds it in `package/`). */
+/** Unpacks `bytes` into `dir`; the package root (`packageRoot`). */
 export async function unpack(
   bytes: Buffer,
   dir: string,
@@ -68,14 +69,6 @@ export async function unpack(
     throw error;
   }
   return packageRoot(dir);
-}
-
-/** An unpacked package's root: `dir`, or its only entry when that is a `package/` folder (npm style). */
-export async function packageRoot(dir: string): Promise<string> {
-  const entries = await readdir(dir);
-  return entries.length === 1 && entries[0] === "package" && (await stat(join(dir, "package"))).isDirectory()
-    ? join(dir, "package")
-    : dir;
 }
 
 /** Verifies an unpacked package at `root` and validates its registry.json; a 422 naming the first refusal. */

@@ -7,7 +7,7 @@
  */
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { lstat, mkdir } from "node:fs/promises";
+import { lstat, mkdir, readdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -237,4 +237,15 @@ export async function packDirectory(
     chunks.push(chunk);
   }
   return { bytes: Buffer.concat(chunks), files: files.length, signed };
+}
+
+/**
+ * An unpacked package's root: `dir`, or its only entry when that is a folder, whatever its name: an
+ * npm-style tarball's `package/`, or the folder a person archived (`tar czf hello.tgz hello`,
+ * `zip -r hello.zip hello`).
+ */
+export async function packageRoot(dir: string): Promise<string> {
+  const entries = await readdir(dir);
+  const only = entries.length === 1 ? join(dir, entries[0] as string) : undefined;
+  return only !== undefined && (await stat(only)).isDirectory() ? only : dir;
 }

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
-import { extractArchive, packDirectory } from "./archive.js";
+import { extractArchive, packageRoot, packDirectory } from "./archive.js";
 import { DEFAULT_LIMITS, hashDirectory, PackageError } from "./files.js";
 import { fingerprintOf, KeyError, SIGNATURE_FILE, signManifest } from "./manifest.js";
 import { verifyPackage } from "./verify.js";
@@ -84,7 +84,10 @@ async function verify(values: {
   let result;
   try {
     if (isArchive) await extractArchive(await readFile(target), dir, DEFAULT_LIMITS);
-    result = await verifyPackage(dir, { trusted, allowUnsigned: values["allow-unsigned"] === true });
+    result = await verifyPackage(isArchive ? await packageRoot(dir) : dir, {
+      trusted,
+      allowUnsigned: values["allow-unsigned"] === true,
+    });
   } finally {
     if (isArchive) await rm(dir, { recursive: true, force: true });
   }

@@ -1,4 +1,4 @@
-export { archiveKind, extractArchive, packDirectory } from "./archive.js";
+export { archiveKind, extractArchive, packageRoot, packDirectory } from "./archive.js";
 export {
   DEFAULT_LIMITS,
   hashDirectory,

@@ -17,9 +17,10 @@ import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { packageRoot } from "@svc/plugin-package";
 import type { PackageStore } from "@svc/plugin-package/store";
 
-import { checkPackage, type OpenedPackage, packageRoot, storedPackage, unpack } from "../packages.js";
+import { checkPackage, type OpenedPackage, storedPackage, unpack } from "../packages.js";
 import type { PluginRegistryConfig } from "../settings.js";
 
 export interface CachedPackage {

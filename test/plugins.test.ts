@@ -328,12 +328,22 @@ describe("installing a plugin package (issue 11)", () => {
       items: Array<{ action: string; outcome: string; pluginId: string | null; reason: string | null }>;
     }>();
     expect(audit.items.some((a) => a.action === "install" && a.outcome === "succeeded")).toBe(true);
-    expect(
-      audit.items.some(
-        (a) => a.action === "install" && a.outcome === "failed" && a.reason?.startsWith("untrusted-signer"),
-      ),
-    ).toBe(true);
+    // A refused install names the plugin its registry.json claimed to be.
+    const refusedInstall = audit.items.find(
+      (a) => a.action === "install" && a.outcome === "failed" && a.reason?.startsWith("untrusted-signer"),
+    );
+    expect(refusedInstall?.pluginId).toMatch(/^[a-z][a-z0-9-]+$/);
     expect(audit.items.some((a) => a.action === "uninstall" && a.outcome === "succeeded")).toBe(true);
+    // ?pluginId= keeps one plugin's entries.
+    const one = (
+      await asOperator("GET", `/api/plugins/audit?limit=100&pluginId=${refusedInstall?.pluginId}`)
+    ).json<{ items: Array<{ pluginId: string | null }> }>();
+    expect(one.items.length).toBeGreaterThan(0);
+    expect(one.items.length).toBeLessThan(audit.items.length);
+    expect(new Set(one.items.map((a) => a.pluginId))).toEqual(new Set([refusedInstall?.pluginId]));
+    const none = await asOperator("GET", "/api/plugins/audit?pluginId=never-installed");
+    expect(none.json()).toMatchObject({ items: [] });
+    expect((await asOperator("GET", "/api/plugins/audit?pluginId=Not%20an%20id")).status).toBe(400);
   });
 
   it("reports a plugin whose signer was revoked after install (the next load refuses it)", async () => {

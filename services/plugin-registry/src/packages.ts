@@ -13,6 +13,7 @@ import {
   PackageError,
   packageRoot,
   parseTheme,
+  PLUGIN_ID_PATTERN,
   type RegistryJson,
   type SignatureManifest,
   type Theme,
@@ -52,6 +53,24 @@ export interface OpenOptions {
   readonly installed?: ReadonlyMap<string, string>;
   /** Skip registry.json's install-time rules (a stored plugin re-verified: only trust is checked). */
   readonly trustOnly?: boolean;
+  /**
+   * Told, before any check, which plugin and version the package's registry.json claims to be (unverified):
+   * the audit names the plugin of a refused install.
+   */
+  readonly claimed?: (claim: { id: string; version: string | undefined }) => void;
+}
+
+/** The plugin id (and version) registry.json claims, when it reads as one; nothing is checked. */
+async function claimOf(root: string): Promise<{ id: string; version: string | undefined } | undefined> {
+  try {
+    const raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8")) as Record<string, unknown>;
+    if (typeof raw.pluginId !== "string" || !new RegExp(PLUGIN_ID_PATTERN).test(raw.pluginId))
+      return undefined;
+    const version = typeof raw.version === "string" && raw.version.length <= 64 ? raw.version : undefined;
+    return { id: raw.pluginId, version };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Unpacks `bytes` into `dir`; the package root (`packageRoot`). */
@@ -73,6 +92,10 @@ export async function unpack(
 
 /** Verifies an unpacked package at `root` and validates its registry.json; a 422 naming the first refusal. */
 export async function checkPackage(root: string, options: OpenOptions): Promise<OpenedPackage> {
+  if (options.claimed !== undefined) {
+    const claim = await claimOf(root);
+    if (claim !== undefined) options.claimed(claim);
+  }
   const s = options.settings;
   const result = await verifyPackage(root, {
     trusted: s.trustedSigners,

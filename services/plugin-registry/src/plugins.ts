@@ -40,6 +40,13 @@ async function installPackage(deps: PluginDeps, principal: Principal, sha256: st
         settings: deps.settings,
         hostVersion: deps.hostVersion,
         installed: installedNow,
+        // A refused package is audited under the plugin it claims to be.
+        claimed: (claim) => {
+          if (mode.kind !== "update") {
+            plugin =
+              claim.version === undefined ? { id: claim.id } : { id: claim.id, version: claim.version };
+          }
+        },
       });
       const r = opened.registry;
       plugin = { id: r.pluginId, version: r.version };

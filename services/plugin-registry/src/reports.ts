@@ -163,6 +163,7 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
     SELECT a.id::text AS id, at, actor, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
     WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
       AND (${only}::text IS NULL OR a.workspace_key = ${only})
+      AND (${req.query.pluginId ?? null}::text IS NULL OR a.plugin_id = ${req.query.pluginId ?? null})
     -- a.id, the bigint column: the text output column would sort "9" before "10".
     ORDER BY a.id DESC LIMIT ${limit + 1}`);
   return {

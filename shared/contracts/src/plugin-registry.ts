@@ -9,7 +9,6 @@ import {
   Nullable,
   Page,
   pageFields,
-  PageQuery,
   TenantKey,
   wkParams,
   WorkspaceKey,
@@ -363,8 +362,8 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     method: "GET",
     path: "/api/plugins/audit",
     permission: "plugin.read",
-    summary: "Plugin lifecycle audit",
-    query: PageQuery,
+    summary: "Plugin lifecycle audit (newest first; ?pluginId= keeps one plugin's entries)",
+    query: Type.Object({ pluginId: Type.Optional(PluginId), ...pageFields }, { additionalProperties: false }),
     reply: Page(AuditEntry),
   },
   "contracts.support": {

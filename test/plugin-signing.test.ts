@@ -187,7 +187,45 @@ describe("the verifier refuses, naming why", () => {
         files: resigned.files.map((f) => (f.path === "registry.json" ? { ...f, sha256: hash } : f)),
       }),
     );
-    expect(await verifyPackage(dir, { trusted: trusted() })).toMatchObject({ code: "bad-signature" });
+    const edited = await verifyPackage(dir, { trusted: trusted() });
+    expect(edited).toMatchObject({ code: "bad-signature" });
+    // Changed content is no canonical-form mistake: no hint.
+    expect((edited as { reason: string }).reason).toBe(
+      "The signature does not verify with the signer's public key.",
+    );
+  });
+
+  it("a signature made over a hand-written canonical form with the usual mistakes says which (Python's json.dumps, openssl)", async () => {
+    const dir = await signed();
+    const manifest = JSON.parse(
+      readFileSync(join(dir, "plugin.signature.json"), "utf8"),
+    ) as SignatureManifest;
+    // The files as listed, not sorted, and json.dumps's default ", " and ": ": what a first signer in
+    // Python writes.
+    const listed = { ...manifest, files: [...manifest.files].reverse() };
+    delete (listed as { signature?: string }).signature;
+    writeFileSync(at("listed.json"), JSON.stringify(listed));
+    const python = [
+      "import json, sys",
+      "m = json.load(open(sys.argv[1]))",
+      "keys = ['schemaVersion', 'pluginId', 'version', 'algorithm', 'signerFingerprint', 'files']",
+      "out = {k: m[k] for k in keys}",
+      "out['files'] = [{'path': f['path'], 'sha256': f['sha256']} for f in m['files']]",
+      "open(sys.argv[2], 'w').write(json.dumps(out))",
+    ].join("\n");
+    execFileSync("python3", ["-c", python, at("listed.json"), at("by-python.json")]);
+    expect(readFileSync(at("by-python.json"), "utf8")).toContain('"files": [{"path": ');
+    openssl("dgst", "-sha256", "-sign", at("key.pem"), "-out", at("python.sig"), at("by-python.json"));
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify({ ...listed, signature: readFileSync(at("python.sig")).toString("base64") }),
+    );
+    const result = await verifyPackage(dir, { trusted: trusted() });
+    expect(result).toMatchObject({ ok: false, code: "bad-signature" });
+    const reason = (result as { reason: string }).reason;
+    expect(reason).toContain("the files in the order the manifest lists them (sort them by path)");
+    expect(reason).toContain("spaces after ',' and ':' (write compact JSON)");
+    expect(reason).not.toContain("alphabetical");
   });
 
   it("an unsigned package unless allowed, a symlink, a duplicate path, a registry.json that disagrees", async () => {

@@ -88,14 +88,18 @@ export function signManifest(
   return { ...unsigned, signature: signature.toString("base64") };
 }
 
-/** True when the manifest's signature verifies with `publicKey`, in DER or in IEEE P1363 form. */
-export function verifyManifestSignature(manifest: SignatureManifest, publicKey: KeyObject): boolean {
-  if (manifest.signature === undefined || manifest.algorithm !== ALGORITHM) return false;
+/** The manifest's signature as bytes; undefined when it has none, another algorithm, or is not base64. */
+function signatureBytes(manifest: SignatureManifest): Buffer | undefined {
+  if (manifest.signature === undefined || manifest.algorithm !== ALGORITHM) return undefined;
   const signature = Buffer.from(manifest.signature, "base64");
   if (signature.length === 0 || signature.toString("base64") !== manifest.signature.replace(/\s/g, "")) {
-    return false;
+    return undefined;
   }
-  const bytes = canonicalBytes(manifest);
+  return signature;
+}
+
+/** True when `signature` over `bytes` verifies with `publicKey`, in DER or in IEEE P1363 form. */
+function verifiesOver(bytes: Buffer, signature: Buffer, publicKey: KeyObject): boolean {
   const encodings =
     signature.length === 64 ? (["ieee-p1363", "der"] as const) : (["der", "ieee-p1363"] as const);
   return encodings.some((dsaEncoding) => {
@@ -105,4 +109,61 @@ export function verifyManifestSignature(manifest: SignatureManifest, publicKey: 
       return false;
     }
   });
+}
+
+/** True when the manifest's signature verifies with `publicKey`, in DER or in IEEE P1363 form. */
+export function verifyManifestSignature(manifest: SignatureManifest, publicKey: KeyObject): boolean {
+  const signature = signatureBytes(manifest);
+  return signature !== undefined && verifiesOver(canonicalBytes(manifest), signature, publicKey);
+}
+
+/** JSON with `item` between members and `key` between a name and its value (Python's default: ", ", ": "). */
+function dumps(value: unknown, item: string, key: string): string {
+  if (Array.isArray(value)) return `[${value.map((v) => dumps(v, item, key)).join(item)}]`;
+  if (typeof value === "object" && value !== null) {
+    const members = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}${key}${dumps(v, item, key)}`);
+    return `{${members.join(item)}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * When a signature does not verify: whether it verifies over the canonical form with one of the usual
+ * mistakes of a hand-written signer (files in the order listed rather than sorted by path, members in
+ * alphabetical order, spaces after `,` and `:`), and which. Undefined when none of them explains it (a
+ * wrong key, changed content).
+ */
+export function signatureMistake(manifest: SignatureManifest, publicKey: KeyObject): string | undefined {
+  const signature = signatureBytes(manifest);
+  if (signature === undefined) return undefined;
+  const listed = manifest.files.map((f) => ({ path: f.path, sha256: f.sha256 }));
+  const sorted = [...listed].sort(byPath);
+  for (const files of [sorted, listed]) {
+    const inOrder = {
+      schemaVersion: manifest.schemaVersion,
+      pluginId: manifest.pluginId,
+      version: manifest.version,
+      algorithm: manifest.algorithm,
+      signerFingerprint: manifest.signerFingerprint,
+      files,
+    };
+    const alphabetical = Object.fromEntries(Object.entries(inOrder).sort(([a], [b]) => (a < b ? -1 : 1)));
+    for (const members of [inOrder, alphabetical]) {
+      for (const spaced of [false, true]) {
+        const mistakes = [
+          files === listed ? "the files in the order the manifest lists them (sort them by path)" : "",
+          members === alphabetical
+            ? "the members in alphabetical order (keep schemaVersion, pluginId, version, algorithm, signerFingerprint, files)"
+            : "",
+          spaced ? "spaces after ',' and ':' (write compact JSON)" : "",
+        ].filter((m) => m !== "");
+        if (mistakes.length === 0) continue;
+        const bytes = Buffer.from(spaced ? dumps(members, ", ", ": ") : JSON.stringify(members), "utf8");
+        if (verifiesOver(bytes, signature, publicKey)) {
+          return `It verifies over the canonical form written with ${mistakes.join(", and ")}.`;
+        }
+      }
+    }
+  }
+  return undefined;
 }

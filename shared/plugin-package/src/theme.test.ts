@@ -110,7 +110,11 @@ describe("checkValue", () => {
 
   it("checks each type", () => {
     expect(checkValue(field("color"), "#a1b2c3")).toBeNull();
-    expect(checkValue(field("color"), "red")).toMatch(/colour/);
+    expect(checkValue(field("color"), "#abc")).toBeNull();
+    expect(checkValue(field("color"), "#a1b2c3d4")).toBeNull();
+    // The message lists every form the check accepts, and only those.
+    expect(checkValue(field("color"), "red")).toBe("is not a colour (#rgb, #rrggbb or #rrggbbaa)");
+    expect(checkValue(field("color"), "#a1b2c")).toMatch(/colour/);
     expect(checkValue(field("number"), "12.5")).toBeNull();
     expect(checkValue(field("number"), "twelve")).toMatch(/number/);
     expect(checkValue(field("boolean"), "true")).toBeNull();

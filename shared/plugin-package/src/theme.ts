@@ -136,7 +136,7 @@ export function checkValue(field: ThemeField, value: string): string | null {
     case "color":
       return /^#(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})$/i.test(value)
         ? null
-        : "is not a colour (#rgb or #rrggbb)";
+        : "is not a colour (#rgb, #rrggbb or #rrggbbaa)";
     case "number":
       return value.trim() !== "" && Number.isFinite(Number(value)) ? null : "is not a number";
     case "boolean":

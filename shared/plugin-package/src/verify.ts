@@ -14,6 +14,7 @@ import {
   fingerprintOf,
   SIGNATURE_FILE,
   type SignatureManifest,
+  signatureMistake,
   verifyManifestSignature,
 } from "./manifest.js";
 
@@ -185,10 +186,11 @@ export async function verifyPackage(root: string, options: VerifyOptions): Promi
     };
   }
   if (!verifyManifestSignature(manifest, signer.publicKey)) {
+    const mistake = signatureMistake(manifest, signer.publicKey);
     return {
       ok: false,
       code: "bad-signature",
-      reason: "The signature does not verify with the signer's public key.",
+      reason: `The signature does not verify with the signer's public key.${mistake === undefined ? "" : ` ${mistake}`}`,
     };
   }
   return { ok: true, signed: true, manifest, signer };

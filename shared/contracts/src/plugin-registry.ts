@@ -4,15 +4,7 @@
  */
 import { type Static, Type } from "@sinclair/typebox";
 
-import {
-  FieldValuesBody,
-  Nullable,
-  Page,
-  pageFields,
-  TenantKey,
-  wkParams,
-  WorkspaceKey,
-} from "./common.js";
+import { FieldValuesBody, Nullable, Page, pageFields, TenantKey, wkParams, WorkspaceKey } from "./common.js";
 import { defineBroadcasts, defineMessages } from "./messages.js";
 import { PublicWorkspace, SurfaceData } from "./resolver.js";
 import { defineRoutes } from "./route.js";

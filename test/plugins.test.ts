@@ -642,4 +642,80 @@ describe("installing from the host's disk and from a package feed, and updating 
     expect(listed).toEqual([expect.objectContaining({ pluginId: "hello", version: "1.0.0" })]);
     expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
+
+  it("updates by upload (the archive as the body, or curl -F), keeping the plugin's chain place; the same checks and downgrade rule as install (issue 27, item 2)", async () => {
+    const token = await mintToken({
+      scope: "platform",
+      permissions: [
+        "plugin.create",
+        "plugin.read",
+        "plugin.delete",
+        "plugin.execute",
+        "plugin.assign",
+        "extension.read",
+        "extension.update",
+      ],
+    });
+    const installed = await upload(await tgzOf(await helloAt("1.0.0")), "application/gzip", token);
+    expect(installed.status, installed.text).toBe(201);
+    expect((await api("POST", "/api/plugins/hello/activate", token)).status).toBe(200);
+    const entitled = await api("PUT", "/api/entitlements", token, {
+      items: [{ tenantKey: DEMO.tenantKey, pluginId: "hello", entitled: true }],
+    });
+    expect(entitled.status, entitled.text).toBe(200);
+    const chainPath = `/api/workspaces/${DEMO.workspaceKey}/plugins`;
+    const assigned = await api("PUT", chainPath, token, { chain: ["hello"] });
+    expect(assigned.status, assigned.text).toBe(200);
+    const themePath = `/api/themes/workspaces/${DEMO.workspaceKey}`;
+    const themed = await api("PUT", themePath, token, { themePluginId: "hello" });
+    expect(themed.status, themed.text).toBe(200);
+    const updateWith = (bytes: Buffer, query = "") =>
+      api("POST", `/api/plugins/hello/update${query}`, token, bytes, { contentType: "application/gzip" });
+
+    const updated = await updateWith(await tgzOf(await helloAt("1.1.0")));
+    expect(updated.status, updated.text).toBe(200);
+    expect(updated.json()).toMatchObject({ pluginId: "hello", version: "1.1.0", state: "active" });
+    const chain = (await api("GET", chainPath, token)).json<{
+      chain: Array<{ pluginId: string; version: string }>;
+    }>().chain;
+    expect(chain).toEqual([expect.objectContaining({ pluginId: "hello", version: "1.1.0" })]);
+    expect((await api("GET", themePath, token)).json()).toMatchObject({ themePluginId: "hello" });
+
+    // The downgrade rule, the plugin id, the signature: as for install.
+    expect((await updateWith(await tgzOf(await helloAt("1.0.0")))).status).toBe(409);
+    const back = await updateWith(await tgzOf(await helloAt("1.0.0")), "?allowDowngrade=true");
+    expect(back.status, back.text).toBe(200);
+    expect(back.json()).toMatchObject({ version: "1.0.0" });
+    expectRefused(await updateWith(await tgzOf(await helloAt("2.0.0", "other"))), "plugin-id-mismatch");
+    expectRefused(await updateWith(await tgzOf(corpus.dirs.untrusted)), "untrusted-signer");
+    const missing = await api(
+      "POST",
+      "/api/plugins/nothere/update",
+      token,
+      await tgzOf(await helloAt("2.0.0", "nothere")),
+      {
+        contentType: "application/gzip",
+      },
+    );
+    expect(missing.status).toBe(404);
+
+    // As a form, the way curl -F sends it.
+    const file = join(work, "hello-1.2.0.tgz");
+    writeFileSync(file, await tgzOf(await helloAt("1.2.0")));
+    const { stdout } = await promisify(execFile)("curl", [
+      "-s",
+      "-w",
+      '\n{"status":%{http_code}}',
+      "-H",
+      `authorization: Bearer ${token}`,
+      "-F",
+      `package=@${file}`,
+      `${base}/api/plugins/hello/update`,
+    ]);
+    expect(JSON.parse(stdout.trim().split("\n").pop() as string)).toEqual({ status: 200 });
+    expect((await api("GET", chainPath, token)).json()).toMatchObject({
+      chain: [expect.objectContaining({ pluginId: "hello", version: "1.2.0" })],
+    });
+    expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
+  });
 });

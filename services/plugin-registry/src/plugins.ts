@@ -151,6 +151,9 @@ export const installLocal: PluginHandler<"plugins.install-local"> = async (deps,
 export const installFeed: PluginHandler<"plugins.install-feed"> = async (deps, req) =>
   installPackage(deps, req.principal, await fromFeed(deps, req.body), { kind: "install" });
 
+export const updateUpload: PluginHandler<"plugins.update-upload"> = (deps, req) =>
+  installPackage(deps, req.principal, req.body.package.sha256, update(req.params.id, req.query));
+
 export const updateLocal: PluginHandler<"plugins.update-local"> = async (deps, req) =>
   installPackage(deps, req.principal, await fromLocal(deps, req.body.path), update(req.params.id, req.query));
 

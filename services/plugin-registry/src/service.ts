@@ -151,6 +151,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       "plugins.install": (req) => plugins.install(deps, req),
       "plugins.install-local": (req) => plugins.installLocal(deps, req),
       "plugins.install-feed": (req) => plugins.installFeed(deps, req),
+      "plugins.update-upload": (req) => plugins.updateUpload(deps, req),
       "plugins.update-local": (req) => plugins.updateLocal(deps, req),
       "plugins.update-feed": (req) => plugins.updateFeed(deps, req),
       "plugins.list": (req) => plugins.list(deps, req),

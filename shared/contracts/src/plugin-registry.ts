@@ -319,6 +319,17 @@ export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
     body: FeedSource,
     reply: PluginView,
   },
+  "plugins.update-upload": {
+    method: "POST",
+    path: "/api/plugins/:id/update",
+    permission: "plugin.create",
+    summary: "Update a plugin with an uploaded package (its chain places and theme choices are kept)",
+    upload: true,
+    params: Type.Object({ id: PluginId }),
+    query: UpdateQuery,
+    body: UploadedPackage,
+    reply: PluginView,
+  },
   "plugins.update-local": {
     method: "POST",
     path: "/api/plugins/:id/update/local",

@@ -4,11 +4,13 @@
  * served by the gateway; while plugins are activated and deactivated in a loop, every read through two
  * gateway replicas is a whole, parseable manifest.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { createPrivateKey } from "node:crypto";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { connect } from "@nats-io/transport-node";
+import { hashDirectory, packDirectory, signManifest } from "@svc/plugin-package";
 import { AssetStore } from "@svc/plugin-package/store";
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
@@ -16,7 +18,7 @@ import { rbacService } from "@svc/service-rbac";
 import canonicalize from "canonicalize";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { examplePackage } from "../scripts/lib/example-plugin.js";
+import { EXAMPLE_PLUGIN_DIR, examplePackage } from "../scripts/lib/example-plugin.js";
 import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http, installPackage } from "./support/http.js";
@@ -150,6 +152,51 @@ describe("the UI-asset manifest", () => {
     // Deactivated, it leaves the manifest.
     expect((await asOperator("POST", "/api/plugins/hello/deactivate")).status).toBe(200);
     expect(await eventually(manifest, (m) => m?.entries.length === 0)).toMatchObject({ entries: [] });
+  });
+
+  it("stores and serves UI files named beyond Latin-1 (a full-width letter, an emoji) (issue 27, item 4)", async () => {
+    // The example, with two such files under ui/, signed again with the development key.
+    const dir = join(work, "wide-names");
+    cpSync(EXAMPLE_PLUGIN_DIR, dir, { recursive: true });
+    writeFileSync(join(dir, "ui", "Ａ.txt"), "full width");
+    writeFileSync(join(dir, "ui", "😀.txt"), "emoji");
+    const registry = JSON.parse(readFileSync(join(dir, "registry.json"), "utf8")) as { version: string };
+    registry.version = "1.0.1";
+    writeFileSync(join(dir, "registry.json"), JSON.stringify(registry, null, 2));
+    const key = createPrivateKey(readFileSync(join(EXAMPLE_PLUGIN_DIR, "..", "dev-signer.pem")));
+    rmSync(join(dir, "plugin.signature.json"));
+    writeFileSync(
+      join(dir, "plugin.signature.json"),
+      JSON.stringify(
+        signManifest({ pluginId: "hello", version: "1.0.1", files: await hashDirectory(dir) }, key),
+      ),
+    );
+    const updatedByUpload = await api(
+      "POST",
+      "/api/plugins/hello/update",
+      operator,
+      (await packDirectory(dir)).bytes,
+      {
+        contentType: "application/gzip",
+      },
+    );
+    expect(updatedByUpload.status, updatedByUpload.text).toBe(200);
+    expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
+    for (const [name, body] of [
+      ["Ａ.txt", "full width"],
+      ["😀.txt", "emoji"],
+    ] as const) {
+      const served = await eventually(
+        () => http(`${gateways[0]}/plugin-assets/hello/1.0.1/ui/${encodeURIComponent(name)}`),
+        (r) => r.status === 200,
+      );
+      expect(served.text, name).toBe(body);
+    }
+    expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.1/ui/hello.js`)).status).toBe(200);
+    // Wider names, and still no way out of ui/.
+    for (const out of ["ui/%2E%2E/registry.json", "ui/..%2Fregistry.json", "ui/%5C..%5Cregistry.json"]) {
+      expect((await http(`${gateways[0]}/plugin-assets/hello/1.0.1/${out}`)).status, out).toBe(404);
+    }
   });
 
   it("is served at a configured BackendHost__PluginManifestUrl instead of the default (issue 33, item 16)", async () => {

@@ -51,6 +51,32 @@ export class AssetStore extends BlobStore {
   constructor(nc: NatsConnection, prefix: string, replicas: number) {
     super(nc, assetBucket(prefix), replicas);
   }
+
+  override has(name: string): Promise<boolean> {
+    return super.has(assetObjectName(name));
+  }
+
+  override put(name: string, bytes: Uint8Array): Promise<void> {
+    return super.put(assetObjectName(name), bytes);
+  }
+
+  override get(name: string): Promise<Buffer | null> {
+    return super.get(assetObjectName(name));
+  }
+
+  override delete(name: string): Promise<void> {
+    return super.delete(assetObjectName(name));
+  }
+}
+
+/**
+ * The object name an asset is stored under. NATS object names travel in a message header, which holds
+ * Latin-1 only: a file named `Ａ.txt` or with an emoji is stored under `_utf8/<its name in base64url>`
+ * (no plugin id starts with `_`, so no Latin-1 name is ever that); every other name as it is.
+ */
+export function assetObjectName(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /^[\u0000-\u00ff]*$/.test(name) ? name : `_utf8/${Buffer.from(name, "utf8").toString("base64url")}`;
 }
 
 /** The KV bucket and key of the published UI-asset manifest (one value: replaced atomically). */

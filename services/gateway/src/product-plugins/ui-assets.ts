@@ -120,11 +120,14 @@ export async function registerUiAssets(
       const { pluginId, version } = request.params;
       const path = request.params["*"];
       const name = `${pluginId}/${version}/${path}`;
-      // Only names the registry writes: `<id>/<version>/ui/…`, no dot segments.
+      // Only names the registry writes: `<id>/<version>/ui/…`, no dot segment, no control character or
+      // backslash; a file name may be any other Unicode text (`Ａ.txt`, an emoji), as packages may hold.
       const valid =
         /^[a-z][a-z0-9-]{1,62}$/.test(pluginId) &&
         /^[0-9A-Za-z.+-]{1,64}$/.test(version) &&
-        /^ui(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/.test(path);
+        path.length <= 1_024 &&
+        // eslint-disable-next-line no-control-regex
+        /^ui(\/(?!\.{1,2}(?:\/|$))[^/\\\u0000-\u001f\u007f]+)+$/u.test(path);
       const expected = valid ? watch.hashOf(name) : undefined;
       const bytes = expected !== undefined ? await assets.get(name) : null;
       if (bytes === null) throw new NotFoundError(`No plugin asset '${name}'.`);

@@ -112,6 +112,22 @@ function describe(error) {
   return { message: String(error), name: "Error" };
 }
 
+/**
+ * A load failure, with the package file and line it comes from when the stack names one (a syntax error
+ * in a module, an exception thrown while it is evaluated or activated): `index.mjs:3: Unexpected token`.
+ */
+function describeLoad(error) {
+  const described = describe(error);
+  const stack = error instanceof Error ? String(error.stack ?? "") : "";
+  const base = plugin?.packageUrl;
+  if (!base) return described;
+  const escaped = base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const at = new RegExp(`${escaped}([^\\s:)]+):(\\d+)`).exec(stack);
+  if (at === null) return described;
+  const where = `${decodeURIComponent(at[1])}:${at[2]}`;
+  return { ...described, message: `${where}: ${described.name}: ${described.message}`, location: where };
+}
+
 function log(level, message, data) {
   port.postMessage({ type: "log", level, message: String(message), data: data ?? null });
 }
@@ -158,9 +174,19 @@ let entry;
 async function start() {
   const { entryUrl, entryTypeName } = plugin;
   const host = hostApi();
+  const entryFile =
+    plugin.packageUrl && entryUrl.startsWith(plugin.packageUrl)
+      ? decodeURIComponent(entryUrl.slice(plugin.packageUrl.length))
+      : entryUrl;
   const module = await import(entryUrl);
   const exported = module[entryTypeName];
-  if (exported === undefined) throw new Error(`the entry module has no export '${entryTypeName}'`);
+  if (exported === undefined) {
+    const names = Object.keys(module);
+    throw new Error(
+      `the entry module ${entryFile} has no export '${entryTypeName}' (registry.json's entryTypeName); ` +
+        (names.length === 0 ? "it exports nothing" : `it exports ${names.map((n) => `'${n}'`).join(", ")}`),
+    );
+  }
   // A class is constructed with the host API; a factory function is called with it; an object is used.
   if (typeof exported === "function") {
     entry = /^class[\s{]/.test(Function.prototype.toString.call(exported))
@@ -307,7 +333,7 @@ port.on("message", (message) => {
         // The plugin's own connection is made while its module loads and activates.
         if (plugin.subject) beginConnecting(`plugin:${plugin.pluginId}`);
       }
-      start().catch((error) => port.postMessage({ type: "failed", error: describe(error) }));
+      start().catch((error) => port.postMessage({ type: "failed", error: describeLoad(error) }));
       break;
     case "ping":
       port.postMessage({ type: "pong", id: message.id });

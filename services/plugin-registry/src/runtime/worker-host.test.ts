@@ -64,3 +64,61 @@ describe("the reason a plugin's process was stopped", () => {
     expect(reason).toMatch(/stopped answering for more than 100 ms/);
   });
 });
+
+/** Loads `files` (the entry is `entry.mjs`) and answers why the load failed. */
+async function loadFailure(name: string, files: Record<string, string>, entryTypeName = "Plugin") {
+  const dir = join(base, name);
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(join(dir, file, ".."), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  const host = new WorkerHost(pool, {
+    pluginId: name,
+    version: "1.0.0",
+    root: dir,
+    entryFile: "entry.mjs",
+    entryTypeName,
+    hangTimeoutMs: 5_000,
+    memoryLimitMb: 64,
+    startTimeoutMs: 10_000,
+    log: quiet,
+    publish: async () => undefined,
+    onFailure: () => undefined,
+  });
+  const error = await host.ready.then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  expect(error, name).toBeInstanceOf(Error);
+  return (error as Error).message;
+}
+
+describe("why a plugin did not load: the file and line", () => {
+  it("a syntax error in the entry, or in a module it imports", async () => {
+    expect(await loadFailure("syntax", { "entry.mjs": "export class Plugin {}\nconst = 1;\n" })).toMatch(
+      /entry\.mjs:2: SyntaxError: /,
+    );
+    expect(
+      await loadFailure("nested", {
+        "entry.mjs": 'import { x } from "./lib/util.mjs";\nexport class Plugin { y = x; }\n',
+        "lib/util.mjs": "export const x = 1;\n\n\nlet let = 2;\n",
+      }),
+    ).toMatch(/lib\/util\.mjs:4: SyntaxError: /);
+  });
+
+  it("an exception thrown while the module runs or the plugin activates", async () => {
+    expect(
+      await loadFailure("throws", {
+        "entry.mjs": "export class Plugin {\n  activate() {\n    throw new Error('no config');\n  }\n}\n",
+      }),
+    ).toMatch(/entry\.mjs:3: Error: no config/);
+  });
+
+  it("a missing export names the file, the export asked for and those there are", async () => {
+    const message = await loadFailure("missing", {
+      "entry.mjs": "export class Plugn {}\nexport const a = 1;\n",
+    });
+    expect(message).toContain("the entry module entry.mjs has no export 'Plugin'");
+    expect(message).toContain("it exports 'Plugn', 'a'");
+  });
+});

@@ -5,10 +5,12 @@
  * come from a pool that keeps one spare started (the NATS client loaded and connected), so an activation
  * does not wait for a process to boot.
  */
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 
 import type { NatsAuth } from "@svc/bus";
 import type { Logger } from "@svc/observability";
@@ -45,7 +47,7 @@ export interface WorkerHostOptions {
 type WorkerMessage =
   | { type: "idle" }
   | { type: "ready"; handlers: string[] }
-  | { type: "failed"; error: { message: string } }
+  | { type: "failed"; error: { message: string; name?: string; location?: string } }
   | { type: "pong"; id: number }
   | { type: "publish"; id: number; event: PublishedByPlugin }
   | { type: "log"; level: "debug" | "info" | "warn" | "error"; message: string; data: unknown }
@@ -235,6 +237,8 @@ export class WorkerHost {
       type: "load",
       plugin: {
         entryUrl: pathToFileURL(join(home, options.entryFile)).href,
+        // Where the package's files are: a load failure names the file and line within it.
+        packageUrl: `${pathToFileURL(home).href}/`,
         entryTypeName: options.entryTypeName,
         pluginId: options.pluginId,
         version: options.version,
@@ -261,8 +265,19 @@ export class WorkerHost {
           this.startHeartbeat();
           settle();
         } else if (message.type === "failed") {
-          settle(new Error(message.error.message));
-          void this.end();
+          const { error } = message;
+          // V8 does not say where a module fails to compile: `node --check` on the package's files does
+          // (the process is ended once the reason is settled, so its exit does not settle it first).
+          const located =
+            error.name === "SyntaxError" && error.location === undefined
+              ? locateSyntaxError(options.root, options.entryFile).then((where) =>
+                  where === undefined ? error.message : `${where}: SyntaxError: ${error.message}`,
+                )
+              : Promise.resolve(error.message);
+          void located.then((reason) => {
+            settle(new Error(reason));
+            void this.end();
+          });
         } else if (message.type === "crashed") {
           this.crash = `the plugin crashed: ${message.error.message.slice(0, 500)}`;
         } else this.onMessage(message);
@@ -395,4 +410,30 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null): strin
     return "the plugin exceeded its memory limit";
   if (signal !== null) return `the plugin's process was ended by ${signal}`;
   return `the plugin's process exited (code ${code})`;
+}
+
+/**
+ * The first of a package's JavaScript modules (the entry first, then the others, at most 100) that does
+ * not compile, as `<path>:<line>`, found with `node --check`; undefined when none is found.
+ */
+async function locateSyntaxError(root: string, entryFile: string): Promise<string | undefined> {
+  const modules: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory() && entry.name !== "node_modules") walk(full);
+      else if (entry.isFile() && /\.(mjs|js)$/.test(entry.name)) modules.push(relative(root, full));
+    }
+  };
+  walk(root);
+  const files = [entryFile, ...modules.filter((m) => m !== entryFile).sort()].slice(0, 100);
+  for (const file of files) {
+    try {
+      await promisify(execFile)(process.execPath, ["--check", join(root, file)], { timeout: 5_000 });
+    } catch (error) {
+      const line = /:(\d+)\r?\n/.exec(String((error as { stderr?: string }).stderr ?? ""))?.[1];
+      if (line !== undefined) return `${file}:${line}`;
+    }
+  }
+  return undefined;
 }

@@ -127,6 +127,24 @@ describe("GET /surface/render", () => {
     expect(page.text).not.toContain("Beta default");
   });
 
+  it("falls back to the next plugin of the chain while the primary is not active, and back again", async () => {
+    expect((await asOperator("POST", "/api/plugins/alpha/deactivate")).status).toBe(200);
+    // alpha keeps its place in the stored chain, but beta is the primary now.
+    const fallback = await eventually(render, (r) => r.text.includes("Beta's own entry"));
+    expect(fallback.text).not.toContain("Alpha content");
+    const stored = (await asOperator("GET", "/api/workspaces/rw/plugins")).json<{
+      chain: Array<{ pluginId: string; state: string }>;
+    }>().chain;
+    expect(stored.map((p) => [p.pluginId, p.state])).toEqual([
+      ["alpha", "inactive"],
+      ["beta", "active"],
+      ["gamma", "active"],
+    ]);
+    expect((await asOperator("POST", "/api/plugins/alpha/activate")).status).toBe(200);
+    const back = await eventually(render, (r) => r.text.includes("Alpha content"));
+    expect(back.text).toContain("<section>Alpha content for Render");
+  });
+
   it("serves the shell with 200 when the entry template throws, and logs it", async () => {
     await templatePlugin("broken", { "index.njk": "{% extends 'nowhere.njk' %}" });
     await chain("broken", "gamma");

@@ -3,6 +3,7 @@
  * shell on a template error, a loop cut off, no file outside the chain readable, the 302 of an
  * Authenticated workspace), the redirect routes and the static shells, on real NATS and PostgreSQL.
  */
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +33,9 @@ const api = bearerApi(() => base);
 const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
 
 const get = (path: string, headers: Record<string, string> = {}) => http(`${base}${path}`, { headers });
+
+const ALPHA_INDEX =
+  '{% extends "page.njk" %}{% block content %}Alpha content for {{ workspace.name }} ({{ SurfaceKey }}/{{ SurfaceType }}/{{ Locale }}) {{ snippets.footer }} {{ snippets.motto }}{% endblock %}';
 
 /** Installs, entitles and activates a plugin whose only content is surface templates. */
 async function templatePlugin(pluginId: string, templates: Record<string, string>): Promise<void> {
@@ -93,10 +97,7 @@ beforeAll(async () => {
     contentType: "text/html",
   });
   await asOperator("PUT", "/api/snippets/motto?workspaceKey=rw", { content: "<b>plain</b>" });
-  await templatePlugin("alpha", {
-    "index.njk":
-      '{% extends "page.njk" %}{% block content %}Alpha content for {{ workspace.name }} ({{ SurfaceKey }}/{{ SurfaceType }}/{{ Locale }}) {{ snippets.footer }} {{ snippets.motto }}{% endblock %}',
-  });
+  await templatePlugin("alpha", { "index.njk": ALPHA_INDEX });
   await templatePlugin("beta", {
     "page.njk":
       '{% extends "layout.njk" %}{% block body %}<section>{% block content %}Beta default{% endblock %}</section>{% endblock %}',
@@ -289,6 +290,36 @@ describe("the render context (issue 33, item 16)", () => {
     expect((await eventually(render, (r) => r.text.includes("theme=[themed]"))).text).toContain(
       "theme=[themed] locale=de",
     );
+  });
+});
+
+describe("GET /surface/render with a chain plugin refused at load", () => {
+  it("leaves it out, renders with the next plugin as the primary, and the registry says which and why", async () => {
+    await chain("alpha", "beta", "gamma");
+    // The registry starts again with alpha's entry template revoked: its stored package is refused.
+    const alphaEntry = createHash("sha256").update(ALPHA_INDEX).digest("hex");
+    await registry.stop();
+    registry = await h.start(
+      pluginRegistryService,
+      { ...env, LOG_LEVEL: "warn", BackendHost__RevokedContentHashes__0: alphaEntry },
+      { logTo },
+    );
+    const page = await eventually(
+      () => render({ "x-forwarded-uri": "/alpha-refused" }),
+      (r) => r.text.includes("Beta's own entry"),
+    );
+    expect(page.text).not.toContain("Alpha content");
+    expect(
+      logged.some(
+        (l) =>
+          l.service === "plugin-registry" &&
+          l.pluginId === "alpha" &&
+          String(l.reason).startsWith("revoked-content"),
+      ),
+    ).toBe(true);
+    await registry.stop();
+    registry = await h.start(pluginRegistryService, { ...env, LOG_LEVEL: "warn" }, { logTo });
+    expect((await asOperator("POST", "/api/plugins/alpha/activate")).status).toBe(200);
   });
 });
 

@@ -5,7 +5,15 @@
  */
 import { execFileSync } from "node:child_process";
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 
@@ -29,10 +37,21 @@ const at = (...parts: string[]) => join(work, ...parts);
 let counter = 0;
 
 /** A fresh package directory with a registry.json, an entry module, a template with non-ASCII text. */
+/** A registry.json that keeps every rule `sign` checks. */
+const REGISTRY = {
+  contractVersion: "1.0",
+  schemaVersion: "1.0",
+  name: "Hello",
+  pluginId: "hello",
+  version: "1.2.3",
+  assemblyFileName: "index.mjs",
+  entryTypeName: "Hello",
+};
+
 function makePackage(): string {
   const dir = at(`pkg-${++counter}`);
   mkdirSync(join(dir, "views", "surface"), { recursive: true });
-  writeFileSync(join(dir, "registry.json"), JSON.stringify({ pluginId: "hello", version: "1.2.3" }));
+  writeFileSync(join(dir, "registry.json"), JSON.stringify(REGISTRY));
   writeFileSync(join(dir, "index.mjs"), "export class Hello {}\n");
   writeFileSync(join(dir, "views", "surface", "index.njk"), "<h1>Grüße, {{ name }}</h1>\n");
   writeFileSync(join(dir, "Zebra.txt"), "sorted before lower case\n");
@@ -303,6 +322,60 @@ describe("revocation settings", () => {
     expect(problems).toContain("BackendHost__RevokedSignerFingerprints__1");
     expect(problems).toContain("BackendHost__RevokedContentHashes__0");
     expect((error as ConfigError).problems).toHaveLength(2);
+  });
+});
+
+/** Runs the CLI, answering its exit status and what it wrote. */
+async function cliOutput(...args: string[]): Promise<{ status: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const write = {
+    out: process.stdout.write.bind(process.stdout),
+    err: process.stderr.write.bind(process.stderr),
+  };
+  process.stdout.write = ((chunk: string) => ((out += chunk), true));
+  process.stderr.write = ((chunk: string) => ((err += chunk), true));
+  try {
+    return { status: await main(args), out, err };
+  } finally {
+    process.stdout.write = write.out;
+    process.stderr.write = write.err;
+  }
+}
+
+describe("the CLI checks registry.json as an install does (issue 27, item 1)", () => {
+  it("validate lists every rule broken at once, and sign refuses such a package", async () => {
+    const dir = makePackage();
+    writeFileSync(
+      join(dir, "registry.json"),
+      JSON.stringify({ ...REGISTRY, version: "1.0", permissions: ["Hello.Greeting", "other.greeting.read"] }),
+    );
+    const checked = await cliOutput("validate", "--plugin", dir);
+    expect(checked.status).toBe(1);
+    expect(checked.err).toContain("registry.json breaks");
+    expect(checked.err).toContain("version: '1.0' is not a semantic version");
+    expect(checked.err).toContain("permissions/0: 'Hello.Greeting' is not lower case");
+    expect(checked.err).toContain("permissions/1: 'other.greeting.read' is outside the plugin's namespace");
+    const signing = await cliOutput("sign", "--plugin", dir, "--key", at("key.pem"));
+    expect(signing.status).toBe(1);
+    expect(signing.err).toContain("version: '1.0' is not a semantic version");
+    expect(existsSync(join(dir, "plugin.signature.json"))).toBe(false);
+    // The same package, mended: valid, and signed.
+    writeFileSync(join(dir, "registry.json"), JSON.stringify(REGISTRY));
+    expect((await cliOutput("validate", "--plugin", dir)).out).toContain("valid: hello 1.2.3");
+    expect((await cliOutput("sign", "--plugin", dir, "--key", at("key.pem"))).status).toBe(0);
+  });
+
+  it("answers --help for itself and each command", async () => {
+    for (const args of [["--help"], ["help"], ["help", "sign"], ["sign", "--help"], ["validate", "-h"]]) {
+      const shown = await cliOutput(...args);
+      expect(shown.status, args.join(" ")).toBe(0);
+      expect(shown.out, args.join(" ")).toMatch(/^usage:/);
+    }
+    expect((await cliOutput("--help")).out).toContain("svc-plugin validate --plugin <dir>");
+    expect((await cliOutput("sign", "--help")).out).toContain("svc-plugin sign --plugin <dir> --key");
+    const none = await cliOutput();
+    expect(none.status).toBe(2);
   });
 });
 

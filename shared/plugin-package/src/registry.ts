@@ -227,10 +227,10 @@ export interface RegistryViolation {
 }
 
 export interface RegistryContext {
-  /** This host's version (root package.json). */
-  readonly hostVersion: string;
-  /** Installed plugins by id → version, for dependency ranges. */
-  readonly installed: ReadonlyMap<string, string>;
+  /** This host's version (root package.json); absent (an author's check): the host range is not tried. */
+  readonly hostVersion?: string;
+  /** Installed plugins by id → version, for dependency ranges; absent: plugin ranges are not tried. */
+  readonly installed?: ReadonlyMap<string, string>;
 }
 
 /** Every rule registry.json breaks, empty when it is valid. */
@@ -260,10 +260,11 @@ export function validateRegistry(raw: unknown, context: RegistryContext): Regist
     if (semver.validRange(range) === null) {
       add(`dependencies/${name}`, `'${range}' is not a semver range`);
     } else if (name === HOST_DEPENDENCY) {
-      if (!semver.satisfies(context.hostVersion, range, { includePrerelease: true })) {
-        add(`dependencies/${name}`, `needs host ${range}; this host is ${context.hostVersion}`);
+      const host = context.hostVersion;
+      if (host !== undefined && !semver.satisfies(host, range, { includePrerelease: true })) {
+        add(`dependencies/${name}`, `needs host ${range}; this host is ${host}`);
       }
-    } else {
+    } else if (context.installed !== undefined) {
       const installed = context.installed.get(name);
       if (installed === undefined)
         add(`dependencies/${name}`, `needs plugin '${name}' ${range}, which is not installed`);

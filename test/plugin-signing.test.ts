@@ -333,8 +333,8 @@ async function cliOutput(...args: string[]): Promise<{ status: number; out: stri
     out: process.stdout.write.bind(process.stdout),
     err: process.stderr.write.bind(process.stderr),
   };
-  process.stdout.write = ((chunk: string) => ((out += chunk), true));
-  process.stderr.write = ((chunk: string) => ((err += chunk), true));
+  process.stdout.write = (chunk: string) => ((out += chunk), true);
+  process.stderr.write = (chunk: string) => ((err += chunk), true);
   try {
     return { status: await main(args), out, err };
   } finally {

@@ -80,6 +80,14 @@ function filesOf(dir: string): string[] {
   return out;
 }
 
+/** Signs the package at `dir` with the corpus's trusted key. */
+async function signWithTrustedKey(dir: string, pluginId: string, version: string): Promise<void> {
+  writeFileSync(
+    join(dir, "plugin.signature.json"),
+    JSON.stringify(signManifest({ pluginId, version, files: await hashDirectory(dir) }, corpus.trustedKey)),
+  );
+}
+
 async function tgzOf(dir: string): Promise<Buffer> {
   const file = join(work, `${relative(work, dir).replaceAll("/", "_")}-${Date.now()}.tgz`);
   await createTar({ gzip: true, cwd: dir, file, portable: true }, filesOf(dir));
@@ -428,15 +436,7 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
     // The developer's own plugin, first in the chain.
     const dir = join(work, "developers-own");
     writePlugin(dir, "greeter", "1.0.0");
-    writeFileSync(
-      join(dir, "plugin.signature.json"),
-      JSON.stringify(
-        signManifest(
-          { pluginId: "greeter", version: "1.0.0", files: await hashDirectory(dir) },
-          corpus.trustedKey,
-        ),
-      ),
-    );
+    await signWithTrustedKey(dir, "greeter", "1.0.0");
     const installed = await upload(await tgzOf(dir), "application/gzip", token);
     expect(installed.status, installed.text).toBe(201);
     const activated = await api("POST", "/api/plugins/greeter/activate", token);
@@ -505,15 +505,7 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
     writePlugin(dir);
     const registry = JSON.parse(readFileSync(join(dir, "registry.json"), "utf8")) as Record<string, unknown>;
     writeFileSync(join(dir, "registry.json"), JSON.stringify({ ...registry, events: ["hello.greeted"] }));
-    writeFileSync(
-      join(dir, "plugin.signature.json"),
-      JSON.stringify(
-        signManifest(
-          { pluginId: "hello", version: "1.0.0", files: await hashDirectory(dir) },
-          corpus.trustedKey,
-        ),
-      ),
-    );
+    await signWithTrustedKey(dir, "hello", "1.0.0");
     const installed = await upload(await tgzOf(dir), "application/gzip", admin);
     expect(installed.status, installed.text).toBe(201);
 
@@ -566,10 +558,7 @@ describe("installing from the host's disk and from a package feed, and updating 
   async function helloAt(version: string, pluginId = "hello"): Promise<string> {
     const dir = join(work, `${pluginId}-${version}-${Date.now()}`);
     writePlugin(dir, pluginId, version);
-    writeFileSync(
-      join(dir, "plugin.signature.json"),
-      JSON.stringify(signManifest({ pluginId, version, files: await hashDirectory(dir) }, corpus.trustedKey)),
-    );
+    await signWithTrustedKey(dir, pluginId, version);
     return dir;
   }
 

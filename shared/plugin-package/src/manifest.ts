@@ -31,20 +31,22 @@ export class KeyError extends Error {
 export const byPath = (a: { path: string }, b: { path: string }) =>
   a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
 
+/** What is signed, in the canonical member order, with `files` as given. */
+function signedFields(manifest: SignatureManifest, files: ReadonlyArray<{ path: string; sha256: string }>) {
+  return {
+    schemaVersion: manifest.schemaVersion,
+    pluginId: manifest.pluginId,
+    version: manifest.version,
+    algorithm: manifest.algorithm,
+    signerFingerprint: manifest.signerFingerprint,
+    files,
+  };
+}
+
 /** The bytes that are signed. */
 export function canonicalBytes(manifest: SignatureManifest): Buffer {
   const files = [...manifest.files].sort(byPath).map((f) => ({ path: f.path, sha256: f.sha256 }));
-  return Buffer.from(
-    JSON.stringify({
-      schemaVersion: manifest.schemaVersion,
-      pluginId: manifest.pluginId,
-      version: manifest.version,
-      algorithm: manifest.algorithm,
-      signerFingerprint: manifest.signerFingerprint,
-      files,
-    }),
-    "utf8",
-  );
+  return Buffer.from(JSON.stringify(signedFields(manifest, files)), "utf8");
 }
 
 /** Checks that a key is an EC key on P-256 (a private key's public half is checked the same way). */
@@ -139,14 +141,7 @@ export function signatureMistake(manifest: SignatureManifest, publicKey: KeyObje
   const listed = manifest.files.map((f) => ({ path: f.path, sha256: f.sha256 }));
   const sorted = [...listed].sort(byPath);
   for (const files of [sorted, listed]) {
-    const inOrder = {
-      schemaVersion: manifest.schemaVersion,
-      pluginId: manifest.pluginId,
-      version: manifest.version,
-      algorithm: manifest.algorithm,
-      signerFingerprint: manifest.signerFingerprint,
-      files,
-    };
+    const inOrder = signedFields(manifest, files);
     const alphabetical = Object.fromEntries(Object.entries(inOrder).sort(([a], [b]) => (a < b ? -1 : 1)));
     for (const members of [inOrder, alphabetical]) {
       for (const spaced of [false, true]) {

@@ -53,6 +53,25 @@ describe("registry.json validation", () => {
     );
   });
 
+  it("lists the other rules too when the schema fails: a missing field does not hide a bad version or key", () => {
+    const bad: Record<string, unknown> = {
+      ...good,
+      version: "1.0",
+      tier: "kernel",
+      permissions: ["Other.greeting.read"],
+    };
+    delete bad.name;
+    const found = fields(bad);
+    expect(found).toContain("/registry.json/name");
+    expect(found).toContain("/registry.json/tier");
+    expect(found).toContain("/registry.json/version");
+    expect(found).toContain("/registry.json/permissions/0");
+    // Without a valid plugin id, the namespace rules have nothing to hold to: only the schema speaks.
+    expect(
+      fields({ ...bad, pluginId: "Not An Id" }).filter((f) => f.startsWith("/registry.json/permissions")),
+    ).toEqual([]);
+  });
+
   it("refuses a reserved namespace as plugin id, a bad tier and malformed lists", () => {
     expect(fields({ ...good, pluginId: "user", permissions: ["user.thing.read"] })).toContain(
       "/registry.json/pluginId",

@@ -5,8 +5,9 @@
  * (`dependencies.host`), other plugins it needs (semver ranges), declared permission keys inside the
  * plugin's namespace. Every violation is listed.
  */
-import { type Static, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Value } from "@sinclair/typebox/value";
 import { CORE_PERMISSION_KEYS } from "@svc/access";
 import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
 import semver from "semver";
@@ -236,18 +237,44 @@ export interface RegistryContext {
 /** Every rule registry.json breaks, empty when it is valid. */
 export function validateRegistry(raw: unknown, context: RegistryContext): RegistryViolation[] {
   const out: RegistryViolation[] = [];
-  if (!check.Check(raw)) {
-    for (const e of check.Errors(raw)) {
-      out.push({ field: `/registry.json${e.path}`, message: e.message });
-      if (out.length >= 50) break;
-    }
+  const add = (field: string, message: string) => out.push({ field: `/registry.json/${field}`, message });
+  if (check.Check(raw)) {
+    rules(raw, context, add);
     return out;
   }
-  const r = raw;
-  const add = (field: string, message: string) => out.push({ field: `/registry.json/${field}`, message });
-  if (!semver.valid(r.version)) add("version", `'${r.version}' is not a semantic version`);
-  const contract = semver.coerce(r.contractVersion);
-  if (contract === null || !semver.satisfies(contract, PLUGIN_CONTRACT.supported)) {
+  for (const e of check.Errors(raw)) {
+    out.push({ field: `/registry.json${e.path}`, message: e.message });
+    if (out.length >= 50) return out;
+  }
+  // Every rule at once: the other rules run too, over the members that keep their own schema (none that
+  // needs the plugin's namespace runs without a valid pluginId).
+  if (typeof raw === "object" && raw !== null && !Array.isArray(raw)) {
+    const members = RegistryJsonSchema.properties as Record<string, TSchema>;
+    const kept = Object.fromEntries(
+      Object.entries(raw).filter(
+        ([key, value]) => members[key] !== undefined && Value.Check(members[key], value),
+      ),
+    ) as Partial<RegistryJson>;
+    if (typeof kept.pluginId === "string") rules(kept as RegistryJson, context, add);
+  }
+  return out;
+}
+
+/** The rules beyond the schema, over a registry.json whose members each keep their schema. */
+function rules(
+  r: RegistryJson,
+  context: RegistryContext,
+  add: (field: string, message: string) => void,
+): void {
+  // (Absent only when the schema failed: it names them.)
+  if (r.version !== undefined && !semver.valid(r.version)) {
+    add("version", `'${r.version}' is not a semantic version`);
+  }
+  const contract = r.contractVersion === undefined ? undefined : semver.coerce(r.contractVersion);
+  if (
+    contract === null ||
+    (contract !== undefined && !semver.satisfies(contract, PLUGIN_CONTRACT.supported))
+  ) {
     add(
       "contractVersion",
       `'${r.contractVersion}' is outside the contract versions this host supports (${PLUGIN_CONTRACT.supported})`,
@@ -332,5 +359,4 @@ export function validateRegistry(raw: unknown, context: RegistryContext): Regist
       add(`${field}/permission`, `'${key}' is outside the plugin's namespace '${r.pluginId}.'`);
     }
   });
-  return out;
 }

@@ -60,17 +60,12 @@ export interface OpenOptions {
   readonly claimed?: (claim: { id: string; version: string | undefined }) => void;
 }
 
-/** The plugin id (and version) registry.json claims, when it reads as one; nothing is checked. */
-async function claimOf(root: string): Promise<{ id: string; version: string | undefined } | undefined> {
-  try {
-    const raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8")) as Record<string, unknown>;
-    if (typeof raw.pluginId !== "string" || !new RegExp(PLUGIN_ID_PATTERN).test(raw.pluginId))
-      return undefined;
-    const version = typeof raw.version === "string" && raw.version.length <= 64 ? raw.version : undefined;
-    return { id: raw.pluginId, version };
-  } catch {
-    return undefined;
-  }
+/** The plugin id (and version) a parsed registry.json claims, when it reads as one; nothing is checked. */
+function claimOf(raw: unknown): { id: string; version: string | undefined } | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const { pluginId, version } = raw as Record<string, unknown>;
+  if (typeof pluginId !== "string" || !new RegExp(PLUGIN_ID_PATTERN).test(pluginId)) return undefined;
+  return { id: pluginId, version: typeof version === "string" && version.length <= 64 ? version : undefined };
 }
 
 /** Unpacks `bytes` into `dir`; the package root (`packageRoot`). */
@@ -92,10 +87,16 @@ export async function unpack(
 
 /** Verifies an unpacked package at `root` and validates its registry.json; a 422 naming the first refusal. */
 export async function checkPackage(root: string, options: OpenOptions): Promise<OpenedPackage> {
-  if (options.claimed !== undefined) {
-    const claim = await claimOf(root);
-    if (claim !== undefined) options.claimed(claim);
+  // registry.json, read once: its claim before any check, its rules after the signature's.
+  let raw: unknown;
+  let readable = true;
+  try {
+    raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8"));
+  } catch {
+    readable = false;
   }
+  const claim = readable ? claimOf(raw) : undefined;
+  if (claim !== undefined) options.claimed?.(claim);
   const s = options.settings;
   const result = await verifyPackage(root, {
     trusted: s.trustedSigners,
@@ -107,10 +108,7 @@ export async function checkPackage(root: string, options: OpenOptions): Promise<
   if (!result.ok) {
     throw refused(result.code, result.reason, result.path === undefined ? {} : { path: result.path });
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await readFile(join(root, "registry.json"), "utf8"));
-  } catch {
+  if (!readable) {
     throw refused("registry-invalid", "The package has no readable registry.json at its root.", {
       path: "registry.json",
     });

@@ -38,7 +38,7 @@ async function readKey(path: string, kind: "private" | "public"): Promise<KeyObj
   }
 }
 
-async function registryOf(dir: string): Promise<{ pluginId: string; version: string }> {
+async function registryOf(dir: string): Promise<{ pluginId: string; version: string; raw: unknown }> {
   const text = await readFile(join(dir, "registry.json"), "utf8").catch(() => {
     throw new PackageError(`'${dir}' has no readable registry.json.`);
   });
@@ -51,7 +51,7 @@ async function registryOf(dir: string): Promise<{ pluginId: string; version: str
   if (typeof registry.pluginId !== "string" || typeof registry.version !== "string") {
     throw new PackageError("registry.json needs pluginId and version strings.", "registry.json");
   }
-  return { pluginId: registry.pluginId, version: registry.version };
+  return { pluginId: registry.pluginId, version: registry.version, raw: registry };
 }
 
 /**
@@ -60,9 +60,8 @@ async function registryOf(dir: string): Promise<{ pluginId: string; version: str
  */
 async function validated(dir: string): Promise<{ pluginId: string; version: string }> {
   const found = await registryOf(dir);
-  const raw: unknown = JSON.parse(await readFile(join(dir, "registry.json"), "utf8"));
   // One line per field: the schema may say twice what is wrong with one (missing, then not a string).
-  const violations = validateRegistry(raw, {}).filter(
+  const violations = validateRegistry(found.raw, {}).filter(
     (v, i, all) => all.findIndex((w) => w.field === v.field) === i,
   );
   if (violations.length > 0) {
@@ -185,9 +184,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      process.stderr.write(
-        `svc-plugin: ${(error as Error).message}\n${usage(USAGE[command] ? command : undefined)}`,
-      );
+      process.stderr.write(`svc-plugin: ${(error as Error).message}\n${usage(command)}`);
       return 2;
     }
     if (error instanceof KeyError || error instanceof PackageError) {

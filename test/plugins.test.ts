@@ -88,6 +88,25 @@ async function signWithTrustedKey(dir: string, pluginId: string, version: string
   );
 }
 
+/**
+ * Installs the package, activates it, entitles the demo tenant to it and makes it the whole chain of the
+ * demo workspace; the chain's path.
+ */
+async function inDefaultChain(bytes: Buffer, pluginId: string, token: string): Promise<string> {
+  const installed = await upload(bytes, "application/gzip", token);
+  expect(installed.status, installed.text).toBe(201);
+  const activated = await api("POST", `/api/plugins/${pluginId}/activate`, token);
+  expect(activated.status, activated.text).toBe(200);
+  const entitled = await api("PUT", "/api/entitlements", token, {
+    items: [{ tenantKey: DEMO.tenantKey, pluginId, entitled: true }],
+  });
+  expect(entitled.status, entitled.text).toBe(200);
+  const chainPath = `/api/workspaces/${DEMO.workspaceKey}/plugins`;
+  const assigned = await api("PUT", chainPath, token, { chain: [pluginId] });
+  expect(assigned.status, assigned.text).toBe(200);
+  return chainPath;
+}
+
 async function tgzOf(dir: string): Promise<Buffer> {
   const file = join(work, `${relative(work, dir).replaceAll("/", "_")}-${Date.now()}.tgz`);
   await createTar({ gzip: true, cwd: dir, file, portable: true }, filesOf(dir));
@@ -437,17 +456,7 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
     const dir = join(work, "developers-own");
     writePlugin(dir, "greeter", "1.0.0");
     await signWithTrustedKey(dir, "greeter", "1.0.0");
-    const installed = await upload(await tgzOf(dir), "application/gzip", token);
-    expect(installed.status, installed.text).toBe(201);
-    const activated = await api("POST", "/api/plugins/greeter/activate", token);
-    expect(activated.status, activated.text).toBe(200);
-    const entitled = await api("PUT", "/api/entitlements", token, {
-      items: [{ tenantKey: DEMO.tenantKey, pluginId: "greeter", entitled: true }],
-    });
-    expect(entitled.status, entitled.text).toBe(200);
-    const chainPath = `/api/workspaces/${DEMO.workspaceKey}/plugins`;
-    const set = await api("PUT", chainPath, token, { chain: ["greeter"] });
-    expect(set.status, set.text).toBe(200);
+    const chainPath = await inDefaultChain(await tgzOf(dir), "greeter", token);
     const chain = async () =>
       (await api("GET", chainPath, token))
         .json<{ chain: Array<{ pluginId: string }> }>()
@@ -645,16 +654,7 @@ describe("installing from the host's disk and from a package feed, and updating 
         "extension.update",
       ],
     });
-    const installed = await upload(await tgzOf(await helloAt("1.0.0")), "application/gzip", token);
-    expect(installed.status, installed.text).toBe(201);
-    expect((await api("POST", "/api/plugins/hello/activate", token)).status).toBe(200);
-    const entitled = await api("PUT", "/api/entitlements", token, {
-      items: [{ tenantKey: DEMO.tenantKey, pluginId: "hello", entitled: true }],
-    });
-    expect(entitled.status, entitled.text).toBe(200);
-    const chainPath = `/api/workspaces/${DEMO.workspaceKey}/plugins`;
-    const assigned = await api("PUT", chainPath, token, { chain: ["hello"] });
-    expect(assigned.status, assigned.text).toBe(200);
+    const chainPath = await inDefaultChain(await tgzOf(await helloAt("1.0.0")), "hello", token);
     const themePath = `/api/themes/workspaces/${DEMO.workspaceKey}`;
     const themed = await api("PUT", themePath, token, { themePluginId: "hello" });
     expect(themed.status, themed.text).toBe(200);

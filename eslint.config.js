@@ -13,6 +13,7 @@ export default tseslint.config(
       "docs/sdk/**",
       "deploy/**",
       "scripts/build.mjs",
+      "scripts/build-cli.mjs",
       // Reproductions against libraries the project does not depend on (ADR 0002): run in a scratch folder.
       "scripts/repro/**",
     ],

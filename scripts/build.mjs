@@ -11,6 +11,8 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from "no
 import { join } from "node:path";
 import { build } from "esbuild";
 
+import { buildCli, buildCliPackage } from "./build-cli.mjs";
+
 const services = ["gateway", "rbac", "resolver", "plugin-registry", "webhook-dispatcher", "job-reaper"];
 const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
 const external = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
@@ -68,11 +70,9 @@ await Promise.all(
 for (const script of ["migrate", "bootstrap-operator"]) {
   await build({ ...common, entryPoints: [`scripts/${script}.ts`], outfile: join(out, `${script}.mjs`) });
 }
-await build({
-  ...common,
-  entryPoints: ["shared/plugin-package/src/main.ts"],
-  outfile: join(out, "svc-plugin.mjs"),
-});
+// The plugin author's CLI: one self-contained bundle, and the npm package around it.
+await buildCli(join(out, "svc-plugin.mjs"), buildInfo);
+await buildCliPackage(join(out, "svc-plugin"), buildInfo);
 // The plugin runtime's and the surface renderer's workers are loaded by URL next to the registry's bundle
 // (plain JavaScript, not bundled).
 copyFileSync("services/plugin-registry/src/runtime/plugin-worker.mjs", join(out, "plugin-worker.mjs"));

@@ -7,7 +7,7 @@
  */
 import { reachOf } from "@svc/access";
 import { type Queries, sql } from "@svc/db";
-import { ValidationError } from "@svc/errors";
+import { NotFoundError, ValidationError } from "@svc/errors";
 
 import { audit, type HandlerWith, type RouteName } from "./common.js";
 import {
@@ -37,10 +37,20 @@ const chainOf = (db: Queries, workspaceKey: string) =>
     FROM plugin_registry.workspace_plugins w JOIN plugin_registry.plugins p USING (plugin_id)
     WHERE w.workspace_key = ${workspaceKey} ORDER BY w.position`);
 
-function body(workspaceKey: string, rows: readonly ChainRow[]) {
+/**
+ * The chain's answer. The tenant is the rows' (as assigned), else the workspace's own for an empty chain
+ * (null for a workspace the resolver does not know).
+ */
+async function body(deps: Pick<EntitlementDeps, "tenancy">, workspaceKey: string, rows: readonly ChainRow[]) {
+  const tenantKey =
+    rows[0]?.tenant_key ??
+    (await tenantOf(deps, workspaceKey).catch((error: unknown) => {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    }));
   return {
     workspaceKey,
-    tenantKey: rows[0]?.tenant_key ?? null,
+    tenantKey,
     chain: rows.map((r, i) => ({
       pluginId: r.plugin_id,
       version: r.version,
@@ -58,7 +68,7 @@ function body(workspaceKey: string, rows: readonly ChainRow[]) {
 export const getChain: Handler<"assignments.get"> = async (deps, req) => {
   return {
     status: 200,
-    body: body(req.params.workspaceKey, await chainOf(deps.db, req.params.workspaceKey)),
+    body: await body(deps, req.params.workspaceKey, await chainOf(deps.db, req.params.workspaceKey)),
   };
 };
 
@@ -114,7 +124,7 @@ export const putChain: Handler<"assignments.put"> = async (deps, req) => {
   await audit(deps.db, req.principal, `assign ${wk}: [${chain.join(", ")}]`, {}, undefined, wk);
   // Followers fetch the whole set again: one nudge covers the plugins that joined and those that left.
   deps.announce(chain[0] ?? "");
-  return { status: 200, body: body(wk, await chainOf(deps.db, wk)) };
+  return { status: 200, body: await body(deps, wk, await chainOf(deps.db, wk)) };
 };
 
 /** The public UI chain: the workspace's active, entitled plugins in order (chain[0] the primary). */

@@ -8,7 +8,7 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
-import { CORE_PERMISSION_KEYS } from "@svc/access";
+import { CORE_PERMISSION_KEYS } from "@svc/access/permissions";
 import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
 import semver from "semver";
 

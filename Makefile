@@ -13,7 +13,7 @@ export PATH := $(NODE_BIN):$(PATH)
 export npm_config_nodedir := $(abspath $(NODE_BIN)/..)
 endif
 
-.PHONY: bench-jobs-list node nats-auth openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
+.PHONY: cli-package bench-jobs-list node nats-auth openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
 
 ## Prints the Node.js the other targets run on (installing the pinned release first when needed).
 node:
@@ -103,6 +103,10 @@ nats-auth: node_modules/.install-stamp
 ## Writes the settings tables of the README and the operator guide from the settings declarations.
 settings-doc: node_modules/.install-stamp
 	$(NODE_RUN) scripts/settings-doc.ts
+
+## The plugin author's CLI as the npm package svc-plugin (one self-contained file) in dist/svc-plugin/.
+cli-package: node_modules/.install-stamp
+	node scripts/build-cli.mjs --outdir dist/svc-plugin
 
 ## Bundles each service into dist/ for the container image, with the version, commit and build time fixed in.
 build: node_modules/.install-stamp

@@ -756,3 +756,64 @@ describe("containment (ADR 0007)", () => {
     expect((await asOperator("DELETE", "/api/plugins/rogue")).status).toBe(204);
   });
 });
+
+describe("a plugin activated by a request", () => {
+  it("publishes into a workspace and has its failure recorded long after that request's deadline", async () => {
+    // A gateway whose requests have 2 s: the activation's deadline is long past when the plugin acts.
+    const short = (await h.start(gatewayService, { ...env, BackendHost__RequestTimeoutMs: "2000" })).hooks
+      .httpAddress as string;
+    await h.sql(
+      `INSERT INTO resolver.workspaces (key, tenant_key, name) VALUES ('ws-later', 'acme', 'Later')`,
+    );
+    const bytes = await codePlugin(
+      work,
+      signer,
+      "later",
+      `export class Plugin {
+        constructor(host) { this.host = host; }
+        async publish(request) {
+          await this.host.events.publish("later.happened", request.body.workspaceKey, { n: 1 });
+          return { status: 202 };
+        }
+        crash() { setTimeout(() => { throw new Error("a late crash"); }, 10); return { status: 202 }; }
+      }`,
+      [
+        { method: "POST", path: "/publish", handler: "publish" },
+        { method: "POST", path: "/crash", handler: "crash" },
+      ],
+      { events: ["later.happened"] },
+    );
+    expect((await install(bytes)).status).toBe(201);
+    const granted = await asOperator("PUT", "/api/entitlements", {
+      items: [{ workspaceKey: "ws-later", pluginId: "later", entitled: true }],
+    });
+    expect(granted.status, granted.text).toBe(200);
+    expect((await asOperator("PUT", "/api/workspaces/ws-later/plugins", { chain: ["later"] })).status).toBe(
+      200,
+    );
+    // Each activation takes a started process and starts a spare in its place, within its request: the
+    // third runs in a process started during an earlier activation's request.
+    const viaShort = bearerApi(() => short);
+    for (const round of [1, 2, 3]) {
+      const activated = await viaShort("POST", "/api/plugins/later/activate", operator);
+      expect(activated.status, activated.text).toBe(200);
+      if (round < 3)
+        expect((await viaShort("POST", "/api/plugins/later/deactivate", operator)).status).toBe(200);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+
+    // Publishing into the workspace asks the database whether the chain holds the plugin: outside any
+    // request's deadline, not refused as late.
+    const published = await asOperator("POST", "/api/plugins/later/publish", { workspaceKey: "ws-later" });
+    expect(published.status, published.text).toBe(202);
+    // Its process's end is recorded (the database write is not refused as late either).
+    expect((await asOperator("POST", "/api/plugins/later/crash", {})).status).toBe(202);
+    const failed = await eventually(
+      () => stateOf("later"),
+      (p) => p?.state === "failed",
+      10_000,
+    );
+    expect(failed).toMatchObject({ state: "failed", failureReason: expect.stringContaining("a late crash") });
+    expect((await asOperator("DELETE", "/api/plugins/later")).status).toBe(204);
+  });
+});

@@ -15,6 +15,15 @@ export function runWithDeadline<T>(deadline: number, work: () => T): T {
   return storage.run({ deadline }, work);
 }
 
+/**
+ * Runs `work` outside any request: what it starts (a process, a timer, a listener) and everything those
+ * call back later has no deadline, not the one of the request that happened to start it. For work that
+ * outlives its request: a plugin's process, whose events and failures arrive long after its activation.
+ */
+export function outsideDeadline<T>(work: () => T): T {
+  return storage.exit(work);
+}
+
 /** The current request's deadline (epoch ms), or undefined outside a request. */
 export function currentDeadline(): number | undefined {
   return storage.getStore()?.deadline;

@@ -1,5 +1,5 @@
 export { errorCatalogue, ErrorCode } from "./codes.js";
-export { checkDeadline, runWithDeadline } from "./deadline.js";
+export { checkDeadline, outsideDeadline, runWithDeadline } from "./deadline.js";
 export {
   ConflictError,
   ForbiddenError,

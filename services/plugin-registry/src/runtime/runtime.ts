@@ -7,6 +7,7 @@
  * that moment.
  */
 import type { EventPublisher } from "@svc/bus";
+import { outsideDeadline } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { EventSource, pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
@@ -159,28 +160,33 @@ export class PluginRuntime {
     const own = this.o.credentials.minting
       ? await this.o.credentials.forActivation(row.plugin_id, [...declared])
       : undefined;
-    const host: WorkerHost = new WorkerHost(this.pool, {
-      pluginId: row.plugin_id,
-      version: registry.version,
-      root,
-      entryFile: registry.assemblyFileName,
-      entryTypeName: registry.entryTypeName,
-      hangTimeoutMs: this.o.settings.pluginHangTimeoutMs,
-      memoryLimitMb: this.o.settings.pluginMemoryLimitMb,
-      startTimeoutMs: 10_000,
-      serve: {
-        subject: pluginHttpSubject(this.o.prefix, row.plugin_id),
-        queue: pluginQueueGroup(row.plugin_id),
-      },
-      ...(own ? { nats: { auth: own.auth, inboxPrefix: own.inboxPrefix } } : {}),
-      log: this.o.log,
-      publish: (event) => this.publish(row.plugin_id, declared, event),
-      onFailure: (reason) => {
-        const entry = this.loaded.get(row.plugin_id);
-        if (entry?.host === host) void this.unload(row.plugin_id);
-        this.o.onFailure(row.plugin_id, row.package_sha256, reason);
-      },
-    });
+    // The process outlives the request that activates it: its events, failures and heartbeats are
+    // handled outside that request's deadline (else, once it passed, each would be refused).
+    const host: WorkerHost = outsideDeadline(
+      () =>
+        new WorkerHost(this.pool, {
+          pluginId: row.plugin_id,
+          version: registry.version,
+          root,
+          entryFile: registry.assemblyFileName,
+          entryTypeName: registry.entryTypeName,
+          hangTimeoutMs: this.o.settings.pluginHangTimeoutMs,
+          memoryLimitMb: this.o.settings.pluginMemoryLimitMb,
+          startTimeoutMs: 10_000,
+          serve: {
+            subject: pluginHttpSubject(this.o.prefix, row.plugin_id),
+            queue: pluginQueueGroup(row.plugin_id),
+          },
+          ...(own ? { nats: { auth: own.auth, inboxPrefix: own.inboxPrefix } } : {}),
+          log: this.o.log,
+          publish: (event) => this.publish(row.plugin_id, declared, event),
+          onFailure: (reason) => {
+            const entry = this.loaded.get(row.plugin_id);
+            if (entry?.host === host) void this.unload(row.plugin_id);
+            this.o.onFailure(row.plugin_id, row.package_sha256, reason);
+          },
+        }),
+    );
     try {
       await host.ready;
       const missing = (registry.routes ?? []).filter((r) => !host.has(r.handler)).map((r) => r.handler);
@@ -202,27 +208,29 @@ export class PluginRuntime {
    */
   private renewBefore(entry: Loaded, pluginId: string, events: string[], expiresAt: number): void {
     const inMs = Math.max(1_000, Math.floor(((expiresAt - Date.now()) * 2) / 3));
-    entry.renewal = setTimeout(() => {
-      if (!entry.host?.running) return;
-      this.o.credentials.forActivation(pluginId, events).then(
-        (next) => {
-          entry.host?.renewNatsAuth(next.auth);
-          this.o.log.info(
-            {
-              pluginId,
-              expiresAt: new Date(next.expiresAt).toISOString(),
-              replacedExpiresAt: new Date(expiresAt).toISOString(),
-            },
-            "renewed a plugin's NATS credentials",
-          );
-          this.renewBefore(entry, pluginId, events, next.expiresAt);
-        },
-        (error: unknown) => {
-          this.o.log.warn({ pluginId, err: error }, "could not renew a plugin's NATS credentials");
-          this.renewBefore(entry, pluginId, events, Date.now() + 15_000);
-        },
-      );
-    }, inMs);
+    entry.renewal = outsideDeadline(() =>
+      setTimeout(() => {
+        if (!entry.host?.running) return;
+        this.o.credentials.forActivation(pluginId, events).then(
+          (next) => {
+            entry.host?.renewNatsAuth(next.auth);
+            this.o.log.info(
+              {
+                pluginId,
+                expiresAt: new Date(next.expiresAt).toISOString(),
+                replacedExpiresAt: new Date(expiresAt).toISOString(),
+              },
+              "renewed a plugin's NATS credentials",
+            );
+            this.renewBefore(entry, pluginId, events, next.expiresAt);
+          },
+          (error: unknown) => {
+            this.o.log.warn({ pluginId, err: error }, "could not renew a plugin's NATS credentials");
+            this.renewBefore(entry, pluginId, events, Date.now() + 15_000);
+          },
+        );
+      }, inMs),
+    );
     entry.renewal.unref();
   }
 

@@ -145,6 +145,11 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
     });
     expect(tested.stdout).toMatch(/# pass 2\n# fail 0/);
     expect((await npx("validate", "--plugin", "notes")).out).toContain("valid: notes 0.1.0");
+    // Packed before signing: refused, and audited under the plugin it claims to be, with the user's name.
+    expect((await npx("pack", "--plugin", "notes", "--out", "unsigned.tgz")).out).toContain("unsigned");
+    const unsigned = await installPackage(base, operator, readFileSync(join(author, "unsigned.tgz")));
+    expect(unsigned.status, unsigned.text).toBe(422);
+    expect(unsigned.json()).toMatchObject({ reason: "unsigned" });
     expect((await npx("sign", "--plugin", "notes", "--key", "key.pem")).code).toBe(0);
     const packed = await npx("pack", "--plugin", "notes", "--out", "notes.tgz");
     expect(packed.out).toMatch(/packed \d+ files into notes\.tgz$/m);
@@ -167,6 +172,18 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
     });
     expect(noted.status, noted.text).toBe(201);
     expect((await api("DELETE", "/api/plugins/notes", operator)).status).toBe(204);
+    const audit = await api("GET", "/api/plugins/audit?pluginId=notes", operator);
+    expect(audit.json<{ items: unknown[] }>().items).toEqual([
+      expect.objectContaining({ action: "uninstall", outcome: "succeeded", actorName: DEMO.adminUserName }),
+      expect.objectContaining({ action: "activate", outcome: "succeeded", actorName: DEMO.adminUserName }),
+      expect.objectContaining({ action: "install", outcome: "succeeded", actorName: DEMO.adminUserName }),
+      expect.objectContaining({
+        action: "install",
+        outcome: "failed",
+        reason: expect.stringMatching(/^unsigned/),
+        actorName: DEMO.adminUserName,
+      }),
+    ]);
   });
 
   it("init --runtime external --language python: a Python backend's package that installs", async () => {

@@ -143,6 +143,8 @@ export declare interface Principal {
     /** The permission keys the session holds (`*`: every key). */
     readonly permissions: readonly string[];
     readonly roles: readonly string[];
+    /** The user's name (userName) for a signed-in user's session; absent for API keys and other callers. */
+    readonly name?: string;
 }
 
 /** A service's answer to an operator route; errors travel as error replies instead. */

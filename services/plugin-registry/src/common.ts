@@ -165,8 +165,8 @@ export async function audit(
           ? `${reasonOf(error)}: ${error.message}`
           : "internal error";
   await db.query(sql`
-    INSERT INTO plugin_registry.audit (actor, action, plugin_id, version, outcome, reason, workspace_key)
-    VALUES (${principal.subject}, ${action}, ${plugin.id ?? null}, ${plugin.version ?? null},
+    INSERT INTO plugin_registry.audit (actor, actor_name, action, plugin_id, version, outcome, reason, workspace_key)
+    VALUES (${principal.subject}, ${principal.name ?? null}, ${action}, ${plugin.id ?? null}, ${plugin.version ?? null},
             ${error === undefined ? "succeeded" : "failed"}, ${reason}, ${workspaceKey})`);
 }
 

@@ -154,13 +154,14 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
     id: string;
     at: Date;
     actor: string;
+    actor_name: string | null;
     action: string;
     plugin_id: string | null;
     version: string | null;
     outcome: "succeeded" | "failed";
     reason: string | null;
   }>(sql`
-    SELECT a.id::text AS id, at, actor, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
+    SELECT a.id::text AS id, at, actor, actor_name, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
     WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
       AND (${only}::text IS NULL OR a.workspace_key = ${only})
       AND (${req.query.pluginId ?? null}::text IS NULL OR a.plugin_id = ${req.query.pluginId ?? null})
@@ -177,6 +178,7 @@ export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
         id: r.id,
         atUtc: r.at.toISOString(),
         actor: r.actor,
+        actorName: r.actor_name,
         action: r.action,
         pluginId: r.plugin_id,
         version: r.version,

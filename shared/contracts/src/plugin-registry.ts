@@ -83,6 +83,8 @@ const AuditEntry = Type.Object({
   id: Type.String(),
   atUtc: Type.String(),
   actor: Type.String(),
+  /** The actor's user name when a signed-in user acted (null for API keys and the platform itself). */
+  actorName: Nullable(Type.String()),
   action: Type.String(),
   pluginId: Nullable(Type.String()),
   version: Nullable(Type.String()),

@@ -183,6 +183,8 @@ export class Authenticator {
         workspaceKey,
         permissions: Object.freeze(permissions),
         roles: Object.freeze(roles),
+        // Shown beside the user id where actions are recorded (the plugin audit).
+        ...(typeof claims.name === "string" ? { name: claims.name } : {}),
       }),
       sessionId: claims.sid,
       expiresAtMs: claims.exp * 1000,

@@ -2,8 +2,8 @@
  * Server-side rendering of a workspace's surface (ADR 0008).
  * The primary plugin of the workspace's chain (active, entitled) renders its `views/surface/index.njk`
  * with the whole chain's `views/surface/` directories on the loader path, from the packages this replica
- * verified when it loaded them. No chain, no entry template or a template error: the gateway serves the
- * shell instead (a template error is logged). Render context: SurfaceKey `default`, SurfaceType `spa`,
+ * verified when it loaded them. No chain, a primary not loaded here, no entry template or a template
+ * error: the gateway serves the shell instead (and logs why, but for no chain). Render context: SurfaceKey `default`, SurfaceType `spa`,
  * Locale `de`, tokens (the theme's values, with `themePluginId` when the workspace has a theme plugin),
  * the workspace and its route, the theme, its values as `settings`, the navigation and the snippets.
  */
@@ -45,7 +45,10 @@ export async function renderSurface(
       : [{ pluginId, dir: join(found.root, "views", "surface"), sha256: found.sha256 }];
   });
   const primary = roots[0];
-  if (primary === undefined || primary.pluginId !== chain[0]) return { html: null, reason: "no-chain" };
+  if (chain.length === 0) return { html: null, reason: "no-chain" };
+  // The primary is active but this replica holds no verified copy of it (its load failed here, or it is
+  // being loaded): the gateway serves the shell and logs why.
+  if (primary === undefined || primary.pluginId !== chain[0]) return { html: null, reason: "not-loaded" };
   if (!(await isFile(join(primary.dir, "index.njk")))) return { html: null, reason: "no-entry" };
   const theme = await themeOf(deps.db, wk);
   const tokens: Record<string, string> = { ...theme.valuesByKey };

@@ -715,6 +715,7 @@ export const RenderedSurface = Type.Object({
   reason: Type.Union([
     Type.Literal("rendered"),
     Type.Literal("no-chain"),
+    Type.Literal("not-loaded"),
     Type.Literal("no-entry"),
     Type.Literal("template-error"),
   ]),

@@ -53,6 +53,7 @@ format: node_modules/.install-stamp
 
 typecheck: node_modules/.install-stamp
 	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p services/gateway/admin --noEmit
 
 ## The public interface of the plugin SDK and the wire contract against docs/api/unshipped/ (docs/releasing.md).
 api-check: node_modules/.install-stamp
@@ -110,6 +111,7 @@ cli-package: node_modules/.install-stamp
 
 ## Bundles each service into dist/ for the container image, with the version, commit and build time fixed in.
 build: node_modules/.install-stamp
+	npx tsc -p services/gateway/admin --noEmit
 	node scripts/build.mjs
 
 VERSION := $(shell node -p "require('./package.json').version")

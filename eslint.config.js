@@ -14,6 +14,8 @@ export default tseslint.config(
       "deploy/**",
       "scripts/build.mjs",
       "scripts/build-cli.mjs",
+      "scripts/build-admin.mjs",
+      "services/gateway/static/admin/assets/**",
       // Reproductions against libraries the project does not depend on (ADR 0002): run in a scratch folder.
       "scripts/repro/**",
     ],

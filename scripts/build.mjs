@@ -11,6 +11,7 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from "no
 import { join } from "node:path";
 import { build } from "esbuild";
 
+import { buildAdmin } from "./build-admin.mjs";
 import { buildCli, buildCliPackage } from "./build-cli.mjs";
 
 const services = ["gateway", "rbac", "resolver", "plugin-registry", "webhook-dispatcher", "job-reaper"];
@@ -78,7 +79,9 @@ await buildCliPackage(join(out, "svc-plugin"), buildInfo);
 copyFileSync("services/plugin-registry/src/runtime/plugin-worker.mjs", join(out, "plugin-worker.mjs"));
 copyFileSync("services/plugin-registry/src/runtime/render-worker.mjs", join(out, "render-worker.mjs"));
 copyFileSync("services/plugin-registry/src/runtime/template-sandbox.mjs", join(out, "template-sandbox.mjs"));
-// The gateway's static shells (surface-app/, admin/, 404.html), found next to its bundle.
+// The gateway's static shells (surface-app/, admin/ with the console built into it, 404.html), found next
+// to its bundle.
+await buildAdmin();
 cpSync("services/gateway/static", join(out, "static"), { recursive: true });
 console.log(
   `built ${services.length} services, the migrator, the operator bootstrap and svc-plugin ${buildInfo.version}` +

@@ -6,6 +6,7 @@
  */
 import { execFile } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -127,6 +128,11 @@ export default async function setup(project: TestProject) {
       (prefix) => name.toLowerCase().startsWith(prefix) && isStale(name.toLowerCase(), prefix),
     );
   await deleteStreams(natsUrl, runStreams).catch(() => undefined);
+
+  // The admin console the gateway serves at /admin/ (built from services/gateway/admin, as make build does).
+  await promisify(execFile)(process.execPath, [
+    new URL("../../scripts/build-admin.mjs", import.meta.url).pathname,
+  ]);
 
   const templateDatabase = `${DB_PREFIX}${runId}_template`;
   const templateUrl = new URL(adminUrl);

@@ -1,0 +1,174 @@
+/**
+ * The console's API client, typed by the route contracts (@svc/contracts): each route the console calls is
+ * listed with its method, path and permission key, and the compiler checks them against the contract, so a
+ * contract change breaks the console's build, not its users. Only types are imported: no contract code is
+ * shipped to the browser.
+ */
+import type {
+  BodyOf,
+  jobRoutes,
+  pluginRegistryRoutes,
+  QueryOf,
+  rbacRoutes,
+  ReplyBodyOf,
+  resolverRoutes,
+  webhookRoutes,
+} from "@svc/contracts";
+
+type Routes = typeof resolverRoutes &
+  typeof pluginRegistryRoutes &
+  typeof rbacRoutes &
+  typeof webhookRoutes &
+  typeof jobRoutes;
+type Name = Extract<keyof Routes, string>;
+type Entry<K extends Name> = readonly [Routes[K]["method"], Routes[K]["path"], Routes[K]["permission"]];
+
+/** The routes the console calls: [method, path, permission], each checked against its contract. */
+export const ROUTES = {
+  "tenants.list": ["GET", "/api/tenants", "tenant.read"],
+  "tenants.create": ["POST", "/api/tenants", "tenant.create"],
+  "tenants.suspend": ["POST", "/api/tenants/:tenantKey/suspend", "tenant.update"],
+  "tenants.activate": ["POST", "/api/tenants/:tenantKey/activate", "tenant.update"],
+  "workspaces.list": ["GET", "/api/workspaces", "workspace.read"],
+  "workspaces.put": ["PUT", "/api/workspaces/:workspaceKey", "workspace.update"],
+  "users.list": ["GET", "/api/users", "user.read"],
+  "users.create": ["POST", "/api/users", "user.create"],
+  "plugins.list": ["GET", "/api/plugins", "plugin.read"],
+  "plugins.install": ["POST", "/api/plugins/install", "plugin.create"],
+  "plugins.activate": ["POST", "/api/plugins/:id/activate", "plugin.execute"],
+  "plugins.deactivate": ["POST", "/api/plugins/:id/deactivate", "plugin.execute"],
+  "plugins.uninstall": ["DELETE", "/api/plugins/:id", "plugin.delete"],
+  "webhooks.list": ["GET", "/api/webhooks", "webhook.read"],
+  "webhooks.create": ["POST", "/api/webhooks", "webhook.manage"],
+  "webhooks.deliveries": ["GET", "/api/webhooks/:id/deliveries", "webhook.read"],
+  "webhooks.resend": ["POST", "/api/webhooks/:id/deliveries/:deliveryId/resend", "webhook.manage"],
+  "events.catalog": ["GET", "/api/events/catalog", "flow.read"],
+  "jobs.list": ["GET", "/api/jobs", "job.read"],
+} as const satisfies { readonly [K in Name]?: Entry<K> };
+
+export type RouteName = keyof typeof ROUTES;
+export type Reply<K extends RouteName> = ReplyBodyOf<Routes[K]>;
+export type Body<K extends RouteName> = BodyOf<Routes[K]>;
+export type Query<K extends RouteName> = QueryOf<Routes[K]>;
+
+/** An RFC 9457 problem the API answered, with the status and any Retry-After (seconds). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: {
+      title?: string;
+      detail?: string;
+      code?: string;
+      errors?: Array<{ field: string; message: string }>;
+    },
+    readonly retryAfter: number | null,
+  ) {
+    super(problem.detail ?? problem.title ?? `HTTP ${status}`);
+  }
+
+  /** One line for the operator: what failed, and when to try again. */
+  describe(): string {
+    const fields = (this.problem.errors ?? []).map((e) => `${e.field}: ${e.message}`).join("; ");
+    const when = this.retryAfter === null ? "" : ` Try again in ${this.retryAfter} s.`;
+    const what =
+      this.status === 403
+        ? `Not allowed: ${this.message}`
+        : this.status === 429
+          ? `Too many requests.`
+          : this.status === 503
+            ? `The service is unavailable.`
+            : this.message;
+    return `${what}${fields ? ` (${fields})` : ""}${when}`;
+  }
+}
+
+export interface Transport {
+  token(): string | null;
+  /** The session ended (401): back to sign-in with the reason. */
+  expired(reason: string): void;
+}
+
+let transport: Transport = { token: () => null, expired: () => undefined };
+export const useTransport = (t: Transport) => void (transport = t);
+
+type Params = Record<string, string>;
+
+function pathOf(template: string, params: Params = {}): string {
+  return template.replace(/:([A-Za-z]+)/g, (_m, name: string) => encodeURIComponent(params[name] ?? ""));
+}
+
+export async function call<K extends RouteName>(
+  name: K,
+  input: { params?: Params; query?: Query<K>; body?: Body<K> | Blob; contentType?: string } = {},
+): Promise<Reply<K>> {
+  const [method, template] = ROUTES[name];
+  const url = new URL(pathOf(template, input.params), location.origin);
+  for (const [k, v] of Object.entries((input.query ?? {}) as Record<string, unknown>)) {
+    if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") {
+      if (v !== "") url.searchParams.set(k, String(v));
+    }
+  }
+  const headers: Record<string, string> = { accept: "application/json" };
+  const token = transport.token();
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  let body: BodyInit | undefined;
+  if (input.body instanceof Blob) {
+    body = input.body;
+    headers["content-type"] = input.contentType ?? "application/octet-stream";
+  } else if (input.body !== undefined) {
+    body = JSON.stringify(input.body);
+    headers["content-type"] = "application/json";
+  }
+  return send<Reply<K>>(method, url, headers, body);
+}
+
+async function send<T>(
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body?: BodyInit,
+): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
+  } catch {
+    throw new ApiError(0, { detail: "The platform could not be reached." }, null);
+  }
+  const text = await response.text();
+  const parsed = text.length > 0 ? safeJson(text) : undefined;
+  if (!response.ok) {
+    const retry = Number(response.headers.get("retry-after"));
+    const error = new ApiError(
+      response.status,
+      (parsed as ApiError["problem"] | undefined) ?? { detail: response.statusText },
+      Number.isFinite(retry) && retry > 0 ? retry : null,
+    );
+    if (response.status === 401 && headers.authorization !== undefined) {
+      transport.expired("Your session has ended (expired or revoked): sign in again.");
+    }
+    throw error;
+  }
+  return parsed as T;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { detail: text.slice(0, 200) };
+  }
+}
+
+/** POST /api/auth/login (not an operator route: it takes no session). */
+export async function signIn(body: {
+  username: string;
+  password: string;
+  workspaceKey?: string;
+}): Promise<{ accessToken: string; expiresIn: number }> {
+  return send(
+    "POST",
+    new URL("/api/auth/login", location.origin),
+    { "content-type": "application/json" },
+    JSON.stringify(body),
+  );
+}

@@ -1,0 +1,126 @@
+/**
+ * The admin console (issue 28): a single-page app at /admin/, served by the gateway under its
+ * Content-Security-Policy (this bundle and its stylesheet, no inline script). docs/adr/0016-admin-console.md
+ * says why Preact, why the token is held in memory, and how the API client is typed by the contracts.
+ */
+import "./styles.css";
+
+import { type ComponentType, render } from "preact";
+
+import { useTransport } from "./api.js";
+import { Jobs } from "./pages/jobs.js";
+import { Plugins } from "./pages/plugins.js";
+import { SignIn } from "./pages/sign-in.js";
+import { Tenants } from "./pages/tenants.js";
+import { Users } from "./pages/users.js";
+import { Webhooks } from "./pages/webhooks.js";
+import { can, end, type Session, session } from "./session.js";
+import { navigate, route, useSignal } from "./state.js";
+import { Page } from "./ui.js";
+
+interface Area {
+  readonly path: string;
+  readonly label: string;
+  /** The key the area's list needs; the area is hidden without it. */
+  readonly key: string;
+  readonly page: ComponentType;
+}
+
+const AREAS: readonly Area[] = [
+  { path: "/tenants", label: "Tenants and workspaces", key: "workspace.read", page: Tenants },
+  { path: "/users", label: "Users", key: "user.read", page: Users },
+  { path: "/plugins", label: "Plugins", key: "plugin.read", page: Plugins },
+  { path: "/webhooks", label: "Webhooks", key: "webhook.read", page: Webhooks },
+  { path: "/jobs", label: "Jobs", key: "job.read", page: Jobs },
+];
+
+useTransport({ token: () => session.get()?.token ?? null, expired: (reason) => end(reason) });
+
+function Overview({ s }: { s: Session }) {
+  const areas = AREAS.filter((a) => can(a.key));
+  return (
+    <Page title="Overview">
+      <p>
+        Signed in as <strong>{s.name}</strong>,{" "}
+        {s.scope === "workspace" ? `in workspace ${s.workspaceKey ?? ""}` : "on the platform"}, until{" "}
+        {new Date(s.expiresAtMs).toLocaleTimeString()}.
+      </p>
+      {areas.length === 0 ? (
+        <p>Your session holds no key any area of the console needs.</p>
+      ) : (
+        <ul>
+          {areas.map((a) => (
+            <li key={a.path}>
+              <a href={`/admin${a.path}`} onClick={follow(a.path)}>
+                {a.label}
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+    </Page>
+  );
+}
+
+const follow = (path: string) => (e: MouseEvent) => {
+  if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+  e.preventDefault();
+  navigate(path);
+};
+
+function App() {
+  const s = useSignal(session);
+  const path = useSignal(route);
+  if (s === null) return <SignIn />;
+  const area = AREAS.find((a) => path === a.path || path.startsWith(`${a.path}/`));
+  const Content = area?.page;
+  return (
+    <>
+      <header>
+        <a href="/admin/" class="brand" onClick={follow("/")}>
+          svc admin
+        </a>
+        <nav aria-label="Areas">
+          {AREAS.filter((a) => can(a.key)).map((a) => (
+            <a
+              key={a.path}
+              href={`/admin${a.path}`}
+              aria-current={area === a ? "page" : undefined}
+              onClick={follow(a.path)}
+            >
+              {a.label}
+            </a>
+          ))}
+        </nav>
+        <span class="who">
+          {s.name}
+          {s.scope === "workspace" ? ` · ${s.workspaceKey ?? ""}` : ""}
+        </span>
+        <button type="button" onClick={() => end("You signed out.")}>
+          Sign out
+        </button>
+      </header>
+      <main>
+        {area === undefined ? (
+          path === "/" ? (
+            <Overview s={s} />
+          ) : (
+            <Page title="Not found">
+              <p>No page of the console is at this address.</p>
+            </Page>
+          )
+        ) : Content && can(area.key) ? (
+          <Content />
+        ) : (
+          <Page title={area.label}>
+            <p role="alert" class="problem">
+              Not allowed: this page needs the key <code>{area.key}</code>, which your session lacks.
+            </p>
+          </Page>
+        )}
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app") as HTMLElement);

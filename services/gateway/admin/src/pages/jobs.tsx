@@ -1,0 +1,89 @@
+import { useState } from "preact/hooks";
+
+import { call } from "../api.js";
+import { Page, Problem, Table, useLoad, when } from "../ui.js";
+
+const STATUSES = ["", "Pending", "Running", "Succeeded", "Failed"] as const;
+
+/** Jobs with a status and type filter, paged by cursor; a failed job shows its last error. */
+export function Jobs() {
+  const [filter, setFilter] = useState<{ status: string; type: string }>({ status: "", type: "" });
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const jobs = useLoad(
+    () =>
+      call("jobs.list", {
+        query: {
+          limit: 50,
+          ...(filter.status ? { status: filter.status } : {}),
+          ...(filter.type ? { type: filter.type } : {}),
+          ...(cursor ? { cursor } : {}),
+        },
+      }),
+    [filter.status, filter.type, cursor],
+  );
+  return (
+    <Page title="Jobs">
+      <form
+        aria-label="Filter jobs"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const data = new FormData(e.currentTarget);
+          setCursors([]);
+          const text = (name: string) => {
+            const value = data.get(name);
+            return typeof value === "string" ? value : "";
+          };
+          setFilter({ status: text("status"), type: text("type") });
+        }}
+      >
+        <label>
+          <span>Status</span>
+          <select name="status">
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s || "any"}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span>Type</span>
+          <input name="type" />
+        </label>
+        <button type="submit">Filter</button>
+      </form>
+      <Problem text={jobs.error} />
+      <Table
+        caption="Jobs, newest first"
+        rows={jobs.data?.items ?? []}
+        empty={jobs.loading ? "Loading…" : "No jobs."}
+        columns={[
+          ["Job", (j) => <code>{j.id}</code>],
+          ["Type", (j) => j.type],
+          ["Status", (j) => j.status],
+          ["Attempts", (j) => `${j.attempts} of ${j.maxAttempts}`],
+          ["Workspace", (j) => j.workspaceKey ?? "–"],
+          ["Scheduled", (j) => when(j.scheduledAtUtc)],
+          ["Last error", (j) => j.lastError ?? ""],
+        ]}
+      />
+      <nav aria-label="Pages of jobs" class="pager">
+        <button
+          type="button"
+          disabled={cursors.length === 0}
+          onClick={() => setCursors(cursors.slice(0, -1))}
+        >
+          Newer
+        </button>
+        <button
+          type="button"
+          disabled={!jobs.data?.nextCursor}
+          onClick={() => jobs.data?.nextCursor && setCursors([...cursors, jobs.data.nextCursor])}
+        >
+          Older
+        </button>
+      </nav>
+    </Page>
+  );
+}

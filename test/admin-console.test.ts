@@ -184,6 +184,15 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     expect(await page.getByRole("cell", { name: "active", exact: true }).count()).toBe(1);
     await check(page, "plugins");
 
+    // The plugin's own admin page (its ui/admin.js, surface "admin") joins the console while it is active.
+    await area(page, "hello").click();
+    await page.getByRole("heading", { name: "Plugin hello" }).waitFor();
+    await page.getByText("Greetings given by this worker: 0").waitFor();
+    await page.getByRole("button", { name: "Greet the operator" }).click();
+    await page.getByText(`Hello, ${DEMO.adminUserName}!`).waitFor();
+    await page.getByText("Greetings given by this worker: 1").waitFor();
+    await check(page, "plugin-page");
+
     await area(page, "Webhooks").click();
     const subForm = page.getByRole("form", { name: "New subscription" });
     await subForm.getByLabel("Event (or *)").fill("user.created");
@@ -247,6 +256,8 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     ]
       .filter(([, key]) => keys.includes(key as string) || keys.includes("*"))
       .map(([label]) => label);
+    // hello's admin page: for sessions that read plugins or hold one of its keys.
+    if (keys.includes("plugin.read") || keys.some((k) => k.startsWith("hello."))) expected.push("hello");
     // The workspace session holds fewer keys than the platform's: the test means something.
     expect(expected.length).toBeLessThan(5);
     expect((await api("GET", "/api/tenants", token)).status).toBe(200);

@@ -84,7 +84,10 @@ describe("the UI-asset manifest", () => {
     const listed = await eventually(manifest, (m) => (m?.entries.length ?? 0) > 0);
     expect(listed).toEqual({
       generatedAtUtc: expect.any(String),
-      entries: [{ pluginId: "hello", surface: "workspace", entryPath: "hello/1.0.0/ui/hello.js" }],
+      entries: [
+        { pluginId: "hello", surface: "workspace", entryPath: "hello/1.0.0/ui/hello.js" },
+        { pluginId: "hello", surface: "admin", entryPath: "hello/1.0.0/ui/admin.js" },
+      ],
       styleEntries: [{ pluginId: "hello", surface: "workspace", stylePath: "hello/1.0.0/ui/hello.css" }],
       workspaceTemplates: [{ pluginId: "hello", templatePath: "views/surface/index.njk" }],
     });

@@ -6,8 +6,10 @@
 import "./styles.css";
 
 import { type ComponentType, render } from "preact";
+import { useEffect } from "preact/hooks";
 
 import { useTransport } from "./api.js";
+import { ExtensionPage, extensions, loadExtensions, mayOpen } from "./extensions.js";
 import { Jobs } from "./pages/jobs.js";
 import { Plugins } from "./pages/plugins.js";
 import { SignIn } from "./pages/sign-in.js";
@@ -71,9 +73,22 @@ const follow = (path: string) => (e: MouseEvent) => {
 function App() {
   const s = useSignal(session);
   const path = useSignal(route);
+  const pluginPages = useSignal(extensions).filter((e) =>
+    mayOpen(e.pluginId, s?.permissions ?? [], can("plugin.read")),
+  );
+  // The plugins' admin pages follow activations: the manifest is read again on every move.
+  useEffect(() => {
+    if (s !== null) void loadExtensions();
+  }, [s, path]);
   if (s === null) return <SignIn />;
+  if (path === "/login") {
+    // The gateway sends sign-ins here (/admin/login); once signed in, the overview.
+    navigate("/");
+    return null;
+  }
   const area = AREAS.find((a) => path === a.path || path.startsWith(`${a.path}/`));
   const Content = area?.page;
+  const pluginPage = pluginPages.find((e) => path === `/extensions/${e.pluginId}`);
   return (
     <>
       <header>
@@ -91,6 +106,16 @@ function App() {
               {a.label}
             </a>
           ))}
+          {pluginPages.map((e) => (
+            <a
+              key={e.pluginId}
+              href={`/admin/extensions/${e.pluginId}`}
+              aria-current={pluginPage === e ? "page" : undefined}
+              onClick={follow(`/extensions/${e.pluginId}`)}
+            >
+              {e.pluginId}
+            </a>
+          ))}
         </nav>
         <span class="who">
           {s.name}
@@ -101,7 +126,9 @@ function App() {
         </button>
       </header>
       <main>
-        {area === undefined ? (
+        {pluginPage !== undefined ? (
+          <ExtensionPage extension={pluginPage} />
+        ) : area === undefined ? (
           path === "/" ? (
             <Overview s={s} />
           ) : (

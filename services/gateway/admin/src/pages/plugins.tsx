@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
+import { followExtensions } from "../extensions.js";
 import { can } from "../session.js";
 import { Action, describe, Page, Problem, Table, useLoad, when } from "../ui.js";
 
@@ -12,6 +13,11 @@ export function Plugins() {
   const [error, setError] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const [over, setOver] = useState(false);
+  // A lifecycle move changes the plugins' admin pages too.
+  const changed = () => {
+    plugins.reload();
+    void followExtensions();
+  };
 
   const upload = (file: File) => {
     setError(null);
@@ -85,7 +91,7 @@ export function Plugins() {
                     label={`Deactivate ${p.pluginId}`}
                     allowed={can("plugin.execute")}
                     run={() => call("plugins.deactivate", { params: { id: p.pluginId } })}
-                    onDone={plugins.reload}
+                    onDone={changed}
                     onError={setError}
                   />
                 ) : (
@@ -93,7 +99,7 @@ export function Plugins() {
                     label={`Activate ${p.pluginId}`}
                     allowed={can("plugin.execute")}
                     run={() => call("plugins.activate", { params: { id: p.pluginId } })}
-                    onDone={plugins.reload}
+                    onDone={changed}
                     onError={setError}
                   />
                 )}
@@ -106,7 +112,7 @@ export function Plugins() {
                       await call("plugins.uninstall", { params: { id: p.pluginId } });
                     }
                   }}
-                  onDone={plugins.reload}
+                  onDone={changed}
                   onError={setError}
                 />
               </span>

@@ -224,6 +224,11 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
       .toBe(1);
     await check(page, "webhooks");
 
+    // A dead letter (made here by hand: a job that failed for good) is listed with its error, and retried
+    // from the page.
+    const [dead] = await h.sql<{ id: string }>(`
+      INSERT INTO job_reaper.jobs (type, status, attempts, max_attempts, completed_at, last_error, announced_at)
+      VALUES ('journey.dead', 'Failed', 5, 5, now(), 'the receiver answered 500', now()) RETURNING id::text AS id`);
     await area(page, "Jobs").click();
     await page.getByRole("table", { name: "Jobs, newest first" }).waitFor();
     await page.getByLabel("Status").selectOption("Succeeded");
@@ -231,7 +236,17 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     await expect
       .poll(() => page.getByRole("cell", { name: "Succeeded", exact: true }).count())
       .toBeGreaterThan(0);
+    await page.getByLabel("Status").selectOption("Failed");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByRole("cell", { name: "the receiver answered 500" }).waitFor();
     await check(page, "jobs");
+    await page.getByRole("button", { name: `Retry job ${dead?.id}` }).click();
+    // Retried, it is a dead letter no more: the Failed list no longer holds it.
+    await expect.poll(() => page.getByRole("cell", { name: "the receiver answered 500" }).count()).toBe(0);
+    const [retried] = await h.sql<{ status: string }>(
+      `SELECT status FROM job_reaper.jobs WHERE id = ${Number(dead?.id)}`,
+    );
+    expect(retried?.status).toBe("Pending");
     await page.context().close();
     expect(problems).toEqual([]);
   }, 120_000);

@@ -567,6 +567,58 @@ describe("GET /api/jobs through the gateway", () => {
   });
 });
 
+describe("POST /api/jobs/{id}/retry through the gateway (issue 28)", () => {
+  it("puts a dead letter back in the queue for one more attempt, wakes the workers, and refuses the rest", async () => {
+    const { gatewayService } = await import("@svc/service-gateway");
+    const { rbacService } = await import("@svc/service-rbac");
+    const { mintToken } = await import("./support/tokens.js");
+    const { http } = await import("./support/http.js");
+    const pg = (await import("pg")).default;
+    await h.start(rbacService);
+    await h.start(jobReaperService);
+    const base = (await h.start(gatewayService)).hooks.httpAddress as string;
+    const [job] = await enqueueMany(db, [noopJob.request({}, { workspaceKey: "a" })]);
+    const id = String(job?.id);
+    await db.query(sql`
+      UPDATE job_reaper.jobs SET status = 'Failed', attempts = 3, max_attempts = 3, completed_at = now(),
+        last_error = 'the receiver answered 500', announced_at = now()
+      WHERE id = ${id}::bigint`);
+    const post = async (jobId: string, claims: Parameters<typeof mintToken>[0]) =>
+      http(`${base}/api/jobs/${jobId}/retry`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${await mintToken(claims)}` },
+      });
+    const operator = { scope: "platform" as const, permissions: ["job.read", "job.execute"] };
+    const listener = new pg.Client({ connectionString: h.db.url });
+    await listener.connect();
+    const woken: string[] = [];
+    listener.on("notification", (n) => woken.push(n.payload ?? ""));
+    await listener.query("LISTEN svc_jobs");
+    try {
+      // Another workspace's session finds no such job; a session without the key is refused.
+      expect(
+        (await post(id, { scope: "workspace", workspaceKey: "b", permissions: ["job.execute"] })).status,
+      ).toBe(404);
+      expect((await post(id, { scope: "platform", permissions: ["job.read"] })).status).toBe(403);
+      const retried = await post(id, operator);
+      expect(retried.status, retried.text).toBe(200);
+      expect(retried.json()).toMatchObject({ id, status: "Pending", attempts: 3, maxAttempts: 4 });
+      expect(await row(id)).toMatchObject({ status: "Pending", attempts: 3 });
+      const stored = await db.one<{ announced_at: Date | null; due: boolean }>(sql`
+        SELECT announced_at, run_at <= now() AS due FROM job_reaper.jobs WHERE id = ${id}::bigint`);
+      expect(stored).toEqual({ announced_at: null, due: true });
+      await until(async () => woken.includes("noop"), 5_000);
+      // Not Failed any more: 409; no such job: 404; not a job id: 400.
+      expect((await post(id, operator)).status).toBe(409);
+      expect((await post("999999", operator)).status).toBe(404);
+      expect((await post("abc", operator)).status).toBe(400);
+    } finally {
+      await listener.end();
+      await h.stopAll();
+    }
+  });
+});
+
 describe("listJobs filters (issue 33, item 18)", () => {
   it("returns exactly the jobs each filter and combination names, newest first, past a cursor", async () => {
     // Types of their own (no worker handles them).

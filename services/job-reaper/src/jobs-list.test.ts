@@ -8,7 +8,7 @@ import { ErrorCode } from "@svc/errors";
 import type { JobStatus, JobView, ListFilter } from "@svc/jobs";
 import { describe, expect, it } from "vitest";
 
-import { type JobsRepository, listJobsRoute } from "./jobs-list.js";
+import { type JobsRepository, listJobsRoute, retryJobRoute } from "./jobs-list.js";
 
 /** Jobs held in memory, answering the repository's one question as the table does. */
 class MemoryJobs implements JobsRepository {
@@ -27,6 +27,21 @@ class MemoryJobs implements JobsRepository {
       )
       .sort((a, b) => Number(BigInt(b.id) - BigInt(a.id)))
       .slice(0, filter.limit);
+  }
+
+  async retry(id: string, workspaceKey: string | undefined) {
+    const found = this.jobs.find(
+      (j) => j.id === id && (workspaceKey === undefined || j.workspaceKey === workspaceKey),
+    );
+    if (found === undefined) return { missing: true } as const;
+    if (found.status !== "Failed") return { status: found.status };
+    return {
+      job: {
+        ...found,
+        status: "Pending" as const,
+        maxAttempts: Math.max(found.maxAttempts, found.attempts + 1),
+      },
+    };
   }
 }
 
@@ -65,14 +80,14 @@ const operator: Principal = {
   subject: "op",
   scope: "platform",
   workspaceKey: null,
-  permissions: ["job.read"],
+  permissions: ["job.read", "job.execute"],
   roles: ["operator"],
 };
 const alphaAdmin: Principal = {
   subject: "a",
   scope: "workspace",
   workspaceKey: "alpha",
-  permissions: ["job.read"],
+  permissions: ["job.read", "job.execute"],
   roles: ["admin"],
 };
 
@@ -120,5 +135,25 @@ describe("GET /api/jobs", () => {
     await expect(list(operator, { cursor: "not-a-cursor" })).rejects.toMatchObject({ status: 400 });
     await expect(list({ ...operator, permissions: [] })).rejects.toMatchObject({ code: ErrorCode.Forbidden });
     expect(jobs.asked.length).toBe(before);
+  });
+});
+
+const retry = (principal: Principal, id: string) =>
+  callRoute(jobRoutes["jobs.retry"], (req) => retryJobRoute(deps, req), {
+    principal,
+    params: { id },
+    query: {},
+    body: null,
+  });
+
+describe("POST /api/jobs/{id}/retry", () => {
+  it("puts a dead letter back in the queue; refuses a job that is not Failed (409) and one it cannot reach (404)", async () => {
+    expect((await retry(operator, "2")).body).toMatchObject({ id: "2", status: "Pending" });
+    await expect(retry(operator, "1")).rejects.toMatchObject({ code: ErrorCode.Conflict });
+    await expect(retry(operator, "99")).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    // beta's dead letter is not alpha's to retry: absent for it.
+    await expect(retry(alphaAdmin, "2")).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect((await retry(alphaAdmin, "4")).body).toMatchObject({ id: "4", status: "Pending" });
+    await expect(retry(operator, "not-a-number")).rejects.toMatchObject({ code: ErrorCode.ValidationFailed });
   });
 });

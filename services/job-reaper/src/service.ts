@@ -4,7 +4,7 @@ import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
 import { defineService } from "@svc/runtime";
 
-import { jobTable, listJobsRoute } from "./jobs-list.js";
+import { jobTable, listJobsRoute, retryJobRoute } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
 import { Recorder } from "./recorder.js";
 import { jobReaperSettings } from "./settings.js";
@@ -23,6 +23,7 @@ export const jobReaperService = defineService(jobReaperContract, {
     const listDeps = { jobs: jobTable(db) };
     const routes: RouteImplementation<typeof jobReaperContract.routes> = {
       "jobs.list": (req) => listJobsRoute(listDeps, req),
+      "jobs.retry": (req) => retryJobRoute(listDeps, req),
       "diagnostics.start": (req) => recorder.startRecording(req),
       "diagnostics.stop": () => recorder.stopRecording(),
       "diagnostics.get": (req) => recorder.read(req),

@@ -27,6 +27,7 @@ export const CORE_PERMISSION_KEYS = [
   "flow.read",
   "flow.manage",
   "job.read",
+  "job.execute",
   "diagnostics.record",
   "extension.read",
   "extension.update",

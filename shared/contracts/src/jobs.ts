@@ -68,6 +68,18 @@ export const jobRoutes = defineRoutes("job-reaper", {
     ),
     reply: Page(JobView),
   },
+  "jobs.retry": {
+    method: "POST",
+    path: "/api/jobs/:id/retry",
+    permission: "job.execute",
+    summary:
+      "Retry a dead letter (a Failed job): Pending now for one more attempt; 409 for a job that is not Failed",
+    params: Type.Object(
+      { id: Type.String({ pattern: "^[1-9][0-9]{0,18}$" }) },
+      { additionalProperties: false },
+    ),
+    reply: JobView,
+  },
   "diagnostics.start": {
     method: "POST",
     path: "/api/diagnostics/recorder/start",

@@ -10,6 +10,7 @@ export {
   queueDepth,
   reapExpiredLeases,
   type ReapResult,
+  retryDeadLetter,
   wakeJobsWaitingOn,
 } from "./queries.js";
 export { enqueue, type Enqueued, enqueueMany } from "./queue.js";

@@ -422,19 +422,52 @@ export async function listJobs(db: Queries, filter: ListFilter): Promise<JobView
     -- j.id, the bigint column: a bare "id" would name the text output column and sort "99" before "100".
     ORDER BY j.id DESC
     LIMIT ${filter.limit}`);
-  return rows.map((r) => ({
-    id: r.id,
-    type: r.type,
-    status: r.status,
-    workspaceKey: r.workspace_key,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    scheduledAtUtc: r.run_at.toISOString(),
-    createdAtUtc: r.created_at.toISOString(),
-    startedAtUtc: r.started_at?.toISOString() ?? null,
-    completedAtUtc: r.completed_at?.toISOString() ?? null,
-    lastError: r.last_error,
-  }));
+  return rows.map(viewOf);
+}
+
+const viewOf = (r: JobRow): JobView => ({
+  id: r.id,
+  type: r.type,
+  status: r.status,
+  workspaceKey: r.workspace_key,
+  attempts: r.attempts,
+  maxAttempts: r.max_attempts,
+  scheduledAtUtc: r.run_at.toISOString(),
+  createdAtUtc: r.created_at.toISOString(),
+  startedAtUtc: r.started_at?.toISOString() ?? null,
+  completedAtUtc: r.completed_at?.toISOString() ?? null,
+  lastError: r.last_error,
+});
+
+/**
+ * A dead letter (a Failed job) made due again, for one more attempt: Pending now, its attempts kept and
+ * its budget one more than it has used (at most 100), its dead-letter announcement reset so that another
+ * failure is announced again. Workers are woken at once. `workspaceKey` keeps the search to one
+ * workspace's jobs (a workspace session's). Returns the job as it is now, `missing` when there is no such
+ * job, or its status when it is not Failed.
+ */
+export async function retryDeadLetter(
+  db: Queries,
+  id: string,
+  workspaceKey: string | undefined,
+): Promise<{ readonly job: JobView } | { readonly missing: true } | { readonly status: JobStatus }> {
+  const inWorkspace = workspaceKey === undefined ? empty : sql`AND workspace_key = ${workspaceKey}`;
+  const row = await db.maybeOne<JobRow>(sql`
+    WITH retried AS (
+      UPDATE job_reaper.jobs
+      SET status = 'Pending', run_at = now(), max_attempts = GREATEST(max_attempts, LEAST(attempts + 1, 100)),
+          completed_at = NULL, announced_at = NULL, lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
+      WHERE id = ${id}::bigint AND status = 'Failed' ${inWorkspace}
+      RETURNING id, type, status, workspace_key, attempts, max_attempts, run_at, created_at, started_at,
+                completed_at, last_error
+    ), woken AS (SELECT pg_notify('svc_jobs', type) FROM retried)
+    SELECT r.id::text AS id, r.type, r.status, r.workspace_key, r.attempts, r.max_attempts, r.run_at,
+           r.created_at, r.started_at, r.completed_at, r.last_error
+    FROM retried r LEFT JOIN woken ON true`);
+  if (row !== null) return { job: viewOf(row) };
+  const found = await db.maybeOne<{ status: JobStatus }>(sql`
+    SELECT status FROM job_reaper.jobs WHERE id = ${id}::bigint ${inWorkspace}`);
+  return found === null ? { missing: true } : { status: found.status };
 }
 
 /**

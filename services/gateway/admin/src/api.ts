@@ -44,6 +44,7 @@ export const ROUTES = {
   "webhooks.resend": ["POST", "/api/webhooks/:id/deliveries/:deliveryId/resend", "webhook.manage"],
   "events.catalog": ["GET", "/api/events/catalog", "flow.read"],
   "jobs.list": ["GET", "/api/jobs", "job.read"],
+  "jobs.retry": ["POST", "/api/jobs/:id/retry", "job.execute"],
 } as const satisfies { readonly [K in Name]?: Entry<K> };
 
 export type RouteName = keyof typeof ROUTES;

@@ -1,14 +1,16 @@
 import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
-import { Page, Problem, Table, useLoad, when } from "../ui.js";
+import { can } from "../session.js";
+import { Action, Page, Problem, Table, useLoad, when } from "../ui.js";
 
 const STATUSES = ["", "Pending", "Running", "Succeeded", "Failed"] as const;
 
-/** Jobs with a status and type filter, paged by cursor; a failed job shows its last error. */
+/** Jobs with a status and type filter, paged by cursor; a dead letter shows its last error and is retried. */
 export function Jobs() {
   const [filter, setFilter] = useState<{ status: string; type: string }>({ status: "", type: "" });
   const [cursors, setCursors] = useState<string[]>([]);
+  const [error, setError] = useState<string | null>(null);
   const cursor = cursors.at(-1);
   const jobs = useLoad(
     () =>
@@ -53,7 +55,7 @@ export function Jobs() {
         </label>
         <button type="submit">Filter</button>
       </form>
-      <Problem text={jobs.error} />
+      <Problem text={error ?? jobs.error} />
       <Table
         caption="Jobs, newest first"
         rows={jobs.data?.items ?? []}
@@ -66,6 +68,22 @@ export function Jobs() {
           ["Workspace", (j) => j.workspaceKey ?? "–"],
           ["Scheduled", (j) => when(j.scheduledAtUtc)],
           ["Last error", (j) => j.lastError ?? ""],
+          [
+            "",
+            (j) =>
+              j.status === "Failed" ? (
+                <Action
+                  label={`Retry job ${j.id}`}
+                  allowed={can("job.execute")}
+                  run={() => call("jobs.retry", { params: { id: j.id } })}
+                  onDone={() => {
+                    setError(null);
+                    jobs.reload();
+                  }}
+                  onError={setError}
+                />
+              ) : null,
+          ],
         ]}
       />
       <nav aria-label="Pages of jobs" class="pager">

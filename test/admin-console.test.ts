@@ -222,6 +222,7 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
         { timeout: 15_000 },
       )
       .toBe(1);
+    await page.getByText(/Circuit to http:\/\/127\.0\.0\.1:\d+: closed, 0 failures in a row/).waitFor();
     await check(page, "webhooks");
 
     // A dead letter (made here by hand: a job that failed for good) is listed with its error, and retried
@@ -251,6 +252,62 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     expect(problems).toEqual([]);
   }, 120_000);
 
+  it("shows the plugins' trust and audit, orders a workspace's chain, saves a role, runs the recorder", async () => {
+    const api = bearerApi(() => base);
+    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+    // hello is active from the journey above; the demo tenant is entitled to it here.
+    const granted = await api("PUT", "/api/entitlements", token, {
+      items: [{ tenantKey: DEMO.tenantKey, pluginId: "hello", entitled: true }],
+    });
+    expect(granted.status, granted.text).toBe(200);
+    const page = await open();
+    await signInAs(page, DEMO.adminUserName, DEMO.adminPassword);
+
+    await area(page, "Plugins").click();
+    const report = page.getByRole("table", { name: /Signature report/ });
+    await report.getByRole("cell", { name: "valid", exact: true }).waitFor();
+    const audit = page.getByRole("table", { name: "Audit, newest first" });
+    await audit.getByRole("row", { name: /admin activate hello 1\.0\.0 succeeded/ }).waitFor();
+    await page
+      .getByRole("table", { name: "Trusted signers" })
+      .getByRole("cell", { name: "svc-dev" })
+      .waitFor();
+
+    await area(page, "Plugin chains").click();
+    await page.getByLabel("Workspace").selectOption(DEMO.workspaceKey);
+    await page.getByRole("button", { name: "Add to the end of the chain" }).click();
+    await page.getByRole("cell", { name: "hello", exact: true }).waitFor();
+    const chain = async () =>
+      (await api("GET", `/api/workspaces/${DEMO.workspaceKey}/plugins`, token))
+        .json<{ chain: Array<{ pluginId: string }> }>()
+        .chain.map((p) => p.pluginId);
+    expect(await chain()).toEqual(["hello"]);
+    await check(page, "chains");
+    await page.getByRole("button", { name: "Remove hello" }).click();
+    await page.getByText("The chain is empty.").waitFor();
+    expect(await chain()).toEqual([]);
+
+    await area(page, "Roles").click();
+    const roleForm = page.getByRole("form", { name: "Role" });
+    await roleForm.getByLabel("Role name").fill("journey-auditor");
+    await roleForm.getByLabel("Keys (choose several)").selectOption(["job.read", "webhook.read"]);
+    await roleForm.getByRole("button", { name: "Save role" }).click();
+    await page.getByRole("row", { name: /journey-auditor workspace job\.read, webhook\.read/ }).waitFor();
+    await check(page, "roles");
+
+    await area(page, "Diagnostics").click();
+    await page.getByText("Nothing has been recorded.").waitFor();
+    await page.getByRole("button", { name: "Start recording" }).click();
+    await page.getByText(/Recording [\w-]+: recording/).waitFor();
+    await page.getByRole("button", { name: "Stop recording" }).click();
+    await page.getByText(/Recording [\w-]+: stopped, \d+ entries/).waitFor();
+    await check(page, "diagnostics");
+    await page.context().close();
+    expect(problems).toEqual([]);
+  }, 60_000);
+
   it("shows a workspace admin only what the session's keys allow, and the API's 403 plainly", async () => {
     const api = bearerApi(() => base);
     const login = await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword });
@@ -265,16 +322,19 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     const expected = [
       ["Tenants and workspaces", "workspace.read"],
       ["Users", "user.read"],
+      ["Roles", "role.read"],
       ["Plugins", "plugin.read"],
+      ["Plugin chains", "plugin.assign"],
       ["Webhooks", "webhook.read"],
       ["Jobs", "job.read"],
+      ["Diagnostics", "diagnostics.record"],
     ]
       .filter(([, key]) => keys.includes(key as string) || keys.includes("*"))
       .map(([label]) => label);
     // hello's admin page: for sessions that read plugins or hold one of its keys.
     if (keys.includes("plugin.read") || keys.some((k) => k.startsWith("hello."))) expected.push("hello");
     // The workspace session holds fewer keys than the platform's: the test means something.
-    expect(expected.length).toBeLessThan(5);
+    expect(expected.length).toBeLessThan(8);
     expect((await api("GET", "/api/tenants", token)).status).toBe(200);
 
     const page = await open();

@@ -10,8 +10,11 @@ import { useEffect } from "preact/hooks";
 
 import { useTransport } from "./api.js";
 import { ExtensionPage, extensions, loadExtensions, mayOpen } from "./extensions.js";
+import { Chains } from "./pages/chains.js";
+import { Diagnostics } from "./pages/diagnostics.js";
 import { Jobs } from "./pages/jobs.js";
 import { Plugins } from "./pages/plugins.js";
+import { Roles } from "./pages/roles.js";
 import { SignIn } from "./pages/sign-in.js";
 import { Tenants } from "./pages/tenants.js";
 import { Users } from "./pages/users.js";
@@ -31,9 +34,12 @@ interface Area {
 const AREAS: readonly Area[] = [
   { path: "/tenants", label: "Tenants and workspaces", key: "workspace.read", page: Tenants },
   { path: "/users", label: "Users", key: "user.read", page: Users },
+  { path: "/roles", label: "Roles", key: "role.read", page: Roles },
   { path: "/plugins", label: "Plugins", key: "plugin.read", page: Plugins },
+  { path: "/chains", label: "Plugin chains", key: "plugin.assign", page: Chains },
   { path: "/webhooks", label: "Webhooks", key: "webhook.read", page: Webhooks },
   { path: "/jobs", label: "Jobs", key: "job.read", page: Jobs },
+  { path: "/diagnostics", label: "Diagnostics", key: "diagnostics.record", page: Diagnostics },
 ];
 
 useTransport({ token: () => session.get()?.token ?? null, expired: (reason) => end(reason) });

@@ -4,6 +4,7 @@ import { call } from "../api.js";
 import { followExtensions } from "../extensions.js";
 import { can } from "../session.js";
 import { Action, describe, Page, Problem, Table, useLoad, when } from "../ui.js";
+import { Trust } from "./trust.js";
 
 const TYPES: Record<string, string> = { zip: "application/zip", tar: "application/x-tar" };
 
@@ -120,6 +121,7 @@ export function Plugins() {
           ],
         ]}
       />
+      <Trust />
     </Page>
   );
 }

@@ -104,13 +104,28 @@ function Deliveries({ subscription, onError }: { subscription: Subscription; onE
     () => call("webhooks.deliveries", { params: { id: subscription.id }, query: { limit: 50 } }),
     [subscription.id],
   );
+  const circuit = useLoad(
+    () => call("webhooks.circuit", { params: { id: subscription.id } }),
+    [subscription.id],
+  );
   return (
     <section aria-labelledby="deliveries">
       <h2 id="deliveries">
         Deliveries of <code>{subscription.eventName}</code> to {subscription.targetUrl}
       </h2>
       <Problem text={deliveries.error} />
-      <button type="button" onClick={deliveries.reload}>
+      <p role="status">
+        {circuit.data
+          ? `Circuit to ${circuit.data.origin}: ${circuit.data.state.replace("_", "-")}, ${circuit.data.consecutiveFailures} failures in a row (opens at ${circuit.data.threshold})${circuit.data.openUntilUtc ? `, open until ${when(circuit.data.openUntilUtc)}` : ""}.`
+          : ""}
+      </p>
+      <button
+        type="button"
+        onClick={() => {
+          deliveries.reload();
+          circuit.reload();
+        }}
+      >
         Refresh deliveries
       </button>
       <Table

@@ -13,7 +13,7 @@ export PATH := $(NODE_BIN):$(PATH)
 export npm_config_nodedir := $(abspath $(NODE_BIN)/..)
 endif
 
-.PHONY: cli-package bench-jobs-list node nats-auth openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
+.PHONY: cli-package bench-console bench-jobs-list node nats-auth openapi-lint plugin plugin-schemas settings-doc bootstrap-operator dev test test-unit test-integration migrate lint format typecheck api-check api-update api-release check helm-check bench chaos fuzz build image clean
 
 ## Prints the Node.js the other targets run on (installing the pinned release first when needed).
 node:
@@ -80,6 +80,10 @@ bench: node_modules/.install-stamp
 ## GET /api/jobs with each filter over 1,000,000 jobs: p50/p95 per filter (issue 33, item 18).
 bench-jobs-list: node_modules/.install-stamp
 	$(NODE_RUN) bench/src/jobs-list.ts $(BENCH_ARGS)
+
+## The admin console's list pages through the stack on 1,000,000 jobs and delivery attempts; its first load.
+bench-console: node_modules/.install-stamp
+	$(NODE_RUN) bench/src/console-lists.ts $(BENCH_ARGS)
 
 ## Kills each service, NATS and the database connections under webhook load; fails on lost or duplicated work.
 chaos: node_modules/.install-stamp

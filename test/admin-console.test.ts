@@ -223,6 +223,15 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
       )
       .toBe(1);
     await page.getByText(/Circuit to http:\/\/127\.0\.0\.1:\d+: closed, 0 failures in a row/).waitFor();
+    // The delivery's attempts: when, how long, the answer.
+    await page
+      .getByRole("button", { name: /^Attempts of / })
+      .first()
+      .click();
+    const attempts = page.getByRole("table", { name: /^Attempts of delivery/ });
+    await attempts.getByRole("cell", { name: "delivered", exact: true }).waitFor();
+    expect(await attempts.getByRole("cell", { name: /^\d+ ms$/ }).count()).toBe(1);
+    expect(await attempts.getByRole("cell", { name: "200", exact: true }).count()).toBe(1);
     await check(page, "webhooks");
 
     // A dead letter (made here by hand: a job that failed for good) is listed with its error, and retried

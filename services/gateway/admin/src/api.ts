@@ -51,6 +51,7 @@ export const ROUTES = {
   "webhooks.deliveries": ["GET", "/api/webhooks/:id/deliveries", "webhook.read"],
   "webhooks.resend": ["POST", "/api/webhooks/:id/deliveries/:deliveryId/resend", "webhook.manage"],
   "webhooks.circuit": ["GET", "/api/webhooks/:id/circuit", "webhook.read"],
+  "webhooks.delivery": ["GET", "/api/webhooks/:id/deliveries/:deliveryId", "webhook.read"],
   "events.catalog": ["GET", "/api/events/catalog", "flow.read"],
   "jobs.list": ["GET", "/api/jobs", "job.read"],
   "jobs.retry": ["POST", "/api/jobs/:id/retry", "job.execute"],

@@ -99,7 +99,34 @@ export function Webhooks() {
   );
 }
 
+/** One delivery's attempts: when, how long, the answer's status and the start of its body, or the error. */
+function Attempts({ subscriptionId, deliveryId }: { subscriptionId: string; deliveryId: string }) {
+  const delivery = useLoad(
+    () => call("webhooks.delivery", { params: { id: subscriptionId, deliveryId } }),
+    [subscriptionId, deliveryId],
+  );
+  return (
+    <>
+      <Problem text={delivery.error} />
+      <Table
+        caption={`Attempts of delivery ${deliveryId}${delivery.data?.nextAttemptAtUtc ? ` (next at ${when(delivery.data.nextAttemptAtUtc)})` : ""}`}
+        rows={delivery.data?.history ?? []}
+        empty={delivery.loading ? "Loading…" : "No attempt reached the receiver yet."}
+        columns={[
+          ["Attempt", (a) => a.attempt],
+          ["When", (a) => when(a.attemptedAtUtc)],
+          ["Duration", (a) => `${a.durationMs} ms`],
+          ["Outcome", (a) => a.outcome],
+          ["Answer", (a) => (a.statusCode === null ? "–" : String(a.statusCode))],
+          ["Body or error", (a) => <code>{a.error ?? a.responseExcerpt ?? ""}</code>],
+        ]}
+      />
+    </>
+  );
+}
+
 function Deliveries({ subscription, onError }: { subscription: Subscription; onError: (t: string) => void }) {
+  const [shown, setShown] = useState<string | null>(null);
   const deliveries = useLoad(
     () => call("webhooks.deliveries", { params: { id: subscription.id }, query: { limit: 50 } }),
     [subscription.id],
@@ -142,6 +169,14 @@ function Deliveries({ subscription, onError }: { subscription: Subscription; onE
           [
             "",
             (d) => (
+              <button type="button" onClick={() => setShown(d.deliveryId)}>
+                Attempts of {d.deliveryId}
+              </button>
+            ),
+          ],
+          [
+            "",
+            (d) => (
               <Action
                 label={`Resend ${d.deliveryId}`}
                 allowed={can("webhook.manage")}
@@ -155,6 +190,7 @@ function Deliveries({ subscription, onError }: { subscription: Subscription; onE
           ],
         ]}
       />
+      {shown && <Attempts subscriptionId={subscription.id} deliveryId={shown} />}
     </section>
   );
 }

@@ -206,7 +206,7 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     await userForm.getByLabel("User name").fill("journey-user");
     await userForm.getByLabel("Password").fill("a long journey password");
     await userForm.getByRole("button", { name: "Create user" }).click();
-    await page.getByRole("cell", { name: "journey-user" }).waitFor();
+    await page.getByRole("cell", { name: "journey-user", exact: true }).waitFor();
     await check(page, "users");
 
     // The new user's event reaches the receiver, and the console shows the delivery and its attempts.
@@ -261,7 +261,7 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     expect(problems).toEqual([]);
   }, 120_000);
 
-  it("shows the plugins' trust and audit, orders a workspace's chain, saves a role, runs the recorder", async () => {
+  it("shows the plugins' trust and audit, orders a workspace's chain, grants and withdraws a plugin, adds and removes a member, exports a user's data, saves a role, runs the recorder", async () => {
     const api = bearerApi(() => base);
     const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
       accessToken: string;
@@ -306,6 +306,55 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     await page.getByRole("row", { name: /journey-auditor workspace job\.read, webhook\.read/ }).waitFor();
     await check(page, "roles");
 
+    await area(page, "Entitlements").click();
+    const grants = page.getByRole("table", { name: "Grants" });
+    await grants.getByRole("row", { name: new RegExp(`hello tenant ${DEMO.tenantKey}`) }).waitFor();
+    const grantForm = page.getByRole("form", { name: "Grant" });
+    await grantForm.getByLabel("Plugin").fill("hello");
+    await grantForm.getByLabel("To a").selectOption("workspace");
+    await grantForm.getByLabel("Tenant or workspace key").fill("ws-journey");
+    await grantForm.getByRole("button", { name: "Grant" }).click();
+    await grants.getByRole("row", { name: /hello workspace ws-journey/ }).waitFor();
+    await check(page, "entitlements");
+    await page.getByRole("button", { name: "Withdraw hello from ws-journey" }).click();
+    await expect.poll(() => grants.getByRole("row", { name: /hello workspace ws-journey/ }).count()).toBe(0);
+
+    // Members: the user made in the journey joins workspace default with a role, then leaves it.
+    const users = (await api("GET", "/api/users?limit=100", token)).json<{
+      items: Array<{ id: string; userName: string }>;
+    }>();
+    const journeyUser = users.items.find((u) => u.userName === "journey-user");
+    expect(journeyUser).toBeDefined();
+    await area(page, "Members").click();
+    await page.getByLabel("Workspace").selectOption(DEMO.workspaceKey);
+    const memberForm = page.getByRole("form", { name: "Member" });
+    await memberForm.getByLabel("User id").fill(journeyUser?.id ?? "");
+    await memberForm.getByLabel("Roles here (comma-separated)").fill("admin");
+    await memberForm.getByRole("button", { name: "Save member" }).click();
+    await page
+      .getByRole("row", { name: /^journey-user\b.*\badmin\b/ })
+      .waitFor({ timeout: 10_000 })
+      .catch(async (e: unknown) => {
+        throw new Error(`${(e as Error).message}\n${(await page.getByRole("main").textContent()) ?? ""}`);
+      });
+    await check(page, "members");
+    await page.getByRole("button", { name: "Remove journey-user" }).click();
+    await expect.poll(() => page.getByRole("row", { name: /journey-user/ }).count()).toBe(0);
+
+    // A user's data export is offered as a file.
+    await area(page, "Users").click();
+    const [file] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: `Export ${DEMO.adminUserName}'s data` }).click(),
+    ]);
+    expect(file.suggestedFilename()).toBe(`${DEMO.adminUserName}-data-export.json`);
+    const exported = JSON.parse(readFileSync(await file.path(), "utf8")) as {
+      user: { userName: string };
+      memberships: Array<{ workspaceKey: string }>;
+    };
+    expect(exported.user.userName).toBe(DEMO.adminUserName);
+    expect(exported.memberships.map((m) => m.workspaceKey)).toContain(DEMO.workspaceKey);
+
     await area(page, "Diagnostics").click();
     await page.getByText("Nothing has been recorded.").waitFor();
     await page.getByRole("button", { name: "Start recording" }).click();
@@ -331,9 +380,11 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     const expected = [
       ["Tenants and workspaces", "workspace.read"],
       ["Users", "user.read"],
+      ["Members", "membership.read"],
       ["Roles", "role.read"],
       ["Plugins", "plugin.read"],
       ["Plugin chains", "plugin.assign"],
+      ["Entitlements", "plugin.read"],
       ["Webhooks", "webhook.read"],
       ["Jobs", "job.read"],
       ["Diagnostics", "diagnostics.record"],
@@ -343,7 +394,7 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     // hello's admin page: for sessions that read plugins or hold one of its keys.
     if (keys.includes("plugin.read") || keys.some((k) => k.startsWith("hello."))) expected.push("hello");
     // The workspace session holds fewer keys than the platform's: the test means something.
-    expect(expected.length).toBeLessThan(8);
+    expect(expected.length).toBeLessThan(10);
     expect((await api("GET", "/api/tenants", token)).status).toBe(200);
 
     const page = await open();

@@ -12,7 +12,9 @@ import { useTransport } from "./api.js";
 import { ExtensionPage, extensions, loadExtensions, mayOpen } from "./extensions.js";
 import { Chains } from "./pages/chains.js";
 import { Diagnostics } from "./pages/diagnostics.js";
+import { Entitlements } from "./pages/entitlements.js";
 import { Jobs } from "./pages/jobs.js";
+import { Members } from "./pages/members.js";
 import { Plugins } from "./pages/plugins.js";
 import { Roles } from "./pages/roles.js";
 import { SignIn } from "./pages/sign-in.js";
@@ -34,9 +36,11 @@ interface Area {
 const AREAS: readonly Area[] = [
   { path: "/tenants", label: "Tenants and workspaces", key: "workspace.read", page: Tenants },
   { path: "/users", label: "Users", key: "user.read", page: Users },
+  { path: "/members", label: "Members", key: "membership.read", page: Members },
   { path: "/roles", label: "Roles", key: "role.read", page: Roles },
   { path: "/plugins", label: "Plugins", key: "plugin.read", page: Plugins },
   { path: "/chains", label: "Plugin chains", key: "plugin.assign", page: Chains },
+  { path: "/entitlements", label: "Entitlements", key: "plugin.read", page: Entitlements },
   { path: "/webhooks", label: "Webhooks", key: "webhook.read", page: Webhooks },
   { path: "/jobs", label: "Jobs", key: "job.read", page: Jobs },
   { path: "/diagnostics", label: "Diagnostics", key: "diagnostics.record", page: Diagnostics },

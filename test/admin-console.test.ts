@@ -366,6 +366,62 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     expect(problems).toEqual([]);
   }, 60_000);
 
+  it("returns to sign-in with a message when the session is revoked", async () => {
+    const api = bearerApi(() => base);
+    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+    const role = await api("PUT", "/api/rbac/roles/job-watcher", token, {
+      permissions: ["job.read"],
+      scope: "platform",
+    });
+    expect(role.status, role.text).toBeLessThan(300);
+    const user = await api("POST", "/api/users", token, {
+      userName: "watcher",
+      password: "a watcher's long password",
+    });
+    expect(user.status, user.text).toBe(201);
+    const assigned = await api("PUT", `/api/rbac/users/${user.json<{ id: string }>().id}`, token, {
+      role: "job-watcher",
+    });
+    expect(assigned.status, assigned.text).toBe(200);
+
+    const page = await open();
+    await signInAs(page, "watcher", "a watcher's long password");
+    expect(await page.getByRole("navigation", { name: "Areas" }).getByRole("link").allTextContents()).toEqual(
+      ["Jobs"],
+    );
+    await area(page, "Jobs").click();
+    await page.getByRole("heading", { name: "Jobs" }).waitFor();
+    // Changing the role revokes its holders' sessions: the console's next call gets 401.
+    expect(
+      (
+        await api("PUT", "/api/rbac/roles/job-watcher", token, {
+          permissions: ["job.read", "webhook.read"],
+          scope: "platform",
+        })
+      ).status,
+    ).toBe(200);
+    await expect
+      .poll(
+        async () => {
+          // Opening the page again asks the API again.
+          await page
+            .getByRole("link", { name: "svc admin" })
+            .click({ timeout: 1_000 })
+            .catch(() => undefined);
+          await area(page, "Jobs")
+            .click({ timeout: 1_000 })
+            .catch(() => undefined);
+          return page.getByText("Your session has ended (expired or revoked): sign in again.").count();
+        },
+        { timeout: 15_000 },
+      )
+      .toBe(1);
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    await page.context().close();
+  }, 60_000);
+
   it("shows a workspace admin only what the session's keys allow, and the API's 403 plainly", async () => {
     const api = bearerApi(() => base);
     const login = await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword });

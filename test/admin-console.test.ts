@@ -355,6 +355,27 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     expect(exported.user.userName).toBe(DEMO.adminUserName);
     expect(exported.memberships.map((m) => m.workspaceKey)).toContain(DEMO.workspaceKey);
 
+    // A subscription paused and resumed, its secret rotated (the new one shown once).
+    await area(page, "Webhooks").click();
+    const sub = `user.created to ${receiver.url}`;
+    await page.getByRole("button", { name: `Pause ${sub}` }).click();
+    await page.getByRole("cell", { name: "paused", exact: true }).waitFor();
+    await page.getByRole("button", { name: `Resume ${sub}` }).click();
+    await page.getByRole("button", { name: `Pause ${sub}` }).waitFor();
+    await page.getByRole("button", { name: `Rotate the secret of ${sub}` }).click();
+    await expect.poll(() => page.locator("code.secret").textContent()).toMatch(/^whsec_/);
+
+    await area(page, "Flows").click();
+    await page.getByRole("heading", { name: "Flows" }).waitFor();
+    await check(page, "flows");
+    await area(page, "Notifications").click();
+    await page.getByLabel("Unread only").uncheck();
+    await page.getByRole("heading", { name: "Notifications" }).waitFor();
+    await check(page, "notifications");
+    await area(page, "Configuration").click();
+    await page.getByRole("cell", { name: "BackendHost__RequestTimeoutMs", exact: true }).waitFor();
+    await check(page, "configuration");
+
     await area(page, "Diagnostics").click();
     await page.getByText("Nothing has been recorded.").waitFor();
     await page.getByRole("button", { name: "Start recording" }).click();
@@ -442,7 +463,10 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
       ["Plugin chains", "plugin.assign"],
       ["Entitlements", "plugin.read"],
       ["Webhooks", "webhook.read"],
+      ["Flows", "flow.read"],
       ["Jobs", "job.read"],
+      ["Notifications", "notification.read"],
+      ["Configuration", "config.read"],
       ["Diagnostics", "diagnostics.record"],
     ]
       .filter(([, key]) => keys.includes(key as string) || keys.includes("*"))
@@ -450,7 +474,7 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     // hello's admin page: for sessions that read plugins or hold one of its keys.
     if (keys.includes("plugin.read") || keys.some((k) => k.startsWith("hello."))) expected.push("hello");
     // The workspace session holds fewer keys than the platform's: the test means something.
-    expect(expected.length).toBeLessThan(10);
+    expect(expected.length).toBeLessThan(13);
     expect((await api("GET", "/api/tenants", token)).status).toBe(200);
 
     const page = await open();

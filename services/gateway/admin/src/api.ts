@@ -6,6 +6,7 @@
  */
 import type {
   BodyOf,
+  configRoutes,
   jobRoutes,
   pluginRegistryRoutes,
   QueryOf,
@@ -16,6 +17,7 @@ import type {
 } from "@svc/contracts";
 
 type Routes = typeof resolverRoutes &
+  typeof configRoutes &
   typeof pluginRegistryRoutes &
   typeof rbacRoutes &
   typeof webhookRoutes &
@@ -66,6 +68,14 @@ export const ROUTES = {
   "webhooks.deliveries": ["GET", "/api/webhooks/:id/deliveries", "webhook.read"],
   "webhooks.resend": ["POST", "/api/webhooks/:id/deliveries/:deliveryId/resend", "webhook.manage"],
   "webhooks.circuit": ["GET", "/api/webhooks/:id/circuit", "webhook.read"],
+  "webhooks.rotate-secret": ["POST", "/api/webhooks/:id/secret/rotate", "webhook.manage"],
+  "webhooks.activation": ["PUT", "/api/webhooks/:id/activation", "webhook.manage"],
+  "webhooks.delete": ["DELETE", "/api/webhooks/:id", "webhook.manage"],
+  "flows.list": ["GET", "/api/flows", "flow.read"],
+  "flows.delete": ["DELETE", "/api/flows/:id", "flow.manage"],
+  "notifications.list": ["GET", "/api/notifications", "notification.read"],
+  "notifications.read": ["PUT", "/api/notifications/:id/read", "notification.read"],
+  "config.effective": ["GET", "/api/config/effective", "config.read"],
   "webhooks.delivery": ["GET", "/api/webhooks/:id/deliveries/:deliveryId", "webhook.read"],
   "events.catalog": ["GET", "/api/events/catalog", "flow.read"],
   "jobs.list": ["GET", "/api/jobs", "job.read"],

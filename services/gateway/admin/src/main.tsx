@@ -10,6 +10,7 @@ import { useEffect } from "preact/hooks";
 
 import { useTransport } from "./api.js";
 import { ExtensionPage, extensions, loadExtensions, mayOpen } from "./extensions.js";
+import { Configuration, Flows, Notifications } from "./pages/activity.js";
 import { Chains } from "./pages/chains.js";
 import { Diagnostics } from "./pages/diagnostics.js";
 import { Entitlements } from "./pages/entitlements.js";
@@ -42,7 +43,10 @@ const AREAS: readonly Area[] = [
   { path: "/chains", label: "Plugin chains", key: "plugin.assign", page: Chains },
   { path: "/entitlements", label: "Entitlements", key: "plugin.read", page: Entitlements },
   { path: "/webhooks", label: "Webhooks", key: "webhook.read", page: Webhooks },
+  { path: "/flows", label: "Flows", key: "flow.read", page: Flows },
   { path: "/jobs", label: "Jobs", key: "job.read", page: Jobs },
+  { path: "/notifications", label: "Notifications", key: "notification.read", page: Notifications },
+  { path: "/configuration", label: "Configuration", key: "config.read", page: Configuration },
   { path: "/diagnostics", label: "Diagnostics", key: "diagnostics.record", page: Diagnostics },
 ];
 

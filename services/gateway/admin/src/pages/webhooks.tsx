@@ -39,13 +39,47 @@ export function Webhooks() {
           ["Event", (s) => <code>{s.eventName}</code>],
           ["Target", (s) => s.targetUrl],
           ["Workspace", (s) => s.workspaceKey ?? "all (platform)"],
-          ["Active", (s) => (s.isActive ? "yes" : "no")],
+          ["Active", (s) => (s.isActive ? "yes" : "paused")],
           [
             "",
             (s) => (
-              <button type="button" onClick={() => setOpen(s)}>
-                Deliveries of {s.eventName} to {s.targetUrl}
-              </button>
+              <span class="actions">
+                <button type="button" onClick={() => setOpen(s)}>
+                  Deliveries of {s.eventName} to {s.targetUrl}
+                </button>
+                <Action
+                  label={`Rotate the secret of ${s.eventName} to ${s.targetUrl}`}
+                  allowed={can("webhook.manage")}
+                  run={async () => {
+                    const rotated = await call("webhooks.rotate-secret", { params: { id: s.id } });
+                    setSecret({ id: s.id, secret: rotated.secret });
+                  }}
+                  onDone={subs.reload}
+                  onError={setError}
+                />
+                <Action
+                  label={`${s.isActive ? "Pause" : "Resume"} ${s.eventName} to ${s.targetUrl}`}
+                  allowed={can("webhook.manage")}
+                  run={() =>
+                    call("webhooks.activation", { params: { id: s.id }, query: { isActive: !s.isActive } })
+                  }
+                  onDone={subs.reload}
+                  onError={setError}
+                />
+                <Action
+                  label={`Delete ${s.eventName} to ${s.targetUrl}`}
+                  danger
+                  allowed={can("webhook.manage")}
+                  run={async () => {
+                    if (confirm(`Delete the subscription of ${s.eventName} to ${s.targetUrl}?`)) {
+                      await call("webhooks.delete", { params: { id: s.id } });
+                      if (open?.id === s.id) setOpen(null);
+                    }
+                  }}
+                  onDone={subs.reload}
+                  onError={setError}
+                />
+              </span>
             ),
           ],
         ]}

@@ -133,18 +133,26 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
   const area = (page: Page, label: string) =>
     page.getByRole("navigation", { name: "Areas" }).getByRole("link", { name: label });
 
-  it("signs the operator in, and refuses a wrong password plainly", async () => {
+  it("signs the operator in and out (the session revoked on the platform), and refuses a wrong password plainly", async () => {
     const page = await open();
     await check(page, "sign-in");
     await page.getByLabel("User name").fill(DEMO.adminUserName);
     await page.getByLabel("Password").fill("not the password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/\S/);
+    const answered = page.waitForResponse((r) => r.url().endsWith("/api/auth/login") && r.status() === 200);
     await signInAs(page, DEMO.adminUserName, DEMO.adminPassword);
+    const token = ((await (await answered).json()) as { accessToken: string }).accessToken;
     expect(await page.getByText(`Signed in as ${DEMO.adminUserName}`).count()).toBe(1);
     await check(page, "overview");
+    const api = bearerApi(() => base);
+    expect((await api("GET", "/api/users", token)).status).toBe(200);
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByText("You signed out.").waitFor();
+    // Signing out ended the session on the platform: the token is refused from now on.
+    await expect.poll(async () => (await api("GET", "/api/users", token)).status).toBe(401);
+    expect((await api("POST", "/api/auth/logout", token)).status).toBe(401);
+    expect((await api("POST", "/api/auth/logout", null)).status).toBe(401);
     await page.context().close();
   });
 

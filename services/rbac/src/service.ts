@@ -25,7 +25,7 @@ import { findRole } from "./repository.js";
 import * as roles from "./roles.js";
 import { reportWorkspaceGlobalRoles, seedAccess } from "./seed.js";
 import { rbacSettings } from "./settings.js";
-import { login } from "./sign-in.js";
+import { login, logout } from "./sign-in.js";
 import { createTokenIssuer } from "./tokens.js";
 import * as users from "./users.js";
 
@@ -91,6 +91,7 @@ export const rbacService = defineService(rbacContract, {
 
     const messages: MessageImplementation<typeof rbacContract.messages> = {
       "auth.login": (request) => login(deps, request),
+      "auth.logout": (request) => logout(deps, request),
       "keys.jwks": () => issuer.jwks,
       "roles.grants": async ({ role }) => ({
         role,

@@ -9,7 +9,7 @@ import { type LoginRequest, refuseClosedWorkspace, workspaceStateOf } from "@svc
 import { sql, withRetry } from "@svc/db";
 import { UnauthenticatedError } from "@svc/errors";
 
-import type { RbacDeps } from "./deps.js";
+import { type RbacDeps, revoke } from "./deps.js";
 import { decoyHash, verifyPassword } from "./passwords.js";
 import { findUserByName, isMember, type RoleRow, type UserRow } from "./repository.js";
 
@@ -104,4 +104,19 @@ export async function login(deps: RbacDeps, request: LoginRequest) {
     tokenType: "Bearer" as const,
     expiresIn: lifetime,
   };
+}
+
+/**
+ * Sign-out (POST /api/auth/logout): the caller's own session, named by its token, is revoked on every
+ * gateway. A session of another user, or one already revoked, is left as it is.
+ */
+export async function logout(
+  deps: RbacDeps,
+  request: { readonly sessionId: string; readonly subject: string },
+): Promise<{ revoked: boolean }> {
+  const open = await deps.db.any<{ id: string; expires_at: Date }>(sql`
+    SELECT id::text, expires_at FROM rbac.sessions
+    WHERE id = ${request.sessionId}::uuid AND user_id::text = ${request.subject} AND revoked_at IS NULL`);
+  await revoke(deps, open);
+  return { revoked: open.length > 0 };
 }

@@ -387,6 +387,14 @@ export const rbacMessages = defineMessages("rbac", {
     request: LoginRequest,
     reply: LoginReply,
   },
+  "auth.logout": {
+    summary: "Ends a session (POST /api/auth/logout): revoked on every gateway; false when it was not open",
+    request: Type.Object({
+      sessionId: Type.String({ format: "uuid" }),
+      subject: Type.String({ maxLength: 200 }),
+    }),
+    reply: Type.Object({ revoked: Type.Boolean() }),
+  },
   "keys.jwks": {
     summary: "The public keys that verify access tokens (served at /.well-known/jwks.json)",
     request: Type.Object({}),

@@ -211,3 +211,13 @@ export async function signIn(body: {
     JSON.stringify(body),
   );
 }
+
+/** POST /api/auth/logout: the session is revoked on the platform, not only forgotten here. */
+export async function signOut(): Promise<void> {
+  const token = transport.token();
+  if (token === null) return;
+  await fetch(new URL("/api/auth/logout", location.origin), {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+  }).catch(() => undefined);
+}

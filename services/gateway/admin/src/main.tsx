@@ -8,7 +8,7 @@ import "./styles.css";
 import { type ComponentType, render } from "preact";
 import { useEffect } from "preact/hooks";
 
-import { useTransport } from "./api.js";
+import { signOut, useTransport } from "./api.js";
 import { ExtensionPage, extensions, loadExtensions, mayOpen } from "./extensions.js";
 import { Configuration, Flows, Notifications } from "./pages/activity.js";
 import { Chains } from "./pages/chains.js";
@@ -135,7 +135,7 @@ function App() {
           {s.name}
           {s.scope === "workspace" ? ` · ${s.workspaceKey ?? ""}` : ""}
         </span>
-        <button type="button" onClick={() => end("You signed out.")}>
+        <button type="button" onClick={() => void signOut().finally(() => end("You signed out."))}>
           Sign out
         </button>
       </header>

@@ -114,6 +114,20 @@ export class Authenticator {
     return principal;
   }
 
+  /**
+   * The session a bearer token belongs to (for signing out): its id and principal, or null without a
+   * bearer token. A token that is not valid (or revoked) is refused as for any route.
+   */
+  async session(
+    authorization: string | undefined,
+  ): Promise<{ principal: Principal; sessionId: string } | null> {
+    if (authorization === undefined) return null;
+    const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(authorization.trim());
+    if (!match?.[1]) throw new UnauthenticatedError("The Authorization header must be 'Bearer <token>'.");
+    const principal = await this.fromToken(match[1]);
+    return { principal, sessionId: (this.tokens.get(match[1]) as CachedToken).sessionId };
+  }
+
   private async fromToken(token: string): Promise<Principal> {
     const now = Date.now();
     let cached = this.tokens.get(token);

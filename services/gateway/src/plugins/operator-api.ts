@@ -393,6 +393,19 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return reply.header("cache-control", "no-store").send(result);
     });
 
+    // Sign-out: the bearer token's session is revoked on every gateway (204); a token already revoked or
+    // not valid is 401 like anywhere else.
+    app.post("/api/auth/logout", async (request, reply) => {
+      const found = await authenticator.session(header(request, "authorization"));
+      if (found === null) throw new UnauthenticatedError();
+      await rbac.request(
+        "auth.logout",
+        { sessionId: found.sessionId, subject: found.principal.subject },
+        { requestId: request.id },
+      );
+      return reply.code(204).header("cache-control", "no-store").send();
+    });
+
     app.get("/.well-known/jwks.json", async (_request, reply) => {
       const jwks = await rbac.request("keys.jwks", {});
       return reply.header("cache-control", "public, max-age=300").send(jwks);

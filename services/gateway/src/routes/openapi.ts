@@ -280,6 +280,23 @@ export function buildOpenApi(routes: readonly RouteContract[]) {
         },
       },
     },
+    "/api/auth/logout": {
+      post: {
+        operationId: "gateway.auth.logout",
+        tags: ["auth"],
+        summary: "Sign out",
+        description:
+          "Ends the session of the bearer token: it is revoked on every gateway, and the token is refused " +
+          "from then on (401), before it expires.\n\n**Who may call it:** any signed-in caller, for their " +
+          "own session.",
+        security: [{ bearer: [] }],
+        responses: {
+          "204": { description: "Signed out" },
+          "401": problem,
+          "503": problem,
+        },
+      },
+    },
     "/.well-known/jwks.json": {
       get: {
         operationId: "gateway.auth.jwks",

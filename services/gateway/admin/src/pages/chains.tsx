@@ -2,12 +2,11 @@ import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
 import { Action, describe, Page, Problem, Table, useLoad } from "../ui.js";
+import { useWorkspaceChoice } from "../workspace-choice.js";
 
 /** A workspace's plugin chain: its order (the first is the primary), additions and removals. */
 export function Chains() {
-  const workspaces = useLoad(() => call("workspaces.list", { query: { limit: 100 } }));
-  const [workspace, setWorkspace] = useState<string>("");
-  const chosen = workspace || workspaces.data?.items[0]?.workspaceKey || "";
+  const { chosen, picker, error: listError } = useWorkspaceChoice();
   const chain = useLoad(
     () => (chosen ? call("assignments.get", { params: { workspaceKey: chosen } }) : Promise.resolve(null)),
     [chosen],
@@ -28,17 +27,8 @@ export function Chains() {
   };
   return (
     <Page title="Plugin chains">
-      <label>
-        <span>Workspace</span>
-        <select value={chosen} onChange={(e) => setWorkspace(e.currentTarget.value)}>
-          {(workspaces.data?.items ?? []).map((w) => (
-            <option key={w.workspaceKey} value={w.workspaceKey}>
-              {w.workspaceKey} ({w.name})
-            </option>
-          ))}
-        </select>
-      </label>
-      <Problem text={error ?? workspaces.error ?? chain.error} />
+      {picker}
+      <Problem text={error ?? listError ?? chain.error} />
       <Table
         caption={`The chain of ${chosen} (the first plugin is the primary)`}
         rows={chain.data?.chain ?? []}

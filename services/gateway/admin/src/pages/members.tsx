@@ -1,8 +1,9 @@
 import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
-import { can, session } from "../session.js";
+import { can } from "../session.js";
 import { Action, describe, Field, fieldsOf, Page, Problem, Table, useLoad } from "../ui.js";
+import { useWorkspaceChoice } from "../workspace-choice.js";
 
 const roleList = (text: string) =>
   text
@@ -12,10 +13,7 @@ const roleList = (text: string) =>
 
 /** A workspace's members and their roles in it: add, change roles, remove. */
 export function Members() {
-  const own = session.get()?.workspaceKey ?? null;
-  const workspaces = useLoad(() => call("workspaces.list", { query: { limit: 100 } }));
-  const [workspace, setWorkspace] = useState<string>("");
-  const chosen = workspace || own || workspaces.data?.items[0]?.workspaceKey || "";
+  const { chosen, picker, error: listError } = useWorkspaceChoice();
   const members = useLoad(
     () =>
       chosen
@@ -31,17 +29,8 @@ export function Members() {
   const mayChange = can("membership.update") || can("workspace.update");
   return (
     <Page title="Members">
-      <label>
-        <span>Workspace</span>
-        <select value={chosen} onChange={(e) => setWorkspace(e.currentTarget.value)}>
-          {(workspaces.data?.items ?? []).map((w) => (
-            <option key={w.workspaceKey} value={w.workspaceKey}>
-              {w.workspaceKey} ({w.name})
-            </option>
-          ))}
-        </select>
-      </label>
-      <Problem text={error ?? members.error} />
+      {picker}
+      <Problem text={error ?? listError ?? members.error} />
       <Table
         caption={`Members of ${chosen}`}
         rows={members.data?.items ?? []}

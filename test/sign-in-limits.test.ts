@@ -63,4 +63,17 @@ describe("sign-in limits", () => {
     // Another /64 is another client.
     expect((await from("2001:db8:1:3::1")).status).toBe(200);
   });
+
+  it("counts sign-out against the api policy: a flood of made-up tokens is refused before any is verified", async () => {
+    const logout = () =>
+      api("POST", "/api/auth/logout", "not.a.token", undefined, {
+        headers: { "x-forwarded-for": "203.0.113.9" },
+      });
+    for (let i = 0; i < 3; i++) {
+      const refused = await logout();
+      expect(refused.status).toBe(401);
+      expect(refused.headers["ratelimit-policy"]).toMatch(/^"api";/);
+    }
+    expect((await logout()).status).toBe(429);
+  });
 });

@@ -396,6 +396,10 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     // Sign-out: the bearer token's session is revoked on every gateway (204); a token already revoked or
     // not valid is 401 like anywhere else.
     app.post("/api/auth/logout", async (request, reply) => {
+      // The api policy's limit, as for every route that verifies a token.
+      const limit = limits.hit("api", client(request));
+      void reply.headers(rateLimitHeaders("api", limit));
+      if (!limit.allowed) throw new RateLimitedError("api");
       const found = await authenticator.session(header(request, "authorization"));
       if (found === null) throw new UnauthenticatedError();
       await rbac.request(

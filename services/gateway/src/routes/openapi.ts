@@ -288,11 +288,12 @@ export function buildOpenApi(routes: readonly RouteContract[]) {
         description:
           "Ends the session of the bearer token: it is revoked on every gateway, and the token is refused " +
           "from then on (401), before it expires.\n\n**Who may call it:** any signed-in caller, for their " +
-          "own session.",
+          "own session. Rate limited by policy `api`.",
         security: [{ bearer: [] }],
         responses: {
-          "204": { description: "Signed out" },
+          "204": { description: "Signed out", headers: limitHeaders },
           "401": problem,
+          "429": tooMany,
           "503": problem,
         },
       },

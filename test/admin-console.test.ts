@@ -190,6 +190,11 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
     await page.getByRole("button", { name: "Activate hello" }).click();
     await page.getByRole("button", { name: "Deactivate hello" }).waitFor({ timeout: 20_000 });
     expect(await page.getByRole("cell", { name: "active", exact: true }).count()).toBe(1);
+    // The page's audit follows what was just done on it.
+    await page
+      .getByRole("table", { name: "Audit, newest first" })
+      .getByRole("row", { name: /admin activate hello 1\.0\.0 succeeded/ })
+      .waitFor();
     await check(page, "plugins");
 
     // The plugin's own admin page (its ui/admin.js, surface "admin") joins the console while it is active.

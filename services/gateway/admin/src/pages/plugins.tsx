@@ -15,8 +15,10 @@ export function Plugins() {
   const [note, setNote] = useState<string | null>(null);
   const [over, setOver] = useState(false);
   // A lifecycle move changes the plugins' admin pages too.
+  const [revision, setRevision] = useState(0);
   const changed = () => {
     plugins.reload();
+    setRevision((r) => r + 1);
     void followExtensions();
   };
 
@@ -29,7 +31,7 @@ export function Plugins() {
         setNote(
           `Installed ${p.pluginId} ${p.version} (${p.signed ? `signed by ${p.publisherId ?? "?"}` : "unsigned"}).`,
         );
-        plugins.reload();
+        changed();
       },
       (err: unknown) => {
         setNote(null);
@@ -121,7 +123,7 @@ export function Plugins() {
           ],
         ]}
       />
-      <Trust />
+      <Trust revision={revision} />
     </Page>
   );
 }

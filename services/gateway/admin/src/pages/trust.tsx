@@ -1,11 +1,14 @@
 import { call } from "../api.js";
 import { Problem, Table, useLoad, when } from "../ui.js";
 
-/** The plugins' signature report, the trusted signers and the lifecycle audit (parts of the Plugins page). */
-export function Trust() {
-  const report = useLoad(() => call("plugins.signature-report"));
+/**
+ * The plugins' signature report, the trusted signers and the lifecycle audit (parts of the Plugins page);
+ * read again whenever `revision` changes (an install or a lifecycle move on the page).
+ */
+export function Trust({ revision }: { revision: number }) {
+  const report = useLoad(() => call("plugins.signature-report"), [revision]);
   const signers = useLoad(() => call("signers.list"));
-  const audit = useLoad(() => call("plugins.audit", { query: { limit: 20 } }));
+  const audit = useLoad(() => call("plugins.audit", { query: { limit: 20 } }), [revision]);
   return (
     <>
       <h2>Trust</h2>

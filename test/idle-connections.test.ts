@@ -80,10 +80,13 @@ describe("idle connections", () => {
     const closed = () => groups.reduce((sum, g) => sum + g.closedByServer(), 0);
     expect(closed()).toBe(0);
     expect(await health("127.0.0.2")).toBe(200);
-    const until = Date.now() + 10_000;
+    // Each is closed about 2 s after the gateway accepts it. On a loaded machine a handshake's last ACK can
+    // still be lost (a fresh CI run saw 499 of 500 closed after 10 s); the kernel re-offers it with the
+    // SYN-ACK retransmissions, the last about 31 s later: so wait up to 35 s (3 s when all goes well).
+    const until = Date.now() + 35_000;
     while (closed() < 500 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
     expect(closed()).toBe(500);
-  }, 30_000);
+  }, 60_000);
 
   it("one client's 12,000 silent sockets are cut at its cap; /health keeps answering", async () => {
     const flood = await silentSockets(12_000, "127.0.0.1");

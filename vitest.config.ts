@@ -14,6 +14,8 @@ const LONGEST_FIRST = [
   "test/nats-cluster.test.ts",
   "test/webhooks.test.ts",
   "test/plugin-runtime.test.ts",
+  "test/admin-console.test.ts",
+  "test/svc-plugin-package.test.ts",
   "test/idle-connections.test.ts",
   "test/gateway-replicas.test.ts",
   "test/jobs.test.ts",

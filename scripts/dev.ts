@@ -333,6 +333,7 @@ try {
   say(`  metrics         ${base}/metrics`);
   say(`  OpenAPI         ${base}/openapi.json`);
   say(`  API reference   ${base}/api/docs`);
+  say(`  admin console   ${base}/admin/`);
   if (config.nodeEnv === "development") {
     say(
       `  demo operator   user '${DEMO.adminUserName}', password '${DEMO.adminPassword}' (superadmin; development only)`,

@@ -57,6 +57,16 @@ export async function installExamplePlugin(base: string): Promise<string> {
   if (!response.ok && response.status !== 409) {
     throw new Error(`install answered ${response.status}: ${body.detail ?? ""}`);
   }
+  // Installed by an earlier start: brought up to the repository's copy (a changed file, a new UI entry),
+  // keeping its state, chains and theme choices; an unchanged copy is left as it is.
+  if (response.status === 409) {
+    const updated = await fetch(`${base}/api/plugins/hello/update?allowDowngrade=true`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/gzip" },
+      body: await examplePackage(),
+    });
+    if (!updated.ok) throw new Error(`update answered ${updated.status}: ${await updated.text()}`);
+  }
   const activated = await fetch(`${base}/api/plugins/hello/activate`, { method: "POST", headers: auth });
   if (!activated.ok) throw new Error(`activation answered ${activated.status}: ${await activated.text()}`);
   const entitled = await fetch(`${base}/api/entitlements`, {
@@ -83,7 +93,9 @@ export async function installExamplePlugin(base: string): Promise<string> {
     if (!assigned.ok) throw new Error(`assignment answered ${assigned.status}: ${await assigned.text()}`);
   }
   const what =
-    response.status === 409 ? "hello (installed already)" : `${body.pluginId} ${body.version} installed`;
+    response.status === 409
+      ? "hello (installed already, kept current)"
+      : `${body.pluginId} ${body.version} installed`;
   const where = joined ? "added to workspace default's chain" : "in workspace default's chain already";
   return `${what}, active, ${where} (GET ${base}/api/plugins/hello/greeting)`;
 }

@@ -9,6 +9,7 @@ import { basename, dirname, join, resolve } from "node:path";
 
 import { checkRules } from "./author.js";
 import { PackageError } from "./files.js";
+import { PLUGIN_ID_PATTERN } from "./registry.js";
 
 export interface ScaffoldOptions {
   /** The plugin id; the directory's name when absent. */
@@ -16,7 +17,8 @@ export interface ScaffoldOptions {
   readonly runtime: "worker" | "external";
 }
 
-export const PLUGIN_ID = /^[a-z][a-z0-9-]{1,62}$/;
+/** The id registry.json accepts (its schema's pattern). */
+const PLUGIN_ID = new RegExp(PLUGIN_ID_PATTERN);
 
 /** `notes-board` → `NotesBoard`. */
 const pascal = (id: string) =>

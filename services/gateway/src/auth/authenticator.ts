@@ -104,11 +104,8 @@ export class Authenticator {
     apiKey: string | undefined,
   ): Promise<Principal | null> {
     let principal: Principal;
-    if (authorization !== undefined) {
-      const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(authorization.trim());
-      if (!match?.[1]) throw new UnauthenticatedError("The Authorization header must be 'Bearer <token>'.");
-      principal = await this.fromToken(match[1]);
-    } else if (apiKey !== undefined) principal = await this.fromApiKey(apiKey);
+    if (authorization !== undefined) principal = (await this.fromToken(bearerToken(authorization))).principal;
+    else if (apiKey !== undefined) principal = await this.fromApiKey(apiKey);
     else return null;
     await this.states?.check(principal);
     return principal;
@@ -122,13 +119,12 @@ export class Authenticator {
     authorization: string | undefined,
   ): Promise<{ principal: Principal; sessionId: string } | null> {
     if (authorization === undefined) return null;
-    const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(authorization.trim());
-    if (!match?.[1]) throw new UnauthenticatedError("The Authorization header must be 'Bearer <token>'.");
-    const principal = await this.fromToken(match[1]);
-    return { principal, sessionId: (this.tokens.get(match[1]) as CachedToken).sessionId };
+    const { principal, sessionId } = await this.fromToken(bearerToken(authorization));
+    return { principal, sessionId };
   }
 
-  private async fromToken(token: string): Promise<Principal> {
+  /** The token's verified claims (cached until it expires), unless its session is revoked. */
+  private async fromToken(token: string): Promise<CachedToken> {
     const now = Date.now();
     let cached = this.tokens.get(token);
     if (cached === undefined || cached.expiresAtMs <= now) {
@@ -140,7 +136,7 @@ export class Authenticator {
     }
     if (this.revocations.isRevoked(cached.sessionId))
       throw new UnauthenticatedError("The session has been revoked.");
-    return cached.principal;
+    return cached;
   }
 
   private async verify(token: string): Promise<CachedToken> {
@@ -237,4 +233,11 @@ export class Authenticator {
     }
     return this.hostApiGrants.permissions;
   }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or a 401 naming the expected form. */
+function bearerToken(authorization: string): string {
+  const match = /^Bearer\s+([A-Za-z0-9._~+/=-]+)$/i.exec(authorization.trim());
+  if (!match?.[1]) throw new UnauthenticatedError("The Authorization header must be 'Bearer <token>'.");
+  return match[1];
 }

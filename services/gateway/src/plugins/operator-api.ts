@@ -174,14 +174,18 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
       return Array.isArray(value) ? value[0] : value;
     };
 
+    /** The api policy's limit for the client: its headers on the answer, a 429 past it. */
+    const limitApi = (request: FastifyRequest, reply: FastifyReply) => {
+      const limit = limits.hit("api", client(request));
+      void reply.headers(rateLimitHeaders("api", limit));
+      if (!limit.allowed) throw new RateLimitedError("api");
+    };
     /**
      * The api rate limit, then authentication: the caller, or a 429/401. The answer carries the limit's
      * RateLimit-Policy and RateLimit headers either way.
      */
     const identify = async (request: FastifyRequest, reply: FastifyReply): Promise<Principal> => {
-      const limit = limits.hit("api", client(request));
-      void reply.headers(rateLimitHeaders("api", limit));
-      if (!limit.allowed) throw new RateLimitedError("api");
+      limitApi(request, reply);
       const principal = await authenticator.authenticate(
         header(request, "authorization"),
         header(request, "x-svc-api-key"),
@@ -397,9 +401,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     // not valid is 401 like anywhere else.
     app.post("/api/auth/logout", async (request, reply) => {
       // The api policy's limit, as for every route that verifies a token.
-      const limit = limits.hit("api", client(request));
-      void reply.headers(rateLimitHeaders("api", limit));
-      if (!limit.allowed) throw new RateLimitedError("api");
+      limitApi(request, reply);
       const found = await authenticator.session(header(request, "authorization"));
       if (found === null) throw new UnauthenticatedError();
       await rbac.request(

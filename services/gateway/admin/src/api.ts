@@ -130,6 +130,21 @@ export interface Transport {
 let transport: Transport = { token: () => null, expired: () => undefined };
 export const useTransport = (t: Transport) => void (transport = t);
 
+/**
+ * `fetch` with the session's token, when there is one; a 401 to a request that carried it ends the
+ * session. Every call the console and plugins' admin pages make goes through it.
+ */
+export async function sessionFetch(input: URL | string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  const token = transport.token();
+  if (token !== null) headers.set("authorization", `Bearer ${token}`);
+  const response = await fetch(input, { ...init, headers });
+  if (response.status === 401 && token !== null) {
+    transport.expired("Your session has ended (expired or revoked): sign in again.");
+  }
+  return response;
+}
+
 type Params = Record<string, string>;
 
 function pathOf(template: string, params: Params = {}): string {
@@ -148,8 +163,6 @@ export async function call<K extends RouteName>(
     }
   }
   const headers: Record<string, string> = { accept: "application/json" };
-  const token = transport.token();
-  if (token !== null) headers.authorization = `Bearer ${token}`;
   let body: BodyInit | undefined;
   if (input.body instanceof Blob) {
     body = input.body;
@@ -169,7 +182,7 @@ async function send<T>(
 ): Promise<T> {
   let response: Response;
   try {
-    response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
+    response = await sessionFetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
   } catch {
     throw new ApiError(0, { detail: "The platform could not be reached." }, null);
   }
@@ -177,15 +190,11 @@ async function send<T>(
   const parsed = text.length > 0 ? safeJson(text) : undefined;
   if (!response.ok) {
     const retry = Number(response.headers.get("retry-after"));
-    const error = new ApiError(
+    throw new ApiError(
       response.status,
       (parsed as ApiError["problem"] | undefined) ?? { detail: response.statusText },
       Number.isFinite(retry) && retry > 0 ? retry : null,
     );
-    if (response.status === 401 && headers.authorization !== undefined) {
-      transport.expired("Your session has ended (expired or revoked): sign in again.");
-    }
-    throw error;
   }
   return parsed as T;
 }
@@ -214,10 +223,6 @@ export async function signIn(body: {
 
 /** POST /api/auth/logout: the session is revoked on the platform, not only forgotten here. */
 export async function signOut(): Promise<void> {
-  const token = transport.token();
-  if (token === null) return;
-  await fetch(new URL("/api/auth/logout", location.origin), {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}` },
-  }).catch(() => undefined);
+  if (transport.token() === null) return;
+  await sessionFetch(new URL("/api/auth/logout", location.origin), { method: "POST" }).catch(() => undefined);
 }

@@ -7,7 +7,8 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 
-import { end, session } from "./session.js";
+import { sessionFetch } from "./api.js";
+import { session } from "./session.js";
 import { navigate, signal } from "./state.js";
 import { Page, Problem } from "./ui.js";
 
@@ -85,17 +86,7 @@ function hostFor(pluginId: string): AdminHost {
   return {
     pluginId,
     routeBase,
-    async fetch(path, init = {}) {
-      const headers = new Headers(init.headers);
-      const token = session.get()?.token;
-      if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
-      const response = await fetch(path.startsWith("/") ? path : `${routeBase}/${path}`, {
-        ...init,
-        headers,
-      });
-      if (response.status === 401) end("Your session has ended (expired or revoked): sign in again.");
-      return response;
-    },
+    fetch: (path, init) => sessionFetch(path.startsWith("/") ? path : `${routeBase}/${path}`, init),
     navigate,
     session: {
       name: s?.name ?? "",

@@ -8,6 +8,7 @@ import type {
   BodyOf,
   configRoutes,
   jobRoutes,
+  mediaRoutes,
   pluginRegistryRoutes,
   QueryOf,
   rbacRoutes,
@@ -21,7 +22,8 @@ type Routes = typeof resolverRoutes &
   typeof pluginRegistryRoutes &
   typeof rbacRoutes &
   typeof webhookRoutes &
-  typeof jobRoutes;
+  typeof jobRoutes &
+  typeof mediaRoutes;
 type Name = Extract<keyof Routes, string>;
 type Entry<K extends Name> = readonly [Routes[K]["method"], Routes[K]["path"], Routes[K]["permission"]];
 
@@ -83,6 +85,45 @@ export const ROUTES = {
   "diagnostics.start": ["POST", "/api/diagnostics/recorder/start", "diagnostics.record"],
   "diagnostics.stop": ["POST", "/api/diagnostics/recorder/stop", "diagnostics.record"],
   "diagnostics.get": ["GET", "/api/diagnostics/recorder", "diagnostics.record"],
+  "tenant-hosts.list": ["GET", "/api/tenants/:tenantKey/hosts", "tenant.read"],
+  "tenant-hosts.put": ["PUT", "/api/tenants/:tenantKey/hosts/:host", "tenant.update"],
+  "tenant-hosts.delete": ["DELETE", "/api/tenants/:tenantKey/hosts/:host", "tenant.update"],
+  "plugins.install-feed": ["POST", "/api/plugins/install/nuget", "plugin.create"],
+  "plugins.update-feed": ["POST", "/api/plugins/:id/update/nuget", "plugin.create"],
+  "plugins.update-upload": ["POST", "/api/plugins/:id/update", "plugin.create"],
+  "delegations.list": ["GET", "/api/tenants/:tenantKey/plugins/delegations", "plugin.assign"],
+  "delegations.put": ["PUT", "/api/tenants/:tenantKey/plugins/:pluginId/delegation", "plugin.assign"],
+  "themes.definitions": ["GET", "/api/themes/definitions", "extension.read"],
+  "themes.definition-activation": [
+    "PUT",
+    "/api/themes/definitions/:templateKey/plugins/:pluginId/versions/:version/activation",
+    "extension.update",
+  ],
+  "themes.workspace": ["GET", "/api/themes/workspaces/:workspaceKey", "extension.read"],
+  "themes.workspace-put": ["PUT", "/api/themes/workspaces/:workspaceKey", "extension.update"],
+  "themes.workspace-delete": ["DELETE", "/api/themes/workspaces/:workspaceKey", "extension.update"],
+  "themes.settings": ["GET", "/api/themes/workspaces/:workspaceKey/settings", "extension.read"],
+  "themes.settings-put": ["PUT", "/api/themes/workspaces/:workspaceKey/settings", "extension.update"],
+  "surfaces.list": ["GET", "/api/surfaces", "workspace.read"],
+  "surfaces.put": ["PUT", "/api/surfaces/:surfaceKey", "workspace.update"],
+  "surfaces.delete": ["DELETE", "/api/surfaces/:surfaceKey", "workspace.update"],
+  "snippets.list": ["GET", "/api/snippets", "snippet.read"],
+  "snippets.put": ["PUT", "/api/snippets/:snippetKey", "snippet.update"],
+  "snippets.delete": ["DELETE", "/api/snippets/:snippetKey", "snippet.update"],
+  "flows.create": ["POST", "/api/flows", "flow.manage"],
+  "flows.put": ["PUT", "/api/flows/:id", "flow.manage"],
+  "custom-fields.definitions": ["GET", "/api/custom-fields/definitions", "customfield.read"],
+  "custom-fields.get": ["GET", "/api/custom-fields/:entityName/:entityId", "customfield.read"],
+  "custom-fields.put": ["PUT", "/api/custom-fields/:entityName/:entityId", "customfield.update"],
+  "config.definitions": ["GET", "/api/config/definitions", "config.read"],
+  "config.put": ["PUT", "/api/config/values", "config.update"],
+  "media.list": ["GET", "/api/media", "media.read"],
+  "media.upload": ["POST", "/api/media", "media.manage"],
+  "media.content": ["GET", "/api/media/:id/content", "media.read"],
+  "media.delete": ["DELETE", "/api/media/:id", "media.manage"],
+  "integrations.list": ["GET", "/api/security/integrations", "integration.read"],
+  "integrations.create": ["POST", "/api/security/integrations", "integration.manage"],
+  "integrations.delete": ["DELETE", "/api/security/integrations/:id", "integration.manage"],
 } as const satisfies { readonly [K in Name]?: Entry<K> };
 
 export type RouteName = keyof typeof ROUTES;
@@ -107,7 +148,11 @@ export class ApiError extends Error {
 
   /** One line for the operator: what failed, and when to try again. */
   describe(): string {
-    const fields = (this.problem.errors ?? []).map((e) => `${e.field}: ${e.message}`).join("; ");
+    // Each field's complaint, unless the detail already says it.
+    const fields = (this.problem.errors ?? [])
+      .filter((e) => !this.message.includes(e.message))
+      .map((e) => `${e.field}: ${e.message}`)
+      .join("; ");
     const when = this.retryAfter === null ? "" : ` Try again in ${this.retryAfter} s.`;
     const what =
       this.status === 403
@@ -153,7 +198,13 @@ function pathOf(template: string, params: Params = {}): string {
 
 export async function call<K extends RouteName>(
   name: K,
-  input: { params?: Params; query?: Query<K>; body?: Body<K> | Blob; contentType?: string } = {},
+  input: {
+    params?: Params;
+    query?: Query<K>;
+    /** JSON, an uploaded archive (a Blob, with `contentType`) or a multipart form (a media upload). */
+    body?: Body<K> | Blob | FormData;
+    contentType?: string;
+  } = {},
 ): Promise<Reply<K>> {
   const [method, template] = ROUTES[name];
   const url = new URL(pathOf(template, input.params), location.origin);
@@ -164,7 +215,10 @@ export async function call<K extends RouteName>(
   }
   const headers: Record<string, string> = { accept: "application/json" };
   let body: BodyInit | undefined;
-  if (input.body instanceof Blob) {
+  if (input.body instanceof FormData) {
+    // The browser writes the multipart boundary into the content type.
+    body = input.body;
+  } else if (input.body instanceof Blob) {
     body = input.body;
     headers["content-type"] = input.contentType ?? "application/octet-stream";
   } else if (input.body !== undefined) {

@@ -12,14 +12,19 @@ import { signOut, useTransport } from "./api.js";
 import { ExtensionPage, extensions, loadExtensions, mayOpen } from "./extensions.js";
 import { Configuration, Flows, Notifications } from "./pages/activity.js";
 import { Chains } from "./pages/chains.js";
+import { CustomFields } from "./pages/custom-fields.js";
 import { Diagnostics } from "./pages/diagnostics.js";
 import { Entitlements } from "./pages/entitlements.js";
+import { Integrations } from "./pages/integrations.js";
 import { Jobs } from "./pages/jobs.js";
+import { Media } from "./pages/media.js";
 import { Members } from "./pages/members.js";
 import { Plugins } from "./pages/plugins.js";
 import { Roles } from "./pages/roles.js";
 import { SignIn } from "./pages/sign-in.js";
+import { Surfaces } from "./pages/surfaces.js";
 import { Tenants } from "./pages/tenants.js";
+import { Themes } from "./pages/themes.js";
 import { Users } from "./pages/users.js";
 import { Webhooks } from "./pages/webhooks.js";
 import { can, end, type Session, session } from "./session.js";
@@ -36,16 +41,21 @@ interface Area {
 
 const AREAS: readonly Area[] = [
   { path: "/tenants", label: "Tenants and workspaces", key: "workspace.read", page: Tenants },
+  { path: "/surfaces", label: "Surfaces and snippets", key: "workspace.read", page: Surfaces },
   { path: "/users", label: "Users", key: "user.read", page: Users },
   { path: "/members", label: "Members", key: "membership.read", page: Members },
   { path: "/roles", label: "Roles", key: "role.read", page: Roles },
+  { path: "/integrations", label: "Integrations", key: "integration.read", page: Integrations },
   { path: "/plugins", label: "Plugins", key: "plugin.read", page: Plugins },
   { path: "/chains", label: "Plugin chains", key: "plugin.assign", page: Chains },
   { path: "/entitlements", label: "Entitlements", key: "plugin.read", page: Entitlements },
+  { path: "/themes", label: "Themes", key: "extension.read", page: Themes },
   { path: "/webhooks", label: "Webhooks", key: "webhook.read", page: Webhooks },
   { path: "/flows", label: "Flows", key: "flow.read", page: Flows },
   { path: "/jobs", label: "Jobs", key: "job.read", page: Jobs },
   { path: "/notifications", label: "Notifications", key: "notification.read", page: Notifications },
+  { path: "/custom-fields", label: "Custom fields", key: "customfield.read", page: CustomFields },
+  { path: "/media", label: "Media", key: "media.read", page: Media },
   { path: "/configuration", label: "Configuration", key: "config.read", page: Configuration },
   { path: "/diagnostics", label: "Diagnostics", key: "diagnostics.record", page: Diagnostics },
 ];
@@ -109,6 +119,15 @@ function App() {
         <a href="/admin/" class="brand" onClick={follow("/")}>
           svc admin
         </a>
+        <span class="who">
+          {s.name}
+          {s.scope === "workspace" ? ` · ${s.workspaceKey ?? ""}` : ""}
+        </span>
+        <button type="button" onClick={() => void signOut().finally(() => end("You signed out."))}>
+          Sign out
+        </button>
+      </header>
+      <div class="layout">
         <nav aria-label="Areas">
           {AREAS.filter((a) => can(a.key)).map((a) => (
             <a
@@ -131,35 +150,28 @@ function App() {
             </a>
           ))}
         </nav>
-        <span class="who">
-          {s.name}
-          {s.scope === "workspace" ? ` · ${s.workspaceKey ?? ""}` : ""}
-        </span>
-        <button type="button" onClick={() => void signOut().finally(() => end("You signed out."))}>
-          Sign out
-        </button>
-      </header>
-      <main>
-        {pluginPage !== undefined ? (
-          <ExtensionPage extension={pluginPage} />
-        ) : area === undefined ? (
-          path === "/" ? (
-            <Overview s={s} />
+        <main>
+          {pluginPage !== undefined ? (
+            <ExtensionPage extension={pluginPage} />
+          ) : area === undefined ? (
+            path === "/" ? (
+              <Overview s={s} />
+            ) : (
+              <Page title="Not found">
+                <p>No page of the console is at this address.</p>
+              </Page>
+            )
+          ) : Content && can(area.key) ? (
+            <Content />
           ) : (
-            <Page title="Not found">
-              <p>No page of the console is at this address.</p>
+            <Page title={area.label}>
+              <p role="alert" class="problem">
+                Not allowed: this page needs the key <code>{area.key}</code>, which your session lacks.
+              </p>
             </Page>
-          )
-        ) : Content && can(area.key) ? (
-          <Content />
-        ) : (
-          <Page title={area.label}>
-            <p role="alert" class="problem">
-              Not allowed: this page needs the key <code>{area.key}</code>, which your session lacks.
-            </p>
-          </Page>
-        )}
-      </main>
+          )}
+        </main>
+      </div>
     </>
   );
 }

@@ -127,6 +127,7 @@ export function Field({
   required = true,
   list,
   placeholder,
+  initial,
 }: {
   label: string;
   name: string;
@@ -134,8 +135,10 @@ export function Field({
   required?: boolean;
   list?: string;
   placeholder?: string;
+  /** The value the field starts with (an edit form's current value). */
+  initial?: string;
 }) {
-  const common = { name, required, placeholder };
+  const common = { name, required, placeholder, defaultValue: initial };
   return (
     <label>
       <span>{label}</span>
@@ -150,6 +153,60 @@ export function Field({
   );
 }
 
+/** A multi-line field: `rows` lines tall, starting with `initial`. */
+export function TextArea({
+  label,
+  name,
+  initial,
+  rows = 4,
+  required = false,
+  placeholder,
+}: {
+  label: string;
+  name: string;
+  initial?: string;
+  rows?: number;
+  required?: boolean;
+  placeholder?: string;
+}) {
+  return (
+    <label>
+      <span>{label}</span>
+      <textarea
+        name={name}
+        rows={rows}
+        required={required}
+        placeholder={placeholder}
+        defaultValue={initial}
+      />
+    </label>
+  );
+}
+
+/** A value shown once (a new secret): the operator copies it now, the platform never shows it again. */
+export function ShownOnce({ what, value }: { what: string; value: string | null }) {
+  return value === null ? null : (
+    <p role="status" class="once">
+      {what} (shown once, copy it now): <code class="secret">{value}</code>
+    </p>
+  );
+}
+
+/** Submits a form: `run` gets its fields; the form is reset when it succeeds, its failure shown by `onError`. */
+export const submit =
+  (
+    run: (fields: Record<string, string>, form: HTMLFormElement) => Promise<unknown>,
+    onError: (t: string) => void,
+  ) =>
+  (e: Event) => {
+    e.preventDefault();
+    const form = e.currentTarget as HTMLFormElement;
+    run(fieldsOf(form), form).then(
+      () => form.reset(),
+      (err: unknown) => onError(describe(err)),
+    );
+  };
+
 /** A form's fields by name. */
 export const fieldsOf = (form: HTMLFormElement) =>
   Object.fromEntries(
@@ -157,3 +214,82 @@ export const fieldsOf = (form: HTMLFormElement) =>
   ) as Record<string, string>;
 
 export const when = (iso: string | null) => (iso === null ? "–" : new Date(iso).toLocaleString());
+
+/** A setting or custom field as the API describes it: its key, label, type and choices. */
+export interface FieldShape {
+  readonly key: string;
+  readonly label: string;
+  readonly type: string;
+  readonly required: boolean;
+  readonly options: readonly string[];
+  readonly help?: string | null;
+}
+
+const INPUT_TYPES: Record<string, "number" | "url" | "color" | "date" | "email"> = {
+  number: "number",
+  url: "url",
+  color: "color",
+  date: "date",
+  email: "email",
+};
+
+/** One input per field, by its type (text, number, boolean, select, url, color, date, email). */
+export function ValueField({ field, value }: { field: FieldShape; value: string | null | undefined }) {
+  const name = `value:${field.key}`;
+  const label = field.label || field.key;
+  if (field.type === "boolean") {
+    return (
+      <label class="inline">
+        <input type="checkbox" name={name} defaultChecked={value === "true"} />
+        <span>{label}</span>
+      </label>
+    );
+  }
+  return (
+    <label>
+      <span>
+        {label}
+        {field.required ? " (required)" : ""}
+        {field.help ? ` – ${field.help}` : ""}
+      </span>
+      {field.type === "select" ? (
+        // A select has no defaultValue: the current option is marked selected.
+        <select name={name}>
+          {!field.required && <option value="">(none)</option>}
+          {field.options.map((o) => (
+            <option key={o} selected={o === value}>
+              {o}
+            </option>
+          ))}
+        </select>
+      ) : (
+        <input
+          // Preact types each input type's attributes apart; these types share the ones used here.
+          {...({ type: INPUT_TYPES[field.type] ?? "text" } as { type: "text" })}
+          name={name}
+          defaultValue={value ?? ""}
+          required={field.required}
+        />
+      )}
+    </label>
+  );
+}
+
+/**
+ * The values a form of `ValueField`s holds: a number as a number, a checkbox as a boolean, an emptied
+ * field as null (the value removed).
+ */
+export function valuesOf(
+  form: HTMLFormElement,
+  fields: readonly FieldShape[],
+): Record<string, string | number | boolean | null> {
+  const data = new FormData(form);
+  const values: Record<string, string | number | boolean | null> = {};
+  for (const f of fields) {
+    const raw = data.get(`value:${f.key}`);
+    if (f.type === "boolean") values[f.key] = raw === "on";
+    else if (typeof raw !== "string" || raw === "") values[f.key] = null;
+    else values[f.key] = f.type === "number" && Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  }
+  return values;
+}

@@ -2,9 +2,12 @@ import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
 import { can } from "../session.js";
-import { Action, describe, Field, fieldsOf, Page, Problem, Table, useLoad, when } from "../ui.js";
+import { Action, describe, Field, fieldsOf, Page, Problem, submit, Table, useLoad, when } from "../ui.js";
 
-/** Which tenants and workspaces may use which plugins: the grants, granting and withdrawing. */
+/**
+ * Which tenants and workspaces may use which plugins: the grants, granting and withdrawing; and the
+ * plugins delegated to a tenant (its workspace admins may put them in their own chains).
+ */
 export function Entitlements() {
   const grants = useLoad(() => call("entitlements.list", { query: { limit: 100 } }));
   const [error, setError] = useState<string | null>(null);
@@ -96,6 +99,67 @@ export function Entitlements() {
           <button type="submit">Grant</button>
         </form>
       )}
+      {can("plugin.assign") && <Delegations />}
     </Page>
+  );
+}
+
+function Delegations() {
+  const tenants = useLoad(() => call("tenants.list", { query: { limit: 100 } }).catch(() => null));
+  const [tenant, setTenant] = useState("");
+  const chosen = tenant || tenants.data?.items[0]?.tenantKey || "";
+  const list = useLoad(
+    () => (chosen ? call("delegations.list", { params: { tenantKey: chosen } }) : Promise.resolve(null)),
+    [chosen],
+  );
+  const [error, setError] = useState<string | null>(null);
+  const delegate = (pluginId: string, delegated: boolean) =>
+    call("delegations.put", { params: { tenantKey: chosen, pluginId }, body: { delegated } }).then(() => {
+      setError(null);
+      list.reload();
+    });
+  return (
+    <>
+      <h2>Delegations</h2>
+      <p>A plugin delegated to a tenant may be put in its workspaces' chains by their own admins.</p>
+      <label>
+        <span>Tenant</span>
+        <select value={chosen} onChange={(e) => setTenant(e.currentTarget.value)}>
+          {(tenants.data?.items ?? []).map((t) => (
+            <option key={t.tenantKey} value={t.tenantKey}>
+              {t.tenantKey} ({t.name})
+            </option>
+          ))}
+        </select>
+      </label>
+      <Problem text={error ?? list.error} />
+      <Table
+        caption={`Plugins delegated to ${chosen}`}
+        rows={(list.data?.items ?? []).filter((d) => d.delegated)}
+        empty={list.loading ? "Loading…" : "Nothing is delegated to this tenant."}
+        columns={[
+          ["Plugin", (d) => <code>{d.pluginId}</code>],
+          ["By", (d) => d.delegatedBy ?? "–"],
+          ["Since", (d) => when(d.delegatedAtUtc)],
+          [
+            "",
+            (d) => (
+              <Action
+                label={`Take ${d.pluginId} back from ${chosen}`}
+                danger
+                run={() => delegate(d.pluginId, false)}
+                onError={setError}
+              />
+            ),
+          ],
+        ]}
+      />
+      {chosen && (
+        <form aria-label="Delegate" onSubmit={submit((f) => delegate(f.pluginId ?? "", true), setError)}>
+          <Field label="Plugin to delegate" name="pluginId" />
+          <button type="submit">Delegate to {chosen}</button>
+        </form>
+      )}
+    </>
   );
 }

@@ -3,12 +3,17 @@ import { useState } from "preact/hooks";
 import { call } from "../api.js";
 import { followExtensions } from "../extensions.js";
 import { can } from "../session.js";
-import { Action, describe, Page, Problem, Table, useLoad, when } from "../ui.js";
+import { Action, describe, Field, Page, Problem, submit, Table, useLoad, when } from "../ui.js";
 import { Trust } from "./trust.js";
 
 const TYPES: Record<string, string> = { zip: "application/zip", tar: "application/x-tar" };
 
-/** Installed plugins: upload a package (file picker or drag-and-drop), activate, deactivate, uninstall. */
+const typeOf = (file: File) => TYPES[file.name.split(".").pop()?.toLowerCase() ?? ""] ?? "application/gzip";
+
+/**
+ * Installed plugins: install a package (file picker, drag-and-drop, or from the feed), update one (an
+ * uploaded package or a feed version), activate, deactivate, uninstall.
+ */
 export function Plugins() {
   const plugins = useLoad(() => call("plugins.list"));
   const [error, setError] = useState<string | null>(null);
@@ -25,8 +30,7 @@ export function Plugins() {
   const upload = (file: File) => {
     setError(null);
     setNote(`Installing ${file.name}…`);
-    const ext = file.name.split(".").pop()?.toLowerCase() ?? "";
-    call("plugins.install", { body: file, contentType: TYPES[ext] ?? "application/gzip" }).then(
+    call("plugins.install", { body: file, contentType: typeOf(file) }).then(
       (p) => {
         setNote(
           `Installed ${p.pluginId} ${p.version} (${p.signed ? `signed by ${p.publisherId ?? "?"}` : "unsigned"}).`,
@@ -123,6 +127,71 @@ export function Plugins() {
           ],
         ]}
       />
+      {can("plugin.create") && (
+        <>
+          <form
+            aria-label="Install from the feed"
+            onSubmit={submit(async (f) => {
+              setError(null);
+              const p = await call("plugins.install-feed", {
+                body: { packageId: f.packageId ?? "", version: f.version ?? "" },
+              });
+              setNote(`Installed ${p.pluginId} ${p.version} from the feed.`);
+              changed();
+            }, setError)}
+          >
+            <h2>Install from the feed</h2>
+            <Field label="Package id" name="packageId" placeholder="hello" />
+            <Field label="Version" name="version" placeholder="1.2.0" />
+            <button type="submit">Install from the feed</button>
+          </form>
+          <form
+            aria-label="Update a plugin"
+            onSubmit={submit(async (f, form) => {
+              setError(null);
+              const id = f.pluginId ?? "";
+              const query = { allowDowngrade: f.allowDowngrade === "on" };
+              const file = (form.elements.namedItem("package") as HTMLInputElement | null)?.files?.[0];
+              const p = file
+                ? await call("plugins.update-upload", {
+                    params: { id },
+                    query,
+                    body: file,
+                    contentType: typeOf(file),
+                  })
+                : await call("plugins.update-feed", {
+                    params: { id },
+                    query,
+                    body: { packageId: id, version: f.version ?? "" },
+                  });
+              setNote(`Updated ${p.pluginId} to ${p.version}.`);
+              changed();
+            }, setError)}
+          >
+            <h2>Update a plugin</h2>
+            <label>
+              <span>Plugin</span>
+              <select name="pluginId">
+                {(plugins.data ?? []).map((p) => (
+                  <option key={p.pluginId} value={p.pluginId}>
+                    {p.pluginId} {p.version}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              <span>New package (or leave empty and give a feed version)</span>
+              <input type="file" name="package" accept=".tgz,.gz,.tar,.zip" />
+            </label>
+            <Field label="Feed version" name="version" required={false} placeholder="1.2.0" />
+            <label class="inline">
+              <input type="checkbox" name="allowDowngrade" />
+              <span>Allow a lower version</span>
+            </label>
+            <button type="submit">Update</button>
+          </form>
+        </>
+      )}
       <Trust revision={revision} />
     </Page>
   );

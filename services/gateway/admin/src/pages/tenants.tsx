@@ -1,14 +1,54 @@
 import { useState } from "preact/hooks";
 
+import type { Body, Reply } from "../api.js";
 import { call } from "../api.js";
-import { can } from "../session.js";
-import { Action, describe, Field, fieldsOf, Page, Problem, Table, useLoad, when } from "../ui.js";
+import { can, session } from "../session.js";
+import {
+  Action,
+  describe,
+  Field,
+  fieldsOf,
+  Page,
+  Problem,
+  submit,
+  Table,
+  TextArea,
+  useLoad,
+  when,
+} from "../ui.js";
 
-/** Tenants and their workspaces: list, create, suspend and reactivate. */
+type Workspace = Reply<"workspaces.list">["items"][number];
+
+/** A workspace's hosts, one per line (`shop.example.com` or `example.com/shop`), as bindings. */
+const bindingsOf = (text: string) =>
+  text
+    .split(/\s+/)
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const slash = line.indexOf("/");
+      return slash < 0 ? { host: line } : { host: line.slice(0, slash), pathPrefix: line.slice(slash) };
+    });
+
+const hostsOf = (w: Workspace) =>
+  w.bindings.map((b) => `${b.host}${b.pathPrefix === "/" ? "" : b.pathPrefix}`);
+
+/** The workspace as PUT takes it back, with `change` applied. */
+const putBody = (w: Workspace, change: Partial<Body<"workspaces.put">>): Body<"workspaces.put"> => ({
+  tenantKey: w.tenantKey,
+  name: w.name,
+  accessPolicy: w.accessPolicy,
+  ...change,
+});
+
+/**
+ * Tenants and their workspaces: list, create, suspend and reactivate; a workspace's name, visibility and
+ * hosts edited; the hosts a tenant owns.
+ */
 export function Tenants() {
   const tenants = useLoad(() => call("tenants.list", { query: { limit: 100 } }));
   const workspaces = useLoad(() => call("workspaces.list", { query: { limit: 100 } }));
   const [error, setError] = useState<string | null>(null);
+  const [editing, setEditing] = useState<Workspace | null>(null);
   const reload = () => {
     setError(null);
     tenants.reload();
@@ -82,13 +122,75 @@ export function Tenants() {
           ["Tenant", (w) => w.tenantKey],
           ["Name", (w) => w.name],
           ["Visibility", (w) => w.accessPolicy],
-          [
-            "Hosts",
-            (w) => w.bindings.map((b) => `${b.host}${b.pathPrefix === "/" ? "" : b.pathPrefix}`).join(", "),
-          ],
+          ["State", (w) => (w.isActive ? "active" : "suspended")],
+          ["Hosts", (w) => hostsOf(w).join(", ")],
           ["Updated", (w) => when(w.updatedAtUtc)],
+          [
+            "",
+            (w) => (
+              <span class="actions">
+                <Action
+                  label={`Edit ${w.workspaceKey}`}
+                  allowed={can("workspace.update")}
+                  run={async () => setEditing(w)}
+                  onError={setError}
+                />
+                <Action
+                  label={`${w.isActive ? "Suspend" : "Reactivate"} workspace ${w.workspaceKey}`}
+                  danger={w.isActive}
+                  // Only a platform session may suspend a workspace (a workspace admin's would be refused).
+                  allowed={can("workspace.update") && session.get()?.scope === "platform"}
+                  run={() =>
+                    call("workspaces.put", {
+                      params: { workspaceKey: w.workspaceKey },
+                      body: putBody(w, { isActive: !w.isActive }),
+                    })
+                  }
+                  onDone={reload}
+                  onError={setError}
+                />
+              </span>
+            ),
+          ],
         ]}
       />
+      {editing !== null && (
+        <form
+          aria-label="Edit workspace"
+          key={editing.workspaceKey + editing.updatedAtUtc}
+          onSubmit={submit(async (f) => {
+            await call("workspaces.put", {
+              params: { workspaceKey: editing.workspaceKey },
+              body: putBody(editing, {
+                name: f.name ?? editing.name,
+                accessPolicy: f.accessPolicy === "Authenticated" ? "Authenticated" : "Public",
+                bindings: bindingsOf(f.hosts ?? ""),
+              }),
+            });
+            setEditing(null);
+            reload();
+          }, setError)}
+        >
+          <h2>Workspace {editing.workspaceKey}</h2>
+          <Field label="Name" name="name" initial={editing.name} />
+          <label>
+            <span>Visibility</span>
+            <select name="accessPolicy">
+              <option selected={editing.accessPolicy === "Public"}>Public</option>
+              <option selected={editing.accessPolicy === "Authenticated"}>Authenticated</option>
+            </select>
+          </label>
+          <TextArea
+            label="Hosts, one per line (host or host/path)"
+            name="hosts"
+            initial={hostsOf(editing).join("\n")}
+          />
+          <button type="submit">Save workspace</button>
+          <button type="button" onClick={() => setEditing(null)}>
+            Cancel
+          </button>
+        </form>
+      )}
       {can("workspace.update") && (
         <form
           aria-label="New workspace"
@@ -128,6 +230,70 @@ export function Tenants() {
           <button type="submit">Create workspace</button>
         </form>
       )}
+      {can("tenant.read") && <TenantHosts tenants={(tenants.data?.items ?? []).map((t) => t.tenantKey)} />}
     </Page>
+  );
+}
+
+/** The hosts a tenant owns: no other tenant's workspace may bind them or a name under them. */
+function TenantHosts({ tenants }: { tenants: readonly string[] }) {
+  const [tenant, setTenant] = useState("");
+  const chosen = tenant || tenants[0] || "";
+  const hosts = useLoad(
+    () => (chosen ? call("tenant-hosts.list", { params: { tenantKey: chosen } }) : Promise.resolve(null)),
+    [chosen],
+  );
+  const [error, setError] = useState<string | null>(null);
+  const done = () => {
+    setError(null);
+    hosts.reload();
+  };
+  return (
+    <>
+      <h2>Hosts a tenant owns</h2>
+      <label>
+        <span>Tenant</span>
+        <select value={chosen} onChange={(e) => setTenant(e.currentTarget.value)}>
+          {tenants.map((t) => (
+            <option key={t}>{t}</option>
+          ))}
+        </select>
+      </label>
+      <Problem text={error ?? hosts.error} />
+      <Table
+        caption={`Hosts of ${chosen}`}
+        rows={hosts.data?.items ?? []}
+        empty={hosts.loading ? "Loading…" : "This tenant owns no host."}
+        columns={[
+          ["Host", (h) => <code>{h.host}</code>],
+          ["Since", (h) => when(h.createdAtUtc)],
+          [
+            "",
+            (h) => (
+              <Action
+                label={`Release ${h.host}`}
+                danger
+                allowed={can("tenant.update")}
+                run={() => call("tenant-hosts.delete", { params: { tenantKey: chosen, host: h.host } })}
+                onDone={done}
+                onError={setError}
+              />
+            ),
+          ],
+        ]}
+      />
+      {can("tenant.update") && chosen && (
+        <form
+          aria-label="Claim a host"
+          onSubmit={submit(async (f) => {
+            await call("tenant-hosts.put", { params: { tenantKey: chosen, host: f.host ?? "" } });
+            done();
+          }, setError)}
+        >
+          <Field label="Host to claim" name="host" placeholder="example.com" />
+          <button type="submit">Claim host</button>
+        </form>
+      )}
+    </>
   );
 }

@@ -12,6 +12,7 @@ import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { operatorApiPlugin } from "./plugins/operator-api.js";
 import { problemsPlugin } from "./plugins/problems.js";
+import { tracingPlugin } from "./plugins/tracing.js";
 import { registerUiAssets } from "./product-plugins/ui-assets.js";
 import { type CacheLimits } from "./resolve-cache.js";
 import { PublicWorkspaces } from "./routes/public-routes.js";
@@ -79,6 +80,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     trusted: parseTrustedProxies(config.backendHost.trustedProxies),
     onRefused: () => refused.inc(),
   });
+  // First, so every later hook and handler runs inside the request's span (when tracing is on).
+  await app.register(tracingPlugin);
   await app.register(edgePlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl });
   await app.register(problemsPlugin, { problemsBaseUrl: config.backendHost.problemsBaseUrl, log: deps.log });
   await app.register(metricsPlugin, { registry: deps.metrics, bus: deps.bus });

@@ -17,6 +17,7 @@ import {
   RetryLaterError,
   wakeJobsWaitingOn,
 } from "@svc/jobs";
+import { injectContext, inSpan, type Span, SpanKind, tracingEnabled } from "@svc/observability";
 import { StandardWebhookHeader, type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
 import type { CircuitBreaker } from "./circuit-breaker.js";
@@ -92,23 +93,49 @@ export async function postJson(
   headers: Record<string, string>,
   retryAfter?: (r: DeliveryResponse) => number | undefined,
 ): Promise<DeliveryResponse> {
-  try {
-    return await post(
-      {
-        url,
-        body,
-        headers,
-        timeoutMs: deps.timeoutMs,
-        maxResponseBytes: deps.maxResponseBytes,
-        allowed: deps.allowed,
+  const send = async (span?: Span) => {
+    // The receiver continues the trace (W3C `traceparent`, with tracing on); the signature does not cover
+    // headers, so it is unchanged.
+    const sent = { ...headers };
+    injectContext((name, value) => {
+      sent[name] = value;
+    });
+    try {
+      const response = await post(
+        {
+          url,
+          body,
+          headers: sent,
+          timeoutMs: deps.timeoutMs,
+          maxResponseBytes: deps.maxResponseBytes,
+          allowed: deps.allowed,
+        },
+        2,
+        retryAfter,
+      );
+      span?.setAttribute("http.response.status_code", response.status);
+      return response;
+    } catch (error) {
+      if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
+      throw error;
+    }
+  };
+  if (!tracingEnabled()) return send();
+  // The URL's query can hold a receiver's token: the span names the host and path only.
+  return inSpan(
+    "webhook-dispatcher",
+    "POST",
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        "http.request.method": "POST",
+        "server.address": url.hostname,
+        "url.path": url.pathname,
+        "svc.service": "webhook-dispatcher",
       },
-      2,
-      retryAfter,
-    );
-  } catch (error) {
-    if (error instanceof TargetRefusedError) throw new PermanentJobError(error.message);
-    throw error;
-  }
+    },
+    send,
+  );
 }
 
 interface SubscriptionRow {

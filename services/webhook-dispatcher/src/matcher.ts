@@ -23,11 +23,20 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { consumeWatched, eventsSubject, Header } from "@svc/bus";
+import { consumeWatched, eventsSubject, Header, headerReader } from "@svc/bus";
 import { type Db, isDataException, sqlState } from "@svc/db";
 import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
-import type { Counter, Logger } from "@svc/observability";
+import {
+  type Counter,
+  extractContext,
+  type Logger,
+  type Span,
+  spanContextText,
+  SpanKind,
+  startSpan,
+  tracingEnabled,
+} from "@svc/observability";
 
 import type { EventSources } from "./event-sources.js";
 import { flowRunJob, MAX_FLOW_DEPTH } from "./flow-run.js";
@@ -220,6 +229,26 @@ export async function startMatcher(
     const matches =
       pairs.length === 0 ? new Map<number, string[]>() : await matchingSubscriptionsMany(db, pairs);
     const byPair = new Map(pairs.map((p, i) => [pairKey(p), matches.get(i) ?? []]));
+    // With tracing on, each event's matching is a span of the event's own trace, and the jobs it makes
+    // continue that trace (the batch mixes events of many traces).
+    const spans = new Map<Parsed, Span>();
+    if (tracingEnabled()) {
+      for (const e of events) {
+        const span = startSpan("webhook-dispatcher", `match ${e.eventName}`, {
+          kind: SpanKind.CONSUMER,
+          parent: extractContext(headerReader(e.m)),
+          attributes: {
+            "messaging.system": "nats",
+            "messaging.operation.type": "process",
+            "messaging.message.id": e.eventId,
+            "svc.subscriptions.matched": (byPair.get(pairKey(e)) ?? []).length,
+            "svc.service": "webhook-dispatcher",
+          },
+        });
+        if (span !== undefined) spans.set(e, span);
+      }
+    }
+    const traceOf = (e: Parsed) => (spans.size === 0 ? {} : { traceContext: spanContextText(spans.get(e)) });
     const jobs = events.flatMap((e) =>
       (byPair.get(pairKey(e)) ?? [])
         // An event about a delivery to subscription S (its dead letter) is never delivered to S: a failing
@@ -236,7 +265,11 @@ export async function startMatcher(
               occurredAtUtc: e.occurredAtUtc,
               data: e.data,
             },
-            { workspaceKey: e.workspaceKey, idempotencyKey: deliveryJobKey(e.eventId, subscriptionId) },
+            {
+              workspaceKey: e.workspaceKey,
+              idempotencyKey: deliveryJobKey(e.eventId, subscriptionId),
+              ...traceOf(e),
+            },
           ),
         ),
     );
@@ -261,11 +294,15 @@ export async function startMatcher(
             rootEventId: e.rootEventId,
             actions: flow.actions,
           },
-          { workspaceKey: e.workspaceKey, idempotencyKey: `${e.eventId}:flow:${flow.id}` },
+          { workspaceKey: e.workspaceKey, idempotencyKey: `${e.eventId}:flow:${flow.id}`, ...traceOf(e) },
         ),
       ),
     );
-    if (jobs.length + runs.length > 0) await enqueueMany(db, [...jobs, ...runs]);
+    try {
+      if (jobs.length + runs.length > 0) await enqueueMany(db, [...jobs, ...runs]);
+    } finally {
+      for (const span of spans.values()) span.end();
+    }
     for (const e of events) settle(() => e.m.ack());
   };
 

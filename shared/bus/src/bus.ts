@@ -16,7 +16,19 @@ import {
   SvcError,
   TimeoutError,
 } from "@svc/errors";
-import { type Logger, Observers } from "@svc/observability";
+import type { Context } from "@svc/observability";
+import {
+  extractContext,
+  failed,
+  injectContext,
+  type Logger,
+  Observers,
+  type Span,
+  SpanKind,
+  startSpan,
+  tracingEnabled,
+  withSpan,
+} from "@svc/observability";
 import { Header, type Principal } from "@svc/wire-contract";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
@@ -25,6 +37,11 @@ import { ownerOf } from "./subjects.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** A message's headers as the trace context's carrier. */
+export const headerReader = (msg: { readonly headers?: MsgHdrs | undefined }) => ({
+  get: (name: string) => msg.headers?.get(name) || undefined,
+});
 
 export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
@@ -212,11 +229,17 @@ export class Bus {
         cause: new Error("the NATS connection is down"),
       });
     }
+    // The request's span (messaging conventions), its context sent in `traceparent`.
+    const span = tracingEnabled() ? this.span(subject, SpanKind.CLIENT, "send") : undefined;
+    if (span !== undefined) withSpan(span, () => injectContext((name, value) => h.set(name, value)));
     let reply: Msg;
     try {
       reply = await this.nc.request(this.subject(subject), encodeJson(request), { timeout, headers: h });
     } catch (error) {
-      throw this.transportError(subject, timeout, error);
+      const svcError = this.transportError(subject, timeout, error);
+      failed(span, svcError);
+      span?.end();
+      throw svcError;
     }
     const code = reply.headers?.get(Header.ErrorCode);
     if (code !== undefined && code !== "") {
@@ -226,9 +249,28 @@ export class Bus {
       } catch {
         body = undefined;
       }
-      throw fromWire(code, body);
+      const svcError = fromWire(code, body);
+      span?.setAttribute("error.type", code);
+      if (svcError.status >= 500) failed(span, svcError);
+      span?.end();
+      throw svcError;
     }
+    span?.end();
     return reply.data;
+  }
+
+  /** A span of a NATS hop on `subject` (OpenTelemetry messaging conventions). */
+  private span(subject: string, kind: SpanKind, operation: string, parent?: Context): Span | undefined {
+    return startSpan(this.service, `${operation} ${subject}`, {
+      kind,
+      attributes: {
+        "messaging.system": "nats",
+        "messaging.destination.name": this.subject(subject),
+        "messaging.operation.type": operation,
+        "svc.service": this.service,
+      },
+      ...(parent === undefined ? {} : { parent }),
+    });
   }
 
   private transportError(subject: string, timeoutMs: number, error: unknown): SvcError {
@@ -303,6 +345,9 @@ export class Bus {
       context.log.debug({ subject: msg.subject }, "request past its deadline, skipped");
       return;
     }
+    // The handler's span continues the caller's trace (its `traceparent`), when tracing is on.
+    const parent = tracingEnabled() ? extractContext(headerReader(msg)) : undefined;
+    const span = parent === undefined ? undefined : this.span(subject, SpanKind.SERVER, "process", parent);
     try {
       let payload: unknown;
       try {
@@ -313,9 +358,14 @@ export class Bus {
       const request = options.decode(payload);
       // The handler runs inside the request's deadline: the data layer refuses to start or commit work
       // after it (the caller has answered 504 by then).
-      const result = await runWithDeadline(deadline, () => handler(request, context));
+      const result = await withSpan(
+        span,
+        () => runWithDeadline(deadline, () => handler(request, context)),
+        parent,
+      );
       if (msg.reply) msg.respond(encodeJson(result));
       stats?.record(process.hrtime.bigint() - started);
+      span?.end();
     } catch (error) {
       const svcError = fromUnexpected(error);
       if (svcError.code === ErrorCode.Internal) {
@@ -328,6 +378,9 @@ export class Bus {
       }
       if (msg.reply) this.respondError(msg, svcError);
       stats?.record(process.hrtime.bigint() - started, `${svcError.status}: ${svcError.message}`);
+      span?.setAttribute("error.type", svcError.code);
+      if (svcError.status >= 500) failed(span, svcError);
+      span?.end();
     }
   }
 
@@ -373,7 +426,15 @@ export class Bus {
 
   /** Publishes a fan-out notification. */
   broadcast(subject: string, payload: unknown): void {
-    this.nc.publish(this.subject(subject), encodeJson(payload));
+    if (!tracingEnabled()) {
+      this.nc.publish(this.subject(subject), encodeJson(payload));
+      return;
+    }
+    const span = this.span(subject, SpanKind.PRODUCER, "publish");
+    const h = natsHeaders();
+    withSpan(span, () => injectContext((name, value) => h.set(name, value)));
+    this.nc.publish(this.subject(subject), encodeJson(payload), { headers: h });
+    span?.end();
   }
 
   /**
@@ -396,7 +457,17 @@ export class Bus {
           this.log.warn({ subject: full }, "ignored a malformed broadcast");
           return;
         }
-        this.track(Promise.resolve().then(() => handler(payload)));
+        if (!tracingEnabled()) {
+          this.track(Promise.resolve().then(() => handler(payload)));
+          return;
+        }
+        const parent = extractContext(headerReader(msg));
+        const span = this.span(subject, SpanKind.CONSUMER, "process", parent);
+        this.track(
+          withSpan(span, () => Promise.resolve().then(() => handler(payload)), parent).finally(() =>
+            span?.end(),
+          ),
+        );
       },
     });
     this.subscriptions.push(sub);

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 
 import { jetstream } from "@nats-io/jetstream";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { injectContext } from "@svc/observability";
 import { EVENT_NAME_PATTERN, eventsSubject, Header } from "@svc/wire-contract";
 
 import { encodeJson } from "./bus.js";
@@ -53,6 +54,8 @@ export function createEventPublisher(nc: NatsConnection, prefix: string, source:
       if (options.flowDepth !== undefined && options.flowDepth > 0)
         h.set(Header.FlowDepth, String(options.flowDepth));
       if (options.flowRoot !== undefined) h.set(Header.FlowRoot, options.flowRoot);
+      // The current trace, when tracing is on: the event's consumers continue it.
+      injectContext((name, value) => h.set(name, value));
       const ack = await js.publish(eventsSubject(prefix, eventName), encodeJson(payload ?? {}), {
         msgID: eventId,
         headers: h,

@@ -4,6 +4,7 @@ export {
   encodeJson,
   type Handler,
   type HandlerContext,
+  headerReader,
   type KeyedWrites,
   type PrincipalSigner,
   type PrincipalVerifier,

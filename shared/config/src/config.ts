@@ -89,6 +89,40 @@ export const platformSettings = defineSettings({
       "`development`, `test` or `production`; development rules (the built-in keys, unsigned plugins) apply only with `development` set explicitly (`make dev` does)",
     ),
     logLevel: setting.oneOf("LOG_LEVEL", "info", LogLevel, "pino level (`fatal` … `trace`, `silent`)"),
+    // Tracing (docs/adr/0017-tracing.md): the standard OpenTelemetry variables; off without an endpoint.
+    otelExporterOtlpEndpoint: setting.optionalString(
+      "OTEL_EXPORTER_OTLP_ENDPOINT",
+      "OTLP/HTTP collector base URL (`/v1/traces` is added); tracing is off when neither this nor `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set",
+    ),
+    otelExporterOtlpTracesEndpoint: setting.optionalString(
+      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+      "OTLP/HTTP traces URL, used as is (wins over `OTEL_EXPORTER_OTLP_ENDPOINT`)",
+    ),
+    otelExporterOtlpHeaders: setting.optionalString(
+      "OTEL_EXPORTER_OTLP_HEADERS",
+      "headers sent with each export, `name=value,…` (URL-encoded values), e.g. a collector's API key",
+      { secret: true },
+    ),
+    otelTracesSampler: setting.optionalString(
+      "OTEL_TRACES_SAMPLER",
+      "`parentbased_always_on` (default), `parentbased_traceidratio`, `traceidratio`, `always_on`, `always_off`, `parentbased_always_off`",
+    ),
+    otelTracesSamplerArg: setting.optionalString(
+      "OTEL_TRACES_SAMPLER_ARG",
+      "the ratio of a `traceidratio` sampler, 0 to 1 (`0.1`: one trace in ten)",
+    ),
+    otelServiceName: setting.optionalString(
+      "OTEL_SERVICE_NAME",
+      "`service.name` of the spans (default: the service's own name)",
+    ),
+    otelResourceAttributes: setting.optionalString(
+      "OTEL_RESOURCE_ATTRIBUTES",
+      "more resource attributes, `key=value,…` (the chart sets `k8s.pod.name` and `k8s.namespace.name`)",
+    ),
+    otelSdkDisabled: setting.optionalString(
+      "OTEL_SDK_DISABLED",
+      "`true` turns tracing off whatever else is set",
+    ),
     natsUrl: setting.string("NATS_URL", "nats://127.0.0.1:4222", "NATS server(s), comma-separated", {
       check: (v) =>
         v.split(",").every((u) => urlCheck(["nats:", "tls:", "ws:", "wss:"])(u.trim()) === null)

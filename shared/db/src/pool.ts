@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 
 import { checkDeadline } from "@svc/errors";
+import { inSpan, SpanKind, tracingEnabled } from "@svc/observability";
 import { Observers } from "@svc/observability";
 import pg from "pg";
 import type { Sql } from "sql-template-tag";
@@ -85,6 +86,27 @@ export class Queries {
   async query<R extends pg.QueryResultRow = pg.QueryResultRow>(statement: Sql): Promise<pg.QueryResult<R>> {
     // Work for a request whose caller has given up is not started.
     checkDeadline();
+    if (!tracingEnabled()) return this.run<R>(statement);
+    // Each statement in its own span (OpenTelemetry database conventions): its text, which holds
+    // placeholders and never a value, and its first keyword as the operation.
+    const operation = /^\s*(\w+)/.exec(statement.text)?.[1]?.toUpperCase() ?? "QUERY";
+    const text = statement.text;
+    return inSpan(
+      "postgresql",
+      operation,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          "db.system.name": "postgresql",
+          "db.operation.name": operation,
+          "db.query.text": text.length > 2_000 ? `${text.slice(0, 2_000)}…` : text,
+        },
+      },
+      () => this.run<R>(statement),
+    );
+  }
+
+  private async run<R extends pg.QueryResultRow>(statement: Sql): Promise<pg.QueryResult<R>> {
     const config = { name: statementName(statement.text), text: statement.text, values: statement.values };
     const observers = this.statements;
     if (observers.empty) return this.target.query<R>(config);

@@ -24,6 +24,7 @@ export interface NewJob {
   readonly maxAttempts: number;
   readonly runAt: Date | null;
   readonly idempotencyKey: string | null;
+  readonly traceContext: string | null;
 }
 
 /** Inserts jobs; a job whose (type, idempotency key) exists already is not inserted again. */
@@ -38,16 +39,17 @@ export async function insertJobs(
     idempotency_key: string | null;
     ord: number;
   }>(sql`
-    INSERT INTO job_reaper.jobs (type, payload, workspace_key, max_attempts, run_at, idempotency_key)
-    SELECT type, payload, workspace_key, max_attempts, coalesce(run_at, now()), idempotency_key
+    INSERT INTO job_reaper.jobs (type, payload, workspace_key, max_attempts, run_at, idempotency_key, trace_context)
+    SELECT type, payload, workspace_key, max_attempts, coalesce(run_at, now()), idempotency_key, trace_context
     FROM unnest(
       ${jobs.map((j) => j.type)}::text[],
       ${jobs.map((j) => JSON.stringify(j.payload ?? {}))}::jsonb[],
       ${jobs.map((j) => j.workspaceKey)}::text[],
       ${jobs.map((j) => j.maxAttempts)}::int[],
       ${jobs.map((j) => j.runAt?.toISOString() ?? null)}::timestamptz[],
-      ${jobs.map((j) => j.idempotencyKey)}::text[]
-    ) WITH ORDINALITY AS n(type, payload, workspace_key, max_attempts, run_at, idempotency_key, ord)
+      ${jobs.map((j) => j.idempotencyKey)}::text[],
+      ${jobs.map((j) => j.traceContext)}::text[]
+    ) WITH ORDINALITY AS n(type, payload, workspace_key, max_attempts, run_at, idempotency_key, trace_context, ord)
     ORDER BY ord
     ON CONFLICT (type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id::text, type, idempotency_key, 0 AS ord`);
@@ -84,6 +86,7 @@ interface ClaimRow {
   token: string;
   run_at: Date;
   lease_expires_at: Date;
+  trace_context: string | null;
 }
 
 /**
@@ -115,7 +118,7 @@ export async function claimJobs(
     FROM due
     WHERE j.id = due.id
     RETURNING j.id::text, j.type, j.payload, j.workspace_key, j.attempts, j.max_attempts,
-              j.lease_token::text AS token, j.run_at, j.lease_expires_at`);
+              j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context`);
   return rows.map((r) => ({
     id: r.id,
     type: r.type,
@@ -126,6 +129,7 @@ export async function claimJobs(
     token: r.token,
     runAt: r.run_at,
     leaseExpiresAt: r.lease_expires_at,
+    traceContext: r.trace_context,
   }));
 }
 

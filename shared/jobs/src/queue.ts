@@ -1,4 +1,5 @@
 import type { Queries } from "@svc/db";
+import { currentTraceContext } from "@svc/observability";
 
 import { insertJobs } from "./queries.js";
 import type { EnqueueOptions, JobDefinition, JobRequest } from "./types.js";
@@ -24,6 +25,8 @@ export async function enqueueMany(db: Queries, jobs: readonly JobRequest[]): Pro
       maxAttempts: j.maxAttempts,
       runAt: j.runAt ?? null,
       idempotencyKey: j.idempotencyKey ?? null,
+      // The job's run continues the enqueuer's trace (or the one it names): NULL when tracing is off.
+      traceContext: j.traceContext !== undefined ? j.traceContext : currentTraceContext(),
     })),
   );
 }

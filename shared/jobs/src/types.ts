@@ -34,6 +34,11 @@ export interface EnqueueOptions {
   readonly runAt?: Date;
   /** Overrides the type's attempt limit. */
   readonly maxAttempts?: number;
+  /**
+   * The trace the job's run continues (`traceparent[;tracestate]`): by default the enqueuer's current
+   * one; a consumer of batched events names each event's own.
+   */
+  readonly traceContext?: string | null;
 }
 
 /** One job to enqueue, as a definition's `request` makes it. */
@@ -73,6 +78,8 @@ export interface ClaimedJob<P = unknown> {
   readonly token: string;
   readonly runAt: Date;
   readonly leaseExpiresAt: Date;
+  /** The trace of what enqueued the job (tracing on), or null. */
+  readonly traceContext: string | null;
 }
 
 /** The jobs list's view of a job record (the route contract's JobView): the payload is not shown. */

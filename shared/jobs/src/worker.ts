@@ -14,7 +14,7 @@
  * the attempt, running jobs finish within the grace period, pending write-backs are flushed.
  */
 import { type Db, type Listener, listenForNotifications } from "@svc/db";
-import type { Logger } from "@svc/observability";
+import { inSpan, type Logger, SpanKind, storedContext } from "@svc/observability";
 
 import { retryDelayMs } from "./backoff.js";
 import { DeferJobError, PermanentJobError, RetryLaterError } from "./errors.js";
@@ -171,7 +171,21 @@ class Lane {
    */
   private async run(job: ClaimedJob, abort: AbortController) {
     try {
-      await this.registration.handler(job, { signal: abort.signal, log: this.worker.log });
+      const handle = () => this.registration.handler(job, { signal: abort.signal, log: this.worker.log });
+      const parent = storedContext(job.traceContext);
+      // The run is a span of the enqueuer's trace (a delivery joins the request that caused it).
+      if (parent === undefined) await handle();
+      else
+        await inSpan(
+          "jobs",
+          `run ${job.type}`,
+          {
+            kind: SpanKind.CONSUMER,
+            parent,
+            attributes: { "svc.job.id": job.id, "svc.job.type": job.type, "svc.job.attempt": job.attempt },
+          },
+          handle,
+        );
       void this.worker.batcher.complete(job);
     } catch (error) {
       if (error instanceof DeferJobError) {

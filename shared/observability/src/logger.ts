@@ -1,5 +1,7 @@
 import { type DestinationStream, type Logger, pino } from "pino";
 
+import { currentIds } from "./tracing.js";
+
 export type { Logger };
 
 /**
@@ -26,7 +28,8 @@ export function serializeError(error: unknown): unknown {
 }
 
 /**
- * Structured JSON logs (pino) with the service name on every line. Anything that could carry a secret is
+ * Structured JSON logs (pino) with the service name on every line, and `trace_id` and `span_id` on every
+ * line written inside a trace. Anything that could carry a secret is
  * redacted by path, so a logged request or config object never leaks credentials, and a logged database
  * error never quotes a row.
  */
@@ -36,6 +39,9 @@ export function createLogger(service: string, level: string, destination?: Desti
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // A line written inside a trace carries its ids (nothing when tracing is off).
+    // (A new object each time: pino merges the line's fields into it.)
+    mixin: () => currentIds() ?? {},
     serializers: { err: serializeError, error: serializeError },
     redact: {
       paths: [

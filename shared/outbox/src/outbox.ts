@@ -27,7 +27,7 @@ import {
   isNatsConnected,
 } from "@svc/bus";
 import { type Db, type Listener, listenForNotifications, type Queries, raw, sql } from "@svc/db";
-import type { Logger } from "@svc/observability";
+import { currentTraceContext, inSpan, type Logger, SpanKind, storedContext } from "@svc/observability";
 
 /** How long a relay pass holds the rows it claimed; past it another pass may take them. */
 export const CLAIM_SECONDS = 15;
@@ -57,6 +57,7 @@ interface Row {
   workspace_key: string | null;
   occurred_at: Date;
   payload: unknown;
+  trace_context: string | null;
 }
 
 export class Outbox {
@@ -89,9 +90,11 @@ export class Outbox {
     if (!EVENT_NAME_PATTERN.test(eventName))
       throw new Error(`invalid event name ${JSON.stringify(eventName)}`);
     const eventId = randomUUID();
+    // The event keeps the trace of the change that made it (NULL when tracing is off).
     await tx.query(sql`
-      INSERT INTO ${this.table} (event_id, event_name, workspace_key, payload)
-      VALUES (${eventId}, ${eventName}, ${workspaceKey}, ${JSON.stringify(payload ?? {})}::jsonb)`);
+      INSERT INTO ${this.table} (event_id, event_name, workspace_key, payload, trace_context)
+      VALUES (${eventId}, ${eventName}, ${workspaceKey}, ${JSON.stringify(payload ?? {})}::jsonb,
+              ${currentTraceContext()})`);
     // Delivered at commit, not before; nothing is sent if the transaction rolls back.
     await tx.query(sql`SELECT pg_notify(${this.channel}, '')`);
     return { eventId };
@@ -149,16 +152,36 @@ export class Outbox {
       WHERE id IN (
         SELECT id FROM ${this.table} WHERE claimed_until IS NULL OR claimed_until < now()
         ORDER BY id LIMIT ${batchSize} FOR UPDATE SKIP LOCKED)
-      RETURNING id::text, event_id::text, event_name, workspace_key, occurred_at, payload`);
+      RETURNING id::text, event_id::text, event_name, workspace_key, occurred_at, payload, trace_context`);
     const rows = claimed.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     const done: string[] = [];
     let failure: Error | undefined;
     for (const row of rows) {
       try {
-        await this.publisher.publish(row.event_name, row.workspace_key, row.payload, {
-          eventId: row.event_id,
-          occurredAt: row.occurred_at,
-        });
+        const publish = () =>
+          this.publisher.publish(row.event_name, row.workspace_key, row.payload, {
+            eventId: row.event_id,
+            occurredAt: row.occurred_at,
+          });
+        const parent = storedContext(row.trace_context);
+        // Published in a span of the recording change's trace; the event carries that context on.
+        if (parent === undefined) await publish();
+        else
+          await inSpan(
+            "outbox",
+            `publish ${row.event_name}`,
+            {
+              kind: SpanKind.PRODUCER,
+              parent,
+              attributes: {
+                "messaging.system": "nats",
+                "messaging.operation.type": "send",
+                "messaging.message.id": row.event_id,
+                "svc.outbox": this.options.schema,
+              },
+            },
+            publish,
+          );
         done.push(row.id);
       } catch (err) {
         failure = err instanceof Error ? err : new Error(String(err));

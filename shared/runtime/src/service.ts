@@ -33,7 +33,14 @@ import {
 } from "@svc/contracts";
 import { createDb, type Db } from "@svc/db";
 import { createJobMetrics, type HandlerRegistration, type JobDefinition, JobWorker } from "@svc/jobs";
-import { createLogger, createMetricsRegistry, type Logger, type Registry } from "@svc/observability";
+import {
+  createLogger,
+  createMetricsRegistry,
+  flushTracing,
+  type Logger,
+  type Registry,
+  startTracing,
+} from "@svc/observability";
 
 import { HOST_VERSION } from "./build-info.js";
 import { DiagnosticsTap } from "./diagnostics.js";
@@ -246,6 +253,21 @@ function exitOnNatsAuthError(error: unknown, log: Logger): void {
  * Starts one service: connects NATS and PostgreSQL, provisions the events stream, answers
  * `<service>.ping`, then lets the definition register its handlers.
  */
+/** The `OTEL_*` settings as the tracing setup reads them (the standard variable names). */
+function otelEnv(config: Config): Record<string, string | undefined> {
+  const v = (value: string | null) => value ?? undefined;
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: v(config.otelExporterOtlpEndpoint),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: v(config.otelExporterOtlpTracesEndpoint),
+    OTEL_EXPORTER_OTLP_HEADERS: v(config.otelExporterOtlpHeaders),
+    OTEL_TRACES_SAMPLER: v(config.otelTracesSampler),
+    OTEL_TRACES_SAMPLER_ARG: v(config.otelTracesSamplerArg),
+    OTEL_SERVICE_NAME: v(config.otelServiceName),
+    OTEL_RESOURCE_ATTRIBUTES: v(config.otelResourceAttributes),
+    OTEL_SDK_DISABLED: v(config.otelSdkDisabled),
+  };
+}
+
 export async function startService<D extends AnySettings>(
   definition: ServiceDefinition<D>,
   platformConfig: Config,
@@ -255,6 +277,8 @@ export async function startService<D extends AnySettings>(
   const config = configOf(platformConfig, definition.settings);
   const instance = `${definition.name}@${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
+  // Once per process (a later service in the same process shares it): off without an OTLP endpoint.
+  startTracing({ service: definition.name, version: HOST_VERSION, instance }, otelEnv(config));
   const startedAt = Date.now();
   const nc = await connectNats({
     url: config.natsUrl,
@@ -419,6 +443,8 @@ export async function startService<D extends AnySettings>(
         await hooks.afterDrain?.();
         await deps.db.end();
         await management?.close();
+        // The spans of the last requests are exported before the process ends.
+        await flushTracing().catch(() => undefined);
         log.info("service stopped");
       })();
       return stopping;

@@ -1,0 +1,295 @@
+/**
+ * Tracing (issue 29, docs/adr/0017-tracing.md): W3C Trace Context on every hop, OpenTelemetry spans
+ * exported over OTLP/HTTP. Off unless an OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), and free when off: every helper here checks one boolean first and
+ * does nothing else, no context is created, carried or injected.
+ *
+ * On, the process gets a tracer provider (the sampler from `OTEL_TRACES_SAMPLER`/`_ARG`, the resource from
+ * `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and the service's name, version and instance), the
+ * AsyncLocalStorage context manager and the W3C `traceparent`/`tracestate` propagator. The helpers below
+ * are what the rest of the code uses: spans for a hop, context into and out of headers (NATS, HTTP, a
+ * stored event or job), and the ids of the current span for log lines.
+ */
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Link,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  type TextMapSetter,
+  trace,
+} from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanProcessor,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
+
+export { type Context, type Span, SpanKind };
+
+/** Whether spans are made and context carried: one check on every hot path. */
+let enabled = false;
+let provider: TracerProvider | undefined;
+let contextManager: AsyncLocalStorageContextManager | undefined;
+
+export const tracingEnabled = (): boolean => enabled;
+
+export interface TracingIdentity {
+  /** The service's name (the default `service.name`). */
+  readonly service: string;
+  readonly version: string;
+  /** This replica (`service.instance.id`). */
+  readonly instance: string;
+}
+
+/** `a=1,b=2` (the OTEL list format, values URL-encoded) as a record. */
+export function parseOtelList(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (text ?? "").split(",")) {
+    const eq = part.indexOf("=");
+    if (eq <= 0) continue;
+    const key = part.slice(0, eq).trim();
+    try {
+      out[key] = decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      out[key] = part.slice(eq + 1).trim();
+    }
+  }
+  return out;
+}
+
+/** The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name (the SDK's default: parent-based, always on). */
+export function samplerFrom(env: Readonly<Record<string, string | undefined>>): Sampler {
+  const ratio = () => {
+    const r = Number(env.OTEL_TRACES_SAMPLER_ARG ?? "1");
+    return Number.isFinite(r) && r >= 0 && r <= 1 ? r : 1;
+  };
+  switch ((env.OTEL_TRACES_SAMPLER ?? "parentbased_always_on").trim()) {
+    case "always_on":
+      return new AlwaysOnSampler();
+    case "always_off":
+      return new AlwaysOffSampler();
+    case "traceidratio":
+      return new TraceIdRatioBasedSampler(ratio());
+    case "parentbased_always_off":
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case "parentbased_traceidratio":
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio()) });
+    default:
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  }
+}
+
+/** The OTLP/HTTP traces endpoint the environment names, or undefined: tracing stays off. */
+export function tracesEndpoint(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  if (env.OTEL_SDK_DISABLED === "true" || env.OTEL_TRACES_EXPORTER === "none") return undefined;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  return base ? `${base.replace(/\/+$/, "")}/v1/traces` : undefined;
+}
+
+/**
+ * Starts tracing for this process when `env` names an OTLP endpoint (once: a later call is a no-op while
+ * it runs). `processors` replaces the OTLP export (tests). Returns whether tracing is on.
+ */
+export function startTracing(
+  identity: TracingIdentity,
+  env: Readonly<Record<string, string | undefined>>,
+  processors?: readonly SpanProcessor[],
+): boolean {
+  if (enabled) return true;
+  const url = tracesEndpoint(env);
+  if (url === undefined && processors === undefined) return false;
+  const resource = resourceFromAttributes({
+    "service.name": env.OTEL_SERVICE_NAME?.trim() || identity.service,
+    "service.version": identity.version,
+    "service.instance.id": identity.instance,
+    ...parseOtelList(env.OTEL_RESOURCE_ATTRIBUTES),
+  });
+  const exporters =
+    processors ??
+    (url === undefined
+      ? []
+      : [
+          new BatchSpanProcessor({
+            exporter: new OTLPTraceExporter({ url, headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS) }),
+          }),
+        ]);
+  provider = new TracerProvider({ resource, sampler: samplerFrom(env), spanProcessors: [...exporters] });
+  contextManager = new AsyncLocalStorageContextManager().enable();
+  context.setGlobalContextManager(contextManager);
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  enabled = true;
+  return true;
+}
+
+/** Exports what is pending and turns tracing off (a service's stop; tests). */
+export async function stopTracing(): Promise<void> {
+  if (!enabled) return;
+  enabled = false;
+  const stopping = provider;
+  provider = undefined;
+  trace.disable();
+  propagation.disable();
+  context.disable();
+  contextManager = undefined;
+  await stopping?.shutdown().catch(() => undefined);
+}
+
+/** Exports the spans ended so far (tests, before reading the collector). */
+export async function flushTracing(): Promise<void> {
+  await provider?.forceFlush();
+}
+
+const tracer = (scope: string) => trace.getTracer(scope);
+
+/** Reads a carrier of string headers: NATS headers, HTTP headers, a stored record. */
+export interface HeaderReader {
+  get(name: string): string | undefined;
+}
+const getter: TextMapGetter<HeaderReader> = {
+  get: (carrier, key) => carrier.get(key),
+  keys: () => ["traceparent", "tracestate"],
+};
+const setter: TextMapSetter<(name: string, value: string) => void> = {
+  set: (carrier, key, value) => carrier(key, value),
+};
+
+/** The context a carrier's `traceparent`/`tracestate` continue (the root context without them). */
+export function extractContext(carrier: HeaderReader): Context {
+  return propagation.extract(ROOT_CONTEXT, carrier, getter);
+}
+
+/** Writes the current (or `ctx`'s) trace context into a carrier by name (`traceparent`, `tracestate`). */
+export function injectContext(write: (name: string, value: string) => void, ctx?: Context): void {
+  if (!enabled) return;
+  propagation.inject(ctx ?? context.active(), write, setter);
+}
+
+/** The current trace context as stored text (`traceparent` and, when set, `tracestate`), or null. */
+export function currentTraceContext(): string | null {
+  if (!enabled) return null;
+  let parent: string | undefined;
+  let state: string | undefined;
+  injectContext((name, value) => {
+    if (name === "traceparent") parent = value;
+    else if (name === "tracestate") state = value;
+  });
+  return parent === undefined ? null : state === undefined ? parent : `${parent};${state}`;
+}
+
+/** The context stored by `currentTraceContext`. */
+export function storedContext(stored: string | null | undefined): Context | undefined {
+  if (!enabled || !stored) return undefined;
+  const [parent, state] = stored.split(";", 2);
+  return extractContext({
+    get: (name) => (name === "traceparent" ? parent : name === "tracestate" ? state : undefined),
+  });
+}
+
+export interface SpanOptions {
+  readonly kind?: SpanKind;
+  readonly attributes?: Attributes;
+  /** The parent: by default the current context. */
+  readonly parent?: Context;
+  readonly links?: Link[];
+}
+
+/**
+ * Runs `work` in a new span (a child of the current context or `parent`) that ends when `work` settles,
+ * its status an error when it throws; with tracing off, just runs `work`.
+ */
+export function inSpan<T>(
+  scope: string,
+  name: string,
+  options: SpanOptions,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  if (!enabled) return work(undefined);
+  const parent = options.parent ?? context.active();
+  const span = tracer(scope).startSpan(
+    name,
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+      ...(options.links ? { links: options.links } : {}),
+    },
+    parent,
+  );
+  return context.with(trace.setSpan(parent, span), async () => {
+    try {
+      return await work(span);
+    } catch (error) {
+      failed(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Starts a span the caller ends (a request whose end is seen elsewhere), or undefined when off. */
+export function startSpan(scope: string, name: string, options: SpanOptions = {}): Span | undefined {
+  if (!enabled) return undefined;
+  return tracer(scope).startSpan(
+    name,
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+      ...(options.links ? { links: options.links } : {}),
+    },
+    options.parent ?? context.active(),
+  );
+}
+
+/** Runs `work` with `span` current (`parent` under it), or just runs it when there is no span. */
+export function withSpan<T>(span: Span | undefined, work: () => T, parent?: Context): T {
+  if (span === undefined) return work();
+  return context.with(trace.setSpan(parent ?? context.active(), span), work);
+}
+
+/** Marks a span failed with the error's message (never its data). */
+export function failed(span: Span | undefined, error: unknown): void {
+  if (span === undefined) return;
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message ?? String(error) });
+}
+
+/** `traceparent` of a span (for an HTTP answer), or undefined. */
+export function traceparentOf(span: Span | undefined): string | undefined {
+  if (span === undefined) return undefined;
+  const c = span.spanContext();
+  return `00-${c.traceId}-${c.spanId}-0${(c.traceFlags & 1).toString(16)}`;
+}
+
+/** A span's context as stored text (`traceparent[;tracestate]`), for work it hands on (a job), or null. */
+export function spanContextText(span: Span | undefined): string | null {
+  if (span === undefined) return null;
+  const parent = traceparentOf(span) as string;
+  const state = span.spanContext().traceState?.serialize();
+  return state ? `${parent};${state}` : parent;
+}
+
+/** The ids of the current span, for a log line: `{ trace_id, span_id }`, or undefined. */
+export function currentIds(): { trace_id: string; span_id: string } | undefined {
+  if (!enabled) return undefined;
+  const span = trace.getSpan(context.active());
+  if (span === undefined) return undefined;
+  const c = span.spanContext();
+  return trace.isSpanContextValid(c) ? { trace_id: c.traceId, span_id: c.spanId } : undefined;
+}

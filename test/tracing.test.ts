@@ -1,0 +1,222 @@
+/**
+ * Issue 29: one trace per request across every hop. The services export their spans over OTLP/HTTP to a
+ * collector run here (a small Fastify route decoding the JSON export); one `POST /api/users`, sent with a
+ * caller's `traceparent`, must come back as one connected trace: the gateway's HTTP span, its NATS request,
+ * rbac's handler and its PostgreSQL statements, the outbox relay's publish, the dispatcher's match, the
+ * delivery job's run and its POST, and the receiver's request carrying the same trace id. Log lines
+ * written inside the trace carry its ids.
+ */
+import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
+
+import { flushTracing, stopTracing } from "@svc/observability";
+import { gatewayService } from "@svc/service-gateway";
+import { jobReaperService } from "@svc/service-job-reaper";
+import { rbacService } from "@svc/service-rbac";
+import { resolverService } from "@svc/service-resolver";
+import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import Fastify from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { DEMO, seedDemo } from "../scripts/lib/stack.js";
+import { createHarness } from "./support/harness.js";
+import { bearerApi, signIn } from "./support/http.js";
+import { Receiver } from "./support/receiver.js";
+
+interface ExportedSpan {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly parentSpanId: string;
+  readonly name: string;
+  readonly kind: number;
+  readonly scope: string;
+  readonly attributes: Record<string, unknown>;
+}
+
+/** An OTLP id as hex (the JSON export writes hex; base64 is accepted too). */
+const hexId = (id: unknown) =>
+  typeof id !== "string" || id === ""
+    ? ""
+    : /^[0-9a-f]+$/i.test(id)
+      ? id.toLowerCase()
+      : Buffer.from(id, "base64").toString("hex");
+
+/** An OTLP/HTTP traces receiver: every span exported to it, flattened. */
+async function startCollector() {
+  const spans: ExportedSpan[] = [];
+  const app = Fastify({ bodyLimit: 50 * 1024 * 1024 });
+  app.post("/v1/traces", async (request) => {
+    const body = request.body as {
+      resourceSpans?: Array<{
+        scopeSpans?: Array<{
+          scope?: { name?: string };
+          spans?: Array<{
+            traceId: string;
+            spanId: string;
+            parentSpanId?: string;
+            name: string;
+            kind: number;
+            attributes?: Array<{ key: string; value: Record<string, unknown> }>;
+          }>;
+        }>;
+      }>;
+    };
+    for (const rs of body.resourceSpans ?? [])
+      for (const ss of rs.scopeSpans ?? [])
+        for (const s of ss.spans ?? [])
+          spans.push({
+            traceId: hexId(s.traceId),
+            spanId: hexId(s.spanId),
+            parentSpanId: hexId(s.parentSpanId),
+            name: s.name,
+            kind: s.kind,
+            scope: ss.scope?.name ?? "",
+            attributes: Object.fromEntries(
+              (s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]),
+            ),
+          });
+    return {};
+  });
+  const address = await app.listen({ host: "127.0.0.1", port: 0 });
+  return { spans, url: `${address}/v1/traces`, close: () => app.close() };
+}
+
+describe("tracing across the hops", () => {
+  const receiver = new Receiver();
+  const lines: string[] = [];
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  let h: Awaited<ReturnType<typeof createHarness>>;
+  let base: string;
+
+  beforeAll(async () => {
+    collector = await startCollector();
+    await receiver.start();
+    h = await createHarness();
+    await seedDemo(h.db.url, { withAdmin: true });
+    const env = {
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.url,
+      BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+      BackendHost__RateLimitApiPerMinute: "0",
+      BackendHost__JobPollIntervalMs: "100",
+    };
+    // rbac's log lines are kept: those written inside the trace must carry its ids.
+    const rbacLog = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+        done();
+      },
+    });
+    await h.start(rbacService, { ...env, LOG_LEVEL: "debug" }, { logTo: rbacLog });
+    await h.start(resolverService, env);
+    await h.start(webhookDispatcherService, env);
+    await h.start(jobReaperService, env);
+    base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.stopAll();
+    await stopTracing();
+    await receiver.stop();
+    await collector?.close();
+  });
+
+  it("joins a user's creation to the delivery of its event in one trace, down to the receiver's request", async () => {
+    const api = bearerApi(() => base);
+    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+    const sub = await api("POST", "/api/webhooks", token, {
+      eventName: "user.created",
+      targetUrl: receiver.url,
+      secret: "a secret of the receiver's",
+    });
+    expect(sub.status, sub.text).toBe(201);
+
+    // The caller's trace: the gateway continues it and answers its own span's traceparent in it.
+    const traceId = randomBytes(16).toString("hex");
+    const callerSpan = randomBytes(8).toString("hex");
+    const created = await api(
+      "POST",
+      "/api/users",
+      token,
+      { userName: "traced-user", password: "a traced user's password" },
+      { headers: { traceparent: `00-${traceId}-${callerSpan}-01` } },
+    );
+    expect(created.status, created.text).toBe(201);
+    const answered = String(created.headers.traceparent);
+    expect(answered).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    const gatewaySpan = answered.split("-")[2];
+
+    // The receiver's request continues the same trace.
+    await receiver.waitFor(1, 30_000);
+    const delivered = receiver.received.find((r) => r.body.includes("traced-user"));
+    expect(String(delivered?.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+
+    // Every span of the trace reaches the collector, and they form one tree under the caller's span.
+    let trace: ExportedSpan[] = [];
+    const wanted = ["run webhook.deliver", "POST"];
+    for (let i = 0; i < 50; i++) {
+      await flushTracing();
+      trace = collector.spans.filter((s) => s.traceId === traceId);
+      if (wanted.every((name) => trace.some((s) => s.name === name))) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const byId = new Map(trace.map((s) => [s.spanId, s]));
+    const chain = (span: ExportedSpan | undefined): string[] => {
+      const names: string[] = [];
+      for (let s = span; s !== undefined; s = byId.get(s.parentSpanId)) names.unshift(`${s.scope}:${s.name}`);
+      return names;
+    };
+    // One tree: each span's parent is in the trace, but the root, whose parent is the caller's span.
+    for (const s of trace) {
+      if (s.parentSpanId !== callerSpan) expect(byId.has(s.parentSpanId), `${s.name}'s parent`).toBe(true);
+    }
+    const root = trace.find((s) => s.parentSpanId === callerSpan);
+    expect(root?.name).toBe("POST /api/users");
+    expect(root?.spanId).toBe(gatewaySpan);
+    // The path to the receiver's request, hop by hop.
+    const post = trace.find((s) => s.name === "POST" && s.scope === "webhook-dispatcher");
+    expect(chain(post)).toEqual([
+      "gateway:POST /api/users",
+      "gateway:send rbac.users.create",
+      "rbac:process rbac.users.create",
+      "outbox:publish user.created",
+      "webhook-dispatcher:match user.created",
+      "jobs:run webhook.deliver",
+      "webhook-dispatcher:POST",
+    ]);
+    expect(delivered?.headers.traceparent).toContain(post?.spanId);
+    // rbac's statements are spans of its handler: the user's INSERT among them, with no value in it.
+    const handler = trace.find((s) => s.name === "process rbac.users.create");
+    const statements = trace.filter((s) => s.scope === "postgresql" && s.parentSpanId === handler?.spanId);
+    const insert = statements.find((s) =>
+      String(s.attributes["db.query.text"]).includes("INSERT INTO rbac.users"),
+    );
+    expect(insert?.attributes["db.system.name"]).toBe("postgresql");
+    expect(JSON.stringify(trace)).not.toContain("a traced user's password");
+
+    expect(trace.some((s) => s.scope === "jobs")).toBe(true);
+  }, 90_000);
+
+  it("writes the trace's ids on the log lines written inside it", async () => {
+    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+    const traceId = randomBytes(16).toString("hex");
+    // Signing out revokes the session; rbac logs "sessions revoked" while handling it.
+    const out = await bearerApi(() => base)("POST", "/api/auth/logout", token, undefined, {
+      headers: { traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+    });
+    expect(out.status, out.text).toBeLessThan(300);
+    await flushTracing();
+    const spans = new Set(collector.spans.filter((s) => s.traceId === traceId).map((s) => s.spanId));
+    const inTrace = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.trace_id === traceId);
+    expect(inTrace.map((l) => l.msg)).toContain("sessions revoked");
+    // Each names a span of the trace: the handler's or one under it.
+    for (const l of inTrace) expect(spans.has(String(l.span_id)), String(l.msg)).toBe(true);
+    // Lines outside any trace carry no ids.
+    expect(lines.some((l) => !l.includes('"trace_id"'))).toBe(true);
+  }, 90_000);
+});

@@ -7,18 +7,24 @@
  * written inside the trace carry its ids.
  */
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 
 import { flushTracing, stopTracing } from "@svc/observability";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
+import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
+import { installExamplePlugin } from "../scripts/lib/example-plugin.js";
 import { DEMO, seedDemo } from "../scripts/lib/stack.js";
+import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, signIn } from "./support/http.js";
 import { Receiver } from "./support/receiver.js";
@@ -84,6 +90,7 @@ async function startCollector() {
 describe("tracing across the hops", () => {
   const receiver = new Receiver();
   const lines: string[] = [];
+  const work = mkdtempSync(join(tmpdir(), "svc-tracing-"));
   let collector: Awaited<ReturnType<typeof startCollector>>;
   let h: Awaited<ReturnType<typeof createHarness>>;
   let base: string;
@@ -94,6 +101,7 @@ describe("tracing across the hops", () => {
     h = await createHarness();
     await seedDemo(h.db.url, { withAdmin: true });
     const env = {
+      ...pluginStackEnv(work, { dev: true }),
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.url,
       BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
       BackendHost__RateLimitApiPerMinute: "0",
@@ -110,6 +118,7 @@ describe("tracing across the hops", () => {
     await h.start(resolverService, env);
     await h.start(webhookDispatcherService, env);
     await h.start(jobReaperService, env);
+    await h.start(pluginRegistryService, env);
     base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   }, 120_000);
 
@@ -118,6 +127,7 @@ describe("tracing across the hops", () => {
     await stopTracing();
     await receiver.stop();
     await collector?.close();
+    rmSync(work, { recursive: true, force: true });
   });
 
   it("joins a user's creation to the delivery of its event in one trace, down to the receiver's request", async () => {
@@ -218,5 +228,39 @@ describe("tracing across the hops", () => {
     for (const l of inTrace) expect(spans.has(String(l.span_id)), String(l.msg)).toBe(true);
     // Lines outside any trace carry no ids.
     expect(lines.some((l) => !l.includes('"trace_id"'))).toBe(true);
+  }, 90_000);
+
+  it("puts a plugin route's run in the plugin process into the caller's trace, and the event it publishes", async () => {
+    await installExamplePlugin(base);
+    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+    const traceId = randomBytes(16).toString("hex");
+    const sent = await bearerApi(() => base)(
+      "POST",
+      "/api/plugins/hello/greetings",
+      token,
+      { to: "tracer", workspaceKey: DEMO.workspaceKey },
+      { headers: { traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` } },
+    );
+    expect(sent.status, sent.text).toBe(202);
+    let trace: ExportedSpan[] = [];
+    for (let i = 0; i < 50; i++) {
+      await flushTracing();
+      trace = collector.spans.filter((s) => s.traceId === traceId);
+      if (trace.some((s) => s.name === "match hello.greeted")) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const byId = new Map(trace.map((s) => [s.spanId, s]));
+    const run = trace.find((s) => s.name === "plugin hello sendGreeting");
+    expect(run?.attributes["svc.plugin.outcome"]).toBe("ok");
+    // The process's span is the child of the gateway's request to it, under the HTTP span.
+    const request = byId.get(run?.parentSpanId ?? "");
+    expect(request?.name).toBe("send plugins.hello.http");
+    expect(byId.get(request?.parentSpanId ?? "")?.name).toBe("POST /api/plugins/:id/*");
+    // The event the handler published continues the trace to the dispatcher.
+    const match = trace.find((s) => s.name === "match hello.greeted");
+    expect(match).toBeDefined();
+    expect(byId.has(match?.parentSpanId ?? "")).toBe(true);
   }, 90_000);
 });

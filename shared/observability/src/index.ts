@@ -24,5 +24,6 @@ export {
   tracesEndpoint,
   tracingEnabled,
   type TracingIdentity,
+  withContext,
   withSpan,
 } from "./tracing.js";

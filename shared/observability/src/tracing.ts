@@ -203,7 +203,14 @@ export function storedContext(stored: string | null | undefined): Context | unde
   });
 }
 
+/** Runs `work` in `ctx` (a stored or extracted context), or just runs it without one. */
+export function withContext<T>(ctx: Context | undefined, work: () => T): T {
+  return ctx === undefined ? work() : context.with(ctx, work);
+}
+
 export interface SpanOptions {
+  /** When the span began (epoch ms), when it is recorded after the fact. */
+  readonly startTime?: number;
   readonly kind?: SpanKind;
   readonly attributes?: Attributes;
   /** The parent: by default the current context. */
@@ -251,6 +258,7 @@ export function startSpan(scope: string, name: string, options: SpanOptions = {}
     name,
     {
       kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.startTime === undefined ? {} : { startTime: options.startTime }),
       ...(options.attributes ? { attributes: options.attributes } : {}),
       ...(options.links ? { links: options.links } : {}),
     },

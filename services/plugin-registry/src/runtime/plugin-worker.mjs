@@ -13,6 +13,7 @@
 // Messages to it: {type:"ready", handlers}, {type:"failed", error}, {type:"pong", id},
 // {type:"publish", id, event}, {type:"log", …}, {type:"stopped"}.
 /* global TextDecoder, TextEncoder, setTimeout, clearTimeout, process */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createPrivateKey, sign } from "node:crypto";
 
 import {
@@ -135,11 +136,15 @@ function log(level, message, data) {
 // The publisher contract: publish(eventName, workspaceKey, payload). Decorators wrap it in the
 // order they were added: each gets the event and `next`; it may change the event or drop it (not call next).
 const decorators = [];
+// The trace of the request being handled (its `traceparent`, when the caller traces): an event the
+// handler publishes continues it. The process cannot load OpenTelemetry: the host makes the spans.
+const tracing = new AsyncLocalStorage();
 function send(event) {
   const id = ++nextPublish;
+  const traceparent = tracing.getStore();
   return new Promise((resolve, reject) => {
     publishing.set(id, { resolve, reject });
-    port.postMessage({ type: "publish", id, event });
+    port.postMessage({ type: "publish", id, event, ...(traceparent ? { traceparent } : {}) });
   });
 }
 function publish(eventName, workspaceKey, payload) {
@@ -244,18 +249,24 @@ async function serve(msg) {
   const left = Number.isFinite(deadline) && deadline > 0 ? deadline - Date.now() : 30_000;
   if (left <= 0) return; // the caller has given up
   const timeoutMs = Math.max(1, Math.min(left, 30_000));
+  const traceparent = msg.headers?.get("traceparent") || undefined;
+  const started = Date.now();
+  let handlerName = "";
+  let outcome = "ok";
   let timer;
   try {
     const request = JSON.parse(decoder.decode(msg.data));
     const handler = request?.route?.handler;
+    handlerName = typeof handler === "string" ? handler : "";
     const fn = typeof handler === "string" ? entry?.[handler] : undefined;
     if (typeof fn !== "function") throw new Error(`the plugin has no handler '${String(handler)}'`);
     const expired = new Promise((_resolve, reject) => {
       timer = setTimeout(() => reject(Object.assign(new Error("timeout"), { timeout: true })), timeoutMs);
     });
-    const value = await Promise.race([fn.call(entry, request), expired]);
+    const value = await Promise.race([tracing.run(traceparent, () => fn.call(entry, request)), expired]);
     msg.respond(JSON.stringify(toReply(value)));
   } catch (error) {
+    outcome = error?.timeout === true ? "timeout" : "failed";
     if (error?.timeout === true) {
       respondError(msg, "SVC_TIMEOUT", 504, `The plugin did not answer within ${timeoutMs} ms.`);
     } else {
@@ -265,6 +276,16 @@ async function serve(msg) {
     }
   } finally {
     clearTimeout(timer);
+    // The handler's time, for the host to record as a span of the caller's trace.
+    if (traceparent)
+      port.postMessage({
+        type: "span",
+        traceparent,
+        handler: handlerName,
+        started,
+        ended: Date.now(),
+        outcome,
+      });
   }
 }
 

@@ -287,4 +287,50 @@ describe("the Helm chart", () => {
     const unknown = run(["template", "rel", CHART, "--set", "gatway.port=80"]);
     expect(unknown.status).not.toBe(0);
   });
+
+  it("sets the OTEL_* variables of every service when tracing is on, and none when off (issue 29)", () => {
+    type Env = { name: string; value?: string; valueFrom?: unknown };
+    const envOf = (extra: string[]) =>
+      render(extra)
+        .filter((m) => m.kind === "Deployment")
+        .map((m) => ({
+          name: m.metadata.name,
+          env: ((m.spec as { template: { spec: { containers: Array<{ env?: Env[] }> } } }).template.spec
+            .containers[0]?.env ?? []) as Env[],
+        }));
+    for (const d of envOf([]))
+      expect(
+        d.env.filter((e) => e.name.startsWith("OTEL_")),
+        d.name,
+      ).toEqual([]);
+    const on = envOf([
+      "--set",
+      "tracing.enabled=true",
+      "--set",
+      "tracing.endpoint=http://otel-collector.monitoring:4318",
+      "--set",
+      "tracing.headersSecret.name=otel-headers",
+    ]);
+    expect(on.length).toBeGreaterThan(5);
+    for (const d of on) {
+      const byName = new Map(d.env.map((e) => [e.name, e]));
+      expect(byName.get("OTEL_EXPORTER_OTLP_ENDPOINT")?.value, d.name).toBe(
+        "http://otel-collector.monitoring:4318",
+      );
+      expect(byName.get("OTEL_TRACES_SAMPLER")?.value).toBe("parentbased_traceidratio");
+      expect(byName.get("OTEL_TRACES_SAMPLER_ARG")?.value).toBe("0.1");
+      expect(byName.get("OTEL_RESOURCE_ATTRIBUTES")?.value).toContain("k8s.pod.name=$(K8S_POD_NAME)");
+      expect(byName.get("OTEL_EXPORTER_OTLP_HEADERS")?.valueFrom).toEqual({
+        secretKeyRef: { name: "otel-headers", key: "OTEL_EXPORTER_OTLP_HEADERS" },
+      });
+      // The pod's name is defined before the attribute that refers to it.
+      const names = d.env.map((e) => e.name);
+      expect(names.indexOf("K8S_POD_NAME")).toBeLessThan(names.indexOf("OTEL_RESOURCE_ATTRIBUTES"));
+    }
+    const missing = run(["template", "rel", CHART, "--set", "tracing.enabled=true"]);
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain("tracing.endpoint is required");
+    const badRatio = run(["template", "rel", CHART, "--set-string", "tracing.samplerArg=2"]);
+    expect(badRatio.status).not.toBe(0);
+  });
 });

@@ -183,3 +183,28 @@ so uid 1000 reads them and nothing is world-readable. Argument: dict root, servi
       {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* Tracing: the standard OTEL_* variables, with the pod and namespace as resource attributes. */}}
+{{- define "svc.tracingEnv" -}}
+{{- $t := .Values.tracing | default dict -}}
+{{- if $t.enabled }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ required "tracing.endpoint is required when tracing.enabled is true" $t.endpoint | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $t.sampler | default "parentbased_traceidratio" | quote }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $t.samplerArg | default "0.1" | quote }}
+- name: K8S_POD_NAME
+  valueFrom: { fieldRef: { fieldPath: metadata.name } }
+- name: K8S_NAMESPACE_NAME
+  valueFrom: { fieldRef: { fieldPath: metadata.namespace } }
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: "k8s.pod.name=$(K8S_POD_NAME),k8s.namespace.name=$(K8S_NAMESPACE_NAME),service.namespace={{ .Release.Name }}"
+{{- with $t.headersSecret }}
+{{- if .name }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom: { secretKeyRef: { name: {{ .name | quote }}, key: {{ .key | default "OTEL_EXPORTER_OTLP_HEADERS" | quote }} } }
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}

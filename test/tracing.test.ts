@@ -7,7 +7,7 @@
  * written inside the trace carry its ids.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -23,7 +23,7 @@ import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { installExamplePlugin } from "../scripts/lib/example-plugin.js";
-import { DEMO, seedDemo } from "../scripts/lib/stack.js";
+import { DEMO, repoRoot, seedDemo } from "../scripts/lib/stack.js";
 import { pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, signIn } from "./support/http.js";
@@ -37,6 +37,9 @@ interface ExportedSpan {
   readonly kind: number;
   readonly scope: string;
   readonly attributes: Record<string, unknown>;
+  /** Start and end, ms since the epoch (from the export's nanoseconds). */
+  readonly start: number;
+  readonly end: number;
 }
 
 /** An OTLP id as hex (the JSON export writes hex; base64 is accepted too). */
@@ -62,6 +65,8 @@ async function startCollector() {
             parentSpanId?: string;
             name: string;
             kind: number;
+            startTimeUnixNano?: string | number;
+            endTimeUnixNano?: string | number;
             attributes?: Array<{ key: string; value: Record<string, unknown> }>;
           }>;
         }>;
@@ -77,6 +82,8 @@ async function startCollector() {
             name: s.name,
             kind: s.kind,
             scope: ss.scope?.name ?? "",
+            start: Number(BigInt(s.startTimeUnixNano ?? 0) / 1000n) / 1000,
+            end: Number(BigInt(s.endTimeUnixNano ?? 0) / 1000n) / 1000,
             attributes: Object.fromEntries(
               (s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]),
             ),
@@ -85,6 +92,36 @@ async function startCollector() {
   });
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
   return { spans, url: `${address}/v1/traces`, close: () => app.close() };
+}
+
+/**
+ * The trace as a waterfall (SVG): one bar per span, indented under its parent, for the operator guide
+ * (docs/operator-guide.md, "Tracing"), written to test-results/tracing/.
+ */
+function waterfall(spans: readonly ExportedSpan[]): string {
+  const byParent = new Map<string, ExportedSpan[]>();
+  for (const s of spans) byParent.set(s.parentSpanId, [...(byParent.get(s.parentSpanId) ?? []), s]);
+  const ids = new Set(spans.map((s) => s.spanId));
+  const rows: Array<{ span: ExportedSpan; depth: number }> = [];
+  const walk = (s: ExportedSpan, depth: number) => {
+    rows.push({ span: s, depth });
+    for (const c of (byParent.get(s.spanId) ?? []).sort((a, b) => a.start - b.start)) walk(c, depth + 1);
+  };
+  for (const root of spans.filter((s) => !ids.has(s.parentSpanId))) walk(root, 0);
+  const t0 = Math.min(...spans.map((s) => s.start));
+  const t1 = Math.max(...spans.map((s) => s.end));
+  const width = 1100;
+  const label = 460;
+  const scale = (width - label - 90) / Math.max(1, t1 - t0);
+  const esc = (t: string) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;");
+  const lines = rows.map(({ span, depth }, i) => {
+    const y = 30 + i * 22;
+    const x = label + (span.start - t0) * scale;
+    const w = Math.max(2, (span.end - span.start) * scale);
+    return `<text x="${6 + depth * 14}" y="${y + 13}">${esc(`${span.scope}: ${span.name}`)}</text><rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="16" fill="#4a6fb5"/><text x="${(x + w + 4).toFixed(1)}" y="${y + 13}" fill="#555">${(span.end - span.start).toFixed(1)} ms</text>`;
+  });
+  const height = 40 + rows.length * 22;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="#fff"/><text x="6" y="18" font-weight="bold">trace ${spans[0]?.traceId ?? ""}: ${rows.length} spans, ${(t1 - t0).toFixed(1)} ms</text>${lines.join("")}</svg>\n`;
 }
 
 describe("tracing across the hops", () => {
@@ -206,6 +243,10 @@ describe("tracing across the hops", () => {
     expect(JSON.stringify(trace)).not.toContain("a traced user's password");
 
     expect(trace.some((s) => s.scope === "jobs")).toBe(true);
+    const shots = join(repoRoot, "test-results", "tracing");
+    mkdirSync(shots, { recursive: true });
+    writeFileSync(join(shots, "user-created-trace.json"), JSON.stringify(trace, null, 2));
+    writeFileSync(join(shots, "user-created-trace.svg"), waterfall(trace));
   }, 90_000);
 
   it("writes the trace's ids on the log lines written inside it", async () => {

@@ -10,7 +10,7 @@
  * Then the job engine next to graphile-worker (jobs.ts).
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|plugins|webhooks|jobs (plugins: the idle stack and the
+ * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs (plugins: the idle stack and the
  * plugin lifecycle steps of http only), --jobs N (default 20000), --rounds N (default 3),
  * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
  * HTTP part runs on a nats-server of its own with the production shape: operator mode, TLS with client
@@ -19,6 +19,7 @@
  * its own with three copies of the stream, and the ratio to the single server).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createServer } from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -204,6 +205,9 @@ const results: Array<LoadResult & { name: string }> = [];
 let pluginResults: PluginBenchResult | undefined;
 let activationResults: ActivationBenchResult | undefined;
 const routeResults: Array<LoadResult & { name: string }> = [];
+/** Issue 29: the same two gateway routes with tracing off, then on at 10 % sampling. */
+const tracingResults: Array<LoadResult & { name: string }> = [];
+let exportedSpans = { requests: 0, bytes: 0 };
 const surfaceResults: Array<LoadResult & { name: string }> = [];
 const memory: Array<{ service: string; startedMb: number; idleMb: number }> = [];
 const idle: Array<{ service: string; cpuPercent: number }> = [];
@@ -253,6 +257,49 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
     ),
   );
   await stop(uncached);
+}
+
+/**
+ * Issue 29: a second gateway exporting its spans over OTLP/HTTP (to a sink here that counts and discards
+ * them) at 10 % sampling, next to the stack's own gateway with tracing off; the cached public route and
+ * the operator GET on each, one after the other.
+ */
+async function tracingRuns(stackEnv: Record<string, string>, gateway: string, token: string): Promise<void> {
+  const sink = createServer((req, res) => {
+    exportedSpans.requests++;
+    req.on("data", (c: Buffer) => (exportedSpans.bytes += c.length));
+    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", () => resolve()));
+  const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/v1/traces`;
+  const tracedPort = await freePort();
+  const traced = start([...SERVICE_NODE_FLAGS, join("dist", "gateway.mjs")], {
+    ...stackEnv,
+    ...(await secureBus?.serviceEnv("gateway")),
+    GATEWAY_PORT: String(tracedPort),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sinkUrl,
+    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+    OTEL_TRACES_SAMPLER_ARG: "0.1",
+  });
+  const on = `http://127.0.0.1:${tracedPort}`;
+  try {
+    await httpReady(`${on}/ready`);
+    const adminId = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString())
+      .sub as string;
+    const bearer = { authorization: `Bearer ${token}` };
+    tracingResults.push(
+      await measure("tracing off: cached public resolve", `${gateway}/workspace/public/resolve`),
+      await measure("tracing off: operator GET", `${gateway}/api/users/${adminId}`, bearer),
+    );
+    exportedSpans = { requests: 0, bytes: 0 };
+    tracingResults.push(
+      await measure("tracing 10 %: cached public resolve", `${on}/workspace/public/resolve`),
+      await measure("tracing 10 %: operator GET", `${on}/api/users/${adminId}`, bearer),
+    );
+  } finally {
+    await stop(traced);
+    await new Promise<void>((resolve) => sink.close(() => resolve()));
+  }
 }
 
 /** Signs the demo administrator in through the gateway: the token of the operator and plugin steps. */
@@ -309,8 +356,12 @@ async function httpBench() {
     services.forEach(({ name, child }, i) =>
       memory.push({ service: name, startedMb: started[i] as number, idleMb: rssMb(child.pid as number) }),
     );
-    if (only !== "plugins") await loadRuns(stackEnv, gateway);
+    if (only !== "plugins" && only !== "tracing") await loadRuns(stackEnv, gateway);
     const accessToken = await signInAdmin(gateway);
+    if (only === "tracing") {
+      await tracingRuns(stackEnv, gateway, accessToken);
+      return;
+    }
     if (only !== "plugins") {
       // 5. An authenticated operator GET: token verification, shared rate limit, guard, forward, database read.
       // One indexed row from PostgreSQL, like the public forward's one resolution.
@@ -321,6 +372,11 @@ async function httpBench() {
           authorization: `Bearer ${accessToken}`,
         }),
       );
+    }
+
+    if (only !== "plugins") {
+      log("measuring the gateway with tracing off, then on at 10 % sampling");
+      await tracingRuns(stackEnv, gateway, accessToken);
     }
 
     // 6. Plugin install and verification (issue 11).
@@ -448,6 +504,29 @@ function printHttp() {
       `  plugin / core : ${ratio.toFixed(2)}x   (target >= 0.80x: ${ratio >= 0.8 ? "met" : "NOT met"})`,
     );
   }
+  const [offCached, offOperator, onCached, onOperator] = tracingResults;
+  if (offCached && offOperator && onCached && onOperator) {
+    console.log(
+      `\nTracing (issue 29), ${connections} connections: the stack's gateway (off), a second one exporting`,
+    );
+    for (const r of tracingResults) {
+      console.log(
+        `  ${pad(r.name, 42)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}`,
+      );
+    }
+    for (const [label, off, onRun] of [
+      ["cached public resolve", offCached, onCached],
+      ["operator GET", offOperator, onOperator],
+    ] as const) {
+      const cost = 1 - onRun.requestsPerSecond / off.requestsPerSecond;
+      console.log(
+        `  ${pad(`${label}: 10 % sampling costs`, 42)}${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
+      );
+    }
+    console.log(
+      `  exported: ${exportedSpans.requests} OTLP requests, ${(exportedSpans.bytes / 1024).toFixed(0)} KB; tracing off is compared with the build before tracing in the closing note`,
+    );
+  }
   const [naive, render, context] = surfaceResults;
   if (naive && render && context && mol) {
     console.log(`\nThe public surface, ${connections} connections`);
@@ -467,7 +546,7 @@ function printHttp() {
   }
 }
 
-if (only === undefined || only === "http" || only === "plugins") {
+if (only === undefined || only === "http" || only === "plugins" || only === "tracing") {
   await httpBench();
   printHttp();
 }

@@ -295,8 +295,9 @@ describe("the Helm chart", () => {
         .filter((m) => m.kind === "Deployment")
         .map((m) => ({
           name: m.metadata.name,
-          env: ((m.spec as { template: { spec: { containers: Array<{ env?: Env[] }> } } }).template.spec
-            .containers[0]?.env ?? []) as Env[],
+          env:
+            (m.spec as { template: { spec: { containers: Array<{ env?: Env[] }> } } }).template.spec
+              .containers[0]?.env ?? [],
         }));
     for (const d of envOf([]))
       expect(

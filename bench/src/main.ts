@@ -19,8 +19,8 @@
  * its own with three copies of the stream, and the ratio to the single server).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { createServer } from "node:http";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";

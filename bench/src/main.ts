@@ -69,9 +69,12 @@ const { values: args } = parseArgs({
     secure: { type: "boolean", default: false },
     // The webhooks part once more on a three-node NATS cluster with three copies of the stream (issue 25).
     cluster: { type: "boolean", default: false },
+    // The sampling ratio of the tracing gateway (issue 29's target is at 0.1).
+    "tracing-ratio": { type: "string", default: "0.1" },
   },
 });
 const only = args.only;
+const ratioLabel = `${Number(args["tracing-ratio"]) * 100} %`;
 
 const durationSeconds = Number(args.duration);
 const connections = Number(args.connections);
@@ -279,7 +282,7 @@ async function tracingRuns(stackEnv: Record<string, string>, gateway: string, to
     GATEWAY_PORT: String(tracedPort),
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sinkUrl,
     OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-    OTEL_TRACES_SAMPLER_ARG: "0.1",
+    OTEL_TRACES_SAMPLER_ARG: args["tracing-ratio"],
   });
   const on = `http://127.0.0.1:${tracedPort}`;
   try {
@@ -287,15 +290,35 @@ async function tracingRuns(stackEnv: Record<string, string>, gateway: string, to
     const adminId = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString())
       .sub as string;
     const bearer = { authorization: `Bearer ${token}` };
-    tracingResults.push(
-      await measure("tracing off: cached public resolve", `${gateway}/workspace/public/resolve`),
-      await measure("tracing off: operator GET", `${gateway}/api/users/${adminId}`, bearer),
-    );
+    // Two rounds, off and on in turn: one run on this machine varies by up to a fifth, so each figure is the
+    // better of its two runs, measured under the same conditions as the other's.
+    const best = (a: LoadResult & { name: string }, b: LoadResult & { name: string }) =>
+      a.requestsPerSecond >= b.requestsPerSecond ? a : b;
+    const round = async () => {
+      const offCached = await measure(
+        "tracing off: cached public resolve",
+        `${gateway}/workspace/public/resolve`,
+      );
+      const offOperator = await measure(
+        "tracing off: operator GET",
+        `${gateway}/api/users/${adminId}`,
+        bearer,
+      );
+      const onCached = await measure(
+        `tracing ${ratioLabel}: cached public resolve`,
+        `${on}/workspace/public/resolve`,
+      );
+      const onOperator = await measure(
+        `tracing ${ratioLabel}: operator GET`,
+        `${on}/api/users/${adminId}`,
+        bearer,
+      );
+      return [offCached, offOperator, onCached, onOperator];
+    };
     exportedSpans = { requests: 0, bytes: 0 };
-    tracingResults.push(
-      await measure("tracing 10 %: cached public resolve", `${on}/workspace/public/resolve`),
-      await measure("tracing 10 %: operator GET", `${on}/api/users/${adminId}`, bearer),
-    );
+    const first = await round();
+    const second = await round();
+    tracingResults.push(...first.map((r, i) => best(r, second[i] as LoadResult & { name: string })));
   } finally {
     await stop(traced);
     await new Promise<void>((resolve) => sink.close(() => resolve()));
@@ -520,7 +543,7 @@ function printHttp() {
     ] as const) {
       const cost = 1 - onRun.requestsPerSecond / off.requestsPerSecond;
       console.log(
-        `  ${pad(`${label}: 10 % sampling costs`, 42)}${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
+        `  ${pad(`${label}: ${ratioLabel} sampling costs`, 42)}${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
       );
     }
     console.log(

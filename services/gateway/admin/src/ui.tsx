@@ -293,3 +293,19 @@ export function valuesOf(
   }
   return values;
 }
+
+/** A multiple choice of permission keys from the catalogue (`permissions.list`), read back by its name. */
+export function KeysField({ name, keys }: { name: string; keys: ReadonlyArray<{ key: string }> }) {
+  return (
+    <label>
+      <span>Keys (choose several)</span>
+      <select name={name} multiple size={8}>
+        {keys.map((k) => (
+          <option key={k.key} value={k.key}>
+            {k.key}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}

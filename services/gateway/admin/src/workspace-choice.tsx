@@ -27,3 +27,23 @@ export function useWorkspaceChoice() {
   );
   return { chosen, picker, error: workspaces.error };
 }
+
+/** The tenant a section is about, chosen from the tenants the session may read (the first at first). */
+export function useTenantChoice() {
+  const tenants = useLoad(() => call("tenants.list", { query: { limit: 100 } }));
+  const [tenant, setTenant] = useState("");
+  const chosen = tenant || tenants.data?.items[0]?.tenantKey || "";
+  const picker = (
+    <label>
+      <span>Tenant</span>
+      <select value={chosen} onChange={(e) => setTenant(e.currentTarget.value)}>
+        {(tenants.data?.items ?? []).map((t) => (
+          <option key={t.tenantKey} value={t.tenantKey}>
+            {t.tenantKey} ({t.name})
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+  return { chosen, picker, error: tenants.error, reload: tenants.reload };
+}

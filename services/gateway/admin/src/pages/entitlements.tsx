@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { call } from "../api.js";
 import { can } from "../session.js";
 import { Action, describe, Field, fieldsOf, Page, Problem, submit, Table, useLoad, when } from "../ui.js";
+import { useTenantChoice } from "../workspace-choice.js";
 
 /**
  * Which tenants and workspaces may use which plugins: the grants, granting and withdrawing; and the
@@ -105,9 +106,7 @@ export function Entitlements() {
 }
 
 function Delegations() {
-  const tenants = useLoad(() => call("tenants.list", { query: { limit: 100 } }).catch(() => null));
-  const [tenant, setTenant] = useState("");
-  const chosen = tenant || tenants.data?.items[0]?.tenantKey || "";
+  const { chosen, picker } = useTenantChoice();
   const list = useLoad(
     () => (chosen ? call("delegations.list", { params: { tenantKey: chosen } }) : Promise.resolve(null)),
     [chosen],
@@ -122,16 +121,7 @@ function Delegations() {
     <>
       <h2>Delegations</h2>
       <p>A plugin delegated to a tenant may be put in its workspaces' chains by their own admins.</p>
-      <label>
-        <span>Tenant</span>
-        <select value={chosen} onChange={(e) => setTenant(e.currentTarget.value)}>
-          {(tenants.data?.items ?? []).map((t) => (
-            <option key={t.tenantKey} value={t.tenantKey}>
-              {t.tenantKey} ({t.name})
-            </option>
-          ))}
-        </select>
-      </label>
+      {picker}
       <Problem text={error ?? list.error} />
       <Table
         caption={`Plugins delegated to ${chosen}`}

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
 import { can } from "../session.js";
-import { Action, Field, Page, Problem, ShownOnce, submit, Table, useLoad, when } from "../ui.js";
+import { Action, Field, KeysField, Page, Problem, ShownOnce, submit, Table, useLoad, when } from "../ui.js";
 
 /**
  * Integrations: machine clients that sign in with a client id and secret (OAuth 2.0 client credentials),
@@ -49,9 +49,7 @@ export function Integrations() {
         <form
           aria-label="New integration"
           onSubmit={submit(async (f, form) => {
-            const chosen = [
-              ...(form.elements.namedItem("permissions") as HTMLSelectElement).selectedOptions,
-            ].map((o) => o.value);
+            const chosen = new FormData(form).getAll("permissions").map(String);
             const made = await call("integrations.create", {
               body: {
                 name: f.name ?? "",
@@ -67,16 +65,7 @@ export function Integrations() {
           <h2>New integration</h2>
           <Field label="Name" name="name" />
           <Field label="Workspace (empty: the platform)" name="workspaceKey" required={false} />
-          <label>
-            <span>Keys (choose several)</span>
-            <select name="permissions" multiple size={8}>
-              {(keys.data ?? []).map((k) => (
-                <option key={k.key} value={k.key}>
-                  {k.key}
-                </option>
-              ))}
-            </select>
-          </label>
+          <KeysField name="permissions" keys={keys.data ?? []} />
           <button type="submit">Create integration</button>
         </form>
       )}

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 
 import { call } from "../api.js";
 import { can } from "../session.js";
-import { describe, Field, fieldsOf, Page, Problem, Table, useLoad } from "../ui.js";
+import { describe, Field, fieldsOf, KeysField, Page, Problem, Table, useLoad } from "../ui.js";
 
 /** Roles and their keys; a role created or replaced from the key catalogue. */
 export function Roles() {
@@ -61,16 +61,7 @@ export function Roles() {
               <option value="platform">platform</option>
             </select>
           </label>
-          <label>
-            <span>Keys (choose several)</span>
-            <select name="keys" multiple size={8}>
-              {(keys.data ?? []).map((k) => (
-                <option key={k.key} value={k.key}>
-                  {k.key}
-                </option>
-              ))}
-            </select>
-          </label>
+          <KeysField name="keys" keys={keys.data ?? []} />
           <button type="submit">Save role</button>
         </form>
       )}

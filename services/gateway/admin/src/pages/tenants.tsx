@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 
 import type { Body, Reply } from "../api.js";
 import { call } from "../api.js";
@@ -16,6 +16,7 @@ import {
   useLoad,
   when,
 } from "../ui.js";
+import { useTenantChoice } from "../workspace-choice.js";
 
 type Workspace = Reply<"workspaces.list">["items"][number];
 
@@ -230,15 +231,16 @@ export function Tenants() {
           <button type="submit">Create workspace</button>
         </form>
       )}
-      {can("tenant.read") && <TenantHosts tenants={(tenants.data?.items ?? []).map((t) => t.tenantKey)} />}
+      {can("tenant.read") && <TenantHosts revision={tenants.data?.items.length ?? 0} />}
     </Page>
   );
 }
 
 /** The hosts a tenant owns: no other tenant's workspace may bind them or a name under them. */
-function TenantHosts({ tenants }: { tenants: readonly string[] }) {
-  const [tenant, setTenant] = useState("");
-  const chosen = tenant || tenants[0] || "";
+function TenantHosts({ revision }: { revision: number }) {
+  const { chosen, picker, reload } = useTenantChoice();
+  // A tenant created above joins the choice.
+  useEffect(() => reload(), [revision]);
   const hosts = useLoad(
     () => (chosen ? call("tenant-hosts.list", { params: { tenantKey: chosen } }) : Promise.resolve(null)),
     [chosen],
@@ -251,14 +253,7 @@ function TenantHosts({ tenants }: { tenants: readonly string[] }) {
   return (
     <>
       <h2>Hosts a tenant owns</h2>
-      <label>
-        <span>Tenant</span>
-        <select value={chosen} onChange={(e) => setTenant(e.currentTarget.value)}>
-          {tenants.map((t) => (
-            <option key={t}>{t}</option>
-          ))}
-        </select>
-      </label>
+      {picker}
       <Problem text={error ?? hosts.error} />
       <Table
         caption={`Hosts of ${chosen}`}

@@ -140,6 +140,8 @@ describe("tracing across the hops", () => {
     const env = {
       ...pluginStackEnv(work, { dev: true }),
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.url,
+      // The collector here reads JSON; the default encoding is protobuf (the benchmark's).
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/json",
       BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
       BackendHost__RateLimitApiPerMinute: "0",
       BackendHost__JobPollIntervalMs: "100",

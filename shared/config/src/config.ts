@@ -98,6 +98,14 @@ export const platformSettings = defineSettings({
       "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
       "OTLP/HTTP traces URL, used as is (wins over `OTEL_EXPORTER_OTLP_ENDPOINT`)",
     ),
+    otelExporterOtlpProtocol: setting.optionalString(
+      "OTEL_EXPORTER_OTLP_PROTOCOL",
+      "`http/protobuf` (default) or `http/json`",
+    ),
+    otelExporterOtlpTracesProtocol: setting.optionalString(
+      "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+      "the traces' own protocol, `http/protobuf` or `http/json` (wins over `OTEL_EXPORTER_OTLP_PROTOCOL`)",
+    ),
     otelExporterOtlpHeaders: setting.optionalString(
       "OTEL_EXPORTER_OTLP_HEADERS",
       "headers sent with each export, `name=value,…` (URL-encoded values), e.g. a collector's API key",

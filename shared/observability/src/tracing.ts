@@ -1,6 +1,6 @@
 /**
  * Tracing (issue 29, docs/adr/0017-tracing.md): W3C Trace Context on every hop, OpenTelemetry spans
- * exported over OTLP/HTTP. Off unless an OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+ * exported over OTLP/HTTP (protobuf, or JSON when asked). Off unless an OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), and free when off: every helper here checks one boolean first and
  * does nothing else, no context is created, carried or injected.
  *
@@ -26,7 +26,8 @@ import {
 } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
@@ -94,6 +95,17 @@ export function samplerFrom(env: Readonly<Record<string, string | undefined>>): 
   }
 }
 
+/**
+ * The OTLP/HTTP encoding: `http/protobuf` (the OpenTelemetry default, and cheaper to serialise) unless
+ * `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or `OTEL_EXPORTER_OTLP_PROTOCOL` says `http/json`.
+ */
+export function tracesProtocol(
+  env: Readonly<Record<string, string | undefined>>,
+): "http/protobuf" | "http/json" {
+  const named = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "").trim();
+  return named === "http/json" ? "http/json" : "http/protobuf";
+}
+
 /** The OTLP/HTTP traces endpoint the environment names, or undefined: tracing stays off. */
 export function tracesEndpoint(env: Readonly<Record<string, string | undefined>>): string | undefined {
   if (env.OTEL_SDK_DISABLED === "true" || env.OTEL_TRACES_EXPORTER === "none") return undefined;
@@ -127,7 +139,10 @@ export function startTracing(
       ? []
       : [
           new BatchSpanProcessor({
-            exporter: new OTLPTraceExporter({ url, headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS) }),
+            exporter: new (tracesProtocol(env) === "http/json" ? JsonExporter : ProtobufExporter)({
+              url,
+              headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS),
+            }),
           }),
         ]);
   provider = new TracerProvider({ resource, sampler: samplerFrom(env), spanProcessors: [...exporters] });

@@ -260,6 +260,8 @@ function otelEnv(config: Config): Record<string, string | undefined> {
     OTEL_EXPORTER_OTLP_ENDPOINT: v(config.otelExporterOtlpEndpoint),
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: v(config.otelExporterOtlpTracesEndpoint),
     OTEL_EXPORTER_OTLP_HEADERS: v(config.otelExporterOtlpHeaders),
+    OTEL_EXPORTER_OTLP_PROTOCOL: v(config.otelExporterOtlpProtocol),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: v(config.otelExporterOtlpTracesProtocol),
     OTEL_TRACES_SAMPLER: v(config.otelTracesSampler),
     OTEL_TRACES_SAMPLER_ARG: v(config.otelTracesSamplerArg),
     OTEL_SERVICE_NAME: v(config.otelServiceName),

@@ -27,8 +27,14 @@ async function download(id: string, fileName: string): Promise<void> {
 /** A workspace's media library: files listed page by page, uploaded, downloaded, deleted. */
 export function Media() {
   const { chosen, picker, error: listError } = useWorkspaceChoice();
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [earlier, setEarlier] = useState<Array<string | null>>([]);
+  // The cursors of the pages before this one, for the workspace they belong to: another workspace starts
+  // at its first page.
+  const [paging, setPaging] = useState<{ workspace: string; cursors: string[] }>({
+    workspace: "",
+    cursors: [],
+  });
+  const cursors = paging.workspace === chosen ? paging.cursors : [];
+  const cursor = cursors.at(-1);
   const list = useLoad(
     () =>
       chosen
@@ -46,8 +52,7 @@ export function Media() {
     call("media.upload", { query: { workspaceKey: chosen }, body: form }).then(
       (m) => {
         setNote(`Uploaded ${m.fileName} (${size(m.size)}).`);
-        setCursor(null);
-        setEarlier([]);
+        setPaging({ workspace: chosen, cursors: [] });
         list.reload();
       },
       (err: unknown) => {
@@ -113,21 +118,18 @@ export function Media() {
       <nav aria-label="Pages of files" class="pager">
         <button
           type="button"
-          disabled={earlier.length === 0}
-          onClick={() => {
-            setCursor(earlier[earlier.length - 1] ?? null);
-            setEarlier(earlier.slice(0, -1));
-          }}
+          disabled={cursors.length === 0}
+          onClick={() => setPaging({ workspace: chosen, cursors: cursors.slice(0, -1) })}
         >
           Newer files
         </button>
         <button
           type="button"
           disabled={!list.data?.nextCursor}
-          onClick={() => {
-            setEarlier([...earlier, cursor]);
-            setCursor(list.data?.nextCursor ?? null);
-          }}
+          onClick={() =>
+            list.data?.nextCursor &&
+            setPaging({ workspace: chosen, cursors: [...cursors, list.data.nextCursor] })
+          }
         >
           Older files
         </button>

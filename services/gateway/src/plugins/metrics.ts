@@ -61,7 +61,9 @@ export const metricsPlugin = fp<MetricsOptions>(
       const replies = await messageClient(bus, metricsMessages).requestAll(
         "collect",
         {},
-        { maxWaitMs: 2_000, stallMs: 150 },
+        // A replica whose reply comes more than `stallMs` after the one before is missed by this scrape:
+        // 300 ms leaves room for a busy replica's collection (a queue-depth query) on a loaded node.
+        { maxWaitMs: 2_000, stallMs: 300 },
       );
       // Gateways are scraped one by one (each its own target) and do not answer metrics.collect: their
       // request histogram (route × method × status) would outgrow NATS's payload limit.

@@ -139,10 +139,24 @@ beforeAll(async () => {
   ({ nc, events } = await platformPublisher(h));
 });
 
+/**
+ * The cleanup between tests runs beside the live dispatcher, still finishing the last test's work: a
+ * deadlock PostgreSQL breaks by aborting the cleanup (40P01) is retried.
+ */
+async function clean(statement: Parameters<Db["query"]>[0]) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.query(statement);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "40P01" || attempt === 5) throw error;
+    }
+  }
+}
+
 beforeEach(async () => {
-  await db.query(sql`DELETE FROM webhook_dispatcher.subscriptions`);
-  await db.query(sql`TRUNCATE job_reaper.jobs`);
-  await db.query(sql`TRUNCATE webhook_dispatcher.deliveries, webhook_dispatcher.delivery_attempts`);
+  await clean(sql`DELETE FROM webhook_dispatcher.subscriptions`);
+  await clean(sql`TRUNCATE job_reaper.jobs`);
+  await clean(sql`TRUNCATE webhook_dispatcher.deliveries, webhook_dispatcher.delivery_attempts`);
   receiver.received.length = 0;
   receiver.respond = () => ({ status: 200 });
 });

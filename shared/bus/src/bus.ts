@@ -16,8 +16,8 @@ import {
   SvcError,
   TimeoutError,
 } from "@svc/errors";
-import type { Context } from "@svc/observability";
 import {
+  type Context,
   extractContext,
   failed,
   injectContext,
@@ -336,7 +336,7 @@ export class Bus {
     const context: HandlerContext = {
       subject: msg.subject,
       requestId,
-      header: (name) => msg.headers?.get(name) || undefined,
+      header: headerReader(msg).get,
       deadline,
       log: requestId === undefined ? this.log : this.log.child({ requestId }),
     };

@@ -2,8 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 
 import { checkDeadline } from "@svc/errors";
-import { inSpan, SpanKind, tracingEnabled } from "@svc/observability";
-import { Observers } from "@svc/observability";
+import { inSpan, Observers, SpanKind, tracingEnabled } from "@svc/observability";
 import pg from "pg";
 import type { Sql } from "sql-template-tag";
 

@@ -14,7 +14,6 @@ import {
   type Attributes,
   type Context,
   context,
-  type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -199,14 +198,7 @@ export function injectContext(write: (name: string, value: string) => void, ctx?
 
 /** The current trace context as stored text (`traceparent` and, when set, `tracestate`), or null. */
 export function currentTraceContext(): string | null {
-  if (!enabled) return null;
-  let parent: string | undefined;
-  let state: string | undefined;
-  injectContext((name, value) => {
-    if (name === "traceparent") parent = value;
-    else if (name === "tracestate") state = value;
-  });
-  return parent === undefined ? null : state === undefined ? parent : `${parent};${state}`;
+  return enabled ? spanContextText(trace.getSpan(context.active())) : null;
 }
 
 /** The context stored by `currentTraceContext`. */
@@ -230,7 +222,6 @@ export interface SpanOptions {
   readonly attributes?: Attributes;
   /** The parent: by default the current context. */
   readonly parent?: Context;
-  readonly links?: Link[];
 }
 
 /**
@@ -245,25 +236,21 @@ export function inSpan<T>(
 ): Promise<T> {
   if (!enabled) return work(undefined);
   const parent = options.parent ?? context.active();
-  const span = tracer(scope).startSpan(
-    name,
-    {
-      kind: options.kind ?? SpanKind.INTERNAL,
-      ...(options.attributes ? { attributes: options.attributes } : {}),
-      ...(options.links ? { links: options.links } : {}),
+  const span = startSpan(scope, name, { ...options, parent }) as Span;
+  return withSpan(
+    span,
+    async () => {
+      try {
+        return await work(span);
+      } catch (error) {
+        failed(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
     },
     parent,
   );
-  return context.with(trace.setSpan(parent, span), async () => {
-    try {
-      return await work(span);
-    } catch (error) {
-      failed(span, error);
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
 }
 
 /** Starts a span the caller ends (a request whose end is seen elsewhere), or undefined when off. */
@@ -275,7 +262,6 @@ export function startSpan(scope: string, name: string, options: SpanOptions = {}
       kind: options.kind ?? SpanKind.INTERNAL,
       ...(options.startTime === undefined ? {} : { startTime: options.startTime }),
       ...(options.attributes ? { attributes: options.attributes } : {}),
-      ...(options.links ? { links: options.links } : {}),
     },
     options.parent ?? context.active(),
   );
@@ -302,7 +288,7 @@ export function traceparentOf(span: Span | undefined): string | undefined {
 
 /** A span's context as stored text (`traceparent[;tracestate]`), for work it hands on (a job), or null. */
 export function spanContextText(span: Span | undefined): string | null {
-  if (span === undefined) return null;
+  if (span === undefined || !trace.isSpanContextValid(span.spanContext())) return null;
   const parent = traceparentOf(span) as string;
   const state = span.spanContext().traceState?.serialize();
   return state ? `${parent};${state}` : parent;

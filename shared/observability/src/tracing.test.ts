@@ -1,3 +1,4 @@
+import * as sdk from "@opentelemetry/sdk-trace";
 import { AlwaysOffSampler, ParentBasedSampler, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace";
 import { describe, expect, it } from "vitest";
 
@@ -39,15 +40,15 @@ describe("tracing's configuration from the OTEL_* variables", () => {
   });
 
   it("reads the sampler and its ratio, a ratio out of [0, 1] falling back to 1", () => {
-    expect(samplerFrom({ OTEL_TRACES_SAMPLER: "always_off" })).toBeInstanceOf(AlwaysOffSampler);
-    const ratio = samplerFrom({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" });
+    expect(samplerFrom({ OTEL_TRACES_SAMPLER: "always_off" }, sdk)).toBeInstanceOf(AlwaysOffSampler);
+    const ratio = samplerFrom({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }, sdk);
     expect(ratio).toBeInstanceOf(TraceIdRatioBasedSampler);
     expect(ratio.toString()).toContain("0.1");
     expect(
-      samplerFrom({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "7" }).toString(),
+      samplerFrom({ OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "7" }, sdk).toString(),
     ).toContain("{1}");
-    expect(samplerFrom({})).toBeInstanceOf(ParentBasedSampler);
-    expect(samplerFrom({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio" })).toBeInstanceOf(
+    expect(samplerFrom({}, sdk)).toBeInstanceOf(ParentBasedSampler);
+    expect(samplerFrom({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio" }, sdk)).toBeInstanceOf(
       ParentBasedSampler,
     );
   });

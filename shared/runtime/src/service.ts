@@ -280,7 +280,7 @@ export async function startService<D extends AnySettings>(
   const instance = `${definition.name}@${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   // Once per process (a later service in the same process shares it): off without an OTLP endpoint.
-  startTracing({ service: definition.name, version: HOST_VERSION, instance }, otelEnv(config));
+  await startTracing({ service: definition.name, version: HOST_VERSION, instance }, otelEnv(config));
   const startedAt = Date.now();
   const nc = await connectNats({
     url: config.natsUrl,

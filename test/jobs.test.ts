@@ -267,6 +267,42 @@ describe("the worker", () => {
     expect(elapsed).toBeGreaterThanOrEqual(1_000);
   });
 
+  it("a lane fed a few jobs at a time claims once per arrival, not once per finished job", async () => {
+    const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "claims-test" });
+    let claims = 0;
+    const query = counted.pool.query.bind(counted.pool) as (...args: unknown[]) => unknown;
+    (counted.pool as { query: unknown }).query = (...args: unknown[]) => {
+      const text = (args[0] as { text?: string } | string | undefined) ?? "";
+      if ((typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) claims++;
+      return query(...args);
+    };
+    // The slow poll is far away: every claim below is the start's, a notification's or a finished job's.
+    const worker = newWorker({ db: counted, pollIntervalMs: 60_000 });
+    worker.register(noopJob, {
+      concurrency: 20,
+      batchSize: 100,
+      // Finishing at different moments, as deliveries to a receiver do.
+      handler: () => new Promise((r) => setTimeout(r, 2 + Math.random() * 20)),
+    });
+    await worker.start();
+    const before = claims;
+    // 20 arrivals of 10 jobs each, one insert (and one NOTIFY) per arrival.
+    for (let arrival = 0; arrival < 20; arrival++) {
+      await enqueueMany(
+        db,
+        Array.from({ length: 10 }, () => noopJob.request({})),
+      );
+      await until(async () => worker.stats.succeeded === (arrival + 1) * 10, 15_000);
+    }
+    const made = claims - before;
+    await worker.stop();
+    await counted.end();
+    // Each arrival is claimed by its notification; a finished job claims again only after a claim that
+    // took all it asked for. Claiming after every finished job made about 180 here.
+    expect(made).toBeGreaterThanOrEqual(20);
+    expect(made).toBeLessThanOrEqual(60);
+  });
+
   it("a deferred job runs later without spending an attempt (issue 9, point 6)", async () => {
     const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     const worker = newWorker({ pollIntervalMs: 50 });

@@ -850,6 +850,44 @@ describe("delivery", () => {
     expect(missing.status).toBe(404);
   });
 
+  it("reads a subscription changed with plain SQL afresh, also when the change came while the dispatcher was not listening", async () => {
+    const [first, second, third] = [new Receiver(), new Receiver(), new Receiver()];
+    for (const r of [first, second, third]) {
+      await r.start();
+      ownReceivers.push(r);
+    }
+    const sub = (
+      await asOperator("POST", "/api/webhooks", {
+        eventName: "user.deleted",
+        targetUrl: first.url,
+        secret: "s",
+      })
+    ).json<{ id: string }>();
+    const moveTo = (url: string) =>
+      db.query(sql`UPDATE webhook_dispatcher.subscriptions SET target_url = ${url} WHERE id = ${sub.id}`);
+    // Delivered once, so the dispatcher holds the subscription in memory.
+    await events.publish("user.deleted", null, { n: 1 });
+    await first.waitFor(1);
+    // Changed behind the API's back: the trigger's notification drops the copy.
+    await moveTo(second.url);
+    await events.publish("user.deleted", null, { n: 2 });
+    await second.waitFor(1);
+    // The listening connection is cut, and the change made before it is back goes unheard: the copies
+    // are dropped when the connection is lost and again when it is back, so the change still counts.
+    const listener = () =>
+      db.maybeOne<{ pid: number }>(sql`
+        SELECT pid FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'webhook-dispatcher-subscriptions'`);
+    const cut = (await listener())?.pid;
+    expect(cut).toBeDefined();
+    await db.query(sql`SELECT pg_terminate_backend(${cut})`);
+    await moveTo(third.url);
+    await until(async () => ((await listener())?.pid ?? cut) !== cut, 10_000);
+    await events.publish("user.deleted", null, { n: 3 });
+    await third.waitFor(1);
+    const got = (r: Receiver) => r.received.map((x) => JSON.parse(x.body).data.n as number);
+    expect([got(first), got(second), got(third)]).toEqual([[1], [2], [3]]);
+  });
   it("logs every attempt: the answer's status and first 4 KiB, the error, the next attempt, the masked payload", async () => {
     const { own, sub } = await ownSubscription("user.created");
     own.respond = () => ({ status: 500, body: `down for maintenance ${"x".repeat(10_000)}` });

@@ -28,6 +28,12 @@ export interface WebhooksBenchResult {
   readonly steadyReceived: number;
 }
 
+/** `BENCH_CPU_PROF=<dir>`: the services write a V8 CPU profile there when they stop (open it in Chrome's DevTools). */
+export function profileFlags(): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+}
+
 export async function runWebhooksBench(
   serverUrl: URL,
   stamp: string,
@@ -84,7 +90,7 @@ export async function runWebhooksBench(
       [randomUUID(), target, sealed],
     );
     children.push(
-      spawn(process.execPath, [join("dist", "webhook-dispatcher.mjs")], {
+      spawn(process.execPath, [...profileFlags(), join("dist", "webhook-dispatcher.mjs")], {
         cwd: repoRoot,
         env,
         stdio: ["ignore", "ignore", "inherit"],

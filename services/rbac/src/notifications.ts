@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { reachCondition } from "@svc/access";
 import { followEvents, type Principal } from "@svc/bus";
-import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { type Db, isUuid, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
@@ -154,7 +154,6 @@ interface NotificationRow {
 
 // The read flag (0 or 1), the creation time, the id: each value typed, so a forged cursor is a 400.
 const INBOX: Listing = { tag: "notifications", kinds: ["bigint", "timestamp", "uuid"] };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const view = (r: NotificationRow) => ({
   id: r.id,
@@ -180,7 +179,7 @@ export const listNotifications: RbacHandler<"notifications.list"> = async (deps,
   const user = req.principal.subject;
   const { limit, after } = readPage(req.query, INBOX);
   // Only users have an inbox (an API key or an integration has none).
-  if (!UUID.test(user)) return { status: 200, body: { items: [], nextCursor: null } };
+  if (!isUuid(user)) return { status: 200, body: { items: [], nextCursor: null } };
   const rows = await deps.db.any<NotificationRow>(sql`
     SELECT *, (read_at IS NOT NULL)::int AS read_flag FROM rbac.notifications
     WHERE user_id = ${user} AND ${inSessionWorkspace(req.principal)}

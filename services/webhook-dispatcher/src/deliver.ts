@@ -29,6 +29,7 @@ import { maskPayload } from "./masking.js";
 import type { DeliveryOutcome, WebhookMetrics } from "./metrics.js";
 import type { SecretBox } from "./secrets.js";
 import { standardSignature } from "./standard-webhooks.js";
+import type { SubscriptionCache } from "./subscription-cache.js";
 
 /** What a POST to a receiver needs: deliveries and flows' http actions alike. */
 export interface OutboundDeps {
@@ -63,6 +64,8 @@ export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string 
 }
 
 export interface DeliverDeps extends OutboundDeps {
+  /** Subscriptions as they are now, by id (null: deleted). */
+  readonly subscriptions: Pick<SubscriptionCache, "load">;
   readonly breaker: CircuitBreaker;
   /** Where each attempt that reached the receiver's address is written. */
   readonly deliveryLog: DeliveryLog;
@@ -136,20 +139,6 @@ export async function postJson(
     },
     send,
   );
-}
-
-interface SubscriptionRow {
-  target_url: string;
-  secret_encrypted: string;
-  /** A rotated secret's predecessor while it still signs (null otherwise). */
-  previous_secret_encrypted: string | null;
-  is_active: boolean;
-  include_sensitive_data: boolean;
-  workspace_key: string | null;
-  disabled_at: Date | null;
-  disabled_announced: boolean;
-  disabled_reason: string | null;
-  failing_since: Date | null;
 }
 
 /**
@@ -303,13 +292,7 @@ async function attempt(
   count: (outcome: DeliveryOutcome) => void,
 ): Promise<void> {
   const p = job.payload;
-  const sub = await deps.db.maybeOne<SubscriptionRow>(sql`
-    SELECT target_url, secret_encrypted,
-           CASE WHEN previous_secret_expires_at > now() THEN previous_secret_encrypted END
-             AS previous_secret_encrypted,
-           is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
-           disabled_reason, failing_since
-    FROM webhook_dispatcher.subscriptions WHERE id = ${p.subscriptionId}`);
+  const sub = await deps.subscriptions.load(p.subscriptionId);
   // A disabled or deleted subscription's queued delivery does nothing, but tell what a crash left untold.
   if (sub === null || !sub.is_active) {
     if (sub !== null && sub.disabled_at !== null && !sub.disabled_announced)
@@ -346,9 +329,11 @@ async function attempt(
   const secret = deps.secrets.open(sub.secret_encrypted);
   // During a rotation's overlap both secrets sign (the new one first); X-Svc-Signature uses the new one.
   const signing =
-    sub.previous_secret_encrypted === null
-      ? [secret]
-      : [secret, deps.secrets.open(sub.previous_secret_encrypted)];
+    sub.previous_secret_encrypted !== null &&
+    sub.previous_secret_expires_at !== null &&
+    sub.previous_secret_expires_at.getTime() > Date.now()
+      ? [secret, deps.secrets.open(sub.previous_secret_encrypted)]
+      : [secret];
   const attemptAt = Math.floor(Date.now() / 1000);
   const headers = {
     "content-type": "application/json",

@@ -6,7 +6,7 @@
  * delivery itself is the job's, and the log is what operators read, not what the platform relies on.
  */
 import type { Db, Queries } from "@svc/db";
-import { sql } from "@svc/db";
+import { isUuid, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
 /** Bodies larger than this are not kept (the entry says the body is too large to show). */
@@ -126,14 +126,12 @@ export async function writeAttempts(db: Queries, batch: readonly AttemptEntry[])
       last_status_code = EXCLUDED.last_status_code, updated_at = EXCLUDED.updated_at`);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * A delivery the log shows waiting for an attempt (retrying, or resent) that will not be sent (its
  * subscription is off or gone): failed. A job's delivery id that is no UUID (written by hand) has no entry.
  */
 export async function endWaitingDelivery(db: Queries, deliveryId: string): Promise<void> {
-  if (!UUID.test(deliveryId)) return;
+  if (!isUuid(deliveryId)) return;
   await db.query(sql`
     UPDATE webhook_dispatcher.deliveries SET status = 'failed', updated_at = now()
     WHERE delivery_id = ${deliveryId}::uuid AND status = 'retrying'`);

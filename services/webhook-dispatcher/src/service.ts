@@ -30,6 +30,7 @@ import { createWebhookMetrics } from "./metrics.js";
 import { applyPluginContributions, platformEventNames, PluginEventScopes } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
 import { webhookSettings } from "./settings.js";
+import { SubscriptionCache } from "./subscription-cache.js";
 import * as subs from "./subscriptions.js";
 
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
@@ -112,10 +113,13 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       await breaker.restart();
     });
     const sensitiveFields = sensitiveFieldNames(db);
+    const subscriptionCache = new SubscriptionCache(db);
+    const subscriptionChanges = subscriptionCache.listen(config.databaseUrl, log);
     // What deliveries and flow runs need; the time limit and the answer size are read per attempt: both
     // can change at run time.
     const outbound = {
       db,
+      subscriptions: subscriptionCache,
       secrets,
       breaker,
       allowed,
@@ -201,6 +205,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
         // What the last deliveries logged is written before the process ends.
         await outbound.deliveryLog.flush();
         breaker.stop();
+        await subscriptionChanges.stop();
       },
     };
   },

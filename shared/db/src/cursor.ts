@@ -1,5 +1,7 @@
 import { ValidationError } from "@svc/errors";
 
+import { isUuid } from "./uuid.js";
+
 /**
  * Paging cursors: opaque to callers, strictly checked when they come back. A cursor is the base64url of a
  * JSON array `[tag, ...values]`; `tag` names the listing it belongs to, and each value is checked against
@@ -13,7 +15,6 @@ export type CursorFieldKind = "text" | "uuid" | "timestamp" | "bigint";
 const MAX_CURSOR_LENGTH = 1_024;
 const MAX_TEXT = 256;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const BIGINT = /^(0|[1-9]\d{0,18})$/;
 const INT8_MAX = 9_223_372_036_854_775_807n;
 // No C0/C1 controls (NUL above all) in text values.
@@ -27,7 +28,7 @@ function valid(kind: CursorFieldKind, value: unknown): value is string {
     case "text":
       return value.length <= MAX_TEXT && !CONTROL.test(value);
     case "uuid":
-      return UUID.test(value);
+      return isUuid(value);
     case "bigint":
       return BIGINT.test(value) && BigInt(value) <= INT8_MAX;
     case "timestamp": {

@@ -21,4 +21,5 @@ export {
   sqlState,
   withRetry,
 } from "./retry.js";
+export { isUuid } from "./uuid.js";
 export { empty, join, raw, type Sql, default as sql } from "sql-template-tag";

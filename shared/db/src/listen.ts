@@ -10,6 +10,8 @@ export interface ListenOptions {
   readonly onNotification: (payload: string) => void;
   /** Called after every (re)connection: notifications sent while away were not heard. */
   readonly onConnected?: () => void;
+  /** Called when the connection is lost or a connection attempt fails: notifications go unheard until the next `onConnected`. */
+  readonly onDisconnected?: () => void;
 }
 
 export interface Listener {
@@ -31,6 +33,7 @@ export function listenForNotifications(options: ListenOptions): Listener {
   const schedule = () => {
     const previous = client;
     client = undefined;
+    options.onDisconnected?.();
     void previous?.end().catch(() => undefined);
     if (stopped || retryTimer !== undefined) return;
     retryTimer = setTimeout(() => {

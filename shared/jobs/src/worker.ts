@@ -3,8 +3,8 @@
  *
  * Per job type a lane keeps a small local queue of claimed jobs (each already leased to this worker with
  * its own fencing token) and runs up to `concurrency` of them at once. The lane claims again when its
- * queue runs low, when PostgreSQL NOTIFYs that jobs of its type were inserted, and on a slow poll (the
- * backstop for scheduled and retried jobs). Write-backs are batched: every completion and failure that
+ * queue runs low after a claim that took all it asked for, when PostgreSQL NOTIFYs that jobs of its type
+ * were inserted, and on a slow poll (the backstop for scheduled and retried jobs). Write-backs are batched: every completion and failure that
  * happens while a write is in flight goes out in the next single UPDATE, and only rows whose token still
  * matches are changed; the others are counted as stale. The leases of every held job are renewed in one
  * statement every third of the lease, so long jobs keep their claim and a job whose claim was taken over
@@ -78,6 +78,12 @@ class Lane {
   readonly running = new Map<string, { job: ClaimedJob; abort: AbortController; done: Promise<void> }>();
   private fetching = false;
   private fetchAgain = false;
+  /**
+   * Whether the last claim took all it asked for, so more are probably due. Only then does a finished job
+   * claim again; otherwise the next claim waits for PostgreSQL's NOTIFY of new jobs (or the slow poll, for
+   * retries that came due), so a lane fed a few jobs at a time does not claim once per finished job.
+   */
+  private moreDue = true;
   stopping = false;
   /** Claim again when this few are left unstarted, so the next batch arrives before the queue runs dry. */
   private readonly lowWater: number;
@@ -132,17 +138,18 @@ class Lane {
         // would claim again at once, forever.
         this.startQueued();
         // A full batch means more are probably due: claim again while the first ones run.
-        if (jobs.length === wanted) this.fetchAgain = true;
+        this.moreDue = jobs.length === wanted;
+        if (this.moreDue) this.fetchAgain = true;
       } while (this.fetchAgain && this.queue.length <= this.lowWater);
     } finally {
       this.fetching = false;
     }
   }
 
-  /** Starts queued jobs while slots are free, then claims more if the queue is short. */
+  /** Starts queued jobs while slots are free, then claims more if the queue is short and more are due. */
   pump(): void {
     this.startQueued();
-    if (this.queue.length <= this.lowWater) this.wake();
+    if (this.moreDue && this.queue.length <= this.lowWater) this.wake();
   }
 
   private startQueued(): void {

@@ -1,0 +1,103 @@
+/**
+ * The subscriptions deliveries read, kept in memory: every delivery reads its subscription, and at a
+ * thousand deliveries a second that read was most of the dispatcher's statements. A copy is dropped when
+ * PostgreSQL says the row changed (a trigger on every UPDATE and DELETE, migration 0013, so a change made
+ * with plain SQL counts too) and after a minute in any case. While the dispatcher is not listening (before
+ * its first connection, or between a lost connection and the next) nothing is kept: each delivery reads.
+ *
+ * A change reaches the deliveries that start after the notification arrives, normally within a
+ * millisecond of the commit; a delivery already running goes on with what it read, as it always did.
+ */
+import { type Db, isUuid, listenForNotifications, sql } from "@svc/db";
+import type { Logger } from "@svc/observability";
+import { LRUCache } from "lru-cache";
+
+export interface SubscriptionRow {
+  id: string;
+  target_url: string;
+  secret_encrypted: string;
+  /** A rotated secret's predecessor and when it stops signing (both null without one). */
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: Date | null;
+  is_active: boolean;
+  include_sensitive_data: boolean;
+  workspace_key: string | null;
+  disabled_at: Date | null;
+  disabled_announced: boolean;
+  disabled_reason: string | null;
+  failing_since: Date | null;
+}
+
+export const SUBSCRIPTION_CHANGED_CHANNEL = "svc_webhook_subscription_changed";
+
+export class SubscriptionCache {
+  private readonly rows = new LRUCache<string, SubscriptionRow>({ max: 10_000, ttl: 60_000 });
+  /** Reads under way, so the deliveries that start together read a subscription once. */
+  private readonly reading = new Map<string, Promise<SubscriptionRow | null>>();
+  /** Counts the changes heard: a read that saw one begin while it ran is not kept. */
+  private changes = 0;
+  private listening = false;
+
+  constructor(private readonly db: Db) {}
+
+  /** The subscription as it is now (null: deleted, or no subscription has that id). */
+  load(id: string): Promise<SubscriptionRow | null> {
+    const kept = this.listening ? this.rows.get(id) : undefined;
+    if (kept !== undefined) return Promise.resolve(kept);
+    const pending = this.reading.get(id);
+    if (pending !== undefined) return pending;
+    const changesBefore = this.changes;
+    const read = readSubscription(this.db, id).then(
+      (row) => {
+        if (this.reading.get(id) === read) this.reading.delete(id);
+        if (row !== null && this.listening && this.changes === changesBefore) this.rows.set(id, row);
+        return row;
+      },
+      (error: unknown) => {
+        if (this.reading.get(id) === read) this.reading.delete(id);
+        throw error;
+      },
+    );
+    this.reading.set(id, read);
+    return read;
+  }
+
+  /** A subscription changed: the next delivery reads it again. */
+  changed(id: string): void {
+    this.changes++;
+    this.rows.delete(id);
+    // A read already under way may have seen the row before the change: later deliveries do not join it.
+    this.reading.delete(id);
+  }
+
+  /** Listening (again, after a lost connection: what changed meanwhile was not heard) or not. */
+  setListening(listening: boolean): void {
+    this.changes++;
+    this.rows.clear();
+    this.reading.clear();
+    this.listening = listening;
+  }
+
+  /** LISTENs for the trigger's notifications on a connection of its own. */
+  listen(databaseUrl: string, log: Logger): { stop(): Promise<void> } {
+    return listenForNotifications({
+      databaseUrl,
+      channel: SUBSCRIPTION_CHANGED_CHANNEL,
+      applicationName: "webhook-dispatcher-subscriptions",
+      log,
+      onNotification: (id) => this.changed(id),
+      onConnected: () => this.setListening(true),
+      onDisconnected: () => this.setListening(false),
+    });
+  }
+}
+
+async function readSubscription(db: Db, id: string): Promise<SubscriptionRow | null> {
+  // A job's id that is no UUID (written by hand) finds nothing rather than failing the statement.
+  if (!isUuid(id)) return null;
+  return db.maybeOne<SubscriptionRow>(sql`
+    SELECT id, target_url, secret_encrypted, previous_secret_encrypted, previous_secret_expires_at,
+           is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
+           disabled_reason, failing_since
+    FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
+}

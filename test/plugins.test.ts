@@ -515,7 +515,20 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
     const dir = join(work, "contributing");
     writePlugin(dir);
     const registry = JSON.parse(readFileSync(join(dir, "registry.json"), "utf8")) as Record<string, unknown>;
-    writeFileSync(join(dir, "registry.json"), JSON.stringify({ ...registry, events: ["hello.greeted"] }));
+    const greeted = {
+      description: "Someone was greeted",
+      schema: {
+        type: "object",
+        properties: { name: { type: "string" } },
+        required: ["name"],
+        additionalProperties: false,
+      },
+      example: { name: "Ada" },
+    };
+    writeFileSync(
+      join(dir, "registry.json"),
+      JSON.stringify({ ...registry, events: ["hello.greeted"], eventSchemas: { "hello.greeted": greeted } }),
+    );
     await signWithTrustedKey(dir, "hello", "1.0.0");
     const installed = await upload(await tgzOf(dir), "application/gzip", admin);
     expect(installed.status, installed.text).toBe(201);
@@ -535,6 +548,11 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
     ]);
     expect(now.fields).toEqual(["greeting"]);
     expect(now.events).toContain("hello.greeted");
+    // The catalogue serves what its registry.json says of the event.
+    const entry = (await get("/api/events/catalog"))
+      .json<Array<{ eventName: string }>>()
+      .find((e) => e.eventName === "hello.greeted");
+    expect(entry).toEqual({ eventName: "hello.greeted", source: "hello", ...greeted });
     const subscription = await api("POST", "/api/webhooks", admin, {
       eventName: "hello.*",
       targetUrl: "https://hooks.example.com/h",

@@ -88,6 +88,11 @@ export declare interface PluginDescriptor {
     readonly routes?: readonly PluginRouteDeclaration[];
     /** Event names the plugin publishes; it may publish no other. */
     readonly events?: readonly string[];
+    /**
+     * For events named in `events`: a description, the JSON Schema (draft-07) of the data and an example,
+     * served by the event catalogue. Each entry up to 16 KiB as JSON, all of them up to 64 KiB.
+     */
+    readonly eventSchemas?: Readonly<Record<string, PluginEventSchema>>;
 }
 
 /**
@@ -124,6 +129,15 @@ export declare interface PluginEvents {
     publish(eventName: string, workspaceKey: string | null, payload: unknown): Promise<void>;
     /** Adds a decorator around every later publish. */
     decorate(decorator: PublisherDecorator): void;
+}
+
+/** What the event catalogue says of one of a plugin's events. */
+export declare interface PluginEventSchema {
+    readonly description?: string;
+    /** A JSON Schema (draft-07) of the event's data. */
+    readonly schema: Readonly<Record<string, unknown>>;
+    /** An example of the data: it must match the schema. */
+    readonly example?: unknown;
 }
 
 /** What the host gives the entry export: the constructor's or factory's argument, and `activate`'s. */

@@ -1,4 +1,5 @@
 import type { EventPublisher } from "@svc/bus";
+import { publishPlatformEvent } from "@svc/contracts";
 import type { Db } from "@svc/db";
 import { announceDeadLetters, reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
@@ -29,7 +30,8 @@ function announceTo(db: Db, events: EventPublisher): Promise<number> {
         // deliveries is not announced again (it stays listed as Failed in GET /api/jobs); otherwise every
         // failing `*` subscription would feed every other one, without end.
         if (deliveredEvent !== null && ABOUT_DELIVERIES.has(deliveredEvent)) continue;
-        await events.publish(
+        await publishPlatformEvent(
+          events,
           "job.dead-lettered",
           job.workspaceKey,
           {

@@ -1,6 +1,11 @@
 /** What the plugin registry's handlers share: their dependencies, the stored record, the audit, metrics. */
 import type { Principal } from "@svc/bus";
-import type { pluginRegistryRoutes, RouteHandlerWith } from "@svc/contracts";
+import type {
+  PlatformEventData,
+  PlatformEventName,
+  pluginRegistryRoutes,
+  RouteHandlerWith,
+} from "@svc/contracts";
 import { type Db, type Queries, sql } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
@@ -27,7 +32,10 @@ export interface PluginDeps {
   /** Time limit of a package download from the feed. */
   readonly feedTimeoutMs: number;
   /** Publishes a platform event (plugin.refused). */
-  readonly publishEvent?: (eventName: string, payload: unknown) => Promise<void>;
+  readonly publishEvent?: <N extends PlatformEventName>(
+    eventName: N,
+    payload: PlatformEventData[N],
+  ) => Promise<void>;
 }
 
 export type PluginState = "inactive" | "active" | "failed";

@@ -207,6 +207,12 @@ export async function contributions(db: Queries) {
         permissions: v.permissions,
         sensitiveFields: v.sensitiveFields,
         events: v.events,
+        eventSchemas: Object.entries(row.registry.eventSchemas ?? {}).map(([eventName, e]) => ({
+          eventName,
+          description: e.description ?? null,
+          schema: e.schema,
+          ...(e.example === undefined ? {} : { example: e.example }),
+        })),
         state: v.state,
         routes: (row.registry.routes ?? []).map((r) => ({
           method: r.method,
@@ -254,7 +260,7 @@ export async function rehydrate(
       UPDATE plugin_registry.plugins SET refused_reason = ${reason},
           state = CASE WHEN ${reason === null} THEN state ELSE 'inactive' END
       WHERE plugin_id = ${row.plugin_id} AND package_sha256 = ${row.package_sha256}`);
-    if (failure !== undefined) {
+    if (failure !== undefined && reason !== null) {
       log.warn({ pluginId: row.plugin_id, reason }, "a stored plugin was refused when it was loaded");
       await audit(deps.db, system, "verify", { id: row.plugin_id, version: row.version }, failure);
       // Operators who run plugins are notified (rbac turns the event into notifications).

@@ -2,7 +2,13 @@
 import type { KV } from "@nats-io/kv";
 import { REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import type { Config } from "@svc/config";
-import type { rbacRoutes, RouteHandlerWith, TenancyLookupReply, TenancyLookupRequest } from "@svc/contracts";
+import type {
+  PlatformEventData,
+  rbacRoutes,
+  RouteHandlerWith,
+  TenancyLookupReply,
+  TenancyLookupRequest,
+} from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";
@@ -14,7 +20,7 @@ export interface RbacDeps {
   readonly config: Config;
   readonly issuer: TokenIssuer;
   /** Events are recorded in the transaction of the change they describe, and relayed from there. */
-  readonly outbox: Outbox;
+  readonly outbox: Outbox<PlatformEventData>;
   readonly revoked: KV;
   readonly log: Logger;
   /** Tells every gateway that a role's grants changed (they drop what they cached). */

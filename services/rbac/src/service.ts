@@ -4,6 +4,7 @@ import {
   followContributions,
   messageClient,
   type MessageImplementation,
+  type PlatformEventData,
   publishBroadcast,
   quietUnlessUp,
   rbacBroadcasts,
@@ -63,7 +64,7 @@ export const rbacService = defineService(rbacContract, {
       Math.max(1_000, Math.floor((config.backendHost.accessTokenLifetimeSeconds * 1000) / 3)),
     );
     remark.unref();
-    const outbox = new Outbox({
+    const outbox = new Outbox<PlatformEventData>({
       db,
       schema: "rbac",
       nc,

@@ -1,5 +1,5 @@
 /** What the resolver's route handlers share, and their type from the route contracts. */
-import type { resolverRoutes, RouteHandlerWith } from "@svc/contracts";
+import type { PlatformEventData, resolverRoutes, RouteHandlerWith } from "@svc/contracts";
 import type { Db } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";
@@ -7,7 +7,7 @@ import type { Outbox } from "@svc/outbox";
 export interface ResolverDeps {
   readonly db: Db;
   /** Workspace events are recorded with the change they describe, and relayed from there. */
-  readonly outbox: Outbox;
+  readonly outbox: Outbox<PlatformEventData>;
   readonly log: Logger;
 }
 

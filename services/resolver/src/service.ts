@@ -1,6 +1,7 @@
 import {
   followContributions,
   type MessageImplementation,
+  type PlatformEventData,
   quietUnlessUp,
   resolverContract,
   type RouteImplementation,
@@ -29,7 +30,7 @@ export const resolverService = defineService(resolverContract, {
   keyedWrites: "transaction",
   async start({ bus, db, nc, config, log }) {
     const tenant = config.backendHost.defaultTenantKey;
-    const outbox = new Outbox({
+    const outbox = new Outbox<PlatformEventData>({
       db,
       schema: "resolver",
       nc,

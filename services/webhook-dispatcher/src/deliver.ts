@@ -8,7 +8,7 @@
 import { createHmac } from "node:crypto";
 
 import type { EventPublisher } from "@svc/bus";
-import type { WorkspaceStates } from "@svc/contracts";
+import { publishPlatformEvent, type WorkspaceStates } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import {
   type ClaimedJob,
@@ -171,7 +171,8 @@ const GONE = "the receiver answered 410 Gone";
 /** Publishes `webhook.disabled` for a subscription the dispatcher turned off, then marks it announced. */
 async function announceDisabled(deps: DeliverDeps, subscriptionId: string, row: DisabledRow): Promise<void> {
   const eventId = derivedUuid(`${subscriptionId} ${row.disabled_at.toISOString()}`);
-  await deps.events.publish(
+  await publishPlatformEvent(
+    deps.events,
     "webhook.disabled",
     row.workspace_key,
     {

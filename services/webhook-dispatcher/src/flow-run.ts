@@ -12,6 +12,7 @@
  */
 
 import type { EventPublisher } from "@svc/bus";
+import type { PlatformEventData } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import { type ClaimedJob, defineJob, PermanentJobError } from "@svc/jobs";
 import type { Logger } from "@svc/observability";
@@ -206,13 +207,14 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       return;
     case "notify": {
       const shown = await maskedRun(deps, p);
-      await publishInChain(deps, p, id, FLOW_NOTIFICATION_EVENT, {
+      const notification: PlatformEventData["flow.notification"] = {
         flowId: p.flowId,
         title: fill(action.title, shown).slice(0, 500),
         detail: action.detail === undefined ? null : fill(action.detail, shown).slice(0, 2_000),
         permission: action.permission ?? DEFAULT_NOTIFY_PERMISSION,
         trigger: { event: p.event, eventId: p.eventId },
-      });
+      };
+      await publishInChain(deps, p, id, FLOW_NOTIFICATION_EVENT, notification);
       return;
     }
   }

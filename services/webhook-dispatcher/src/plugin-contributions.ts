@@ -11,7 +11,20 @@ export async function applyPluginContributions(
   plugins: readonly PluginContribution[],
 ): Promise<void> {
   const fields = plugins.flatMap((p) => p.sensitiveFields.map((name) => ({ name, source: p.pluginId })));
-  const events = plugins.flatMap((p) => p.events.map((name) => ({ name, source: p.pluginId })));
+  const events = plugins.flatMap((p) => {
+    const described = new Map(p.eventSchemas.map((e) => [e.eventName, e]));
+    return p.events.map((name) => {
+      const d = described.get(name);
+      return {
+        name,
+        source: p.pluginId,
+        description: d?.description ?? `Published by plugin ${p.pluginId}`,
+        schema: d === undefined ? null : JSON.stringify(d.schema),
+        // `undefined` (no example) is stored as NULL; an example that is JSON null, as 'null'.
+        example: d === undefined || !("example" in d) ? null : JSON.stringify(d.example ?? null),
+      };
+    });
+  });
   const builtIn = sql`source IN ('baseline', 'host')`;
   // Replicas apply the same set at the same moment: a deadlock between them (40P01) is run again.
   await withRetry(() =>
@@ -29,10 +42,17 @@ export async function applyPluginContributions(
       WHERE NOT ${builtIn}
         AND (event_name, source) NOT IN (SELECT * FROM unnest(${events.map((e) => e.name)}::text[], ${events.map((e) => e.source)}::text[]))`);
       await tx.query(sql`
-      INSERT INTO webhook_dispatcher.event_catalog (event_name, source, description)
-      SELECT n, s, 'Published by plugin ' || s
-      FROM unnest(${events.map((e) => e.name)}::text[], ${events.map((e) => e.source)}::text[]) AS t(n, s)
-      ON CONFLICT (event_name) DO NOTHING`);
+      INSERT INTO webhook_dispatcher.event_catalog (event_name, source, description, schema, example)
+      SELECT n, s, d, sc::jsonb, ex::jsonb
+      FROM unnest(${events.map((e) => e.name)}::text[], ${events.map((e) => e.source)}::text[],
+                  ${events.map((e) => e.description)}::text[], ${events.map((e) => e.schema)}::text[],
+                  ${events.map((e) => e.example)}::text[]) AS t(n, s, d, sc, ex)
+      -- A plugin's update brings its new descriptions and schemas; another source's row is never taken.
+      ON CONFLICT (event_name) DO UPDATE
+        SET description = EXCLUDED.description, schema = EXCLUDED.schema, example = EXCLUDED.example
+        WHERE event_catalog.source = EXCLUDED.source
+          AND (event_catalog.description, event_catalog.schema, event_catalog.example)
+              IS DISTINCT FROM (EXCLUDED.description, EXCLUDED.schema, EXCLUDED.example)`);
     }),
   );
 }

@@ -1,6 +1,7 @@
 import { createEventPublisher, ensureBucket, EventSource } from "@svc/bus";
 import {
   followContributions,
+  publishPlatformEvent,
   quietUnlessUp,
   type RouteImplementation,
   webhookDispatcherContract,
@@ -99,7 +100,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       // Operators who manage webhooks are notified (rbac turns the event into notifications).
       async (receiver, failures) => {
         const { workspaceKey, origin } = parseReceiverKey(receiver);
-        await circuitEvents.publish("webhook.circuit-opened", null, {
+        await publishPlatformEvent(circuitEvents, "webhook.circuit-opened", null, {
           origin,
           workspaceKey,
           failures,

@@ -4,6 +4,8 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { listWorkspace, reachCondition, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import {
+  type PlatformEventName,
+  platformEvents,
   type ReplyOfRoute,
   type RequestOfRoute,
   SUBSCRIPTION_PATTERN,
@@ -155,7 +157,10 @@ export interface SubscriptionRepository {
   find(id: string, within: string | null): Promise<Row | null>;
   /** The patterns that match some event of the catalogue (`matchesKnownEvent`). */
   knownPatterns(): Promise<ReadonlySet<string>>;
-  catalog(): Promise<Array<{ eventName: string; source: string; description: string }>>;
+  /** The catalogue's rows: a plugin's event with the schema and example it declared (null: none). */
+  catalog(): Promise<
+    Array<{ eventName: string; source: string; description: string; schema: unknown; example: unknown }>
+  >;
 }
 
 const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, description,
@@ -218,7 +223,7 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
     knownPatterns: () => knownPatterns(db),
     catalog: () =>
       db.any(sql`
-        SELECT event_name AS "eventName", source, description
+        SELECT event_name AS "eventName", source, description, schema, example
         FROM webhook_dispatcher.event_catalog ORDER BY event_name`),
   };
 }
@@ -378,7 +383,23 @@ export async function deleteSubscription(
 export async function eventCatalog(
   tables: SubscriptionRepository,
 ): Promise<ReplyOfRoute<Routes["events.catalog"]>> {
-  return { status: 200, body: await tables.catalog() };
+  const rows = await tables.catalog();
+  return {
+    status: 200,
+    body: rows.map((row) => {
+      // The platform's own events: the schemas their publishers are typed by.
+      const own = row.source === "host" ? platformEvents[row.eventName as PlatformEventName] : undefined;
+      const schema = own?.data ?? (row.schema as Record<string, unknown> | null);
+      const example = own === undefined ? row.example : own.example;
+      return {
+        eventName: row.eventName,
+        source: row.source,
+        description: row.description,
+        schema: schema ?? null,
+        ...(example === null || example === undefined ? {} : { example }),
+      };
+    }),
+  };
 }
 
 /**

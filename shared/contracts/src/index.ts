@@ -10,6 +10,12 @@ export { callMessage, callRoute } from "./call.js";
 export * from "./common.js";
 export { configRoutes } from "./config.js";
 export { type ContributionFollower, followContributions, quietUnlessUp } from "./contributions.js";
+export {
+  type PlatformEventData,
+  type PlatformEventName,
+  platformEvents,
+  publishPlatformEvent,
+} from "./events.js";
 export { jobRoutes, JobView } from "./jobs.js";
 export { mediaRoutes, MediaView } from "./media.js";
 export {

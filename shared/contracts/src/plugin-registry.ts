@@ -678,6 +678,15 @@ export const PluginContribution = Type.Object({
   permissions: Type.Array(Type.String()),
   sensitiveFields: Type.Array(Type.String()),
   events: Type.Array(Type.String()),
+  /** What its registry.json's `eventSchemas` says of its events: the event catalogue serves it. */
+  eventSchemas: Type.Array(
+    Type.Object({
+      eventName: Type.String(),
+      description: Nullable(Type.String()),
+      schema: Type.Record(Type.String(), Type.Unknown()),
+      example: Type.Optional(Type.Unknown()),
+    }),
+  ),
   /** The lifecycle state: only an `active` plugin serves routes and supplies session keys. */
   state: Type.Union([Type.Literal("inactive"), Type.Literal("active"), Type.Literal("failed")]),
   /** Its routes, dispatched by the gateway under /api/plugins/{pluginId}/ while active. */

@@ -399,7 +399,17 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
     permission: "flow.read",
     summary: "The event catalogue",
     reply: Type.Array(
-      Type.Object({ eventName: Type.String(), source: Type.String(), description: Type.String() }),
+      Type.Object({
+        eventName: Type.String(),
+        source: Type.String({ description: "`host` for the platform's own events, else the plugin's id" }),
+        description: Type.String(),
+        schema: Nullable(
+          Type.Record(Type.String(), Type.Unknown(), {
+            description: "the JSON Schema of the event's `data` (null: its plugin declared none)",
+          }),
+        ),
+        example: Type.Optional(Type.Unknown({ description: "an example of the event's `data`" })),
+      }),
     ),
   },
   "flows.list": {

@@ -60,7 +60,11 @@ interface Row {
   trace_context: string | null;
 }
 
-export class Outbox {
+/**
+ * `Events` names each event this outbox may record and its payload's type (the platform's:
+ * `PlatformEventData` of `@svc/contracts`); by default any name and payload.
+ */
+export class Outbox<Events extends object = Record<string, unknown>> {
   private readonly table;
   private readonly channel: string;
   private readonly publisher: EventPublisher;
@@ -81,11 +85,11 @@ export class Outbox {
   }
 
   /** Records an event inside the caller's transaction: it is published only if that transaction commits. */
-  async record(
+  async record<N extends keyof Events & string>(
     tx: Queries,
-    eventName: string,
+    eventName: N,
     workspaceKey: string | null,
-    payload: unknown,
+    payload: Events[N],
   ): Promise<RecordedEvent> {
     if (!EVENT_NAME_PATTERN.test(eventName))
       throw new Error(`invalid event name ${JSON.stringify(eventName)}`);

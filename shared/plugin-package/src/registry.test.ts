@@ -145,6 +145,7 @@ const descriptorFields = {
   runtime: true,
   routes: true,
   events: true,
+  eventSchemas: true,
 } satisfies Record<keyof PluginDescriptor, true>;
 
 describe("events", () => {
@@ -162,6 +163,68 @@ describe("events", () => {
       "/registry.json/events/3",
       "/registry.json/events/4",
     ]);
+  });
+});
+
+describe("event schemas", () => {
+  const greeted = {
+    description: "Someone was greeted",
+    schema: {
+      type: "object",
+      properties: { name: { type: "string" }, at: { type: "string", format: "date-time" } },
+      required: ["name"],
+      additionalProperties: false,
+    },
+    example: { name: "Ada", at: "2026-01-05T09:30:00Z" },
+  };
+  const withSchemas = (eventSchemas: Record<string, unknown>) => ({
+    ...good,
+    events: ["hello.greeted", "hello.left"],
+    eventSchemas,
+  });
+
+  it("accepts a declared event's JSON Schema with a matching example, and one without an example", () => {
+    expect(
+      validateRegistry(withSchemas({ "hello.greeted": greeted, "hello.left": { schema: {} } }), context),
+    ).toEqual([]);
+  });
+
+  it("refuses an undeclared event, a schema Ajv cannot compile, an example that does not match, and an oversized entry", () => {
+    const violations = validateRegistry(
+      withSchemas({
+        "hello.other": greeted,
+        "hello.greeted": { ...greeted, example: { name: 7, extra: true } },
+        "hello.left": { schema: { type: "object", properties: { n: { type: "nonsense" } } } },
+      }),
+      context,
+    );
+    expect(violations.map((v) => v.field).sort()).toEqual([
+      "/registry.json/eventSchemas/hello.greeted/example",
+      "/registry.json/eventSchemas/hello.left/schema",
+      "/registry.json/eventSchemas/hello.other",
+    ]);
+    expect(violations.find((v) => v.field.endsWith("/example"))?.message).toContain(
+      "does not match the schema",
+    );
+    const big = { schema: { type: "object", description: "x".repeat(17 * 1024) } };
+    expect(fields(withSchemas({ "hello.greeted": big }))).toEqual([
+      "/registry.json/eventSchemas/hello.greeted",
+    ]);
+    const many = Object.fromEntries(
+      Array.from({ length: 6 }, (_, i) => [
+        `hello.e${i}`,
+        { schema: { description: "y".repeat(12 * 1024) } },
+      ]),
+    );
+    expect(fields({ ...good, events: Object.keys(many), eventSchemas: many })).toEqual([
+      "/registry.json/eventSchemas",
+    ]);
+  });
+
+  it("refuses a format Ajv does not know, rather than ignoring it", () => {
+    expect(
+      fields(withSchemas({ "hello.greeted": { schema: { type: "string", format: "no-such-format" } } })),
+    ).toEqual(["/registry.json/eventSchemas/hello.greeted/schema"]);
   });
 });
 

@@ -10,6 +10,8 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import { CORE_PERMISSION_KEYS } from "@svc/access/permissions";
 import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
+import { Ajv } from "ajv";
+import addFormats from "ajv-formats";
 import semver from "semver";
 
 /**
@@ -210,6 +212,27 @@ export const RegistryJsonSchema = Type.Object(
         description: "event names the plugin publishes (they join the event catalogue)",
       }),
     ),
+    eventSchemas: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: "^[\\w.-]{1,120}$" }),
+        Type.Object(
+          {
+            description: Type.Optional(Type.String({ maxLength: 500 })),
+            schema: Type.Record(Type.String(), Type.Unknown(), {
+              description: "a JSON Schema (draft-07) of the event's data",
+            }),
+            example: Type.Optional(
+              Type.Unknown({ description: "an example of the data; it must match the schema" }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            "for events named in `events`: a description, the JSON Schema of the data and an example, served by the event catalogue (GET /api/events/catalog)",
+        },
+      ),
+    ),
   },
   { additionalProperties: true, title: "svc plugin registry.json" },
 );
@@ -318,6 +341,7 @@ function rules(
       add(`events/${i}`, `'${name}' is outside the plugin's namespace '${r.pluginId}.'`);
     }
   });
+  eventSchemaViolations(r, add);
   // Keys of the admin-API extension path: the namespace rule applies, the action rule does not.
   (r.adminApi?.permissions ?? []).forEach((key, i) => {
     const field = `adminApi/permissions/${i}`;
@@ -359,4 +383,47 @@ function rules(
       add(`${field}/permission`, `'${key}' is outside the plugin's namespace '${r.pluginId}.'`);
     }
   });
+}
+
+/** How large one event's entry in `eventSchemas` may be, and all of them together (JSON text). */
+export const EVENT_SCHEMA_LIMITS = { entryBytes: 16 * 1024, totalBytes: 64 * 1024 } as const;
+
+/**
+ * `eventSchemas`: only declared events, each schema one Ajv compiles (draft-07; an unknown keyword or
+ * format is refused rather than ignored), each example valid against it, and within the size limits (the catalogue carries
+ * them to every dispatcher).
+ */
+function eventSchemaViolations(r: RegistryJson, add: (field: string, message: string) => void): void {
+  const entries = Object.entries(r.eventSchemas ?? {});
+  if (entries.length === 0) return;
+  const declared = new Set(r.events ?? []);
+  if (Buffer.byteLength(JSON.stringify(r.eventSchemas)) > EVENT_SCHEMA_LIMITS.totalBytes)
+    add("eventSchemas", `is over ${EVENT_SCHEMA_LIMITS.totalBytes / 1024} KiB as JSON`);
+  const ajv = new Ajv({ strict: false, strictSchema: true, allErrors: true, logger: false });
+  addFormats.default(ajv);
+  for (const [name, entry] of entries) {
+    const field = `eventSchemas/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+    if (!declared.has(name)) {
+      add(field, `'${name}' is not one of the plugin's declared events`);
+      continue;
+    }
+    if (Buffer.byteLength(JSON.stringify(entry)) > EVENT_SCHEMA_LIMITS.entryBytes) {
+      add(field, `is over ${EVENT_SCHEMA_LIMITS.entryBytes / 1024} KiB as JSON`);
+      continue;
+    }
+    let validate: ReturnType<typeof ajv.compile>;
+    try {
+      validate = ajv.compile(entry.schema);
+    } catch (error) {
+      add(`${field}/schema`, `is not a JSON Schema Ajv compiles: ${(error as Error).message.slice(0, 300)}`);
+      continue;
+    }
+    if (entry.example !== undefined && !validate(entry.example)) {
+      const first = validate.errors?.[0];
+      add(
+        `${field}/example`,
+        `does not match the schema: ${first?.instancePath || "/"} ${first?.message ?? "is invalid"}`,
+      );
+    }
+  }
 }

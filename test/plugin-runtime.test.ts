@@ -18,6 +18,7 @@ import { pluginRegistryService } from "@svc/service-plugin-registry";
 import { rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
+import { Ajv } from "ajv";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -636,6 +637,13 @@ describe("events from plugins (spec 6.2)", () => {
     expect(delivered.event).toBe("hello.greeted");
     // The decorator added `source`; `greeting` is a sensitive field the plugin declared.
     expect(delivered.data).toEqual({ to: "Grace", greeting: "Top***ng", source: "hello" });
+    // What registry.json's eventSchemas says of the event describes it (checked by Ajv, not by us).
+    const described = (await asOperator("GET", "/api/events/catalog"))
+      .json<Array<{ eventName: string; schema: object; example: unknown }>>()
+      .find((e) => e.eventName === "hello.greeted");
+    const ajv = new Ajv({ strict: false });
+    expect(ajv.validate(described?.schema ?? false, delivered.data), ajv.errorsText()).toBe(true);
+    expect(ajv.validate(described?.schema ?? false, described?.example)).toBe(true);
     // Issue 21, item 5: not into a workspace whose chain lacks the plugin (ws-other's is empty): the host
     // refuses the publish, so the plugin's handler fails and the caller gets 502.
     const elsewhere = await asOperator("POST", "/api/plugins/hello/greetings", {

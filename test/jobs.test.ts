@@ -303,6 +303,27 @@ describe("the worker", () => {
     expect(made).toBeLessThanOrEqual(60);
   });
 
+  it("a job deferred for a moment is claimed again when it is due, not at the slow poll", async () => {
+    const { id } = await enqueue(db, noopJob, {});
+    // The slow poll is a minute away: only the lane's own wake can run the job within the wait below.
+    const worker = newWorker({ pollIntervalMs: 60_000 });
+    const runs: number[] = [];
+    worker.register(noopJob, {
+      handler: async () => {
+        runs.push(Date.now());
+        if (runs.length < 3) throw new DeferJobError("in a moment", 300);
+      },
+    });
+    await worker.start();
+    await until(async () => (await row(id)).status === JobStatus.Succeeded, 15_000);
+    expect(runs).toHaveLength(3);
+    // Each run came no earlier than its deferral asked.
+    expect((runs[1] as number) - (runs[0] as number)).toBeGreaterThanOrEqual(290);
+    expect((runs[2] as number) - (runs[1] as number)).toBeGreaterThanOrEqual(290);
+    expect(await row(id)).toMatchObject({ attempts: 1 });
+    await worker.stop();
+  });
+
   it("a deferred job runs later without spending an attempt (issue 9, point 6)", async () => {
     const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     const worker = newWorker({ pollIntervalMs: 50 });

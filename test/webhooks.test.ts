@@ -850,6 +850,57 @@ describe("delivery", () => {
     expect(missing.status).toBe(404);
   });
 
+  it("holds a subscription's throttlePerSecond across two dispatcher replicas, spending no attempt on the wait", async () => {
+    const own = new Receiver();
+    await own.start();
+    ownReceivers.push(own);
+    const refused = await asOperator("POST", "/api/webhooks", {
+      eventName: "user.updated",
+      targetUrl: own.url,
+      secret: "s",
+      throttlePerSecond: 0,
+    });
+    expect(refused.status).toBe(400);
+    const created = await asOperator("POST", "/api/webhooks", {
+      eventName: "user.updated",
+      targetUrl: own.url,
+      secret: "s",
+      throttlePerSecond: 4,
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.json()).toMatchObject({ throttlePerSecond: 4 });
+    // A second replica claims deliveries too: the count is shared through NATS, not kept per process.
+    const second = await h.start(webhookDispatcherService, env);
+    try {
+      for (let n = 0; n < 16; n++) await events.publish("user.updated", null, { n });
+      await own.waitFor(16, 30_000);
+    } finally {
+      await second.stop();
+    }
+    // By the second each attempt started in (its webhook-timestamp): at most 4 a second. An attempt admitted
+    // at the very end of a second may stamp the next one, hence one more at most.
+    const perSecond = new Map<string, number>();
+    for (const r of own.received) {
+      const at = r.headers["webhook-timestamp"] as string;
+      perSecond.set(at, (perSecond.get(at) ?? 0) + 1);
+    }
+    expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(5);
+    const seconds = [...perSecond.keys()].map(Number);
+    expect(Math.max(...seconds) - Math.min(...seconds)).toBeGreaterThanOrEqual(3);
+    // Waiting for the throttle spent no attempt: every delivery went on its first.
+    const attempts = await db.any<{ attempts: number }>(
+      sql`SELECT attempts FROM job_reaper.jobs WHERE type = 'webhook.deliver' AND status = 'Succeeded'`,
+    );
+    expect(attempts.length).toBe(16);
+    expect(attempts.every((a) => a.attempts === 1)).toBe(true);
+    // Taken off by a PUT that leaves it out.
+    const put = await asOperator("PUT", `/api/webhooks/${created.json<{ id: string }>().id}`, {
+      eventName: "user.updated",
+      targetUrl: own.url,
+    });
+    expect(put.json()).toMatchObject({ throttlePerSecond: null });
+  });
+
   it("reads a subscription changed with plain SQL afresh, also when the change came while the dispatcher was not listening", async () => {
     const [first, second, third] = [new Receiver(), new Receiver(), new Receiver()];
     for (const r of [first, second, third]) {

@@ -30,6 +30,7 @@ import type { DeliveryOutcome, WebhookMetrics } from "./metrics.js";
 import type { SecretBox } from "./secrets.js";
 import { standardSignature } from "./standard-webhooks.js";
 import type { SubscriptionCache } from "./subscription-cache.js";
+import type { Throttle } from "./throttle.js";
 
 /** What a POST to a receiver needs: deliveries and flows' http actions alike. */
 export interface OutboundDeps {
@@ -64,6 +65,8 @@ export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string 
 }
 
 export interface DeliverDeps extends OutboundDeps {
+  /** Subscriptions' `throttlePerSecond`, counted across replicas. */
+  readonly throttle: Pick<Throttle, "admit">;
   /** Subscriptions as they are now, by id (null: deleted). */
   readonly subscriptions: Pick<SubscriptionCache, "load">;
   readonly breaker: CircuitBreaker;
@@ -317,6 +320,16 @@ async function attempt(
   // One circuit per workspace and receiver origin: one tenant's failing endpoint never pauses another
   // tenant's deliveries to the same origin.
   const receiver = receiverKey(sub.workspace_key, url.origin);
+  // The subscription's throttle, across every replica: over it, the attempt waits for the next second.
+  // Before the circuit, so that a half-open circuit's one trial is never spent on a throttled attempt.
+  const limit = sub.throttle_per_second;
+  if (limit !== null) {
+    await deferring(async () => {
+      const decision = await deps.throttle.admit(p.subscriptionId, limit);
+      if (!decision.allowed)
+        throw new DeferJobError(`throttled to ${limit} attempts per second`, decision.retryInMs);
+    });
+  }
   const trial = await deferring(() => admitThroughCircuit(deps.breaker, receiver));
 
   const data = await shownData(deps, p.data, sub.include_sensitive_data);

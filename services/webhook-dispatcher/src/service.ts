@@ -7,7 +7,7 @@ import {
   webhookDispatcherContract,
   WorkspaceStates,
 } from "@svc/contracts";
-import { circuitBucket, defineService } from "@svc/runtime";
+import { circuitBucket, defineService, throttleBucket } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey, receiverKey } from "./deliver.js";
@@ -33,6 +33,7 @@ import { createSecretBox } from "./secrets.js";
 import { webhookSettings } from "./settings.js";
 import { SubscriptionCache } from "./subscription-cache.js";
 import * as subs from "./subscriptions.js";
+import { Throttle } from "./throttle.js";
 
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
 export const webhookDispatcherService = defineService(webhookDispatcherContract, {
@@ -113,6 +114,19 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       await openCircuits();
       await breaker.restart();
     });
+    // Counters of the current second only: memory storage, gone after ten seconds.
+    const openThrottles = () =>
+      ensureBucket(nc, throttleBucket(config.subjectPrefix), {
+        history: 1,
+        ttl: 10_000,
+        storage: "memory",
+        replicas: b.natsReplicas,
+      });
+    let throttles = await openThrottles();
+    reprovision("throttle bucket", async () => {
+      throttles = await openThrottles();
+    });
+    const throttle = new Throttle(() => throttles, log);
     const sensitiveFields = sensitiveFieldNames(db);
     const subscriptionCache = new SubscriptionCache(db);
     const subscriptionChanges = subscriptionCache.listen(config.databaseUrl, log);
@@ -121,6 +135,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     const outbound = {
       db,
       subscriptions: subscriptionCache,
+      throttle,
       secrets,
       breaker,
       allowed,

@@ -26,6 +26,8 @@ export interface SubscriptionRow {
   disabled_announced: boolean;
   disabled_reason: string | null;
   failing_since: Date | null;
+  /** At most this many attempts start per second (null: no limit). */
+  throttle_per_second: number | null;
 }
 
 export const SUBSCRIPTION_CHANGED_CHANNEL = "svc_webhook_subscription_changed";
@@ -98,6 +100,6 @@ async function readSubscription(db: Db, id: string): Promise<SubscriptionRow | n
   return db.maybeOne<SubscriptionRow>(sql`
     SELECT id, target_url, secret_encrypted, previous_secret_encrypted, previous_secret_expires_at,
            is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
-           disabled_reason, failing_since
+           disabled_reason, failing_since, throttle_per_second
     FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
 }

@@ -42,6 +42,7 @@ class MemorySubscriptions implements SubscriptionRepository {
       is_active: s.isActive,
       include_sensitive_data: s.includeSensitiveData,
       description: s.description,
+      throttle_per_second: s.throttlePerSecond,
       created_at: new Date((this.clock += 1_000)),
       updated_at: new Date(this.clock),
       previous_secret_expires_at: null,
@@ -79,6 +80,7 @@ class MemorySubscriptions implements SubscriptionRepository {
       target_url: c.targetUrl,
       include_sensitive_data: c.includeSensitiveData,
       description: c.description,
+      throttle_per_second: c.throttlePerSecond,
       updated_at: new Date((this.clock += 1_000)),
       secretSealed: c.secretSealed ?? row.secretSealed,
     });

@@ -34,6 +34,7 @@ export interface Row {
   is_active: boolean;
   include_sensitive_data: boolean;
   description: string;
+  throttle_per_second: number | null;
   created_at: Date;
   updated_at: Date;
   /** Until when the replaced secret signs too; null when none does (expired ones read as null). */
@@ -60,6 +61,7 @@ function view(row: Row, known: ReadonlySet<string>) {
     isActive: row.is_active,
     includeSensitiveData: row.include_sensitive_data,
     description: row.description,
+    throttlePerSecond: row.throttle_per_second,
     createdAtUtc: row.created_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
     previousSecretExpiresAtUtc: row.previous_secret_expires_at?.toISOString() ?? null,
@@ -117,6 +119,7 @@ export interface NewSubscription {
   readonly secretSealed: string;
   readonly includeSensitiveData: boolean;
   readonly description: string;
+  readonly throttlePerSecond: number | null;
   readonly isActive: boolean;
 }
 
@@ -127,6 +130,7 @@ export interface SubscriptionChange {
   readonly secretSealed: string | null;
   readonly includeSensitiveData: boolean;
   readonly description: string;
+  readonly throttlePerSecond: number | null;
 }
 
 /**
@@ -164,6 +168,7 @@ export interface SubscriptionRepository {
 }
 
 const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, description,
+  throttle_per_second,
   created_at, updated_at,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
     AS previous_secret_expires_at`;
@@ -177,9 +182,9 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
       db.one<Row>(sql`
         INSERT INTO webhook_dispatcher.subscriptions
           (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data,
-           description, is_active)
+           description, is_active, throttle_per_second)
         VALUES (${randomUUID()}, ${s.workspaceKey}, ${s.eventName}, ${s.targetUrl}, ${s.secretSealed},
-                ${s.includeSensitiveData}, ${s.description}, ${s.isActive})
+                ${s.includeSensitiveData}, ${s.description}, ${s.isActive}, ${s.throttlePerSecond})
         RETURNING ${COLUMNS}`),
     page: (workspaceKey, page) => newestFirst<Row>(db, SUBSCRIPTIONS_TABLE, COLUMNS, workspaceKey, page),
     setActive: (id, within, isActive) =>
@@ -201,6 +206,7 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
             previous_secret_expires_at = CASE WHEN ${c.secretSealed}::text IS NULL
               THEN previous_secret_expires_at END,
             include_sensitive_data = ${c.includeSensitiveData}, description = ${c.description},
+            throttle_per_second = ${c.throttlePerSecond},
             updated_at = now()
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
@@ -268,6 +274,7 @@ export async function createSubscription(
     secretSealed: secrets.seal(body.secret),
     includeSensitiveData: body.includeSensitiveData === true,
     description: body.description ?? "",
+    throttlePerSecond: body.throttlePerSecond ?? null,
     isActive: body.isActive ?? true,
   });
   return {
@@ -330,6 +337,7 @@ export async function replaceSubscription(
     secretSealed: body.secret === undefined ? null : secrets.seal(body.secret),
     includeSensitiveData: body.includeSensitiveData === true,
     description: body.description ?? "",
+    throttlePerSecond: body.throttlePerSecond ?? null,
   });
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 200, body: view(row, await tables.knownPatterns()) };

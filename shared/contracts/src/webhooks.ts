@@ -21,6 +21,8 @@ export const SubscriptionView = Type.Object({
   includeSensitiveData: Type.Boolean(),
   /** The operator's note on what the subscription is for ("" when none was given). */
   description: Type.String(),
+  /** At most this many delivery attempts start per second, across every dispatcher (null: no limit). */
+  throttlePerSecond: Nullable(Type.Integer()),
   createdAtUtc: Type.String(),
   /** The last change by an operator (its settings, its activation) or by its receiver's 410 Gone. */
   updatedAtUtc: Type.String(),
@@ -34,6 +36,8 @@ export const SubscriptionView = Type.Object({
 
 /** Longest description of a subscription. */
 export const MAX_SUBSCRIPTION_DESCRIPTION = 500;
+/** The highest throttle a subscription may set (attempts per second). */
+export const MAX_THROTTLE_PER_SECOND = 10_000;
 
 /** What create and replace share: what is delivered, where, and how it is signed. */
 const subscriptionFields = {
@@ -42,6 +46,8 @@ const subscriptionFields = {
   targetUrl: Type.String({ format: "uri", maxLength: MAX_TARGET_URL }),
   includeSensitiveData: Type.Optional(Type.Boolean()),
   description: Type.Optional(Type.String({ maxLength: MAX_SUBSCRIPTION_DESCRIPTION })),
+  /** At most this many delivery attempts start per second, across every dispatcher; null or left out: none. */
+  throttlePerSecond: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_THROTTLE_PER_SECOND }))),
 };
 
 /**

@@ -146,6 +146,43 @@ class Lane {
     }
   }
 
+  /** When jobs this lane deferred come due (epoch ms, ascending, a few ms apart at least). */
+  private wakeTimes: number[] = [];
+  private wakeTimer: NodeJS.Timeout | undefined;
+
+  /** Claims again at `at` (epoch ms), when a job this lane deferred comes due. */
+  wakeAt(at: number): void {
+    if (this.stopping || at - Date.now() > MAX_SELF_WAKE_MS) return;
+    // Deferrals due within a few ms of one another share a wake; a lane keeps a bounded number of them.
+    const due = Math.ceil(at / WAKE_GRANULARITY_MS) * WAKE_GRANULARITY_MS;
+    if (this.wakeTimes.includes(due) || this.wakeTimes.length >= MAX_SELF_WAKES) return;
+    this.wakeTimes.push(due);
+    this.wakeTimes.sort((a, b) => a - b);
+    if (this.wakeTimes[0] === due) this.armWake();
+  }
+
+  private armWake(): void {
+    clearTimeout(this.wakeTimer);
+    const next = this.wakeTimes[0];
+    if (next === undefined) return;
+    this.wakeTimer = setTimeout(
+      () => {
+        const now = Date.now();
+        this.wakeTimes = this.wakeTimes.filter((t) => t > now);
+        this.wake();
+        this.armWake();
+      },
+      Math.max(0, next - Date.now()),
+    );
+    this.wakeTimer.unref();
+  }
+
+  stopWaking(): void {
+    clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.wakeTimes = [];
+  }
+
   /** Starts queued jobs while slots are free, then claims more if the queue is short and more are due. */
   pump(): void {
     this.startQueued();
@@ -197,7 +234,10 @@ class Lane {
     } catch (error) {
       if (error instanceof DeferJobError) {
         const runAt = new Date(Date.now() + Math.max(0, error.delayMs));
-        void this.worker.batcher.defer(job, error.message, runAt, error.waitingOn);
+        // Claimed again when it is due, not at the next slow poll (a throttle defers by a second).
+        void this.worker.batcher
+          .defer(job, error.message, runAt, error.waitingOn)
+          .then((written) => written && this.wakeAt(runAt.getTime()));
         return;
       }
       const retryAfterMs = error instanceof RetryLaterError ? error.retryAfterMs : undefined;
@@ -210,6 +250,13 @@ class Lane {
     }
   }
 }
+
+/** A deferral due later than this is left to the slow poll. */
+const MAX_SELF_WAKE_MS = 60_000;
+/** Deferrals due within this many ms share a wake. */
+const WAKE_GRANULARITY_MS = 10;
+/** The most wakes a lane keeps pending; later deferrals are left to the slow poll. */
+const MAX_SELF_WAKES = 1_000;
 
 export class JobWorker {
   readonly db: Db;
@@ -339,7 +386,10 @@ export class JobWorker {
     clearInterval(this.pollTimer);
     clearInterval(this.renewTimer);
     const lanes = [...this.lanes.values()];
-    for (const lane of lanes) lane.stopping = true;
+    for (const lane of lanes) {
+      lane.stopping = true;
+      lane.stopWaking();
+    }
     await Promise.all(lanes.map((lane) => this.release(lane.type, lane.queue.splice(0))));
     const running = lanes.flatMap((lane) => [...lane.running.values()]);
     const grace = this.options.shutdownGraceMs ?? 8_000;

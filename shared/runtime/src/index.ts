@@ -32,6 +32,7 @@ export {
   sharedPluginPermissions,
   staticAuthorization,
   type SubjectPermissions,
+  throttleBucket,
   userPermissions,
 } from "./nats-permissions.js";
 export {

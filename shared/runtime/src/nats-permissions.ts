@@ -38,6 +38,8 @@ export const rateLimitBucket = (prefix: string) => `${prefix}_rate_limits`;
 export const idempotencyBucket = (prefix: string) => `${prefix}_idempotency`;
 /** The webhook dispatcher's receiver circuits. */
 export const circuitBucket = (prefix: string) => `${prefix}_webhook_circuits`;
+/** The webhook dispatcher's per-subscription throttle counters. */
+export const throttleBucket = (prefix: string) => `${prefix}_webhook_throttles`;
 
 /** Every broadcast, each under its owner's subjects. */
 export const BROADCASTS: readonly BroadcastContract[] = [
@@ -70,6 +72,7 @@ type Bucket =
   | "config"
   | "diagnostics"
   | "circuits"
+  | "throttles"
   | "uiManifest"
   | "principalKeys";
 type ObjectStore = "packages" | "pluginAssets" | "media";
@@ -146,7 +149,13 @@ export const SERVICE_NEEDS: Readonly<Record<ServiceName, ServiceNeeds>> = {
     listens: [pluginsChanged, resolverChanged],
     publishesEvents: true,
     consumesEvents: true,
-    buckets: { circuits: "write", config: "read", diagnostics: "read", principalKeys: "read" },
+    buckets: {
+      circuits: "write",
+      throttles: "write",
+      config: "read",
+      diagnostics: "read",
+      principalKeys: "read",
+    },
     objects: {},
   },
   "job-reaper": {
@@ -177,6 +186,7 @@ export function resources(prefix: string) {
       config: configBucket(prefix),
       diagnostics: diagnosticsBucket(prefix),
       circuits: circuitBucket(prefix),
+      throttles: throttleBucket(prefix),
       uiManifest: MANIFEST_BUCKET(prefix),
       principalKeys: principalKeysBucket(prefix),
     } satisfies Record<Bucket, string>,

@@ -6,6 +6,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { EventPublisher } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
+import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
@@ -30,6 +31,7 @@ let base = "";
 let operator = "";
 let nc: NatsConnection;
 let events: EventPublisher;
+let dispatcher: RunningService;
 const api = bearerApi(() => base);
 
 /** Failing for one second is too long here. */
@@ -51,7 +53,7 @@ beforeAll(async () => {
   await failing.start();
   await watcher.start();
   await h.start(rbacService, env);
-  await h.start(webhookDispatcherService, env);
+  dispatcher = await h.start(webhookDispatcherService, env);
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", permissions: ["webhook.read", "webhook.manage"] });
   ({ nc, events } = await platformPublisher(h));
@@ -126,5 +128,52 @@ describe("endpoint health", () => {
     await until(async () => (await subscription(sub.id)).failing_since !== null, 15_000);
     expect((await subscription(sub.id)).is_active).toBe(true);
     expect(watcher.received).toHaveLength(1);
+  });
+
+  it("turns off a subscription whose last N attempts failed (BackendHost:WebhookDisableAfterFailures), a success resetting the count", async () => {
+    // A dispatcher that counts: three failed attempts in a row, and no period.
+    await dispatcher.stop();
+    dispatcher = await h.start(webhookDispatcherService, {
+      ...env,
+      BackendHost__WebhookDisableAfterFailingSeconds: "0",
+      BackendHost__WebhookDisableAfterFailures: "3",
+    });
+    const counted = async (id: string) =>
+      db.one<{ is_active: boolean; failing_attempts: number; disabled_reason: string | null }>(sql`
+        SELECT is_active, failing_attempts, disabled_reason FROM webhook_dispatcher.subscriptions
+        WHERE id = ${id}`);
+    const sub = (
+      await api("POST", "/api/webhooks", operator, {
+        eventName: "user.deleted",
+        targetUrl: failing.url,
+        secret: "count-secret",
+      })
+    ).json<{ id: string }>();
+    // Two failed attempts, then one that goes through: the count starts again.
+    failing.respond = () => ({ status: 500 });
+    await events.publish("user.deleted", null, { n: 1 });
+    await until(async () => (await counted(sub.id)).failing_attempts === 1, 15_000);
+    // The retry may be written back just after the count: made due until it has run.
+    await until(async () => {
+      await hurry();
+      return (await counted(sub.id)).failing_attempts === 2;
+    }, 15_000);
+    failing.respond = () => ({ status: 200 });
+    await until(async () => {
+      await hurry();
+      return (await counted(sub.id)).failing_attempts === 0;
+    }, 15_000);
+    expect((await counted(sub.id)).is_active).toBe(true);
+    // Three in a row: off, with the reason.
+    failing.respond = () => ({ status: 500 });
+    await events.publish("user.deleted", null, { n: 2 });
+    await until(async () => {
+      await hurry();
+      return !(await counted(sub.id)).is_active;
+    }, 20_000);
+    expect(await counted(sub.id)).toMatchObject({
+      failing_attempts: 3,
+      disabled_reason: "the last 3 delivery attempts failed",
+    });
   });
 });

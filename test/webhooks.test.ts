@@ -797,6 +797,57 @@ describe("delivery", () => {
     ).toEqual({ n: 0 });
   });
 
+  it("turned on again, a subscription starts from the current events: a retry queued before is not sent, unless resent", async () => {
+    const own = new Receiver();
+    await own.start();
+    ownReceivers.push(own);
+    own.respond = () => ({ status: 500 });
+    const sub = (
+      await asOperator("POST", "/api/webhooks", {
+        eventName: "user.updated",
+        targetUrl: own.url,
+        secret: "s",
+      })
+    ).json<{ id: string }>();
+    await events.publish("user.updated", null, { n: 1 });
+    // The first attempt failed (three tries): its retry waits in the queue.
+    await until(async () => {
+      const job = await onlyJob();
+      return job.status === "Pending" && job.attempts === 1;
+    }, 15_000);
+    // The delivery log is written in batches, a moment after the attempt.
+    let stale: { delivery_id: string } | null = null;
+    await until(async () => {
+      stale = await db.maybeOne<{ delivery_id: string }>(
+        sql`SELECT delivery_id FROM webhook_dispatcher.deliveries WHERE subscription_id = ${sub.id}`,
+      );
+      return stale !== null;
+    });
+    const { delivery_id: staleId } = stale as unknown as { delivery_id: string };
+    await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=false`);
+    own.respond = () => ({ status: 200 });
+    const resumed = await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=true`);
+    expect(resumed.json()).toMatchObject({ isActive: true });
+    // The retry comes due now: the event came before the subscription was turned on again.
+    await db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
+    await until(async () => (await onlyJob()).status === "Succeeded", 15_000);
+    // Only the first attempt's three tries reached the receiver: the retry was not sent.
+    expect(own.received).toHaveLength(3);
+    const before = own.received.length;
+    await events.publish("user.updated", null, { n: 2 });
+    await own.waitFor(before + 1);
+    const sent = (from: number) =>
+      own.received.slice(from).map((r) => (JSON.parse(r.body) as { data: { n: number } }).data.n);
+    expect(sent(before)).toEqual([2]);
+    const log = await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${staleId}`);
+    expect(log.json()).toMatchObject({ status: "failed" });
+    // An operator who wants it anyway resends it.
+    const resend = await asOperator("POST", `/api/webhooks/${sub.id}/deliveries/${staleId}/resend`);
+    expect(resend.status, resend.text).toBe(202);
+    await own.waitFor(before + 2);
+    expect(sent(before)).toEqual([2, 1]);
+  });
+
   it("follows a subscription's replaced settings: its new event, its new target, its new secret", async () => {
     const before = await subscribedReceiver("user.updated");
     const after = new Receiver();

@@ -74,6 +74,8 @@ export interface DeliverDeps extends OutboundDeps {
   readonly deliveryLog: DeliveryLog;
   /** How long every delivery of a subscription may fail before it is turned off (0: never). */
   readonly disableAfterFailingMs: number;
+  /** How many failed attempts in a row turn a subscription off (0: never). */
+  readonly disableAfterFailures: number;
   readonly metrics: WebhookMetrics;
   /** Publishes the platform's own events (`webhook.disabled`). */
   readonly events: EventPublisher;
@@ -200,14 +202,22 @@ async function noteFailure(
   subscriptionId: string,
   failingSince: Date | null,
 ): Promise<void> {
-  const since =
-    failingSince ??
-    (
-      await deps.db.one<{ failing_since: Date }>(sql`
-        UPDATE webhook_dispatcher.subscriptions SET failing_since = coalesce(failing_since, now())
-        WHERE id = ${subscriptionId} RETURNING failing_since`)
-    ).failing_since;
+  const counting = deps.disableAfterFailures > 0;
+  // One write at the first failure; with a count to reach, one at every failure.
+  const row =
+    failingSince !== null && !counting
+      ? { failing_since: failingSince, failing_attempts: 0 }
+      : await deps.db.one<{ failing_since: Date; failing_attempts: number }>(sql`
+          UPDATE webhook_dispatcher.subscriptions
+          SET failing_since = coalesce(failing_since, now()),
+              failing_attempts = failing_attempts + ${counting ? 1 : 0}
+          WHERE id = ${subscriptionId} RETURNING failing_since, failing_attempts`);
+  if (counting && row.failing_attempts >= deps.disableAfterFailures) {
+    await turnOff(deps, subscriptionId, `the last ${row.failing_attempts} delivery attempts failed`);
+    return;
+  }
   const limit = deps.disableAfterFailingMs;
+  const since = row.failing_since;
   if (limit > 0 && Date.now() - since.getTime() >= limit) {
     const hours = Math.round((Date.now() - since.getTime()) / 360_000) / 10;
     await turnOff(deps, subscriptionId, `every delivery failed for ${hours} hours`);
@@ -302,6 +312,16 @@ async function attempt(
     if (sub !== null && sub.disabled_at !== null && !sub.disabled_announced)
       await announceDisabled(deps, p.subscriptionId, { ...sub, disabled_at: sub.disabled_at });
     // A delivery the log shows waiting (retrying, or resent) ends there: it is not sent.
+    if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
+    return count("skipped");
+  }
+  // Turned on again after being off, a subscription starts from the events that occur from then on: a
+  // delivery queued before (a retry that came due) is not sent, unless an operator asked for it.
+  if (
+    sub.resumed_at !== null &&
+    p.requested !== true &&
+    Date.parse(p.occurredAtUtc) < sub.resumed_at.getTime()
+  ) {
     if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
     return count("skipped");
   }
@@ -432,7 +452,8 @@ async function attempt(
     // The subscription is healthy again (a write only when it was failing).
     if (sub.failing_since !== null)
       await deps.db.query(sql`
-        UPDATE webhook_dispatcher.subscriptions SET failing_since = NULL WHERE id = ${p.subscriptionId}`);
+        UPDATE webhook_dispatcher.subscriptions SET failing_since = NULL, failing_attempts = 0
+        WHERE id = ${p.subscriptionId}`);
     return;
   }
   const message = `receiver answered ${status}`;

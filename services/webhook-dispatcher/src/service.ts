@@ -155,6 +155,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       metrics: createWebhookMetrics(metrics, () => breaker.counts()),
       deliveryLog: new DeliveryLog(db, log),
       disableAfterFailingMs: b.webhookDisableAfterFailingSeconds * 1_000,
+      disableAfterFailures: b.webhookDisableAfterFailures,
     };
     // Hourly: old flow steps, rotated secrets past their overlap, and the delivery log past its days.
     const pruning = setInterval(() => {

@@ -61,6 +61,13 @@ export const webhookSettings = defineSettings({
       7_776_000,
       "a subscription every delivery of which has failed for this long is turned off (webhook.disabled, operators notified); 0 never",
     ),
+    webhookDisableAfterFailures: setting.int(
+      "BackendHost:WebhookDisableAfterFailures",
+      0,
+      0,
+      1_000_000,
+      "a subscription whose last this many delivery attempts all failed is turned off (webhook.disabled, operators notified); 0 never (the period above still applies)",
+    ),
     webhookRecoveryPageSize: setting.int(
       "BackendHost:WebhookRecoveryPageSize",
       100,

@@ -28,6 +28,8 @@ export interface SubscriptionRow {
   failing_since: Date | null;
   /** At most this many attempts start per second (null: no limit). */
   throttle_per_second: number | null;
+  /** When it was last turned on again after being off (null: never off). */
+  resumed_at: Date | null;
 }
 
 export const SUBSCRIPTION_CHANGED_CHANNEL = "svc_webhook_subscription_changed";
@@ -100,6 +102,6 @@ async function readSubscription(db: Db, id: string): Promise<SubscriptionRow | n
   return db.maybeOne<SubscriptionRow>(sql`
     SELECT id, target_url, secret_encrypted, previous_secret_encrypted, previous_secret_expires_at,
            is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
-           disabled_reason, failing_since, throttle_per_second
+           disabled_reason, failing_since, throttle_per_second, resumed_at
     FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
 }

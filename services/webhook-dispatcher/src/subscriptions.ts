@@ -191,8 +191,11 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
       db.maybeOne<Row>(sql`
         UPDATE webhook_dispatcher.subscriptions
         SET is_active = ${isActive}, updated_at = now(),
+            -- Turned on again, it starts from the events that occur from now on.
+            resumed_at = CASE WHEN ${isActive} AND NOT is_active THEN now() ELSE resumed_at END,
             -- Turned on again, it starts healthy: its failing period begins at its next failure.
-            failing_since = CASE WHEN ${isActive} THEN NULL ELSE failing_since END
+            failing_since = CASE WHEN ${isActive} THEN NULL ELSE failing_since END,
+            failing_attempts = CASE WHEN ${isActive} THEN 0 ELSE failing_attempts END
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
     replace: (id, within, c) =>

@@ -848,6 +848,35 @@ describe("delivery", () => {
     expect(sent(before)).toEqual([2, 1]);
   });
 
+  it("sends a subscription's custom headers with every delivery, and shows their names only", async () => {
+    const own = new Receiver();
+    await own.start();
+    ownReceivers.push(own);
+    const made = await asOperator("POST", "/api/webhooks", {
+      eventName: "user.updated",
+      targetUrl: own.url,
+      secret: "s",
+      headers: { Authorization: "Bearer receiver-key", "X-Route": "crm" },
+    });
+    expect(made.status, made.text).toBe(201);
+    expect(made.json()).toMatchObject({ headerNames: ["Authorization", "X-Route"] });
+    const listed = await asOperator("GET", "/api/webhooks");
+    expect(listed.text).not.toContain("receiver-key");
+    await events.publish("user.updated", null, { n: 1 });
+    await own.waitFor(1);
+    const got = own.received[0]?.headers ?? {};
+    expect(got).toMatchObject({ authorization: "Bearer receiver-key", "x-route": "crm" });
+    // The platform's own headers are still there, and still its own.
+    expect(await verify("s", own.received[0]?.body ?? "", got["x-svc-signature"] as string)).toBe(true);
+    const forged = await asOperator("POST", "/api/webhooks", {
+      eventName: "user.updated",
+      targetUrl: own.url,
+      secret: "s",
+      headers: { "X-Svc-Signature": "sha256=00" },
+    });
+    expect(forged.status).toBe(400);
+  });
+
   it("follows a subscription's replaced settings: its new event, its new target, its new secret", async () => {
     const before = await subscribedReceiver("user.updated");
     const after = new Receiver();

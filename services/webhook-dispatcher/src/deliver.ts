@@ -369,7 +369,13 @@ async function attempt(
       ? [secret, deps.secrets.open(sub.previous_secret_encrypted)]
       : [secret];
   const attemptAt = Math.floor(Date.now() / 1000);
+  // The subscription's own headers first: none of them can be one of the platform's (checked when set).
+  const custom =
+    sub.headers_sealed === null
+      ? {}
+      : (JSON.parse(deps.secrets.open(sub.headers_sealed)) as Record<string, string>);
   const headers = {
+    ...custom,
     "content-type": "application/json",
     "user-agent": "svc-webhooks/1",
     [WebhookHeader.Event]: p.event,

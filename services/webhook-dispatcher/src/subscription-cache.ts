@@ -30,6 +30,8 @@ export interface SubscriptionRow {
   throttle_per_second: number | null;
   /** When it was last turned on again after being off (null: never off). */
   resumed_at: Date | null;
+  /** Its custom headers, names and values, sealed (null: none). */
+  headers_sealed: string | null;
 }
 
 export const SUBSCRIPTION_CHANGED_CHANNEL = "svc_webhook_subscription_changed";
@@ -102,6 +104,6 @@ async function readSubscription(db: Db, id: string): Promise<SubscriptionRow | n
   return db.maybeOne<SubscriptionRow>(sql`
     SELECT id, target_url, secret_encrypted, previous_secret_encrypted, previous_secret_expires_at,
            is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
-           disabled_reason, failing_since, throttle_per_second, resumed_at
+           disabled_reason, failing_since, throttle_per_second, resumed_at, headers_sealed
     FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
 }

@@ -28,7 +28,9 @@ import {
 
 /** The tables' answers as the SQL gives them; `calls` counts every question asked. */
 class MemorySubscriptions implements SubscriptionRepository {
-  readonly rows: Array<Row & { secretSealed: string; previousSealed: string | null }> = [];
+  readonly rows: Array<
+    Row & { secretSealed: string; previousSealed: string | null; headersSealed: string | null }
+  > = [];
   calls = 0;
   private clock = Date.parse("2026-11-26T10:00:00.000Z");
 
@@ -43,6 +45,8 @@ class MemorySubscriptions implements SubscriptionRepository {
       include_sensitive_data: s.includeSensitiveData,
       description: s.description,
       throttle_per_second: s.throttlePerSecond,
+      header_names: [...(s.headers?.names ?? [])],
+      headersSealed: s.headers?.sealed ?? null,
       created_at: new Date((this.clock += 1_000)),
       updated_at: new Date(this.clock),
       previous_secret_expires_at: null,
@@ -81,6 +85,9 @@ class MemorySubscriptions implements SubscriptionRepository {
       include_sensitive_data: c.includeSensitiveData,
       description: c.description,
       throttle_per_second: c.throttlePerSecond,
+      ...(c.headers === undefined
+        ? {}
+        : { header_names: [...(c.headers?.names ?? [])], headersSealed: c.headers?.sealed ?? null }),
       updated_at: new Date((this.clock += 1_000)),
       secretSealed: c.secretSealed ?? row.secretSealed,
     });
@@ -231,6 +238,48 @@ describe("webhook subscriptions", () => {
     expect((await api.activate(session("alpha"), alpha, false)).body?.isActive).toBe(false);
     expect((await api.remove(operator, beta)).status).toBe(204);
     expect(tables.rows.map((r) => r.id)).toEqual([alpha]);
+  });
+
+  it("keeps custom headers sealed, shows only their names, refuses the platform's own, and keeps them on a PUT that leaves them out", async () => {
+    const tables = new MemorySubscriptions();
+    const api = routes(tables);
+    const made = await api.create(operator, {
+      ...hook(),
+      headers: { Authorization: "Bearer receiver-key", "X-Route": "crm" },
+    });
+    expect(made.body?.headerNames).toEqual(["Authorization", "X-Route"]);
+    expect(JSON.stringify(made.body)).not.toContain("receiver-key");
+    const stored = tables.rows[0];
+    expect(stored?.headersSealed).not.toContain("receiver-key");
+    expect(JSON.parse(secrets.open(stored?.headersSealed as string))).toEqual({
+      Authorization: "Bearer receiver-key",
+      "X-Route": "crm",
+    });
+    const id = made.body?.id as string;
+    // Left out: kept; `{}`: removed.
+    const kept = await api.replace(operator, id, hook());
+    expect(kept.body?.headerNames).toEqual(["Authorization", "X-Route"]);
+    const cleared = await api.replace(operator, id, { ...hook(), headers: {} });
+    expect(cleared.body?.headerNames).toEqual([]);
+    expect(tables.rows[0]?.headersSealed).toBeNull();
+    // The platform's own headers, HTTP's, a name twice, a line break, too many: 400s naming the header.
+    for (const headers of [
+      { "X-Svc-Signature": "forged" },
+      { "webhook-id": "x" },
+      { "Content-Type": "text/plain" },
+      { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" },
+      { "X-A": "1", "x-a": "2" },
+      { "X-A": "line\r\nX-Evil: 1" },
+      { "Bad Name": "1" },
+      Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, "v"])),
+    ]) {
+      await expect(
+        api.create(operator, { ...hook(), headers }),
+        JSON.stringify(headers),
+      ).rejects.toMatchObject({
+        code: ErrorCode.ValidationFailed,
+      });
+    }
   });
 
   it("replaces a subscription's settings with the checks of create, keeping the secret unless given", async () => {

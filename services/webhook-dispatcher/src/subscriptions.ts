@@ -35,6 +35,8 @@ export interface Row {
   include_sensitive_data: boolean;
   description: string;
   throttle_per_second: number | null;
+  /** The custom headers' names (their values are sealed apart). */
+  header_names: string[];
   created_at: Date;
   updated_at: Date;
   /** Until when the replaced secret signs too; null when none does (expired ones read as null). */
@@ -62,6 +64,7 @@ function view(row: Row, known: ReadonlySet<string>) {
     includeSensitiveData: row.include_sensitive_data,
     description: row.description,
     throttlePerSecond: row.throttle_per_second,
+    headerNames: row.header_names,
     createdAtUtc: row.created_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
     previousSecretExpiresAtUtc: row.previous_secret_expires_at?.toISOString() ?? null,
@@ -111,6 +114,61 @@ export function targetUrlViolations(targetUrl: string, allowed?: TargetPolicy): 
   return [];
 }
 
+/**
+ * Headers a subscription may not set: the platform's own (its signatures and ids, the trace context),
+ * those the HTTP client sets, and HTTP's hop-by-hop ones.
+ */
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-connection",
+  "expect",
+  "user-agent",
+  "traceparent",
+  "tracestate",
+]);
+const RESERVED_PREFIXES = ["x-svc-", "webhook-", "svix-", "svc-"];
+
+/** What is wrong with a subscription's custom headers (the schema has checked their form). */
+export function headerViolations(headers: Readonly<Record<string, string>> | undefined): Violation[] {
+  const out: Violation[] = [];
+  const seen = new Set<string>();
+  for (const name of Object.keys(headers ?? {})) {
+    const lower = name.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || RESERVED_PREFIXES.some((p) => lower.startsWith(p)))
+      out.push({
+        field: `/body/headers/${name}`,
+        message: `'${name}' is set by the platform or by HTTP itself`,
+      });
+    else if (seen.has(lower))
+      out.push({
+        field: `/body/headers/${name}`,
+        message: `'${name}' is given twice (names are case-insensitive)`,
+      });
+    seen.add(lower);
+  }
+  return out;
+}
+
+/** The headers as stored: undefined when the body left them out, null when it gave none. */
+function sealHeaders(
+  secrets: SecretBox,
+  headers: Readonly<Record<string, string>> | undefined,
+): SealedHeaders | null | undefined {
+  if (headers === undefined) return undefined;
+  const names = Object.keys(headers).sort();
+  return names.length === 0 ? null : { names, sealed: secrets.seal(JSON.stringify(headers)) };
+}
+
 /** A subscription to add: its secret already sealed. */
 export interface NewSubscription {
   readonly workspaceKey: string | null;
@@ -120,10 +178,20 @@ export interface NewSubscription {
   readonly includeSensitiveData: boolean;
   readonly description: string;
   readonly throttlePerSecond: number | null;
+  readonly headers: SealedHeaders | null;
   readonly isActive: boolean;
 }
 
-/** A subscription's new settings: `secretSealed` null keeps the stored secret. */
+/** Custom headers as stored: the names in clear, the names and values sealed. */
+export interface SealedHeaders {
+  readonly names: readonly string[];
+  readonly sealed: string;
+}
+
+/**
+ * A subscription's new settings: `secretSealed` null keeps the stored secret, `headers` undefined the
+ * stored headers (null removes them).
+ */
 export interface SubscriptionChange {
   readonly eventName: string;
   readonly targetUrl: string;
@@ -131,6 +199,7 @@ export interface SubscriptionChange {
   readonly includeSensitiveData: boolean;
   readonly description: string;
   readonly throttlePerSecond: number | null;
+  readonly headers?: SealedHeaders | null;
 }
 
 /**
@@ -168,7 +237,7 @@ export interface SubscriptionRepository {
 }
 
 const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, description,
-  throttle_per_second,
+  throttle_per_second, header_names,
   created_at, updated_at,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
     AS previous_secret_expires_at`;
@@ -182,9 +251,10 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
       db.one<Row>(sql`
         INSERT INTO webhook_dispatcher.subscriptions
           (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data,
-           description, is_active, throttle_per_second)
+           description, is_active, throttle_per_second, header_names, headers_sealed)
         VALUES (${randomUUID()}, ${s.workspaceKey}, ${s.eventName}, ${s.targetUrl}, ${s.secretSealed},
-                ${s.includeSensitiveData}, ${s.description}, ${s.isActive}, ${s.throttlePerSecond})
+                ${s.includeSensitiveData}, ${s.description}, ${s.isActive}, ${s.throttlePerSecond},
+                ${[...(s.headers?.names ?? [])]}::text[], ${s.headers?.sealed ?? null})
         RETURNING ${COLUMNS}`),
     page: (workspaceKey, page) => newestFirst<Row>(db, SUBSCRIPTIONS_TABLE, COLUMNS, workspaceKey, page),
     setActive: (id, within, isActive) =>
@@ -210,6 +280,10 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
               THEN previous_secret_expires_at END,
             include_sensitive_data = ${c.includeSensitiveData}, description = ${c.description},
             throttle_per_second = ${c.throttlePerSecond},
+            header_names = CASE WHEN ${c.headers !== undefined} THEN ${[...(c.headers?.names ?? [])]}::text[]
+              ELSE header_names END,
+            headers_sealed = CASE WHEN ${c.headers !== undefined} THEN ${c.headers?.sealed ?? null}::text
+              ELSE headers_sealed END,
             updated_at = now()
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
@@ -264,7 +338,11 @@ export async function createSubscription(
   req: RequestOfRoute<Routes["webhooks.create"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.create"]>> {
   const body = req.body;
-  const violations = [...targetUrlViolations(body.targetUrl, allowed), ...secretViolations(body.secret)];
+  const violations = [
+    ...targetUrlViolations(body.targetUrl, allowed),
+    ...secretViolations(body.secret),
+    ...headerViolations(body.headers),
+  ];
   if (violations.length > 0) throw new ValidationError(violations);
   // A workspace session subscribes its own workspace; naming another is as if it did not exist. A
   // platform session's subscription without a workspace covers every workspace.
@@ -278,6 +356,7 @@ export async function createSubscription(
     includeSensitiveData: body.includeSensitiveData === true,
     description: body.description ?? "",
     throttlePerSecond: body.throttlePerSecond ?? null,
+    headers: sealHeaders(secrets, body.headers) ?? null,
     isActive: body.isActive ?? true,
   });
   return {
@@ -332,6 +411,7 @@ export async function replaceSubscription(
   const violations = [
     ...targetUrlViolations(body.targetUrl, allowed),
     ...(body.secret === undefined ? [] : secretViolations(body.secret)),
+    ...headerViolations(body.headers),
   ];
   if (violations.length > 0) throw new ValidationError(violations);
   const row = await tables.replace(req.params.id, within, {
@@ -341,6 +421,7 @@ export async function replaceSubscription(
     includeSensitiveData: body.includeSensitiveData === true,
     description: body.description ?? "",
     throttlePerSecond: body.throttlePerSecond ?? null,
+    headers: sealHeaders(secrets, body.headers),
   });
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 200, body: view(row, await tables.knownPatterns()) };

@@ -23,6 +23,8 @@ export const SubscriptionView = Type.Object({
   description: Type.String(),
   /** At most this many delivery attempts start per second, across every dispatcher (null: no limit). */
   throttlePerSecond: Nullable(Type.Integer()),
+  /** The names of the headers sent with every delivery (their values are write-only, like the secret). */
+  headerNames: Type.Array(Type.String()),
   createdAtUtc: Type.String(),
   /** The last change by an operator (its settings, its activation) or by its receiver's 410 Gone. */
   updatedAtUtc: Type.String(),
@@ -36,6 +38,8 @@ export const SubscriptionView = Type.Object({
 
 /** Longest description of a subscription. */
 export const MAX_SUBSCRIPTION_DESCRIPTION = 500;
+/** How many custom headers a subscription may send. */
+export const MAX_SUBSCRIPTION_HEADERS = 20;
 /** The highest throttle a subscription may set (attempts per second). */
 export const MAX_THROTTLE_PER_SECOND = 10_000;
 
@@ -48,6 +52,18 @@ const subscriptionFields = {
   description: Type.Optional(Type.String({ maxLength: MAX_SUBSCRIPTION_DESCRIPTION })),
   /** At most this many delivery attempts start per second, across every dispatcher; null or left out: none. */
   throttlePerSecond: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_THROTTLE_PER_SECOND }))),
+  /**
+   * Headers sent with every delivery (up to 20): names are HTTP tokens, none of the platform's own or
+   * HTTP's hop-by-hop ones; values printable ASCII. Write-only: views show the names. On PUT, left out
+   * keeps them, `{}` removes them.
+   */
+  headers: Type.Optional(
+    Type.Record(
+      Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }),
+      Type.String({ pattern: "^[\\x20-\\x7E\\t]{0,1000}$" }),
+      { maxProperties: MAX_SUBSCRIPTION_HEADERS, additionalProperties: false },
+    ),
+  ),
 };
 
 /**

@@ -14,7 +14,7 @@
  * the attempt, running jobs finish within the grace period, pending write-backs are flushed.
  */
 import { type Db, type Listener, listenForNotifications } from "@svc/db";
-import { inSpan, type Logger, SpanKind, storedContext } from "@svc/observability";
+import { inSpan, type Logger, SpanKind, startSpan, storedContext, tracingEnabled } from "@svc/observability";
 
 import { retryDelayMs } from "./backoff.js";
 import { DeferJobError, PermanentJobError, RetryLaterError } from "./errors.js";
@@ -117,6 +117,7 @@ class Lane {
         const wanted = Math.min(this.batchSize, this.batchSize + this.lowWater - this.queue.length);
         if (wanted <= 0 || this.stopping) break;
         let jobs: ClaimedJob[];
+        const claimedFrom = tracingEnabled() ? Date.now() : 0;
         try {
           jobs = await claimJobs(
             this.worker.db,
@@ -133,6 +134,7 @@ class Lane {
           await this.worker.release(this.type, jobs);
           break;
         }
+        if (claimedFrom > 0) recordClaims(jobs, claimedFrom);
         this.queue.push(...jobs);
         // Start what was claimed without waking this loop: an empty claim must end it, or an idle lane
         // would claim again at once, forever.
@@ -248,6 +250,30 @@ class Lane {
         final: error instanceof PermanentJobError,
       });
     }
+  }
+}
+
+/**
+ * With tracing on, the claim that took each job is a span of the job's own trace (the request that
+ * enqueued it), beside its run: the claim statement serves many traces at once, so it is recorded once
+ * per job, with the statement's start and end. A job enqueued outside a trace gets none.
+ */
+function recordClaims(jobs: readonly ClaimedJob[], from: number): void {
+  const until = Date.now();
+  for (const job of jobs) {
+    const parent = storedContext(job.traceContext);
+    if (parent === undefined) continue;
+    startSpan("jobs", `claim ${job.type}`, {
+      kind: SpanKind.INTERNAL,
+      parent,
+      startTime: from,
+      attributes: {
+        "svc.job.id": job.id,
+        "svc.job.type": job.type,
+        "svc.job.attempt": job.attempt,
+        "svc.jobs.claimed": jobs.length,
+      },
+    })?.end(until);
   }
 }
 

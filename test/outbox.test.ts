@@ -8,11 +8,11 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
 import { createDb, sql } from "@svc/db";
-import { createLogger } from "@svc/observability";
+import { createLogger, startTracing, stopTracing } from "@svc/observability";
 import { Outbox } from "@svc/outbox";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 
 import { createHarness } from "./support/harness.js";
 import { bearerApi } from "./support/http.js";
@@ -111,16 +111,28 @@ describe("issue 9, point 1: the transactional outbox", () => {
     await b.stop();
   }, 60_000);
 
-  it("an event recorded by a process that died before publishing is relayed by the next start of rbac", async () => {
-    // As if rbac had committed a user and its event, and died before the relay ran.
+  it("an event recorded by a process that died before publishing is relayed by the next start of rbac, in its trace", async () => {
+    // Tracing on in this process (spans made, none exported): the relay publishes in the stored trace.
+    await startTracing({ service: "outbox-test", version: "0", instance: "test" }, {}, []);
+    onTestFinished(() => stopTracing());
+    // As if rbac had committed a user and its event, inside a trace, and died before the relay ran.
+    const traceId = "0af7651916cd43dd8448eb211c80319c";
     await db.query(sql`
-      INSERT INTO rbac.outbox (event_id, event_name, workspace_key, payload)
-      VALUES ('00000000-0000-4000-8000-00000000c0de', 'user.created', NULL, '{"userId":"crashed"}')`);
+      INSERT INTO rbac.outbox (event_id, event_name, workspace_key, payload, trace_context)
+      VALUES ('00000000-0000-4000-8000-00000000c0de', 'user.created', NULL, '{"userId":"crashed"}',
+              ${`00-${traceId}-b7ad6b7169203331-01`})`);
     await h.start(rbacService, { NATS_URL: nats.url });
     await until(
       async () => (await streamed("user.created")).includes("00000000-0000-4000-8000-00000000c0de"),
       15_000,
     );
+    // The streamed event carries the trace of the change that made it, from the row the crash left.
+    const relayed = await (
+      await jetstream(nc).streams.get(stream)
+    ).getMessage({
+      last_by_subj: eventsSubject(prefix, "user.created"),
+    });
+    expect(relayed?.header.get("traceparent")).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     // And a change made through the API is streamed with its event.
     const base = (await h.start(gatewayService, { NATS_URL: nats.url })).hooks.httpAddress as string;
     const operator = await mintToken({ scope: "platform", roles: ["superadmin"] });

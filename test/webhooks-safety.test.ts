@@ -7,9 +7,10 @@ import { join } from "node:path";
 
 import { configOf } from "@svc/config";
 import { createDb, type Db, sql } from "@svc/db";
+import { extractContext, startTracing, stopTracing, withContext } from "@svc/observability";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { webhookDispatcherService, webhookSettings } from "@svc/service-webhook-dispatcher";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
 // Internal helpers reached by path: the policy and the subscription insert without the HTTP layer.
@@ -107,7 +108,15 @@ describe("delivery safety", () => {
     await db.query(sql`DELETE FROM webhook_dispatcher.subscriptions`);
   });
 
-  it("a dispatcher killed mid-delivery loses nothing: another delivers after the lease, same delivery id", async () => {
+  it("a dispatcher killed mid-delivery loses nothing: another delivers after the lease, same delivery id, same trace", async () => {
+    // Tracing on here (spans made, none exported) and in the child, which exports to a port that refuses:
+    // what is asserted is the traceparent the receiver gets, from the job's stored trace context.
+    await startTracing({ service: "webhooks-safety", version: "0", instance: "test" }, {}, []);
+    onTestFinished(() => stopTracing());
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const caller = {
+      get: (name: string) => (name === "traceparent" ? `00-${traceId}-00f067aa0ba902b7-01` : undefined),
+    };
     const receiver = new Receiver();
     receivers.push(receiver);
     await receiver.start();
@@ -121,6 +130,7 @@ describe("delivery safety", () => {
       BackendHost__JobLeaseMs: "1500",
       BackendHost__JobPollIntervalMs: "100",
       BackendHost__WebhookTimeoutMs: "60000",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:9/v1/traces",
     };
     const child = spawn(
       process.execPath,
@@ -135,7 +145,9 @@ describe("delivery safety", () => {
     const { nc, events } = await platformPublisher(h);
     // The child's consumer takes the event, enqueues the job and starts delivering it.
     await until(async () => {
-      await events.publish("user.deleted", null, { n: 1 }, { eventId: "kill-test" });
+      await withContext(extractContext(caller), () =>
+        events.publish("user.deleted", null, { n: 1 }, { eventId: "kill-test" }),
+      );
       return receiver.received.length === 1;
     }, 30_000);
     child.kill("SIGKILL");
@@ -152,6 +164,9 @@ describe("delivery safety", () => {
     expect(receiver.received[1]?.headers["x-svc-delivery"]).toBe(
       receiver.received[0]?.headers["x-svc-delivery"],
     );
+    // The job's trace context survived the kill in its row: both attempts continue the publisher's trace.
+    for (const r of receiver.received.slice(0, 2))
+      expect(String(r.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     await until(
       async () =>
         (await db.one<{ status: string }>(sql`SELECT status FROM job_reaper.jobs`)).status === "Succeeded",

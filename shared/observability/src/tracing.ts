@@ -15,6 +15,7 @@ import {
   type Attributes,
   type Context,
   context,
+  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -214,13 +215,16 @@ export function currentTraceContext(): string | null {
   return enabled ? spanContextText(trace.getSpan(context.active())) : null;
 }
 
-/** The context stored by `currentTraceContext`. */
+/** The context stored by `currentTraceContext`; undefined when there is none or it does not parse. */
 export function storedContext(stored: string | null | undefined): Context | undefined {
   if (!enabled || !stored) return undefined;
   const [parent, state] = stored.split(";", 2);
-  return extractContext({
+  const ctx = extractContext({
     get: (name) => (name === "traceparent" ? parent : name === "tracestate" ? state : undefined),
   });
+  // A context that does not parse (an all-zero id, a wrong version) is none: it starts no trace of its own.
+  const span = trace.getSpanContext(ctx);
+  return span !== undefined && isSpanContextValid(span) ? ctx : undefined;
 }
 
 /** Runs `work` in `ctx` (a stored or extracted context), or just runs it without one. */

@@ -13,9 +13,10 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
 import type { NatsAuth } from "@svc/bus";
-import { failed, type Logger, SpanKind, startSpan, storedContext, withContext } from "@svc/observability";
+import { type Logger, storedContext, withContext } from "@svc/observability";
 
 import { type Isolate, startIsolate } from "./isolate.js";
+import { recordProcessSpan, traceparentOnly } from "./process-span.js";
 
 export interface PublishedByPlugin {
   readonly eventName: string;
@@ -63,10 +64,6 @@ type WorkerMessage =
   | { type: "stopped" };
 
 const WORKER_URL = new URL("./plugin-worker.mjs", import.meta.url);
-
-/** A `traceparent` the process sent (untrusted: the plugin's code runs there), when it is well-formed. */
-const traceparentOnly = (value: unknown): string | null =>
-  typeof value === "string" && /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(value) ? value : null;
 
 /** A started process and the folder it may read (its slot), where its plugin's files are put at load. */
 export interface PluginProcess {
@@ -334,42 +331,13 @@ export class WorkerHost {
     return !this.ended;
   }
 
-  /**
-   * A route handler's run in the plugin process, as a span of the caller's trace: the process measures it,
-   * the host records it (the process has no OpenTelemetry of its own).
-   */
-  private recordSpan(message: Extract<WorkerMessage, { type: "span" }>): void {
-    const parent = storedContext(traceparentOnly(message.traceparent));
-    if (parent === undefined || !Number.isFinite(message.started) || !Number.isFinite(message.ended)) return;
-    // The process's clock is the host's; its figures are bounded all the same (its code is not trusted).
-    const ended = Math.min(Date.now(), message.ended);
-    const started = Math.max(ended - 60_000, Math.min(message.started, ended));
-    const span = startSpan(
-      `plugin:${this.options.pluginId}`,
-      `plugin ${this.options.pluginId} ${message.handler}`,
-      {
-        kind: SpanKind.SERVER,
-        parent,
-        startTime: started,
-        attributes: {
-          "svc.plugin.id": this.options.pluginId,
-          "svc.plugin.version": this.options.version,
-          "svc.plugin.handler": String(message.handler).slice(0, 100),
-          "svc.plugin.outcome": String(message.outcome).slice(0, 20),
-        },
-      },
-    );
-    if (message.outcome !== "ok") failed(span, new Error(`the handler ${message.outcome}`));
-    span?.end(ended);
-  }
-
   private onMessage(message: WorkerMessage): void {
     switch (message.type) {
       case "pong":
         this.lastPong = Date.now();
         return;
       case "span":
-        this.recordSpan(message);
+        recordProcessSpan(this.options, message);
         return;
       case "publish":
         // Published in the trace of the request the plugin was handling, when it names one.

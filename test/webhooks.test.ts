@@ -3,7 +3,7 @@
  * the circuit breaker, disabled and deleted subscriptions, and subscription management via the gateway.
  */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createPublicKey, randomBytes, verify as cryptoVerify } from "node:crypto";
 import { join } from "node:path";
 
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -306,6 +306,64 @@ describe("delivery", () => {
       "no matching signature",
       "no matching signature",
     ]);
+  });
+
+  it("signs the asymmetric way too when asked (v1a, ed25519): Node's crypto and Python's cryptography verify it with the public key", async () => {
+    const own = new Receiver();
+    await own.start();
+    ownReceivers.push(own);
+    const whsec = `whsec_${randomBytes(32).toString("base64")}`;
+    const made = await asOperator("POST", "/api/webhooks", {
+      eventName: "user.created",
+      targetUrl: own.url,
+      secret: whsec,
+      ed25519: true,
+    });
+    expect(made.status, made.text).toBe(201);
+    const { id, ed25519PublicKey } = made.json<{ id: string; ed25519PublicKey: string }>();
+    expect(ed25519PublicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+    await events.publish("user.created", null, { userId: "u-v1a" });
+    await own.waitFor(1);
+    const r = own.received[0] as Received;
+    const headers = r.headers as Record<string, string>;
+    const entries = headers["webhook-signature"]?.split(" ") ?? [];
+    expect(entries.map((e) => e.split(",")[0])).toEqual(["v1", "v1a"]);
+    // The documented Node recipe: the public key's 32 bytes as a JWK, and crypto.verify.
+    const publicKey = createPublicKey({
+      key: {
+        kty: "OKP",
+        crv: "Ed25519",
+        x: Buffer.from(ed25519PublicKey.slice("whpk_".length), "base64").toString("base64url"),
+      },
+      format: "jwk",
+    });
+    const signed = Buffer.from(`${headers["webhook-id"]}.${headers["webhook-timestamp"]}.${r.body}`);
+    const v1a = Buffer.from((entries[1] as string).slice("v1a,".length), "base64");
+    expect(cryptoVerify(null, signed, publicKey, v1a)).toBe(true);
+    expect(cryptoVerify(null, Buffer.from(`${signed.toString()}x`), publicKey, v1a)).toBe(false);
+    // The HMAC entry still verifies with the official library, which skips the entry it does not know.
+    expect(new Webhook(whsec).verify(r.body, headers)).toMatchObject({ data: { userId: "u-v1a" } });
+    const python = spawnSync("python3", [join(repoRoot, "test", "clients", "standard_webhooks_verify.py")], {
+      input: JSON.stringify([
+        { publicKey: ed25519PublicKey, headers, body: r.body },
+        { publicKey: ed25519PublicKey, headers, body: r.body.replace("u-v1a", "u-forged") },
+      ]),
+      encoding: "utf8",
+    });
+    expect(JSON.parse(python.stdout || "null"), python.stderr).toEqual(["ok", "no matching signature"]);
+    // The key stays while ed25519 stays on; off drops it.
+    const kept = await asOperator("PUT", `/api/webhooks/${id}`, {
+      eventName: "user.created",
+      targetUrl: own.url,
+      ed25519: true,
+    });
+    expect(kept.json()).toMatchObject({ ed25519PublicKey });
+    const off = await asOperator("PUT", `/api/webhooks/${id}`, {
+      eventName: "user.created",
+      targetUrl: own.url,
+      ed25519: false,
+    });
+    expect(off.json()).toMatchObject({ ed25519PublicKey: null });
   });
 
   it("verifies 1,000 deliveries across a secret rotation with the official library: both secrets sign during the overlap", async () => {

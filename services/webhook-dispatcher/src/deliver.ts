@@ -28,7 +28,7 @@ import type { DeliverPayload } from "./jobs.js";
 import { maskPayload } from "./masking.js";
 import type { DeliveryOutcome, WebhookMetrics } from "./metrics.js";
 import type { SecretBox } from "./secrets.js";
-import { standardSignature } from "./standard-webhooks.js";
+import { asymmetricSignature, standardSignature } from "./standard-webhooks.js";
 import type { SubscriptionCache } from "./subscription-cache.js";
 import type { Throttle } from "./throttle.js";
 
@@ -387,7 +387,19 @@ async function attempt(
           [WebhookHeader.Delivery]: p.deliveryId,
           [StandardWebhookHeader.Id]: p.deliveryId,
           [StandardWebhookHeader.Timestamp]: String(attemptAt),
-          [StandardWebhookHeader.Signature]: standardSignature(signing, p.deliveryId, attemptAt, body),
+          [StandardWebhookHeader.Signature]: [
+            standardSignature(signing, p.deliveryId, attemptAt, body),
+            ...(sub.ed25519_private_sealed === null
+              ? []
+              : [
+                  asymmetricSignature(
+                    deps.secrets.open(sub.ed25519_private_sealed),
+                    p.deliveryId,
+                    attemptAt,
+                    body,
+                  ),
+                ]),
+          ].join(" "),
         }
       : {}),
     [WebhookHeader.Signature]: signature(secret, body),

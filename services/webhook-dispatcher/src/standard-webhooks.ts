@@ -8,7 +8,14 @@
  * those bytes (what the libraries expect by default); any other secret is its UTF-8 bytes (the libraries'
  * "raw" format). `X-Svc-Signature` is keyed by the secret's text either way, as the spec says.
  */
-import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
+import {
+  createHmac,
+  createPrivateKey,
+  createSecretKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+} from "node:crypto";
 
 import type { Violation } from "@svc/errors";
 
@@ -72,4 +79,38 @@ export function standardSignature(
       return `v1,${mac}`;
     })
     .join(" ");
+}
+
+/** The `whpk_` prefix of an ed25519 public key in the Standard Webhooks form (`whsk_` for the private). */
+export const WHPK_PREFIX = "whpk_";
+
+/** A new ed25519 key pair: the private key as PKCS #8 DER in base64 (to seal), the public as `whpk_…`. */
+export function ed25519KeyPair(): { privatePkcs8: string; publicKey: string } {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  // The raw 32 bytes of the public key are the JWK's `x`.
+  const raw = Buffer.from(publicKey.export({ format: "jwk" }).x as string, "base64url");
+  return {
+    privatePkcs8: privateKey.export({ format: "der", type: "pkcs8" }).toString("base64"),
+    publicKey: `${WHPK_PREFIX}${raw.toString("base64")}`,
+  };
+}
+
+/** Private keys made once from their PKCS #8 text: a delivery signs with one at every attempt. */
+const privateKeys = new Map<string, KeyObject>();
+
+/** `v1a,<base64 ed25519 signature of "{id}.{timestamp}.{body}">`. */
+export function asymmetricSignature(
+  privatePkcs8: string,
+  id: string,
+  timestampSeconds: number,
+  body: Buffer,
+): string {
+  let key = privateKeys.get(privatePkcs8);
+  if (key === undefined) {
+    if (privateKeys.size >= MAX_KEY_OBJECTS) privateKeys.clear();
+    key = createPrivateKey({ key: Buffer.from(privatePkcs8, "base64"), format: "der", type: "pkcs8" });
+    privateKeys.set(privatePkcs8, key);
+  }
+  const signed = Buffer.concat([Buffer.from(`${id}.${timestampSeconds}.`), body]);
+  return `v1a,${sign(null, signed, key).toString("base64")}`;
 }

@@ -32,6 +32,8 @@ export interface SubscriptionRow {
   resumed_at: Date | null;
   /** Its custom headers, names and values, sealed (null: none). */
   headers_sealed: string | null;
+  /** Its ed25519 private key (PKCS #8, base64), sealed (null: no `v1a,` signature). */
+  ed25519_private_sealed: string | null;
 }
 
 export const SUBSCRIPTION_CHANGED_CHANNEL = "svc_webhook_subscription_changed";
@@ -104,6 +106,7 @@ async function readSubscription(db: Db, id: string): Promise<SubscriptionRow | n
   return db.maybeOne<SubscriptionRow>(sql`
     SELECT id, target_url, secret_encrypted, previous_secret_encrypted, previous_secret_expires_at,
            is_active, include_sensitive_data, workspace_key, disabled_at, disabled_announced,
-           disabled_reason, failing_since, throttle_per_second, resumed_at, headers_sealed
+           disabled_reason, failing_since, throttle_per_second, resumed_at, headers_sealed,
+           ed25519_private_sealed
     FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
 }

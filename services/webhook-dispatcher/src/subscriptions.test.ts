@@ -47,6 +47,7 @@ class MemorySubscriptions implements SubscriptionRepository {
       throttle_per_second: s.throttlePerSecond,
       header_names: [...(s.headers?.names ?? [])],
       headersSealed: s.headers?.sealed ?? null,
+      ed25519_public_key: s.ed25519?.publicKey ?? null,
       created_at: new Date((this.clock += 1_000)),
       updated_at: new Date(this.clock),
       previous_secret_expires_at: null,
@@ -88,6 +89,7 @@ class MemorySubscriptions implements SubscriptionRepository {
       ...(c.headers === undefined
         ? {}
         : { header_names: [...(c.headers?.names ?? [])], headersSealed: c.headers?.sealed ?? null }),
+      ...(c.ed25519 === undefined ? {} : { ed25519_public_key: c.ed25519?.publicKey ?? null }),
       updated_at: new Date((this.clock += 1_000)),
       secretSealed: c.secretSealed ?? row.secretSealed,
     });

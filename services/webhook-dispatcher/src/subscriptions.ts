@@ -18,7 +18,7 @@ import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import { patternsMatching } from "./patterns.js";
 import { matchingMany, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
-import { secretViolations, WHSEC_PREFIX } from "./standard-webhooks.js";
+import { ed25519KeyPair, secretViolations, WHSEC_PREFIX } from "./standard-webhooks.js";
 
 export const EVENT_PATTERN = new RegExp(SUBSCRIPTION_PATTERN);
 type Routes = typeof webhookRoutes;
@@ -37,6 +37,8 @@ export interface Row {
   throttle_per_second: number | null;
   /** The custom headers' names (their values are sealed apart). */
   header_names: string[];
+  /** The `whpk_` public key of its `v1a,` signatures (null: it signs `v1,` only). */
+  ed25519_public_key: string | null;
   created_at: Date;
   updated_at: Date;
   /** Until when the replaced secret signs too; null when none does (expired ones read as null). */
@@ -65,6 +67,7 @@ function view(row: Row, known: ReadonlySet<string>) {
     description: row.description,
     throttlePerSecond: row.throttle_per_second,
     headerNames: row.header_names,
+    ed25519PublicKey: row.ed25519_public_key,
     createdAtUtc: row.created_at.toISOString(),
     updatedAtUtc: row.updated_at.toISOString(),
     previousSecretExpiresAtUtc: row.previous_secret_expires_at?.toISOString() ?? null,
@@ -159,6 +162,12 @@ export function headerViolations(headers: Readonly<Record<string, string>> | und
   return out;
 }
 
+/** A new ed25519 key pair, the private key sealed. */
+function newKeys(secrets: SecretBox): Ed25519Keys {
+  const pair = ed25519KeyPair();
+  return { privateSealed: secrets.seal(pair.privatePkcs8), publicKey: pair.publicKey };
+}
+
 /** The headers as stored: undefined when the body left them out, null when it gave none. */
 function sealHeaders(
   secrets: SecretBox,
@@ -179,7 +188,14 @@ export interface NewSubscription {
   readonly description: string;
   readonly throttlePerSecond: number | null;
   readonly headers: SealedHeaders | null;
+  readonly ed25519: Ed25519Keys | null;
   readonly isActive: boolean;
+}
+
+/** An ed25519 key pair as stored: the private key sealed, the public in the `whpk_` form. */
+export interface Ed25519Keys {
+  readonly privateSealed: string;
+  readonly publicKey: string;
 }
 
 /** Custom headers as stored: the names in clear, the names and values sealed. */
@@ -200,6 +216,8 @@ export interface SubscriptionChange {
   readonly description: string;
   readonly throttlePerSecond: number | null;
   readonly headers?: SealedHeaders | null;
+  /** A new key pair (`ed25519` turned on), null (turned off), undefined (unchanged, or kept). */
+  readonly ed25519?: Ed25519Keys | null;
 }
 
 /**
@@ -237,7 +255,7 @@ export interface SubscriptionRepository {
 }
 
 const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, include_sensitive_data, description,
-  throttle_per_second, header_names,
+  throttle_per_second, header_names, ed25519_public_key,
   created_at, updated_at,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
     AS previous_secret_expires_at`;
@@ -251,10 +269,12 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
       db.one<Row>(sql`
         INSERT INTO webhook_dispatcher.subscriptions
           (id, workspace_key, event_name, target_url, secret_encrypted, include_sensitive_data,
-           description, is_active, throttle_per_second, header_names, headers_sealed)
+           description, is_active, throttle_per_second, header_names, headers_sealed,
+           ed25519_private_sealed, ed25519_public_key)
         VALUES (${randomUUID()}, ${s.workspaceKey}, ${s.eventName}, ${s.targetUrl}, ${s.secretSealed},
                 ${s.includeSensitiveData}, ${s.description}, ${s.isActive}, ${s.throttlePerSecond},
-                ${[...(s.headers?.names ?? [])]}::text[], ${s.headers?.sealed ?? null})
+                ${[...(s.headers?.names ?? [])]}::text[], ${s.headers?.sealed ?? null},
+                ${s.ed25519?.privateSealed ?? null}, ${s.ed25519?.publicKey ?? null})
         RETURNING ${COLUMNS}`),
     page: (workspaceKey, page) => newestFirst<Row>(db, SUBSCRIPTIONS_TABLE, COLUMNS, workspaceKey, page),
     setActive: (id, within, isActive) =>
@@ -284,6 +304,10 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
               ELSE header_names END,
             headers_sealed = CASE WHEN ${c.headers !== undefined} THEN ${c.headers?.sealed ?? null}::text
               ELSE headers_sealed END,
+            ed25519_private_sealed = CASE WHEN ${c.ed25519 !== undefined}
+              THEN ${c.ed25519?.privateSealed ?? null}::text ELSE ed25519_private_sealed END,
+            ed25519_public_key = CASE WHEN ${c.ed25519 !== undefined}
+              THEN ${c.ed25519?.publicKey ?? null}::text ELSE ed25519_public_key END,
             updated_at = now()
         WHERE id = ${id} AND ${inWorkspace(within)}
         RETURNING ${COLUMNS}`),
@@ -357,6 +381,7 @@ export async function createSubscription(
     description: body.description ?? "",
     throttlePerSecond: body.throttlePerSecond ?? null,
     headers: sealHeaders(secrets, body.headers) ?? null,
+    ed25519: body.ed25519 === true ? newKeys(secrets) : null,
     isActive: body.isActive ?? true,
   });
   return {
@@ -408,6 +433,15 @@ export async function replaceSubscription(
 ): Promise<ReplyOfRoute<Routes["webhooks.put"]>> {
   const body = req.body;
   const within = changeableWithin(req.principal);
+  // On: a key pair unless it has one (kept, so its receivers' public key stays good); off: none.
+  const keys =
+    body.ed25519 === undefined
+      ? undefined
+      : body.ed25519
+        ? (await tables.find(req.params.id, within))?.ed25519_public_key
+          ? undefined
+          : newKeys(secrets)
+        : null;
   const violations = [
     ...targetUrlViolations(body.targetUrl, allowed),
     ...(body.secret === undefined ? [] : secretViolations(body.secret)),
@@ -422,6 +456,7 @@ export async function replaceSubscription(
     description: body.description ?? "",
     throttlePerSecond: body.throttlePerSecond ?? null,
     headers: sealHeaders(secrets, body.headers),
+    ed25519: keys,
   });
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 200, body: view(row, await tables.knownPatterns()) };

@@ -25,6 +25,11 @@ export const SubscriptionView = Type.Object({
   throttlePerSecond: Nullable(Type.Integer()),
   /** The names of the headers sent with every delivery (their values are write-only, like the secret). */
   headerNames: Type.Array(Type.String()),
+  /**
+   * With `ed25519` on: the public key (`whpk_` and the base64 of its 32 bytes) that verifies the
+   * deliveries' `v1a,` signatures; null when off.
+   */
+  ed25519PublicKey: Nullable(Type.String()),
   createdAtUtc: Type.String(),
   /** The last change by an operator (its settings, its activation) or by its receiver's 410 Gone. */
   updatedAtUtc: Type.String(),
@@ -57,6 +62,11 @@ const subscriptionFields = {
    * HTTP's hop-by-hop ones; values printable ASCII. Write-only: views show the names. On PUT, left out
    * keeps them, `{}` removes them.
    */
+  /**
+   * Also sign the Standard Webhooks asymmetric way (`v1a,` ed25519, beside the `v1,` HMAC): true makes a
+   * key pair (kept on a PUT while it stays true), false drops it; left out on PUT, unchanged.
+   */
+  ed25519: Type.Optional(Type.Boolean()),
   headers: Type.Optional(
     Type.Record(
       Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }),

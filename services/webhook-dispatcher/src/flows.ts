@@ -9,12 +9,12 @@ import { randomUUID } from "node:crypto";
 import type { Static } from "@sinclair/typebox";
 import { listWorkspace } from "@svc/access";
 import type { FlowAction, ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
-import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { type Db, type Listing, readPage, sql, toPage } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } from "@svc/errors";
 
 import type { TargetPolicy } from "./http-client.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
-import { matchingMany, newestFirst } from "./scoped-tables.js";
+import { newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 import { knownPatterns, reach, targetUrlViolations } from "./subscriptions.js";
 
@@ -252,15 +252,4 @@ export async function listFlows(
 export interface MatchedFlow {
   readonly id: string;
   readonly actions: StoredAction[];
-}
-
-/**
- * For many (event name, workspace) pairs at once: the active flows each triggers, by pair index. The rule
- * is a subscription's: the flow's event name equals the event's, or is `*`.
- */
-export function matchingFlowsMany(
-  db: Queries,
-  pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
-): Promise<Map<number, MatchedFlow[]>> {
-  return matchingMany<MatchedFlow>(db, FLOWS_TABLE, sql`t.id::text AS id, t.actions`, pairs);
 }

@@ -40,9 +40,9 @@ import {
 
 import type { EventSources } from "./event-sources.js";
 import { flowRunJob, MAX_FLOW_DEPTH } from "./flow-run.js";
-import { type MatchedFlow, matchingFlowsMany } from "./flows.js";
+import type { MatchedFlow } from "./flows.js";
 import { deliverJob, deliveryJobKey } from "./jobs.js";
-import { matchingSubscriptionsMany } from "./subscriptions.js";
+import { matchingSubscriptionsAndFlows } from "./scoped-tables.js";
 
 /** The subscription a dead-lettered delivery was for (`subscriptionId` in the job reaper's event), if any. */
 function aboutSubscription(event: { eventName: string; data: unknown }): string | undefined {
@@ -226,9 +226,18 @@ export async function startMatcher(
         events.map((e) => [pairKey(e), { eventName: e.eventName, workspaceKey: e.workspaceKey }]),
       ).values(),
     ];
-    const matches =
-      pairs.length === 0 ? new Map<number, string[]>() : await matchingSubscriptionsMany(db, pairs);
-    const byPair = new Map(pairs.map((p, i) => [pairKey(p), matches.get(i) ?? []]));
+    // Flows run for events a chain of flows did not publish too deep: their pairs' flows are matched too.
+    const flowEvents = events.filter((e) => e.depth < MAX_FLOW_DEPTH);
+    const flowPairKeys = new Set(flowEvents.map(pairKey));
+    const matched =
+      pairs.length === 0
+        ? { subscriptions: new Map<number, string[]>(), flows: new Map<number, MatchedFlow[]>() }
+        : await matchingSubscriptionsAndFlows(
+            db,
+            pairs,
+            new Set(pairs.flatMap((p, i) => (flowPairKeys.has(pairKey(p)) ? [i] : []))),
+          );
+    const byPair = new Map(pairs.map((p, i) => [pairKey(p), matched.subscriptions.get(i) ?? []]));
     // With tracing on, each event's matching is a span of the event's own trace, and the jobs it makes
     // continue that trace (the batch mixes events of many traces).
     const spans = new Map<Parsed, Span>();
@@ -274,12 +283,9 @@ export async function startMatcher(
         ),
     );
     // Flows: one run per (event, flow), unless a chain of flows published the event.
-    const flowEvents = events.filter((e) => e.depth < MAX_FLOW_DEPTH);
-    const flowPairKeys = new Set(flowEvents.map(pairKey));
-    const flowPairs = pairs.filter((p) => flowPairKeys.has(pairKey(p)));
-    const flowMatches =
-      flowPairs.length === 0 ? new Map<number, MatchedFlow[]>() : await matchingFlowsMany(db, flowPairs);
-    const flowsByPair = new Map(flowPairs.map((p, i) => [pairKey(p), flowMatches.get(i) ?? []]));
+    const flowsByPair = new Map(
+      pairs.map((p, i) => [pairKey(p), (matched.flows.get(i) ?? []) as MatchedFlow[]]),
+    );
     const runs = flowEvents.flatMap((e) =>
       (flowsByPair.get(pairKey(e)) ?? []).map((flow) =>
         flowRunJob.request(

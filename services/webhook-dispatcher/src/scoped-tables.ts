@@ -28,31 +28,41 @@ export async function newestFirst<R extends { id: string }>(
 }
 
 /**
- * For many (event name, workspace) pairs at once: the active rows of `table` each pair matches (their
- * pattern is one of `patternsMatching(name)`: the name, or a prefix of it followed by `*`, ADR 0014; in
- * the event's workspace or every workspace), as `columns` of `t`, by pair index. An equality join on the
- * row's pattern, which its index serves.
+ * For many (event name, workspace) pairs at once, in one statement (the matcher's: one round trip per
+ * batch of events): the active subscriptions each pair reaches, and the active flows (id and actions) of
+ * the pairs `flowPairs` names, each by pair index. A row matches when its pattern is one of
+ * `patternsMatching(name)` (the name, or a prefix of it followed by `*`, ADR 0014) and it is the event's
+ * workspace's or every workspace's: an equality join on the pattern, which each table's index serves.
  */
-export async function matchingMany<R>(
+export async function matchingSubscriptionsAndFlows(
   db: Queries,
-  table: Sql,
-  columns: Sql,
   pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
-): Promise<Map<number, R[]>> {
+  flowPairs: ReadonlySet<number>,
+): Promise<{
+  subscriptions: Map<number, string[]>;
+  flows: Map<number, Array<{ id: string; actions: unknown }>>;
+}> {
   const expanded = pairs.flatMap((p, i) =>
     patternsMatching(p.eventName).map((pattern) => ({ ord: i + 1, pattern, ws: p.workspaceKey })),
   );
-  const rows = await db.any<R & { ord: string }>(sql`
-    SELECT e.ord::text, ${columns}
-    FROM unnest(${expanded.map((e) => e.ord)}::int[], ${expanded.map((e) => e.pattern)}::text[],
-                ${expanded.map((e) => e.ws)}::text[]) AS e(ord, pattern, ws)
-    JOIN ${table} t
-      ON t.is_active AND t.event_name = e.pattern
-     AND (t.workspace_key IS NULL OR t.workspace_key = e.ws)`);
-  const out = new Map<number, R[]>();
-  for (const { ord, ...rest } of rows) {
-    const index = Number(ord) - 1;
-    out.set(index, [...(out.get(index) ?? []), rest as R]);
+  const rows = await db.any<{ kind: "s" | "f"; ord: string; id: string; actions: unknown }>(sql`
+    WITH e AS (
+      SELECT * FROM unnest(${expanded.map((e) => e.ord)}::int[], ${expanded.map((e) => e.pattern)}::text[],
+                           ${expanded.map((e) => e.ws)}::text[]) AS e(ord, pattern, ws))
+    SELECT 's' AS kind, e.ord::text, t.id::text AS id, NULL::jsonb AS actions
+    FROM e JOIN webhook_dispatcher.subscriptions t
+      ON t.is_active AND t.event_name = e.pattern AND (t.workspace_key IS NULL OR t.workspace_key = e.ws)
+    UNION ALL
+    SELECT 'f', e.ord::text, t.id::text, t.actions
+    FROM e JOIN webhook_dispatcher.flows t
+      ON t.is_active AND t.event_name = e.pattern AND (t.workspace_key IS NULL OR t.workspace_key = e.ws)
+    WHERE e.ord = ANY(${[...flowPairs].map((i) => i + 1)}::int[])`);
+  const subscriptions = new Map<number, string[]>();
+  const flows = new Map<number, Array<{ id: string; actions: unknown }>>();
+  for (const row of rows) {
+    const index = Number(row.ord) - 1;
+    if (row.kind === "s") subscriptions.set(index, [...(subscriptions.get(index) ?? []), row.id]);
+    else flows.set(index, [...(flows.get(index) ?? []), { id: row.id, actions: row.actions }]);
   }
-  return out;
+  return { subscriptions, flows };
 }

@@ -16,7 +16,7 @@ import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import { patternsMatching } from "./patterns.js";
-import { matchingMany, newestFirst } from "./scoped-tables.js";
+import { newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 import { ed25519KeyPair, secretViolations, WHSEC_PREFIX } from "./standard-webhooks.js";
 
@@ -527,15 +527,4 @@ export async function eventCatalog(
       };
     }),
   };
-}
-
-/**
- * For many (event name, workspace) pairs at once: the active subscriptions each reaches, by pair index.
- */
-export async function matchingSubscriptionsMany(
-  db: Queries,
-  pairs: ReadonlyArray<{ eventName: string; workspaceKey: string | null }>,
-): Promise<Map<number, string[]>> {
-  const matches = await matchingMany<{ id: string }>(db, SUBSCRIPTIONS_TABLE, sql`t.id::text AS id`, pairs);
-  return new Map([...matches].map(([index, rows]) => [index, rows.map((r) => r.id)]));
 }

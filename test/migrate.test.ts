@@ -1,4 +1,5 @@
 /** Issue 2: numbered per-service migrations, applied once, in order, under a lock; edits are refused. */
+import { createHash } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +8,9 @@ import { migrate } from "@svc/db";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { migrationSources } from "../scripts/lib/stack.js";
+// The migrator's internals, reached by path: the files as it reads them and the pre-mending checksums.
+import { COMMENTS_EDITED } from "../shared/db/src/legacy-checksums.js";
+import { listMigrations } from "../shared/db/src/migrate.js";
 import { createHarness } from "./support/harness.js";
 
 const h = await createHarness({ seed: false });
@@ -66,6 +70,52 @@ describe("migrations", () => {
     await migrate(h.db.url, source);
     await writeFile(join(dir, "0001_create.sql"), "CREATE TABLE public.edited_mig (n bigint);");
     await expect(migrate(h.db.url, source)).rejects.toThrow(/changed after it was applied/);
+  });
+
+  it("lets a comment be mended in an applied migration, and still refuses a changed statement", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
+    dirs.push(dir);
+    const file = join(dir, "0001_create.sql");
+    await writeFile(file, "-- A table (issue 7).\nCREATE TABLE public.mended_mig (n int); -- why\n");
+    const source = [{ service: "mended-mig", directory: dir }];
+    await migrate(h.db.url, source);
+    await writeFile(
+      file,
+      "-- A table, said better.\n/* and a block */\nCREATE TABLE   public.mended_mig (n int);\n",
+    );
+    expect(await migrate(h.db.url, source)).toEqual([]);
+    await writeFile(file, "-- A table, said better.\nCREATE TABLE public.mended_mig (n int, m int);\n");
+    await expect(migrate(h.db.url, source)).rejects.toThrow(/changed after it was applied/);
+  });
+
+  it("takes a database whose migrations were recorded with whole-file checksums, and records the statements' from then on", async () => {
+    const sources = migrationSources();
+    // As an earlier migrator left it: each row the checksum of the whole file, as the file was then (for
+    // the migrations whose comments were mended since, the file before the mending).
+    for (const source of sources) {
+      for (const m of await listMigrations(source)) {
+        const old =
+          COMMENTS_EDITED[`${source.service}/${m.version}`]?.[0] ??
+          createHash("sha256").update(m.text).digest("hex");
+        await h.sql(
+          "UPDATE public.svc_schema_migrations SET checksum = $3 WHERE service = $1 AND version = $2",
+          [source.service, m.version, old],
+        );
+      }
+    }
+    expect(await migrate(h.db.url, sources)).toEqual([]);
+    const rows = await h.sql<{ checksum: string }>(
+      "SELECT checksum FROM public.svc_schema_migrations WHERE service = ANY($1)",
+      [sources.map((s) => s.service)],
+    );
+    expect(rows.length).toBeGreaterThan(40);
+    expect(rows.every((r) => r.checksum.startsWith("v2:"))).toBe(true);
+    // A whole-file checksum of anything else is still an edit.
+    await h.sql(
+      "UPDATE public.svc_schema_migrations SET checksum = $1 WHERE service = 'rbac' AND version = 1",
+      [createHash("sha256").update("something else").digest("hex")],
+    );
+    await expect(migrate(h.db.url, sources)).rejects.toThrow(/rbac\/1 .* changed after it was applied/);
   });
 
   it("rolls back a failing migration and records nothing", async () => {

@@ -1,4 +1,4 @@
--- Installed plugins (issue 11): one row per plugin id, the package bytes content-addressed in the NATS
+-- Installed plugins: one row per plugin id, the package bytes content-addressed in the NATS
 -- object store <prefix>_plugin_packages under package_sha256; and the lifecycle audit.
 CREATE TABLE plugin_registry.plugins (
   plugin_id          text PRIMARY KEY,

@@ -1,3 +1,3 @@
--- Why a stored plugin was refused when it was last loaded (re-verified at every start of the registry,
--- spec 5.7.4): null while its package verifies with the current trust settings.
+-- Why a stored plugin was refused when it was last loaded (re-verified at every start of the registry):
+-- null while its package verifies with the current trust settings.
 ALTER TABLE plugin_registry.plugins ADD COLUMN refused_reason text;

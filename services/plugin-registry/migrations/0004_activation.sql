@@ -1,4 +1,4 @@
--- Plugins at work (issue 12): the lifecycle state replaces the bare flag, and workspaces get their
+-- Plugins at work: the lifecycle state replaces the bare flag, and workspaces get their
 -- ordered plugin chain.
 ALTER TABLE plugin_registry.plugins
   ADD COLUMN state text NOT NULL DEFAULT 'inactive' CHECK (state IN ('inactive', 'active', 'failed')),
@@ -6,7 +6,7 @@ ALTER TABLE plugin_registry.plugins
 UPDATE plugin_registry.plugins SET state = 'active' WHERE is_active;
 ALTER TABLE plugin_registry.plugins DROP COLUMN is_active;
 
--- A workspace's plugin chain (spec 2.2 UiChain): position 0 is the primary. Uninstalling a plugin takes
+-- A workspace's plugin chain: position 0 is the primary. Uninstalling a plugin takes
 -- it out of every chain.
 CREATE TABLE plugin_registry.workspace_plugins (
   workspace_key text NOT NULL,

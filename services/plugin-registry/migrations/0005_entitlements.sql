@@ -1,4 +1,4 @@
--- Entitlements and delegations (issue 12, item 2; docs/plugins.md). A grant names a tenant (all its
+-- Entitlements and delegations (docs/plugins.md). A grant names a tenant (all its
 -- workspaces) or one workspace; it may exist before the plugin is installed (a billing system's list), so
 -- it does not reference the plugins table. `source` is `manual` for grants made with PUT
 -- /api/entitlements, or the name a sync used.

@@ -1,4 +1,4 @@
--- Themes (issue 12, item 7; spec 2.6): a plugin's theme.json, parsed leniently at install (fields and
+-- Themes: a plugin's theme.json, parsed leniently at install (fields and
 -- defaults in plugins.theme), its template definitions per plugin version (from the package, or registered
 -- and switched through the API), each workspace's theme plugin and its setting values.
 ALTER TABLE plugin_registry.plugins ADD COLUMN theme jsonb;

@@ -1,4 +1,4 @@
--- Issue 21, item 8: the audit entries about one workspace (its chain, its theme) name it, so a workspace
+-- The audit entries about one workspace (its chain, its theme) name it, so a workspace
 -- session is shown only those; platform entries (install, activation, verification) have none.
 ALTER TABLE plugin_registry.audit ADD COLUMN workspace_key text;
 UPDATE plugin_registry.audit

@@ -1,4 +1,4 @@
--- Issue 23, item 4: NATS credentials issued for external plugin backends. The secret (the user's seed) is
+-- NATS credentials issued for external plugin backends. The secret (the user's seed) is
 -- shown once and never stored: only the user's public key, who issued it, when it expires, when revoked.
 CREATE TABLE plugin_registry.nats_credentials (
   credential_id uuid PRIMARY KEY,

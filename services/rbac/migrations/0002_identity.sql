@@ -1,4 +1,4 @@
--- Identity and access (spec 5): users and credentials, roles and their grants, memberships and member
+-- Identity and access: users and credentials, roles and their grants, memberships and member
 -- roles, the permission-key catalogue, sessions (for revocation) and integrations (API clients).
 
 CREATE TABLE rbac.permission_keys (
@@ -26,7 +26,7 @@ CREATE TABLE rbac.users (
   email         text        CHECK (length(email) <= 320),
   password_hash text,
   is_active     boolean     NOT NULL DEFAULT true,
-  -- The single global role assignment: decides platform-operator status (spec 5.6.4).
+  -- The single global role assignment: decides platform-operator status.
   global_role   text        REFERENCES rbac.roles (name) ON DELETE SET NULL ON UPDATE CASCADE,
   created_at    timestamptz NOT NULL DEFAULT now(),
   updated_at    timestamptz NOT NULL DEFAULT now()

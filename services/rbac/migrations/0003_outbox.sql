@@ -1,4 +1,4 @@
--- The transactional outbox (issue 9): events recorded with the change they describe, relayed to JetStream
+-- The transactional outbox: events recorded with the change they describe, relayed to JetStream
 -- by @svc/outbox and deleted once acknowledged.
 CREATE TABLE rbac.outbox (
   id            bigserial PRIMARY KEY,

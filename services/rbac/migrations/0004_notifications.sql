@@ -1,4 +1,4 @@
--- Notifications (issue 14, item 2): what the platform tells an operator who can act on it (a dead-lettered
+-- Notifications: what the platform tells an operator who can act on it (a dead-lettered
 -- job, a webhook receiver whose circuit opened, a plugin refused at re-verification). One row per user and
 -- event: a redelivered event adds nothing.
 CREATE TABLE rbac.notifications (

@@ -1,5 +1,5 @@
 -- The resolver owns tenants, workspaces and the host/path bindings that resolve a public request to a
--- workspace (spec 2.1). Later issues add surfaces, navigation, snippets and config to this schema.
+-- workspace. Later migrations add surfaces, navigation, snippets and config to this schema.
 CREATE SCHEMA IF NOT EXISTS resolver;
 
 CREATE TABLE resolver.tenants (

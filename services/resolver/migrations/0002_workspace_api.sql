@@ -1,4 +1,4 @@
--- Tenants, workspaces, surfaces and snippets as an API (issue 13), and the resolver's outbox for the
+-- Tenants, workspaces, surfaces and snippets as an API, and the resolver's outbox for the
 -- workspace events.
 ALTER TABLE resolver.workspaces ADD COLUMN public_base_url text;
 

@@ -1,4 +1,4 @@
--- Custom field values (issue 14, item 4): one row per entity and field; the definitions come from the
+-- Custom field values: one row per entity and field; the definitions come from the
 -- installed plugins (registry.json customFields). Values of a workspace or tenant go with it.
 CREATE TABLE resolver.custom_field_values (
   entity_name text        NOT NULL,

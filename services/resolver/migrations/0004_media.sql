@@ -1,4 +1,4 @@
--- Media (issue 14, item 3): uploaded files' records; the bytes are in the NATS object store <prefix>_media
+-- Media: uploaded files' records; the bytes are in the NATS object store <prefix>_media
 -- under the id. A workspace's media go with it.
 CREATE TABLE resolver.media (
   id            uuid        PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Issue 21, item 3: a host belongs to one tenant. The platform assigns hosts to tenants; a workspace binds
+-- A host belongs to one tenant. The platform assigns hosts to tenants; a workspace binds
 -- only paths under its own tenant's hosts, so no tenant can take another's host under another prefix.
 CREATE TABLE resolver.tenant_hosts (
   host        text        PRIMARY KEY CHECK (host = lower(host) AND length(host) BETWEEN 1 AND 253 AND host !~ ':[0-9]+$'),

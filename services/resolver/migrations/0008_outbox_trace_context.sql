@@ -1,3 +1,3 @@
--- The trace context of the change that recorded the event (issue 29): `traceparent[;tracestate]`, or NULL
+-- The trace context of the change that recorded the event: `traceparent[;tracestate]`, or NULL
 -- when tracing is off. The relay publishes the event inside that trace.
 ALTER TABLE resolver.outbox ADD COLUMN trace_context text;

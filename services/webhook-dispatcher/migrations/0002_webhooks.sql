@@ -1,5 +1,5 @@
--- Webhook subscriptions (spec 2.3, 3.2), the event catalogue (host events and events declared by
--- plugins) and the sensitive-field registry used for masking (spec 6.4).
+-- Webhook subscriptions, the event catalogue (host events and events declared by
+-- plugins) and the sensitive-field registry used for masking.
 CREATE TABLE webhook_dispatcher.subscriptions (
   id                     uuid        PRIMARY KEY,
   workspace_key          text,

@@ -1,4 +1,4 @@
--- Flows (issue 14, item 5): a trigger (an event name pattern, matched like a subscription's) and a list
+-- Flows: a trigger (an event name pattern, matched like a subscription's) and a list
 -- of actions run as one durable `flow.run` job per matching event. `actions` is the array the API took,
 -- with each http action's secret sealed (AES-256-GCM) under `secretEncrypted` instead of `secret`.
 CREATE TABLE webhook_dispatcher.flows (

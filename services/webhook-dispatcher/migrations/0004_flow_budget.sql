@@ -1,4 +1,4 @@
--- Flows cannot amplify (issue 34, item 5): how many events flows have published in the chain one event
+-- Flows cannot amplify: how many events flows have published in the chain one event
 -- started (its root), so that a chain stops at the budget however wide its flows are. Pruned with the
 -- flow steps.
 CREATE TABLE webhook_dispatcher.flow_fanout (

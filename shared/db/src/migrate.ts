@@ -3,6 +3,9 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 
 import pg from "pg";
+import minify from "pg-minify";
+
+import { COMMENTS_EDITED } from "./legacy-checksums.js";
 
 /**
  * One service's numbered migrations: `NNNN_description.sql` files applied in order, recorded under the
@@ -34,6 +37,21 @@ async function filesOf(directory: string): Promise<string[]> {
   }
 }
 
+/**
+ * A migration's checksum: `v2:` and the SHA-256 of its statements without comments and with whitespace
+ * collapsed (pg-minify), so that a comment may be mended in an applied migration while any change to what
+ * it runs is refused. Earlier checksums were of the whole file: `legacyChecksums` accepts those once.
+ */
+export function statementChecksum(text: string, file: string): string {
+  let statements: string;
+  try {
+    statements = minify(text);
+  } catch (error) {
+    throw new Error(`migration ${file}: ${(error as Error).message}`);
+  }
+  return `v2:${createHash("sha256").update(statements).digest("hex")}`;
+}
+
 /** A source's migrations in version order; a version found twice (in one or two directories) is an error. */
 export async function listMigrations(source: MigrationSource) {
   const migrations = [];
@@ -58,7 +76,11 @@ export async function listMigrations(source: MigrationSource) {
         version,
         name: match[2] as string,
         text,
-        checksum: createHash("sha256").update(text).digest("hex"),
+        checksum: statementChecksum(text, `${source.service}/${file}`),
+        legacyChecksums: new Set([
+          createHash("sha256").update(text).digest("hex"),
+          ...(COMMENTS_EDITED[`${source.service}/${version}`] ?? []),
+        ]),
       });
     }
   }
@@ -67,7 +89,8 @@ export async function listMigrations(source: MigrationSource) {
 
 /**
  * Applies every pending migration of every source, each in its own transaction, under one advisory lock.
- * An applied migration whose file has changed since is an error: migrations are append-only.
+ * An applied migration whose statements have changed since is an error: migrations are append-only (their
+ * comments may be mended).
  */
 export async function migrate(
   databaseUrl: string,
@@ -96,12 +119,19 @@ export async function migrate(
       for (const migration of await listMigrations(source)) {
         const previous = done.get(migration.version);
         if (previous !== undefined) {
-          if (previous !== migration.checksum) {
-            throw new Error(
-              `migration ${source.service}/${migration.version} (${migration.name}) changed after it was applied`,
+          if (previous === migration.checksum) continue;
+          // Recorded by an earlier version of the migrator (the whole file's checksum): the file as it was
+          // then, or as it was before its comments were mended. From now on its statements' checksum.
+          if (migration.legacyChecksums.has(previous)) {
+            await client.query(
+              "UPDATE public.svc_schema_migrations SET checksum = $3 WHERE service = $1 AND version = $2",
+              [source.service, migration.version, migration.checksum],
             );
+            continue;
           }
-          continue;
+          throw new Error(
+            `migration ${source.service}/${migration.version} (${migration.name}) changed after it was applied`,
+          );
         }
         await client.query("BEGIN");
         try {

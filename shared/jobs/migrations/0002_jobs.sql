@@ -1,4 +1,4 @@
--- The job engine (spec 2.4, 3.1). Jobs are rows; a claim grants a lease with a fencing token taken from a
+-- The job engine. Jobs are rows; a claim grants a lease with a fencing token taken from a
 -- sequence, so every claim's token is new and larger than any before it. Write-backs (complete, fail,
 -- renew) name the token and are refused once another claim has replaced it.
 CREATE SEQUENCE job_reaper.fencing_tokens AS bigint;

@@ -1,4 +1,4 @@
--- Dead letters are announced (issue 14, item 2): each Failed job is published once as the event
+-- Dead letters are announced: each Failed job is published once as the event
 -- `job.dead-lettered`, which becomes notifications for the operators who can act on it.
 ALTER TABLE job_reaper.jobs ADD COLUMN announced_at timestamptz;
 -- Failed jobs that existed before this migration are not announced after the fact.

@@ -1,4 +1,4 @@
--- Issue 33, item 18: every filter of GET /api/jobs has an index path, newest first, at any table size
+-- Every filter of GET /api/jobs has an index path, newest first, at any table size
 -- (`make bench-jobs-list`: p95 < 20 ms at 1,000,000 jobs). A type or a workspace whose jobs are all old
 -- made the list walk back through every newer job; so did failures that are all old. Succeeded, nearly
 -- every row, is served by the primary key; Pending and Running jobs are recent by nature (the newest ids).

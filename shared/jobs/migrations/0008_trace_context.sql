@@ -1,3 +1,3 @@
--- The trace context of what enqueued the job (issue 29): `traceparent[;tracestate]`, or NULL when tracing
+-- The trace context of what enqueued the job: `traceparent[;tracestate]`, or NULL when tracing
 -- is off. The job's run is a span of that trace, so a delivery joins the request that caused it.
 ALTER TABLE job_reaper.jobs ADD COLUMN trace_context text;

@@ -1,5 +1,5 @@
 /**
- * Tracing (issue 29, docs/adr/0017-tracing.md): W3C Trace Context on every hop, OpenTelemetry spans
+ * Tracing (docs/adr/0017-tracing.md): W3C Trace Context on every hop, OpenTelemetry spans
  * exported over OTLP/HTTP (protobuf, or JSON when asked). Off unless an OTLP endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), and free when off: every helper here checks one boolean first and
  * does nothing else, no context is created, carried or injected. The SDK and the exporter are imported only

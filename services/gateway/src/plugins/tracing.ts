@@ -26,7 +26,7 @@ const headerOf = (request: FastifyRequest) => ({
 });
 
 /**
- * The HTTP edge of a trace (issue 29): each request continues the caller's trace (`traceparent`,
+ * The HTTP edge of a trace (docs/adr/0017-tracing.md): each request continues the caller's trace (`traceparent`,
  * `tracestate`) or starts one, runs inside its span (so every NATS request it sends carries the context),
  * and answers its `traceparent`. Registered only when tracing is on: with it off, no hook runs at all.
  */

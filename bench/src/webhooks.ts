@@ -96,9 +96,14 @@ export async function runWebhooksBench(
         stdio: ["ignore", "ignore", "inherit"],
       }),
     );
-    // Ready when its consumer exists on the stream.
+    // Ready when its consumer exists on the stream; a dispatcher that exits first ends the benchmark.
+    let exited: number | null | undefined;
+    children[0]?.once("exit", (code) => {
+      exited = code;
+    });
     const jsm = await jetstreamManager(nc);
     for (let i = 0; ; i++) {
+      if (exited !== undefined) throw new Error(`the dispatcher exited (${exited}) before it was ready`);
       if (
         await jsm.consumers.info(stream, "webhook-dispatcher").then(
           () => true,

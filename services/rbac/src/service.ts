@@ -17,7 +17,7 @@ import { Outbox } from "@svc/outbox";
 import { defineService } from "@svc/runtime";
 
 import type { RbacDeps } from "./deps.js";
-import { fillRevocations } from "./deps.js";
+import { fillRevocations, revoke } from "./deps.js";
 import * as integrations from "./integrations.js";
 import * as members from "./memberships.js";
 import * as notifications from "./notifications.js";
@@ -87,6 +87,10 @@ export const rbacService = defineService(rbacContract, {
       activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
       tenancy: (request) => resolver.request("tenancy.lookup", request),
     };
+    const userDeps: users.UserDeps = {
+      users: users.userTables(db, outbox),
+      revokeSessions: (sessions) => revoke(deps, sessions),
+    };
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);
 
@@ -111,13 +115,13 @@ export const rbacService = defineService(rbacContract, {
       "role-assignments.list": (req) => roles.listAssignments(deps, req),
       "role-assignments.put": (req) => roles.putAssignment(deps, req),
       "role-assignments.delete": (req) => roles.deleteAssignment(deps, req),
-      "users.create": (req) => users.createUser(deps, req),
-      "users.list": (req) => users.listUsers(deps, req),
-      "users.get": (req) => users.getUser(deps, req),
-      "users.export": (req) => users.exportUser(deps, req),
-      "users.update": (req) => users.updateUser(deps, req),
-      "users.activation": (req) => users.setUserActivation(deps, req),
-      "users.delete": (req) => users.deleteUser(deps, req),
+      "users.create": (req) => users.createUser(userDeps, req),
+      "users.list": (req) => users.listUsers(userDeps, req),
+      "users.get": (req) => users.getUser(userDeps, req),
+      "users.export": (req) => users.exportUser(userDeps, req),
+      "users.update": (req) => users.updateUser(userDeps, req),
+      "users.activation": (req) => users.setUserActivation(userDeps, req),
+      "users.delete": (req) => users.deleteUser(userDeps, req),
       "members.list": (req) => members.listMembers(deps, req),
       "members.put": (req) => members.putMember(deps, req),
       "members.delete": (req) => members.deleteMember(deps, req),

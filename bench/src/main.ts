@@ -543,7 +543,7 @@ function printHttp() {
     ] as const) {
       const cost = 1 - onRun.requestsPerSecond / off.requestsPerSecond;
       console.log(
-        `  ${pad(`${label}: ${ratioLabel} sampling costs`, 42)}${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
+        `  ${pad(`${label}: ${ratioLabel} sampling costs`, 42)} ${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
       );
     }
     console.log(

@@ -69,6 +69,19 @@ async function row(id: string): Promise<Row> {
     FROM job_reaper.jobs WHERE id = ${id}`);
 }
 
+/** A pool of its own whose claim statements (the ones with SKIP LOCKED) are counted. */
+function claimCountingDb(applicationName: string) {
+  const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName });
+  const claims = { count: 0 };
+  const query = counted.pool.query.bind(counted.pool) as (...args: unknown[]) => unknown;
+  (counted.pool as { query: unknown }).query = (...args: unknown[]) => {
+    const text = (args[0] as { text?: string } | string | undefined) ?? "";
+    if ((typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) claims.count++;
+    return query(...args);
+  };
+  return { db: counted, claims };
+}
+
 function newWorker(options: Partial<ConstructorParameters<typeof JobWorker>[0]> = {}) {
   const worker = new JobWorker({
     db,
@@ -240,15 +253,7 @@ describe("the worker", () => {
   });
 
   it("an idle worker makes only its slow-poll claims, not a busy loop (issue 8, point 0)", async () => {
-    // A pool of its own whose statements are counted: the claim query is the one with SKIP LOCKED.
-    const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "idle-test" });
-    let claims = 0;
-    const query = counted.pool.query.bind(counted.pool) as (...args: unknown[]) => unknown;
-    (counted.pool as { query: unknown }).query = (...args: unknown[]) => {
-      const text = (args[0] as { text?: string } | string | undefined) ?? "";
-      if ((typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) claims++;
-      return query(...args);
-    };
+    const { db: counted, claims } = claimCountingDb("idle-test");
     const worker = newWorker({ db: counted, pollIntervalMs: 500 });
     worker.register(noopJob, { concurrency: 4, handler: async () => undefined });
     worker.register(deliverJob, { concurrency: 4, handler: async () => undefined });
@@ -256,11 +261,11 @@ describe("the worker", () => {
     // One job, so the lane has run, emptied its queue and gone idle again.
     await enqueue(db, noopJob, {});
     await until(async () => worker.stats.succeeded === 1);
-    const before = claims;
+    const before = claims.count;
     const started = Date.now();
     // Two lanes, one poll every 500 ms each: six polls take about 1.5 s (a slower machine, longer); the
     // busy loop made thousands a second.
-    await until(async () => claims - before >= 6, 15_000);
+    await until(async () => claims.count - before >= 6, 15_000);
     const elapsed = Date.now() - started;
     await worker.stop();
     await counted.end();
@@ -268,14 +273,7 @@ describe("the worker", () => {
   });
 
   it("a lane fed a few jobs at a time claims once per arrival, not once per finished job", async () => {
-    const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "claims-test" });
-    let claims = 0;
-    const query = counted.pool.query.bind(counted.pool) as (...args: unknown[]) => unknown;
-    (counted.pool as { query: unknown }).query = (...args: unknown[]) => {
-      const text = (args[0] as { text?: string } | string | undefined) ?? "";
-      if ((typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) claims++;
-      return query(...args);
-    };
+    const { db: counted, claims } = claimCountingDb("claims-test");
     // The slow poll is far away: every claim below is the start's, a notification's or a finished job's.
     const worker = newWorker({ db: counted, pollIntervalMs: 60_000 });
     worker.register(noopJob, {
@@ -285,7 +283,7 @@ describe("the worker", () => {
       handler: () => new Promise((r) => setTimeout(r, 2 + Math.random() * 20)),
     });
     await worker.start();
-    const before = claims;
+    const before = claims.count;
     // 20 arrivals of 10 jobs each, one insert (and one NOTIFY) per arrival.
     for (let arrival = 0; arrival < 20; arrival++) {
       await enqueueMany(
@@ -294,7 +292,7 @@ describe("the worker", () => {
       );
       await until(async () => worker.stats.succeeded === (arrival + 1) * 10, 15_000);
     }
-    const made = claims - before;
+    const made = claims.count - before;
     await worker.stop();
     await counted.end();
     // Each arrival is claimed by its notification; a finished job claims again only after a claim that

@@ -35,22 +35,25 @@ function memoryBucket(reachable: () => boolean = () => true) {
 
 const log = createLogger("throttle-test", "silent");
 
+/** Two dispatchers' throttles sharing one bucket and one clock. */
+const twoReplicas = (bucket: KV, clock: () => number) =>
+  [0, 1].map(() => new Throttle(() => bucket, log, clock));
+
+/** `count` admissions of one subscription, alternating between the replicas; how many were allowed. */
+async function allowedOf(replicas: readonly Throttle[], count: number, limit: number): Promise<number> {
+  const decisions = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      (replicas[i % replicas.length] as Throttle).admit("sub-1", limit),
+    ),
+  );
+  return decisions.filter((d) => d.allowed).length;
+}
+
 describe("the subscription throttle", () => {
   it("admits the limit per second across replicas sharing the bucket, and tells when to look again", async () => {
     let now = 1_000_000_250;
     const bucket = memoryBucket();
-    const replicas = [
-      new Throttle(
-        () => bucket,
-        log,
-        () => now,
-      ),
-      new Throttle(
-        () => bucket,
-        log,
-        () => now,
-      ),
-    ];
+    const replicas = twoReplicas(bucket, () => now);
     const decisions = await Promise.all(
       Array.from({ length: 12 }, (_, i) => (replicas[i % 2] as Throttle).admit("sub-1", 5)),
     );
@@ -60,36 +63,17 @@ describe("the subscription throttle", () => {
     // Another subscription has its own count; the next second starts a new one.
     expect((await replicas[0]?.admit("sub-2", 5))?.allowed).toBe(true);
     now += 1_000;
-    const second = replicas[1] as Throttle;
-    const next = await Promise.all(Array.from({ length: 7 }, () => second.admit("sub-1", 5)));
-    expect(next.filter((d) => d.allowed)).toHaveLength(5);
+    expect(await allowedOf(replicas.slice(1), 7, 5)).toBe(5);
   });
 
   it("counts per replica while the bucket is out of reach, and shares the count again once it is back", async () => {
     const now = 2_000_000_000;
     let up = false;
     const bucket = memoryBucket(() => up);
-    const replicas = [
-      new Throttle(
-        () => bucket,
-        log,
-        () => now,
-      ),
-      new Throttle(
-        () => bucket,
-        log,
-        () => now,
-      ),
-    ];
-    const apart = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (replicas[i % 2] as Throttle).admit("sub-1", 3)),
-    );
+    const replicas = twoReplicas(bucket, () => now);
     // Each replica holds the limit on its own: 3 each.
-    expect(apart.filter((d) => d.allowed)).toHaveLength(6);
+    expect(await allowedOf(replicas, 12, 3)).toBe(6);
     up = true;
-    const together = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (replicas[i % 2] as Throttle).admit("sub-1", 3)),
-    );
-    expect(together.filter((d) => d.allowed)).toHaveLength(3);
+    expect(await allowedOf(replicas, 12, 3)).toBe(3);
   });
 });

@@ -315,13 +315,10 @@ async function attempt(
     if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
     return count("skipped");
   }
-  // Turned on again after being off, a subscription starts from the events that occur from then on: a
-  // delivery queued before (a retry that came due) is not sent, unless an operator asked for it.
-  if (
-    sub.resumed_at !== null &&
-    p.requested !== true &&
-    Date.parse(p.occurredAtUtc) < sub.resumed_at.getTime()
-  ) {
+  // Turned on again after being off, a subscription starts from the events it takes from then on: a
+  // delivery queued before (a retry that came due) is not sent. A resend or a recovery queues a new job,
+  // and is sent. Both times are the database's, so no publisher's clock decides.
+  if (sub.resumed_at !== null && job.createdAt.getTime() < sub.resumed_at.getTime()) {
     if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
     return count("skipped");
   }

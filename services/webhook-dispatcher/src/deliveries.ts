@@ -152,15 +152,10 @@ async function queueAgain(
   const job = await keyedJob(tx, deliverJob.type, deliveryJobKey(d.event_id, d.subscription_id));
   if (job === null) return false;
   const resendKey = `resend:${d.delivery_id}:${randomUUID()}`;
-  await enqueue(
-    tx,
-    deliverJob,
-    { ...(job.payload as DeliverPayload), requested: true },
-    {
-      workspaceKey: job.workspaceKey,
-      idempotencyKey: resendKey,
-    },
-  );
+  await enqueue(tx, deliverJob, job.payload as DeliverPayload, {
+    workspaceKey: job.workspaceKey,
+    idempotencyKey: resendKey,
+  });
   await tx.query(sql`
     UPDATE webhook_dispatcher.deliveries
     SET status = 'retrying', resend_job_key = ${resendKey}, updated_at = now()

@@ -10,11 +10,6 @@ export interface DeliverPayload {
   workspaceKey: string | null;
   occurredAtUtc: string;
   data: unknown;
-  /**
-   * An operator asked for this one (resend, recover): it is sent even when its event came before the
-   * subscription was last turned on again.
-   */
-  requested?: true;
 }
 
 /** One recovery's paging job: its state is the `recoveries` row. */

@@ -87,6 +87,7 @@ interface ClaimRow {
   run_at: Date;
   lease_expires_at: Date;
   trace_context: string | null;
+  created_at: Date;
 }
 
 /**
@@ -118,7 +119,7 @@ export async function claimJobs(
     FROM due
     WHERE j.id = due.id
     RETURNING j.id::text, j.type, j.payload, j.workspace_key, j.attempts, j.max_attempts,
-              j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context`);
+              j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context, j.created_at`);
   return rows.map((r) => ({
     id: r.id,
     type: r.type,
@@ -130,6 +131,7 @@ export async function claimJobs(
     runAt: r.run_at,
     leaseExpiresAt: r.lease_expires_at,
     traceContext: r.trace_context,
+    createdAt: r.created_at,
   }));
 }
 

@@ -80,6 +80,8 @@ export interface ClaimedJob<P = unknown> {
   readonly leaseExpiresAt: Date;
   /** The trace of what enqueued the job (tracing on), or null. */
   readonly traceContext: string | null;
+  /** When it was enqueued (the database's clock). */
+  readonly createdAt: Date;
 }
 
 /** The jobs list's view of a job record (the route contract's JobView): the payload is not shown. */

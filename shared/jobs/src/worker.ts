@@ -4,7 +4,8 @@
  * Per job type a lane keeps a small local queue of claimed jobs (each already leased to this worker with
  * its own fencing token) and runs up to `concurrency` of them at once. The lane claims again when its
  * queue runs low after a claim that took all it asked for, when PostgreSQL NOTIFYs that jobs of its type
- * were inserted, and on a slow poll (the backstop for scheduled and retried jobs). Write-backs are batched: every completion and failure that
+ * were inserted, when a job it deferred for up to a minute comes due, and on a slow poll (the backstop for
+ * scheduled and retried jobs). Write-backs are batched: every completion and failure that
  * happens while a write is in flight goes out in the next single UPDATE, and only rows whose token still
  * matches are changed; the others are counted as stale. The leases of every held job are renewed in one
  * statement every third of the lease, so long jobs keep their claim and a job whose claim was taken over

@@ -5,10 +5,12 @@
  */
 import { filterWorkspaceKeys, reachOf, SystemRole, WILDCARD } from "@svc/access";
 import type { Principal } from "@svc/bus";
-import { isForeignKeyViolation, type Queries, sql } from "@svc/db";
+import type { PlatformEventData, RouteHandlerWith } from "@svc/contracts";
+import { type Db, isForeignKeyViolation, sql } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
+import type { Outbox } from "@svc/outbox";
 
-import { noContent, ok, type RbacDeps, type RbacHandler, revoke } from "./deps.js";
+import { noContent, ok, type RbacDeps, type RbacRoutes, revoke } from "./deps.js";
 import {
   findUser,
   isMember,
@@ -18,27 +20,135 @@ import {
   type UserRow,
   userView,
 } from "./repository.js";
-import { holdsMoreRights, listUserRows } from "./users.js";
-
-async function memberRoles(db: Queries, workspaceKey: string, userId: string) {
-  return (await memberRoleKeys(db, workspaceKey, userId)).map((r) => r.role);
-}
+import { listUserRows, outranks, rolesOfUser } from "./users.js";
 
 const notAMember = (workspaceKey: string, userId: string) =>
   new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
 
-export const listMembers: RbacHandler<"members.list"> = async (deps, req) => {
-  const wk = req.params.workspaceKey;
-  const { items, nextCursor } = await listUserRows(
-    deps.db,
-    req.principal,
-    req.query,
-    sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${wk})`,
-  );
-  const withRoles = await Promise.all(
-    items.map(async (u) => ({ ...userView(u), roles: await memberRoles(deps.db, wk, u.id) })),
-  );
-  return ok({ items: withRoles, nextCursor });
+/**
+ * What the membership routes ask of their tables (the rules stay in the handlers). A membership's
+ * change records its event in the transaction of the change.
+ */
+export interface MemberTables {
+  /** One page of a workspace's members that `principal` reaches, each with its member roles. */
+  page(
+    principal: Principal,
+    workspaceKey: string,
+    query: { limit?: number; cursor?: string },
+  ): Promise<{ items: Array<UserRow & { roles: string[] }>; nextCursor: string | null }>;
+  findUser(userId: string): Promise<UserRow | null>;
+  /** The workspaces a user is a member of (up to 500). */
+  workspacesOf(userId: string): Promise<string[]>;
+  /** The roles a user holds, global and member, with their keys. */
+  rolesHeldBy(userId: string): Promise<Array<{ name: string; permissions: string[] }>>;
+  /** Adds the membership and records `workspace.member-assigned`; false when it existed. */
+  add(workspaceKey: string, user: UserRow): Promise<boolean>;
+  /** Removes the membership and records `workspace.member-removed`; false when there was none. */
+  remove(workspaceKey: string, userId: string): Promise<boolean>;
+  isMember(workspaceKey: string, userId: string): Promise<boolean>;
+  memberRoles(workspaceKey: string, userId: string): Promise<string[]>;
+  /** Every role, with its keys. */
+  roles(): Promise<Array<{ name: string; permissions: string[] }>>;
+  /** Replaces a member's roles; a membership or role gone meanwhile is a NotFoundError. */
+  setMemberRoles(workspaceKey: string, userId: string, roles: readonly string[]): Promise<void>;
+  /** The user's sessions in the workspace that are still good (to revoke). */
+  openSessions(userId: string, workspaceKey: string): Promise<Array<{ id: string; expires_at: Date }>>;
+}
+
+/** The membership tables in PostgreSQL, their events in rbac's outbox. */
+export function memberTables(db: Db, outbox: Outbox<PlatformEventData>): MemberTables {
+  const memberRoles = async (workspaceKey: string, userId: string) =>
+    (await memberRoleKeys(db, workspaceKey, userId)).map((r) => r.role);
+  return {
+    page: async (principal, workspaceKey, query) => {
+      const { items, nextCursor } = await listUserRows(
+        db,
+        principal,
+        query,
+        sql`u.id IN (SELECT user_id FROM rbac.memberships WHERE workspace_key = ${workspaceKey})`,
+      );
+      const withRoles = await Promise.all(
+        items.map(async (u) => ({ ...u, roles: await memberRoles(workspaceKey, u.id) })),
+      );
+      return { items: withRoles, nextCursor };
+    },
+    findUser: (userId) => findUser(db, userId),
+    workspacesOf: async (userId) =>
+      (
+        await db.any<{ workspace_key: string }>(
+          sql`SELECT workspace_key FROM rbac.memberships WHERE user_id = ${userId} LIMIT 500`,
+        )
+      ).map((m) => m.workspace_key),
+    rolesHeldBy: (userId) => rolesOfUser(db, userId),
+    add: (workspaceKey, user) =>
+      db
+        .transaction(async (tx) => {
+          const row = await tx.maybeOne(sql`
+            INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${user.id})
+            ON CONFLICT DO NOTHING RETURNING 1 AS created`);
+          if (row !== null) {
+            await outbox.record(tx, "workspace.member-assigned", workspaceKey, {
+              workspaceKey,
+              userId: user.id,
+              userName: user.user_name,
+            });
+          }
+          return row !== null;
+        })
+        .catch((error: unknown) => {
+          // The user was deleted by a concurrent request since it was read.
+          if (isForeignKeyViolation(error)) throw new NotFoundError(`User '${user.id}' was not found.`);
+          throw error;
+        }),
+    remove: (workspaceKey, userId) =>
+      db.transaction(async (tx) => {
+        const row = await tx.maybeOne(sql`
+          DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}
+          RETURNING 1 AS gone`);
+        if (row !== null) {
+          await outbox.record(tx, "workspace.member-removed", workspaceKey, { workspaceKey, userId });
+        }
+        return row !== null;
+      }),
+    isMember: (workspaceKey, userId) => isMember(db, workspaceKey, userId),
+    memberRoles,
+    roles: () => listRoles(db),
+    setMemberRoles: (workspaceKey, userId, roles) =>
+      db
+        .transaction(async (tx) => {
+          await tx.query(
+            sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
+          );
+          await tx.query(sql`
+            INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
+            SELECT ${workspaceKey}, ${userId}, r FROM unnest(${[...roles]}::text[]) AS r`);
+        })
+        .catch((error: unknown) => {
+          // The membership or a role was deleted by a concurrent request since they were read.
+          if (isForeignKeyViolation(error))
+            throw new NotFoundError(
+              `User '${userId}' is not a member of '${workspaceKey}', or a role is gone.`,
+            );
+          throw error;
+        }),
+    openSessions: (userId, workspaceKey) => sessionsOfUser(db, userId, workspaceKey),
+  };
+}
+
+/** What the membership handlers are given. */
+export interface MemberDeps {
+  readonly members: MemberTables;
+  readonly revokeSessions: (sessions: ReadonlyArray<{ id: string; expires_at: Date }>) => Promise<void>;
+  /** The plugins active and assigned in a workspace (their keys survive in its sessions). */
+  readonly activePlugins: RbacDeps["activePlugins"];
+  /** Which workspaces exist, and their tenant: the resolver's. */
+  readonly tenancy: RbacDeps["tenancy"];
+}
+type MemberHandler<K extends keyof RbacRoutes> = RouteHandlerWith<MemberDeps, RbacRoutes[K]>;
+
+export const listMembers: MemberHandler<"members.list"> = async (deps, req) => {
+  const { items, nextCursor } = await deps.members.page(req.principal, req.params.workspaceKey, req.query);
+  return ok({ items: items.map((u) => ({ ...userView(u), roles: u.roles })), nextCursor });
 };
 
 /**
@@ -47,77 +157,48 @@ export const listMembers: RbacHandler<"members.list"> = async (deps, req) => {
  * operator (holds no global role) and holds no right the caller lacks. Platform sessions add any user.
  */
 async function mayAddMember(
-  deps: RbacDeps,
+  deps: MemberDeps,
   principal: Principal,
   target: { readonly workspaceKey: string; readonly tenantKey: string },
   user: UserRow,
 ): Promise<boolean> {
   if (reachOf(principal).kind === "platform") return true;
-  const userId = user.id;
-  const theirs = await deps.db.any<{ workspace_key: string }>(
-    sql`SELECT workspace_key FROM rbac.memberships WHERE user_id = ${userId} LIMIT 500`,
-  );
+  const theirs = await deps.members.workspacesOf(user.id);
   // Already a member: the caller reaches the user, and the PUT changes nothing.
-  if (theirs.some((m) => m.workspace_key === target.workspaceKey)) return true;
+  if (theirs.includes(target.workspaceKey)) return true;
   if (theirs.length === 0 || user.global_role !== null) return false;
-  const found = await deps.tenancy({ workspaceKeys: theirs.map((m) => m.workspace_key), tenantKeys: [] });
+  const found = await deps.tenancy({ workspaceKeys: theirs, tenantKeys: [] });
   if (!found.workspaces.some((w) => w.tenantKey === target.tenantKey)) return false;
-  return !(await holdsMoreRights(deps.db, principal, userId));
+  return !outranks(principal, await deps.members.rolesHeldBy(user.id));
 }
 
-export const putMember: RbacHandler<"members.put"> = async (deps, req) => {
+export const putMember: MemberHandler<"members.put"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
   const target = (await deps.tenancy({ workspaceKeys: [workspaceKey], tenantKeys: [] })).workspaces[0];
   if (target === undefined) throw new NotFoundError(`Workspace '${workspaceKey}' was not found.`);
   // One answer for a user that does not exist and one the caller does not reach: nothing tells them apart.
-  const user = await findUser(deps.db, userId);
+  const user = await deps.members.findUser(userId);
   if (user === null || !(await mayAddMember(deps, req.principal, target, user))) {
     throw new NotFoundError(`User '${userId}' was not found.`);
   }
-  const inserted = await deps.db
-    .transaction(async (tx) => {
-      const row = await tx.maybeOne(sql`
-        INSERT INTO rbac.memberships (workspace_key, user_id) VALUES (${workspaceKey}, ${userId})
-        ON CONFLICT DO NOTHING RETURNING 1 AS created`);
-      if (row !== null) {
-        await deps.outbox.record(tx, "workspace.member-assigned", workspaceKey, {
-          workspaceKey,
-          userId,
-          userName: user.user_name,
-        });
-      }
-      return row;
-    })
-    .catch((error: unknown) => {
-      // The user was deleted by a concurrent request since it was read.
-      if (isForeignKeyViolation(error)) throw new NotFoundError(`User '${userId}' was not found.`);
-      throw error;
-    });
+  const inserted = await deps.members.add(workspaceKey, user);
   return ok(
-    { workspaceKey, userId, roles: await memberRoles(deps.db, workspaceKey, userId) },
+    { workspaceKey, userId, roles: await deps.members.memberRoles(workspaceKey, userId) },
     inserted ? 201 : 200,
   );
 };
 
-export const deleteMember: RbacHandler<"members.delete"> = async (deps, req) => {
+export const deleteMember: MemberHandler<"members.delete"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
-  const deleted = await deps.db.transaction(async (tx) => {
-    const row = await tx.maybeOne(sql`
-      DELETE FROM rbac.memberships WHERE workspace_key = ${workspaceKey} AND user_id = ${userId} RETURNING 1 AS gone`);
-    if (row !== null) {
-      await deps.outbox.record(tx, "workspace.member-removed", workspaceKey, { workspaceKey, userId });
-    }
-    return row;
-  });
-  if (deleted === null) throw notAMember(workspaceKey, userId);
-  await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
+  if (!(await deps.members.remove(workspaceKey, userId))) throw notAMember(workspaceKey, userId);
+  await deps.revokeSessions(await deps.members.openSessions(userId, workspaceKey));
   return noContent();
 };
 
-export const getMemberRoles: RbacHandler<"member-roles.get"> = async (deps, req) => {
+export const getMemberRoles: MemberHandler<"member-roles.get"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
-  if (!(await isMember(deps.db, workspaceKey, userId))) throw notAMember(workspaceKey, userId);
-  return ok({ userId, roles: await memberRoles(deps.db, workspaceKey, userId) });
+  if (!(await deps.members.isMember(workspaceKey, userId))) throw notAMember(workspaceKey, userId);
+  return ok({ userId, roles: await deps.members.memberRoles(workspaceKey, userId) });
 };
 
 /**
@@ -126,7 +207,7 @@ export const getMemberRoles: RbacHandler<"member-roles.get"> = async (deps, req)
  * naming the first key it lacks. A superadmin, a `*` holder and a platform session holding `role.update`
  * (which may define any role anyway) are not limited.
  */
-function requireHeldKeys(deps: RbacDeps, principal: Principal, workspaceKey: string, keys: string[]): void {
+function requireHeldKeys(deps: MemberDeps, principal: Principal, workspaceKey: string, keys: string[]): void {
   if (principal.roles.includes(SystemRole.SuperAdmin) || principal.permissions.includes(WILDCARD)) return;
   if (reachOf(principal).kind === "platform" && principal.permissions.includes("role.update")) return;
   const held = new Set(principal.permissions);
@@ -140,16 +221,16 @@ function requireHeldKeys(deps: RbacDeps, principal: Principal, workspaceKey: str
   }
 }
 
-export const putMemberRoles: RbacHandler<"member-roles.put"> = async (deps, req) => {
+export const putMemberRoles: MemberHandler<"member-roles.put"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
-  if (!(await isMember(deps.db, workspaceKey, userId))) throw notAMember(workspaceKey, userId);
+  if (!(await deps.members.isMember(workspaceKey, userId))) throw notAMember(workspaceKey, userId);
   // superadmin is a platform role: as a member role it would pass every check inside the workspace.
   if (req.body.roles.includes(SystemRole.SuperAdmin)) {
     throw new ValidationError([
       { field: "/body/roles", message: "platform roles cannot be member roles ('superadmin')" },
     ]);
   }
-  const roles = new Map((await listRoles(deps.db)).map((r) => [r.name, r]));
+  const roles = new Map((await deps.members.roles()).map((r) => [r.name, r]));
   const unknown = req.body.roles.filter((r) => !roles.has(r));
   if (unknown.length > 0) {
     throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
@@ -160,23 +241,9 @@ export const putMemberRoles: RbacHandler<"member-roles.put"> = async (deps, req)
     workspaceKey,
     req.body.roles.flatMap((r) => roles.get(r)?.permissions ?? []),
   );
-  await deps.db
-    .transaction(async (tx) => {
-      await tx.query(
-        sql`DELETE FROM rbac.membership_roles WHERE workspace_key = ${workspaceKey} AND user_id = ${userId}`,
-      );
-      await tx.query(sql`
-        INSERT INTO rbac.membership_roles (workspace_key, user_id, role)
-        SELECT ${workspaceKey}, ${userId}, r FROM unnest(${req.body.roles}::text[]) AS r`);
-    })
-    .catch((error: unknown) => {
-      // The membership or a role was deleted by a concurrent request since they were read.
-      if (isForeignKeyViolation(error))
-        throw new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}', or a role is gone.`);
-      throw error;
-    });
+  await deps.members.setMemberRoles(workspaceKey, userId, req.body.roles);
   // The member's sessions in this workspace carry the old keys: end them (the new set applies at sign-in).
-  await revoke(deps, await sessionsOfUser(deps.db, userId, workspaceKey));
+  await deps.revokeSessions(await deps.members.openSessions(userId, workspaceKey));
   return ok({ userId, roles: [...req.body.roles].sort() });
 };
 

@@ -91,6 +91,12 @@ export const rbacService = defineService(rbacContract, {
       users: users.userTables(db, outbox),
       revokeSessions: (sessions) => revoke(deps, sessions),
     };
+    const memberDeps: members.MemberDeps = {
+      members: members.memberTables(db, outbox),
+      revokeSessions: userDeps.revokeSessions,
+      activePlugins: deps.activePlugins,
+      tenancy: deps.tenancy,
+    };
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);
 
@@ -122,11 +128,11 @@ export const rbacService = defineService(rbacContract, {
       "users.update": (req) => users.updateUser(userDeps, req),
       "users.activation": (req) => users.setUserActivation(userDeps, req),
       "users.delete": (req) => users.deleteUser(userDeps, req),
-      "members.list": (req) => members.listMembers(deps, req),
-      "members.put": (req) => members.putMember(deps, req),
-      "members.delete": (req) => members.deleteMember(deps, req),
-      "member-roles.get": (req) => members.getMemberRoles(deps, req),
-      "member-roles.put": (req) => members.putMemberRoles(deps, req),
+      "members.list": (req) => members.listMembers(memberDeps, req),
+      "members.put": (req) => members.putMember(memberDeps, req),
+      "members.delete": (req) => members.deleteMember(memberDeps, req),
+      "member-roles.get": (req) => members.getMemberRoles(memberDeps, req),
+      "member-roles.put": (req) => members.putMemberRoles(memberDeps, req),
       "notifications.list": (req) => notifications.listNotifications(deps, req),
       "notifications.read": (req) => notifications.markRead(deps, req),
       "integrations.list": (req) => integrations.listIntegrations(deps, req),

@@ -218,14 +218,8 @@ export function outranks(
   );
 }
 
-/** `outranks` for a user in the database (memberships ask it too). */
-export async function holdsMoreRights(db: Queries, principal: Principal, userId: string): Promise<boolean> {
-  if (principal.roles.includes("superadmin") || principal.permissions.includes("*")) return false;
-  return outranks(principal, await rolesOfUser(db, userId));
-}
-
 /** The roles a user holds, global and member, with their keys. */
-function rolesOfUser(db: Queries, userId: string) {
+export function rolesOfUser(db: Queries, userId: string) {
   return db.any<{ name: string; permissions: string[] }>(sql`
     SELECT r.name, r.permissions FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role
     WHERE u.id = ${userId}

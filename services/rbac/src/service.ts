@@ -97,6 +97,7 @@ export const rbacService = defineService(rbacContract, {
       activePlugins: deps.activePlugins,
       tenancy: deps.tenancy,
     };
+    const integrationDeps = { integrations: integrations.integrationTables(db) };
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);
 
@@ -135,9 +136,9 @@ export const rbacService = defineService(rbacContract, {
       "member-roles.put": (req) => members.putMemberRoles(memberDeps, req),
       "notifications.list": (req) => notifications.listNotifications(deps, req),
       "notifications.read": (req) => notifications.markRead(deps, req),
-      "integrations.list": (req) => integrations.listIntegrations(deps, req),
-      "integrations.create": (req) => integrations.createIntegration(deps, req),
-      "integrations.delete": (req) => integrations.deleteIntegration(deps, req),
+      "integrations.list": (req) => integrations.listIntegrations(integrationDeps, req),
+      "integrations.create": (req) => integrations.createIntegration(integrationDeps, req),
+      "integrations.delete": (req) => integrations.deleteIntegration(integrationDeps, req),
     };
 
     // Deleted workspaces' memberships go (their sessions revoked), followed durably: a deletion while rbac

@@ -7,11 +7,11 @@
 import { createHash } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
-import { callRoute, rbacRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
 import * as integrations from "./integrations.js";
+import { routeCaller } from "./route-caller.js";
 
 class MemoryIntegrations implements integrations.IntegrationTables {
   readonly rows: Array<integrations.IntegrationRow & { secretDigest: string }> = [];
@@ -55,18 +55,7 @@ const session = (workspaceKey: string): Principal => ({
 function stack() {
   const tables = new MemoryIntegrations();
   const deps = { integrations: tables };
-  const call = <K extends "integrations.list" | "integrations.create" | "integrations.delete">(
-    name: K,
-    handler: (d: typeof deps, req: never) => Promise<unknown>,
-    principal: Principal,
-    request: { params?: object; body?: unknown },
-  ) =>
-    callRoute(rbacRoutes[name], (req) => handler(deps, req as never) as never, {
-      principal,
-      params: request.params ?? {},
-      query: {},
-      body: request.body ?? null,
-    } as never) as Promise<{ status: number; body?: Record<string, unknown> & Array<{ id: string }> }>;
+  const call = routeCaller(deps);
   return { tables, call };
 }
 

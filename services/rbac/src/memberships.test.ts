@@ -5,12 +5,12 @@
  * sessions in that workspace, and that no one gives roles carrying keys they do not hold.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, rbacRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
 import * as members from "./memberships.js";
 import type { UserRow } from "./repository.js";
+import { routeCaller } from "./route-caller.js";
 
 const user = (id: string, userName: string, globalRole: string | null = null): UserRow => ({
   id,
@@ -100,18 +100,7 @@ function stack() {
       tenants: [],
     }),
   };
-  const call = <K extends keyof typeof rbacRoutes>(
-    name: K,
-    handler: (d: members.MemberDeps, req: never) => Promise<unknown>,
-    principal: Principal,
-    request: { params?: object; body?: unknown },
-  ) =>
-    callRoute(rbacRoutes[name], (req) => handler(deps, req as never) as never, {
-      principal,
-      params: request.params ?? {},
-      query: {},
-      body: request.body ?? null,
-    } as never) as Promise<{ status: number; body?: Record<string, unknown> }>;
+  const call = routeCaller(deps);
   return { tables, revoked, call };
 }
 

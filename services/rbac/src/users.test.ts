@@ -5,12 +5,12 @@
  * conformance walk run the same routes against the real tables.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, rbacRoutes } from "@svc/contracts";
 import { ConflictError, ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
 import { verifyPassword } from "./passwords.js";
 import type { UserRow } from "./repository.js";
+import { routeCaller } from "./route-caller.js";
 import * as users from "./users.js";
 
 /** Users and memberships in memory, with the events a change records. */
@@ -104,18 +104,7 @@ function stack() {
     users: tables,
     revokeSessions: async (sessions) => void revoked.push(...sessions.map((s) => s.id)),
   };
-  const call = <K extends keyof typeof rbacRoutes>(
-    name: K,
-    handler: (d: users.UserDeps, req: never) => Promise<unknown>,
-    principal: Principal,
-    request: { params?: object; query?: object; body?: unknown },
-  ) =>
-    callRoute(rbacRoutes[name], (req) => handler(deps, req as never) as never, {
-      principal,
-      params: request.params ?? {},
-      query: request.query ?? {},
-      body: request.body ?? null,
-    } as never) as Promise<{ status: number; body?: Record<string, unknown> }>;
+  const call = routeCaller(deps);
   return { tables, revoked, call };
 }
 

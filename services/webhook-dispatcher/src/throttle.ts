@@ -27,7 +27,8 @@ export class Throttle {
   private readonly queues = new Map<string, Promise<unknown>>();
   /** Per-replica counts, used while the bucket is out of reach. */
   private readonly local = new Map<string, Window>();
-  private unreachableSince: number | undefined;
+  /** Whether the bucket was out of reach at the last admission (each replica counting alone). */
+  private unreachable = false;
 
   constructor(
     private readonly kv: () => KV,
@@ -52,45 +53,38 @@ export class Throttle {
     for (let conflict = 0; conflict < 20; conflict++) {
       const now = this.now();
       const second = Math.floor(now / 1000);
-      const refused = { allowed: false, retryInMs: (second + 1) * 1000 - now + 5 };
       try {
-        const entry = await this.kv().get(key);
-        const current: Window | null =
-          entry === null || entry.operation !== "PUT" ? null : (JSON.parse(entry.string()) as Window);
+        const found = await this.kv().get(key);
+        const entry = found !== null && found.operation === "PUT" ? found : null;
+        const current = entry === null ? null : (JSON.parse(entry.string()) as Window);
         const used = current !== null && current.second === second ? current.count : 0;
-        if (used >= limit) return this.reachable(refused);
+        if (used >= limit) return this.reachable(refusedUntilNextSecond(now));
         const next = JSON.stringify({ second, count: used + 1 } satisfies Window);
-        if (entry === null || entry.operation !== "PUT") await this.kv().create(key, next);
+        if (entry === null) await this.kv().create(key, next);
         else await this.kv().update(key, next, entry.revision);
         return this.reachable({ allowed: true, retryInMs: 0 });
       } catch (error) {
         if (isConflict(error)) continue;
-        return this.locally(subscriptionId, limit, second, refused, error);
+        return this.locally(subscriptionId, limit, now, error);
       }
     }
     // Another replica won every time: it is busy admitting; look again in the next second.
-    const now = this.now();
-    return { allowed: false, retryInMs: (Math.floor(now / 1000) + 1) * 1000 - now + 5 };
+    return refusedUntilNextSecond(this.now());
   }
 
   private reachable(decision: ThrottleDecision): ThrottleDecision {
-    if (this.unreachableSince !== undefined) {
+    if (this.unreachable) {
       this.log.info("the webhook throttle bucket is reachable again: limits hold across replicas");
-      this.unreachableSince = undefined;
+      this.unreachable = false;
       this.local.clear();
     }
     return decision;
   }
 
-  private locally(
-    subscriptionId: string,
-    limit: number,
-    second: number,
-    refused: ThrottleDecision,
-    error: unknown,
-  ): ThrottleDecision {
-    if (this.unreachableSince === undefined) {
-      this.unreachableSince = this.now();
+  private locally(subscriptionId: string, limit: number, now: number, error: unknown): ThrottleDecision {
+    const second = Math.floor(now / 1000);
+    if (!this.unreachable) {
+      this.unreachable = true;
       this.log.warn(
         { error: (error as Error).message },
         "the webhook throttle bucket is out of reach: each replica counts the limits on its own",
@@ -98,10 +92,15 @@ export class Throttle {
     }
     const window = this.local.get(subscriptionId);
     const used = window !== undefined && window.second === second ? window.count : 0;
-    if (used >= limit) return refused;
+    if (used >= limit) return refusedUntilNextSecond(now);
     this.local.set(subscriptionId, { second, count: used + 1 });
     return { allowed: true, retryInMs: 0 };
   }
+}
+
+/** Refused at `now`: look again just after its second ends. */
+function refusedUntilNextSecond(now: number): ThrottleDecision {
+  return { allowed: false, retryInMs: (Math.floor(now / 1000) + 1) * 1000 - now + 5 };
 }
 
 /** A compare-and-set that lost: the key changed (or was created) since it was read. */

@@ -87,6 +87,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       tenancy: (request) => resolver.request("tenancy.lookup", request),
       grants: entitlements.grantTable(db),
     };
+    const chainDeps: assignments.ChainDeps = { ...deps, chains: assignments.chainTables(db) };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
     const reconcile = coalesce(async () => {
       try {
@@ -159,8 +160,8 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       "plugins.uninstall": (req) => plugins.uninstall(deps, req),
       "plugins.activate": (req) => activation.activate(deps, req),
       "plugins.deactivate": (req) => activation.deactivate(deps, req),
-      "assignments.get": (req) => assignments.getChain(deps, req),
-      "assignments.put": (req) => assignments.putChain(deps, req),
+      "assignments.get": (req) => assignments.getChain(chainDeps, req),
+      "assignments.put": (req) => assignments.putChain(chainDeps, req),
       "entitlements.workspace": (req) => entitlements.workspaceEntitlement(deps, req),
       "entitlements.tenant": (req) => entitlements.tenantEntitlement(deps, req),
       "entitlements.list": (req) => entitlements.listEntitlements(deps, req),

@@ -135,6 +135,14 @@ export async function claimJobs(
   }));
 }
 
+/**
+ * A claimed job's id and fencing token. Only a Running row holds a token (the claim sets a new one; every
+ * move out of Running clears it), so `lease_token = token` is the whole fence of a write-back. The
+ * write-backs say no more on purpose: with `status = 'Running'` beside it the planner may walk the partial
+ * index of Running rows for every batch, and between vacuums that index still holds every row that ran
+ * since (20,000 jobs beside a million queued ones completed at 634/s instead of 37,642/s); on the token
+ * alone it looks the batch up by primary key.
+ */
 export interface Completion {
   readonly id: string;
   readonly token: string;
@@ -148,7 +156,7 @@ export async function completeJobs(db: Queries, done: readonly Completion[]): Pr
     SET status = 'Succeeded', completed_at = now(), lease_token = NULL, lease_expires_at = NULL,
         locked_by = NULL, last_error = NULL
     FROM unnest(${done.map((d) => d.id)}::bigint[], ${done.map((d) => d.token)}::bigint[]) AS c(id, token)
-    WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
+    WHERE j.id = c.id AND j.lease_token = c.token
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }
@@ -181,7 +189,7 @@ export async function failJobs(db: Queries, failed: readonly Failure[]): Promise
       ${failed.map((f) => f.retryAt.toISOString())}::timestamptz[],
       ${failed.map((f) => f.final === true)}::boolean[]
     ) AS f(id, token, error, retry_at, final)
-    WHERE j.id = f.id AND j.lease_token = f.token AND j.status = 'Running'
+    WHERE j.id = f.id AND j.lease_token = f.token
     RETURNING j.id::text, j.status`);
   return new Map(rows.map((r) => [r.id, r.status]));
 }
@@ -212,7 +220,7 @@ export async function deferJobs(db: Queries, deferred: readonly Deferral[]): Pro
       ${deferred.map((d) => d.runAt.toISOString())}::timestamptz[],
       ${deferred.map((d) => d.waitingOn ?? null)}::text[]
     ) AS d(id, token, reason, run_at, waiting_on)
-    WHERE j.id = d.id AND j.lease_token = d.token AND j.status = 'Running'
+    WHERE j.id = d.id AND j.lease_token = d.token
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }
@@ -244,7 +252,7 @@ export async function releaseJobs(db: Queries, type: string, jobs: readonly Comp
     SET status = 'Pending', attempts = j.attempts - 1, lease_token = NULL, lease_expires_at = NULL,
         locked_by = NULL, started_at = NULL
     FROM unnest(${jobs.map((d) => d.id)}::bigint[], ${jobs.map((d) => d.token)}::bigint[]) AS c(id, token)
-    WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
+    WHERE j.id = c.id AND j.lease_token = c.token
     RETURNING j.id::text`);
   if (rows.length > 0) await notifyWorkers(db, [type]);
   return rows.length;
@@ -261,7 +269,7 @@ export async function renewLeases(
     UPDATE job_reaper.jobs AS j
     SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
     FROM unnest(${held.map((d) => d.id)}::bigint[], ${held.map((d) => d.token)}::bigint[]) AS c(id, token)
-    WHERE j.id = c.id AND j.lease_token = c.token AND j.status = 'Running'
+    WHERE j.id = c.id AND j.lease_token = c.token
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }

@@ -10,8 +10,9 @@
  * Then the job engine next to graphile-worker (jobs.ts).
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs (plugins: the idle stack and the
- * plugin lifecycle steps of http only), --jobs N (default 20000), --rounds N (default 3),
+ * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs|growth (plugins: the idle stack and
+ * the plugin lifecycle steps of http only; growth, run only when asked: the figures at volume, growth.ts;
+ * --backlog N sets its queued jobs, default 1,000,000; --parts jobs,webhooks,stack runs some of it), --jobs N (default 20000), --rounds N (default 3),
  * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
  * HTTP part runs on a nats-server of its own with the production shape: operator mode, TLS with client
  * certificates, each service on its own user, plugin users minted per activation; the moleculer
@@ -40,6 +41,7 @@ import {
 } from "../../scripts/lib/stack.js";
 import { NatsCluster } from "../../test/support/nats-cluster.js";
 import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
+import { GROWTH_PARTS, printGrowthResults, runGrowthBench } from "./growth.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
 import {
@@ -71,6 +73,8 @@ const { values: args } = parseArgs({
     cluster: { type: "boolean", default: false },
     // The sampling ratio of the tracing gateway (issue 29's target is at 0.1).
     "tracing-ratio": { type: "string", default: "0.1" },
+    backlog: { type: "string", default: "1000000" },
+    parts: { type: "string", default: GROWTH_PARTS.join(",") },
   },
 });
 const only = args.only;
@@ -598,4 +602,9 @@ if (only === undefined || only === "jobs") {
   const jobs = Number(args.jobs);
   const jobResults = await runJobsBench(serverUrl, stamp, jobs, 10, Number(args.rounds));
   printJobsResults(jobResults, jobs, 10);
+}
+if (only === "growth") {
+  printGrowthResults(
+    await runGrowthBench(serverUrl, stamp, Number(args.backlog), new Set(args.parts.split(","))),
+  );
 }

@@ -27,10 +27,11 @@ export function benchSignerEnv(): Record<string, string> {
   };
 }
 
-async function onePackage(
+export async function onePackage(
   bytes: number,
   entry = "export class Bench {}\n",
   routes: unknown[] = [],
+  pluginId = "bench",
 ): Promise<Buffer> {
   const dir = mkdtempSync(join(tmpdir(), "svc-bench-plugin-"));
   try {
@@ -41,11 +42,11 @@ async function onePackage(
         contractVersion: "1.0",
         schemaVersion: "1.0",
         name: "Bench",
-        pluginId: "bench",
+        pluginId,
         version: "1.0.0",
         assemblyFileName: "index.mjs",
         entryTypeName: "Bench",
-        permissions: ["bench.thing.read"],
+        permissions: [`${pluginId}.thing.read`],
         routes,
       }),
     );
@@ -55,7 +56,7 @@ async function onePackage(
     const files = await hashDirectory(dir);
     writeFileSync(
       join(dir, SIGNATURE_FILE),
-      JSON.stringify(signManifest({ pluginId: "bench", version: "1.0.0", files }, signer.privateKey)),
+      JSON.stringify(signManifest({ pluginId, version: "1.0.0", files }, signer.privateKey)),
     );
     return (await packDirectory(dir)).bytes;
   } finally {

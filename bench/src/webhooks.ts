@@ -26,6 +26,10 @@ export interface WebhooksBenchResult {
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
   readonly steadyReceived: number;
+  /** Subscriptions in the table (the benchmark's own one included). */
+  readonly subscriptions: number;
+  /** The dispatcher's match query for one event, its mean time over repeated runs (ms). */
+  readonly matchMsPerEvent: number;
 }
 
 /** `BENCH_CPU_PROF=<dir>`: the services write a V8 CPU profile there when they stop (open it in Chrome's DevTools). */
@@ -41,6 +45,11 @@ export async function runWebhooksBench(
   steadySeconds = 10,
   /** Another NATS (a cluster's URLs, comma-separated) and the copies the stream keeps there. */
   bus: { readonly natsUrl?: string; readonly replicas?: number } = {},
+  /** Other subscriptions written beside the benchmark's, spread over this many workspaces (none match). */
+  others: { readonly subscriptions: number; readonly workspaces: number } = {
+    subscriptions: 0,
+    workspaces: 0,
+  },
 ): Promise<WebhooksBenchResult> {
   const dbName = `svc_bench_hooks_${stamp}`;
   const dbUrl = new URL(serverUrl);
@@ -89,6 +98,18 @@ export async function runWebhooksBench(
       `INSERT INTO webhook_dispatcher.subscriptions (id, event_name, target_url, secret_encrypted) VALUES ($1, 'flow.bench-tick', $2, $3)`,
       [randomUUID(), target, sealed],
     );
+    if (others.subscriptions > 0) {
+      // A third on the benchmark's own event in other workspaces, a third on a wildcard of its family,
+      // a third on another event: what the match query must look past for every event.
+      await admin.query(
+        `INSERT INTO webhook_dispatcher.subscriptions (id, event_name, workspace_key, target_url, secret_encrypted)
+         SELECT gen_random_uuid(), (ARRAY['flow.bench-tick', 'flow.*', 'user.created'])[i % 3 + 1],
+                'ws-' || (i % $2), 'https://receiver.example/hook', $3
+         FROM generate_series(1, $1) AS i`,
+        [others.subscriptions, others.workspaces, sealed],
+      );
+      await admin.query("ANALYZE webhook_dispatcher.subscriptions");
+    }
     children.push(
       spawn(process.execPath, [...profileFlags(), join("dist", "webhook-dispatcher.mjs")], {
         cwd: repoRoot,
@@ -155,6 +176,25 @@ export async function runWebhooksBench(
       .filter((r) => r.phase === "steady")
       .map((r) => r.at - r.sentAt)
       .sort((a, b) => a - b);
+    // The match query as the dispatcher runs it for one event, timed here against the same tables.
+    const { matchingSubscriptionsAndFlows } =
+      await import("../../services/webhook-dispatcher/src/scoped-tables.js");
+    const { createDb } = await import("@svc/db");
+    const db = createDb({
+      databaseUrl: dbUrl.toString(),
+      maximumPoolSize: 1,
+      applicationName: "bench-match",
+    });
+    const one = [{ eventName: "flow.bench-tick", workspaceKey: "default" }];
+    let matchMsPerEvent = 0;
+    try {
+      for (let i = 0; i < 50; i++) await matchingSubscriptionsAndFlows(db, one, new Set([0]));
+      const t = performance.now();
+      for (let i = 0; i < 500; i++) await matchingSubscriptionsAndFlows(db, one, new Set([0]));
+      matchMsPerEvent = (performance.now() - t) / 500;
+    } finally {
+      await db.end();
+    }
     return {
       burstEvents: burst,
       publishPerSecond: burst / publishSeconds,
@@ -164,6 +204,8 @@ export async function runWebhooksBench(
       latencyP50Ms: percentile(latencies, 50),
       latencyP99Ms: percentile(latencies, 99),
       steadyReceived: latencies.length,
+      subscriptions: 1 + others.subscriptions,
+      matchMsPerEvent,
     };
   } finally {
     for (const c of children) {

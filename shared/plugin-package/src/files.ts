@@ -3,8 +3,8 @@
  * leaves the root, within limits. `plugin.signature.json` itself is never listed.
  */
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { lstat, readdir } from "node:fs/promises";
+import { createReadStream, type Stats } from "node:fs";
+import { lstat, readdir, readFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 
 import { byPath, type FileEntry, SIGNATURE_FILE } from "./manifest.js";
@@ -29,7 +29,16 @@ export class PackageError extends Error {
   }
 }
 
-function sha256Of(path: string): Promise<string> {
+/** Files up to this size are read in one call; larger ones are streamed through the hash. */
+const READ_WHOLE_BYTES = 1024 * 1024;
+/** Files hashed at once (each read is a trip to libuv's thread pool). */
+const HASHING_AT_ONCE = 8;
+
+async function sha256Of(path: string, size: number): Promise<string> {
+  if (size <= READ_WHOLE_BYTES)
+    return createHash("sha256")
+      .update(await readFile(path))
+      .digest("hex");
   return new Promise((resolve, reject) => {
     const hash = createHash("sha256");
     createReadStream(path)
@@ -46,14 +55,15 @@ function sha256Of(path: string): Promise<string> {
 export async function listPackageFiles(
   root: string,
   limits: PackageLimits = DEFAULT_LIMITS,
-): Promise<Array<{ path: string; full: string }>> {
+): Promise<Array<{ path: string; full: string; size: number }>> {
   const rootStat = await lstat(root).catch(() => undefined);
   if (rootStat === undefined || !rootStat.isDirectory()) {
     throw new PackageError(`'${root}' is not a readable directory.`);
   }
-  const out: Array<{ path: string; full: string }> = [];
+  const out: Array<{ path: string; full: string; size: number }> = [];
   let bytes = 0;
   const walk = async (dir: string): Promise<void> => {
+    const files: Array<{ path: string; full: string }> = [];
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       const full = join(dir, entry.name);
       const path = relative(root, full).split(sep).join("/");
@@ -65,16 +75,21 @@ export async function listPackageFiles(
       if (!entry.isFile())
         throw new PackageError("Only regular files are allowed in a plugin package.", path);
       if (path === SIGNATURE_FILE) continue;
-      const stat = await lstat(full);
-      if (stat.nlink > 1) throw new PackageError("Hard links are not allowed in a plugin package.", path);
-      bytes += stat.size;
-      if (out.length + 1 > limits.maxFiles) {
+      if (out.length + files.length + 1 > limits.maxFiles) {
         throw new PackageError(`The package holds more than ${limits.maxFiles} files.`);
       }
+      files.push({ path, full });
+    }
+    // The directory's files asked at once (each lstat is a trip to libuv's thread pool).
+    const stats = await Promise.all(files.map((f) => lstat(f.full)));
+    files.forEach((f, i) => {
+      const stat = stats[i] as Stats;
+      if (stat.nlink > 1) throw new PackageError("Hard links are not allowed in a plugin package.", f.path);
+      bytes += stat.size;
       if (bytes > limits.maxBytes)
         throw new PackageError(`The package holds more than ${limits.maxBytes} bytes.`);
-      out.push({ path, full });
-    }
+      out.push({ ...f, size: stat.size });
+    });
   };
   await walk(root);
   return out.sort(byPath);
@@ -85,9 +100,12 @@ export async function hashDirectory(
   root: string,
   limits: PackageLimits = DEFAULT_LIMITS,
 ): Promise<FileEntry[]> {
+  const files = await listPackageFiles(root, limits);
   const out: FileEntry[] = [];
-  for (const file of await listPackageFiles(root, limits)) {
-    out.push({ path: file.path, sha256: await sha256Of(file.full) });
+  for (let i = 0; i < files.length; i += HASHING_AT_ONCE) {
+    const slice = files.slice(i, i + HASHING_AT_ONCE);
+    const hashes = await Promise.all(slice.map((f) => sha256Of(f.full, f.size)));
+    slice.forEach((f, k) => out.push({ path: f.path, sha256: hashes[k] as string }));
   }
   return out;
 }

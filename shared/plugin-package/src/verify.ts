@@ -43,6 +43,17 @@ export interface TrustedSigner {
   readonly publicKey: KeyObject;
 }
 
+/** Each trusted key's fingerprint, worked out once per key object (every verification compares them). */
+const fingerprints = new WeakMap<KeyObject, string>();
+function fingerprintOnce(key: KeyObject): string {
+  let found = fingerprints.get(key);
+  if (found === undefined) {
+    found = fingerprintOf(key);
+    fingerprints.set(key, found);
+  }
+  return found;
+}
+
 export interface VerifyOptions {
   readonly trusted: readonly TrustedSigner[];
   readonly revokedSignerFingerprints?: readonly string[];
@@ -177,7 +188,7 @@ export async function verifyPackage(root: string, options: VerifyOptions): Promi
     };
   }
   if (revokedFile !== undefined) return revokedContentFailure(revokedFile.path);
-  const signer = options.trusted.find((s) => fingerprintOf(s.publicKey) === manifest.signerFingerprint);
+  const signer = options.trusted.find((s) => fingerprintOnce(s.publicKey) === manifest.signerFingerprint);
   if (signer === undefined) {
     return {
       ok: false,

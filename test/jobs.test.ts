@@ -385,6 +385,68 @@ describe("the worker", () => {
   });
 });
 
+describe("fairness between workspaces", () => {
+  const fairJob = defineJob<{ n: number }>("test.fair", { maxAttempts: 3 });
+
+  it("claims and starts a workspace's jobs next, however many of another's are queued before them", async () => {
+    await enqueueMany(
+      db,
+      Array.from({ length: 2_000 }, (_, n) => fairJob.request({ n }, { workspaceKey: "flood" })),
+    );
+    await enqueueMany(
+      db,
+      Array.from({ length: 3 }, (_, n) => fairJob.request({ n }, { workspaceKey: "small" })),
+    );
+    const started: string[] = [];
+    const worker = newWorker({ batchSize: 20 });
+    onTestFinished(() => worker.stop());
+    worker.register(fairJob, {
+      concurrency: 2,
+      handler: async (job) => {
+        started.push(job.workspaceKey ?? "");
+        await new Promise((r) => setTimeout(r, 1));
+      },
+    });
+    await worker.start();
+    await until(async () => started.filter((w) => w === "small").length === 3, 10_000);
+    // In claim order (oldest first) they would be the 2,001st to 2,003rd; round the workspaces, the
+    // first claim takes them beside the flood's first, and the lane starts them in turn with it.
+    expect(started.lastIndexOf("small")).toBeLessThan(10);
+  });
+
+  it("runs at most JobWorkspaceConcurrency jobs of one workspace at once, the others' beside them", async () => {
+    await enqueueMany(db, [
+      ...Array.from({ length: 8 }, (_, n) => fairJob.request({ n }, { workspaceKey: "a" })),
+      ...Array.from({ length: 8 }, (_, n) => fairJob.request({ n }, { workspaceKey: "b" })),
+    ]);
+    const running = new Map<string, number>();
+    let most = 0;
+    let together = 0;
+    let done = 0;
+    const worker = newWorker({ workspaceConcurrency: 2 });
+    onTestFinished(() => worker.stop());
+    worker.register(fairJob, {
+      concurrency: 6,
+      handler: async (job) => {
+        const key = job.workspaceKey ?? "";
+        running.set(key, (running.get(key) ?? 0) + 1);
+        most = Math.max(most, ...running.values());
+        together = Math.max(
+          together,
+          [...running.values()].reduce((a, b) => a + b, 0),
+        );
+        await new Promise((r) => setTimeout(r, 20));
+        running.set(key, (running.get(key) ?? 1) - 1);
+        done++;
+      },
+    });
+    await worker.start();
+    await until(async () => done === 16, 10_000);
+    expect(most).toBe(2);
+    expect(together).toBe(4);
+  });
+});
+
 describe("a worker process that dies or freezes mid-job", () => {
   function spawnWorker(leaseMs: number) {
     const child = spawn(

@@ -244,6 +244,13 @@ export const platformSettings = defineSettings({
       3_600_000,
       "job workers' backstop poll for scheduled and retried jobs",
     ),
+    jobWorkspaceConcurrency: setting.int(
+      "BackendHost:JobWorkspaceConcurrency",
+      0,
+      0,
+      10_000,
+      "most jobs of one type one workspace runs at once in one service replica (0: no limit but the type's own)",
+    ),
   },
   check: checkNatsConnection,
 });

@@ -3,7 +3,7 @@
  * completes or fails many jobs; every write-back names the fencing token it holds and only touches rows
  * whose token still matches.
  */
-import { type Db, empty, join, type Queries, sql } from "@svc/db";
+import { type Db, empty, join, type Queries, type Sql, sql } from "@svc/db";
 
 import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 
@@ -90,25 +90,10 @@ interface ClaimRow {
   created_at: Date;
 }
 
-/**
- * Claims up to `limit` due jobs of one type: each gets a new fencing token and a lease. SKIP LOCKED lets
- * concurrent claimers take disjoint rows without waiting on each other.
- */
-export async function claimJobs(
-  db: Queries,
-  type: string,
-  limit: number,
-  leaseMs: number,
-  workerId: string,
-): Promise<ClaimedJob[]> {
-  const rows = await db.any<ClaimRow>(sql`
-    WITH due AS (
-      SELECT id FROM job_reaper.jobs
-      WHERE status = 'Pending' AND type = ${type} AND run_at <= now()
-      ORDER BY run_at, id
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
+/** Leases the jobs `due` selects (locked, `id` column) to `workerId`: a new fencing token each. */
+function leaseDue(db: Queries, due: Sql, leaseMs: number, workerId: string) {
+  return db.any<ClaimRow>(sql`
+    WITH due AS (${due})
     UPDATE job_reaper.jobs AS j
     SET status = 'Running',
         attempts = j.attempts + 1,
@@ -120,10 +105,108 @@ export async function claimJobs(
     WHERE j.id = due.id
     RETURNING j.id::text, j.type, j.payload, j.workspace_key, j.attempts, j.max_attempts,
               j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context, j.created_at`);
-  return rows.map((r) => ({
+}
+
+/**
+ * Claims up to `limit` due jobs of one type, oldest first: each gets a new fencing token and a lease. SKIP
+ * LOCKED lets concurrent claimers take disjoint rows without waiting on each other.
+ */
+export async function claimJobs(
+  db: Queries,
+  type: string,
+  limit: number,
+  leaseMs: number,
+  workerId: string,
+): Promise<ClaimedJob[]> {
+  const rows = await leaseDue(
+    db,
+    sql`
+      SELECT id FROM job_reaper.jobs
+      WHERE status = 'Pending' AND type = ${type} AND run_at <= now()
+      ORDER BY run_at, id
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED`,
+    leaseMs,
+    workerId,
+  );
+  return rows.map(claimedJob);
+}
+
+/**
+ * The workspaces with jobs of `type` waiting (due or not; '' for the workspace-less ones), in key order
+ * after `after` (from the first when null), at most `limit`: one index probe each (a skip scan of
+ * `jobs_pending_workspace_idx`).
+ */
+export async function waitingWorkspaces(
+  db: Queries,
+  type: string,
+  after: string | null,
+  limit: number,
+): Promise<string[]> {
+  const from = after === null ? sql`>= ''` : sql`> ${after}`;
+  const rows = await db.any<{ k: string }>(sql`
+    WITH RECURSIVE ws(k, n) AS (
+      SELECT (SELECT coalesce(workspace_key, '') FROM job_reaper.jobs
+              WHERE status = 'Pending' AND type = ${type} AND coalesce(workspace_key, '') ${from}
+              ORDER BY coalesce(workspace_key, '') LIMIT 1), 1
+      UNION ALL
+      SELECT (SELECT coalesce(j.workspace_key, '') FROM job_reaper.jobs j
+              WHERE j.status = 'Pending' AND j.type = ${type} AND coalesce(j.workspace_key, '') > ws.k
+              ORDER BY coalesce(j.workspace_key, '') LIMIT 1), ws.n + 1
+      FROM ws WHERE ws.k IS NOT NULL AND ws.n < ${limit})
+    SELECT k FROM ws WHERE k IS NOT NULL`);
+  return rows.map((r) => r.k);
+}
+
+/**
+ * Claims up to `limit` due jobs of one type round the workspaces named (keys as `waitingWorkspaces`
+ * answers them): each one's oldest first, one of each in turn, at most `perWorkspace` of each; what is
+ * left of `limit` goes to the oldest due jobs of any workspace. So a workspace with one job waiting gets it
+ * claimed now, however many of another's are older.
+ */
+export async function claimJobsRoundRobin(
+  db: Queries,
+  type: string,
+  workspaces: readonly string[],
+  perWorkspace: number,
+  limit: number,
+  leaseMs: number,
+  workerId: string,
+): Promise<ClaimedJob[]> {
+  const rows = await leaseDue(
+    db,
+    sql`
+      WITH candidates AS (
+        SELECT h.id, h.turn, h.run_at
+        FROM unnest(${workspaces}::text[]) AS w(k)
+        CROSS JOIN LATERAL (
+          SELECT p.id, p.run_at, row_number() OVER (ORDER BY p.run_at, p.id) AS turn
+          FROM job_reaper.jobs p
+          WHERE p.status = 'Pending' AND p.type = ${type} AND coalesce(p.workspace_key, '') = w.k
+            AND p.run_at <= now()
+          ORDER BY p.run_at, p.id LIMIT ${perWorkspace}) h
+        UNION ALL
+        (SELECT id, ${perWorkspace + 1}, run_at FROM job_reaper.jobs
+         WHERE status = 'Pending' AND type = ${type} AND run_at <= now()
+         ORDER BY run_at, id LIMIT ${limit})
+      ), picked AS (
+        SELECT id FROM candidates GROUP BY id ORDER BY min(turn), min(run_at) LIMIT ${limit}
+      )
+      SELECT j.id FROM job_reaper.jobs j JOIN picked USING (id)
+      -- Checked again on the locked row: another claimer may have taken it since it was read.
+      WHERE j.status = 'Pending' AND j.run_at <= now()
+      FOR UPDATE OF j SKIP LOCKED`,
+    leaseMs,
+    workerId,
+  );
+  return rows.map(claimedJob);
+}
+
+function claimedJob(r: ClaimRow): ClaimedJob {
+  return {
     id: r.id,
     type: r.type,
-    payload: r.payload as never,
+    payload: r.payload,
     workspaceKey: r.workspace_key,
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
@@ -132,7 +215,7 @@ export async function claimJobs(
     leaseExpiresAt: r.lease_expires_at,
     traceContext: r.trace_context,
     createdAt: r.created_at,
-  }));
+  };
 }
 
 /**

@@ -19,14 +19,17 @@ import { inSpan, type Logger, SpanKind, startSpan, storedContext, tracingEnabled
 
 import { retryDelayMs } from "./backoff.js";
 import { DeferJobError, PermanentJobError, RetryLaterError } from "./errors.js";
+import { FairQueue } from "./fair-queue.js";
 import type { JobMetrics } from "./metrics.js";
 import {
   claimJobs,
+  claimJobsRoundRobin,
   forgetWorker,
   heartbeat,
   NOTIFY_CHANNEL,
   releaseJobs,
   renewLeases,
+  waitingWorkspaces,
   WORKER_HEARTBEAT_MS,
 } from "./queries.js";
 import type { ClaimedJob, JobDefinition, JobType } from "./types.js";
@@ -46,6 +49,8 @@ export interface HandlerRegistration<P> {
   readonly concurrency?: number;
   /** Most jobs of this type one claim takes (default: the worker's `batchSize`, else twice `concurrency`). */
   readonly batchSize?: number;
+  /** Most jobs of this type one workspace runs at once in this process (default: the worker's, else none). */
+  readonly workspaceConcurrency?: number;
 }
 
 export interface WorkerOptions {
@@ -61,6 +66,8 @@ export interface WorkerOptions {
   readonly pollIntervalMs?: number;
   /** Most jobs one claim takes and one lane holds unstarted. */
   readonly batchSize?: number;
+  /** Most jobs of a type one workspace runs at once in this process (0 or unset: no limit but the type's). */
+  readonly workspaceConcurrency?: number;
   /** How long stop() lets running jobs finish before aborting them, ms. */
   readonly shutdownGraceMs?: number;
 }
@@ -74,9 +81,28 @@ export interface WorkerStats {
   deferred: number;
 }
 
+/** Workspaces a round-robin claim visits at most (the next claim goes on from the last). */
+const WORKSPACES_PER_CLAIM = 64;
+/**
+ * With jobs piling up and no sign of another workspace's (no insert heard, the last round found one
+ * workspace with due jobs), a lane still claims round the workspaces this often: for retries and
+ * scheduled jobs that came due without a notification.
+ */
+const ROUND_RECHECK_MS = 1_000;
+
 class Lane {
-  readonly queue: ClaimedJob[] = [];
+  /** Claimed, not started: taken round the workspaces (fair-queue.ts). */
+  readonly queue = new FairQueue<ClaimedJob>();
   readonly running = new Map<string, { job: ClaimedJob; abort: AbortController; done: Promise<void> }>();
+  /** Running jobs by workspace ('' for none), for the per-workspace limit. */
+  private readonly runningIn = new Map<string, number>();
+  /** Where the next round-robin claim starts (null: from the first workspace). */
+  private roundFrom: string | null = null;
+  /** Jobs of this type were inserted since the last round-robin claim (PostgreSQL's NOTIFY). */
+  private inserted = true;
+  /** The last round-robin claim took jobs of more than one workspace. */
+  private othersWaiting = false;
+  private lastRoundAt = 0;
   private fetching = false;
   private fetchAgain = false;
   /**
@@ -95,8 +121,41 @@ class Lane {
     private readonly worker: JobWorker,
     readonly concurrency: number,
     private readonly batchSize: number,
+    /** Most running at once per workspace (0: no limit but `concurrency`). */
+    private readonly workspaceConcurrency: number,
   ) {
     this.lowWater = Math.max(concurrency, Math.floor(batchSize / 2));
+  }
+
+  /** PostgreSQL said jobs of this type were inserted. */
+  heardInsert(): void {
+    this.inserted = true;
+    this.wake();
+  }
+
+  /**
+   * Claims `wanted` jobs. With jobs piling up (the last claim was full) and another workspace's jobs
+   * possibly among them (an insert heard since the last round, the last round found several, or a second
+   * passed), round the workspaces that have jobs waiting, so one workspace's backlog does not hold the
+   * others' jobs back; otherwise simply the oldest due.
+   */
+  private async claim(wanted: number): Promise<ClaimedJob[]> {
+    const { db, leaseMs, workerId } = this.worker;
+    const now = Date.now();
+    if (this.moreDue && (this.inserted || this.othersWaiting || now - this.lastRoundAt >= ROUND_RECHECK_MS)) {
+      this.inserted = false;
+      this.lastRoundAt = now;
+      const workspaces = await waitingWorkspaces(db, this.type, this.roundFrom, WORKSPACES_PER_CLAIM);
+      this.roundFrom = workspaces.length < WORKSPACES_PER_CLAIM ? null : (workspaces.at(-1) ?? null);
+      if (workspaces.length > 1) {
+        const each = Math.max(1, Math.ceil(wanted / workspaces.length));
+        const jobs = await claimJobsRoundRobin(db, this.type, workspaces, each, wanted, leaseMs, workerId);
+        this.othersWaiting = new Set(jobs.map((j) => j.workspaceKey ?? "")).size > 1;
+        return jobs;
+      }
+      this.othersWaiting = false;
+    }
+    return claimJobs(db, this.type, wanted, leaseMs, workerId);
   }
 
   /** Claims more when the local queue is short, unless a claim is already in flight. */
@@ -120,13 +179,7 @@ class Lane {
         let jobs: ClaimedJob[];
         const claimedFrom = tracingEnabled() ? Date.now() : 0;
         try {
-          jobs = await claimJobs(
-            this.worker.db,
-            this.type,
-            wanted,
-            this.worker.leaseMs,
-            this.worker.workerId,
-          );
+          jobs = await this.claim(wanted);
         } catch (err) {
           this.worker.log.error({ err, type: this.type }, "claiming jobs failed");
           break;
@@ -136,7 +189,7 @@ class Lane {
           break;
         }
         if (claimedFrom > 0) recordClaims(jobs, claimedFrom);
-        this.queue.push(...jobs);
+        this.queue.push(jobs);
         // Start what was claimed without waking this loop: an empty claim must end it, or an idle lane
         // would claim again at once, forever.
         this.startQueued();
@@ -193,8 +246,12 @@ class Lane {
   }
 
   private startQueued(): void {
+    const cap = this.workspaceConcurrency;
+    const mayStart = cap > 0 ? (key: string) => (this.runningIn.get(key) ?? 0) < cap : undefined;
     while (!this.stopping && this.running.size < this.concurrency && this.queue.length > 0) {
-      const job = this.queue.shift() as ClaimedJob;
+      const job = this.queue.shift(mayStart);
+      // Every workspace with jobs queued is at its limit: the next one to finish starts another.
+      if (job === undefined) return;
       this.start(job);
     }
   }
@@ -205,8 +262,13 @@ class Lane {
       { type: job.type },
       Math.max(0, Date.now() - job.runAt.getTime()) / 1000,
     );
+    const key = job.workspaceKey ?? "";
+    this.runningIn.set(key, (this.runningIn.get(key) ?? 0) + 1);
     const done = this.run(job, abort).finally(() => {
       this.running.delete(job.id);
+      const left = (this.runningIn.get(key) ?? 1) - 1;
+      if (left === 0) this.runningIn.delete(key);
+      else this.runningIn.set(key, left);
       this.pump();
     });
     this.running.set(job.id, { job, abort, done });
@@ -322,7 +384,11 @@ export class JobWorker {
     );
     // The lane hands the handler jobs claimed by this type's name: their payloads are the definition's.
     const lane = registration as HandlerRegistration<unknown>;
-    this.lanes.set(definition.type, new Lane(definition.type, lane, this, concurrency, batchSize));
+    const perWorkspace = registration.workspaceConcurrency ?? this.options.workspaceConcurrency ?? 0;
+    this.lanes.set(
+      definition.type,
+      new Lane(definition.type, lane, this, concurrency, batchSize, perWorkspace),
+    );
     return this;
   }
 
@@ -365,7 +431,7 @@ export class JobWorker {
       applicationName: "job-listener",
       log: this.log,
       // While it is away, the slow poll finds due jobs.
-      onNotification: (type) => this.lanes.get(type)?.wake(),
+      onNotification: (type) => this.lanes.get(type)?.heardInsert(),
     });
     return this.listener.ready;
   }
@@ -374,7 +440,7 @@ export class JobWorker {
   private async renewHeld() {
     const held: ClaimedJob[] = [];
     for (const lane of this.lanes.values()) {
-      held.push(...lane.queue);
+      held.push(...lane.queue.all());
       for (const r of lane.running.values()) held.push(r.job);
     }
     if (held.length === 0) return;
@@ -392,8 +458,7 @@ export class JobWorker {
       for (const r of lane.running.values()) {
         if (lost(r.job)) r.abort.abort(new Error("the job's claim was taken over"));
       }
-      const kept = lane.queue.filter((j) => !lost(j));
-      lane.queue.splice(0, lane.queue.length, ...kept);
+      lane.queue.remove(lost);
     }
   }
 
@@ -417,7 +482,7 @@ export class JobWorker {
       lane.stopping = true;
       lane.stopWaking();
     }
-    await Promise.all(lanes.map((lane) => this.release(lane.type, lane.queue.splice(0))));
+    await Promise.all(lanes.map((lane) => this.release(lane.type, lane.queue.drain())));
     const running = lanes.flatMap((lane) => [...lane.running.values()]);
     const grace = this.options.shutdownGraceMs ?? 8_000;
     let timer: NodeJS.Timeout | undefined;

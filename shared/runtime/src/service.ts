@@ -150,8 +150,9 @@ export type ServiceSpec<D extends AnySettings, C extends ServiceContract, J exte
   "name" | "contract" | "start"
 > & {
   /**
-   * The job types it owns: the runtime runs a job worker for them (leases and polls from the settings
-   * `JobLeaseMs` and `JobPollIntervalMs`), started after `start` and stopped after `beforeDrain`.
+   * The job types it owns: the runtime runs a job worker for them (leases, polls and the per-workspace
+   * limit from the settings `JobLeaseMs`, `JobPollIntervalMs` and `JobWorkspaceConcurrency`), started
+   * after `start` and stopped after `beforeDrain`.
    */
   readonly jobs?: J;
   /** Registers background work; answers with the implementation of the contract and the hooks. */
@@ -189,6 +190,7 @@ export function defineService<
         metrics: createJobMetrics(deps.metrics),
         leaseMs: deps.config.backendHost.jobLeaseMs,
         pollIntervalMs: deps.config.backendHost.jobPollIntervalMs,
+        workspaceConcurrency: deps.config.backendHost.jobWorkspaceConcurrency,
       });
       const handlers = jobs as Readonly<Record<string, HandlerRegistration<never>>>;
       for (const [name, definition] of jobTypes) {

@@ -9,10 +9,13 @@
  *
  * Then the job engine next to graphile-worker (jobs.ts).
  *
+ * Then fairness between workspaces in the job engine (fairness.ts; with jobs, or alone: --only fairness).
+ *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs|growth (plugins: the idle stack and
- * the plugin lifecycle steps of http only; growth, run only when asked: the figures at volume, growth.ts;
- * --backlog N sets its queued jobs, default 1,000,000; --parts jobs,webhooks,stack runs some of it), --jobs N (default 20000), --rounds N (default 3),
+ * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs|fairness|growth (plugins:
+ * the idle stack and the plugin lifecycle steps of http only; growth, run only when asked: the figures at
+ * volume, growth.ts; --backlog N sets its queued jobs, default 1,000,000; --parts jobs,webhooks,stack runs
+ * some of it), --jobs N (default 20000), --rounds N (default 3),
  * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
  * HTTP part runs on a nats-server of its own with the production shape: operator mode, TLS with client
  * certificates, each service on its own user, plugin users minted per activation; the moleculer
@@ -41,6 +44,7 @@ import {
 } from "../../scripts/lib/stack.js";
 import { NatsCluster } from "../../test/support/nats-cluster.js";
 import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
+import { printFairnessResults, runFairnessBench } from "./fairness.js";
 import { GROWTH_PARTS, printGrowthResults, runGrowthBench } from "./growth.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
 import { hasWrk, load, type LoadResult } from "./load.js";
@@ -602,6 +606,9 @@ if (only === undefined || only === "jobs") {
   const jobs = Number(args.jobs);
   const jobResults = await runJobsBench(serverUrl, stamp, jobs, 10, Number(args.rounds));
   printJobsResults(jobResults, jobs, 10);
+}
+if (only === undefined || only === "jobs" || only === "fairness") {
+  printFairnessResults(await runFairnessBench(serverUrl, stamp));
 }
 if (only === "growth") {
   printGrowthResults(

@@ -44,6 +44,16 @@ export class FairQueue<J extends QueuedJob> {
     return undefined;
   }
 
+  /** The workspaces with jobs queued ('' for none). */
+  workspaces(): string[] {
+    return [...this.byWorkspace.keys()];
+  }
+
+  /** How many jobs of the workspace are queued. */
+  count(workspaceKey: string): number {
+    return this.byWorkspace.get(workspaceKey)?.length ?? 0;
+  }
+
   /** Every queued job (claim order within each workspace). */
   all(): J[] {
     return [...this.byWorkspace.values()].flat();

@@ -90,9 +90,18 @@ interface ClaimRow {
   created_at: Date;
 }
 
-/** Leases the jobs `due` selects (locked, `id` column) to `workerId`: a new fencing token each. */
-function leaseDue(db: Queries, due: Sql, leaseMs: number, workerId: string) {
-  return db.any<ClaimRow>(sql`
+/**
+ * Leases the jobs `due` selects (locked, `id` column) to `workerId`: a new fencing token each. `extra`
+ * adds columns of `due` to what each row answers.
+ */
+function leaseDue<X extends object = object>(
+  db: Queries,
+  due: Sql,
+  leaseMs: number,
+  workerId: string,
+  extra: Sql = empty,
+) {
+  return db.any<ClaimRow & X>(sql`
     WITH due AS (${due})
     UPDATE job_reaper.jobs AS j
     SET status = 'Running',
@@ -104,7 +113,8 @@ function leaseDue(db: Queries, due: Sql, leaseMs: number, workerId: string) {
     FROM due
     WHERE j.id = due.id
     RETURNING j.id::text, j.type, j.payload, j.workspace_key, j.attempts, j.max_attempts,
-              j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context, j.created_at`);
+              j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context, j.created_at
+              ${extra}`);
 }
 
 /**
@@ -133,73 +143,83 @@ export async function claimJobs(
 }
 
 /**
- * The workspaces with jobs of `type` waiting (due or not; '' for the workspace-less ones), in key order
- * after `after` (from the first when null), at most `limit`: one index probe each (a skip scan of
- * `jobs_pending_workspace_idx`).
- */
-export async function waitingWorkspaces(
-  db: Queries,
-  type: string,
-  after: string | null,
-  limit: number,
-): Promise<string[]> {
-  const from = after === null ? sql`>= ''` : sql`> ${after}`;
-  const rows = await db.any<{ k: string }>(sql`
-    WITH RECURSIVE ws(k, n) AS (
-      SELECT (SELECT coalesce(workspace_key, '') FROM job_reaper.jobs
-              WHERE status = 'Pending' AND type = ${type} AND coalesce(workspace_key, '') ${from}
-              ORDER BY coalesce(workspace_key, '') LIMIT 1), 1
-      UNION ALL
-      SELECT (SELECT coalesce(j.workspace_key, '') FROM job_reaper.jobs j
-              WHERE j.status = 'Pending' AND j.type = ${type} AND coalesce(j.workspace_key, '') > ws.k
-              ORDER BY coalesce(j.workspace_key, '') LIMIT 1), ws.n + 1
-      FROM ws WHERE ws.k IS NOT NULL AND ws.n < ${limit})
-    SELECT k FROM ws WHERE k IS NOT NULL`);
-  return rows.map((r) => r.k);
-}
-
-/**
- * Claims up to `limit` due jobs of one type round the workspaces named (keys as `waitingWorkspaces`
- * answers them): each one's oldest first, one of each in turn, at most `perWorkspace` of each; what is
- * left of `limit` goes to the oldest due jobs of any workspace. So a workspace with one job waiting gets it
- * claimed now, however many of another's are older.
+ * Claims up to `limit` due jobs of one type round the workspaces with jobs of that type waiting: up to
+ * `visit` of them ('' for the workspace-less jobs), in key order after `after` (from the first when null),
+ * found by a skip scan of `jobs_pending_workspace_idx` (one index probe each, due or not); each one's
+ * oldest due first, one of each in turn, an equal share of `limit` at most; what is left of `limit` goes to
+ * the oldest due jobs of any workspace. So a workspace with one job waiting gets it claimed now, however
+ * many of another's are older. Within a turn the workspaces the claimer holds none of come first (a
+ * claim of one job, with the queue nearly full, goes to a workspace with none queued rather than to the
+ * oldest job). `skip`ped workspaces get none, and then nothing is taken beyond the turns. `next` is where
+ * the following round starts (null: from the first again; undefined when nothing was claimed).
  */
 export async function claimJobsRoundRobin(
   db: Queries,
   type: string,
-  workspaces: readonly string[],
-  perWorkspace: number,
+  after: string | null,
+  visit: number,
   limit: number,
   leaseMs: number,
   workerId: string,
-): Promise<ClaimedJob[]> {
-  const rows = await leaseDue(
+  /** Workspaces the claimer holds jobs of already: in each turn they come after the others. */
+  holding: readonly string[] = [],
+  /** Workspaces to leave out (at their limit of running jobs); then nothing beyond the turns is taken. */
+  skip: readonly string[] = [],
+): Promise<{ jobs: ClaimedJob[]; next: string | null | undefined }> {
+  const from = after === null ? sql`>= ''` : sql`> ${after}`;
+  const rows = await leaseDue<{ last_visited: string | null; visited: number }>(
     db,
     sql`
-      WITH candidates AS (
-        SELECT h.id, h.turn, h.run_at
-        FROM unnest(${workspaces}::text[]) AS w(k)
-        CROSS JOIN LATERAL (
+      WITH RECURSIVE ws(k, n) AS (
+        SELECT (SELECT coalesce(workspace_key, '') FROM job_reaper.jobs
+                WHERE status = 'Pending' AND type = ${type} AND coalesce(workspace_key, '') ${from}
+                ORDER BY coalesce(workspace_key, '') LIMIT 1), 1
+        UNION ALL
+        SELECT (SELECT coalesce(j.workspace_key, '') FROM job_reaper.jobs j
+                WHERE j.status = 'Pending' AND j.type = ${type} AND coalesce(j.workspace_key, '') > ws.k
+                ORDER BY coalesce(j.workspace_key, '') LIMIT 1), ws.n + 1
+        FROM ws WHERE ws.k IS NOT NULL AND ws.n < ${visit}
+      ), visited AS (
+        SELECT max(k) AS last, count(k)::int AS n FROM ws
+      ), candidates AS (
+        SELECT h.id, h.turn, h.run_at, ws.k
+        FROM ws CROSS JOIN LATERAL (
           SELECT p.id, p.run_at, row_number() OVER (ORDER BY p.run_at, p.id) AS turn
           FROM job_reaper.jobs p
-          WHERE p.status = 'Pending' AND p.type = ${type} AND coalesce(p.workspace_key, '') = w.k
+          WHERE p.status = 'Pending' AND p.type = ${type} AND coalesce(p.workspace_key, '') = ws.k
             AND p.run_at <= now()
-          ORDER BY p.run_at, p.id LIMIT ${perWorkspace}) h
-        UNION ALL
-        (SELECT id, ${perWorkspace + 1}, run_at FROM job_reaper.jobs
+          ORDER BY p.run_at, p.id
+          LIMIT (SELECT greatest(1, ceil(${limit}::numeric / greatest(n, 1)))::int FROM visited)) h
+        WHERE ws.k IS NOT NULL AND ws.k <> ALL(${skip}::text[])
+        ${
+          skip.length > 0
+            ? empty
+            : sql`UNION ALL
+        (SELECT id, ${limit + 1}, run_at, coalesce(workspace_key, '') FROM job_reaper.jobs
          WHERE status = 'Pending' AND type = ${type} AND run_at <= now()
-         ORDER BY run_at, id LIMIT ${limit})
+         ORDER BY run_at, id LIMIT ${limit})`
+        }
       ), picked AS (
-        SELECT id FROM candidates GROUP BY id ORDER BY min(turn), min(run_at) LIMIT ${limit}
+        SELECT id, min(turn) AS turn, bool_and(k = ANY(${holding}::text[])) AS held, min(run_at) AS run_at
+        FROM candidates GROUP BY id
       )
-      SELECT j.id FROM job_reaper.jobs j JOIN picked USING (id)
+      -- The limit counts locked rows: a row another claimer holds is passed over for the next candidate.
+      SELECT j.id, v.last AS last_visited, v.n AS visited
+      FROM job_reaper.jobs j JOIN picked p USING (id) CROSS JOIN visited v
       -- Checked again on the locked row: another claimer may have taken it since it was read.
       WHERE j.status = 'Pending' AND j.run_at <= now()
+      ORDER BY p.turn, p.held, p.run_at
+      LIMIT ${limit}
       FOR UPDATE OF j SKIP LOCKED`,
     leaseMs,
     workerId,
+    sql`, due.last_visited, due.visited`,
   );
-  return rows.map(claimedJob);
+  const first = rows[0];
+  return {
+    jobs: rows.map(claimedJob),
+    next: first === undefined ? undefined : first.visited < visit ? null : first.last_visited,
+  };
 }
 
 function claimedJob(r: ClaimRow): ClaimedJob {

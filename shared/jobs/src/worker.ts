@@ -29,7 +29,6 @@ import {
   NOTIFY_CHANNEL,
   releaseJobs,
   renewLeases,
-  waitingWorkspaces,
   WORKER_HEARTBEAT_MS,
 } from "./queries.js";
 import type { ClaimedJob, JobDefinition, JobType } from "./types.js";
@@ -105,6 +104,8 @@ class Lane {
   private lastRoundAt = 0;
   private fetching = false;
   private fetchAgain = false;
+  /** The claim asked for may fill the queue up (an insert heard while jobs pile up), not only refill it. */
+  private topUp = false;
   /**
    * Whether the last claim took all it asked for, so more are probably due. Only then does a finished job
    * claim again; otherwise the next claim waits for PostgreSQL's NOTIFY of new jobs (or the slow poll, for
@@ -127,10 +128,14 @@ class Lane {
     this.lowWater = Math.max(concurrency, Math.floor(batchSize / 2));
   }
 
-  /** PostgreSQL said jobs of this type were inserted. */
+  /**
+   * PostgreSQL said jobs of this type were inserted. While jobs pile up, the lane claims at once (round
+   * the workspaces) with room in its queue rather than when the queue runs low: a job of a workspace
+   * that had none waiting then starts next, not after what the queue holds.
+   */
   heardInsert(): void {
     this.inserted = true;
-    this.wake();
+    this.wake(this.moreDue);
   }
 
   /**
@@ -142,31 +147,73 @@ class Lane {
   private async claim(wanted: number): Promise<ClaimedJob[]> {
     const { db, leaseMs, workerId } = this.worker;
     const now = Date.now();
-    if (this.moreDue && (this.inserted || this.othersWaiting || now - this.lastRoundAt >= ROUND_RECHECK_MS)) {
+    // Workspaces at their limit with a slot's worth queued already: claiming more of theirs would fill
+    // the queue with jobs that cannot start.
+    const full = this.atLimit().filter((key) => this.queue.count(key) >= this.workspaceConcurrency);
+    if (
+      full.length > 0 ||
+      (this.moreDue && (this.inserted || this.othersWaiting || now - this.lastRoundAt >= ROUND_RECHECK_MS))
+    ) {
       this.inserted = false;
       this.lastRoundAt = now;
-      const workspaces = await waitingWorkspaces(db, this.type, this.roundFrom, WORKSPACES_PER_CLAIM);
-      this.roundFrom = workspaces.length < WORKSPACES_PER_CLAIM ? null : (workspaces.at(-1) ?? null);
-      if (workspaces.length > 1) {
-        const each = Math.max(1, Math.ceil(wanted / workspaces.length));
-        const jobs = await claimJobsRoundRobin(db, this.type, workspaces, each, wanted, leaseMs, workerId);
-        this.othersWaiting = new Set(jobs.map((j) => j.workspaceKey ?? "")).size > 1;
-        return jobs;
-      }
-      this.othersWaiting = false;
+      const round = await claimJobsRoundRobin(
+        db,
+        this.type,
+        this.roundFrom,
+        WORKSPACES_PER_CLAIM,
+        wanted,
+        leaseMs,
+        workerId,
+        this.queue.workspaces(),
+        full,
+      );
+      this.roundFrom = round.next ?? null;
+      this.othersWaiting = new Set(round.jobs.map((j) => j.workspaceKey ?? "")).size > 1;
+      // Another claimer took some of the candidates: the rest comes the plain way, which passes over
+      // locked rows to the next due ones (not of a workspace left out: those would not start).
+      if (round.jobs.length >= wanted || full.length > 0) return round.jobs;
+      const rest = await claimJobs(db, this.type, wanted - round.jobs.length, leaseMs, workerId);
+      return [...round.jobs, ...rest];
     }
     return claimJobs(db, this.type, wanted, leaseMs, workerId);
   }
 
-  /** Claims more when the local queue is short, unless a claim is already in flight. */
-  wake(): void {
+  /**
+   * Claims more when the local queue is short (or, `topUp`, has room below a batch over the low-water
+   * mark), unless a claim is already in flight.
+   */
+  wake(topUp = false): void {
     if (this.stopping) return;
     if (this.fetching) {
       this.fetchAgain = true;
+      this.topUp ||= topUp;
       return;
     }
-    if (this.queue.length > this.lowWater) return;
+    this.topUp = topUp;
+    if (this.startable() > this.claimBelow()) return;
     void this.fetch();
+  }
+
+  /** Workspaces running as many jobs as the per-workspace limit allows (none without a limit). */
+  private atLimit(): string[] {
+    const cap = this.workspaceConcurrency;
+    if (cap <= 0) return [];
+    return [...this.runningIn].filter(([, n]) => n >= cap).map(([key]) => key);
+  }
+
+  /**
+   * Queued jobs that may start when a slot frees: those of a workspace at its limit wait for its own jobs,
+   * so they neither count toward a full queue nor stop the lane from claiming the others'.
+   */
+  private startable(): number {
+    let held = 0;
+    for (const key of this.atLimit()) held += this.queue.count(key);
+    return this.queue.length - held;
+  }
+
+  /** A claim is made while the queue holds at most this many that may start. */
+  private claimBelow(): number {
+    return this.topUp ? this.batchSize + this.lowWater - 1 : this.lowWater;
   }
 
   private async fetch() {
@@ -174,7 +221,8 @@ class Lane {
     try {
       do {
         this.fetchAgain = false;
-        const wanted = Math.min(this.batchSize, this.batchSize + this.lowWater - this.queue.length);
+        this.topUp = false;
+        const wanted = Math.min(this.batchSize, this.batchSize + this.lowWater - this.startable());
         if (wanted <= 0 || this.stopping) break;
         let jobs: ClaimedJob[];
         const claimedFrom = tracingEnabled() ? Date.now() : 0;
@@ -196,7 +244,7 @@ class Lane {
         // A full batch means more are probably due: claim again while the first ones run.
         this.moreDue = jobs.length === wanted;
         if (this.moreDue) this.fetchAgain = true;
-      } while (this.fetchAgain && this.queue.length <= this.lowWater);
+      } while (this.fetchAgain && this.startable() <= this.claimBelow());
     } finally {
       this.fetching = false;
     }
@@ -242,7 +290,7 @@ class Lane {
   /** Starts queued jobs while slots are free, then claims more if the queue is short and more are due. */
   pump(): void {
     this.startQueued();
-    if (this.moreDue && this.queue.length <= this.lowWater) this.wake();
+    if (this.moreDue && this.startable() <= this.lowWater) this.wake();
   }
 
   private startQueued(): void {

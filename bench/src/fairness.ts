@@ -41,6 +41,8 @@ export interface FairnessResult {
 
 async function phase(
   db: Db,
+  /** The small workspaces' own pool (other services enqueue, not the worker's process). */
+  producers: Db,
   databaseUrl: string,
   seconds: number,
   flood: boolean,
@@ -51,6 +53,17 @@ async function phase(
   const enqueuedAt = new Map<number, { at: number; small: boolean }>();
   const small: number[] = [];
   const flooded: number[] = [];
+  // The flood is in the queue before the worker starts: a backlog the small workspaces' jobs arrive behind.
+  const ticks = Math.floor((seconds * 1000) / 20);
+  const floodJobs = flood ? ticks * SMALL.length * 9 : 0;
+  let next = 0;
+  for (let i = 0; i < floodJobs; i += 1_000) {
+    const batch = Array.from({ length: Math.min(1_000, floodJobs - i) }, () => next++);
+    await enqueueMany(
+      db,
+      batch.map((id) => fairJob.request({ id }, { workspaceKey: "flood" })),
+    );
+  }
   const worker = new JobWorker({
     db,
     databaseUrl,
@@ -69,22 +82,11 @@ async function phase(
       await new Promise((r) => setTimeout(r, 2));
     },
   });
+  // The flood's waits count from the worker's start.
+  const startedAt = performance.now();
+  for (let id = 0; id < floodJobs; id++) enqueuedAt.set(id, { at: startedAt, small: false });
   await worker.start();
-  let next = 0;
   try {
-    const ticks = Math.floor((seconds * 1000) / 20);
-    const floodJobs = flood ? ticks * SMALL.length * 9 : 0;
-    if (flood) {
-      const t = performance.now();
-      for (let i = 0; i < floodJobs; i += 1_000) {
-        const batch = Array.from({ length: Math.min(1_000, floodJobs - i) }, () => next++);
-        for (const id of batch) enqueuedAt.set(id, { at: t, small: false });
-        await enqueueMany(
-          db,
-          batch.map((id) => fairJob.request({ id }, { workspaceKey: "flood" })),
-        );
-      }
-    }
     const start = performance.now();
     for (let tick = 0; tick < ticks; tick++) {
       const wait = start + tick * 20 - performance.now();
@@ -93,7 +95,7 @@ async function phase(
         SMALL.map(async (workspaceKey) => {
           const id = next++;
           enqueuedAt.set(id, { at: performance.now(), small: true });
-          await enqueue(db, fairJob, { id }, { workspaceKey });
+          await enqueue(producers, fairJob, { id }, { workspaceKey });
         }),
       );
     }
@@ -122,14 +124,20 @@ export async function runFairnessBench(serverUrl: URL, stamp: string, seconds = 
     maximumPoolSize: 10,
     applicationName: "bench-fairness",
   });
+  const producers = createDb({
+    databaseUrl: url.toString(),
+    maximumPoolSize: SMALL.length,
+    applicationName: "bench-fairness-producers",
+  });
   const t0 = Date.now();
   try {
-    const alone = await phase(db, url.toString(), seconds, false, 0);
-    const flooded = await phase(db, url.toString(), seconds, true, 0);
-    const capped = await phase(db, url.toString(), seconds, true, CAP);
+    const alone = await phase(db, producers, url.toString(), seconds, false, 0);
+    const flooded = await phase(db, producers, url.toString(), seconds, true, 0);
+    const capped = await phase(db, producers, url.toString(), seconds, true, CAP);
     return { alone, flooded, capped, cap: CAP, seconds: (Date.now() - t0) / 1000 };
   } finally {
     await db.end();
+    await producers.end();
     const admin = new pg.Client({ connectionString: serverUrl.toString() });
     await admin.connect();
     await admin

@@ -9,9 +9,8 @@
 import { createDb, type Db, sql } from "@svc/db";
 import { defineJob, enqueue, enqueueMany, JobWorker } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
-import pg from "pg";
 
-import { migrateAll } from "../../scripts/lib/stack.js";
+import { dropDatabase, migrateAll } from "../../scripts/lib/stack.js";
 import { percentile, sorted } from "./stats.js";
 
 const fairJob = defineJob<{ id: number }>("bench.fair", { maxAttempts: 3 });
@@ -138,12 +137,7 @@ export async function runFairnessBench(serverUrl: URL, stamp: string, seconds = 
   } finally {
     await db.end();
     await producers.end();
-    const admin = new pg.Client({ connectionString: serverUrl.toString() });
-    await admin.connect();
-    await admin
-      .query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`)
-      .catch(() => undefined);
-    await admin.end();
+    await dropDatabase(serverUrl.toString(), url.pathname.slice(1));
   }
 }
 

@@ -24,6 +24,7 @@ import pg from "pg";
 
 import {
   DEMO,
+  dropDatabase,
   dropRunResources,
   freePort,
   migrateAll,
@@ -114,12 +115,10 @@ async function jobsPart(serverUrl: URL, stamp: string, backlog: number) {
     return { small, large, listSmall, listLarge };
   } finally {
     await db.end();
+    await dropDatabase(serverUrl.toString(), url.pathname.slice(1));
+    // Written out now, not by a checkpoint in the middle of the next part's measurement.
     const admin = new pg.Client({ connectionString: serverUrl.toString() });
     await admin.connect();
-    await admin
-      .query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`)
-      .catch(() => undefined);
-    // Written out now, not by a checkpoint in the middle of the next part's measurement.
     await admin.query("CHECKPOINT").catch(() => undefined);
     await admin.end();
   }

@@ -102,16 +102,24 @@ export function freePort(): Promise<number> {
 }
 
 /** Drops what a benchmark or harness run made for itself: its database and its events stream. */
+/** Drops a run's database, closing whatever connections it still has. */
+export async function dropDatabase(serverUrl: string, database: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch(() => undefined);
+  } finally {
+    await admin.end();
+  }
+}
+
 export async function dropRunResources(o: {
   serverUrl: string;
   database: string;
   natsUrl: string;
   stream: string;
 }): Promise<void> {
-  const admin = new pg.Client({ connectionString: o.serverUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${o.database}" WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
+  await dropDatabase(o.serverUrl, o.database);
   const { connect } = await import("@nats-io/transport-node");
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const nc = await connect({ servers: o.natsUrl });

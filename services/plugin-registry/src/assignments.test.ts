@@ -5,12 +5,13 @@
  * delegated plugins; a refused chain changes nothing.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes, type TenancyLookupRequest } from "@svc/contracts";
+import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { type ChainChange, type ChainEntry, type ChainTables, getChain, putChain } from "./assignments.js";
 import type { GrantTable } from "./entitlements.js";
+import { memoryTenancy } from "./memory-tenancy.js";
 
 /** Installed plugins by id: tier and state. */
 const plugins: Record<string, { tier: string; state: string }> = {
@@ -67,15 +68,7 @@ class MemoryChains implements ChainTables {
   }
 }
 
-const tenancy = async (request: TenancyLookupRequest) => ({
-  workspaces: request.workspaceKeys.flatMap((k) => {
-    const tenantKey = workspaces[k];
-    return tenantKey === undefined
-      ? []
-      : [{ workspaceKey: k, tenantKey, isActive: true, tenantIsActive: true }];
-  }),
-  tenants: [],
-});
+const tenancy = memoryTenancy(workspaces);
 
 const operator: Principal = {
   subject: "op",

@@ -4,11 +4,12 @@
  * before one to its tenant; an expired grant is no grant (the table answers only grants in force).
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes, type TenancyLookupRequest } from "@svc/contracts";
+import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
 import { type GrantTable, tenantEntitlement, workspaceEntitlement } from "./entitlements.js";
+import { memoryTenancy } from "./memory-tenancy.js";
 
 interface Grant {
   readonly pluginId: string;
@@ -41,15 +42,7 @@ class MemoryGrants implements GrantTable {
 }
 
 const workspaces: Record<string, string> = { shop: "acme", blog: "acme", news: "zeta" };
-const tenancy = async (request: TenancyLookupRequest) => ({
-  workspaces: request.workspaceKeys.flatMap((k) => {
-    const tenantKey = workspaces[k];
-    return tenantKey === undefined
-      ? []
-      : [{ workspaceKey: k, tenantKey, isActive: true, tenantIsActive: true }];
-  }),
-  tenants: request.tenantKeys.filter((k) => Object.values(workspaces).includes(k)),
-});
+const tenancy = memoryTenancy(workspaces);
 
 const deps = {
   tenancy,

@@ -423,7 +423,9 @@ describe("fairness between workspaces", () => {
     let most = 0;
     let together = 0;
     let done = 0;
-    const worker = newWorker({ workspaceConcurrency: 2 });
+    // No poll to fall back on: a workspace's jobs left out while it was at its limit are claimed once
+    // its queued ones start, not at the next poll.
+    const worker = newWorker({ workspaceConcurrency: 2, pollIntervalMs: 3_600_000 });
     onTestFinished(() => worker.stop());
     worker.register(fairJob, {
       concurrency: 6,

@@ -9,7 +9,8 @@
  *
  * Then the job engine next to graphile-worker (jobs.ts).
  *
- * Then fairness between workspaces in the job engine (fairness.ts; with jobs, or alone: --only fairness).
+ * Then fairness between workspaces in the job engine (fairness.ts; with jobs) and in the webhook pipeline
+ * (webhook-fairness.ts; with webhooks); both alone with --only fairness.
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
  * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs|fairness|growth (plugins:
@@ -59,6 +60,7 @@ import {
   runPluginBench,
   setUpRenderChain,
 } from "./plugins.js";
+import { printWebhookFairnessResults, runWebhookFairnessBench } from "./webhook-fairness.js";
 import { printWebhooksResults, runWebhooksBench } from "./webhooks.js";
 
 const { values: args } = parseArgs({
@@ -609,6 +611,9 @@ if (only === undefined || only === "jobs") {
 }
 if (only === undefined || only === "jobs" || only === "fairness") {
   printFairnessResults(await runFairnessBench(serverUrl, stamp));
+}
+if (only === undefined || only === "webhooks" || only === "fairness") {
+  printWebhookFairnessResults(await runWebhookFairnessBench(serverUrl, stamp));
 }
 if (only === "growth") {
   printGrowthResults(

@@ -102,6 +102,11 @@ class Lane {
   /** The last round-robin claim took jobs of more than one workspace. */
   private othersWaiting = false;
   private lastRoundAt = 0;
+  /**
+   * Workspaces a claim left out (at their limit, a slot's worth queued): once one of their queued jobs
+   * starts, more of theirs are probably due, so the lane claims again instead of waiting for an insert.
+   */
+  private readonly passedOver = new Set<string>();
   private fetching = false;
   private fetchAgain = false;
   /** The claim asked for may fill the queue up (an insert heard while jobs pile up), not only refill it. */
@@ -150,6 +155,7 @@ class Lane {
     // Workspaces at their limit with a slot's worth queued already: claiming more of theirs would fill
     // the queue with jobs that cannot start.
     const full = this.atLimit().filter((key) => this.queue.count(key) >= this.workspaceConcurrency);
+    for (const key of full) this.passedOver.add(key);
     if (
       full.length > 0 ||
       (this.moreDue && (this.inserted || this.othersWaiting || now - this.lastRoundAt >= ROUND_RECHECK_MS))
@@ -305,12 +311,16 @@ class Lane {
   }
 
   private start(job: ClaimedJob) {
+    const key = job.workspaceKey ?? "";
+    if (this.passedOver.has(key) && this.queue.count(key) < this.workspaceConcurrency) {
+      this.passedOver.delete(key);
+      this.moreDue = true;
+    }
     const abort = new AbortController();
     this.worker.metrics?.claimLatency.observe(
       { type: job.type },
       Math.max(0, Date.now() - job.runAt.getTime()) / 1000,
     );
-    const key = job.workspaceKey ?? "";
     this.runningIn.set(key, (this.runningIn.get(key) ?? 0) + 1);
     const done = this.run(job, abort).finally(() => {
       this.running.delete(job.id);

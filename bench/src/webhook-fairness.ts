@@ -1,0 +1,196 @@
+/**
+ * Fairness between tenants in the webhook pipeline: four small workspaces each publish an event every
+ * 20 ms (200 events/s), each with a subscription of its own to a local receiver; first alone, then right
+ * after a fifth workspace published nine times as many (90 % of the events) as fast as JetStream
+ * acknowledges them, then the same again with the dispatcher's `JobWorkspaceConcurrency` at half the
+ * delivery concurrency. Reported: the small workspaces' publish-to-receipt p50/p95 in each phase and the
+ * ratio to alone (target: within 2x). The built dispatcher, in production mode, on a database, subject
+ * prefix and stream of its own.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import { join } from "node:path";
+
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { createEventPublisher, EventSource } from "@svc/bus";
+import pg from "pg";
+
+import { dropRunResources, migrateAll, repoRoot } from "../../scripts/lib/stack.js";
+import { productionEnv } from "./env.js";
+import { percentile, sorted } from "./stats.js";
+
+const SMALL = ["small-1", "small-2", "small-3", "small-4"];
+/** The dispatcher's delivery concurrency, and the per-workspace limit of the last phase. */
+const DELIVERY_CONCURRENCY = 50;
+const CAP = DELIVERY_CONCURRENCY / 2;
+
+export interface WebhookFairnessPhase {
+  readonly smallEvents: number;
+  readonly floodEvents: number;
+  readonly p50Ms: number;
+  readonly p95Ms: number;
+  readonly floodP95Ms: number;
+}
+
+export interface WebhookFairnessResult {
+  readonly alone: WebhookFairnessPhase;
+  readonly flooded: WebhookFairnessPhase;
+  readonly capped: WebhookFairnessPhase;
+  readonly cap: number;
+}
+
+export async function runWebhookFairnessBench(
+  serverUrl: URL,
+  stamp: string,
+  seconds = 5,
+): Promise<WebhookFairnessResult> {
+  const database = `svc_bench_hookfair_${stamp}`;
+  const dbUrl = new URL(serverUrl);
+  dbUrl.pathname = `/${database}`;
+  const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+  const prefix = `benchhookfair${stamp}`;
+  const stream = `SVC_EVENTS_BENCHHOOKFAIR${stamp.toUpperCase()}`;
+  await migrateAll(dbUrl.toString());
+  execFileSync(process.execPath, [join(repoRoot, "scripts", "build.mjs")], {
+    cwd: repoRoot,
+    stdio: "ignore",
+  });
+
+  const receipts: Array<{ sentAt: number; at: number; phase: string; small: boolean }> = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = Date.now();
+      const { data } = JSON.parse(Buffer.concat(chunks).toString()) as {
+        data: { sentAt: number; phase: string; small: boolean };
+      };
+      receipts.push({ ...data, at });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const target = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+  const env = {
+    ...process.env,
+    ...productionEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
+    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+  };
+  const admin = new pg.Client({ connectionString: dbUrl.toString() });
+  await admin.connect();
+  const nc = await connect({ servers: natsUrl });
+  let dispatcher: ChildProcess | undefined;
+  const stopDispatcher = async () => {
+    const child = dispatcher;
+    if (child === undefined || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
+    });
+  };
+  const startDispatcher = async (cap: number) => {
+    await stopDispatcher();
+    dispatcher = spawn(process.execPath, [join("dist", "webhook-dispatcher.mjs")], {
+      cwd: repoRoot,
+      env: { ...env, BackendHost__JobWorkspaceConcurrency: String(cap) },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    const jsm = await jetstreamManager(nc);
+    for (let i = 0; ; i++) {
+      if (dispatcher.exitCode !== null) throw new Error("the dispatcher exited before it was ready");
+      const ready = await jsm.consumers.info(stream, "webhook-dispatcher").then(
+        () => true,
+        () => false,
+      );
+      if (ready) break;
+      if (i > 300) throw new Error("the dispatcher did not start");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  try {
+    const { createSecretBox } = await import("../../services/webhook-dispatcher/src/secrets.js");
+    const sealed = createSecretBox(env.BackendHost__SecretsEncryptionKey).seal("bench-secret");
+    for (const workspaceKey of ["flood", ...SMALL]) {
+      await admin.query(
+        `INSERT INTO webhook_dispatcher.subscriptions (id, event_name, workspace_key, target_url, secret_encrypted)
+         VALUES ($1, 'flow.bench-tick', $2, $3, $4)`,
+        [randomUUID(), workspaceKey, target, sealed],
+      );
+    }
+    const events = createEventPublisher(nc, prefix, EventSource.flow("bench"));
+    const ticks = Math.floor((seconds * 1000) / 20);
+
+    const phase = async (name: string, floodEvents: number): Promise<WebhookFairnessPhase> => {
+      for (let i = 0; i < floodEvents; i += 500) {
+        await Promise.all(
+          Array.from({ length: Math.min(500, floodEvents - i) }, () =>
+            events.publish("flow.bench-tick", "flood", { sentAt: Date.now(), phase: name, small: false }),
+          ),
+        );
+      }
+      const start = Date.now();
+      for (let tick = 0; tick < ticks; tick++) {
+        const wait = start + tick * 20 - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        for (const workspaceKey of SMALL) {
+          void events.publish("flow.bench-tick", workspaceKey, {
+            sentAt: Date.now(),
+            phase: name,
+            small: true,
+          });
+        }
+      }
+      const expected = floodEvents + ticks * SMALL.length;
+      const deadline = Date.now() + 120_000;
+      while (receipts.filter((r) => r.phase === name).length < expected && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      const mine = receipts.filter((r) => r.phase === name);
+      const small = sorted(mine.filter((r) => r.small).map((r) => r.at - r.sentAt));
+      const flood = sorted(mine.filter((r) => !r.small).map((r) => r.at - r.sentAt));
+      return {
+        smallEvents: small.length,
+        floodEvents: flood.length,
+        p50Ms: percentile(small, 50),
+        p95Ms: percentile(small, 95),
+        floodP95Ms: flood.length === 0 ? Number.NaN : percentile(flood, 95),
+      };
+    };
+
+    await startDispatcher(0);
+    const floodSize = ticks * SMALL.length * 9;
+    const alone = await phase("alone", 0);
+    const flooded = await phase("flooded", floodSize);
+    await startDispatcher(CAP);
+    const capped = await phase("capped", floodSize);
+    return { alone, flooded, capped, cap: CAP };
+  } finally {
+    await stopDispatcher();
+    server.closeAllConnections();
+    server.close();
+    await admin.end();
+    await nc.close();
+    await dropRunResources({ serverUrl: serverUrl.toString(), database, natsUrl, stream });
+  }
+}
+
+export function printWebhookFairnessResults(r: WebhookFairnessResult): void {
+  const { alone } = r;
+  console.log(
+    `\nFairness in the webhook pipeline (${SMALL.length} small workspaces, an event each every 20 ms, a subscription each)`,
+  );
+  console.log(
+    `  small workspaces alone: ${alone.smallEvents} deliveries, publish-to-receipt p50 ${alone.p50Ms} ms, p95 ${alone.p95Ms} ms`,
+  );
+  for (const [label, p] of [
+    ["taking turns", r.flooded],
+    [`taking turns, JobWorkspaceConcurrency ${r.cap}`, r.capped],
+  ] as const) {
+    const ratio = p.p95Ms / alone.p95Ms;
+    console.log(
+      `  after a flood of ${p.floodEvents} events (90 % of all), ${label}: p50 ${p.p50Ms} ms, p95 ${p.p95Ms} ms, ${ratio.toFixed(2)}x alone (target <= 2x: ${ratio <= 2 ? "met" : "NOT met"}); the flood's own p95 ${p.floodP95Ms} ms`,
+    );
+  }
+}

@@ -147,7 +147,11 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
         theme: await themes.themeOf(db, workspaceKey),
       }),
     };
-    const credentialDeps = { ...base, credentials: pluginCredentials, prefix: config.subjectPrefix };
+    const credentialDeps: credentials.CredentialDeps = {
+      credentials: pluginCredentials,
+      prefix: config.subjectPrefix,
+      tables: credentials.credentialTables(db),
+    };
     const routes: RouteImplementation<typeof pluginRegistryContract.routes> = {
       "plugins.install": (req) => plugins.install(deps, req),
       "plugins.install-local": (req) => plugins.installLocal(deps, req),

@@ -5,7 +5,6 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { createServer } from "node:http";
 import { join } from "node:path";
 
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -14,7 +13,7 @@ import { createEventPublisher, EventSource } from "@svc/bus";
 import pg from "pg";
 
 import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
-import { productionEnv } from "./env.js";
+import { dispatcherEnv, startReceiver } from "./receiver.js";
 import { percentile } from "./stats.js";
 
 export interface WebhooksBenchResult {
@@ -65,25 +64,12 @@ export async function runWebhooksBench(
 
   // The receiver: records receipt time against the publish time carried in the payload.
   const receipts: Array<{ sentAt: number; at: number; phase: string }> = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const at = Date.now();
-      const envelope = JSON.parse(Buffer.concat(chunks).toString()) as {
-        data: { sentAt: number; phase: string };
-      };
-      receipts.push({ sentAt: envelope.data.sentAt, at, phase: envelope.data.phase });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const target = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
-
+  const receiver = await startReceiver<{ sentAt: number; phase: string }>((data, at) =>
+    receipts.push({ sentAt: data.sentAt, at, phase: data.phase }),
+  );
+  const target = receiver.target;
   const env = {
-    ...process.env,
-    ...productionEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
-    BackendHost__WebhookAllowedNetworks__0: "127.0.0.1/32",
+    ...dispatcherEnv({ databaseUrl: dbUrl.toString(), natsUrl, prefix, stream }),
     BackendHost__NatsReplicas: String(bus.replicas ?? 1),
   };
   const children: ChildProcess[] = [];
@@ -220,8 +206,7 @@ export async function runWebhooksBench(
         setTimeout(() => c.kill("SIGKILL"), 12_000).unref();
       });
     }
-    server.closeAllConnections();
-    server.close();
+    receiver.close();
     await admin.end();
     await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
     await nc.close();

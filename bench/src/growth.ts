@@ -231,7 +231,7 @@ async function stackPart(
          SELECT 'gw-' || i, 'gt-' || (i % 1000) || '.grow.test', '/gw-' || i FROM generate_series($1::int, $2::int) AS i`,
         [workspaces[0], workspaces[1]],
       );
-      // Memberships: user i in workspace gw-(i % 1000); every hundredth also in the demo workspace.
+      // Memberships: user i in workspace gw-(i % 1000), every hundredth in the demo workspace instead.
       await db.query(
         `INSERT INTO rbac.memberships (workspace_key, user_id)
          SELECT CASE WHEN n % 100 = 0 THEN $3 ELSE 'gw-' || (n % 1000) END, u.id

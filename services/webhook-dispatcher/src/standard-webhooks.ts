@@ -18,6 +18,7 @@ import {
 } from "node:crypto";
 
 import type { Violation } from "@svc/errors";
+import { LRUCache } from "lru-cache";
 
 export const WHSEC_PREFIX = "whsec_";
 const MIN_KEY_BYTES = 24;
@@ -40,8 +41,7 @@ export function secretViolations(secret: string): Violation[] {
 }
 
 /** `whsec_` secrets' keys, made once: Node's HMAC takes a key object or a string fast, raw bytes ~7x slower. */
-const keyObjects = new Map<string, KeyObject>();
-const MAX_KEY_OBJECTS = 1_000;
+const keyObjects = new LRUCache<string, KeyObject>({ max: 1_000 });
 
 /**
  * The HMAC key of the Standard Webhooks signature: a `whsec_` secret's base64 bytes, any other secret's
@@ -53,7 +53,6 @@ export function signingKey(secret: string): KeyObject | string {
   if (!secret.startsWith(WHSEC_PREFIX) || secretViolations(secret).length > 0) return secret;
   let key = keyObjects.get(secret);
   if (key === undefined) {
-    if (keyObjects.size >= MAX_KEY_OBJECTS) keyObjects.clear();
     key = createSecretKey(Buffer.from(secret.slice(WHSEC_PREFIX.length), "base64"));
     keyObjects.set(secret, key);
   }
@@ -96,7 +95,7 @@ export function ed25519KeyPair(): { privatePkcs8: string; publicKey: string } {
 }
 
 /** Private keys made once from their PKCS #8 text: a delivery signs with one at every attempt. */
-const privateKeys = new Map<string, KeyObject>();
+const privateKeys = new LRUCache<string, KeyObject>({ max: 1_000 });
 
 /** `v1a,<base64 ed25519 signature of "{id}.{timestamp}.{body}">`. */
 export function asymmetricSignature(
@@ -107,7 +106,6 @@ export function asymmetricSignature(
 ): string {
   let key = privateKeys.get(privatePkcs8);
   if (key === undefined) {
-    if (privateKeys.size >= MAX_KEY_OBJECTS) privateKeys.clear();
     key = createPrivateKey({ key: Buffer.from(privatePkcs8, "base64"), format: "der", type: "pkcs8" });
     privateKeys.set(privatePkcs8, key);
   }

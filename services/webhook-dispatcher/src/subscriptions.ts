@@ -433,21 +433,17 @@ export async function replaceSubscription(
 ): Promise<ReplyOfRoute<Routes["webhooks.put"]>> {
   const body = req.body;
   const within = changeableWithin(req.principal);
-  // On: a key pair unless it has one (kept, so its receivers' public key stays good); off: none.
-  const keys =
-    body.ed25519 === undefined
-      ? undefined
-      : body.ed25519
-        ? (await tables.find(req.params.id, within))?.ed25519_public_key
-          ? undefined
-          : newKeys(secrets)
-        : null;
   const violations = [
     ...targetUrlViolations(body.targetUrl, allowed),
     ...(body.secret === undefined ? [] : secretViolations(body.secret)),
     ...headerViolations(body.headers),
   ];
   if (violations.length > 0) throw new ValidationError(violations);
+  // Off: none. On: a new key pair, unless it has one (kept, so its receivers' public key stays good).
+  let keys: Ed25519Keys | null | undefined;
+  if (body.ed25519 === false) keys = null;
+  else if (body.ed25519 === true && !(await tables.find(req.params.id, within))?.ed25519_public_key)
+    keys = newKeys(secrets);
   const row = await tables.replace(req.params.id, within, {
     eventName: body.eventName,
     targetUrl: body.targetUrl,

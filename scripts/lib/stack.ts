@@ -101,7 +101,6 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Drops what a benchmark or harness run made for itself: its database and its events stream. */
 /** Drops a run's database, closing whatever connections it still has. */
 export async function dropDatabase(serverUrl: string, database: string): Promise<void> {
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -113,6 +112,7 @@ export async function dropDatabase(serverUrl: string, database: string): Promise
   }
 }
 
+/** Drops what a benchmark or harness run made for itself: its database and its events stream. */
 export async function dropRunResources(o: {
   serverUrl: string;
   database: string;

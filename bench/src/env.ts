@@ -1,3 +1,5 @@
+import type { ChildProcess } from "node:child_process";
+
 import { freshKeys } from "../../scripts/lib/stack.js";
 
 /**
@@ -17,3 +19,13 @@ export function productionEnv(o: { databaseUrl: string; natsUrl: string; prefix:
 }
 
 export { SERVICE_NODE_FLAGS } from "../../scripts/lib/stack.js";
+
+/** Stops a service a benchmark started: SIGTERM, SIGKILL after 12 s; at once when it has exited already. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
+  });
+}

@@ -33,7 +33,7 @@ import {
   SERVICES,
   waitFor,
 } from "../../scripts/lib/stack.js";
-import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
+import { productionEnv, SERVICE_NODE_FLAGS, stopChild } from "./env.js";
 import { benchOurs, type JobsBenchResult } from "./jobs.js";
 import { benchSignerEnv, onePackage } from "./plugins.js";
 import { percentile, sorted } from "./stats.js";
@@ -162,13 +162,6 @@ async function stackPart(
     children.set(name, child);
     return child;
   };
-  const stopService = (child: ChildProcess) =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
-    });
   const db = new pg.Client({ connectionString: dbUrl.toString() });
   await db.connect();
   const gateway = `http://127.0.0.1:${port}`;
@@ -330,7 +323,7 @@ async function stackPart(
         await d.arrayBuffer();
       }
       const registry = children.get("plugin-registry") as ChildProcess;
-      await stopService(registry);
+      await stopChild(registry);
       const t0 = performance.now();
       startService("plugin-registry");
       for (;;) {
@@ -382,7 +375,7 @@ async function stackPart(
     const large = await measure(100_000, 10_000, { installed: 50, active: 20 });
     return { small, large };
   } finally {
-    await Promise.all([...children.values()].map(stopService));
+    await Promise.all([...children.values()].map(stopChild));
     await db.end();
     await dropRunResources({ serverUrl: serverUrl.toString(), database, natsUrl, stream });
   }

@@ -44,7 +44,7 @@ import {
   waitFor,
 } from "../../scripts/lib/stack.js";
 import { NatsCluster } from "../../test/support/nats-cluster.js";
-import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
+import { productionEnv, SERVICE_NODE_FLAGS, stopChild } from "./env.js";
 import { printFairnessResults, runFairnessBench } from "./fairness.js";
 import { GROWTH_PARTS, printGrowthResults, runGrowthBench } from "./growth.js";
 import { printJobsResults, runJobsBench } from "./jobs-main.js";
@@ -117,15 +117,6 @@ function start(args: string[], env: Record<string, string>): ChildProcess {
 
 async function httpReady(url: string, timeoutMs = 30_000) {
   await waitFor(url, async () => (await fetch(url).catch(() => undefined))?.ok === true, timeoutMs);
-}
-
-async function stop(child: ChildProcess) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-    setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
-  });
 }
 
 /** User + system CPU time of a process so far, in seconds (from /proc; clock ticks are 100 Hz on Linux). */
@@ -209,7 +200,7 @@ async function startSecure() {
 }
 
 async function cleanup() {
-  await Promise.all(children.map(stop));
+  await Promise.all(children.map(stopChild));
   await secureBus?.stop();
   await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream });
 }
@@ -235,7 +226,7 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
   results.push(
     await measure("bare Fastify (no hop)", `http://127.0.0.1:${barePort}/workspace/public/resolve`),
   );
-  await stop(bare);
+  await stopChild(bare);
 
   // 2. moleculer-web → NATS → moleculer action.
   const molPort = await freePort();
@@ -249,7 +240,7 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
   results.push(
     await measure("moleculer-web → NATS → action", `http://127.0.0.1:${molPort}/workspace/public/resolve`),
   );
-  await Promise.all([stop(molWeb), stop(molService)]);
+  await Promise.all([stopChild(molWeb), stopChild(molService)]);
 
   // 3. Our gateway as configured by default (resolution cache on).
   results.push(await measure("svc gateway (default, cached)", `${gateway}/workspace/public/resolve`));
@@ -269,7 +260,7 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
       `http://127.0.0.1:${uncachedPort}/workspace/public/resolve`,
     ),
   );
-  await stop(uncached);
+  await stopChild(uncached);
 }
 
 /**
@@ -330,7 +321,7 @@ async function tracingRuns(stackEnv: Record<string, string>, gateway: string, to
     const second = await round();
     tracingResults.push(...first.map((r, i) => best(r, second[i] as LoadResult & { name: string })));
   } finally {
-    await stop(traced);
+    await stopChild(traced);
     await new Promise<void>((resolve) => sink.close(() => resolve()));
   }
 }
@@ -450,7 +441,7 @@ async function httpBench() {
         `http://127.0.0.1:${naivePort}/surface/render`,
       ),
     );
-    await stop(naive);
+    await stopChild(naive);
     const rendered = await fetch(`${gateway}/surface/render`, { headers: { host: "localhost" } });
     const page = await rendered.text();
     if (!page.includes("<main><h1>"))

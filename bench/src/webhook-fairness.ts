@@ -17,6 +17,7 @@ import { createEventPublisher, EventSource } from "@svc/bus";
 import pg from "pg";
 
 import { dropRunResources, migrateAll, repoRoot } from "../../scripts/lib/stack.js";
+import { stopChild } from "./env.js";
 import { dispatcherEnv, startReceiver } from "./receiver.js";
 import { againstAlone, percentile, sorted } from "./stats.js";
 
@@ -68,13 +69,7 @@ export async function runWebhookFairnessBench(
   const nc = await connect({ servers: natsUrl });
   let dispatcher: ChildProcess | undefined;
   const stopDispatcher = async () => {
-    const child = dispatcher;
-    if (child === undefined || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      child.once("exit", () => resolve());
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 12_000).unref();
-    });
+    if (dispatcher !== undefined) await stopChild(dispatcher);
   };
   const startDispatcher = async (cap: number) => {
     await stopDispatcher();

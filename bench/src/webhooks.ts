@@ -13,6 +13,7 @@ import { createEventPublisher, EventSource } from "@svc/bus";
 import pg from "pg";
 
 import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
+import { stopChild } from "./env.js";
 import { dispatcherEnv, startReceiver } from "./receiver.js";
 import { percentile } from "./stats.js";
 
@@ -199,13 +200,7 @@ export async function runWebhooksBench(
       matchMsPerEvent,
     };
   } finally {
-    for (const c of children) {
-      await new Promise<void>((resolve) => {
-        c.once("exit", () => resolve());
-        c.kill("SIGTERM");
-        setTimeout(() => c.kill("SIGKILL"), 12_000).unref();
-      });
-    }
+    for (const c of children) await stopChild(c);
     receiver.close();
     await admin.end();
     await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);

@@ -162,6 +162,44 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
+/**
+ * A process's resident memory (RSS), and the part of it no other process shares (private: its heaps and
+ * its own dirty pages). The rest of RSS is mostly the node binary's pages, which every Node process on the
+ * host maps from one page cache: about 30 MB in a bare `node`, 40-50 MB in a service.
+ */
+function memoryMb(pid: number): { rss: number; private: number } {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(rollup)?.[1] ?? 0);
+  return { rss: rssMb(pid), private: (kb("Private_Clean") + kb("Private_Dirty")) / 1024 };
+}
+
+/** The processes a service started (the plugin registry's plugin processes), from /proc. */
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Each plugin process of the registry: resident and private memory (target: each under 40 MB). */
+function pluginProcessMemory(
+  registryPid: number | undefined,
+): Array<{ pid: number; rss: number; private: number }> {
+  if (registryPid === undefined) return [];
+  return childPids(registryPid).flatMap((pid) => {
+    try {
+      return [{ pid, ...memoryMb(pid) }];
+    } catch {
+      return []; // it exited meanwhile
+    }
+  });
+}
+
 async function measure(
   name: string,
   url: string,
@@ -213,7 +251,13 @@ const routeResults: Array<LoadResult & { name: string }> = [];
 const tracingResults: Array<LoadResult & { name: string }> = [];
 let exportedSpans = { requests: 0, bytes: 0 };
 const surfaceResults: Array<LoadResult & { name: string }> = [];
-const memory: Array<{ service: string; startedMb: number; idleMb: number }> = [];
+const memory: Array<{ service: string; startedMb: number; idleMb: number; privateMb: number }> = [];
+/** The gateway's largest resident memory while the benchmark loads it, sampled (target < 150 MB). */
+let gatewayLoadedMb: number | undefined;
+let gatewaySampler: NodeJS.Timeout | undefined;
+/** The registry's plugin processes: the spares at rest, then every one after the plugin route's load. */
+let spareMemory: Array<{ pid: number; rss: number; private: number }> = [];
+let pluginMemory: Array<{ pid: number; rss: number; private: number }> = [];
 const idle: Array<{ service: string; cpuPercent: number }> = [];
 let idleTransactionsPerSecond = 0;
 
@@ -377,9 +421,16 @@ async function httpBench() {
     const started = services.map(({ child }) => rssMb(child.pid as number));
     log("measuring the idle stack for 10 s");
     await measureIdle(services, 10);
-    services.forEach(({ name, child }, i) =>
-      memory.push({ service: name, startedMb: started[i] as number, idleMb: rssMb(child.pid as number) }),
-    );
+    services.forEach(({ name, child }, i) => {
+      const { rss, private: privateMb } = memoryMb(child.pid as number);
+      memory.push({ service: name, startedMb: started[i] as number, idleMb: rss, privateMb });
+    });
+    const registryPid = services.find((s) => s.name === "plugin-registry")?.child.pid;
+    spareMemory = pluginProcessMemory(registryPid);
+    const gatewayPid = services.find((s) => s.name === "gateway")?.child.pid as number;
+    gatewaySampler = setInterval(() => {
+      gatewayLoadedMb = Math.max(gatewayLoadedMb ?? 0, rssMb(gatewayPid));
+    }, 200);
     if (only !== "plugins" && only !== "tracing") await loadRuns(stackEnv, gateway);
     const accessToken = await signInAdmin(gateway);
     if (only === "tracing") {
@@ -421,6 +472,7 @@ async function httpBench() {
     routeResults.push(
       await measure("plugin GET /api/plugins/bench/info", `${gateway}/api/plugins/bench/info`, bearer),
     );
+    pluginMemory = pluginProcessMemory(registryPid);
 
     if (only === "plugins") return;
     // 8. The public surface (issue 13): a three-plugin chain rendered through the gateway, next to a bare
@@ -458,6 +510,7 @@ async function httpBench() {
     );
     rmSync(templates, { recursive: true, force: true });
   } finally {
+    clearInterval(gatewaySampler);
     await cleanup();
   }
 }
@@ -502,11 +555,26 @@ function printHttp() {
       );
     }
   }
-  console.log("\nresident memory 3 s after ready, then after 10 s idle (target < 100 MB each, idle)");
+  console.log(
+    "\nresident memory 3 s after ready, then after 10 s idle (target < 100 MB each, idle), and its private part",
+  );
   for (const m of memory)
     console.log(
-      `  ${pad(m.service, 20)}${m.startedMb.toFixed(1)} MB, idle ${m.idleMb.toFixed(1)} MB ${m.idleMb < 100 ? "" : "(over)"}`,
+      `  ${pad(m.service, 20)}${m.startedMb.toFixed(1)} MB, idle ${m.idleMb.toFixed(1)} MB ${m.idleMb < 100 ? "" : "(over)"}  private ${m.privateMb.toFixed(1)} MB`,
     );
+  if (gatewayLoadedMb !== undefined)
+    console.log(
+      `  gateway, the most while loaded (sampled every 200 ms): ${gatewayLoadedMb.toFixed(1)} MB (target < 150 MB: ${gatewayLoadedMb < 150 ? "met" : "NOT met"})`,
+    );
+  const printPluginMemory = (label: string, list: typeof spareMemory) => {
+    if (list.length === 0) return;
+    const worst = Math.max(...list.map((p) => p.rss));
+    console.log(
+      `  ${label}: resident ${list.map((p) => p.rss.toFixed(1)).join(", ")} MB (target < 40 MB each: ${worst < 40 ? "met" : "NOT met"}); private ${list.map((p) => p.private.toFixed(1)).join(", ")} MB`,
+    );
+  };
+  printPluginMemory("plugin processes, spares at rest", spareMemory);
+  printPluginMemory("plugin processes after the plugin route's load", pluginMemory);
   console.log("\nidle CPU over 10 s, no request and no job (target < 2 % each)");
   for (const c of idle)
     console.log(`  ${pad(c.service, 20)}${c.cpuPercent.toFixed(2)} % ${c.cpuPercent < 2 ? "" : "(over)"}`);

@@ -10,11 +10,10 @@
  *   timeout (408), malformed request (400).
  * - A known path with an unsupported method: 405 with `Allow`, instead of 404.
  * - An HTTP/1.1 request without `Host`: 400 (Node's own refusal would have no body).
- * - Security headers on every response (@fastify/helmet: `X-Content-Type-Options: nosniff` and the rest).
+ * - Security headers on every response (helmet's: `X-Content-Type-Options: nosniff` and the rest).
  */
 import type { Socket } from "node:net";
 
-import helmet from "@fastify/helmet";
 import {
   ErrorCode,
   findUnsafeInput,
@@ -26,6 +25,7 @@ import {
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import FindMyWay, { type HTTPMethod } from "find-my-way";
+import helmet from "helmet";
 
 /** The problem for one of Fastify's framework errors (bad URL encoding, over-long path parameter). */
 function frameworkProblem(error: FastifyError): SvcError {
@@ -109,9 +109,13 @@ export const edgePlugin = fp<EdgeOptions>(
     // referrer policies, a same-origin CSP) fit both.
     // Without `upgrade-insecure-requests`: a page served over plain HTTP (development, a private network)
     // would otherwise have its own scripts and styles fetched over HTTPS, and fail.
-    await app.register(helmet, {
-      global: true,
+    // Built once: @fastify/helmet built helmet's middleware again for every request, parsing the policy
+    // each time.
+    const securityHeaders = helmet({
       contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+    });
+    app.addHook("onRequest", (request, reply, done) => {
+      securityHeaders(request.raw, reply.raw, (error) => done(error as Error | undefined));
     });
 
     // Every route is also entered here, so that a 404 can tell "no such path" from "not this method".

@@ -334,6 +334,27 @@ describe("issue 8, point 8: headers", () => {
       (await asOperator("GET", `/api/users/${"a".repeat(5_000)}`)).headers["x-content-type-options"],
     ).toBe("nosniff");
   });
+
+  it("sends the whole set of security headers on answers, refusals and unknown paths alike", async () => {
+    const answers = [
+      await asOperator("GET", "/api/users"),
+      await api("GET", "/api/users", null),
+      await http(`${base}/nowhere`),
+      await http(`${base}/workspace/public/resolve`, { headers: { host: "localhost" } }),
+    ];
+    for (const answer of answers) {
+      const h = answer.headers;
+      expect(h["x-frame-options"]).toBe("SAMEORIGIN");
+      expect(h["strict-transport-security"]).toBe("max-age=31536000; includeSubDomains");
+      expect(h["referrer-policy"]).toBe("no-referrer");
+      expect(h["cross-origin-opener-policy"]).toBe("same-origin");
+      expect(h["cross-origin-resource-policy"]).toBe("same-origin");
+      expect(String(h["content-security-policy"])).toContain("default-src 'self'");
+      expect(String(h["content-security-policy"])).toContain("frame-ancestors 'self'");
+      // Left out on purpose: a page served over plain HTTP would have its own scripts fetched over HTTPS.
+      expect(String(h["content-security-policy"])).not.toContain("upgrade-insecure-requests");
+    }
+  });
 });
 
 describe("fuzz findings", () => {

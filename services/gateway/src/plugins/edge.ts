@@ -12,6 +12,7 @@
  * - An HTTP/1.1 request without `Host`: 400 (Node's own refusal would have no body).
  * - Security headers on every response (helmet's: `X-Content-Type-Options: nosniff` and the rest).
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
 import {
@@ -103,19 +104,39 @@ export function edgeFactoryOptions(problemsBaseUrl: string) {
 
 const METHODS: HTTPMethod[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
+/** The headers helmet's defaults set (without `upgrade-insecure-requests`), collected once. */
+export function securityHeaders(): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const collector = {
+    setHeader: (name: string, value: string | number) => {
+      headers[name.toLowerCase()] = String(value);
+    },
+    removeHeader: (name: string) => {
+      delete headers[name.toLowerCase()];
+    },
+  };
+  helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } })(
+    {} as IncomingMessage,
+    collector as unknown as ServerResponse,
+    // helmet throws a configuration error itself (since 8.1); it passes none to this callback.
+    () => undefined,
+  );
+  return headers;
+}
+
 export const edgePlugin = fp<EdgeOptions>(
   async (app: FastifyInstance) => {
     // JSON API responses, later also server-rendered surfaces: helmet's defaults (nosniff, frame and
     // referrer policies, a same-origin CSP) fit both.
     // Without `upgrade-insecure-requests`: a page served over plain HTTP (development, a private network)
     // would otherwise have its own scripts and styles fetched over HTTPS, and fail.
-    // Built once: @fastify/helmet built helmet's middleware again for every request, parsing the policy
-    // each time.
-    const securityHeaders = helmet({
-      contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
-    });
-    app.addHook("onRequest", (request, reply, done) => {
-      securityHeaders(request.raw, reply.raw, (error) => done(error as Error | undefined));
+    // helmet's headers are the same for every response (no per-request nonce), so they are worked out
+    // once and added to each reply as one object: running helmet's twelve middlewares per request, each
+    // setting its header on Node's response, took about a tenth of the gateway's CPU on a cached route.
+    const headers = securityHeaders();
+    app.addHook("onRequest", (_request, reply, done) => {
+      reply.headers(headers);
+      done();
     });
 
     // Every route is also entered here, so that a 404 can tell "no such path" from "not this method".

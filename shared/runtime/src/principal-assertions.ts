@@ -50,6 +50,7 @@ export class GatewayPrincipalSigner implements PrincipalSigner {
   private readonly privateKey: KeyObject;
   private readonly jwk: string;
   private readonly cache = new LRUCache<string, { token: string; renewAt: number }>({ max: 10_000 });
+  private readonly byObject = new WeakMap<Principal, { token: string; renewAt: number }>();
   private refresh: NodeJS.Timeout | undefined;
 
   constructor(
@@ -78,18 +79,30 @@ export class GatewayPrincipalSigner implements PrincipalSigner {
   }
 
   async sign(principal: Principal): Promise<string> {
-    const key = canonicalize(principal) ?? "";
     const now = Date.now();
-    const cached = this.cache.get(key);
-    if (cached !== undefined && cached.renewAt > now) return cached.token;
-    const token = await new SignJWT({ principal })
-      .setProtectedHeader({ alg: "EdDSA", kid: this.kid })
-      .setIssuer(ISSUER)
-      .setIssuedAt()
-      .setExpirationTime(Math.floor(now / 1_000) + LIFETIME_S)
-      .sign(this.privateKey);
-    this.cache.set(key, { token, renewAt: now + (LIFETIME_S * 1_000) / 2 });
-    return token;
+    // A frozen principal (the gateway's, cached with its token) cannot change: its assertion is found by
+    // the object itself, without writing out its canonical form at every request.
+    const known = this.byObject.get(principal);
+    if (known !== undefined && known.renewAt > now) return known.token;
+    const key = canonicalize(principal) ?? "";
+    let cached = this.cache.get(key);
+    if (cached === undefined || cached.renewAt <= now) {
+      const token = await new SignJWT({ principal })
+        .setProtectedHeader({ alg: "EdDSA", kid: this.kid })
+        .setIssuer(ISSUER)
+        .setIssuedAt()
+        .setExpirationTime(Math.floor(now / 1_000) + LIFETIME_S)
+        .sign(this.privateKey);
+      cached = { token, renewAt: now + (LIFETIME_S * 1_000) / 2 };
+      this.cache.set(key, cached);
+    }
+    if (
+      Object.isFrozen(principal) &&
+      Object.isFrozen(principal.permissions) &&
+      Object.isFrozen(principal.roles)
+    )
+      this.byObject.set(principal, cached);
+    return cached.token;
   }
 }
 

@@ -536,8 +536,9 @@ function printHttp() {
     console.log(
       `  svc cached   / moleculer-web : ${ratio.toFixed(2)}x   (target >= 1.30x: ${ratio >= 1.3 ? "met" : "NOT met"})`,
     );
+    const bareRatio = ours.requestsPerSecond / bare.requestsPerSecond;
     console.log(
-      `  svc cached   / bare Fastify  : ${(ours.requestsPerSecond / bare.requestsPerSecond).toFixed(2)}x`,
+      `  svc cached   / bare Fastify  : ${bareRatio.toFixed(2)}x   (target >= 0.50x: ${bareRatio >= 0.5 ? "met" : "NOT met"})`,
     );
     console.log(
       `  svc no cache / moleculer-web : ${(oursUncached.requestsPerSecond / mol.requestsPerSecond).toFixed(2)}x`,
@@ -552,6 +553,12 @@ function printHttp() {
       );
       console.log(
         `  operator GET (auth) / public route (cached)     : ${(operatorGet.requestsPerSecond / ours.requestsPerSecond).toFixed(2)}x`,
+      );
+      // The operator GET against moleculer-web was 3,420 / 15,064 = 0.227x when the gateway's hot paths were
+      // first profiled; the target is 1.5 times that.
+      const molRatio = operatorGet.requestsPerSecond / mol.requestsPerSecond;
+      console.log(
+        `  operator GET (auth) / moleculer-web            : ${molRatio.toFixed(2)}x   (target >= 0.34x, 1.5 times 0.227x: ${molRatio >= 0.34 ? "met" : "NOT met"})`,
       );
     }
   }
@@ -633,7 +640,7 @@ function printHttp() {
     );
     const contextRatio = context.requestsPerSecond / mol.requestsPerSecond;
     console.log(
-      `  context / moleculer-web (resolve) : ${contextRatio.toFixed(2)}x   (target >= 1.30x: ${contextRatio >= 1.3 ? "met" : "NOT met"})`,
+      `  context / moleculer-web (resolve) : ${contextRatio.toFixed(2)}x   (target >= 1.50x: ${contextRatio >= 1.5 ? "met" : "NOT met"})`,
     );
   }
 }

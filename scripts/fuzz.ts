@@ -81,7 +81,13 @@ const running: RunningService[] = [];
 
 async function cleanup() {
   await Promise.allSettled(running.map((s) => s.stop()));
-  await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream });
+  await dropRunResources({
+    serverUrl: serverUrl.toString(),
+    database: dbName,
+    natsUrl,
+    stream,
+    prefix: `fuzz${stamp}`,
+  });
 }
 
 let exitCode = 2;

@@ -15,7 +15,15 @@ import { gzipSync } from "node:zlib";
 
 import pg from "pg";
 
-import { DEMO, freePort, migrateAll, repoRoot, seedDemo, waitFor } from "../../scripts/lib/stack.js";
+import {
+  DEMO,
+  dropRunResources,
+  freePort,
+  migrateAll,
+  repoRoot,
+  seedDemo,
+  waitFor,
+} from "../../scripts/lib/stack.js";
 import { productionEnv, SERVICE_NODE_FLAGS } from "./env.js";
 import { percentile, sorted } from "./stats.js";
 
@@ -38,12 +46,14 @@ const firstLoad = ["app.js", "app.css"].map((f) => gzipSync(readFileSync(join(as
 
 await migrateAll(dbUrl.toString());
 await seedDemo(dbUrl.toString(), { withAdmin: true });
+const prefix = `benchconsole${stamp}`;
+const stream = `SVC_EVENTS_BENCHCONSOLE${stamp.toUpperCase()}`;
 const env = {
   ...productionEnv({
     databaseUrl: dbUrl.toString(),
     natsUrl,
-    prefix: `benchconsole${stamp}`,
-    stream: `SVC_EVENTS_BENCHCONSOLE${stamp.toUpperCase()}`,
+    prefix,
+    stream,
   }),
   GATEWAY_HOST: "127.0.0.1",
   BackendHost__RateLimitApiPerMinute: "1000000000",
@@ -179,9 +189,13 @@ try {
 } finally {
   for (const child of children) child.kill("SIGTERM");
   await db.end();
-  const admin = new pg.Client({ connectionString: serverUrl.toString() });
-  await admin.connect();
+  // The services close their pools as they stop (the drop forces out any that is left).
   await new Promise((r) => setTimeout(r, 2_000));
-  await admin.query(`DROP DATABASE IF EXISTS ${dbUrl.pathname.slice(1)} WITH (FORCE)`);
-  await admin.end();
+  await dropRunResources({
+    serverUrl: serverUrl.toString(),
+    database: dbUrl.pathname.slice(1),
+    natsUrl,
+    stream,
+    prefix,
+  });
 }

@@ -377,7 +377,7 @@ async function stackPart(
   } finally {
     await Promise.all([...children.values()].map(stopChild));
     await db.end();
-    await dropRunResources({ serverUrl: serverUrl.toString(), database, natsUrl, stream });
+    await dropRunResources({ serverUrl: serverUrl.toString(), database, natsUrl, stream, prefix });
   }
 }
 

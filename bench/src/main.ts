@@ -240,7 +240,7 @@ async function startSecure() {
 async function cleanup() {
   await Promise.all(children.map(stopChild));
   await secureBus?.stop();
-  await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream });
+  await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream, prefix });
 }
 
 const results: Array<LoadResult & { name: string }> = [];

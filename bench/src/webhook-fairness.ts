@@ -153,7 +153,7 @@ export async function runWebhookFairnessBench(
     receiver.close();
     await admin.end();
     await nc.close();
-    await dropRunResources({ serverUrl: serverUrl.toString(), database, natsUrl, stream });
+    await dropRunResources({ serverUrl: serverUrl.toString(), database, natsUrl, stream, prefix });
   }
 }
 

@@ -12,7 +12,7 @@ import { connect } from "@nats-io/transport-node";
 import { createEventPublisher, EventSource } from "@svc/bus";
 import pg from "pg";
 
-import { migrateAll, repoRoot } from "../../scripts/lib/stack.js";
+import { deleteRunStreams, migrateAll, repoRoot } from "../../scripts/lib/stack.js";
 import { stopChild } from "./env.js";
 import { dispatcherEnv, startReceiver } from "./receiver.js";
 import { percentile } from "./stats.js";
@@ -203,7 +203,7 @@ export async function runWebhooksBench(
     for (const c of children) await stopChild(c);
     receiver.close();
     await admin.end();
-    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => undefined);
+    await deleteRunStreams(nc, stream, prefix);
     await nc.close();
     const root = new pg.Client({ connectionString: serverUrl.toString() });
     await root.connect();

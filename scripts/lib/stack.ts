@@ -8,6 +8,7 @@ import { connect as tcpConnect, createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import type { NatsConnection } from "@nats-io/transport-node";
 import { createDb, ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
 import { JOB_MIGRATIONS } from "@svc/jobs";
 import { seedDemoOperator } from "@svc/service-rbac";
@@ -122,13 +123,33 @@ export async function dropRunResources(o: {
   database: string;
   natsUrl: string;
   stream: string;
+  /** The run's subject prefix: its KV buckets and object stores (`KV_<prefix>_…`, `OBJ_<prefix>_…`) go too. */
+  prefix?: string;
 }): Promise<void> {
   await dropDatabase(o.serverUrl, o.database);
   const { connect } = await import("@nats-io/transport-node");
-  const { jetstreamManager } = await import("@nats-io/jetstream");
   const nc = await connect({ servers: o.natsUrl });
-  await (await jetstreamManager(nc)).streams.delete(o.stream).catch(() => undefined);
-  await nc.close();
+  try {
+    await deleteRunStreams(nc, o.stream, o.prefix);
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * Deletes a run's streams on a shared NATS server: its event stream and, given its subject prefix, the KV
+ * buckets and object stores the services made under it (left behind, each run's would pile up on the
+ * server: about twenty per run).
+ */
+export async function deleteRunStreams(nc: NatsConnection, stream: string, prefix?: string): Promise<void> {
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const jsm = await jetstreamManager(nc);
+  const ours = (name: string) =>
+    name === stream ||
+    (prefix !== undefined && (name.startsWith(`KV_${prefix}_`) || name.startsWith(`OBJ_${prefix}_`)));
+  const names: string[] = [];
+  for await (const name of jsm.streams.names()) if (ours(name)) names.push(name);
+  for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
 }
 
 export function hostPort(url: string, defaultPort: number): { host: string; port: number } {

@@ -223,6 +223,13 @@ describe("tracing across the hops", () => {
     const root = trace.find((s) => s.parentSpanId === callerSpan);
     expect(root?.name).toBe("POST /api/users");
     expect(root?.spanId).toBe(gatewaySpan);
+    // The HTTP request's attributes, on the span that was kept.
+    expect(root?.attributes).toMatchObject({
+      "http.request.method": "POST",
+      "http.route": "/api/users",
+      "url.path": "/api/users",
+    });
+    expect(Number(root?.attributes["http.response.status_code"])).toBe(201);
     // The path to the receiver's request, hop by hop.
     const post = trace.find((s) => s.name === "POST" && s.scope === "webhook-dispatcher");
     expect(chain(post)).toEqual([

@@ -38,13 +38,17 @@ export const tracingPlugin = fp(
       const span = startSpan("gateway", `${request.method} ${request.routeOptions.url ?? "unmatched"}`, {
         kind: SpanKind.SERVER,
         parent,
-        attributes: {
+      });
+      // Attributes only on a span that is kept: most requests are not sampled, and the sampler does not
+      // read them.
+      if (span?.isRecording()) {
+        span.setAttributes({
           "http.request.method": request.method,
           "url.path": request.url.split("?", 1)[0] ?? "/",
           "http.route": request.routeOptions.url ?? "",
           "svc.service": "gateway",
-        },
-      });
+        });
+      }
       request.traceSpan = span;
       const traceparent = traceparentOf(span);
       if (traceparent !== undefined) void reply.header("traceparent", traceparent);

@@ -170,7 +170,7 @@ function rssMb(pid: number): number {
 function memoryMb(pid: number): { rss: number; private: number } {
   const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(rollup)?.[1] ?? 0);
-  return { rss: rssMb(pid), private: (kb("Private_Clean") + kb("Private_Dirty")) / 1024 };
+  return { rss: kb("Rss") / 1024, private: (kb("Private_Clean") + kb("Private_Dirty")) / 1024 };
 }
 
 /** The processes a service started (the plugin registry's plugin processes), from /proc. */

@@ -1,5 +1,5 @@
 /**
- * Plugins' admin pages (issue 28, item 4): the UI-asset manifest lists each active plugin's entries; an
+ * Plugins' admin pages: the UI-asset manifest lists each active plugin's entries; an
  * entry for `surface: "admin"` becomes a page of the console. Its script is an ES module served by the
  * gateway (`/plugin-assets/…`, same origin, so the CSP allows it) exporting `mount(element, host)`; the
  * host gives it the session's fetch, the plugin's route base and navigation (docs/plugins.md, "Admin

@@ -1,5 +1,5 @@
 /**
- * The admin console (issue 28): a single-page app at /admin/, served by the gateway under its
+ * The admin console: a single-page app at /admin/, served by the gateway under its
  * Content-Security-Policy (this bundle and its stylesheet, no inline script). docs/adr/0016-admin-console.md
  * says why Preact, why the token is held in memory, and how the API client is typed by the contracts.
  */

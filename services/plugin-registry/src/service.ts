@@ -88,6 +88,8 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       grants: entitlements.grantTable(db),
     };
     const chainDeps: assignments.ChainDeps = { ...deps, chains: assignments.chainTables(db) };
+    const themeTables = themes.themeTables(db);
+    const themeDeps: themes.ThemeDeps = { ...deps, themes: themeTables };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
     const reconcile = coalesce(async () => {
       try {
@@ -140,11 +142,12 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       [cache.dir],
     );
     const messages: MessageImplementation<typeof pluginRegistryContract.messages> = {
-      "surface.render": (request) => renderSurface({ db, runtime, renderer, log }, request),
+      "surface.render": (request) =>
+        renderSurface({ db, themes: themeTables, runtime, renderer, log }, request),
       "contributions.list": () => reports.contributions(db),
       "workspace.public": async ({ workspaceKey }) => ({
         chain: await assignments.publicChain(db, workspaceKey),
-        theme: await themes.themeOf(db, workspaceKey),
+        theme: await themes.themeOf(themeTables, workspaceKey),
       }),
     };
     const credentialDeps: credentials.CredentialDeps = {
@@ -173,16 +176,16 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       "entitlements.sync": (req) => entitlements.syncEntitlements(deps, req),
       "delegations.list": (req) => entitlements.listDelegations(deps, req),
       "delegations.put": (req) => entitlements.putDelegation(deps, req),
-      "themes.definitions": (req) => themes.listDefinitions(deps, req),
-      "themes.definition-put": (req) => themes.putDefinition(deps, req),
-      "themes.definition-activation": (req) => themes.activateDefinition(deps, req),
-      "themes.workspace": (req) => themes.getWorkspaceTheme(deps, req),
-      "themes.workspace-put": (req) => themes.putWorkspaceTheme(deps, req),
-      "themes.workspace-delete": (req) => themes.deleteWorkspaceTheme(deps, req),
-      "themes.effective": (req) => themes.getEffective(deps, req),
-      "themes.effective-current": (req) => themes.getEffectiveCurrent(deps, req),
-      "themes.settings": (req) => themes.getSettings(deps, req),
-      "themes.settings-put": (req) => themes.putSettings(deps, req),
+      "themes.definitions": (req) => themes.listDefinitions(themeDeps, req),
+      "themes.definition-put": (req) => themes.putDefinition(themeDeps, req),
+      "themes.definition-activation": (req) => themes.activateDefinition(themeDeps, req),
+      "themes.workspace": (req) => themes.getWorkspaceTheme(themeDeps, req),
+      "themes.workspace-put": (req) => themes.putWorkspaceTheme(themeDeps, req),
+      "themes.workspace-delete": (req) => themes.deleteWorkspaceTheme(themeDeps, req),
+      "themes.effective": (req) => themes.getEffective(themeDeps, req),
+      "themes.effective-current": (req) => themes.getEffectiveCurrent(themeDeps, req),
+      "themes.settings": (req) => themes.getSettings(themeDeps, req),
+      "themes.settings-put": (req) => themes.putSettings(themeDeps, req),
       "plugins.signature-report": (req) => reports.signatureReport(deps, req),
       "plugins.audit": (req) => reports.auditLog(deps, req),
       "plugins.credentials.issue": (req) => credentials.issue(credentialDeps, req),

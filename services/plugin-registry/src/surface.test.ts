@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { SurfaceRenderer } from "./runtime/renderer.js";
 import type { PluginRuntime } from "./runtime/runtime.js";
 import { renderSurface } from "./surface.js";
+import type { ThemeTables } from "./themes.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-surface-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,6 +30,7 @@ function loaded(pluginId: string, withEntry: boolean) {
 function deps(chain: string[], packages: Record<string, { root: string; sha256: string }>) {
   return {
     db: { any: async () => chain.map((plugin_id) => ({ plugin_id })) } as unknown as Db,
+    themes: {} as ThemeTables,
     runtime: { packageOf: (id: string) => packages[id] } as unknown as PluginRuntime,
     renderer: {} as SurfaceRenderer,
     log: {} as Logger,

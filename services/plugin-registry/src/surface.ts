@@ -17,10 +17,11 @@ import type { Logger } from "@svc/observability";
 import { publicChain } from "./assignments.js";
 import type { SurfaceRenderer } from "./runtime/renderer.js";
 import type { PluginRuntime } from "./runtime/runtime.js";
-import { themeOf } from "./themes.js";
+import { themeOf, type ThemeTables } from "./themes.js";
 
 export interface SurfaceDeps {
   readonly db: Db;
+  readonly themes: ThemeTables;
   readonly runtime: PluginRuntime;
   readonly renderer: SurfaceRenderer;
   readonly log: Logger;
@@ -50,7 +51,7 @@ export async function renderSurface(
   // being loaded): the gateway serves the shell and logs why.
   if (primary === undefined || primary.pluginId !== chain[0]) return { html: null, reason: "not-loaded" };
   if (!(await isFile(join(primary.dir, "index.njk")))) return { html: null, reason: "no-entry" };
-  const theme = await themeOf(deps.db, wk);
+  const theme = await themeOf(deps.themes, wk);
   const tokens: Record<string, string> = { ...theme.valuesByKey };
   if (theme.themePluginId !== null) tokens.themePluginId = theme.themePluginId;
   const context = {

@@ -5,19 +5,94 @@
  * `active`. Each move is serialised per plugin across replicas (the plugin's advisory lock), and the
  * activating replica loads the plugin before the state changes, so a plugin that cannot start never
  * becomes `active`. Every replica follows within a second (the lifecycle broadcast).
+ *
+ * The moves ask a `LifecycleTables` port (`lifecycleTables` is the PostgreSQL one), so their rules are
+ * unit-tested with the tables and the runtime in memory.
  */
 import type { Principal } from "@svc/bus";
-import { type Queries, sql } from "@svc/db";
+import { type Db, type Queries, sql } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
-import { audit, type HandlerWith, lockPlugin, type PluginDeps, type PluginRow, view } from "./common.js";
+import {
+  audit,
+  type HandlerWith,
+  lockPlugin,
+  type PluginDeps,
+  type PluginRow,
+  type PluginState,
+  view,
+} from "./common.js";
 import { refused } from "./packages.js";
 import type { PluginRuntime } from "./runtime/runtime.js";
 
-export interface ActivationDeps extends PluginDeps {
-  readonly runtime: PluginRuntime;
+/** What one move of one plugin asks of the tables, while the plugin is locked. */
+export interface PluginMove {
+  /** The plugin as stored, or null when it is not installed. */
+  readonly found: PluginRow | null;
+  /** The capabilities the active plugins other than this one provide. */
+  providedByOthers(): Promise<Set<string>>;
+  /** The active plugins other than this one that require one of `capabilities`, by plugin id. */
+  dependents(capabilities: readonly string[]): Promise<Array<{ pluginId: string; capability: string }>>;
+  /** Sets the state (and clears the failure reason). */
+  setState(state: Exclude<PluginState, "failed">): Promise<PluginRow>;
+}
+
+/** The plugins' lifecycle in the registry's tables. */
+export interface LifecycleTables {
+  /** Runs `change` with the plugin locked: one move at a time per plugin, across replicas. */
+  move<T>(pluginId: string, change: (move: PluginMove) => Promise<T>): Promise<T>;
+  /** `active` → `failed` with the reason, only while that package is the one installed; null otherwise. */
+  markFailed(pluginId: string, sha256: string, reason: string): Promise<PluginRow | null>;
+  /** Records an action in the registry's audit: succeeded without `error`, failed with it. */
+  audit(
+    principal: Principal,
+    action: string,
+    plugin: { id: string; version?: string },
+    error?: unknown,
+  ): Promise<void>;
+}
+
+export interface ActivationDeps extends Pick<PluginDeps, "metrics" | "announce"> {
+  readonly lifecycle: LifecycleTables;
+  readonly runtime: Pick<PluginRuntime, "load" | "unload" | "runningVersion">;
   readonly log: Logger;
+}
+
+/** The PostgreSQL lifecycle tables. */
+export function lifecycleTables(db: Db): LifecycleTables {
+  return {
+    move: (pluginId, change) =>
+      db.transaction(async (tx) => {
+        await lockPlugin(tx, pluginId);
+        const found = await tx.maybeOne<PluginRow>(
+          sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
+        );
+        return change({
+          found,
+          providedByOthers: () => providedByOthers(tx, pluginId),
+          async dependents(capabilities) {
+            const rows = await tx.any<{ plugin_id: string; capability: string }>(sql`
+              SELECT p.plugin_id, c AS capability
+              FROM plugin_registry.plugins p,
+                   jsonb_array_elements_text(coalesce(p.registry->'requiresCapabilities', '[]'::jsonb)) AS c
+              WHERE p.state = 'active' AND p.plugin_id <> ${pluginId} AND c = ANY(${capabilities}::text[])
+              ORDER BY p.plugin_id`);
+            return rows.map((r) => ({ pluginId: r.plugin_id, capability: r.capability }));
+          },
+          setState: (state) =>
+            tx.one<PluginRow>(sql`
+              UPDATE plugin_registry.plugins SET state = ${state}, failure_reason = NULL, updated_at = now()
+              WHERE plugin_id = ${pluginId} RETURNING *`),
+        });
+      }),
+    markFailed: (pluginId, sha256, reason) =>
+      db.maybeOne<PluginRow>(sql`
+        UPDATE plugin_registry.plugins SET state = 'failed', failure_reason = ${reason.slice(0, 1_000)}, updated_at = now()
+        WHERE plugin_id = ${pluginId} AND package_sha256 = ${sha256} AND state = 'active'
+        RETURNING *`),
+    audit: (principal, action, plugin, error) => audit(db, principal, action, plugin, error),
+  };
 }
 
 const RUNTIME: Principal = {
@@ -37,20 +112,15 @@ async function move(
   let version: string | undefined;
   try {
     const row = await deps.metrics.time(action, () =>
-      deps.db.transaction(async (tx) => {
-        await lockPlugin(tx, id);
-        const found = await tx.maybeOne<PluginRow>(
-          sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${id}`,
-        );
+      deps.lifecycle.move(id, async (tables) => {
+        const found = tables.found;
         if (found === null) throw new NotFoundError(`Plugin '${id}' is not installed.`);
         version = found.version;
         if (action === "deactivate") {
           if (found.state === "inactive") return found;
-          await refuseWhileNeeded(tx, found);
+          await refuseWhileNeeded(tables, found);
           await deps.runtime.unload(id);
-          return tx.one<PluginRow>(sql`
-            UPDATE plugin_registry.plugins SET state = 'inactive', failure_reason = NULL, updated_at = now()
-            WHERE plugin_id = ${id} RETURNING *`);
+          return tables.setState("inactive");
         }
         if (found.refused_reason !== null) {
           throw refused(
@@ -60,7 +130,7 @@ async function move(
         }
         if (found.state === "active" && deps.runtime.runningVersion(id) === found.package_sha256)
           return found;
-        await requireCapabilities(tx, found);
+        await requireCapabilities(tables, found);
         try {
           await deps.runtime.load(found);
         } catch (error) {
@@ -70,16 +140,14 @@ async function move(
             `Plugin '${id}' could not be activated: ${(error as Error).message}`,
           );
         }
-        return tx.one<PluginRow>(sql`
-          UPDATE plugin_registry.plugins SET state = 'active', failure_reason = NULL, updated_at = now()
-          WHERE plugin_id = ${id} RETURNING *`);
+        return tables.setState("active");
       }),
     );
-    await audit(deps.db, principal, action, { id, version });
+    await deps.lifecycle.audit(principal, action, { id, version });
     deps.announce(id);
     return { status: 200, body: view(row) };
   } catch (error) {
-    await audit(deps.db, principal, action, { id, version }, error);
+    await deps.lifecycle.audit(principal, action, { id, version }, error);
     throw error;
   }
 }
@@ -98,10 +166,10 @@ async function providedByOthers(tx: Queries, id: string): Promise<Set<string>> {
  * `requiresCapabilities`: a plugin is activated only when every capability it requires
  * is provided by an active plugin (or by itself); otherwise a 422 naming the first one missing.
  */
-async function requireCapabilities(tx: Queries, plugin: PluginRow): Promise<void> {
+async function requireCapabilities(tables: PluginMove, plugin: PluginRow): Promise<void> {
   const required = plugin.registry.requiresCapabilities ?? [];
   if (required.length === 0) return;
-  const provided = await providedByOthers(tx, plugin.plugin_id);
+  const provided = await tables.providedByOthers();
   for (const own of plugin.registry.capabilities ?? []) provided.add(own);
   const missing = required.find((c) => !provided.has(c));
   if (missing !== undefined) {
@@ -117,20 +185,15 @@ async function requireCapabilities(tx: Queries, plugin: PluginRow): Promise<void
  * A provider is not deactivated while an active plugin needs a capability only it provides: a 409 naming
  * the plugins to deactivate first (docs/plugins.md).
  */
-async function refuseWhileNeeded(tx: Queries, plugin: PluginRow): Promise<void> {
+async function refuseWhileNeeded(tables: PluginMove, plugin: PluginRow): Promise<void> {
   const offered = plugin.registry.capabilities ?? [];
   if (offered.length === 0) return;
-  const others = await providedByOthers(tx, plugin.plugin_id);
+  const others = await tables.providedByOthers();
   const onlyHere = offered.filter((c) => !others.has(c));
   if (onlyHere.length === 0) return;
-  const dependents = await tx.any<{ plugin_id: string; capability: string }>(sql`
-    SELECT p.plugin_id, c AS capability
-    FROM plugin_registry.plugins p,
-         jsonb_array_elements_text(coalesce(p.registry->'requiresCapabilities', '[]'::jsonb)) AS c
-    WHERE p.state = 'active' AND p.plugin_id <> ${plugin.plugin_id} AND c = ANY(${onlyHere}::text[])
-    ORDER BY p.plugin_id`);
+  const dependents = await tables.dependents(onlyHere);
   if (dependents.length === 0) return;
-  const names = [...new Set(dependents.map((d) => d.plugin_id))];
+  const names = [...new Set(dependents.map((d) => d.pluginId))];
   throw new SvcError(
     ErrorCode.Conflict,
     `Plugin '${plugin.plugin_id}' provides '${dependents[0]?.capability}', which the active plugin(s) ${names.map((n) => `'${n}'`).join(", ")} require and no other active plugin provides: deactivate them first.`,
@@ -154,11 +217,8 @@ export const deactivate: Handler<"plugins.deactivate"> = (deps, req) =>
 export async function recordFailure(deps: ActivationDeps, id: string, sha256: string, reason: string) {
   deps.log.warn({ pluginId: id, reason }, "the plugin runtime stopped a plugin");
   deps.metrics.failed(reason);
-  const row = await deps.db.maybeOne<PluginRow>(sql`
-    UPDATE plugin_registry.plugins SET state = 'failed', failure_reason = ${reason.slice(0, 1_000)}, updated_at = now()
-    WHERE plugin_id = ${id} AND package_sha256 = ${sha256} AND state = 'active'
-    RETURNING *`);
+  const row = await deps.lifecycle.markFailed(id, sha256, reason);
   if (row === null) return;
-  await audit(deps.db, RUNTIME, "fail", { id, version: row.version }, reason);
+  await deps.lifecycle.audit(RUNTIME, "fail", { id, version: row.version }, reason);
   deps.announce(id);
 }

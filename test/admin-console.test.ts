@@ -1,5 +1,5 @@
 /**
- * Issue 28: the admin console at /admin/, in headless Chromium against the real stack. Its first load is
+ * The admin console at /admin/, in headless Chromium against the real stack. Its first load is
  * measured on the built files (gzip, the budget is 150 KB); journeys sign in, create a tenant, a workspace
  * and a user, upload and activate the example plugin with the file picker, subscribe a webhook (its secret
  * shown once) and see the delivery the new user caused, see the jobs, and sign in as a workspace admin who

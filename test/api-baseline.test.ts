@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 5 (spec 9.3): the public interface of the packages plugins build against is tracked
+ * The public interface of the packages plugins build against is tracked
  * against a shipped and an unshipped baseline, and a mismatch fails `make api-check` (so `make check` and
  * CI). The repository matches its baselines; in a copy of the tree, a changed public type fails the check
  * with a diff, `--update` takes the change into the unshipped baseline, and the comparison with the

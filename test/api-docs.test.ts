@@ -1,5 +1,5 @@
 /**
- * Issue 32, item 5: the interactive API reference at /api/docs, opened in a real browser (headless
+ * The interactive API reference at /api/docs, opened in a real browser (headless
  * Chromium, playwright-core): Swagger UI renders the gateway's own OpenAPI document, served from the
  * package (no request leaves the gateway), under the gateway's content security policy, and an operation
  * is found under its tag. In production it is off unless BackendHost__EnableApiDocs=true.

@@ -1,4 +1,4 @@
-/** Issue 3 item 9: the one-time bootstrap of the first platform operator, and signing in as it. */
+/** The one-time bootstrap of the first platform operator, and signing in as it. */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 

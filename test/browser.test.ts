@@ -1,5 +1,5 @@
 /**
- * Issue 13, item 8: the public surface in a real browser (headless Chromium driven by playwright-core). A
+ * The public surface in a real browser (headless Chromium driven by playwright-core). A
  * page at a workspace's host loads bootstrap.js and reads window.__SVC_WORKSPACE_CONTEXT__; the rendered
  * surface of a workspace whose chain has two plugins (the primary extending the other's layout) shows the
  * overriding block. Chromium comes from Debian's package (.ci/run installs it); where none can be

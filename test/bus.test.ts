@@ -1,5 +1,5 @@
 /**
- * Issue 2: the bus on a real NATS server: typed request/reply, errors crossing the wire as the same
+ * The bus on a real NATS server: typed request/reply, errors crossing the wire as the same
  * SvcError, queue groups sharing load between replicas, the deadline travelling with the request, drain
  * finishing in-flight work, and idempotent provisioning of the events stream.
  */
@@ -48,7 +48,7 @@ afterAll(async () => {
   await Promise.all(connections.filter((nc) => !nc.isClosed()).map((nc) => nc.close()));
 });
 
-describe("issue 9, point 5: a request past its deadline changes nothing", () => {
+describe("a request past its deadline changes nothing", () => {
   it("rolls back a transaction that would commit after the caller's deadline (the caller saw 504)", async () => {
     const db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "deadline-test" });
     await db.query(sql`CREATE TABLE IF NOT EXISTS public.deadline_writes (n int)`);
@@ -234,7 +234,7 @@ describe("request/reply", () => {
   });
 });
 
-describe("the NATS service protocol (issue 10, item 5)", () => {
+describe("the NATS service protocol", () => {
   const prefix = h.env.SVC_SUBJECT_PREFIX as string;
   /** Every replica's answer to a discovery request, this run's only (other runs share the server). */
   async function discover<T>(nc: NatsConnection, subject: string): Promise<T[]> {

@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 1: the configuration API. Definitions and effective values gathered from every running
+ * The configuration API. Definitions and effective values gathered from every running
  * service (secrets never shown), run-time values checked by the services that own them, and a changed rate
  * limit taking effect on a second gateway without a restart.
  */

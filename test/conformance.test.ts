@@ -1,7 +1,7 @@
 /**
- * Issue 3: a table-driven walk of every operator route of spec 5.4 through the real gateway, for seven
- * kinds of caller. Every route must be served (no 503 anywhere, issue 14: a route answering 503 fails its
- * own test) and behave as the guard requires.
+ * A table-driven walk of every operator route of the spec's route catalogue through the real gateway, for
+ * seven kinds of caller. Every route must be served (no 503 anywhere: a route answering 503 fails its own
+ * test) and behave as the guard requires.
  */
 import { gatewayService, OPERATOR_ROUTES, type OperatorRoute } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
@@ -66,12 +66,12 @@ beforeAll(async () => {
 });
 afterAll(() => h.stopAll());
 
-describe("every operator route (spec 5.4)", () => {
+describe("every operator route", () => {
   it("declares each route once, with a core permission key", () => {
     const seen = new Set(OPERATOR_ROUTES.map((r) => `${r.method} ${r.path}`));
     expect(seen.size).toBe(OPERATOR_ROUTES.length);
     expect(OPERATOR_ROUTES.length).toBeGreaterThan(90);
-    // Integrations (issue 14, item 7) are among them, walked below with real answers.
+    // Integrations are among them, walked below with real answers.
     for (const path of ["/api/security/integrations", "/api/security/integrations/:id"]) {
       expect(
         OPERATOR_ROUTES.some((r) => r.path === path),
@@ -84,7 +84,7 @@ describe("every operator route (spec 5.4)", () => {
     const key = keyOf(route);
     const superadmin = await mintToken({ scope: "platform", roles: ["superadmin"] });
     const probe = await call(route, superadmin);
-    // Served (issue 14): a 503 means no service answers this route.
+    // Served: a 503 means no service answers this route.
     expect(probe.status, `${route.method} ${route.path} is not served: 503 ${probe.text}`).not.toBe(503);
     const allowed = (status: number) => expect([401, 403, 500, 503]).not.toContain(status);
 
@@ -93,7 +93,7 @@ describe("every operator route (spec 5.4)", () => {
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers["content-type"]).toMatch(/^application\/problem\+json/);
 
-    // a token lacking the key: exactly the problem document of spec 2.5
+    // a token lacking the key: exactly the spec's problem document for a missing key
     const lacking = await call(
       route,
       await mintToken({ scope: "platform", permissions: ["snippet.read"].filter((k) => k !== key) }),
@@ -126,7 +126,7 @@ describe("every operator route (spec 5.4)", () => {
       expect(scoped.status).toBe(404);
     }
     if (route.platformOnly) {
-      // In its own workspace (reach is checked first, issue 33, item 4): the scope is what it lacks.
+      // In its own workspace (reach is checked first): the scope is what it lacks.
       const scoped = await call(
         route,
         await mintToken({ scope: "workspace", workspaceKey: "ws-other", permissions: [key] }),
@@ -149,7 +149,7 @@ describe("the OpenAPI description", () => {
       expect(op?.["x-svc-permission"]).toBe(keyOf(route));
     }
     expect(Object.keys(doc.paths).some((p) => p.startsWith("/workspace/public"))).toBe(false);
-    // Request and response shapes for each (issue 14): a body where the route takes one, a schema for
+    // Request and response shapes for each: a body where the route takes one, a schema for
     // every success answer that has a body, 204 where there is none.
     type Op = {
       requestBody?: { content: Record<string, { schema?: unknown }> };
@@ -179,7 +179,7 @@ describe("the OpenAPI description", () => {
     expect(doc.paths["/health"]).toBeUndefined();
   });
 
-  it("groups operations by tag and says, per operation, what it does and who may call it (issue 32)", async () => {
+  it("groups operations by tag and says, per operation, what it does and who may call it", async () => {
     type Operation = {
       tags?: string[];
       summary: string;

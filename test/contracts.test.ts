@@ -1,5 +1,5 @@
 /**
- * Issue 10, item 1: one typed contract per route. The type checks below are compiled by `make typecheck`
+ * One typed contract per route. The type checks below are compiled by `make typecheck`
  * (CI runs it): each `@ts-expect-error` line must fail to compile, or tsc reports the directive as unused.
  * The runtime checks show the service side refusing what the contract refuses, whoever sends it.
  */
@@ -267,7 +267,7 @@ export function compileTimeChecks(bus: Bus) {
 
 const countJob = defineJob<{ n: number }>("count", { maxAttempts: 2 });
 
-describe("route contracts (issue 10, item 1)", () => {
+describe("route contracts", () => {
   it("gives every route one subject, owned by the service its first token names", () => {
     const subjects = OPERATOR_ROUTES.map((r) => r.subject);
     expect(new Set(subjects).size).toBe(subjects.length);
@@ -338,7 +338,7 @@ describe("a service's job types", () => {
   });
 });
 
-describe("issue 33, item 5: one table of platform keys", () => {
+describe("one table of platform keys", () => {
   const keysOf = (r: (typeof OPERATOR_ROUTES)[number]): readonly string[] =>
     typeof r.permission === "string" ? [r.permission] : r.permission;
 
@@ -367,7 +367,7 @@ describe("issue 33, item 5: one table of platform keys", () => {
   });
 });
 
-describe("issue 33, item 21: one place for every reading of the spec", () => {
+describe("one place for every reading of the spec", () => {
   it("docs/spec-conformance.md names every ADR, and the docs link to it", () => {
     const conformance = readFileSync(join(repoRoot, "docs", "spec-conformance.md"), "utf8");
     const adrs = readdirSync(join(repoRoot, "docs", "adr")).filter((f) => /^\d{4}-/.test(f));

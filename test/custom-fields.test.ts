@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 4: custom fields. A plugin defines them (registry.json customFields) on platform entities
+ * Custom fields. A plugin defines them (registry.json customFields) on platform entities
  * and on its own; the definitions reach the resolver through the registry's contributions; values are
  * checked by type, options and required; a workspace session reaches only its workspace's fields.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 9, point 8: a terminated database connection (57P01, what a failover or pg_terminate_backend
+ * A terminated database connection (57P01, what a failover or pg_terminate_backend
  * sends) fails no idempotent read: it runs again on a fresh connection. A write is not run again.
  */
 import { createDb, isReadOnly, sql } from "@svc/db";
@@ -31,7 +31,7 @@ async function terminateWhileRunning(pattern: string) {
   throw new Error("the statement never started");
 }
 
-describe("issue 9, point 8: reads survive a terminated connection", () => {
+describe("reads survive a terminated connection", () => {
   it("runs a read again on a fresh connection when its connection is terminated mid-statement", async () => {
     // The outcome is captured at once: a rejection must not go unhandled while the test terminates.
     const read = db.one<{ answer: number }>(sql`SELECT 42 AS answer, pg_sleep(1) AS slept`).then(

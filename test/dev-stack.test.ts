@@ -1,5 +1,5 @@
 /**
- * Issue 8, point 1: the README's first command on a machine with no PostgreSQL: `make dev` (scripts/dev.ts)
+ * The README's first command on a machine with no PostgreSQL: `make dev` (scripts/dev.ts)
  * against ports where nothing listens starts its own NATS and an embedded PostgreSQL, serves the resolve
  * route, and stops cleanly; reusing the embedded data folder with another password says what to do.
  */
@@ -68,8 +68,8 @@ function startDev(env: Record<string, string>) {
   return { child, exited, output: () => output, waitForOutput };
 }
 
-describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
-  // Issue 32, item 6: each start is from an empty data folder, so initdb runs and the first connection
+describe("make dev on a machine with no PostgreSQL", () => {
+  // Each start is from an empty data folder, so initdb runs and the first connection
   // meets a server that has only just opened its port (it answered 57P03 and make dev stopped, 2 runs in 4).
   // DEV_STARTS=5 npx vitest run test/dev-stack.test.ts starts it five times.
   const starts = Number(process.env.DEV_STARTS ?? 2);
@@ -114,7 +114,7 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
       const gateway = `http://127.0.0.1:${gatewayPort}`;
       const login = await signIn(gateway, { username: "admin", password: "admin-dev-password" });
       expect(login.status).toBe(200);
-      // The example plugin is installed, active and in workspace default's chain (issues 11 and 12).
+      // The example plugin is installed, active and in workspace default's chain.
       await dev.waitForOutput(
         /example plugin {2}hello 1\.0\.0 installed, active, added to workspace default's chain/,
         30_000,
@@ -171,7 +171,7 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
 });
 
 /**
- * Issue 23, item 7: `make dev SECURE=1` runs the local bus in the production shape: a nats-server of its
+ * `make dev SECURE=1` runs the local bus in the production shape: a nats-server of its
  * own with the authorization `make nats-auth` writes and TLS (a CA of its own), each service on its own
  * user. The stack works (sign-in, the example plugin answering); a client with no credentials is refused
  * by that server, and one without TLS too.
@@ -179,7 +179,7 @@ describe("issue 8, point 1: make dev on a machine with no PostgreSQL", () => {
 describe("make dev SECURE=1", () => {
   it("runs every service on its own NATS user; an anonymous client is refused; an operator's signer does not replace the development one", async () => {
     const database = `svc_dev_secure_${process.pid}`;
-    // A signer of the operator's own at index 0 (issue 22, item 9): the example plugin still installs.
+    // A signer of the operator's own at index 0: the example plugin still installs.
     const operatorSigner = generateKeyPairSync("ec", { namedCurve: "P-256" })
       .publicKey.export({ type: "spki", format: "pem" })
       .toString();

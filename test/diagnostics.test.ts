@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 6: the diagnostics recorder. One recording at a time records, in every service, the
+ * The diagnostics recorder. One recording at a time records, in every service, the
  * database statements (with their literals) and the NATS requests with timings, and stops by itself at its
  * time or entry limit; only `diagnostics.record` reads it.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 34, item 13: deleting a workspace or a tenant cleaned memberships, grants, delegations, chains and
+ * Deleting a workspace or a tenant cleaned memberships, grants, delegations, chains and
  * themes through a fire-and-forget broadcast; a service that missed it (down, restarting) kept them, and a
  * workspace created again under the same key, even by another tenant, inherited them. The deletions now
  * travel as events the services follow with durable consumers. The fault: rbac and the plugin registry are

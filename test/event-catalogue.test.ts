@@ -1,5 +1,5 @@
 /**
- * Issue 26, item 8: the event catalogue gives each event's JSON Schema and an example. The platform's
+ * The event catalogue gives each event's JSON Schema and an example. The platform's
  * schemas are checked against what the platform really publishes: the operator API drives the events, a
  * plain NATS client reads them off the stream, and Ajv (not the TypeBox the publishers are typed by) checks
  * each one's data against the schema the catalogue serves.

@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 5: flows. A flow's trigger is matched like a webhook subscription; its actions (call a
+ * Flows. A flow's trigger is matched like a webhook subscription; its actions (call a
  * URL, publish an event, create a notification) run in order as one durable `flow.run` job, and a run
  * whose dispatcher is killed mid-way is finished by another after the lease, each step once.
  */
@@ -311,7 +311,7 @@ describe("flow runs", () => {
     await dispatcher.stop();
   }, 90_000);
 
-  it("refuses a flow that would publish a core event of the platform (issue 21, item 5)", async () => {
+  it("refuses a flow that would publish a core event of the platform", async () => {
     const dispatcher = await h.start(webhookDispatcherService, extra);
     for (const eventName of ["user.deleted", "plugin.refused", "flow.", "hello.greeted"]) {
       const refused = await api("POST", "/api/flows", operator, {
@@ -335,7 +335,7 @@ describe("flow runs", () => {
     await dispatcher.stop();
   }, 40_000);
 
-  it("stops a wide chain of flows at its event budget and caps flows per workspace (issue 34, item 5)", async () => {
+  it("stops a wide chain of flows at its event budget and caps flows per workspace", async () => {
     const dispatcher = await h.start(webhookDispatcherService, {
       ...extra,
       BackendHost__FlowEventBudget: "15",
@@ -376,7 +376,7 @@ describe("flow runs", () => {
     await dispatcher.stop();
   }, 40_000);
 
-  it("fills placeholders from masked data: a flow cannot copy an e-mail address into a new name (issue 34, item 11)", async () => {
+  it("fills placeholders from masked data: a flow cannot copy an e-mail address into a new name", async () => {
     const dispatcher = await h.start(webhookDispatcherService, extra);
     const created = await api("POST", "/api/flows", operator, {
       name: "copier",
@@ -414,7 +414,7 @@ describe("flow runs", () => {
     await dispatcher.stop();
   }, 40_000);
 
-  it("sends a flow's http actions through the receiver's circuit (issue 34, item 5)", async () => {
+  it("sends a flow's http actions through the receiver's circuit", async () => {
     const dispatcher = await h.start(webhookDispatcherService, {
       ...extra,
       BackendHost__WebhookCircuitFailureThreshold: "2",

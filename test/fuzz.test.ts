@@ -1,5 +1,5 @@
 /**
- * Issue 8, point 12: a short fuzz in CI. Requests generated from the gateway's OpenAPI description and the
+ * A short fuzz in CI. Requests generated from the gateway's OpenAPI description and the
  * public routes, valid and mutated, for every kind of caller, against the whole stack on real NATS and
  * PostgreSQL (the fuzzer is test/fuzz/; `make fuzz` runs it longer, with a new seed each time). FUZZ_SEED
  * repeats a run with another seed; FUZZ_REQUESTS changes its length.
@@ -32,7 +32,7 @@ const failuresOf = (report: FuzzReport, ...categories: Category[]) =>
     .filter((f) => categories.includes(f.failure as Category))
     .map((f) => `${f.failure}: ${describeRequest(f.request).slice(0, 240)} → ${f.answer.status}`);
 
-describe("issue 8, point 12: the fuzz harness, short run", () => {
+describe("the fuzz harness, short run", () => {
   let report: FuzzReport;
 
   it("sends generated and mutated requests to every kind of route for every kind of caller", async () => {

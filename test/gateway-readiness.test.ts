@@ -1,5 +1,5 @@
 /**
- * Issue 2: `/health` checks nothing; `/ready` turns 503 within 5 s of PostgreSQL becoming unreachable,
+ * `/health` checks nothing; `/ready` turns 503 within 5 s of PostgreSQL becoming unreachable,
  * naming it, and 200 again when it returns.
  */
 import { Agent, request as httpRequest } from "node:http";
@@ -72,7 +72,7 @@ describe("health and readiness", () => {
   });
 });
 
-describe("issue 9, point 7: shutdown drains", () => {
+describe("shutdown drains", () => {
   it("on stop, /ready turns 503 at once while the listener keeps serving for the drain delay, then closes", async () => {
     const gateway = await h.start(gatewayService, { SHUTDOWN_DRAIN_DELAY_MS: "1500" });
     const address = gateway.hooks.httpAddress as string;
@@ -87,7 +87,7 @@ describe("issue 9, point 7: shutdown drains", () => {
     await expect(http(`${address}/health`, { timeoutMs: 2_000 })).rejects.toThrow();
   });
 
-  it("answers Connection: close while draining, so no kept-alive connection is reset at the close (issue 22, item 5)", async () => {
+  it("answers Connection: close while draining, so no kept-alive connection is reset at the close", async () => {
     const gateway = await h.start(gatewayService, { SHUTDOWN_DRAIN_DELAY_MS: "1500" });
     const url = new URL(`${gateway.hooks.httpAddress as string}/health`);
     const agent = new Agent({ keepAlive: true, maxSockets: 4 });

@@ -1,5 +1,5 @@
 /**
- * Issue 3: what must hold across gateway replicas: a revoked session is refused by every replica within a
+ * What must hold across gateway replicas: a revoked session is refused by every replica within a
  * second, and rate limits count across replicas (429 with Retry-After: 60); X-Forwarded-For is believed
  * only from trusted proxies.
  */
@@ -117,7 +117,7 @@ describe("rate limits across two gateways", () => {
       await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
     const window = Math.floor(Date.now() / 60_000);
     const statuses: number[] = [];
-    // Issue 32, item 4: each answer under the limit says the policy and what is left of it.
+    // Each answer under the limit says the policy and what is left of it.
     const remaining: number[] = [];
     const seen = (response: HttpResponse) => {
       statuses.push(response.status);

@@ -1,6 +1,6 @@
 /**
- * Issue 2: `GET /workspace/public/resolve` end to end, gateway → NATS → resolver → PostgreSQL, with the
- * resolution rules 2.1.1–2.1.3 and the gateway's cache kept coherent by change notifications.
+ * `GET /workspace/public/resolve` end to end, gateway → NATS → resolver → PostgreSQL, with the spec's
+ * resolution rules and the gateway's cache kept coherent by change notifications.
  */
 import { gatewayService } from "@svc/service-gateway";
 import { pluginRegistryService } from "@svc/service-plugin-registry";
@@ -49,7 +49,7 @@ describe("GET /workspace/public/resolve", () => {
     expect(await resolve({ host: "LocalHost:8080" })).toEqual({ resolved: true, workspaceKey: "default" });
   });
 
-  it("prefers X-Forwarded-Host to Host (rule 2.1.1)", async () => {
+  it("prefers X-Forwarded-Host to Host", async () => {
     expect(await resolve({ host: "localhost", "x-forwarded-host": "acme.example" })).toEqual({
       resolved: true,
       workspaceKey: "acme-main",
@@ -74,7 +74,7 @@ describe("GET /workspace/public/resolve", () => {
     });
   });
 
-  it("hides an inactive workspace and sees it again when reactivated (rule 2.1.2, cache invalidated)", async () => {
+  it("hides an inactive workspace and sees it again when reactivated (cache invalidated)", async () => {
     const headers = { host: "other.example" };
     expect(await resolve(headers)).toEqual({ resolved: true, workspaceKey: "other-ws" });
     await h.sql(`UPDATE resolver.workspaces SET is_active = false WHERE key = 'other-ws'`);
@@ -101,7 +101,7 @@ describe("GET /workspace/public/resolve", () => {
   });
 });
 
-describe("default tenant key (rule 2.1.2)", () => {
+describe("default tenant key", () => {
   it("hides workspaces of other tenants when a default tenant key is configured", async () => {
     // Its own subject prefix, so that only the resolver configured with the default tenant answers it.
     const scoped = {
@@ -112,7 +112,7 @@ describe("default tenant key (rule 2.1.2)", () => {
     const registry = await h.start(pluginRegistryService, scoped);
     const gateway = await h.start(gatewayService, scoped);
     try {
-      // The UI chain too (spec 4.1 UI-chain rules; issue 33, item 16): only the default tenant's
+      // The UI chain too: only the default tenant's
       // workspaces expose it; another tenant's answers the 404 of a workspace that does not exist.
       const chain = (wk: string) =>
         http(`${gateway.hooks.httpAddress}/workspace/public/ui-chain?workspaceKey=${wk}`);

@@ -1,5 +1,5 @@
 /**
- * Issue 2: a service that does not answer gives a 503 or 504 problem document quickly, never a hang.
+ * A service that does not answer gives a 503 or 504 problem document quickly, never a hang.
  */
 import { connect } from "@nats-io/transport-node";
 import { Header } from "@svc/bus";

@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 4: the Grafana dashboard (deploy/helm/svc/dashboards/svc-platform.json, shipped by the
+ * The Grafana dashboard (deploy/helm/svc/dashboards/svc-platform.json, shipped by the
  * chart as a ConfigMap for Grafana's sidecar) shows the gateway's request rates and latencies, job queue
  * depth and dead letters, webhook deliveries and circuits, and plugin lifecycle operations; every metric
  * its queries name, and every metric the chart's Prometheus rules name, is one the platform exposes. What
@@ -207,7 +207,7 @@ describe("the Grafana dashboard", () => {
     expect(dashboard.templating.list.map((v) => v.name)).toEqual(["datasource", "namespace"]);
   });
 
-  it("shows what the issue lists: requests and latency, queue depth and dead letters, deliveries and circuits, plugin lifecycle", () => {
+  it("shows requests and latency, queue depth and dead letters, deliveries and circuits, plugin lifecycle", () => {
     const names = new Set(dashboardQueries().flatMap((q) => metricNames(q.expr)));
     for (const metric of [
       "svc_http_request_duration_seconds_count",

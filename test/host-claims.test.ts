@@ -1,5 +1,5 @@
 /**
- * Issue 21, item 3: a host belongs to one tenant. The attack: a workspace admin of one tenant, holding only
+ * A host belongs to one tenant. The attack: a workspace admin of one tenant, holding only
  * `workspace.update`, bound another tenant's host under a new prefix (`b.example` + `/login`) and served
  * its page there, and the 409 for an exact clash named the other workspace. Now hosts are assigned to
  * tenants (by the platform, or when a platform session first binds them), a workspace binds only its

@@ -1,5 +1,5 @@
 /**
- * Issue 22, item 3: an `Idempotency-Key` makes a retry safe after any fault. The owning service keeps the
+ * An `Idempotency-Key` makes a retry safe after any fault. The owning service keeps the
  * outcome of a keyed write in the transaction of its change, so a retry replays it even when the first
  * answer was lost after the commit (a 504: here NATS hangs between the commit and the reply) or when NATS
  * lost the gateway's key store (a restart with an empty store). Before, the retry ran again: a second
@@ -47,7 +47,7 @@ const post = (path: string, body: unknown, key: string) =>
 
 const count = async (text: string, values: unknown[]) => (await h.sql<{ n: number }>(text, values))[0]?.n;
 
-describe("issue 22, item 3: a keyed write's outcome is kept with its change", () => {
+describe("a keyed write's outcome is kept with its change", () => {
   it("replays a write committed just before its 504 instead of running it again", async () => {
     const target = "http://127.0.0.1:9/durable-hook";
     const subscriptions = () =>

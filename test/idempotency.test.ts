@@ -1,5 +1,5 @@
 /**
- * Issue 9, point 5: write routes accept an `Idempotency-Key` (the IETF draft's semantics): the same key and
+ * Write routes accept an `Idempotency-Key` (the IETF draft's semantics): the same key and
  * request replays the first answer without running again; the same key with another request is a 422; an
  * error answer is replayed too; keys belong to their caller.
  */
@@ -34,7 +34,7 @@ const api = bearerApi(() => base);
 const createUser = (body: unknown, key?: string, token = operator) =>
   api("POST", "/api/users", token, body, { headers: key === undefined ? {} : { "idempotency-key": key } });
 
-describe("issue 9, point 5: Idempotency-Key", () => {
+describe("Idempotency-Key", () => {
   it("replays the first answer for a retry with the same key and request, and runs it once", async () => {
     const body = { userName: "idem-user", password: "long-enough-password" };
     const first = await createUser(body, "key-1");
@@ -80,7 +80,7 @@ describe("issue 9, point 5: Idempotency-Key", () => {
     expect(bad.status).toBe(400);
   });
 
-  it("gives each API key its own keys (issue 34, item 8)", async () => {
+  it("gives each API key its own keys", async () => {
     const grant = await api("PUT", "/api/rbac/roles/host.api", operator, { permissions: ["user.create"] });
     expect(grant.status, grant.text).toBeLessThan(300);
     const withKey = (apiKey: string) =>

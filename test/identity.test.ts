@@ -1,5 +1,5 @@
 /**
- * Issue 3: sign-in, tokens and the JWKS, token tampering, `alg: none`, expiry, the break-glass API key,
+ * Sign-in, tokens and the JWKS, token tampering, `alg: none`, expiry, the break-glass API key,
  * users and memberships with member-role filtering, workspace reach, and the events they publish.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -199,7 +199,7 @@ describe("users, memberships and member roles", () => {
       workspace_key: "acme",
       role: ["acme-ops", "admin"],
     });
-    // tenant.create, user.update and * never survive (spec 5.6.3).
+    // tenant.create, user.update and * never survive in a workspace session.
     expect(claims.permission).toEqual([
       "membership.delete",
       "membership.read",

@@ -1,5 +1,5 @@
 /**
- * Issue 21, item 7: connections that never send a byte cannot take the gateway down. One client opening
+ * Connections that never send a byte cannot take the gateway down. One client opening
  * more sockets than the process has file descriptors (12,000 here; the limit is 20,000 and the test's
  * process holds both ends) is cut off at its cap as the sockets open, and sockets under the cap that stay
  * silent are closed after the headers timeout; meanwhile `/health` answers another client. Before the cap

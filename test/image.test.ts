@@ -1,5 +1,5 @@
 /**
- * Issue 15, items 5 and 6: the container image and the version fixed at build time. `docker build` cannot
+ * The container image and the version fixed at build time. `docker build` cannot
  * run here, so this checks what it would use: every file deploy/Dockerfile copies exists in the tree or is
  * made by the build (`scripts/build.mjs`, which `make build` runs), every bundle the image and the chart
  * start is built, the image runs as a non-root user with production dependencies only and carries the
@@ -220,7 +220,7 @@ describe("the container image (deploy/Dockerfile)", () => {
   });
 });
 
-describe("the version fixed at build time (spec 9.2)", () => {
+describe("the version fixed at build time", () => {
   it("the built gateway reports the version, commit and build time on /version (management port) and /health", async () => {
     const h = await createHarness();
     try {

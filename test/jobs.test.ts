@@ -1,5 +1,5 @@
 /**
- * Issue 4: the job engine on real PostgreSQL: the transitions of spec 3.1, fencing tokens, the reaper,
+ * The job engine on real PostgreSQL: the spec's state transitions, fencing tokens, the reaper,
  * the backoff schedule, a worker process killed or frozen mid-job, concurrency, dead letters and the
  * jobs list's visibility by scope.
  */
@@ -94,7 +94,7 @@ function newWorker(options: Partial<ConstructorParameters<typeof JobWorker>[0]> 
   return worker;
 }
 
-describe("transitions (spec 3.1)", () => {
+describe("transitions", () => {
   it("Pending → claim → Running with a lease and a fresh token; success → Succeeded", async () => {
     const { id } = await enqueue(db, noopJob, {});
     expect((await row(id)).status).toBe(JobStatus.Pending);
@@ -252,7 +252,7 @@ describe("the worker", () => {
     await Promise.all(started.map((w) => w.stop()));
   });
 
-  it("an idle worker makes only its slow-poll claims, not a busy loop (issue 8, point 0)", async () => {
+  it("an idle worker makes only its slow-poll claims, not a busy loop", async () => {
     const { db: counted, claims } = claimCountingDb("idle-test");
     const worker = newWorker({ db: counted, pollIntervalMs: 500 });
     worker.register(noopJob, { concurrency: 4, handler: async () => undefined });
@@ -322,7 +322,7 @@ describe("the worker", () => {
     await worker.stop();
   });
 
-  it("a deferred job runs later without spending an attempt (issue 9, point 6)", async () => {
+  it("a deferred job runs later without spending an attempt", async () => {
     const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     const worker = newWorker({ pollIntervalMs: 50 });
     let runs = 0;
@@ -484,7 +484,7 @@ describe("a worker process that dies or freezes mid-job", () => {
     await reaper.stop();
   }, 40_000);
 
-  it("a killed worker's claim under the five-minute lease is released within seconds: its heartbeat stopped (issue 22, item 4)", async () => {
+  it("a killed worker's claim under the five-minute lease is released within seconds: its heartbeat stopped", async () => {
     const { id } = await enqueue(db, noopJob, { sleepMs: 60_000 });
     const { child, lines } = spawnWorker(300_000);
     await until(async () => lines.includes(`started ${id}`), 20_000);
@@ -555,7 +555,7 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
     roles: [],
   };
 
-  it("pages through more than 1,000 jobs in numeric id order, each exactly once (issue 9, point 3)", async () => {
+  it("pages through more than 1,000 jobs in numeric id order, each exactly once", async () => {
     await enqueueMany(
       db,
       Array.from({ length: 1_050 }, (_, n) => noopJob.request({ n })),
@@ -686,7 +686,7 @@ describe("GET /api/jobs through the gateway", () => {
   });
 });
 
-describe("POST /api/jobs/{id}/retry through the gateway (issue 28)", () => {
+describe("POST /api/jobs/{id}/retry through the gateway", () => {
   it("puts a dead letter back in the queue for one more attempt, wakes the workers, and refuses the rest", async () => {
     const { gatewayService } = await import("@svc/service-gateway");
     const { rbacService } = await import("@svc/service-rbac");
@@ -738,7 +738,7 @@ describe("POST /api/jobs/{id}/retry through the gateway (issue 28)", () => {
   });
 });
 
-describe("listJobs filters (issue 33, item 18)", () => {
+describe("listJobs filters", () => {
   it("returns exactly the jobs each filter and combination names, newest first, past a cursor", async () => {
     // Types of their own (no worker handles them).
     const alpha = defineJob<Record<string, never>>("alpha", { maxAttempts: 3 });

@@ -1,5 +1,5 @@
 /**
- * Issue 22, item 3, on the real database: how a service keeps a keyed write's outcome with its change
+ * On the real database: how a service keeps a keyed write's outcome with its change
  * (`KeyedOutcomes` over `Db.unitOfWork`). Two requests with one key at once run the work once and both get
  * its answer; a 4xx answer is kept while the handler's changes are rolled back; a 5xx keeps nothing and
  * changes nothing; announcements wait for the commit and are dropped with a rollback.

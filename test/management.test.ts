@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 1: every service has a management listener for probes and a per-pod scrape. Each one's
+ * Every service has a management listener for probes and a per-pod scrape. Each one's
  * readiness turns false when its NATS connection is cut and true again when NATS is back; liveness does
  * not depend on NATS; `/metrics` serves the replica's own metrics.
  */
@@ -51,7 +51,7 @@ describe("management listeners", () => {
       const health = await http(`${address(service)}/health`);
       expect(health.status, name).toBe(200);
       expect(health.json(), name).toEqual({ status: "ok", version: HOST_VERSION });
-      // Spec 9.2: what this build is. Run from the sources, commit and build time are unknown.
+      // What this build is. Run from the sources, commit and build time are unknown.
       expect((await http(`${address(service)}/version`)).json(), name).toEqual({
         service: name,
         version: HOST_VERSION,

@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 3: media. A multipart upload stored where every replica reads it, its type sniffed from
+ * Media. A multipart upload stored where every replica reads it, its type sniffed from
  * the bytes and its name sanitised; the content served with ETag, Content-Length, ranges,
  * Content-Disposition and nosniff; an upload over the limit refused with 413 and nothing stored; a
  * workspace session sees only its workspace's files; events for uploads and deletions.
@@ -155,7 +155,7 @@ describe("media", () => {
 });
 
 /**
- * Issue 34, item 8: the upload was stored before its Idempotency-Key was checked, so a retry never replayed
+ * A regression: the upload was stored before its Idempotency-Key was checked, so a retry never replayed
  * (the fingerprint held a fresh object name: 422) and refused uploads left bytes no listing shows.
  */
 describe("media uploads and Idempotency-Key", () => {
@@ -224,7 +224,7 @@ describe("media uploads and Idempotency-Key", () => {
     expect(b.json.workspaceKey).toBe("other-mw");
   });
 
-  it("a file whose bytes the object store lost is a 404 saying so, and is not listed (issue 22, item 6)", async () => {
+  it("a file whose bytes the object store lost is a 404 saying so, and is not listed", async () => {
     const kept = await upload(PNG, "kept-then-lost.png");
     expect(kept.status).toBe(201);
     const id = kept.json.id as string;

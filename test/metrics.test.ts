@@ -1,6 +1,6 @@
 /**
  * `/metrics` is Prometheus text with the gateway's request histogram and, gathered over NATS, the metrics
- * of the services behind it (issue 2 item 5, issue 4 item 6).
+ * of the services behind it.
  */
 import { messageClient, metricsMessages } from "@svc/contracts";
 import { enqueue, noopJob } from "@svc/jobs";
@@ -38,7 +38,7 @@ describe("GET /metrics", () => {
     expect(text).toMatch(/svc_jobs_queue_depth\{[^}]*type="noop"[^}]*status="Pending"[^}]*\} 1/);
     expect(text).toMatch(/svc_gateway_resolve_cache_lookups_total\{[^}]*result="miss"/);
     expect(text).toContain('service="job-reaper"');
-    // Issue 21, item 8: the public port says which version runs, never which commit (the management
+    // The public port says which version runs, never which commit (the management
     // ports, which are not public, do).
     expect(text).toMatch(/^svc_build_info\{version="[^"]+"[^}]*\} \d+$/m);
     expect(text).not.toMatch(/commit=/);

@@ -1,4 +1,4 @@
-/** Issue 2: numbered per-service migrations, applied once, in order, under a lock; edits are refused. */
+/** Numbered per-service migrations, applied once, in order, under a lock; edits are refused. */
 import { createHash } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -76,7 +76,7 @@ describe("migrations", () => {
     const dir = await mkdtemp(join(tmpdir(), "svc-mig-"));
     dirs.push(dir);
     const file = join(dir, "0001_create.sql");
-    await writeFile(file, "-- A table (issue 7).\nCREATE TABLE public.mended_mig (n int); -- why\n");
+    await writeFile(file, "-- A table (first draft).\nCREATE TABLE public.mended_mig (n int); -- why\n");
     const source = [{ service: "mended-mig", directory: dir }];
     await migrate(h.db.url, source);
     await writeFile(

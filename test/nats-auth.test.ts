@@ -1,10 +1,10 @@
 /**
- * Issue 23, item 1: every process connects the way production NATS expects. A nats-server of the test's own
+ * Every process connects the way production NATS expects. A nats-server of the test's own
  * requires TLS with client certificates (a test CA made with openssl) and a user and password; the
  * services, the plugin runtime's processes included, connect with NATS_URL=tls://…, NATS_USER,
  * NATS_PASSWORD_FILE and NATS_TLS_*, and the main flows work: sign-in, operator routes, a plugin installed,
  * activated and answering its route from its own process (which connects as the plugins' own user with
- * their own client certificate, never the registry's: issue 23, item 3). A client with no credentials, or the wrong
+ * their own client certificate, never the registry's). A client with no credentials, or the wrong
  * ones, is refused; a service given wrong credentials exits with status 78, naming why. An nkey seed and
  * a token connect too.
  */

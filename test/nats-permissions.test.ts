@@ -1,5 +1,5 @@
 /**
- * Issue 23, item 2: least privilege per service. `make nats-auth` writes one user per service with the
+ * Least privilege per service. `make nats-auth` writes one user per service with the
  * permissions the code declares (shared/runtime/src/nats-permissions.ts), in both models: an nkey user per
  * service in an `authorization` block, and operator mode (an account with a signing key, a user JWT and a
  * `.creds` file per service). A nats-server of the test's own runs with each configuration in turn and each
@@ -10,9 +10,9 @@
  * dispatcher forging a broadcast, writing the revocation bucket or purging it.
  *
  * The decentralized run's server also requires TLS with client certificates (a test CA made with openssl):
- * the main flows run with authentication, TLS and permissions at once (issue 23, item 6).
+ * the main flows run with authentication, TLS and permissions at once.
  *
- * Item 3: the plugin processes never use the registry's credentials. With static auth they are the one
+ * The plugin processes never use the registry's credentials. With static auth they are the one
  * plugins user; with decentralized auth the registry mints a user per activation (here living 5 s, so the
  * plugin is seen answering after a renewal). A plugin's user may take its own route subject and publish
  * only its declared events (decentralized) or nothing (static); everything else is refused by the server.

@@ -1,5 +1,5 @@
 /**
- * Issue 9, points 2 and 4: while NATS is down, forwarded routes fail at once (503 with Retry-After) and
+ * While NATS is down, forwarded routes fail at once (503 with Retry-After) and
  * public resolution serves the last known answer for a bounded time; after a NATS restart, every service provisions again what it needs (the events stream,
  * KV buckets, the dispatcher's consumer, and the watches on them) with no restart of its own. The test
  * runs its own nats-server on a free port and restarts it with an empty store, the worst case: a memory
@@ -32,7 +32,7 @@ afterAll(async () => {
   await receiver.stop();
 });
 
-describe("issue 9, point 4: a NATS outage fails fast", () => {
+describe("a NATS outage fails fast", () => {
   it("answers forwarded routes 503 at once with Retry-After, and serves known resolutions past their lifetime", async () => {
     await nats.start();
     const env = {
@@ -82,7 +82,7 @@ describe("issue 9, point 4: a NATS outage fails fast", () => {
   }, 60_000);
 });
 
-describe("issue 9, point 2: recovery after a NATS restart", () => {
+describe("recovery after a NATS restart", () => {
   it("sign-in, revocation watch, the events stream and webhook delivery work again with no service restart", async () => {
     await nats.start();
     await receiver.start();
@@ -141,7 +141,7 @@ describe("issue 9, point 2: recovery after a NATS restart", () => {
   }, 90_000);
 });
 
-describe("issue 22, item 2: revocations survive a NATS store loss", () => {
+describe("revocations survive a NATS store loss", () => {
   it("a session revoked before NATS lost its store stays refused by a gateway started after it", async () => {
     await h.stopAll();
     await nats.kill();

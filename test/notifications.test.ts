@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 2: notifications. A job that dead-letters (announced by the job reaper), a webhook
+ * Notifications. A job that dead-letters (announced by the job reaper), a webhook
  * receiver's opened circuit and a plugin refused at re-verification (their events) become notifications
  * for the operators who can act on them; each operator lists their own, unread first, and marks them read.
  */
@@ -197,7 +197,7 @@ describe("notifications", () => {
 });
 
 /**
- * Issue 34, item 4: notifications stay in their workspace, and flows cannot write to operators. The attack:
+ * Notifications stay in their workspace, and flows cannot write to operators. The attack:
  * a workspace flow's notify action (free-text key, an attacker's title with a link) reached every
  * superadmin's inbox, and a workspace session listed and marked read other workspaces' notifications.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 32, item 3: the OpenAPI description passes the linters platform teams run on it, Redocly's
+ * The OpenAPI description passes the linters platform teams run on it, Redocly's
  * `recommended` rules and Spectral's `spectral:oas`, with no error and no warning (`make openapi-lint`,
  * also in .ci/run); and the gate fails when the description loses what those rules ask for.
  */

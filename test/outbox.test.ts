@@ -1,8 +1,8 @@
 /**
- * Issue 9, point 1: events are recorded in the transaction of the change they describe and relayed to
+ * Events are recorded in the transaction of the change they describe and relayed to
  * JetStream afterwards. A NATS outage delays them and loses none; an event recorded by a process that died
  * before publishing is relayed by the next one; a rolled-back change publishes nothing; several relays at
- * once publish each event once. Issue 22, item 1: a relay waiting on JetStream holds no transaction open, and
+ * once publish each event once. A relay waiting on JetStream holds no transaction open, and
  * its connections terminated meanwhile (`pg_terminate_backend`) fail the pass, not the process.
  */
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -69,7 +69,7 @@ async function streamed(name: string): Promise<string[]> {
   return ids;
 }
 
-describe("issue 9, point 1: the transactional outbox", () => {
+describe("the transactional outbox", () => {
   it("records with the change, relays after a NATS outage, and publishes each event once across relays", async () => {
     await ensureEventsStream(nc, { name: stream, prefix, replicas: 1 });
     const a = newOutbox();

@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 5: plugin package archives are unpacked with the archive libraries and every refusal a
+ * Plugin package archives are unpacked with the archive libraries and every refusal a
  * package must meet (the corpus of test/plugins/corpus.ts): zip-slip, absolute paths, links in tar and zip,
  * a zip bomb stopped at the size limit; the good package unpacks from .tgz and .zip and verifies.
  */
@@ -52,7 +52,7 @@ describe("plugin package archives", () => {
     }
   });
 
-  it("unpacks packages packed the way users pack a folder: GNU tar, bsdtar, Python's tarfile, zip -r (issue 22, item 7)", async () => {
+  it("unpacks packages packed the way users pack a folder: GNU tar, bsdtar, Python's tarfile, zip -r", async () => {
     // Each writes a root entry (`.` or `./`) and `./`-prefixed names, or (zip -r .) plain names.
     const dir = corpus.dirs.good;
     const out = join(work, "tools");
@@ -106,7 +106,7 @@ describe("plugin package archives", () => {
     expect((await refusal(corpus.archives.zipSymlink)).message).toMatch(/Links and special files/);
   });
 
-  it("stops a gzip bomb made by GNU tar at the size limit, with bounded memory (issue 21, item 8)", async () => {
+  it("stops a gzip bomb made by GNU tar at the size limit, with bounded memory", async () => {
     // 400 MiB of zeros in a .tgz of well under 1 MiB, made by the tools users have.
     const dir = join(work, "gzip-bomb");
     execFileSync("mkdir", ["-p", dir]);

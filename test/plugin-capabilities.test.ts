@@ -1,5 +1,5 @@
 /**
- * Issue 33, item 10 (spec 2.6: `capabilities` provided, `requiresCapabilities` required): a plugin that
+ * Plugin capabilities (`capabilities` provided, `requiresCapabilities` required): a plugin that
  * requires a capability no active plugin provides is not activated (422 naming it); once a provider is
  * active it is; and the provider cannot be deactivated while an active plugin needs a capability only it
  * provides (409 naming the plugins to deactivate first).
@@ -46,7 +46,7 @@ async function install(pluginId: string, extra: Record<string, unknown>): Promis
   expect(installed.status, installed.text).toBe(201);
 }
 
-describe("issue 33, item 10: requiresCapabilities", () => {
+describe("requiresCapabilities", () => {
   it("refuses activation without a provider, allows it with one, and keeps the provider while needed", async () => {
     await install("maps-user", { requiresCapabilities: ["maps.render"] });
     await install("maps-provider", { capabilities: ["maps.render"] });

@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 8: the UI-asset manifest. 404 before the registry has published one; then canonical JSON
+ * The UI-asset manifest. 404 before the registry has published one; then canonical JSON
  * (RFC 8785) listing the active plugins' entries, styles and workspace templates; the files it names are
  * served by the gateway; while plugins are activated and deactivated in a loop, every read through two
  * gateway replicas is a whole, parseable manifest.
@@ -108,7 +108,7 @@ describe("the UI-asset manifest", () => {
     expect((await http(`${gateways[0]}/plugin-assets/hello/9.9.9/ui/hello.js`)).status).toBe(404);
   });
 
-  it("serves an asset only while its stored bytes match the verified package (issue 23, item 5)", async () => {
+  it("serves an asset only while its stored bytes match the verified package", async () => {
     // Someone with write access to the object store replaces the script every workspace loads.
     const nc = await connect(h.natsOptions());
     const store = new AssetStore(nc, h.env.SVC_SUBJECT_PREFIX as string, 1);
@@ -157,7 +157,7 @@ describe("the UI-asset manifest", () => {
     expect(await eventually(manifest, (m) => m?.entries.length === 0)).toMatchObject({ entries: [] });
   });
 
-  it("stores and serves UI files named beyond Latin-1 (a full-width letter, an emoji) (issue 27, item 4)", async () => {
+  it("stores and serves UI files named beyond Latin-1 (a full-width letter, an emoji)", async () => {
     // The example, with two such files under ui/, signed again with the development key.
     const dir = join(work, "wide-names");
     cpSync(EXAMPLE_PLUGIN_DIR, dir, { recursive: true });
@@ -202,7 +202,7 @@ describe("the UI-asset manifest", () => {
     }
   });
 
-  it("is served at a configured BackendHost__PluginManifestUrl instead of the default (issue 33, item 16)", async () => {
+  it("is served at a configured BackendHost__PluginManifestUrl instead of the default", async () => {
     const custom = (
       await h.start(gatewayService, { ...env, BackendHost__PluginManifestUrl: "/ui/plugins.json" })
     ).hooks.httpAddress as string;

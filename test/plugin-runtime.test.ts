@@ -1,5 +1,5 @@
 /**
- * Issue 12: plugins at work, on real NATS and PostgreSQL. The example plugin is activated and its routes
+ * Plugins at work, on real NATS and PostgreSQL. The example plugin is activated and its routes
  * answer through the gateway with the guard; deactivated, they are 404. A workspace admin's session
  * carries the plugin's keys only while it is active and in the workspace's chain. An event the plugin
  * publishes reaches a webhook receiver with its sensitive field masked. A plugin that throws, loops,
@@ -74,7 +74,7 @@ beforeAll(async () => {
   base = (await h.start(gatewayService, env)).hooks.httpAddress as string;
   operator = await mintToken({ scope: "platform", roles: ["superadmin"] });
   expect((await install(await examplePackage())).status).toBe(201);
-  // Tenants and workspaces have no API yet (the public-surface issue): two tenants with a workspace each.
+  // Tenants and workspaces written straight to the database: two tenants with a workspace each.
   await h.sql(`INSERT INTO resolver.tenants (key, name) VALUES ('acme', 'Acme'), ('other', 'Other')`);
   await h.sql(
     `INSERT INTO resolver.workspaces (key, tenant_key, name) VALUES ('ws-hello', 'acme', 'Hello'), ('ws-other', 'other', 'Other')`,
@@ -152,7 +152,7 @@ describe("activation and plugin routes", () => {
   });
 });
 
-describe("the host API is the plugin SDK's (issue 15, item 5)", () => {
+describe("the host API is the plugin SDK's", () => {
   // Every member of the SDK's declarations, with the kind of value the runtime must give; a member added
   // to or removed from the SDK fails to compile here until the runtime's is checked too.
   const log = { debug: "function", info: "function", warn: "function", error: "function" } satisfies Record<
@@ -201,7 +201,7 @@ export class Plugin {
   });
 });
 
-describe("the local extraction cache (issue 11, item 7)", () => {
+describe("the local extraction cache", () => {
   it("is verified again before each load: a copy edited on disk is replaced from the shared store", async () => {
     const activated = await asOperator("POST", "/api/plugins/hello/activate");
     const sha = activated.json<{ packageSha256: string }>().packageSha256;
@@ -330,7 +330,7 @@ describe("a plugin outside the runtime (docs/wire-contract.md)", () => {
   });
 });
 
-describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
+describe("plugin keys in workspace sessions", () => {
   it("carries the plugin's keys only while it is active and in the workspace's chain", async () => {
     const user = (
       await asOperator("POST", "/api/users", { userName: "wanda", password: "wanda's long password" })
@@ -432,7 +432,7 @@ describe("plugin keys in workspace sessions (spec 5.5.4)", () => {
   });
 });
 
-describe("plugin routes and the chain (issue 21, item 6)", () => {
+describe("plugin routes and the chain", () => {
   it("serve a workspace session only where the plugin is in its workspace's chain and entitled", async () => {
     expect((await asOperator("POST", "/api/plugins/hello/activate")).status).toBe(200);
     await asOperator("PUT", "/api/entitlements", {
@@ -592,7 +592,7 @@ describe("entitlements and delegations", () => {
   });
 });
 
-describe("the plugin audit and reach (issue 21, item 8)", () => {
+describe("the plugin audit and reach", () => {
   it("shows a workspace session only the entries about its own workspace", async () => {
     // Entries exist for the platform (installs, activations) and for two workspaces' chains.
     expect((await asOperator("PUT", "/api/workspaces/ws-hello/plugins", { chain: ["hello"] })).status).toBe(
@@ -614,7 +614,7 @@ describe("the plugin audit and reach (issue 21, item 8)", () => {
   });
 });
 
-describe("events from plugins (spec 6.2)", () => {
+describe("events from plugins", () => {
   it("reach a webhook receiver through the decorated publisher, the sensitive field masked", async () => {
     const sub = await asOperator("POST", "/api/webhooks", {
       eventName: "hello.greeted",
@@ -644,7 +644,7 @@ describe("events from plugins (spec 6.2)", () => {
     const ajv = new Ajv({ strict: false });
     expect(ajv.validate(described?.schema ?? false, delivered.data), ajv.errorsText()).toBe(true);
     expect(ajv.validate(described?.schema ?? false, described?.example)).toBe(true);
-    // Issue 21, item 5: not into a workspace whose chain lacks the plugin (ws-other's is empty): the host
+    // Not into a workspace whose chain lacks the plugin (ws-other's is empty): the host
     // refuses the publish, so the plugin's handler fails and the caller gets 502.
     const elsewhere = await asOperator("POST", "/api/plugins/hello/greetings", {
       to: "Mallory",
@@ -656,7 +656,7 @@ describe("events from plugins (spec 6.2)", () => {
   });
 });
 
-describe("a plugin cannot reach the host's secrets (issue 21, item 1)", () => {
+describe("a plugin cannot reach the host's secrets", () => {
   it("a signed probe plugin's reads of /proc, other files and other plugins, writes and processes fail", async () => {
     const code = `
 const fs = process.getBuiltinModule("node:fs");

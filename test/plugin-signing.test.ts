@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 3 and 4: plugin package signing exactly as spec 5.7, checked against the `openssl`
+ * Plugin package signing exactly as the spec defines it, checked against the `openssl`
  * binary both ways (our CLI signs, openssl verifies; openssl signs, our verifier accepts), both signature
  * encodings (DER and IEEE P1363), and the verifier's refusals on a package directory.
  */
@@ -92,7 +92,7 @@ function canonicalByHand(dir: string, paths: string[], fingerprint: string): str
 
 const PATHS = ["Zebra.txt", "index.mjs", "registry.json", "views/surface/index.njk"];
 
-describe("signing as spec 5.7, against openssl", () => {
+describe("signing as the spec defines it, against openssl", () => {
   it("signs with the CLI; openssl verifies the signature over the canonical bytes", async () => {
     const dir = makePackage();
     expect(await cli("sign", "--plugin", dir, "--key", at("key.pem"))).toBe(0);
@@ -254,7 +254,7 @@ describe("the verifier refuses, naming why", () => {
       ok: true,
       signed: false,
     });
-    // Allowed unsigned packages are still checked against revoked content (issue 33, item 8).
+    // Allowed unsigned packages are still checked against revoked content.
     const hash = openssl("dgst", "-sha256", "-r", join(unsigned, "index.mjs")).split(" ")[0] as string;
     expect(
       await verifyPackage(unsigned, {
@@ -287,7 +287,7 @@ describe("the verifier refuses, naming why", () => {
 });
 
 describe("revocation settings", () => {
-  it("reads revocation lists as SHA-256 digests in either case and with ':' separators, and names a bad entry (issue 33, item 7)", () => {
+  it("reads revocation lists as SHA-256 digests in either case and with ':' separators, and names a bad entry", () => {
     const digest = "ab".repeat(32);
     const printed = digest.toUpperCase().match(/../g)?.join(":") as string;
     const config = configOf(
@@ -343,7 +343,7 @@ async function cliOutput(...args: string[]): Promise<{ status: number; out: stri
   }
 }
 
-describe("the CLI checks registry.json as an install does (issue 27, item 1)", () => {
+describe("the CLI checks registry.json as an install does", () => {
   it("validate lists every rule broken at once, and sign refuses such a package", async () => {
     const dir = makePackage();
     writeFileSync(

@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 7: themes through the gateway on real NATS and PostgreSQL. The catalogue lists the
+ * Themes through the gateway on real NATS and PostgreSQL. The catalogue lists the
  * template definitions of installed packages (and ones registered through the API); a workspace chooses an
  * entitled theme plugin; its settings are checked against each field's type and options; the effective
  * templates resolve over the theme plugin and the chain by priority; a broken theme.json is refused.
@@ -153,7 +153,7 @@ describe("a workspace's theme", () => {
     await asOperator("PUT", "/api/entitlements", {
       items: [{ tenantKey: "acme", pluginId: "hello", entitled: true }],
     });
-    // A theme serves only while its plugin is active (issue 34, item 7).
+    // A theme serves only while its plugin is active.
     const inactive = await asOperator("PUT", "/api/themes/workspaces/shop", { themePluginId: "hello" });
     expect(inactive.status).toBe(400);
     expect(inactive.json<{ detail: string }>().detail).toContain("not active");
@@ -276,7 +276,7 @@ describe("a workspace's theme", () => {
 });
 
 /**
- * Issue 34, items 7 and 12: themes respect tenants as chains do. The attacks: choosing a theme skipped the
+ * Themes respect tenants as chains do. The attacks: choosing a theme skipped the
  * delegation check chains have; a theme kept serving after its grant was withdrawn; setting values stayed
  * in force under a theme whose field has another type; a workspace admin removed from its chain plugins
  * the platform put there and never delegated; the signature report unpacked every package on each call.

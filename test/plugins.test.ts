@@ -1,5 +1,5 @@
 /**
- * Issue 11: plugin packages installed through the gateway, on real NATS (the package object store) and
+ * Plugin packages installed through the gateway, on real NATS (the package object store) and
  * PostgreSQL. The good package installs from .tgz and .zip (DER and P1363 signatures); each hostile
  * fixture of the corpus is refused with its reason in the problem document; a signer revoked after
  * install shows in the signature report.
@@ -163,7 +163,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-describe("installing a plugin package (issue 11)", () => {
+describe("installing a plugin package", () => {
   it("installs the good package from .tgz, lists it, refuses it twice, uninstalls it; then from .zip", async () => {
     const installed = await upload(readFileSync(corpus.archives.goodTgz));
     expect(installed.status, installed.text).toBe(201);
@@ -300,7 +300,7 @@ describe("installing a plugin package (issue 11)", () => {
     expect(denied.status).toBe(403);
   });
 
-  it("installs a package sent as a form (curl -F, a browser's FormData), within the same limit; a 415 names what the route takes (issue 22, item 8)", async () => {
+  it("installs a package sent as a form (curl -F, a browser's FormData), within the same limit; a 415 names what the route takes", async () => {
     // curl, as a user types it (run asynchronously: the gateway answers from this very process).
     const curl = async (file: string, field = "package") => {
       const { stdout } = await promisify(execFile)("curl", [
@@ -414,7 +414,7 @@ describe("installing a plugin package (issue 11)", () => {
   });
 });
 
-describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
+describe("what a plugin author gets", () => {
   it("the example plugin in the repo is signed by the development signer and its descriptor is valid", async () => {
     const signer = createPublicKey(readFileSync(join(EXAMPLE_PLUGIN_DIR, "..", "dev-signer.pub.pem")));
     expect(
@@ -483,7 +483,7 @@ describe("what a plugin author gets (issue 11, items 1 and 10)", () => {
   });
 });
 
-describe("what an installed plugin contributes (issue 11, item 8)", () => {
+describe("what an installed plugin contributes", () => {
   it("adds its keys to the catalogue, its fields to masking, its events to the catalogue; uninstall takes them back", async () => {
     const admin = await mintToken({
       scope: "platform",
@@ -576,7 +576,7 @@ describe("what an installed plugin contributes (issue 11, item 8)", () => {
   });
 });
 
-describe("installing from the host's disk and from a package feed, and updating (issue 11, item 6)", () => {
+describe("installing from the host's disk and from a package feed, and updating", () => {
   let feed: Server;
   let feedUrl: string;
   const admin = () =>
@@ -661,7 +661,7 @@ describe("installing from the host's disk and from a package feed, and updating 
     expect((await asOperator("DELETE", "/api/plugins/hello")).status).toBe(204);
   });
 
-  it("updates by upload (the archive as the body, or curl -F), keeping the plugin's chain place; the same checks and downgrade rule as install (issue 27, item 2)", async () => {
+  it("updates by upload (the archive as the body, or curl -F), keeping the plugin's chain place; the same checks and downgrade rule as install", async () => {
     const token = await mintToken({
       scope: "platform",
       permissions: [

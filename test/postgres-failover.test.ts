@@ -1,5 +1,5 @@
 /**
- * Issue 25, item 4: PostgreSQL lost and back under load. The platform runs on a PostgreSQL server of the
+ * PostgreSQL lost and back under load. The platform runs on a PostgreSQL server of the
  * test's own (support/own-postgres.ts: the machine's shared server is never stopped), which is stopped
  * with `pg_ctl -m immediate` (every connection cut, no checkpoint: what the old primary's clients see in a
  * failover) while users are created one after another and jobs run, and started again on the same
@@ -62,7 +62,7 @@ afterAll(async () => {
 
 const countJob = defineJob<{ n: number }>("failover.count", { maxAttempts: 25 });
 
-describe.skipIf(!available)("PostgreSQL lost and back (issue 25, item 4)", () => {
+describe.skipIf(!available)("PostgreSQL lost and back", () => {
   it("loses no event and no job, refuses with 503 meanwhile, and serves again without a restart", async () => {
     const hook = await api("POST", "/api/webhooks", operator, {
       eventName: "user.created",

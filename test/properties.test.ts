@@ -1,7 +1,7 @@
 /**
- * Issue 8, point 12: property-based tests (fast-check) of what the fuzz harness cannot see from outside:
- * masking (spec 6.4), event-name validation and matching (2.3, 6.2), and the normalisation of resolution
- * input (2.1.1). Cursor round trips are in shared/db/src/cursor.test.ts.
+ * Property-based tests (fast-check) of what the fuzz harness cannot see from outside: masking, event-name
+ * validation and matching, and the normalisation of resolution input. Cursor round trips are in
+ * shared/db/src/cursor.test.ts.
  */
 import { MAX_PATH_LENGTH, normaliseHost, normalisePath, pathHasPrefix } from "@svc/workspace";
 import fc from "fast-check";
@@ -21,7 +21,7 @@ const SENSITIVE = new Set([
 ]);
 const codePoints = (s: string) => [...s];
 
-describe("masking (spec 6.4)", () => {
+describe("masking", () => {
   it("keeps the first 3 and last 2 characters of a value longer than 5, else ***", () => {
     fc.assert(
       fc.property(fc.string({ unit: "grapheme", maxLength: 60 }), (value) => {
@@ -137,7 +137,7 @@ describe("masking (spec 6.4)", () => {
         },
       ),
     );
-    // Issue 34, item 11: a sensitive name in another case is the same field.
+    // A sensitive name in another case is the same field.
     fc.assert(
       fc.property(
         fc.constantFrom("Email", "EMAIL", "eMail", "targetvalue", "DisplayName"),
@@ -150,7 +150,7 @@ describe("masking (spec 6.4)", () => {
   });
 });
 
-describe("event names (spec 2.3, 6.2)", () => {
+describe("event names", () => {
   const name = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}(\.[a-z][a-z0-9-]{0,10}){1,3}$/);
 
   it("a name without * matches exactly itself", () => {
@@ -274,7 +274,7 @@ describe("fuzz findings, as examples", () => {
   });
 });
 
-describe("resolution input (spec 2.1.1)", () => {
+describe("resolution input", () => {
   it("normalising a host twice changes nothing, and the result is lower case without port or trailing dot", () => {
     fc.assert(
       fc.property(

@@ -1,5 +1,5 @@
 /**
- * Issue 13 (first part): tenants, workspaces, surfaces and snippets as an API, and the public routes
+ * Tenants, workspaces, surfaces and snippets as an API, and the public routes
  * context, bootstrap.js, ui-chain, theme and navigation, through two gateway replicas on real NATS and
  * PostgreSQL.
  */
@@ -282,7 +282,7 @@ describe("public routes", () => {
       authorization: `Bearer ${operator}`,
     });
     expect(signedIn.json()).toEqual({ workspaceKey: "shop", chain: ["hello"] });
-    // Issue 21, item 4: "Authenticated" means a session of this workspace (or a platform session). A
+    // "Authenticated" means a session of this workspace (or a platform session). A
     // session of another workspace, or one with no scope, is as anonymous: the same 404, for the chain,
     // the theme and the navigation.
     const own = await mintToken({ scope: "workspace", workspaceKey: "shop", permissions: [] });
@@ -372,7 +372,7 @@ describe("public routes", () => {
     expect((await pub("/workspace/public/navigation?workspaceKey=shop")).json()).toMatchObject({
       items: [{ key: "catalog", fullPath: "/app/catalog" }, { key: "orders" }],
     });
-    // Issue 33, item 15: a workspaceKey given but blank is `default` (spec 2.1.4), not "resolve from the
+    // A workspaceKey given but blank is `default`, not "resolve from the
     // host"; without the parameter the host and path decide (above).
     const home = await asOperator("PUT", "/api/surfaces/default?workspaceKey=default", {
       name: "Home",

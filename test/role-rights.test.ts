@@ -1,5 +1,5 @@
 /**
- * Issue 33, items 1–4 and 6 (spec 4.3, 5.2, 5.3, 5.6): the role model lets no one raise their own rights.
+ * The role model lets no one raise their own rights.
  * A workspace-scope role is no global role and gives no platform session; the system role `admin` keeps
  * the spec's grants; a workspace admin cannot give a member (itself included) a role carrying keys it does
  * not hold; a workspace session naming another workspace gets 404 whatever keys it lacks; and the rules
@@ -66,8 +66,8 @@ const tokenOf = async (name: string, workspaceKey?: string) => {
 };
 const claims = (token: string) => decodeJwt(token);
 
-describe("issue 33: roles, scope and reach", () => {
-  it("item 1: a workspace-scope role is refused as a global role, and gives no platform session", async () => {
+describe("roles, scope and reach", () => {
+  it("a workspace-scope role is refused as a global role, and gives no platform session", async () => {
     const id = await user("global-admin");
     const refused = await asOperator("PUT", `/api/rbac/users/${id}`, { role: "admin" });
     expect(refused.status).toBe(400);
@@ -90,7 +90,7 @@ describe("issue 33: roles, scope and reach", () => {
     expect((await asOperator("PUT", `/api/rbac/users/${id}`, { role: "host.api" })).status).toBe(200);
   });
 
-  it("item 2: the admin role keeps the spec's grants; its description may change, its scope may not", async () => {
+  it("the admin role keeps the spec's grants; its description may change, its scope may not", async () => {
     const widened = await asOperator("PUT", "/api/rbac/roles/admin", {
       permissions: ["membership.read", "membership.update", "membership.delete", "user.read", "user.create"],
     });
@@ -118,7 +118,7 @@ describe("issue 33: roles, scope and reach", () => {
     ]);
   });
 
-  it("item 3: a workspace admin cannot give itself, or anyone, a role carrying a key it does not hold", async () => {
+  it("a workspace admin cannot give itself, or anyone, a role carrying a key it does not hold", async () => {
     expect(
       (await asOperator("PUT", "/api/rbac/roles/hooks", { permissions: ["webhook.manage"] })).status,
     ).toBe(201);
@@ -152,7 +152,7 @@ describe("issue 33: roles, scope and reach", () => {
     ).toBe(200);
   });
 
-  it("item 4: a workspace session naming another workspace gets 404 even for a route whose key it lacks", async () => {
+  it("a workspace session naming another workspace gets 404 even for a route whose key it lacks", async () => {
     const member = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: [] });
     const elsewhere = await api("GET", "/api/themes/workspaces/other-ws/settings", member);
     expect(elsewhere.status).toBe(404);
@@ -160,7 +160,7 @@ describe("issue 33: roles, scope and reach", () => {
     expect((await api("GET", "/api/themes/workspaces/default/settings", member)).status).toBe(403);
   });
 
-  it("item 6: superadmin as a member role is refused with its reason; an empty list removes every role", async () => {
+  it("superadmin as a member role is refused with its reason; an empty list removes every role", async () => {
     const id = await user("ws-roles");
     expect((await asOperator("PUT", `/api/workspaces/default/members/${id}`)).status).toBe(201);
     const refused = await asOperator("PUT", `/api/workspaces/default/members/${id}/roles`, {
@@ -179,7 +179,7 @@ describe("issue 33: roles, scope and reach", () => {
     });
   });
 
-  it("item 6: deleting a role revokes the sessions of those who hold it", async () => {
+  it("deleting a role revokes the sessions of those who hold it", async () => {
     expect((await asOperator("PUT", "/api/rbac/roles/auditors", { permissions: ["user.read"] })).status).toBe(
       201,
     );
@@ -191,14 +191,14 @@ describe("issue 33: roles, scope and reach", () => {
     expect((await api("GET", "/api/users", session)).status).toBe(401);
   });
 
-  it("item 6: an API key past BootstrapApiKeysExpireAtUtc is refused with 401", async () => {
+  it("an API key past BootstrapApiKeysExpireAtUtc is refused with 401", async () => {
     const answer = await api("GET", "/api/tenants", null, undefined, {
       headers: { "x-svc-api-key": EXPIRED_KEY },
     });
     expect(answer.status).toBe(401);
   });
 
-  it("item 17: a 403 names every key a route accepts, and never names as missing a key the caller holds", async () => {
+  it("a 403 names every key a route accepts, and never names as missing a key the caller holds", async () => {
     const none = await mintToken({ scope: "workspace", workspaceKey: "default", permissions: ["job.read"] });
     const members = await api("GET", "/api/workspaces/default/members", none);
     expect(members.status).toBe(403);
@@ -219,14 +219,14 @@ describe("issue 33: roles, scope and reach", () => {
     expect(problem.missingPermission).toBeUndefined();
   });
 
-  it("item 17: the API description gives a job's status as its four states", async () => {
+  it("the API description gives a job's status as its four states", async () => {
     const doc = (await http(`${base}/openapi.json`)).json<Record<string, unknown>>();
     const text = JSON.stringify(doc);
     for (const state of ["Pending", "Running", "Succeeded", "Failed"])
       expect(text).toContain(`"const":"${state}"`);
   });
 
-  it("item 19: a rate limit of 0 turns its policy off (no 429, no RateLimit headers)", async () => {
+  it("a rate limit of 0 turns its policy off (no 429, no RateLimit headers)", async () => {
     await user("limitless");
     for (let i = 0; i < 12; i++) {
       const answer = await signIn(base, { username: "limitless", password: "a wrong guess" });
@@ -236,7 +236,7 @@ describe("issue 33: roles, scope and reach", () => {
     expect((await login("limitless")).status).toBe(200);
   });
 
-  it("item 20: the gateway warns once when X-Forwarded-For comes from a peer it does not trust", async () => {
+  it("the gateway warns once when X-Forwarded-For comes from a peer it does not trust", async () => {
     const lines: Array<Record<string, unknown>> = [];
     const logTo = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) };
     const other = (await h.start(gatewayService, { LOG_LEVEL: "warn" }, { logTo })).hooks
@@ -251,7 +251,7 @@ describe("issue 33: roles, scope and reach", () => {
     expect(warned[0]?.peer).toBe("127.0.0.1");
   });
 
-  it("item 5: workspace sign-in drops keys no route accepts from a workspace session (config.read)", async () => {
+  it("workspace sign-in drops keys no route accepts from a workspace session (config.read)", async () => {
     expect(
       (await asOperator("PUT", "/api/rbac/roles/cfg-readers", { permissions: ["config.read", "job.read"] }))
         .status,

@@ -1,11 +1,11 @@
 /**
- * Issue 34, item 14: each service enforces its own contract. rbac's handlers trusted the gateway to have
+ * Each service enforces its own contract. rbac's handlers trusted the gateway to have
  * checked the permission key and the platform scope (`createUser` checked nothing), so any request that
  * reached a service's subject without passing the gateway (another service, a tool on the bus) was obeyed.
  * `serveRoute` now runs the gateway's guard again in the owning service, with the principal the request
  * carries.
  *
- * Issue 23, item 5: and that principal is believed only as the gateway signed it. The guard tests send as
+ * And that principal is believed only as the gateway signed it. The guard tests send as
  * a gateway would (a signer whose key is published in the principal keys bucket); the probe sends as
  * anyone else on the bus: a superadmin principal written by hand, a signed low-privilege principal with a
  * superadmin body, an assertion signed by a key of its own, a known key id published again with its own
@@ -122,7 +122,7 @@ describe("services check the route's guard themselves", () => {
   });
 });
 
-describe("a principal is believed only as the gateway signed it (issue 23, item 5)", () => {
+describe("a principal is believed only as the gateway signed it", () => {
   const superadmin = principal({ subject: "intruder", permissions: ["*"], roles: ["superadmin"] });
   const createUser = (userName: string) => ({
     principal: superadmin,

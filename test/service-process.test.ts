@@ -1,5 +1,5 @@
 /**
- * Issue 2: every service runs as its own process, answers on NATS, and on SIGTERM drains and exits 0
+ * Every service runs as its own process, answers on NATS, and on SIGTERM drains and exits 0
  * within 10 seconds; a bad configuration lists every bad variable and exits non-zero.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
@@ -45,7 +45,7 @@ afterAll(() => {
 });
 
 describe("service processes", () => {
-  it("all six start, answer their ping over NATS, serve promtool-clean /metrics (issue 8, point 11), and exit 0 within 10 s of SIGTERM", async () => {
+  it("all six start, answer their ping over NATS, serve promtool-clean /metrics, and exit 0 within 10 s of SIGTERM", async () => {
     const log = createLogger("test", "silent");
     const nc = await connectNats({
       url: h.env.NATS_URL as string,
@@ -121,7 +121,7 @@ describe("service processes", () => {
     }
   }, 30_000);
 
-  it("started without NODE_ENV, applies production rules: the built-in keys are refused, saying why (issue 33, item 9)", async () => {
+  it("started without NODE_ENV, applies production rules: the built-in keys are refused, saying why", async () => {
     const env: Record<string, string> = { ...h.env };
     delete env.NODE_ENV;
     for (const name of Object.keys(env))

@@ -1,7 +1,7 @@
 /**
  * Configuration: the platform's settings and those of the services a process starts, parsed into one
  * frozen object; every bad variable listed at once; the docs generated from the
- * same tables (issue 10, item 3).
+ * same tables.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -56,14 +56,14 @@ const withServices = (config: Config) =>
   configOf(configOf(configOf(config, gatewaySettings), rbacSettings), resolverSettings);
 
 describe("parseConfig", () => {
-  it("refuses an empty environment: without NODE_ENV production rules apply, and the built-in keys are refused (issue 33, item 9)", () => {
+  it("refuses an empty environment: without NODE_ENV production rules apply, and the built-in keys are refused", () => {
     expect(() => parseConfig({})).toThrow(/BackendHost__JwtSigningKey/);
   });
 
   it("gives the defaults with NODE_ENV=development and nothing else, frozen", () => {
     const config = withServices(parseConfig({ NODE_ENV: "development" }));
     expect(config.nodeEnv).toBe("development");
-    // Spec 3.1: a job claim's lease is five minutes unless set (issue 33, item 19).
+    // A job claim's lease is five minutes unless set (the spec's default).
     expect(config.backendHost.jobLeaseMs).toBe(300_000);
     expect(config.gatewayPort).toBe(8080);
     expect(config.natsUrl).toBe("nats://127.0.0.1:4222");
@@ -141,7 +141,7 @@ describe("parseConfig", () => {
     expect((error as ConfigError).problems).toHaveLength(5);
   });
 
-  it("reads any setting from the file <VARIABLE>_FILE names, as a mounted Secret gives it (issue 21, item 1)", () => {
+  it("reads any setting from the file <VARIABLE>_FILE names, as a mounted Secret gives it", () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-settings-files-"));
     try {
       writeFileSync(join(dir, "database-url"), "postgres://svc@db.internal:5432/svc\n");
@@ -170,7 +170,7 @@ describe("parseConfig", () => {
     }
   });
 
-  it("refuses the development signing key and API key in every mode but development (issue 8, point 9)", () => {
+  it("refuses the development signing key and API key in every mode but development", () => {
     expect(() => parseConfig({ NODE_ENV: "production" })).toThrow(/JwtSigningKey/);
     expect(() => parseConfig({ NODE_ENV: "test" })).toThrow(/JwtSigningKey/);
     expect(() => parseConfig({ NODE_ENV: "test" })).toThrow(/SecretsEncryptionKey/);
@@ -227,7 +227,7 @@ describe("parseConfig", () => {
   });
 });
 
-describe("settings declarations (issue 10, item 3)", () => {
+describe("settings declarations", () => {
   it("declares each variable once, with a meaning, and marks the secrets", () => {
     const rows = allSettingRows();
     expect(new Set(rows.map((r) => r.variable)).size).toBe(rows.length);

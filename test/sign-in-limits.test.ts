@@ -1,5 +1,5 @@
 /**
- * Issue 34, item 9: sign-in was limited per IP address only, and every IPv6 address counted on its own. Now
+ * Sign-in was limited per IP address only, and every IPv6 address counted on its own. Now
  * sign-in attempts are counted per account too (from any address), and IPv6 clients by their /64.
  */
 import { gatewayService } from "@svc/service-gateway";

@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 9: the plugin lifecycle objectives as Prometheus recording and alerting rules, shipped by
+ * The plugin lifecycle objectives as Prometheus recording and alerting rules, shipped by
  * the Helm chart as a PrometheusRule. `promtool check rules` validates them and `promtool test rules` runs
  * their unit tests (test/prometheus/): each alert fires on the series that break its objective, only once
  * about 200 operations were seen, and stays silent otherwise.
@@ -17,7 +17,7 @@ const TESTS = join(repoRoot, "test", "prometheus", "plugin-lifecycle.test.yaml")
 /** promtool (Debian: apt-get install prometheus); CI installs it, so there its absence is a failure. */
 const promtool = spawnSync("promtool", ["--version"]).status === 0;
 
-describe("plugin lifecycle objectives (spec 8)", () => {
+describe("plugin lifecycle objectives", () => {
   it.runIf(promtool || process.env.CI === "true")("pass promtool check rules", () => {
     const run = spawnSync("promtool", ["check", "rules", RULES], { encoding: "utf8" });
     expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
@@ -48,7 +48,7 @@ describe("plugin lifecycle objectives (spec 8)", () => {
   });
 });
 
-describe("the platform's alerts (issue 15)", () => {
+describe("the platform's alerts", () => {
   const PLATFORM = join(repoRoot, "deploy", "helm", "svc", "rules", "platform.rules.yaml");
 
   it.runIf(promtool || process.env.CI === "true")("pass promtool check rules", () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 13, items 5-7: `GET /surface/render` over a plugin chain (inheritance across three plugins, the
+ * `GET /surface/render` over a plugin chain (inheritance across three plugins, the
  * shell on a template error, a loop cut off, no file outside the chain readable, the 302 of an
  * Authenticated workspace), the redirect routes and the static shells, on real NATS and PostgreSQL.
  */
@@ -152,12 +152,12 @@ describe("GET /surface/render", () => {
     const page = await eventually(render, (r) => isShell(r));
     expect(page.status).toBe(200);
     expect(isShell(page)).toBe(true);
-    // Issue 33, item 14: the registry logs the template's error, the gateway the workspace and the cause.
+    // The registry logs the template's error, the gateway the workspace and the cause.
     expect(warnings("plugin-registry", "rw").some((l) => l.pluginId === "broken")).toBe(true);
     expect(warnings("gateway", "rw").some((l) => l.cause === "template-error")).toBe(true);
   });
 
-  it("serves the shell with 200 for a chain whose primary has no index.njk, and logs why (issue 33, item 14)", async () => {
+  it("serves the shell with 200 for a chain whose primary has no index.njk, and logs why", async () => {
     await chain("gamma");
     const page = await eventually(render, (r) => isShell(r));
     expect(page.status).toBe(200);
@@ -234,7 +234,7 @@ describe("redirects and shells", () => {
     expect((await get("/login?returnUrl=/x", { host: "render.example" })).headers.location).toBe(
       "/surface-app/login?workspaceKey=rw&returnUrl=%2Fx",
     );
-    // Issue 33, item 15: a workspaceKey given but blank is `default`, whatever the host.
+    // A workspaceKey given but blank is `default`, whatever the host.
     expect(
       (await get("/login?workspaceKey=&returnUrl=/x", { host: "render.example" })).headers.location,
     ).toBe("/surface-app/login?workspaceKey=default&returnUrl=%2Fx");
@@ -269,7 +269,7 @@ describe("redirects and shells", () => {
   });
 });
 
-describe("the render context (issue 33, item 16)", () => {
+describe("the render context", () => {
   it("carries tokens.themePluginId once the workspace has a theme plugin", async () => {
     const files = {
       "views/surface/index.njk": "theme=[{{ tokens.themePluginId }}] locale={{ Locale }}",
@@ -323,7 +323,7 @@ describe("GET /surface/render with a chain plugin refused at load", () => {
   });
 });
 
-describe("GET /surface/render without the registry (issue 33, item 14)", () => {
+describe("GET /surface/render without the registry", () => {
   it("serves the shell with 200 and logs the workspace and the cause", async () => {
     await chain("alpha", "beta", "gamma");
     await registry.stop();

@@ -1,5 +1,5 @@
 /**
- * Issue 27, item 1: `svc-plugin` as the npm package a plugin author installs. The package is built and
+ * `svc-plugin` as the npm package a plugin author installs. The package is built and
  * packed (`npm pack`), installed from its tarball into an empty directory (nothing of this repository on
  * the path, no network), and run there with `npx`: `init` (both backends), `validate`, `sign`, `pack`, and
  * the result installed and called on a running stack; `dev` installs a plugin, and a saved change is served.
@@ -268,7 +268,7 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
     const changed = await eventually(call, (r) => r.text.includes("Hello again"), 15_000, 50);
     const servedMs = Math.round(performance.now() - saved);
     expect(changed.json(), output).toMatchObject({ message: "Hello again, Ada!" });
-    // Issue 27's criterion: a change served within 3 s of saving (figures are in the output).
+    // The target: a change served within 3 s of saving (figures are in the output).
     console.log(`svc-plugin dev: the saved change was served after ${servedMs} ms`);
     expect(servedMs).toBeLessThan(3_000);
     expect(output).toMatch(/updated live 0\.1\.0, active/);

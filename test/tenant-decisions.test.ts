@@ -1,5 +1,5 @@
 /**
- * Issue 34, items 3 and 6: members come from within reach, and operators' decisions stick.
+ * Members come from within reach, and operators' decisions stick.
  *
  * The attacks: a workspace admin added a user of another tenant (and a platform operator) to its workspace
  * with `PUT /api/workspaces/{wk}/members/{userId}`, then read their e-mail and global role, and a real id
@@ -72,7 +72,7 @@ beforeAll(async () => {
     expect((await asOperator("PUT", `/api/workspaces/${key}`, { tenantKey, name: key })).status).toBe(201);
   }
   // alice: a member of north-a; bob: of north-b (same tenant); carol: of south-a; ops: a platform operator
-  // (a global role; a workspace-scope role such as admin is no global role, issue 33, item 1).
+  // (a global role; a workspace-scope role such as admin is no global role).
   for (const [name, workspace, role] of [
     ["alice", "north-a", null],
     ["bob", "north-b", null],

@@ -1,5 +1,5 @@
 /**
- * Issue 29: one trace per request across every hop. The services export their spans over OTLP/HTTP to a
+ * One trace per request across every hop. The services export their spans over OTLP/HTTP to a
  * collector run here (a small Fastify route decoding the JSON export); one `POST /api/users`, sent with a
  * caller's `traceparent`, must come back as one connected trace: the gateway's HTTP span, its NATS request,
  * rbac's handler and its PostgreSQL statements, the outbox relay's publish, the dispatcher's match, the

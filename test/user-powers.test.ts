@@ -1,5 +1,5 @@
 /**
- * Issue 34, item 1: no one changes a user more powerful than themselves. The attack: an operator whose
+ * No one changes a user more powerful than themselves. The attack: an operator whose
  * platform role holds only `user.read` and `user.update` set a superadmin's password and signed in as the
  * superadmin. Now a caller changes a user's password, e-mail, activation or existence only when it holds
  * every key that user holds; a superadmin is changed only by a superadmin.

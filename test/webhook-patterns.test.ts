@@ -1,5 +1,5 @@
 /**
- * Issue 33, items 11 and 12 (spec 2.3, 6.2; ADR 0014). What a subscription reports is what it receives: a
+ * Subscription patterns (ADR 0014). What a subscription reports is what it receives: a
  * trailing `*` is a prefix wildcard for delivery as for `matchesKnownEvent` (a `workspace.*` subscription
  * showed `matchesKnownEvent: true` and never received `workspace.created`). And no delivery loop: the dead
  * letter of a delivery to subscription S is never delivered to S, and a failed delivery of such an event
@@ -61,7 +61,7 @@ async function subscribed(
 
 const eventsOf = (r: Receiver) => r.received.map((x) => String(x.headers["x-svc-event"]));
 
-describe("issue 33, item 11: a trailing * is a prefix wildcard, for delivery as for reporting", () => {
+describe("a trailing * is a prefix wildcard, for delivery as for reporting", () => {
   it("workspace.* and workspace.create* receive workspace.created; a * elsewhere is refused", async () => {
     const prefix = await subscribed("workspace.*");
     const narrower = await subscribed("workspace.create*");
@@ -95,7 +95,7 @@ describe("issue 33, item 11: a trailing * is a prefix wildcard, for delivery as 
   });
 });
 
-describe("issue 33, item 12: no delivery loop", () => {
+describe("no delivery loop", () => {
   it("a dead letter of a delivery to S goes to the other * subscriptions, not to S, and stops there", async () => {
     const subs = [await subscribed("*"), await subscribed("*"), await subscribed("*")];
     const [s1, s2] = subs as [(typeof subs)[0], (typeof subs)[0]];
@@ -164,7 +164,7 @@ describe("issue 33, item 12: no delivery loop", () => {
   });
 });
 
-describe("issue 33, item 13: nothing about a subscription is dropped or stored blank", () => {
+describe("nothing about a subscription is dropped or stored blank", () => {
   it("a blank workspaceKey is default; isActive is honoured at create", async () => {
     const receiver = new Receiver();
     await receiver.start();

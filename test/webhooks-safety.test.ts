@@ -1,5 +1,5 @@
 /**
- * Issue 5: targets on loopback/private/metadata addresses are refused at delivery time unless allowed;
+ * Targets on loopback/private/metadata addresses are refused at delivery time unless allowed;
  * a dispatcher process killed in the middle of a delivery loses nothing.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -61,7 +61,7 @@ describe("the target policy", () => {
     expect(createTargetPolicy(["127.0.0.0/8"])("127.0.0.1")).toBe(true);
   });
 
-  it("refuses IPv6 addresses that embed an IPv4 one (issue 8, point 7: SSRF gap)", () => {
+  it("refuses IPv6 addresses that embed an IPv4 one (an SSRF gap)", () => {
     const strict = createTargetPolicy([]);
     for (const refused of [
       "::a9fe:a9fe", // ::169.254.169.254, IPv4-compatible

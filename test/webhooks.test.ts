@@ -1,5 +1,5 @@
 /**
- * Issue 5: publish → match → mask → sign → deliver to a real local receiver, with retries, dead letters,
+ * Publish → match → mask → sign → deliver to a real local receiver, with retries, dead letters,
  * the circuit breaker, disabled and deleted subscriptions, and subscription management via the gateway.
  */
 import { spawnSync } from "node:child_process";
@@ -446,7 +446,7 @@ describe("delivery", () => {
     expect(receiver.received.map((r) => JSON.parse(r.body).data.n)).toEqual([2]);
   });
 
-  it("drops an event holding NUL or a lone surrogate without holding back the others (issue 8, point 4)", async () => {
+  it("drops an event holding NUL or a lone surrogate without holding back the others", async () => {
     await subscribe({ eventName: "user.created" });
     await events.publish("user.created", null, { name: "a\u0000b" });
     await events.publish("user.created", null, { name: "x\ud800y" });
@@ -457,7 +457,7 @@ describe("delivery", () => {
     expect(receiver.received).toHaveLength(1);
   });
 
-  it("keeps the delivery id across attempts and completes on the first 2xx (issue 8, point 2: waits for the write-back)", async () => {
+  it("keeps the delivery id across attempts and completes on the first 2xx (waits for the write-back)", async () => {
     await subscribe({ eventName: "user.deleted" });
     // Attempt 1: three tries, all 503 (two transport retries); attempt 2: 503, then 204.
     let calls = 0;
@@ -471,7 +471,7 @@ describe("delivery", () => {
     expect(ids.size).toBe(1);
   });
 
-  it("retries 408, 429 and 5xx twice inside one attempt with a short backoff (issue 8, point 10)", async () => {
+  it("retries 408, 429 and 5xx twice inside one attempt with a short backoff", async () => {
     await subscribe({ eventName: "user.deleted" });
     const answers = [408, 429, 200];
     receiver.respond = () => ({ status: answers[receiver.received.length - 1] ?? 200 });
@@ -633,7 +633,7 @@ describe("delivery", () => {
     expect((await onlyJob()).last_error).toContain("receiver answered 429");
   });
 
-  it("dead-letters after 5 failed attempts of 3 tries each (issue 8, point 2: waits for the write-back)", async () => {
+  it("dead-letters after 5 failed attempts of 3 tries each (waits for the write-back)", async () => {
     // A receiver of its own: the circuit is per receiver, and earlier tests' failures must not count.
     const own = await subscribedReceiver("user.deleted");
     own.respond = () => ({ status: 500 });
@@ -644,7 +644,7 @@ describe("delivery", () => {
     }
     await until(async () => (await onlyJob()).status === "Failed", 15_000);
     expect(await onlyJob()).toMatchObject({ attempts: 5, last_error: expect.stringContaining("500") });
-    // Spec 6.3: up to 5 × 3 arrivals of one event.
+    // Up to 5 × 3 arrivals of one event.
     expect(own.received).toHaveLength(15);
     expect(new Set(own.received.map((r) => r.headers["x-svc-delivery"])).size).toBe(1);
     await own.stop();
@@ -737,7 +737,7 @@ describe("delivery", () => {
     await own.stop();
   }, 20_000);
 
-  it("keeps circuits per workspace: one tenant's failing endpoint does not pause another's deliveries to the same origin (issue 21, item 8)", async () => {
+  it("keeps circuits per workspace: one tenant's failing endpoint does not pause another's deliveries to the same origin", async () => {
     const own = await subscribedReceiver("user.updated");
     // The failing one is workspace `wa`'s; `wb` subscribes to another path of the same origin.
     await db.query(
@@ -760,7 +760,7 @@ describe("delivery", () => {
     await own.stop();
   }, 30_000);
 
-  it("an open circuit defers deliveries without spending attempts, and half-open lets one trial through (issue 9, point 6)", async () => {
+  it("an open circuit defers deliveries without spending attempts, and half-open lets one trial through", async () => {
     const own = await subscribedReceiver("user.created");
     own.respond = () => ({ status: 500 });
     for (let i = 0; i < 3; i++) await events.publish("user.created", null, { i });

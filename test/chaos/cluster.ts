@@ -1,5 +1,5 @@
 /**
- * `make chaos CHAOS_ARGS=--cluster` (issue 25, items 2 and 3): the platform on a three-node NATS cluster
+ * `make chaos CHAOS_ARGS=--cluster`: the platform on a three-node NATS cluster
  * of its own (three local nats-servers with routes, `BackendHost__NatsReplicas=3`) with two replicas of
  * each of the six services (esbuild bundles, as deployed), under steady load: events published onto
  * JetStream and delivered to a webhook receiver (each delivery a job), users created through the API
@@ -661,7 +661,7 @@ async function report(o: { drained: boolean; loadStoppedAt: number; killed: stri
     ),
   );
   for (const p of phases) if (p.note) console.log(`  ${p.name}: ${p.note}`);
-  // Item 6: once the consumer has a leader again, delivery resumes at once. For each event published after
+  // Once the consumer has a leader again, delivery resumes at once. For each event published after
   // the kill, its wait from when it could be delivered (acknowledged, and the consumer led again) to its
   // first delivery; the election itself is nats-server's (4-9 s, fixed in 2.9).
   const resumes = phases.flatMap((p) => {

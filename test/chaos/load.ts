@@ -100,13 +100,13 @@ export class SteadyLoad {
 }
 
 /**
- * Load through rbac's transactional outbox (issue 22, item 1): users created through the gateway's
+ * Load through rbac's transactional outbox: users created through the gateway's
  * operator API at a fixed rate, each with an Idempotency-Key; their `user.created` events are recorded in
  * the transaction of the change and relayed by rbac. A request whose outcome is unknown (the gateway or
  * rbac killed, NATS down, a 5xx) is sent again with the same key; a 201 (first or replayed) counts as
  * created, and then its event must reach the receiver. A 409 "taken" means a retry ran again although an
- * earlier try committed: rbac keeps a keyed write's answer with its change, so none is expected (issue 22,
- * item 3); such a user counts as created too, and as a finding.
+ * earlier try committed: rbac keeps a keyed write's answer with its change, so none is expected; such a
+ * user counts as created too, and as a finding.
  */
 export interface ChaosUser {
   readonly n: number;

@@ -1,5 +1,5 @@
 /**
- * `make chaos` (issue 8, point 13): a bounded chaos run on the harness's own nats-server, database and
+ * `make chaos`: a bounded chaos run on the harness's own nats-server, database and
  * gateway port, never the shared ones.
  *
  * It starts the six services as child processes (esbuild bundles, as deployed), a webhook receiver and a

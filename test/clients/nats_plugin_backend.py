@@ -1,7 +1,7 @@
 """An external plugin backend in Python that speaks the NATS protocol itself (no NATS library), with a
 `.creds` file issued by `POST /api/plugins/{id}/credentials` (docs/wire-contract.md, Connecting).
 
-It is the independent client of issue 23, item 4: it reads the credentials file as NATS defines it (a user
+It is a client independent of the platform's code: it reads the credentials file as NATS defines it (a user
 JWT and an nkey seed), signs the server's nonce with the seed (Ed25519, `cryptography`), upgrades to TLS
 when the server asks for it, then
   - tries to subscribe to `<prefix>.rbac.>` and prints the server's refusal ("refused: ..."),

@@ -1,5 +1,5 @@
 /**
- * Request generation for the fuzzer (issue 8, point 12): the operations of the gateway's OpenAPI
+ * Request generation for the fuzzer: the operations of the gateway's OpenAPI
  * description plus the public routes it leaves out, and, for each, valid requests and mutated ones, for
  * every kind of caller. Everything is drawn by fast-check from one seed, so a run can be repeated.
  */
@@ -121,7 +121,7 @@ const COMMON_FIELDS = [
   "url",
 ];
 
-/** The operations of an OpenAPI description, plus the public routes it leaves out (spec 4.1). */
+/** The operations of an OpenAPI description, plus the public routes it leaves out. */
 export function operationsOf(openapi: OpenApi): Operation[] {
   const out: Operation[] = [];
   const responseOf = (path: string, method: string) =>
@@ -355,7 +355,7 @@ const at = <T>(list: readonly T[], i: number): T => list[i % list.length] as T;
 /** Routes whose contract is a 200 for any host, forwarded URI and query, and where it is written. */
 const CONTRACTS: Readonly<Record<string, string>> = {
   "GET /workspace/public/resolve":
-    "always 200 with a ResolveResult (public-workspace.ts; spec 4.1: never fails for an unknown host)",
+    "always 200 with a ResolveResult (public-workspace.ts: never fails for an unknown host)",
 };
 /** Mutations that change nothing the framework refuses before the route (the route must answer 200). */
 const ALWAYS_200_MUTATIONS = new Set<Mutation>([

@@ -1,5 +1,5 @@
 /**
- * The fuzz runner of issue 8, point 12, shared by `make fuzz` (scripts/fuzz.ts) and the short run in the
+ * The fuzz runner, shared by `make fuzz` (scripts/fuzz.ts) and the short run in the
  * suite (test/fuzz.test.ts): probes which operator routes a service serves, harvests identifiers that
  * exist (so valid requests reach the handlers), sends generated requests with bounded concurrency and a
  * hang limit, judges every answer and gathers the figures.

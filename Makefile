@@ -77,7 +77,7 @@ check: lint typecheck api-check openapi-lint test
 bench: node_modules/.install-stamp
 	$(NODE_RUN) bench/src/main.ts $(BENCH_ARGS)
 
-## GET /api/jobs with each filter over 1,000,000 jobs: p50/p95 per filter (issue 33, item 18).
+## GET /api/jobs with each filter over 1,000,000 jobs: p50/p95 per filter.
 bench-jobs-list: node_modules/.install-stamp
 	$(NODE_RUN) bench/src/jobs-list.ts $(BENCH_ARGS)
 

@@ -1,5 +1,5 @@
 /**
- * `make api-check` (spec 9.3, issue 15 item 5): the public interface of the packages plugins build against,
+ * `make api-check`: the public interface of the packages plugins build against,
  * `@svc/plugin-sdk` and `@svc/wire-contract`, tracked against two baselines (docs/releasing.md):
  *
  * - `docs/api/unshipped/<package>.api.md`: the interface as it stands on main, to ship with the next

@@ -3,7 +3,7 @@
 // only: stack traces name the TypeScript sources, and the maps of node_modules are not parsed and kept
 // (`--enable-source-maps` keeps them all: about 7 MB more resident memory per idle service).
 // npm dependencies stay external and are installed in the image with `npm ci --omit=dev`.
-// The build is fixed into every bundle (spec 9.2): the root package.json's version, the commit
+// The build is fixed into every bundle: the root package.json's version, the commit
 // (SVC_BUILD_COMMIT, else `git rev-parse HEAD`, else none) and the build time, as `__SVC_BUILD_INFO__`
 // (shared/runtime/src/build-info.ts). `node scripts/build.mjs --outdir <dir>` writes elsewhere than dist/.
 import { execFileSync } from "node:child_process";

@@ -7,7 +7,7 @@
  * the demo tenant and workspace, starts the six services as child processes, waits for the gateway to be
  * ready, prints the URLs, and on Ctrl-C stops everything it started.
  *
- * `SECURE=1` (issue 23, item 7): the production shape of the bus. A nats-server of its own (on a free
+ * `SECURE=1`: the production shape of the bus. A nats-server of its own (on a free
  * port, data under `.dev/nats-secure/`) runs with the authorization `make nats-auth` writes
  * (`.dev/nats-auth/`, seeds kept between runs) and requires TLS (a CA of its own made with openssl,
  * `.dev/nats-auth/tls/`), and each service connects as its own user, with its own
@@ -263,7 +263,7 @@ process.on("SIGTERM", () => void shutdown(0));
 process.on("SIGHUP", () => void shutdown(0));
 
 try {
-  // `make dev` is the explicit opt-in to development rules (issue 33, item 9): NODE_ENV is development
+  // `make dev` is the explicit opt-in to development rules: NODE_ENV is development
   // unless the caller set another.
   process.env.NODE_ENV ??= "development";
   const config = configOf(loadConfigOrExit(process.env, { settings: [gatewaySettings] }), gatewaySettings);

@@ -1,5 +1,5 @@
 /**
- * `make fuzz` (issue 8, point 12): the whole stack in this process (all six services) on its own database,
+ * `make fuzz`: the whole stack in this process (all six services) on its own database,
  * subject prefix and events stream, on the running NATS and PostgreSQL; then the fuzzer of test/fuzz/ for a
  * bounded time: requests generated from the gateway's OpenAPI description and the public routes, valid and
  * mutated, for every kind of caller. Prints its figures and every distinct failure with what reproduces it;

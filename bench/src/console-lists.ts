@@ -1,5 +1,5 @@
 /**
- * Issue 28, item 6: the admin console's list pages on large tables, through the whole stack (the gateway,
+ * The admin console's list pages on large tables, through the whole stack (the gateway,
  * NATS, the owning service, PostgreSQL), as the console asks them. A database of its own gets `--rows`
  * jobs (default 1,000,000) and `--rows` webhook deliveries with one attempt each (1,000,000 attempts),
  * spread over ten subscriptions; the built services run in production mode. Each list is asked `--queries`

@@ -1,5 +1,5 @@
 /**
- * The growth benchmark of `GET /api/jobs` (issue 33, item 18): the list's query as the job reaper runs
+ * The growth benchmark of `GET /api/jobs`: the list's query as the job reaper runs
  * it (`listJobs`), against a jobs table of `--rows` rows (default 1,000,000) in a database of its own, for
  * the first page and each filter the route offers. Prints p50 and p95 per filter; the target is p95 < 20 ms
  * at 1,000,000 rows. `make bench-jobs-list` (BENCH_ARGS="--rows 200000" for a quicker look).

@@ -75,9 +75,9 @@ const { values: args } = parseArgs({
     // Plugin processes the registry keeps started (BackendHost__PluginSpareProcesses; default: the setting's).
     "plugin-spares": { type: "string" },
     secure: { type: "boolean", default: false },
-    // The webhooks part once more on a three-node NATS cluster with three copies of the stream (issue 25).
+    // The webhooks part once more on a three-node NATS cluster with three copies of the stream.
     cluster: { type: "boolean", default: false },
-    // The sampling ratio of the tracing gateway (issue 29's target is at 0.1).
+    // The sampling ratio of the tracing gateway (the target is at 0.1).
     "tracing-ratio": { type: "string", default: "0.1" },
     backlog: { type: "string", default: "1000000" },
     parts: { type: "string", default: GROWTH_PARTS.join(",") },
@@ -247,7 +247,7 @@ const results: Array<LoadResult & { name: string }> = [];
 let pluginResults: PluginBenchResult | undefined;
 let activationResults: ActivationBenchResult | undefined;
 const routeResults: Array<LoadResult & { name: string }> = [];
-/** Issue 29: the same two gateway routes with tracing off, then on at 10 % sampling. */
+/** The same two gateway routes with tracing off, then on at 10 % sampling. */
 const tracingResults: Array<LoadResult & { name: string }> = [];
 let exportedSpans = { requests: 0, bytes: 0 };
 const surfaceResults: Array<LoadResult & { name: string }> = [];
@@ -308,7 +308,7 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
 }
 
 /**
- * Issue 29: a second gateway exporting its spans over OTLP/HTTP (to a sink here that counts and discards
+ * A second gateway exporting its spans over OTLP/HTTP (to a sink here that counts and discards
  * them) at 10 % sampling, next to the stack's own gateway with tracing off; the cached public route and
  * the operator GET on each, one after the other.
  */
@@ -458,11 +458,11 @@ async function httpBench() {
       await tracingRuns(stackEnv, gateway, accessToken);
     }
 
-    // 6. Plugin install and verification (issue 11).
+    // 6. Plugin install and verification.
     log("measuring plugin install and verification");
     pluginResults = await runPluginBench(gateway, accessToken);
 
-    // 7. Plugin activation cycles, then a plugin route next to a core route doing the same work (issue 12).
+    // 7. Plugin activation cycles, then a plugin route next to a core route doing the same work.
     log("measuring plugin activation and a plugin route");
     activationResults = await runActivationBench(gateway, accessToken);
     const bearer = { authorization: `Bearer ${accessToken}` };
@@ -479,7 +479,7 @@ async function httpBench() {
     pluginMemory = pluginProcessMemory(registryPid);
 
     if (only === "plugins") return;
-    // 8. The public surface (issue 13): a three-plugin chain rendered through the gateway, next to a bare
+    // 8. The public surface: a three-plugin chain rendered through the gateway, next to a bare
     // Fastify process rendering the same templates on every request; and the context route.
     log("measuring the public surface");
     const templates = mkdtempSync(join(tmpdir(), "svc-bench-render-"));
@@ -609,9 +609,7 @@ function printHttp() {
   }
   const [offCached, offOperator, onCached, onOperator] = tracingResults;
   if (offCached && offOperator && onCached && onOperator) {
-    console.log(
-      `\nTracing (issue 29), ${connections} connections: the stack's gateway (off), a second one exporting`,
-    );
+    console.log(`\nTracing, ${connections} connections: the stack's gateway (off), a second one exporting`);
     for (const r of tracingResults) {
       console.log(
         `  ${pad(r.name, 42)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}`,

@@ -1,5 +1,5 @@
 /**
- * The naive peer of `GET /surface/render` (issue 13): one bare Fastify process rendering the same nunjucks
+ * The naive peer of `GET /surface/render`: one bare Fastify process rendering the same nunjucks
  * templates (the three-plugin chain's directories, TEMPLATE_DIRS, colon-separated) on every request, with
  * no compiled-template cache and no page cache, as a first implementation would.
  */

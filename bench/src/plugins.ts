@@ -1,9 +1,9 @@
 /**
- * Plugin lifecycle latency through the running stack (issue 11): install of a signed 1 MiB package (an
+ * Plugin lifecycle latency through the running stack: install of a signed 1 MiB package (an
  * incompressible asset, so the upload is 1 MiB too) and its re-verification (the signature report),
  * each repeated; p50 and p95. Target: install p95 under 200 ms.
  *
- * Issue 12: activation and deactivation latency over 200 cycles (target activation p95 ≤ 75 ms), and a
+ * Activation and deactivation latency over 200 cycles (target activation p95 ≤ 75 ms), and a
  * plugin route's throughput next to a core operator route doing the same work (main.ts measures both).
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";

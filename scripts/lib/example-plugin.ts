@@ -14,7 +14,7 @@ const DEV_SIGNER_PUBLIC_KEY = join(repoRoot, "examples", "plugins", "dev-signer.
 
 /**
  * The settings that make the plugin registry trust the development signer, in addition to the signers
- * `env` already trusts (issue 22, item 9): at the first index after theirs, so none is replaced.
+ * `env` already trusts: at the first index after theirs, so none is replaced.
  */
 export function devSignerEnv(env: Readonly<Record<string, string | undefined>> = {}): Record<string, string> {
   const used = Object.keys(env)

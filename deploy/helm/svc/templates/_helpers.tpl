@@ -10,7 +10,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/*
-Secrets reach the services as mounted files, never as environment variables (issue 21, item 1): each
+Secrets reach the services as mounted files, never as environment variables: each
 setting's `<VARIABLE>_FILE` names its file. DATABASE_URL goes to every container; the token-signing key
 only to rbac, the secrets-encryption key only to the webhook dispatcher (see "svc.secretVolumes").
 */}}

@@ -184,18 +184,3 @@ export const reasonOf = (error: SvcError): string =>
 
 export const lockPlugin = (tx: Queries, pluginId: string) =>
   tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`plugin:${pluginId}`}))`);
-
-/** Deletes an uploaded package unless an installed plugin is that package. */
-export async function dropUnreferenced(deps: PluginDeps, sha256: string) {
-  const used = await deps.db.maybeOne(
-    sql`SELECT 1 AS one FROM plugin_registry.plugins WHERE package_sha256 = ${sha256} LIMIT 1`,
-  );
-  if (used === null) await deps.store.delete(sha256);
-}
-
-export async function installedVersions(db: Queries): Promise<Map<string, string>> {
-  const rows = await db.any<{ plugin_id: string; version: string }>(
-    sql`SELECT plugin_id, version FROM plugin_registry.plugins`,
-  );
-  return new Map(rows.map((r) => [r.plugin_id, r.version]));
-}

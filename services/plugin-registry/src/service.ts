@@ -89,6 +89,11 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       lifecycle: activation.lifecycleTables(db),
     };
     const chainDeps: assignments.ChainDeps = { ...deps, chains: assignments.chainTables(db) };
+    const installDeps: plugins.InstallDeps = {
+      ...deps,
+      packages: plugins.packageTables(db),
+      open: plugins.packageOpener(deps),
+    };
     const themeTables = themes.themeTables(db);
     const themeDeps: themes.ThemeDeps = { ...deps, themes: themeTables };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
@@ -157,15 +162,15 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       tables: credentials.credentialTables(db),
     };
     const routes: RouteImplementation<typeof pluginRegistryContract.routes> = {
-      "plugins.install": (req) => plugins.install(deps, req),
-      "plugins.install-local": (req) => plugins.installLocal(deps, req),
-      "plugins.install-feed": (req) => plugins.installFeed(deps, req),
-      "plugins.update-upload": (req) => plugins.updateUpload(deps, req),
-      "plugins.update-local": (req) => plugins.updateLocal(deps, req),
-      "plugins.update-feed": (req) => plugins.updateFeed(deps, req),
-      "plugins.list": (req) => plugins.list(deps, req),
-      "plugins.installed": (req) => plugins.installed(deps, req),
-      "plugins.uninstall": (req) => plugins.uninstall(deps, req),
+      "plugins.install": (req) => plugins.install(installDeps, req),
+      "plugins.install-local": (req) => plugins.installLocal(installDeps, req),
+      "plugins.install-feed": (req) => plugins.installFeed(installDeps, req),
+      "plugins.update-upload": (req) => plugins.updateUpload(installDeps, req),
+      "plugins.update-local": (req) => plugins.updateLocal(installDeps, req),
+      "plugins.update-feed": (req) => plugins.updateFeed(installDeps, req),
+      "plugins.list": (req) => plugins.list(installDeps, req),
+      "plugins.installed": (req) => plugins.installed(installDeps, req),
+      "plugins.uninstall": (req) => plugins.uninstall(installDeps, req),
       "plugins.activate": (req) => activation.activate(deps, req),
       "plugins.deactivate": (req) => activation.deactivate(deps, req),
       "assignments.get": (req) => assignments.getChain(chainDeps, req),

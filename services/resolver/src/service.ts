@@ -53,6 +53,7 @@ export const resolverService = defineService(resolverContract, {
       media: new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas),
     };
     const tables = tenancyTables(db);
+    const hostDeps: tenantHosts.HostDeps = { hosts: tenantHosts.hostTables(db) };
     const messages: MessageImplementation<typeof resolverContract.messages> = {
       "workspace.resolve": (request) => resolveWorkspace(tables, tenant, request),
       "workspace.public": (request) => publicWorkspace(db, tenant, request),
@@ -77,9 +78,9 @@ export const resolverService = defineService(resolverContract, {
       "tenants.activate": (req) => tenants.activateTenant(deps, req),
       "tenants.suspend": (req) => tenants.suspendTenant(deps, req),
       "tenants.delete": (req) => tenants.deleteTenant(deps, req),
-      "tenant-hosts.list": (req) => tenantHosts.listHosts(deps, req),
-      "tenant-hosts.put": (req) => tenantHosts.putHost(deps, req),
-      "tenant-hosts.delete": (req) => tenantHosts.deleteHost(deps, req),
+      "tenant-hosts.list": (req) => tenantHosts.listHosts(hostDeps, req),
+      "tenant-hosts.put": (req) => tenantHosts.putHost(hostDeps, req),
+      "tenant-hosts.delete": (req) => tenantHosts.deleteHost(hostDeps, req),
       "workspaces.list": (req) => workspaces.listWorkspaces(deps, req),
       "workspaces.get": (req) => workspaces.getWorkspace(deps, req),
       "workspaces.put": (req) => workspaces.putWorkspace(deps, req),

@@ -12,7 +12,7 @@ import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors
 import { normaliseHost } from "@svc/workspace";
 
 import type { ResolverHandler } from "./deps.js";
-import { claimHosts } from "./tenant-hosts.js";
+import { claimHosts, lockedHostChange } from "./tenant-hosts.js";
 
 interface WorkspaceRow {
   key: string;
@@ -173,7 +173,7 @@ export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req)
       // A host belongs to one tenant: only its workspaces bind paths under it. After
       // the upsert, which refuses a tenant that does not exist (400) before a host is assigned to it.
       await claimHosts(
-        tx,
+        await lockedHostChange(tx),
         b.tenantKey,
         bindings.map((x) => x.host),
         platform,

@@ -9,66 +9,8 @@ import { callRoute, resolverRoutes } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
-import {
-  claimHosts,
-  deleteHost,
-  type HostAssignment,
-  type HostChange,
-  type HostTables,
-  listHosts,
-  putHost,
-} from "./tenant-hosts.js";
-
-class MemoryHosts implements HostTables, HostChange {
-  readonly tenants = new Set(["acme", "zeta"]);
-  readonly owners_ = new Map<string, string>();
-  /** Bindings: workspace → tenant and hosts. */
-  readonly bindings = new Map<string, { tenantKey: string; hosts: string[] }>();
-  changes = 0;
-
-  async tenantExists(tenantKey: string) {
-    return this.tenants.has(tenantKey);
-  }
-  async assignments(tenantKey: string): Promise<HostAssignment[]> {
-    return [...this.owners_]
-      .filter(([, t]) => t === tenantKey)
-      .map(([host, t]) => ({ host, tenantKey: t, createdAt: new Date(0) }))
-      .sort((a, b) => a.host.localeCompare(b.host));
-  }
-  async change<T>(change: (tables: HostChange) => Promise<T>): Promise<T> {
-    this.changes++;
-    const before = new Map(this.owners_);
-    try {
-      return await change(this);
-    } catch (error) {
-      this.owners_.clear();
-      for (const [k, v] of before) this.owners_.set(k, v);
-      throw error;
-    }
-  }
-  async owners(hosts: readonly string[]) {
-    return new Map(hosts.flatMap((h) => (this.owners_.has(h) ? [[h, this.owners_.get(h) as string]] : [])));
-  }
-  async assign(hosts: readonly string[], tenantKey: string) {
-    const made = hosts.filter((h) => !this.owners_.has(h));
-    for (const h of made) this.owners_.set(h, tenantKey);
-    return made.map((host) => ({ host, tenantKey, createdAt: new Date(0) }));
-  }
-  async assignment(host: string) {
-    const tenantKey = this.owners_.get(host);
-    return tenantKey === undefined ? null : { host, tenantKey, createdAt: new Date(0) };
-  }
-  async boundBy(host: string, tenantKey: string) {
-    return (
-      [...this.bindings].find(([, b]) => b.tenantKey === tenantKey && b.hosts.includes(host))?.[0] ?? null
-    );
-  }
-  async release(host: string, tenantKey: string) {
-    if (this.owners_.get(host) !== tenantKey) return false;
-    this.owners_.delete(host);
-    return true;
-  }
-}
+import { MemoryHosts } from "./memory-hosts.js";
+import { claimHosts, deleteHost, listHosts, putHost } from "./tenant-hosts.js";
 
 const operator: Principal = {
   subject: "op",
@@ -133,19 +75,19 @@ describe("assigning hosts to tenants", () => {
     await put("acme", "shop.example");
     const error = await refusal(put("zeta", "shop.example"));
     expect(error.code).toBe(ErrorCode.Conflict);
-    expect(hosts.owners_.get("shop.example")).toBe("acme");
+    expect(hosts.assigned.get("shop.example")).toBe("acme");
   });
 
   it("answers 404 for a tenant that does not exist and 400 for what is not a host name", async () => {
     expect((await refusal(put("ghost", "shop.example"))).code).toBe(ErrorCode.NotFound);
     expect((await refusal(list("ghost"))).code).toBe(ErrorCode.NotFound);
     expect((await refusal(put("acme", "not a host"))).code).toBe(ErrorCode.ValidationFailed);
-    expect(hosts.owners_.size).toBe(0);
+    expect(hosts.assigned.size).toBe(0);
   });
 
   it("is the platform's alone: a workspace session is refused by the contract", async () => {
     await expect(put("acme", "shop.example", shopAdmin)).rejects.toMatchObject({ code: ErrorCode.Forbidden });
-    expect(hosts.owners_.size).toBe(0);
+    expect(hosts.assigned.size).toBe(0);
   });
 
   it("keeps a host a workspace still binds (409), and answers 404 for one the tenant does not have", async () => {
@@ -157,7 +99,7 @@ describe("assigning hosts to tenants", () => {
     hosts.bindings.clear();
     expect((await refusal(remove("zeta", "shop.example"))).code).toBe(ErrorCode.NotFound);
     expect((await remove("acme", "shop.example")).status).toBe(204);
-    expect(hosts.owners_.size).toBe(0);
+    expect(hosts.assigned.size).toBe(0);
   });
 });
 
@@ -165,12 +107,12 @@ describe("a workspace's bindings claiming hosts", () => {
   it("passes the tenant's own hosts, once each", async () => {
     await put("acme", "shop.example");
     await hosts.change((tables) => claimHosts(tables, "acme", ["shop.example", "shop.example"], false));
-    expect([...hosts.owners_]).toEqual([["shop.example", "acme"]]);
+    expect([...hosts.assigned]).toEqual([["shop.example", "acme"]]);
   });
 
   it("assigns an unassigned host to the workspace's tenant for a platform session only", async () => {
     await hosts.change((tables) => claimHosts(tables, "acme", ["new.example"], true));
-    expect(hosts.owners_.get("new.example")).toBe("acme");
+    expect(hosts.assigned.get("new.example")).toBe("acme");
     const error = await refusal(
       hosts.change((tables) => claimHosts(tables, "zeta", ["other.example"], false)),
     );
@@ -178,7 +120,7 @@ describe("a workspace's bindings claiming hosts", () => {
     expect(error.message).toBe(
       "host 'other.example' is not assigned to tenant 'zeta'; a platform operator assigns hosts",
     );
-    expect(hosts.owners_.has("other.example")).toBe(false);
+    expect(hosts.assigned.has("other.example")).toBe(false);
   });
 
   it("refuses another tenant's host without naming it, and assigns none of the others then", async () => {
@@ -189,6 +131,6 @@ describe("a workspace's bindings claiming hosts", () => {
     expect(error.code).toBe(ErrorCode.Conflict);
     expect(error.message).toBe("host 'shop.example' is not available to this tenant");
     expect(JSON.stringify(error.extensions)).not.toContain("acme");
-    expect(hosts.owners_.has("fresh.example")).toBe(false);
+    expect(hosts.assigned.has("fresh.example")).toBe(false);
   });
 });

@@ -7,7 +7,7 @@
  * The routes and the claim ask a `HostTables` port (`hostTables` is the PostgreSQL one), so their rules are
  * unit-tested with the tables in memory.
  */
-import type { resolverRoutes,RouteHandlerWith } from "@svc/contracts";
+import type { resolverRoutes, RouteHandlerWith } from "@svc/contracts";
 import { type Db, type Queries, sql } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import { normaliseHost } from "@svc/workspace";

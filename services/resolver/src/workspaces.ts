@@ -5,14 +5,93 @@
  * them; a host+prefix pair belongs to one workspace (409 naming it). Creating is for platform sessions (a
  * workspace session reaches only its own, existing workspace); a workspace's tenant does not change.
  * `workspace.created`, `workspace.updated` and `workspace.deleted` are recorded with the change.
+ *
+ * The routes ask a `WorkspaceTables` port (`workspaceTables` is the PostgreSQL one), so their rules are
+ * unit-tested with the tables in memory.
  */
 import { reachOf, requireReach } from "@svc/access";
-import { isForeignKeyViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import type { PlatformEventData, resolverRoutes, RouteHandlerWith } from "@svc/contracts";
+import { type Db, isForeignKeyViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
+import type { Outbox } from "@svc/outbox";
 import { normaliseHost } from "@svc/workspace";
 
-import type { ResolverHandler } from "./deps.js";
-import { claimHosts, lockedHostChange } from "./tenant-hosts.js";
+import { claimHosts, type HostChange, lockedHostChange } from "./tenant-hosts.js";
+
+/** A binding: a host and a path prefix under it. */
+export interface WorkspaceBinding {
+  readonly host: string;
+  readonly pathPrefix: string;
+}
+
+/** A workspace as stored. */
+export interface Workspace {
+  readonly key: string;
+  readonly tenantKey: string;
+  readonly name: string;
+  readonly type: string;
+  readonly isActive: boolean;
+  readonly accessPolicy: "Public" | "Authenticated";
+  readonly publicBaseUrl: string | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  /** By host, then path prefix. */
+  readonly bindings: readonly WorkspaceBinding[];
+}
+
+/** What a PUT writes: `isActive` undefined keeps an existing workspace's flag (a new one is active). */
+export interface WorkspaceFields {
+  readonly tenantKey: string;
+  readonly name: string;
+  readonly type: string;
+  readonly isActive: boolean | undefined;
+  readonly accessPolicy: "Public" | "Authenticated";
+  readonly publicBaseUrl: string | null;
+}
+
+type WorkspaceEvent = "workspace.created" | "workspace.updated" | "workspace.deleted";
+
+/** What one change of one workspace asks of the tables, with the workspace locked until it ends. */
+export interface WorkspaceChange {
+  /** The workspace's tenant and active flag; null when it does not exist. */
+  existing(): Promise<{ readonly tenantKey: string; readonly isActive: boolean } | null>;
+  /** Those of `bindings` that another workspace holds, with that workspace. */
+  taken(bindings: readonly WorkspaceBinding[]): Promise<Array<WorkspaceBinding & { workspaceKey: string }>>;
+  /** Creates or replaces the workspace's fields; false when its tenant does not exist. */
+  save(fields: WorkspaceFields): Promise<boolean>;
+  /** The hosts' assignments, for the bindings' claim (their changes serialised from here on). */
+  hosts(): Promise<HostChange>;
+  /** Replaces the workspace's bindings. */
+  bind(bindings: readonly WorkspaceBinding[]): Promise<void>;
+  read(): Promise<Workspace>;
+  /** Deletes the workspace and what is kept for it (its custom field values); its tenant, or null. */
+  remove(): Promise<string | null>;
+  /** Records the workspace's event with the change, to be relayed once it commits. */
+  record<N extends WorkspaceEvent>(eventName: N, data: PlatformEventData[N]): Promise<void>;
+}
+
+/** The workspaces' tables. */
+export interface WorkspaceTables {
+  /** A page of workspaces by key, after `after`: one more than `limit` when there are more. */
+  page(filter: {
+    readonly only: string | null;
+    readonly tenantKey: string | null;
+    readonly after: string | null;
+    readonly limit: number;
+  }): Promise<Workspace[]>;
+  find(key: string): Promise<Workspace | null>;
+  /** Runs `change` as one change of the workspace `key`. */
+  change<T>(key: string, change: (tables: WorkspaceChange) => Promise<T>): Promise<T>;
+}
+
+export interface WorkspaceDeps {
+  readonly workspaces: WorkspaceTables;
+}
+
+type Handler<K extends keyof typeof resolverRoutes> = RouteHandlerWith<
+  WorkspaceDeps,
+  (typeof resolverRoutes)[K]
+>;
 
 interface WorkspaceRow {
   key: string;
@@ -35,24 +114,112 @@ const selectWorkspace = sql`
     FROM resolver.workspace_bindings b WHERE b.workspace_key = w.key), '[]'::json) AS bindings
   FROM resolver.workspaces w`;
 
-export const workspaceView = (r: WorkspaceRow) => ({
-  workspaceKey: r.key,
+const workspaceOf = (r: WorkspaceRow): Workspace => ({
+  key: r.key,
   tenantKey: r.tenant_key,
   name: r.name,
   type: r.type,
   isActive: r.is_active,
   accessPolicy: r.access_policy,
-  bindings: r.bindings.map((b) => ({ host: b.host, pathPrefix: b.path_prefix })),
   publicBaseUrl: r.public_base_url,
-  createdAtUtc: r.created_at.toISOString(),
-  updatedAtUtc: r.updated_at.toISOString(),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  bindings: r.bindings.map((b) => ({ host: b.host, pathPrefix: b.path_prefix })),
 });
 
-export async function findWorkspace(db: Queries, key: string): Promise<WorkspaceRow | null> {
-  return db.maybeOne<WorkspaceRow>(sql`${selectWorkspace} WHERE w.key = ${key}`);
+async function findWorkspace(db: Queries, key: string): Promise<Workspace | null> {
+  const row = await db.maybeOne<WorkspaceRow>(sql`${selectWorkspace} WHERE w.key = ${key}`);
+  return row === null ? null : workspaceOf(row);
 }
 
-export const listWorkspaces: ResolverHandler<"workspaces.list"> = async (deps, req) => {
+/** The PostgreSQL workspace tables; events go through `outbox`. */
+export function workspaceTables(db: Db, outbox: Outbox<PlatformEventData>): WorkspaceTables {
+  return {
+    async page({ only, tenantKey, after, limit }) {
+      const rows = await db.any<WorkspaceRow>(sql`
+        ${selectWorkspace}
+        WHERE (${only}::text IS NULL OR w.key = ${only})
+          AND (${tenantKey}::text IS NULL OR w.tenant_key = ${tenantKey})
+          AND (${after}::text IS NULL OR w.key > ${after})
+        ORDER BY w.key LIMIT ${limit + 1}`);
+      return rows.map(workspaceOf);
+    },
+    find: (key) => findWorkspace(db, key),
+    change: (key, change) =>
+      db.transaction((tx) =>
+        change({
+          async existing() {
+            const row = await tx.maybeOne<{ tenant_key: string; is_active: boolean }>(
+              sql`SELECT tenant_key, is_active FROM resolver.workspaces WHERE key = ${key} FOR UPDATE`,
+            );
+            return row === null ? null : { tenantKey: row.tenant_key, isActive: row.is_active };
+          },
+          async taken(bindings) {
+            const rows = await tx.any<{ host: string; path_prefix: string; workspace_key: string }>(sql`
+              SELECT host, path_prefix, workspace_key FROM resolver.workspace_bindings
+              WHERE workspace_key <> ${key}
+                AND (host, path_prefix) IN (SELECT * FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[]))`);
+            return rows.map((r) => ({
+              host: r.host,
+              pathPrefix: r.path_prefix,
+              workspaceKey: r.workspace_key,
+            }));
+          },
+          async save(f) {
+            try {
+              await tx.query(sql`
+                INSERT INTO resolver.workspaces (key, tenant_key, name, type, is_active, access_policy, public_base_url)
+                VALUES (${key}, ${f.tenantKey}, ${f.name}, ${f.type}, ${f.isActive ?? true},
+                        ${f.accessPolicy}, ${f.publicBaseUrl})
+                ON CONFLICT (key) DO UPDATE SET
+                  name = excluded.name, type = excluded.type,
+                  is_active = CASE WHEN ${f.isActive === undefined} THEN resolver.workspaces.is_active ELSE excluded.is_active END,
+                  access_policy = excluded.access_policy, public_base_url = excluded.public_base_url, updated_at = now()`);
+              return true;
+            } catch (error) {
+              if (isForeignKeyViolation(error)) return false;
+              throw error;
+            }
+          },
+          hosts: () => lockedHostChange(tx),
+          async bind(bindings) {
+            await tx.query(sql`DELETE FROM resolver.workspace_bindings WHERE workspace_key = ${key}`);
+            await tx.query(sql`
+              INSERT INTO resolver.workspace_bindings (workspace_key, host, path_prefix)
+              SELECT ${key}, h, p FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[]) AS t(h, p)`);
+          },
+          read: async () => (await findWorkspace(tx, key)) as Workspace,
+          async remove() {
+            const gone = await tx.maybeOne<{ tenant_key: string }>(
+              sql`DELETE FROM resolver.workspaces WHERE key = ${key} RETURNING tenant_key`,
+            );
+            if (gone === null) return null;
+            await tx.query(sql`
+              DELETE FROM resolver.custom_field_values WHERE entity_name = 'workspace' AND entity_id = ${key}`);
+            return gone.tenant_key;
+          },
+          async record(eventName, data) {
+            await outbox.record(tx, eventName, key, data);
+          },
+        }),
+      ),
+  };
+}
+
+export const workspaceView = (w: Workspace) => ({
+  workspaceKey: w.key,
+  tenantKey: w.tenantKey,
+  name: w.name,
+  type: w.type,
+  isActive: w.isActive,
+  accessPolicy: w.accessPolicy,
+  bindings: w.bindings.map((b) => ({ host: b.host, pathPrefix: b.pathPrefix })),
+  publicBaseUrl: w.publicBaseUrl,
+  createdAtUtc: w.createdAt.toISOString(),
+  updatedAtUtc: w.updatedAt.toISOString(),
+});
+
+export const listWorkspaces: Handler<"workspaces.list"> = async (deps, req) => {
   const reach = requireReach(req.principal);
   const q = req.query;
   const { limit, after } = readPage(q, WORKSPACES);
@@ -60,19 +227,19 @@ export const listWorkspaces: ResolverHandler<"workspaces.list"> = async (deps, r
   if (reach.kind === "workspace" && q.workspaceKey !== undefined && q.workspaceKey !== reach.workspaceKey) {
     throw new NotFoundError(`Workspace '${q.workspaceKey}' was not found.`);
   }
-  const rows = await deps.db.any<WorkspaceRow>(sql`
-    ${selectWorkspace}
-    WHERE (${only}::text IS NULL OR w.key = ${only})
-      AND (${q.tenantKey ?? null}::text IS NULL OR w.tenant_key = ${q.tenantKey ?? null})
-      AND (${after?.[0] ?? null}::text IS NULL OR w.key > ${after?.[0] ?? null})
-    ORDER BY w.key LIMIT ${limit + 1}`);
-  return { status: 200, body: toPage(rows, limit, WORKSPACES, (r) => [r.key], workspaceView) };
+  const rows = await deps.workspaces.page({
+    only,
+    tenantKey: q.tenantKey ?? null,
+    after: after?.[0] ?? null,
+    limit,
+  });
+  return { status: 200, body: toPage(rows, limit, WORKSPACES, (w) => [w.key], workspaceView) };
 };
 
-export const getWorkspace: ResolverHandler<"workspaces.get"> = async (deps, req) => {
-  const row = await findWorkspace(deps.db, req.params.workspaceKey);
-  if (row === null) throw new NotFoundError(`Workspace '${req.params.workspaceKey}' was not found.`);
-  return { status: 200, body: workspaceView(row) };
+export const getWorkspace: Handler<"workspaces.get"> = async (deps, req) => {
+  const found = await deps.workspaces.find(req.params.workspaceKey);
+  if (found === null) throw new NotFoundError(`Workspace '${req.params.workspaceKey}' was not found.`);
+  return { status: 200, body: workspaceView(found) };
 };
 
 /** The bindings, normalised as resolution reads them; each violation listed. */
@@ -101,114 +268,95 @@ function normaliseBindings(bindings: ReadonlyArray<{ host: string; pathPrefix?: 
   return [...out.values()];
 }
 
-export const putWorkspace: ResolverHandler<"workspaces.put"> = async (deps, req) => {
+export const putWorkspace: Handler<"workspaces.put"> = async (deps, req) => {
   const key = req.params.workspaceKey;
   const b = req.body;
   const bindings = b.bindings === undefined ? undefined : normaliseBindings(b.bindings);
   const platform = reachOf(req.principal).kind === "platform";
-  const { created, row } = await deps.db.transaction(async (tx) => {
-    const existing = await tx.maybeOne<{ tenant_key: string; is_active: boolean }>(
-      sql`SELECT tenant_key, is_active FROM resolver.workspaces WHERE key = ${key} FOR UPDATE`,
-    );
+  const { created, workspace } = await deps.workspaces.change(key, async (tables) => {
+    const existing = await tables.existing();
     if (existing === null && !platform) {
       throw new SvcError(ErrorCode.Forbidden, "Only a platform session creates workspaces.", {
         extensions: { missingPermission: "workspace.update", requiredScope: "platform" },
       });
     }
     // Operators' decisions stick: only a platform session turns a workspace on or off.
-    if (!platform && b.isActive !== undefined && b.isActive !== existing?.is_active) {
+    if (!platform && b.isActive !== undefined && b.isActive !== existing?.isActive) {
       throw new SvcError(ErrorCode.Forbidden, "Only a platform session turns a workspace on or off.", {
         extensions: { rule: "platform-only-field", field: "/body/isActive", requiredScope: "platform" },
       });
     }
-    if (existing !== null && existing.tenant_key !== b.tenantKey) {
+    if (existing !== null && existing.tenantKey !== b.tenantKey) {
       throw new SvcError(
         ErrorCode.Conflict,
-        `Workspace '${key}' belongs to tenant '${existing.tenant_key}'; it cannot move.`,
+        `Workspace '${key}' belongs to tenant '${existing.tenantKey}'; it cannot move.`,
       );
     }
     if (bindings !== undefined) {
-      const taken = await tx.any<{ host: string; path_prefix: string; workspace_key: string }>(sql`
-        SELECT host, path_prefix, workspace_key FROM resolver.workspace_bindings
-        WHERE workspace_key <> ${key}
-          AND (host, path_prefix) IN (SELECT * FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[]))`);
-      if (taken.length > 0) {
-        const where = `${taken[0]?.host}${taken[0]?.path_prefix === "/" ? "" : taken[0]?.path_prefix}`;
+      const taken = await tables.taken(bindings);
+      const first = taken[0];
+      if (first !== undefined) {
+        const where = `${first.host}${first.pathPrefix === "/" ? "" : first.pathPrefix}`;
         // A platform session sees every workspace; a workspace session learns only that it is taken.
         throw new SvcError(
           ErrorCode.Conflict,
-          platform
-            ? `${where} is bound to workspace '${taken[0]?.workspace_key}'.`
-            : `${where} is already bound.`,
+          platform ? `${where} is bound to workspace '${first.workspaceKey}'.` : `${where} is already bound.`,
           {
             extensions: {
               bindings: taken.map((t) => ({
                 host: t.host,
-                pathPrefix: t.path_prefix,
-                ...(platform ? { workspaceKey: t.workspace_key } : {}),
+                pathPrefix: t.pathPrefix,
+                ...(platform ? { workspaceKey: t.workspaceKey } : {}),
               })),
             },
           },
         );
       }
     }
-    try {
-      await tx.query(sql`
-        INSERT INTO resolver.workspaces (key, tenant_key, name, type, is_active, access_policy, public_base_url)
-        VALUES (${key}, ${b.tenantKey}, ${b.name}, ${b.type ?? "base"}, ${b.isActive ?? true},
-                ${b.accessPolicy ?? "Public"}, ${b.publicBaseUrl ?? null})
-        ON CONFLICT (key) DO UPDATE SET
-          name = excluded.name, type = excluded.type,
-          is_active = CASE WHEN ${b.isActive === undefined} THEN resolver.workspaces.is_active ELSE excluded.is_active END,
-          access_policy = excluded.access_policy, public_base_url = excluded.public_base_url, updated_at = now()`);
-    } catch (error) {
-      if (isForeignKeyViolation(error)) {
-        throw new ValidationError([
-          { field: "/body/tenantKey", message: `tenant '${b.tenantKey}' does not exist` },
-        ]);
-      }
-      throw error;
+    const saved = await tables.save({
+      tenantKey: b.tenantKey,
+      name: b.name,
+      type: b.type ?? "base",
+      isActive: b.isActive,
+      accessPolicy: b.accessPolicy ?? "Public",
+      publicBaseUrl: b.publicBaseUrl ?? null,
+    });
+    if (!saved) {
+      throw new ValidationError([
+        { field: "/body/tenantKey", message: `tenant '${b.tenantKey}' does not exist` },
+      ]);
     }
     if (bindings !== undefined) {
-      // A host belongs to one tenant: only its workspaces bind paths under it. After
-      // the upsert, which refuses a tenant that does not exist (400) before a host is assigned to it.
+      // A host belongs to one tenant: only its workspaces bind paths under it. After the save, which
+      // refuses a tenant that does not exist (400) before a host is assigned to it.
       await claimHosts(
-        await lockedHostChange(tx),
+        await tables.hosts(),
         b.tenantKey,
         bindings.map((x) => x.host),
         platform,
       );
-      await tx.query(sql`DELETE FROM resolver.workspace_bindings WHERE workspace_key = ${key}`);
-      await tx.query(sql`
-        INSERT INTO resolver.workspace_bindings (workspace_key, host, path_prefix)
-        SELECT ${key}, h, p FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[]) AS t(h, p)`);
+      await tables.bind(bindings);
     }
-    const row = (await findWorkspace(tx, key)) as WorkspaceRow;
-    await deps.outbox.record(
-      tx,
+    const workspace = await tables.read();
+    await tables.record(
       existing === null ? "workspace.created" : "workspace.updated",
-      key,
-      workspaceView(row),
+      workspaceView(workspace),
     );
-    return { created: existing === null, row };
+    return { created: existing === null, workspace };
   });
   return {
     status: created ? 201 : 200,
     ...(created ? { headers: { location: `/api/workspaces/${key}` } } : {}),
-    body: workspaceView(row),
+    body: workspaceView(workspace),
   };
 };
 
-export const deleteWorkspace: ResolverHandler<"workspaces.delete"> = async (deps, req) => {
+export const deleteWorkspace: Handler<"workspaces.delete"> = async (deps, req) => {
   const key = req.params.workspaceKey;
-  await deps.db.transaction(async (tx) => {
-    const gone = await tx.maybeOne<{ tenant_key: string }>(
-      sql`DELETE FROM resolver.workspaces WHERE key = ${key} RETURNING tenant_key`,
-    );
-    if (gone === null) throw new NotFoundError(`Workspace '${key}' was not found.`);
-    await deps.outbox.record(tx, "workspace.deleted", key, { workspaceKey: key, tenantKey: gone.tenant_key });
-    await tx.query(sql`
-      DELETE FROM resolver.custom_field_values WHERE entity_name = 'workspace' AND entity_id = ${key}`);
+  await deps.workspaces.change(key, async (tables) => {
+    const tenantKey = await tables.remove();
+    if (tenantKey === null) throw new NotFoundError(`Workspace '${key}' was not found.`);
+    await tables.record("workspace.deleted", { workspaceKey: key, tenantKey });
   });
   return { status: 204 };
 };

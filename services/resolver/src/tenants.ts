@@ -5,11 +5,60 @@
  * `deleteWorkspaces=true`: they are deleted with it (each publishing `workspace.deleted`, then the tenant
  * `tenant.deleted`, recorded with the change): the services that keep data per workspace or tenant follow
  * those events durably, so nothing is left dangling even when they were down.
+ *
+ * The routes ask a `TenantTables` port (`tenantTables` is the PostgreSQL one), so their rules are
+ * unit-tested with the tables in memory.
  */
-import { isUniqueViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import type { PlatformEventData, resolverRoutes, RouteHandlerWith } from "@svc/contracts";
+import { type Db, isUniqueViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
+import type { Outbox } from "@svc/outbox";
 
-import type { ResolverHandler } from "./deps.js";
+/** A tenant as stored, with how many workspaces it has. */
+export interface Tenant {
+  readonly key: string;
+  readonly name: string;
+  readonly isActive: boolean;
+  readonly workspaceCount: number;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** What deleting a tenant asks of the tables, with the tenant and its workspaces locked until it ends. */
+export interface TenantRemoval {
+  /** The tenant's workspaces, by key; null when the tenant does not exist. */
+  workspaces(): Promise<string[] | null>;
+  /** Deletes the tenant, its workspaces and what is kept for them (custom field values). */
+  remove(workspaceKeys: readonly string[]): Promise<void>;
+  /** Records an event with the change, to be relayed once it commits. */
+  record<N extends "workspace.deleted" | "tenant.deleted">(
+    eventName: N,
+    workspaceKey: string | null,
+    data: PlatformEventData[N],
+  ): Promise<void>;
+}
+
+/** The tenants' tables. */
+export interface TenantTables {
+  /** Creates a tenant; false when the key is taken. */
+  create(key: string, name: string): Promise<boolean>;
+  /** A page of tenants by key, after `after`: one more than `limit` when there are more. */
+  page(after: string | null, limit: number): Promise<Tenant[]>;
+  find(key: string): Promise<Tenant | null>;
+  /** Turns the tenant on or off; false when it does not exist. */
+  setActive(key: string, active: boolean): Promise<boolean>;
+  /** Runs `removal` as one change that deletes the tenant `key`. */
+  removal<T>(key: string, removal: (tables: TenantRemoval) => Promise<T>): Promise<T>;
+}
+
+export interface TenantDeps {
+  readonly tenants: TenantTables;
+}
+
+type Handler<K extends keyof typeof resolverRoutes> = RouteHandlerWith<
+  TenantDeps,
+  (typeof resolverRoutes)[K]
+>;
 
 interface TenantRow {
   key: string;
@@ -26,76 +75,126 @@ const selectTenant = sql`
   SELECT t.*, (SELECT count(*)::int FROM resolver.workspaces w WHERE w.tenant_key = t.key) AS workspace_count
   FROM resolver.tenants t`;
 
-const view = (r: TenantRow) => ({
-  tenantKey: r.key,
+const tenantOf = (r: TenantRow): Tenant => ({
+  key: r.key,
   name: r.name,
-  state: r.is_active ? ("active" as const) : ("suspended" as const),
   isActive: r.is_active,
   workspaceCount: r.workspace_count,
-  createdAtUtc: r.created_at.toISOString(),
-  updatedAtUtc: r.updated_at.toISOString(),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
-async function tenant(db: Queries, key: string): Promise<TenantRow> {
+const findTenant = async (db: Queries, key: string) => {
   const row = await db.maybeOne<TenantRow>(sql`${selectTenant} WHERE t.key = ${key}`);
-  if (row === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
-  return row;
+  return row === null ? null : tenantOf(row);
+};
+
+/** The PostgreSQL tenant tables; events go through `outbox`. */
+export function tenantTables(db: Db, outbox: Outbox<PlatformEventData>): TenantTables {
+  return {
+    async create(key, name) {
+      try {
+        await db.query(sql`INSERT INTO resolver.tenants (key, name) VALUES (${key}, ${name})`);
+        return true;
+      } catch (error) {
+        if (isUniqueViolation(error)) return false;
+        throw error;
+      }
+    },
+    async page(after, limit) {
+      const rows = await db.any<TenantRow>(sql`
+        ${selectTenant} WHERE (${after}::text IS NULL OR t.key > ${after})
+        ORDER BY t.key LIMIT ${limit + 1}`);
+      return rows.map(tenantOf);
+    },
+    find: (key) => findTenant(db, key),
+    async setActive(key, active) {
+      const row = await db.maybeOne(sql`
+        UPDATE resolver.tenants SET is_active = ${active}, updated_at = now() WHERE key = ${key} RETURNING key`);
+      return row !== null;
+    },
+    removal: (key, removal) =>
+      db.transaction((tx) =>
+        removal({
+          async workspaces() {
+            const found = await tx.maybeOne(
+              sql`SELECT key FROM resolver.tenants WHERE key = ${key} FOR UPDATE`,
+            );
+            if (found === null) return null;
+            const owned = await tx.any<{ key: string }>(
+              sql`SELECT key FROM resolver.workspaces WHERE tenant_key = ${key} ORDER BY key FOR UPDATE`,
+            );
+            return owned.map((w) => w.key);
+          },
+          async remove(workspaceKeys) {
+            await tx.query(sql`DELETE FROM resolver.tenants WHERE key = ${key}`);
+            await tx.query(sql`
+              DELETE FROM resolver.custom_field_values
+              WHERE (entity_name = 'tenant' AND entity_id = ${key})
+                 OR (entity_name = 'workspace' AND entity_id = ANY(${workspaceKeys}::text[]))`);
+          },
+          async record(eventName, workspaceKey, data) {
+            await outbox.record(tx, eventName, workspaceKey, data);
+          },
+        }),
+      ),
+  };
 }
 
-export const createTenant: ResolverHandler<"tenants.create"> = async (deps, req) => {
-  try {
-    await deps.db.query(
-      sql`INSERT INTO resolver.tenants (key, name) VALUES (${req.body.tenantKey}, ${req.body.name})`,
-    );
-  } catch (error) {
-    if (isUniqueViolation(error)) throw new ConflictError(`Tenant '${req.body.tenantKey}' exists already.`);
-    throw error;
+const view = (t: Tenant) => ({
+  tenantKey: t.key,
+  name: t.name,
+  state: t.isActive ? ("active" as const) : ("suspended" as const),
+  isActive: t.isActive,
+  workspaceCount: t.workspaceCount,
+  createdAtUtc: t.createdAt.toISOString(),
+  updatedAtUtc: t.updatedAt.toISOString(),
+});
+
+async function tenant(tables: TenantTables, key: string): Promise<Tenant> {
+  const found = await tables.find(key);
+  if (found === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
+  return found;
+}
+
+export const createTenant: Handler<"tenants.create"> = async (deps, req) => {
+  if (!(await deps.tenants.create(req.body.tenantKey, req.body.name))) {
+    throw new ConflictError(`Tenant '${req.body.tenantKey}' exists already.`);
   }
   return {
     status: 201,
     headers: { location: `/api/tenants/${req.body.tenantKey}` },
-    body: view(await tenant(deps.db, req.body.tenantKey)),
+    body: view(await tenant(deps.tenants, req.body.tenantKey)),
   };
 };
 
-export const listTenants: ResolverHandler<"tenants.list"> = async (deps, req) => {
+export const listTenants: Handler<"tenants.list"> = async (deps, req) => {
   const { limit, after } = readPage(req.query, TENANTS);
-  const rows = await deps.db.any<TenantRow>(sql`
-    ${selectTenant} WHERE (${after?.[0] ?? null}::text IS NULL OR t.key > ${after?.[0] ?? null})
-    ORDER BY t.key LIMIT ${limit + 1}`);
-  return { status: 200, body: toPage(rows, limit, TENANTS, (r) => [r.key], view) };
+  const rows = await deps.tenants.page(after?.[0] ?? null, limit);
+  return { status: 200, body: toPage(rows, limit, TENANTS, (t) => [t.key], view) };
 };
 
-export const getTenant: ResolverHandler<"tenants.get"> = async (deps, req) => ({
+export const getTenant: Handler<"tenants.get"> = async (deps, req) => ({
   status: 200,
-  body: view(await tenant(deps.db, req.params.tenantKey)),
+  body: view(await tenant(deps.tenants, req.params.tenantKey)),
 });
 
-async function setActive(
-  deps: Parameters<ResolverHandler<"tenants.activate">>[0],
-  key: string,
-  active: boolean,
-) {
-  const row = await deps.db.maybeOne(sql`
-    UPDATE resolver.tenants SET is_active = ${active}, updated_at = now() WHERE key = ${key} RETURNING key`);
-  if (row === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
-  return { status: 200, body: view(await tenant(deps.db, key)) };
+async function setActive(deps: TenantDeps, key: string, active: boolean) {
+  if (!(await deps.tenants.setActive(key, active))) throw new NotFoundError(`Tenant '${key}' was not found.`);
+  return { status: 200, body: view(await tenant(deps.tenants, key)) };
 }
 
-export const activateTenant: ResolverHandler<"tenants.activate"> = (deps, req) =>
+export const activateTenant: Handler<"tenants.activate"> = (deps, req) =>
   setActive(deps, req.params.tenantKey, true);
 
-export const suspendTenant: ResolverHandler<"tenants.suspend"> = (deps, req) =>
+export const suspendTenant: Handler<"tenants.suspend"> = (deps, req) =>
   setActive(deps, req.params.tenantKey, false);
 
-export const deleteTenant: ResolverHandler<"tenants.delete"> = async (deps, req) => {
+export const deleteTenant: Handler<"tenants.delete"> = async (deps, req) => {
   const key = req.params.tenantKey;
-  await deps.db.transaction(async (tx) => {
-    const found = await tx.maybeOne(sql`SELECT key FROM resolver.tenants WHERE key = ${key} FOR UPDATE`);
-    if (found === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
-    const owned = await tx.any<{ key: string }>(
-      sql`SELECT key FROM resolver.workspaces WHERE tenant_key = ${key} ORDER BY key FOR UPDATE`,
-    );
+  await deps.tenants.removal(key, async (tables) => {
+    const owned = await tables.workspaces();
+    if (owned === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
     if (owned.length > 0 && req.query.deleteWorkspaces !== true) {
       throw new SvcError(
         ErrorCode.Conflict,
@@ -103,19 +202,12 @@ export const deleteTenant: ResolverHandler<"tenants.delete"> = async (deps, req)
         { extensions: { workspaceCount: owned.length } },
       );
     }
-    for (const w of owned) {
-      await deps.outbox.record(tx, "workspace.deleted", w.key, { workspaceKey: w.key, tenantKey: key });
+    for (const workspaceKey of owned) {
+      await tables.record("workspace.deleted", workspaceKey, { workspaceKey, tenantKey: key });
     }
-    await tx.query(sql`DELETE FROM resolver.tenants WHERE key = ${key}`);
+    await tables.remove(owned);
     // The services that keep data per tenant (grants, delegations) follow this event durably.
-    await deps.outbox.record(tx, "tenant.deleted", null, {
-      tenantKey: key,
-      workspaceKeys: owned.map((w) => w.key),
-    });
-    await tx.query(sql`
-      DELETE FROM resolver.custom_field_values
-      WHERE (entity_name = 'tenant' AND entity_id = ${key})
-         OR (entity_name = 'workspace' AND entity_id = ANY(${owned.map((w) => w.key)}::text[]))`);
+    await tables.record("tenant.deleted", null, { tenantKey: key, workspaceKeys: owned });
   });
   return { status: 204 };
 };

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { createDb, ensureDatabase, migrate as runMigrations, type MigrationSource } from "@svc/db";
 import { JOB_MIGRATIONS } from "@svc/jobs";
+import { diagnosticsStream } from "@svc/runtime";
 import { seedDemoOperator } from "@svc/service-rbac";
 import { seedDemoWorkspace } from "@svc/service-resolver";
 import pg from "pg";
@@ -138,15 +139,18 @@ export async function dropRunResources(o: {
 
 /**
  * Deletes a run's streams on a shared NATS server: its event stream and, given its subject prefix, the KV
- * buckets and object stores the services made under it (left behind, each run's would pile up on the
- * server: about twenty per run).
+ * buckets, object stores and diagnostics stream the services made under it (left behind, each run's would
+ * pile up on the server: about twenty per run).
  */
 export async function deleteRunStreams(nc: NatsConnection, stream: string, prefix?: string): Promise<void> {
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const jsm = await jetstreamManager(nc);
   const ours = (name: string) =>
     name === stream ||
-    (prefix !== undefined && (name.startsWith(`KV_${prefix}_`) || name.startsWith(`OBJ_${prefix}_`)));
+    (prefix !== undefined &&
+      (name.startsWith(`KV_${prefix}_`) ||
+        name.startsWith(`OBJ_${prefix}_`) ||
+        name === diagnosticsStream(prefix)));
   const names: string[] = [];
   for await (const name of jsm.streams.names()) if (ours(name)) names.push(name);
   for (const name of names) await jsm.streams.delete(name).catch(() => undefined);

@@ -54,6 +54,7 @@ export const resolverService = defineService(resolverContract, {
     };
     const tables = tenancyTables(db);
     const hostDeps: tenantHosts.HostDeps = { hosts: tenantHosts.hostTables(db) };
+    const surfaceDeps: surfaces.SurfaceDeps = { surfaces: surfaces.surfaceTables(db) };
     const tenantDeps: tenants.TenantDeps = { tenants: tenants.tenantTables(db, outbox) };
     const workspaceDeps: workspaces.WorkspaceDeps = { workspaces: workspaces.workspaceTables(db, outbox) };
     const messages: MessageImplementation<typeof resolverContract.messages> = {
@@ -87,13 +88,13 @@ export const resolverService = defineService(resolverContract, {
       "workspaces.get": (req) => workspaces.getWorkspace(workspaceDeps, req),
       "workspaces.put": (req) => workspaces.putWorkspace(workspaceDeps, req),
       "workspaces.delete": (req) => workspaces.deleteWorkspace(workspaceDeps, req),
-      "surfaces.list": (req) => surfaces.listSurfaces(deps, req),
-      "surfaces.get": (req) => surfaces.getSurface(deps, req),
-      "surfaces.put": (req) => surfaces.putSurface(deps, req),
-      "surfaces.delete": (req) => surfaces.deleteSurface(deps, req),
-      "snippets.list": (req) => surfaces.listSnippets(deps, req),
-      "snippets.put": (req) => surfaces.putSnippet(deps, req),
-      "snippets.delete": (req) => surfaces.deleteSnippet(deps, req),
+      "surfaces.list": (req) => surfaces.listSurfaces(surfaceDeps, req),
+      "surfaces.get": (req) => surfaces.getSurface(surfaceDeps, req),
+      "surfaces.put": (req) => surfaces.putSurface(surfaceDeps, req),
+      "surfaces.delete": (req) => surfaces.deleteSurface(surfaceDeps, req),
+      "snippets.list": (req) => surfaces.listSnippets(surfaceDeps, req),
+      "snippets.put": (req) => surfaces.putSnippet(surfaceDeps, req),
+      "snippets.delete": (req) => surfaces.deleteSnippet(surfaceDeps, req),
     };
     const listener = startChangeListener(config.databaseUrl, bus, log);
     await outbox.start();

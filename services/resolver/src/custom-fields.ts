@@ -5,11 +5,14 @@
  * against the definitions: known keys, each value by its type (text, number, boolean, select among its
  * options, url, color, date, email), and every required field set afterwards. A workspace or tenant must
  * exist; a workspace session reaches only its own workspace's fields (other entities: 404).
+ *
+ * The routes ask a `FieldValueTables` port (`fieldValueTables` is the PostgreSQL one), so their rules are
+ * unit-tested with the values in memory; a PUT's changes are written in one transaction.
  */
 import { requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import type { PluginContribution } from "@svc/contracts";
-import { type Queries, sql } from "@svc/db";
+import { type Db, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 import { checkValue, serialiseValue } from "@svc/plugin-package";
 
@@ -54,8 +57,62 @@ export class CustomFieldCatalogue {
   }
 }
 
+/** The custom field values' tables. */
+export interface FieldValueTables {
+  /** Whether the workspace or tenant exists (other entities are the plugins' own: true). */
+  exists(entityName: string, entityId: string): Promise<boolean>;
+  /** The entity's stored values by key. */
+  values(entityName: string, entityId: string): Promise<Record<string, string>>;
+  /** Sets and clears values, in one change. */
+  save(
+    entityName: string,
+    entityId: string,
+    set: ReadonlyArray<readonly [string, string]>,
+    unset: readonly string[],
+    by: string,
+  ): Promise<void>;
+}
+
+/** The PostgreSQL custom field values. */
+export function fieldValueTables(db: Db): FieldValueTables {
+  return {
+    async exists(entityName, entityId) {
+      const table =
+        entityName === "workspace"
+          ? sql`resolver.workspaces`
+          : entityName === "tenant"
+            ? sql`resolver.tenants`
+            : null;
+      return (
+        table === null ||
+        (await db.maybeOne(sql`SELECT 1 AS one FROM ${table} WHERE key = ${entityId}`)) !== null
+      );
+    },
+    async values(entityName, entityId) {
+      const rows = await db.any<{ key: string; value: string }>(sql`
+        SELECT key, value FROM resolver.custom_field_values WHERE entity_name = ${entityName} AND entity_id = ${entityId}`);
+      return Object.fromEntries(rows.map((r) => [r.key, r.value]));
+    },
+    save: (entityName, entityId, set, unset, by) =>
+      db.transaction(async (tx) => {
+        if (unset.length > 0) {
+          await tx.query(sql`
+            DELETE FROM resolver.custom_field_values
+            WHERE entity_name = ${entityName} AND entity_id = ${entityId} AND key = ANY(${unset}::text[])`);
+        }
+        if (set.length > 0) {
+          await tx.query(sql`
+            INSERT INTO resolver.custom_field_values (entity_name, entity_id, key, value, updated_by)
+            SELECT ${entityName}, ${entityId}, k, v, ${by}
+            FROM unnest(${set.map((x) => x[0])}::text[], ${set.map((x) => x[1])}::text[]) AS t(k, v)
+            ON CONFLICT (entity_name, entity_id, key) DO UPDATE SET value = excluded.value, updated_by = excluded.updated_by, updated_at = now()`);
+        }
+      }),
+  };
+}
+
 export interface CustomFieldDeps {
-  readonly db: Queries;
+  readonly values: FieldValueTables;
   readonly catalogue: CustomFieldCatalogue;
 }
 
@@ -80,25 +137,8 @@ async function entity(deps: CustomFieldDeps, principal: Principal, entityName: s
   if (reach.kind === "workspace" && (entityName !== "workspace" || entityId !== reach.workspaceKey))
     throw notFound();
   if (fields.length === 0) throw notFound();
-  const table =
-    entityName === "workspace"
-      ? sql`resolver.workspaces`
-      : entityName === "tenant"
-        ? sql`resolver.tenants`
-        : null;
-  if (
-    table !== null &&
-    (await deps.db.maybeOne(sql`SELECT 1 AS one FROM ${table} WHERE key = ${entityId}`)) === null
-  ) {
-    throw notFound();
-  }
+  if (!(await deps.values.exists(entityName, entityId))) throw notFound();
   return fields;
-}
-
-async function values(db: Queries, entityName: string, entityId: string): Promise<Record<string, string>> {
-  const rows = await db.any<{ key: string; value: string }>(sql`
-    SELECT key, value FROM resolver.custom_field_values WHERE entity_name = ${entityName} AND entity_id = ${entityId}`);
-  return Object.fromEntries(rows.map((r) => [r.key, r.value]));
 }
 
 /** An entity's values of the fields defined now (a value of a field since removed is not shown). */
@@ -123,7 +163,7 @@ function valuesReply(
 export const getValues: Handler<"custom-fields.get"> = async (deps, req) => {
   const { entityName, entityId } = req.params;
   const fields = await entity(deps, req.principal, entityName, entityId);
-  return valuesReply(entityName, entityId, fields, await values(deps.db, entityName, entityId));
+  return valuesReply(entityName, entityId, fields, await deps.values.values(entityName, entityId));
 };
 
 export const putValues: Handler<"custom-fields.put"> = async (deps, req) => {
@@ -150,7 +190,7 @@ export const putValues: Handler<"custom-fields.put"> = async (deps, req) => {
     else set.push([key, value]);
   }
   // Required fields must hold a value once the change is applied.
-  const after = { ...(await values(deps.db, entityName, entityId)) };
+  const after = { ...(await deps.values.values(entityName, entityId)) };
   for (const k of unset) delete after[k];
   for (const [k, v] of set) after[k] = v;
   for (const f of fields) {
@@ -159,16 +199,6 @@ export const putValues: Handler<"custom-fields.put"> = async (deps, req) => {
     }
   }
   if (violations.length > 0) throw new ValidationError(violations);
-  const actor = req.principal.subject;
-  await deps.db.query(sql`
-    DELETE FROM resolver.custom_field_values
-    WHERE entity_name = ${entityName} AND entity_id = ${entityId} AND key = ANY(${unset}::text[])`);
-  if (set.length > 0) {
-    await deps.db.query(sql`
-      INSERT INTO resolver.custom_field_values (entity_name, entity_id, key, value, updated_by)
-      SELECT ${entityName}, ${entityId}, k, v, ${actor}
-      FROM unnest(${set.map((x) => x[0])}::text[], ${set.map((x) => x[1])}::text[]) AS t(k, v)
-      ON CONFLICT (entity_name, entity_id, key) DO UPDATE SET value = excluded.value, updated_by = excluded.updated_by, updated_at = now()`);
-  }
+  await deps.values.save(entityName, entityId, set, unset, req.principal.subject);
   return valuesReply(entityName, entityId, fields, after);
 };

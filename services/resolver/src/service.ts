@@ -47,7 +47,7 @@ export const resolverService = defineService(resolverContract, {
     // Custom field definitions come from the installed plugins (their contributions).
     const catalogue = new customFields.CustomFieldCatalogue();
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
-    const fields = { db, catalogue };
+    const fields: customFields.CustomFieldDeps = { values: customFields.fieldValueTables(db), catalogue };
     const mediaDeps = {
       ...deps,
       media: new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas),

@@ -3,8 +3,9 @@
  * 20 ms (200 events/s), each with a subscription of its own to a local receiver; first alone, then right
  * after a fifth workspace published nine times as many (90 % of the events) as fast as JetStream
  * acknowledges them, then the same again with the dispatcher's `JobWorkspaceConcurrency` at half the
- * delivery concurrency. Reported: the small workspaces' publish-to-receipt p50/p95 in each phase and the
- * ratio to alone (target: within 2x). The built dispatcher, in production mode, on a database, subject
+ * delivery concurrency (BENCH_WEBHOOK_CAP=N sets another). Reported: the small workspaces'
+ * publish-to-receipt p50/p95 in each phase and the ratio to alone (target: within 2x), and the p95 of each
+ * stage of their deliveries, read from their jobs: published to matched, to started, to completed. The built dispatcher, in production mode, on a database, subject
  * prefix and stream of its own.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -24,7 +25,7 @@ import { againstAlone, percentile, sorted } from "./stats.js";
 const SMALL = ["small-1", "small-2", "small-3", "small-4"];
 /** The dispatcher's delivery concurrency, and the per-workspace limit of the last phase. */
 const DELIVERY_CONCURRENCY = 50;
-const CAP = DELIVERY_CONCURRENCY / 2;
+const CAP = Number(process.env.BENCH_WEBHOOK_CAP ?? DELIVERY_CONCURRENCY / 2);
 
 export interface WebhookFairnessPhase {
   readonly smallEvents: number;
@@ -32,6 +33,11 @@ export interface WebhookFairnessPhase {
   readonly p50Ms: number;
   readonly p95Ms: number;
   readonly floodP95Ms: number;
+  /**
+   * The small workspaces' p95 of each stage, from their delivery jobs: published to matched (the job
+   * inserted), matched to started, started to completed.
+   */
+  readonly stagesP95Ms: { readonly matched: number; readonly started: number; readonly completed: number };
 }
 
 export interface WebhookFairnessResult {
@@ -128,6 +134,16 @@ export async function runWebhookFairnessBench(
       while (receipts.filter((r) => r.phase === name).length < expected && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));
       const mine = receipts.filter((r) => r.phase === name);
+      const stages = await admin.query<{ matched: number; started: number; completed: number }>(
+        `SELECT extract(epoch FROM created_at) * 1000 - (payload->'data'->>'sentAt')::float8 AS matched,
+                extract(epoch FROM started_at - created_at) * 1000 AS started,
+                extract(epoch FROM completed_at - started_at) * 1000 AS completed
+         FROM job_reaper.jobs
+         WHERE type = 'webhook.deliver' AND payload->'data'->>'phase' = $1 AND workspace_key <> 'flood'`,
+        [name],
+      );
+      const stageP95 = (k: "matched" | "started" | "completed") =>
+        Math.round(percentile(sorted(stages.rows.map((r) => Number(r[k]))), 95) * 10) / 10;
       const small = sorted(mine.filter((r) => r.small).map((r) => r.at - r.sentAt));
       const flood = sorted(mine.filter((r) => !r.small).map((r) => r.at - r.sentAt));
       return {
@@ -136,6 +152,11 @@ export async function runWebhookFairnessBench(
         p50Ms: percentile(small, 50),
         p95Ms: percentile(small, 95),
         floodP95Ms: flood.length === 0 ? Number.NaN : percentile(flood, 95),
+        stagesP95Ms: {
+          matched: stageP95("matched"),
+          started: stageP95("started"),
+          completed: stageP95("completed"),
+        },
       };
     };
 
@@ -162,15 +183,17 @@ export function printWebhookFairnessResults(r: WebhookFairnessResult): void {
   console.log(
     `\nFairness in the webhook pipeline (${SMALL.length} small workspaces, an event each every 20 ms, a subscription each)`,
   );
+  const stages = (p: WebhookFairnessPhase) =>
+    `stages p95: matched ${p.stagesP95Ms.matched} ms, to start ${p.stagesP95Ms.started} ms, delivered ${p.stagesP95Ms.completed} ms`;
   console.log(
-    `  small workspaces alone: ${alone.smallEvents} deliveries, publish-to-receipt p50 ${alone.p50Ms} ms, p95 ${alone.p95Ms} ms`,
+    `  small workspaces alone: ${alone.smallEvents} deliveries, publish-to-receipt p50 ${alone.p50Ms} ms, p95 ${alone.p95Ms} ms (${stages(alone)})`,
   );
   for (const [label, p] of [
     ["taking turns", r.flooded],
     [`taking turns, JobWorkspaceConcurrency ${r.cap}`, r.capped],
   ] as const) {
     console.log(
-      `  after a flood of ${p.floodEvents} events (90 % of all), ${label}: p50 ${p.p50Ms} ms, p95 ${p.p95Ms} ms, ${againstAlone(p.p95Ms, alone.p95Ms)}; the flood's own p95 ${p.floodP95Ms} ms`,
+      `  after a flood of ${p.floodEvents} events (90 % of all), ${label}: p50 ${p.p50Ms} ms, p95 ${p.p95Ms} ms, ${againstAlone(p.p95Ms, alone.p95Ms)}; the flood's own p95 ${p.floodP95Ms} ms (small workspaces' ${stages(p)})`,
     );
   }
 }

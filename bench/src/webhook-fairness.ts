@@ -5,8 +5,8 @@
  * acknowledges them, then the same again with the dispatcher's `JobWorkspaceConcurrency` at half the
  * delivery concurrency (BENCH_WEBHOOK_CAP=N sets another). Reported: the small workspaces'
  * publish-to-receipt p50/p95 in each phase and the ratio to alone (target: within 2x), and the p95 of each
- * stage of their deliveries, read from their jobs: published to matched, to started, to completed. The built dispatcher, in production mode, on a database, subject
- * prefix and stream of its own.
+ * stage of their deliveries, read from their jobs: published to matched, to started, to completed. The
+ * built dispatcher, in production mode, on a database, subject prefix and stream of its own.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";

@@ -11,12 +11,10 @@
  */
 import { requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
-import type { PluginContribution } from "@svc/contracts";
+import type { PluginContribution, resolverRoutes, RouteHandlerWith } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 import { checkValue, serialiseValue } from "@svc/plugin-package";
-
-import type { ResolverHandler } from "./deps.js";
 
 export interface FieldDefinition {
   readonly entityName: string;
@@ -116,10 +114,10 @@ export interface CustomFieldDeps {
   readonly catalogue: CustomFieldCatalogue;
 }
 
-type Handler<K extends "custom-fields.definitions" | "custom-fields.get" | "custom-fields.put"> = (
-  deps: CustomFieldDeps,
-  request: Parameters<ResolverHandler<K>>[1],
-) => ReturnType<ResolverHandler<K>>;
+type Handler<K extends keyof typeof resolverRoutes> = RouteHandlerWith<
+  CustomFieldDeps,
+  (typeof resolverRoutes)[K]
+>;
 
 export const definitions: Handler<"custom-fields.definitions"> = async (deps, req) => ({
   status: 200,

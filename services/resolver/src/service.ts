@@ -13,7 +13,6 @@ import { defineService } from "@svc/runtime";
 import { startChangeListener } from "./change-listener.js";
 import * as configApi from "./config.js";
 import * as customFields from "./custom-fields.js";
-import type { ResolverDeps } from "./deps.js";
 import { lookupTenancy, resolveWorkspace, tenancyTables } from "./handlers.js";
 import * as media from "./media.js";
 import { navigation, publicWorkspace, surfaceData } from "./public.js";
@@ -38,18 +37,13 @@ export const resolverService = defineService(resolverContract, {
       databaseUrl: config.databaseUrl,
       log,
     });
-    const deps: ResolverDeps = {
-      db,
-      outbox,
-      log,
-    };
     const config$ = configApi.configDeps(bus, config.subjectPrefix, config.backendHost.natsReplicas);
     // Custom field definitions come from the installed plugins (their contributions).
     const catalogue = new customFields.CustomFieldCatalogue();
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields: customFields.CustomFieldDeps = { values: customFields.fieldValueTables(db), catalogue };
-    const mediaDeps = {
-      ...deps,
+    const mediaDeps: media.MediaDeps = {
+      records: media.mediaTables(db, outbox),
       media: new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas),
     };
     const tables = tenancyTables(db);

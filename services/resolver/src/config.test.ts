@@ -32,7 +32,10 @@ class MemoryConfig implements ConfigDeps {
   async describe() {
     return this.replicas;
   }
-  async check() {
+  /** What each check was asked. */
+  readonly asked: Array<Readonly<Record<string, string | null>>> = [];
+  async check(values: Readonly<Record<string, string | null>>) {
+    this.asked.push(values);
     return this.checks;
   }
   async store(values: Readonly<Record<string, string | null>>) {
@@ -124,6 +127,11 @@ describe("the configuration API", () => {
     expect((await call.put({ BackendHost__LoginLimit: null })).body).toEqual({
       stored: { BackendHost__WebhookTimeoutMs: "3000" },
     });
+    // The services judged the values as they are stored: as text.
+    expect(deps.asked).toEqual([
+      { BackendHost__LoginLimit: "5", BackendHost__WebhookTimeoutMs: "3000" },
+      { BackendHost__LoginLimit: null },
+    ]);
   });
 
   it("refuses the whole change for a setting no running service owns or a value its owner refuses", async () => {

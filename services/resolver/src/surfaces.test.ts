@@ -29,7 +29,9 @@ class MemorySurfaces implements SurfaceTables {
     return this.workspaces.has(workspaceKey);
   }
   async surfaces(workspaceKey: string) {
-    return [...this.surfacesByKey.values()].filter((s) => s.workspaceKey === workspaceKey);
+    return [...this.surfacesByKey.values()]
+      .filter((s) => s.workspaceKey === workspaceKey)
+      .sort((a, b) => (a.surfaceKey < b.surfaceKey ? -1 : 1));
   }
   async surface(workspaceKey: string, surfaceKey: string) {
     return this.surfacesByKey.get(`${workspaceKey}/${surfaceKey}`) ?? null;
@@ -45,7 +47,9 @@ class MemorySurfaces implements SurfaceTables {
     return this.surfacesByKey.delete(`${workspaceKey}/${surfaceKey}`);
   }
   async snippets(workspaceKey: string) {
-    return [...this.snippetsByKey.values()].filter((s) => s.workspaceKey === workspaceKey);
+    return [...this.snippetsByKey.values()]
+      .filter((s) => s.workspaceKey === workspaceKey)
+      .sort((a, b) => (a.snippetKey < b.snippetKey ? -1 : 1));
   }
   async putSnippet(s: Omit<Snippet, "updatedAt">) {
     const id = `${s.workspaceKey}/${s.snippetKey}`;

@@ -66,12 +66,17 @@ const assignmentOf = (r: HostRow): HostAssignment => ({
 const tenantExists = async (db: Queries, tenantKey: string) =>
   (await db.maybeOne(sql`SELECT 1 AS one FROM resolver.tenants WHERE key = ${tenantKey}`)) !== null;
 
+/** Takes the lock that serialises changes of the host assignments, until `tx` ends. */
+async function lockHostAssignments(tx: Queries): Promise<void> {
+  await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext('resolver.tenant_hosts'))`);
+}
+
 /**
  * The assignments' tables inside the caller's transaction `tx`, once it holds the lock that serialises
  * their changes (taken here; held until `tx` ends).
  */
 export async function lockedHostChange(tx: Queries): Promise<HostChange> {
-  await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext('resolver.tenant_hosts'))`);
+  await lockHostAssignments(tx);
   return {
     tenantExists: (tenantKey) => tenantExists(tx, tenantKey),
     async owners(hosts) {
@@ -158,7 +163,8 @@ export const putHost: Handler<"tenant-hosts.put"> = async (deps, req) => {
         body: view(assigned),
       };
     }
-    const existing = (await tables.assignment(host)) as HostAssignment;
+    const existing = await tables.assignment(host);
+    if (existing === null) throw new ConflictError(`Host '${host}' changed meanwhile; try again.`);
     if (existing.tenantKey !== tenantKey) {
       // Platform sessions only reach this route: naming the other tenant tells them nothing new.
       throw new ConflictError(`Host '${host}' is assigned to tenant '${existing.tenantKey}'.`);

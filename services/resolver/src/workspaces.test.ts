@@ -43,6 +43,8 @@ class MemoryWorkspaces implements WorkspaceTables {
   }
   async change<T>(key: string, change: (tables: WorkspaceChange) => Promise<T>): Promise<T> {
     const before = new Map(this.stored);
+    const assignedBefore = new Map(this.hosts.assigned);
+    const bindingsBefore = new Map(this.hosts.bindings);
     const events: string[] = [];
     const { stored, hosts } = this;
     try {
@@ -80,13 +82,18 @@ class MemoryWorkspaces implements WorkspaceTables {
         hosts: async () => hosts,
         async bind(bindings: readonly WorkspaceBinding[]) {
           const w = stored.get(key) as Workspace;
-          stored.set(key, { ...w, bindings: [...bindings] });
+          // As the tables read them back: by host, then path prefix.
+          const ordered = [...bindings].sort((a, b) =>
+            a.host === b.host ? (a.pathPrefix < b.pathPrefix ? -1 : 1) : a.host < b.host ? -1 : 1,
+          );
+          stored.set(key, { ...w, bindings: ordered });
           hosts.bindings.set(key, { tenantKey: w.tenantKey, hosts: bindings.map((b) => b.host) });
         },
         read: async () => stored.get(key) as Workspace,
         async remove() {
           const gone = stored.get(key);
           stored.delete(key);
+          hosts.bindings.delete(key);
           return gone?.tenantKey ?? null;
         },
         async record<N extends "workspace.created" | "workspace.updated" | "workspace.deleted">(
@@ -99,9 +106,13 @@ class MemoryWorkspaces implements WorkspaceTables {
       this.events.push(...events);
       return result;
     } catch (error) {
-      // A transaction: nothing of a refused change stays.
+      // A transaction: nothing of a refused change stays, hosts claimed in it neither.
       this.stored.clear();
       for (const [k, v] of before) this.stored.set(k, v);
+      this.hosts.assigned.clear();
+      for (const [k, v] of assignedBefore) this.hosts.assigned.set(k, v);
+      this.hosts.bindings.clear();
+      for (const [k, v] of bindingsBefore) this.hosts.bindings.set(k, v);
       throw error;
     }
   }
@@ -214,8 +225,8 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
       ],
     });
     expect(answer.body?.bindings).toEqual([
-      { host: "shop.example", pathPrefix: "/store" },
       { host: "a.example", pathPrefix: "/" },
+      { host: "shop.example", pathPrefix: "/store" },
     ]);
     const bad = await refusal(
       put("shop", {
@@ -254,7 +265,7 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
       ),
     );
     expect(forTenant.message).toBe("acme.example/shop is already bound.");
-    expect(JSON.stringify(forTenant.extensions)).not.toContain("shop'");
+    expect(forTenant.extensions).toEqual({ bindings: [{ host: "acme.example", pathPrefix: "/shop" }] });
     expect(tables.stored.get("blog")?.bindings).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import type { EventPublisher } from "@svc/bus";
-import { publishPlatformEvent } from "@svc/contracts";
+import { type PlatformEventData, publishPlatformEvent } from "@svc/contracts";
 import type { Db } from "@svc/db";
-import { announceDeadLetters, reapExpiredLeases } from "@svc/jobs";
+import { announceDeadLetters, type DeadLetter, reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
 
 /** Events about deliveries: a failed delivery of one of them is not announced (see below). */
@@ -12,9 +12,38 @@ const ABOUT_DELIVERIES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Announces dead letters: each Failed job not announced yet is published as `job.dead-lettered` (its id as
- * the event id, so a publish repeated after a crash is dropped by the stream); the job library marks it
- * announced in the transaction that holds the rows (`SKIP LOCKED`: replicas share the work).
+ * The `job.dead-lettered` event of a dead letter (its job id in the event id, so a publish repeated after a
+ * crash is dropped by the stream), or null when it is not announced: a failed delivery of an event that is
+ * itself about deliveries stays listed as Failed in GET /api/jobs but is not announced again; otherwise
+ * every failing `*` subscription would feed every other one, without end.
+ */
+export function deadLetterEvent(job: DeadLetter): {
+  readonly eventId: string;
+  readonly data: PlatformEventData["job.dead-lettered"];
+} | null {
+  // Only a webhook delivery's payload names a subscription and an event.
+  const delivery = job.type === "webhook.deliver";
+  const subscriptionId = delivery ? (job.fields.subscriptionId ?? null) : null;
+  const deliveredEvent = delivery ? (job.fields.event ?? null) : null;
+  if (deliveredEvent !== null && ABOUT_DELIVERIES.has(deliveredEvent)) return null;
+  return {
+    eventId: `job-dead-lettered-${job.id}`,
+    data: {
+      jobId: job.id,
+      type: job.type,
+      workspaceKey: job.workspaceKey,
+      attempts: job.attempts,
+      lastError: job.lastError?.slice(0, 500) ?? null,
+      // The subscription a failed delivery was for: the dispatcher never delivers this event to it.
+      ...(subscriptionId === null ? {} : { subscriptionId }),
+    },
+  };
+}
+
+/**
+ * Announces dead letters: each Failed job not announced yet is published as `job.dead-lettered`; the job
+ * library marks it announced in the transaction that holds the rows (`SKIP LOCKED`: replicas share the
+ * work).
  */
 function announceTo(db: Db, events: EventPublisher): Promise<number> {
   return announceDeadLetters(
@@ -22,29 +51,11 @@ function announceTo(db: Db, events: EventPublisher): Promise<number> {
     { limit: 100, payloadFields: ["subscriptionId", "event"] },
     async (deadLetters) => {
       for (const job of deadLetters) {
-        // Only a webhook delivery's payload names a subscription and an event.
-        const delivery = job.type === "webhook.deliver";
-        const subscriptionId = delivery ? (job.fields.subscriptionId ?? null) : null;
-        const deliveredEvent = delivery ? (job.fields.event ?? null) : null;
-        // No delivery loop: a failed delivery of an event that is itself about
-        // deliveries is not announced again (it stays listed as Failed in GET /api/jobs); otherwise every
-        // failing `*` subscription would feed every other one, without end.
-        if (deliveredEvent !== null && ABOUT_DELIVERIES.has(deliveredEvent)) continue;
-        await publishPlatformEvent(
-          events,
-          "job.dead-lettered",
-          job.workspaceKey,
-          {
-            jobId: job.id,
-            type: job.type,
-            workspaceKey: job.workspaceKey,
-            attempts: job.attempts,
-            lastError: job.lastError?.slice(0, 500) ?? null,
-            // The subscription a failed delivery was for: the dispatcher never delivers this event to it.
-            ...(subscriptionId === null ? {} : { subscriptionId }),
-          },
-          { eventId: `job-dead-lettered-${job.id}` },
-        );
+        const event = deadLetterEvent(job);
+        if (event === null) continue;
+        await publishPlatformEvent(events, "job.dead-lettered", job.workspaceKey, event.data, {
+          eventId: event.eventId,
+        });
       }
     },
   );

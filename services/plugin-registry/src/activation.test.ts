@@ -6,7 +6,7 @@
  * plugin marks only the package that failed.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
+import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { Registry } from "@svc/observability";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -170,16 +170,6 @@ const call = (action: "activate" | "deactivate", id: string) =>
         body: null,
       });
 
-/** The error a refused call threw: its code and extensions. */
-async function refusal(answer: Promise<unknown>) {
-  const error = await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  return error as SvcError;
-}
-
 describe("activating a plugin", () => {
   it("loads it, then marks it active, audits and announces it", async () => {
     lifecycle.add(plugin("shop"));
@@ -191,7 +181,7 @@ describe("activating a plugin", () => {
   });
 
   it("answers 404 for a plugin not installed, and audits the attempt", async () => {
-    expect((await refusal(call("activate", "ghost"))).code).toBe(ErrorCode.NotFound);
+    expect((await refusalOf(call("activate", "ghost"))).code).toBe(ErrorCode.NotFound);
     expect(lifecycle.audits).toEqual([`op activate ghost: failed (${ErrorCode.NotFound})`]);
     expect(announced).toEqual([]);
   });
@@ -202,7 +192,7 @@ describe("activating a plugin", () => {
       "shop",
       Object.assign(new Error("index.mjs threw at load"), { extensions: { reason: "load-failed" } }),
     );
-    const error = await refusal(call("activate", "shop"));
+    const error = await refusalOf(call("activate", "shop"));
     expect(error.status).toBe(422);
     expect(error.extensions.reason).toBe("load-failed");
     expect(error.message).toContain("index.mjs threw at load");
@@ -212,7 +202,7 @@ describe("activating a plugin", () => {
 
   it("never activates a package refused when it was last loaded", async () => {
     lifecycle.add(plugin("shop", { refused: "signature no longer trusted" }));
-    const error = await refusal(call("activate", "shop"));
+    const error = await refusalOf(call("activate", "shop"));
     expect(error.extensions.reason).toBe("refused");
     expect(runtime.loaded.size).toBe(0);
     expect(lifecycle.rows.get("shop")?.state).toBe("inactive");
@@ -221,7 +211,7 @@ describe("activating a plugin", () => {
   it("needs every required capability provided by an active plugin or by itself", async () => {
     lifecycle.add(plugin("mailer", { provides: ["mail"] }));
     lifecycle.add(plugin("shop", { requires: ["mail", "search"], provides: ["search"] }));
-    const error = await refusal(call("activate", "shop"));
+    const error = await refusalOf(call("activate", "shop"));
     expect(error.status).toBe(422);
     expect(error.extensions).toMatchObject({ reason: "missing-capability", capability: "mail" });
     expect(runtime.loaded.size).toBe(0);
@@ -249,7 +239,7 @@ describe("deactivating a plugin", () => {
     lifecycle.add(plugin("shop", { requires: ["mail"] }));
     lifecycle.add(plugin("blog", { requires: ["mail"] }));
     for (const id of ["mailer", "shop", "blog"]) await call("activate", id);
-    const error = await refusal(call("deactivate", "mailer"));
+    const error = await refusalOf(call("deactivate", "mailer"));
     expect(error.status).toBe(409);
     expect(error.extensions).toMatchObject({ rule: "capability-in-use", dependents: ["blog", "shop"] });
     expect(lifecycle.rows.get("mailer")?.state).toBe("active");

@@ -5,8 +5,8 @@
  * delegated plugins; a refused chain changes nothing.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
-import { ErrorCode } from "@svc/errors";
+import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
+import { ErrorCode, type SvcError } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { type ChainChange, type ChainEntry, type ChainTables, getChain, putChain } from "./assignments.js";
@@ -105,12 +105,11 @@ const get = (workspaceKey: string, principal = operator) =>
 
 /** The violations of a refused PUT, as `field: message`. */
 async function violations(answer: Promise<unknown>): Promise<string[]> {
-  const error = (await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  )) as { code?: string; violations?: ReadonlyArray<{ field: string; message: string }> } | undefined;
-  expect(error?.code).toBe(ErrorCode.ValidationFailed);
-  return (error?.violations ?? []).map((v) => `${v.field}: ${v.message}`);
+  const error = (await refusalOf(answer)) as SvcError & {
+    violations?: ReadonlyArray<{ field: string; message: string }>;
+  };
+  expect(error.code).toBe(ErrorCode.ValidationFailed);
+  return (error.violations ?? []).map((v) => `${v.field}: ${v.message}`);
 }
 
 describe("PUT /api/workspaces/:workspaceKey/plugins", () => {

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
+import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { Registry } from "@svc/observability";
 import type { ThemeDefinition } from "@svc/plugin-package";
@@ -182,15 +182,6 @@ const remove = (id: string) =>
     body: null,
   });
 
-async function refusal(answer: Promise<unknown>): Promise<SvcError> {
-  const error = await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  return error as SvcError;
-}
-
 const definition = (templateKey: string): ThemeDefinition => ({
   templateKey,
   displayName: templateKey,
@@ -221,7 +212,7 @@ describe("installing a plugin", () => {
     upload("shop-1", opened("shop", "1.0.0"));
     await installUpload("shop-1");
     upload("shop-2", opened("shop", "2.0.0"));
-    expect((await refusal(installUpload("shop-2"))).code).toBe(ErrorCode.Conflict);
+    expect((await refusalOf(installUpload("shop-2"))).code).toBe(ErrorCode.Conflict);
     expect(packages.rows.get("shop")?.version).toBe("1.0.0");
     expect(uploads.has(sha("shop-2"))).toBe(false);
     expect(uploads.has(sha("shop-1"))).toBe(true);
@@ -230,7 +221,7 @@ describe("installing a plugin", () => {
 
   it("audits a refused package under the plugin it claims to be, records nothing and deletes the upload", async () => {
     upload("bad", refused("signature", "the signature does not match"));
-    const error = await refusal(installUpload("bad"));
+    const error = await refusalOf(installUpload("bad"));
     expect(error.code).toBe(ErrorCode.PluginRefused);
     expect(packages.rows.size).toBe(0);
     expect(uploads.size).toBe(0);
@@ -267,7 +258,7 @@ describe("updating a plugin", () => {
 
   it("refuses an older version (409) unless asked, then goes back", async () => {
     upload("shop-0", opened("shop", "1.0.0"));
-    const error = await refusal(update("shop", "shop-0"));
+    const error = await refusalOf(update("shop", "shop-0"));
     expect(error.code).toBe(ErrorCode.Conflict);
     expect(error.message).toContain("allowDowngrade=true");
     expect(packages.rows.get("shop")?.version).toBe("1.5.0");
@@ -277,11 +268,11 @@ describe("updating a plugin", () => {
 
   it("refuses a package of another plugin (422) and a plugin not installed (404)", async () => {
     upload("blog-2", opened("blog", "2.0.0"));
-    const mismatch = await refusal(update("shop", "blog-2"));
+    const mismatch = await refusalOf(update("shop", "blog-2"));
     expect(mismatch.extensions.reason).toBe("plugin-id-mismatch");
     expect(packages.audits.at(-1)).toBe(`update blog@2.0.0: failed (${ErrorCode.PluginRefused})`);
     upload("news-1", opened("news", "1.0.0"));
-    expect((await refusal(update("news", "news-1"))).code).toBe(ErrorCode.NotFound);
+    expect((await refusalOf(update("news", "news-1"))).code).toBe(ErrorCode.NotFound);
     expect(packages.rows.get("blog")?.version).toBe("1.0.0");
     expect(uploads.has(sha("blog-2"))).toBe(false);
   });
@@ -302,7 +293,7 @@ describe("uninstalling a plugin", () => {
     expect(uploads.has(sha("shop-1"))).toBe(true);
     expect((await remove("copy")).status).toBe(204);
     expect(uploads.has(sha("shop-1"))).toBe(false);
-    expect((await refusal(remove("shop"))).code).toBe(ErrorCode.NotFound);
+    expect((await refusalOf(remove("shop"))).code).toBe(ErrorCode.NotFound);
     expect(packages.audits.slice(-3)).toEqual([
       "uninstall shop@1.0.0: succeeded",
       "uninstall copy@1.0.0: succeeded",

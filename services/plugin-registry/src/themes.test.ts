@@ -6,8 +6,8 @@
  * then the theme plugin, then chain order.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
-import { ErrorCode } from "@svc/errors";
+import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
+import { ErrorCode, type SvcError } from "@svc/errors";
 import type { Theme, ThemeField } from "@svc/plugin-package";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -273,12 +273,11 @@ const putDef = (
 
 /** The violations of a refused request, as `field: message`. */
 async function violations(answer: Promise<unknown>): Promise<string[]> {
-  const error = (await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  )) as { code?: string; violations?: ReadonlyArray<{ field: string; message: string }> } | undefined;
-  expect(error?.code).toBe(ErrorCode.ValidationFailed);
-  return (error?.violations ?? []).map((v) => `${v.field}: ${v.message}`);
+  const error = (await refusalOf(answer)) as SvcError & {
+    violations?: ReadonlyArray<{ field: string; message: string }>;
+  };
+  expect(error.code).toBe(ErrorCode.ValidationFailed);
+  return (error.violations ?? []).map((v) => `${v.field}: ${v.message}`);
 }
 
 describe("choosing a workspace's theme plugin", () => {

@@ -5,8 +5,8 @@
  * hosts, and a refusal never names another tenant to it.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, resolverRoutes } from "@svc/contracts";
-import { ErrorCode, SvcError } from "@svc/errors";
+import { callRoute, refusalOf, resolverRoutes } from "@svc/contracts";
+import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { MemoryHosts } from "./memory-hosts.js";
@@ -49,15 +49,6 @@ const list = (tenantKey: string) =>
     body: null,
   });
 
-async function refusal(answer: Promise<unknown>): Promise<SvcError> {
-  const error = await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  return error as SvcError;
-}
-
 describe("assigning hosts to tenants", () => {
   it("assigns a host (201, with its location), answers 200 when it is the tenant's already, and lists it", async () => {
     expect(await put("acme", "shop.example")).toMatchObject({
@@ -73,15 +64,15 @@ describe("assigning hosts to tenants", () => {
 
   it("refuses another tenant's host (409) and keeps it where it is", async () => {
     await put("acme", "shop.example");
-    const error = await refusal(put("zeta", "shop.example"));
+    const error = await refusalOf(put("zeta", "shop.example"));
     expect(error.code).toBe(ErrorCode.Conflict);
     expect(hosts.assigned.get("shop.example")).toBe("acme");
   });
 
   it("answers 404 for a tenant that does not exist and 400 for what is not a host name", async () => {
-    expect((await refusal(put("ghost", "shop.example"))).code).toBe(ErrorCode.NotFound);
-    expect((await refusal(list("ghost"))).code).toBe(ErrorCode.NotFound);
-    expect((await refusal(put("acme", "not a host"))).code).toBe(ErrorCode.ValidationFailed);
+    expect((await refusalOf(put("ghost", "shop.example"))).code).toBe(ErrorCode.NotFound);
+    expect((await refusalOf(list("ghost"))).code).toBe(ErrorCode.NotFound);
+    expect((await refusalOf(put("acme", "not a host"))).code).toBe(ErrorCode.ValidationFailed);
     expect(hosts.assigned.size).toBe(0);
   });
 
@@ -93,11 +84,11 @@ describe("assigning hosts to tenants", () => {
   it("keeps a host a workspace still binds (409), and answers 404 for one the tenant does not have", async () => {
     await put("acme", "shop.example");
     hosts.bindings.set("shop", { tenantKey: "acme", hosts: ["shop.example"] });
-    const bound = await refusal(remove("acme", "shop.example"));
+    const bound = await refusalOf(remove("acme", "shop.example"));
     expect(bound.code).toBe(ErrorCode.Conflict);
     expect(bound.message).toContain("'shop'");
     hosts.bindings.clear();
-    expect((await refusal(remove("zeta", "shop.example"))).code).toBe(ErrorCode.NotFound);
+    expect((await refusalOf(remove("zeta", "shop.example"))).code).toBe(ErrorCode.NotFound);
     expect((await remove("acme", "shop.example")).status).toBe(204);
     expect(hosts.assigned.size).toBe(0);
   });
@@ -113,7 +104,7 @@ describe("a workspace's bindings claiming hosts", () => {
   it("assigns an unassigned host to the workspace's tenant for a platform session only", async () => {
     await hosts.change((tables) => claimHosts(tables, "acme", ["new.example"], true));
     expect(hosts.assigned.get("new.example")).toBe("acme");
-    const error = await refusal(
+    const error = await refusalOf(
       hosts.change((tables) => claimHosts(tables, "zeta", ["other.example"], false)),
     );
     expect(error.code).toBe(ErrorCode.Conflict);
@@ -125,7 +116,7 @@ describe("a workspace's bindings claiming hosts", () => {
 
   it("refuses another tenant's host without naming it, and assigns none of the others then", async () => {
     await put("acme", "shop.example");
-    const error = await refusal(
+    const error = await refusalOf(
       hosts.change((tables) => claimHosts(tables, "zeta", ["fresh.example", "shop.example"], true)),
     );
     expect(error.code).toBe(ErrorCode.Conflict);

@@ -5,8 +5,8 @@
  * is never told which; hosts are claimed by the tenant's rules; each change records its event.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, type PlatformEventData, resolverRoutes } from "@svc/contracts";
-import { ErrorCode, SvcError } from "@svc/errors";
+import { callRoute, type PlatformEventData, refusalOf, resolverRoutes } from "@svc/contracts";
+import { ErrorCode, type SvcError } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { MemoryHosts } from "./memory-hosts.js";
@@ -154,15 +154,6 @@ const list = (principal: Principal, query: Record<string, string | number> = {})
     body: null,
   });
 
-async function refusal(answer: Promise<unknown>): Promise<SvcError> {
-  const error = await answer.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SvcError);
-  return error as SvcError;
-}
-
 describe("PUT /api/workspaces/:workspaceKey", () => {
   it("creates a workspace (201, active, with its location) and then replaces it (200), recording each event", async () => {
     expect(await put("shop", { tenantKey: "acme", name: "Shop" })).toMatchObject({
@@ -185,12 +176,12 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
   });
 
   it("lets a workspace session change only its own existing workspace, and never its active flag", async () => {
-    expect((await refusal(put("shop", { tenantKey: "acme", name: "Mine" }, shopAdmin))).code).toBe(
+    expect((await refusalOf(put("shop", { tenantKey: "acme", name: "Mine" }, shopAdmin))).code).toBe(
       ErrorCode.Forbidden,
     );
     await put("shop", { tenantKey: "acme", name: "Shop" });
     expect((await put("shop", { tenantKey: "acme", name: "Renamed" }, shopAdmin)).status).toBe(200);
-    const flag = await refusal(
+    const flag = await refusalOf(
       put("shop", { tenantKey: "acme", name: "Renamed", isActive: false }, shopAdmin),
     );
     expect(flag.extensions).toMatchObject({ rule: "platform-only-field", field: "/body/isActive" });
@@ -207,8 +198,8 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
 
   it("never moves a workspace to another tenant (409), and refuses a tenant that does not exist (400)", async () => {
     await put("shop", { tenantKey: "acme", name: "Shop" });
-    expect((await refusal(put("shop", { tenantKey: "zeta", name: "Shop" }))).code).toBe(ErrorCode.Conflict);
-    const unknown = await refusal(put("new", { tenantKey: "ghost", name: "New" }));
+    expect((await refusalOf(put("shop", { tenantKey: "zeta", name: "Shop" }))).code).toBe(ErrorCode.Conflict);
+    const unknown = await refusalOf(put("new", { tenantKey: "ghost", name: "New" }));
     expect(unknown.code).toBe(ErrorCode.ValidationFailed);
     expect(tables.stored.has("new")).toBe(false);
     expect(tables.events).toHaveLength(1);
@@ -228,7 +219,7 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
       { host: "a.example", pathPrefix: "/" },
       { host: "shop.example", pathPrefix: "/store" },
     ]);
-    const bad = await refusal(
+    const bad = await refusalOf(
       put("shop", {
         tenantKey: "acme",
         name: "Shop",
@@ -248,7 +239,7 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
       bindings: [{ host: "acme.example", pathPrefix: "/shop" }],
     });
     await put("blog", { tenantKey: "acme", name: "Blog" });
-    const forOperator = await refusal(
+    const forOperator = await refusalOf(
       put("blog", {
         tenantKey: "acme",
         name: "Blog",
@@ -257,7 +248,7 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
     );
     expect(forOperator.message).toBe("acme.example/shop is bound to workspace 'shop'.");
     const blogAdmin = { ...shopAdmin, workspaceKey: "blog" };
-    const forTenant = await refusal(
+    const forTenant = await refusalOf(
       put(
         "blog",
         { tenantKey: "acme", name: "Blog", bindings: [{ host: "acme.example", pathPrefix: "/shop" }] },
@@ -274,7 +265,7 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
     expect(tables.hosts.assigned.get("acme.example")).toBe("acme");
     await put("news", { tenantKey: "zeta", name: "News" });
     // Another tenant's host: refused, and nothing of the change stays.
-    const foreign = await refusal(
+    const foreign = await refusalOf(
       put("news", {
         tenantKey: "zeta",
         name: "Renamed",
@@ -284,7 +275,7 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
     expect(foreign.message).toBe("host 'acme.example' is not available to this tenant");
     expect(tables.stored.get("news")?.name).toBe("News");
     const newsAdmin = { ...shopAdmin, workspaceKey: "news" };
-    const free = await refusal(
+    const free = await refusalOf(
       put("news", { tenantKey: "zeta", name: "News", bindings: [{ host: "free.example" }] }, newsAdmin),
     );
     expect(free.code).toBe(ErrorCode.Conflict);

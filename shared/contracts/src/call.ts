@@ -5,6 +5,7 @@
  */
 import { authorise } from "@svc/access";
 import type { HandlerContext } from "@svc/bus";
+import { SvcError } from "@svc/errors";
 import { createLogger } from "@svc/observability";
 
 import type { MessageContract, MessageHandler, ReplyOfMessage, RequestOfMessage } from "./messages.js";
@@ -45,4 +46,18 @@ export async function callMessage<S extends MessageContract>(
   const reply = await handler(decoded as RequestOfMessage<S>, contextFor(message.subject));
   message.checkReply(reply);
   return reply;
+}
+
+/** The SvcError a refused call threw; throws when the call succeeded or failed with anything else. */
+export async function refusalOf(call: Promise<unknown>): Promise<SvcError> {
+  const outcome = await call.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (outcome instanceof SvcError) return outcome;
+  throw new Error(
+    outcome === undefined
+      ? "the call was not refused"
+      : `the call failed, but not with a refusal: ${outcome instanceof Error ? outcome.message : "a thrown value"}`,
+  );
 }

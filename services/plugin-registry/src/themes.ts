@@ -12,23 +12,21 @@ import { reachOf, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
-import { checkValue, serialiseValue, type Theme, type ThemeField } from "@svc/plugin-package";
+import {
+  checkValue,
+  serialiseValue,
+  type Theme,
+  type ThemeDefinition,
+  type ThemeField,
+} from "@svc/plugin-package";
 
 import { audit, type HandlerWith, type RouteName } from "./common.js";
 import { chainEntitled, type EntitlementDeps, entitlementOf, isDelegated, tenantOf } from "./entitlements.js";
 
-/** A template definition as stored (and as the API shows it). */
-export interface TemplateDefinition {
-  readonly templateKey: string;
+/** A template definition as stored (and as the API shows it): theme.json's, of a plugin's version. */
+export interface TemplateDefinition extends ThemeDefinition {
   readonly pluginId: string;
   readonly version: string;
-  readonly displayName: string;
-  readonly templatePath: string;
-  readonly parentTemplateKey: string | null;
-  readonly surface: string;
-  readonly scope: string;
-  readonly isActive: boolean;
-  readonly priority: number;
   /** Where it came from: the package's theme.json or the API. */
   readonly source: string;
 }

@@ -26,7 +26,7 @@ import { findRole } from "./repository.js";
 import * as roles from "./roles.js";
 import { reportWorkspaceGlobalRoles, seedAccess } from "./seed.js";
 import { rbacSettings } from "./settings.js";
-import { login, logout } from "./sign-in.js";
+import { login, logout, type SignInDeps, signInTables } from "./sign-in.js";
 import { createTokenIssuer } from "./tokens.js";
 import * as users from "./users.js";
 
@@ -98,11 +98,18 @@ export const rbacService = defineService(rbacContract, {
       tenancy: deps.tenancy,
     };
     const integrationDeps = { integrations: integrations.integrationTables(db) };
+    const signInDeps: SignInDeps = {
+      signIn: signInTables(db),
+      issuer,
+      lifetimeSeconds: () => config.backendHost.accessTokenLifetimeSeconds,
+      tenancy: deps.tenancy,
+      activePlugins: deps.activePlugins,
+    };
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);
 
     const messages: MessageImplementation<typeof rbacContract.messages> = {
-      "auth.login": (request) => login(deps, request),
+      "auth.login": (request) => login(signInDeps, request),
       "auth.logout": (request) => logout(deps, request),
       "keys.jwks": () => issuer.jwks,
       "roles.grants": async ({ role }) => ({

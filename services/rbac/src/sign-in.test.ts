@@ -1,0 +1,213 @@
+/**
+ * Sign-in with the users, memberships and roles in memory: no NATS, no PostgreSQL. A wrong password, an
+ * unknown or inactive user, a workspace the user is not a member of and one the resolver does not know
+ * all get the one uniform refusal; a turned-off workspace or suspended tenant is refused plainly to a
+ * member only; a workspace session carries its member roles (never superadmin) and only the keys a
+ * workspace may hold; a platform session only a platform role's; the session is recorded with the token.
+ */
+import { callMessage, type LoginRequest, rbacMessages, refusalOf } from "@svc/contracts";
+import { ErrorCode } from "@svc/errors";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+
+import { hashPassword } from "./passwords.js";
+import type { RoleRow, UserRow } from "./repository.js";
+import { login, type SessionTables, type SignInDeps, type SignInTables } from "./sign-in.js";
+
+const role = (name: string, scope: RoleRow["scope"], permissions: string[]): RoleRow => ({
+  name,
+  description: name,
+  scope,
+  permissions,
+  source: "custom",
+});
+const roles = new Map(
+  [
+    role("operator", "platform", ["user.read", "user.update"]),
+    role("editor", "workspace", ["workspace.read"]),
+    role("shop-editor", "workspace", ["workspace.read", "user.create", "crm.contact.read", "mail.send", "*"]),
+    role("superadmin", "platform", ["*"]),
+  ].map((r) => [r.name, r]),
+);
+
+let hash: string;
+beforeAll(async () => {
+  hash = await hashPassword("right-password");
+});
+
+const user = (id: string, userName: string, more: Partial<UserRow> = {}): UserRow => ({
+  id,
+  user_name: userName,
+  display_name: userName,
+  email: null,
+  password_hash: hash,
+  is_active: true,
+  global_role: null,
+  created_at: new Date(0),
+  updated_at: new Date(0),
+  ...more,
+});
+
+class MemorySignIn implements SignInTables {
+  readonly users = new Map<string, UserRow>();
+  /** `workspace/user` → member roles. */
+  readonly members = new Map<string, string[]>();
+  readonly sessions: Array<{ userId: string; workspaceKey: string | null; roles: readonly string[] }> = [];
+  /** Runs before the session's change reads anything (a concurrent change between the checks and the change). */
+  meanwhile: (() => void) | undefined;
+
+  async userByName(userName: string) {
+    return [...this.users.values()].find((u) => u.user_name.toLowerCase() === userName.toLowerCase()) ?? null;
+  }
+  async isMember(workspaceKey: string, userId: string) {
+    return this.members.has(`${workspaceKey}/${userId}`);
+  }
+  async session<T>(open: (tables: SessionTables) => Promise<T>): Promise<T> {
+    this.meanwhile?.();
+    return open({
+      user: async (id) => this.users.get(id) ?? null,
+      isMember: async (workspaceKey, userId) => this.isMember(workspaceKey, userId),
+      memberRoles: async (workspaceKey, userId) =>
+        (this.members.get(`${workspaceKey}/${userId}`) ?? [])
+          .sort()
+          .map((name) => ({ role: name, permissions: roles.get(name)?.permissions ?? [] })),
+      role: async (name) => roles.get(name) ?? null,
+      record: async (s) =>
+        void this.sessions.push({ userId: s.userId, workspaceKey: s.workspaceKey, roles: s.roles }),
+    });
+  }
+}
+
+/** Workspaces the resolver knows: key → [workspace active, tenant active]. */
+const workspaces: Record<string, [boolean, boolean]> = {
+  shop: [true, true],
+  closed: [false, true],
+  frozen: [true, false],
+};
+
+let tables: MemorySignIn;
+let deps: SignInDeps;
+beforeEach(() => {
+  tables = new MemorySignIn();
+  for (const u of [
+    user("u-ops", "Alice", { global_role: "operator" }),
+    user("u-gone", "bob", { is_active: false, global_role: "operator" }),
+    user("u-ws", "carol", { global_role: "editor" }),
+    user("u-member", "dave"),
+  ])
+    tables.users.set(u.id, u);
+  for (const key of ["shop", "closed", "frozen", "ghost"])
+    tables.members.set(`${key}/u-member`, ["shop-editor", "superadmin"]);
+  deps = {
+    signIn: tables,
+    issuer: { sign: async (claims, lifetime) => JSON.stringify({ claims, lifetime }) },
+    lifetimeSeconds: () => 900,
+    activePlugins: (workspaceKey) => new Set(workspaceKey === "shop" ? ["crm"] : []),
+    tenancy: async (request) => ({
+      workspaces: request.workspaceKeys.flatMap((k) => {
+        const state = workspaces[k];
+        return state === undefined
+          ? []
+          : [{ workspaceKey: k, tenantKey: "acme", isActive: state[0], tenantIsActive: state[1] }];
+      }),
+      tenants: [],
+    }),
+  };
+});
+
+const signIn = async (userName: string, password = "right-password", workspaceKey?: string) => {
+  const request: LoginRequest =
+    workspaceKey === undefined ? { userName, password } : { userName, password, workspaceKey };
+  const reply = await callMessage(rbacMessages["auth.login"], (req) => login(deps, req), request);
+  return JSON.parse(reply.accessToken) as { claims: Record<string, unknown>; lifetime: number };
+};
+
+describe("sign-in", () => {
+  it("gives a platform session the platform role's keys, for the setting's lifetime, and records it", async () => {
+    const { claims, lifetime } = await signIn("alice");
+    expect(claims).toMatchObject({
+      sub: "u-ops",
+      svc_scope: "platform",
+      role: ["operator"],
+      permission: ["user.read", "user.update"],
+      name: "Alice",
+    });
+    expect(lifetime).toBe(900);
+    expect(tables.sessions).toEqual([{ userId: "u-ops", workspaceKey: null, roles: ["operator"] }]);
+    expect(claims.sid).toEqual(expect.any(String));
+  });
+
+  it("refuses a wrong password, an unknown user and an inactive one alike, recording nothing", async () => {
+    const refusals = await Promise.all([
+      refusalOf(signIn("alice", "wrong-password")),
+      refusalOf(signIn("nobody")),
+      refusalOf(signIn("bob")),
+    ]);
+    for (const error of refusals) {
+      expect(error.code).toBe(ErrorCode.Unauthenticated);
+      expect(error.message).toBe("Invalid user name or password.");
+    }
+    expect(tables.sessions).toEqual([]);
+  });
+
+  it("gives a workspace-scope role held as a global role no scope and no keys", async () => {
+    const { claims } = await signIn("carol");
+    expect(claims).not.toHaveProperty("svc_scope");
+    expect(claims).toMatchObject({ role: [], permission: [] });
+  });
+
+  it("gives a workspace session its member roles but superadmin, and only keys a workspace may hold", async () => {
+    const { claims } = await signIn("dave", "right-password", " shop ");
+    expect(claims).toMatchObject({
+      svc_scope: "workspace",
+      workspace_key: "shop",
+      role: ["shop-editor"],
+      // Core keys a workspace administrator may hold, the active plugin's own keys; no other plugin's, no `*`.
+      permission: ["crm.contact.read", "workspace.read"],
+    });
+    expect(tables.sessions).toEqual([{ userId: "u-member", workspaceKey: "shop", roles: ["shop-editor"] }]);
+  });
+
+  it("refuses a workspace the user is not a member of, or the resolver does not know, as a wrong password", async () => {
+    for (const [who, workspaceKey] of [
+      ["alice", "shop"],
+      ["dave", "ghost"],
+    ] as const) {
+      const error = await refusalOf(signIn(who, "right-password", workspaceKey));
+      expect(error.code).toBe(ErrorCode.Unauthenticated);
+      expect(error.message).toBe("Invalid user name or password.");
+    }
+    expect(tables.sessions).toEqual([]);
+  });
+
+  it("tells a member plainly that the workspace is turned off or its tenant suspended", async () => {
+    expect((await refusalOf(signIn("dave", "right-password", "closed"))).extensions).toMatchObject({
+      rule: "workspace-inactive",
+    });
+    expect((await refusalOf(signIn("dave", "right-password", "frozen"))).extensions).toMatchObject({
+      rule: "tenant-suspended",
+    });
+    // A wrong password learns nothing of the workspace's state.
+    expect((await refusalOf(signIn("dave", "wrong-password", "closed"))).code).toBe(
+      ErrorCode.Unauthenticated,
+    );
+  });
+
+  it("refuses a session whose user changed since the password was checked: deactivated, new password, membership gone", async () => {
+    const changes: Array<() => void> = [
+      () => tables.users.set("u-ops", { ...(tables.users.get("u-ops") as UserRow), is_active: false }),
+      () =>
+        tables.users.set("u-ops", {
+          ...(tables.users.get("u-ops") as UserRow),
+          password_hash: "scrypt$other",
+        }),
+    ];
+    for (const change of changes) {
+      tables.meanwhile = change;
+      expect((await refusalOf(signIn("alice"))).code).toBe(ErrorCode.Unauthenticated);
+      tables.users.set("u-ops", user("u-ops", "Alice", { global_role: "operator" }));
+    }
+    tables.meanwhile = () => tables.members.delete("shop/u-member");
+    expect((await refusalOf(signIn("dave", "right-password", "shop"))).code).toBe(ErrorCode.Unauthenticated);
+    expect(tables.sessions).toEqual([]);
+  });
+});

@@ -86,20 +86,40 @@ async function recipients(
   return rows.map((r) => r.id);
 }
 
+/**
+ * What one followed event means for the operators: the key its recipients hold, its title and detail (cut
+ * to 500 and 2,000 characters), and whether only the members of its workspace get it (what a flow wrote
+ * about a workspace); null for an event that is not followed.
+ */
+export function notificationOf(event: { eventName: string; workspaceKey: string | null; data: Data }): {
+  readonly key: string;
+  readonly title: string;
+  readonly detail: string | null;
+  readonly membersOnly: boolean;
+} | null {
+  const kind = KINDS[event.eventName];
+  if (kind === undefined) return null;
+  const d = kind(event.data);
+  return {
+    key: d.key,
+    title: d.title.slice(0, 500),
+    detail: d.detail?.slice(0, 2_000) ?? null,
+    membersOnly: event.eventName === FLOW_NOTIFICATION && event.workspaceKey !== null,
+  };
+}
+
 /** Records one event's notifications (idempotent by event id). */
 export async function notify(
   db: Db,
   event: { eventName: string; eventId: string; workspaceKey: string | null; data: Data },
 ): Promise<number> {
-  const kind = KINDS[event.eventName];
-  if (kind === undefined) return 0;
-  const d = kind(event.data);
-  const fromFlow = event.eventName === FLOW_NOTIFICATION;
-  const users = await recipients(db, d.key, event.workspaceKey, fromFlow && event.workspaceKey !== null);
+  const n = notificationOf(event);
+  if (n === null) return 0;
+  const users = await recipients(db, n.key, event.workspaceKey, n.membersOnly);
   if (users.length === 0) return 0;
   const inserted = await db.any(sql`
     INSERT INTO rbac.notifications (id, user_id, event_id, kind, title, detail, workspace_key, data)
-    SELECT id, u, ${event.eventId}, ${event.eventName}, ${d.title.slice(0, 500)}, ${d.detail?.slice(0, 2_000) ?? null},
+    SELECT id, u, ${event.eventId}, ${event.eventName}, ${n.title}, ${n.detail},
            ${event.workspaceKey}, ${JSON.stringify(event.data)}::jsonb
     FROM unnest(${users.map(() => randomUUID())}::uuid[], ${users}::uuid[]) AS t(id, u)
     ON CONFLICT (user_id, event_id) DO NOTHING

@@ -115,30 +115,37 @@ export const contractSupport: PluginHandler<"contracts.support"> = async (deps) 
   },
 });
 
-export const contractCompatibility: PluginHandler<"contracts.compatibility"> = async (deps) => {
-  const rows = await allPlugins(deps.db);
+/**
+ * Whether an installed plugin can run on this host: its contract version among those the host supports,
+ * and the host version inside the range its registry.json asks for (`dependencies[HOST_DEPENDENCY]`);
+ * each reason it cannot.
+ */
+export function compatibilityOf(
+  row: Pick<PluginRow, "plugin_id" | "version" | "contract_version" | "registry">,
+  hostVersion: string,
+) {
+  const reasons: string[] = [];
+  const contract = semver.coerce(row.contract_version);
+  if (contract === null || !semver.satisfies(contract, PLUGIN_CONTRACT.supported)) {
+    reasons.push(`contract ${row.contract_version} is outside ${PLUGIN_CONTRACT.supported}`);
+  }
+  const host = row.registry.dependencies?.[HOST_DEPENDENCY];
+  if (host !== undefined && !semver.satisfies(hostVersion, host, { includePrerelease: true })) {
+    reasons.push(`needs host ${host}; this host is ${hostVersion}`);
+  }
   return {
-    status: 200,
-    body: rows.map((row) => {
-      const reasons: string[] = [];
-      const contract = semver.coerce(row.contract_version);
-      if (contract === null || !semver.satisfies(contract, PLUGIN_CONTRACT.supported)) {
-        reasons.push(`contract ${row.contract_version} is outside ${PLUGIN_CONTRACT.supported}`);
-      }
-      const host = row.registry.dependencies?.[HOST_DEPENDENCY];
-      if (host !== undefined && !semver.satisfies(deps.hostVersion, host, { includePrerelease: true })) {
-        reasons.push(`needs host ${host}; this host is ${deps.hostVersion}`);
-      }
-      return {
-        pluginId: row.plugin_id,
-        version: row.version,
-        contractVersion: row.contract_version,
-        compatible: reasons.length === 0,
-        reasons,
-      };
-    }),
+    pluginId: row.plugin_id,
+    version: row.version,
+    contractVersion: row.contract_version,
+    compatible: reasons.length === 0,
+    reasons,
   };
-};
+}
+
+export const contractCompatibility: PluginHandler<"contracts.compatibility"> = async (deps) => ({
+  status: 200,
+  body: (await allPlugins(deps.db)).map((row) => compatibilityOf(row, deps.hostVersion)),
+});
 
 const AUDIT: Listing = { tag: "plugin-audit", kinds: ["bigint"] };
 

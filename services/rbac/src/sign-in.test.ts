@@ -51,7 +51,13 @@ class MemorySignIn implements SignInTables {
   readonly users = new Map<string, UserRow>();
   /** `workspace/user` → member roles. */
   readonly members = new Map<string, string[]>();
-  readonly sessions: Array<{ userId: string; workspaceKey: string | null; roles: readonly string[] }> = [];
+  readonly sessions: Array<{
+    id: string;
+    userId: string;
+    workspaceKey: string | null;
+    roles: readonly string[];
+    lifetimeSeconds: number;
+  }> = [];
   /** Runs before the session's change reads anything (a concurrent change between the checks and the change). */
   meanwhile: (() => void) | undefined;
 
@@ -71,8 +77,7 @@ class MemorySignIn implements SignInTables {
           .sort()
           .map((name) => ({ role: name, permissions: roles.get(name)?.permissions ?? [] })),
       role: async (name) => roles.get(name) ?? null,
-      record: async (s) =>
-        void this.sessions.push({ userId: s.userId, workspaceKey: s.workspaceKey, roles: s.roles }),
+      record: async (session) => void this.sessions.push({ ...session, roles: [...session.roles] }),
     });
   }
 }
@@ -86,8 +91,10 @@ const workspaces: Record<string, [boolean, boolean]> = {
 
 let tables: MemorySignIn;
 let deps: SignInDeps;
+let lifetimeReads: number;
 beforeEach(() => {
   tables = new MemorySignIn();
+  lifetimeReads = 0;
   for (const u of [
     user("u-ops", "Alice", { global_role: "operator" }),
     user("u-gone", "bob", { is_active: false, global_role: "operator" }),
@@ -100,7 +107,8 @@ beforeEach(() => {
   deps = {
     signIn: tables,
     issuer: { sign: async (claims, lifetime) => JSON.stringify({ claims, lifetime }) },
-    lifetimeSeconds: () => 900,
+    // Read once per sign-in: each read gives another value, so the session and the token must share one.
+    lifetimeSeconds: () => 900 + lifetimeReads++,
     activePlugins: (workspaceKey) => new Set(workspaceKey === "shop" ? ["crm"] : []),
     tenancy: async (request) => ({
       workspaces: request.workspaceKeys.flatMap((k) => {
@@ -132,8 +140,11 @@ describe("sign-in", () => {
       name: "Alice",
     });
     expect(lifetime).toBe(900);
-    expect(tables.sessions).toEqual([{ userId: "u-ops", workspaceKey: null, roles: ["operator"] }]);
-    expect(claims.sid).toEqual(expect.any(String));
+    // The session recorded is the token's: its id, the same lifetime.
+    expect(tables.sessions).toEqual([
+      { id: claims.sid, userId: "u-ops", workspaceKey: null, roles: ["operator"], lifetimeSeconds: 900 },
+    ]);
+    expect(lifetimeReads).toBe(1);
   });
 
   it("refuses a wrong password, an unknown user and an inactive one alike, recording nothing", async () => {
@@ -164,12 +175,20 @@ describe("sign-in", () => {
       // Core keys a workspace administrator may hold, the active plugin's own keys; no other plugin's, no `*`.
       permission: ["crm.contact.read", "workspace.read"],
     });
-    expect(tables.sessions).toEqual([{ userId: "u-member", workspaceKey: "shop", roles: ["shop-editor"] }]);
+    expect(tables.sessions).toMatchObject([
+      { userId: "u-member", workspaceKey: "shop", roles: ["shop-editor"] },
+    ]);
   });
 
   it("refuses a workspace the user is not a member of, or the resolver does not know, as a wrong password", async () => {
+    tables.users.set("u-left", user("u-left", "erin", { is_active: false }));
+    tables.members.set("closed/u-left", ["editor"]);
     for (const [who, workspaceKey] of [
       ["alice", "shop"],
+      // A non-member, or an inactive member, learns nothing of a closed workspace's state.
+      ["alice", "closed"],
+      ["alice", "frozen"],
+      ["erin", "closed"],
       ["dave", "ghost"],
     ] as const) {
       const error = await refusalOf(signIn(who, "right-password", workspaceKey));

@@ -16,6 +16,7 @@ import type { Logger } from "@svc/observability";
 
 import {
   audit,
+  type AuditTable,
   type HandlerWith,
   lockPlugin,
   type PluginDeps,
@@ -39,18 +40,11 @@ export interface PluginMove {
 }
 
 /** The plugins' lifecycle in the registry's tables. */
-export interface LifecycleTables {
+export interface LifecycleTables extends AuditTable {
   /** Runs `change` with the plugin locked: one move at a time per plugin, across replicas. */
   move<T>(pluginId: string, change: (move: PluginMove) => Promise<T>): Promise<T>;
   /** `active` → `failed` with the reason, only while that package is the one installed; null otherwise. */
   markFailed(pluginId: string, sha256: string, reason: string): Promise<PluginRow | null>;
-  /** Records an action in the registry's audit: succeeded without `error`, failed with it. */
-  audit(
-    principal: Principal,
-    action: string,
-    plugin: { id: string; version?: string },
-    error?: unknown,
-  ): Promise<void>;
 }
 
 export interface ActivationDeps extends Pick<PluginDeps, "metrics" | "announce"> {

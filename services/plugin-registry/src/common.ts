@@ -151,6 +151,17 @@ export function lifecycleMetrics(registry: Registry) {
 }
 export type LifecycleMetrics = ReturnType<typeof lifecycleMetrics>;
 
+/** The registry's audit, as the tables' ports record in it. */
+export interface AuditTable {
+  /** Records an action about a plugin: succeeded without `error`, failed with it (see `audit`). */
+  audit(
+    principal: Principal,
+    action: string,
+    plugin: { id?: string; version?: string },
+    error?: unknown,
+  ): Promise<void>;
+}
+
 /**
  * Records a lifecycle action: succeeded without `error`, failed with it. A string `error` is the reason as
  * written; an SvcError gives its reason code and message; anything else is an internal error.

@@ -14,13 +14,12 @@
  */
 import { randomUUID } from "node:crypto";
 
-import type { Principal } from "@svc/bus";
 import { type Db, sql } from "@svc/db";
 import { ConflictError, NotFoundError } from "@svc/errors";
 import { pluginInboxPrefix } from "@svc/runtime";
 import { eventsSubject, pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
-import { audit, type HandlerWith, lockPlugin, type PluginRow } from "./common.js";
+import { audit, type AuditTable, type HandlerWith, lockPlugin, type PluginRow } from "./common.js";
 import type { PluginCredentials } from "./runtime/plugin-credentials.js";
 
 /** One issued credential as stored (its seed never is). */
@@ -36,7 +35,7 @@ export interface CredentialRow {
 }
 
 /** What the credential routes ask of the registry's tables. */
-export interface CredentialTables {
+export interface CredentialTables extends AuditTable {
   /** The installed plugin (null: not installed). */
   plugin(pluginId: string): Promise<Pick<PluginRow, "version" | "registry"> | null>;
   /** Records an issued credential under the plugin's lock; null when the plugin is no longer installed. */
@@ -52,13 +51,6 @@ export interface CredentialTables {
   list(pluginId: string): Promise<CredentialRow[]>;
   /** Marks the credential revoked (the first time counts); null when the plugin has no such credential. */
   revoke(pluginId: string, credentialId: string): Promise<CredentialRow | null>;
-  /** Records an outcome in the registry's audit. */
-  audit(
-    principal: Principal,
-    action: string,
-    plugin: { id: string; version?: string },
-    error?: unknown,
-  ): Promise<void>;
 }
 
 export interface CredentialDeps {

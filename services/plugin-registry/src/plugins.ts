@@ -16,6 +16,7 @@ import semver from "semver";
 import {
   allPlugins,
   audit,
+  type AuditTable,
   type HandlerWith,
   lockPlugin,
   type PluginDeps,
@@ -56,7 +57,7 @@ export interface InstallChange {
 }
 
 /** The installed plugins' tables. */
-export interface PackageTables {
+export interface PackageTables extends AuditTable {
   /** Installed plugins by id → version. */
   installedVersions(): Promise<Map<string, string>>;
   /** Every installed plugin, by id. */
@@ -67,13 +68,6 @@ export interface PackageTables {
   remove(pluginId: string): Promise<PluginRow | null>;
   /** Whether an installed plugin is the package `sha256`. */
   inUse(sha256: string): Promise<boolean>;
-  /** Records an action in the registry's audit: succeeded without `error`, failed with it. */
-  audit(
-    principal: Principal,
-    action: string,
-    plugin: { id?: string; version?: string },
-    error?: unknown,
-  ): Promise<void>;
 }
 
 export interface InstallDeps extends Pick<PluginDeps, "settings" | "metrics" | "announce" | "feedTimeoutMs"> {

@@ -18,7 +18,7 @@ import {
   audit,
   type AuditTable,
   type HandlerWith,
-  lockPlugin,
+  lockedPlugin,
   type PluginDeps,
   type PluginRow,
   type PluginState,
@@ -58,10 +58,7 @@ export function lifecycleTables(db: Db): LifecycleTables {
   return {
     move: (pluginId, change) =>
       db.transaction(async (tx) => {
-        await lockPlugin(tx, pluginId);
-        const found = await tx.maybeOne<PluginRow>(
-          sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
-        );
+        const found = await lockedPlugin(tx, pluginId);
         return change({
           found,
           providedByOthers: () => providedByOthers(tx, pluginId),

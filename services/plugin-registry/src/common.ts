@@ -64,6 +64,10 @@ export interface PluginRow {
 export const allPlugins = (db: Queries) =>
   db.any<PluginRow>(sql`SELECT * FROM plugin_registry.plugins ORDER BY plugin_id`);
 
+/** The installed plugin of that id, or null. */
+export const findPlugin = (db: Queries, pluginId: string) =>
+  db.maybeOne<PluginRow>(sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`);
+
 export function view(row: PluginRow) {
   return {
     pluginId: row.plugin_id,
@@ -195,3 +199,9 @@ export const reasonOf = (error: SvcError): string =>
 
 export const lockPlugin = (tx: Queries, pluginId: string) =>
   tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`plugin:${pluginId}`}))`);
+
+/** Takes the plugin id's lock in `tx` (until it ends), then reads the plugin installed under it, or null. */
+export async function lockedPlugin(tx: Queries, pluginId: string): Promise<PluginRow | null> {
+  await lockPlugin(tx, pluginId);
+  return findPlugin(tx, pluginId);
+}

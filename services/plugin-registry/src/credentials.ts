@@ -19,7 +19,14 @@ import { ConflictError, NotFoundError } from "@svc/errors";
 import { pluginInboxPrefix } from "@svc/runtime";
 import { eventsSubject, pluginHttpSubject, pluginQueueGroup } from "@svc/wire-contract";
 
-import { audit, type AuditTable, type HandlerWith, lockPlugin, type PluginRow } from "./common.js";
+import {
+  audit,
+  type AuditTable,
+  findPlugin,
+  type HandlerWith,
+  lockedPlugin,
+  type PluginRow,
+} from "./common.js";
 import type { PluginCredentials } from "./runtime/plugin-credentials.js";
 
 /** One issued credential as stored (its seed never is). */
@@ -67,15 +74,12 @@ export const DEFAULT_TTL_SECONDS = 7 * 24 * 3_600;
 
 /** The PostgreSQL credential tables. */
 export function credentialTables(db: Db): CredentialTables {
-  const pluginIn = (q: Pick<Db, "maybeOne">, pluginId: string) =>
-    q.maybeOne<PluginRow>(sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`);
   return {
-    plugin: (pluginId) => pluginIn(db, pluginId),
+    plugin: (pluginId) => findPlugin(db, pluginId),
     record: (e) =>
       db.transaction(async (tx) => {
-        await lockPlugin(tx, e.pluginId);
         // Installed still (an uninstall may have run meanwhile).
-        if ((await pluginIn(tx, e.pluginId)) === null) return null;
+        if ((await lockedPlugin(tx, e.pluginId)) === null) return null;
         return tx.one<CredentialRow>(sql`
           INSERT INTO plugin_registry.nats_credentials
             (credential_id, plugin_id, name, public_key, created_by, expires_at)

@@ -18,6 +18,7 @@ import {
   audit,
   type AuditTable,
   type HandlerWith,
+  lockedPlugin,
   lockPlugin,
   type PluginDeps,
   type PluginRow,
@@ -105,10 +106,7 @@ export function packageTables(db: Db): PackageTables {
     all: () => allPlugins(db),
     change: (pluginId, change) =>
       db.transaction(async (tx) => {
-        await lockPlugin(tx, pluginId);
-        const existing = await tx.maybeOne<PluginRow>(
-          sql`SELECT * FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
-        );
+        const existing = await lockedPlugin(tx, pluginId);
         return change({
           existing,
           save(p, by) {

@@ -16,6 +16,8 @@ import { type Db, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 import { checkValue, serialiseValue } from "@svc/plugin-package";
 
+import { keyExists } from "./repository.js";
+
 export interface FieldDefinition {
   readonly entityName: string;
   readonly key: string;
@@ -75,16 +77,9 @@ export interface FieldValueTables {
 export function fieldValueTables(db: Db): FieldValueTables {
   return {
     async exists(entityName, entityId) {
-      const table =
-        entityName === "workspace"
-          ? sql`resolver.workspaces`
-          : entityName === "tenant"
-            ? sql`resolver.tenants`
-            : null;
-      return (
-        table === null ||
-        (await db.maybeOne(sql`SELECT 1 AS one FROM ${table} WHERE key = ${entityId}`)) !== null
-      );
+      return entityName === "workspace" || entityName === "tenant"
+        ? keyExists(db, entityName, entityId)
+        : true;
     },
     async values(entityName, entityId) {
       const rows = await db.any<{ key: string; value: string }>(sql`

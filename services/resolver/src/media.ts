@@ -14,6 +14,8 @@ import { NotFoundError } from "@svc/errors";
 import type { MediaStore } from "@svc/media";
 import type { Outbox } from "@svc/outbox";
 
+import { keyExists } from "./repository.js";
+
 /** A file's record. */
 export interface MediaRecord {
   /** The object's name in the media store. */
@@ -81,12 +83,7 @@ const view = (m: MediaRecord) => ({
 /** The PostgreSQL media tables; events go through `outbox`. */
 export function mediaTables(db: Db, outbox: Outbox<PlatformEventData>): MediaTables {
   return {
-    async workspaceExists(workspaceKey) {
-      return (
-        (await db.maybeOne(sql`SELECT 1 AS one FROM resolver.workspaces WHERE key = ${workspaceKey}`)) !==
-        null
-      );
-    },
+    workspaceExists: (workspaceKey) => keyExists(db, "workspace", workspaceKey),
     async page(workspaceKey, after, limit) {
       const rows = await db.any<MediaRow>(sql`
         SELECT * FROM resolver.media

@@ -1,6 +1,12 @@
 import { KEY_PATTERN } from "@svc/contracts";
 import { type Queries, sql } from "@svc/db";
 
+/** Whether the workspace (or the tenant) of that key exists, active or not. */
+export async function keyExists(db: Queries, kind: "workspace" | "tenant", key: string): Promise<boolean> {
+  const table = kind === "workspace" ? sql`resolver.workspaces` : sql`resolver.tenants`;
+  return (await db.maybeOne(sql`SELECT 1 AS one FROM ${table} WHERE key = ${key}`)) !== null;
+}
+
 /** A well-formed workspace (or tenant) key. */
 export const WORKSPACE_KEY = new RegExp(KEY_PATTERN);
 

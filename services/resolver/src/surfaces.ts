@@ -14,6 +14,8 @@ import type { NavItem, resolverRoutes, RouteHandlerWith } from "@svc/contracts";
 import { type Queries, sql } from "@svc/db";
 import { NotFoundError, ValidationError } from "@svc/errors";
 
+import { keyExists } from "./repository.js";
+
 /** A surface as stored. */
 export interface Surface {
   readonly workspaceKey: string;
@@ -98,12 +100,7 @@ const snippetOf = (r: SnippetRow): Snippet => ({
 /** The PostgreSQL surface tables. */
 export function surfaceTables(db: Queries): SurfaceTables {
   return {
-    async workspaceExists(workspaceKey) {
-      return (
-        (await db.maybeOne(sql`SELECT 1 AS one FROM resolver.workspaces WHERE key = ${workspaceKey}`)) !==
-        null
-      );
-    },
+    workspaceExists: (workspaceKey) => keyExists(db, "workspace", workspaceKey),
     async surfaces(workspaceKey) {
       const rows = await db.any<SurfaceRow>(
         sql`SELECT * FROM resolver.surfaces WHERE workspace_key = ${workspaceKey} ORDER BY surface_key`,

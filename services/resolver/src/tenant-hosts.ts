@@ -12,6 +12,8 @@ import { type Db, type Queries, sql } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import { normaliseHost } from "@svc/workspace";
 
+import { keyExists } from "./repository.js";
+
 /** A host's assignment to a tenant. */
 export interface HostAssignment {
   readonly host: string;
@@ -63,8 +65,7 @@ const assignmentOf = (r: HostRow): HostAssignment => ({
   createdAt: r.created_at,
 });
 
-const tenantExists = async (db: Queries, tenantKey: string) =>
-  (await db.maybeOne(sql`SELECT 1 AS one FROM resolver.tenants WHERE key = ${tenantKey}`)) !== null;
+const tenantExists = (db: Queries, tenantKey: string) => keyExists(db, "tenant", tenantKey);
 
 /** Takes the lock that serialises changes of the host assignments, until `tx` ends. */
 async function lockHostAssignments(tx: Queries): Promise<void> {

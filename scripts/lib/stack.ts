@@ -143,16 +143,23 @@ export async function dropRunResources(o: {
  * pile up on the server: about twenty per run).
  */
 export async function deleteRunStreams(nc: NatsConnection, stream: string, prefix?: string): Promise<void> {
+  await deleteStreams(
+    nc,
+    (name) =>
+      name === stream ||
+      (prefix !== undefined &&
+        (name.startsWith(`KV_${prefix}_`) ||
+          name.startsWith(`OBJ_${prefix}_`) ||
+          name === diagnosticsStream(prefix))),
+  );
+}
+
+/** Deletes the streams whose names `match`: all named first, so that no page of the listing is skipped. */
+export async function deleteStreams(nc: NatsConnection, match: (name: string) => boolean): Promise<void> {
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const jsm = await jetstreamManager(nc);
-  const ours = (name: string) =>
-    name === stream ||
-    (prefix !== undefined &&
-      (name.startsWith(`KV_${prefix}_`) ||
-        name.startsWith(`OBJ_${prefix}_`) ||
-        name === diagnosticsStream(prefix)));
   const names: string[] = [];
-  for await (const name of jsm.streams.names()) if (ours(name)) names.push(name);
+  for await (const name of jsm.streams.names()) if (match(name)) names.push(name);
   for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
 }
 

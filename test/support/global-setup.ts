@@ -8,12 +8,11 @@ import { execFile } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 
-import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 
-import { hostPort, migrateAll, tcpReachable } from "../../scripts/lib/stack.js";
+import { deleteStreams, hostPort, migrateAll, tcpReachable } from "../../scripts/lib/stack.js";
 import { DB_PREFIX, STREAM_PREFIX, type TestEnvironment } from "./names.js";
 import { startSecureBus } from "./secure-bus.js";
 
@@ -78,14 +77,10 @@ async function dropDatabases(adminUrl: string, match: (name: string) => boolean)
   }
 }
 
-async function deleteStreams(natsUrl: string, match: (name: string) => boolean) {
+async function deleteTestStreams(natsUrl: string, match: (name: string) => boolean) {
   const nc = await connect({ servers: natsUrl });
   try {
-    const jsm = await jetstreamManager(nc);
-    for await (const name of jsm.streams.names()) {
-      if (name.startsWith(STREAM_PREFIX) && match(name))
-        await jsm.streams.delete(name).catch(() => undefined);
-    }
+    await deleteStreams(nc, (name) => name.startsWith(STREAM_PREFIX) && match(name));
   } finally {
     await nc.close();
   }
@@ -127,7 +122,7 @@ export default async function setup(project: TestProject) {
     [STREAM_PREFIX.toLowerCase(), "kv_t", "obj_t"].some(
       (prefix) => name.toLowerCase().startsWith(prefix) && isStale(name.toLowerCase(), prefix),
     );
-  await deleteStreams(natsUrl, runStreams).catch(() => undefined);
+  await deleteTestStreams(natsUrl, runStreams).catch(() => undefined);
 
   // The admin console the gateway serves at /admin/ (built from services/gateway/admin, as make build does).
   await promisify(execFile)(process.execPath, [
@@ -164,7 +159,7 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     await dropDatabases(adminUrl, (name) => name.startsWith(`${DB_PREFIX}${runId}_`));
-    await deleteStreams(
+    await deleteTestStreams(
       natsUrl,
       (name) =>
         name.startsWith(`${STREAM_PREFIX}${runId.toUpperCase()}`) ||

@@ -84,6 +84,22 @@ async function ours(): Promise<StreamInfo[]> {
 /** Copies in sync: the leader and every current follower. */
 const current = (info: StreamInfo) => 1 + (info.cluster?.replicas ?? []).filter((r) => r.current).length;
 
+/** Until every copy of every one of this run's streams is current; else fails naming those short of it. */
+async function allCurrent(timeoutMs = 60_000): Promise<void> {
+  let short: StreamInfo[] = [];
+  await until(
+    async () => {
+      short = (await ours()).filter((i) => current(i) !== 3);
+      return short.length === 0;
+    },
+    timeoutMs,
+    250,
+  ).catch((err: unknown) => {
+    const detail = short.map((i) => ({ stream: i.config.name, cluster: i.cluster, state: i.state }));
+    throw new Error(`${(err as Error).message}: copies not current ${JSON.stringify(detail)}`);
+  });
+}
+
 async function leaderOf(stream: string): Promise<string> {
   const info = await (await jetstreamManager(nc)).streams.info(stream);
   const leader = info.cluster?.leader;
@@ -223,7 +239,7 @@ describe("on a three-node NATS cluster", () => {
     expect(failed.every((s) => s === 503)).toBe(true);
 
     // Once the node is back in sync, the revocation bucket's leader goes.
-    await until(async () => (await ours()).every((i) => current(i) === 3), 60_000, 250);
+    await allCurrent();
     const revocations = `KV_${revocationBucketName(prefix)}`;
     const second = await leaderOf(revocations);
     await cluster.kill(second);
@@ -263,5 +279,116 @@ describe("on a three-node NATS cluster", () => {
         `slowest delivery ${Math.max(...lags)} ms after its user (node killed at user 20); ` +
         `revocation bucket leader re-elected in ${electionMs} ms`,
     );
+  }, 180_000);
+
+  it("resumes deliveries within 5 s of a new leader: stepped down, killed -9, and a node back", async () => {
+    const jsm = await jetstreamManager(nc);
+    const consumer = "webhook-dispatcher";
+    const leaders = async () => {
+      const [stream, pull] = await Promise.all([
+        jsm.streams.info(eventsStream).catch(() => undefined),
+        jsm.consumers.info(eventsStream, consumer).catch(() => undefined),
+      ]);
+      return { stream: stream?.cluster?.leader, consumer: pull?.cluster?.leader };
+    };
+    /** Until the events stream and the dispatcher's consumer each have a leader that is not `old`: when. */
+    const electedBesides = async (old: string | undefined) => {
+      await until(
+        async () => {
+          const now = await leaders();
+          return [now.stream, now.consumer].every((l) => l !== undefined && l !== old);
+        },
+        30_000,
+        50,
+      );
+      return Date.now();
+    };
+    /** A user made now (a 503 while a leader moves is retried): how long after `since` its delivery came. */
+    let made = 0;
+    const deliveredAfter = async (since: number) => {
+      let id: string | undefined;
+      for (let tries = 0; id === undefined; tries++) {
+        const answer = await api("POST", "/api/users", operator, {
+          userName: `resume-user-${made++}`,
+          password: "a long password 3",
+        });
+        if (answer.status === 201) id = answer.json<{ id: string }>().id;
+        else if (answer.status !== 503 || tries > 100) throw new Error(`${answer.status} ${answer.text}`);
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+      const user = id;
+      await receiver.waitForUsers([user], 30_000).catch(async (err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${await whereTheyAre([user])}`);
+      });
+      const first = receiver.received.find(
+        (r) => (JSON.parse(r.body) as { data: { userId?: string } }).data.userId === user,
+      );
+      return (first?.at ?? Number.POSITIVE_INFINITY) - since;
+    };
+    /**
+     * Asks the leader to step down until another peer leads (a cluster still settling after the last
+     * test's node came back answers 503, and a step-down may re-elect the same peer): when it did.
+     */
+    const stepDown = async (subject: string, leader: () => Promise<string | undefined>) => {
+      const old = await leader();
+      const end = Date.now() + 60_000;
+      let last = "";
+      while (Date.now() < end) {
+        last = await nc
+          .request(subject, "", { timeout: 5_000 })
+          .then((m) => m.string())
+          .catch((e: Error) => e.message);
+        if ((JSON.parse(last.startsWith("{") ? last : "{}") as { success?: boolean }).success === true) {
+          const moved = await until(async () => ![undefined, old].includes(await leader()), 10_000, 50)
+            .then(() => true)
+            .catch(() => false);
+          if (moved) return Date.now();
+        } else await new Promise((r) => setTimeout(r, 500));
+      }
+      throw new Error(`${subject}: no other leader within 60 s (last answer: ${last})`);
+    };
+    const resumed: Record<string, number> = {};
+
+    // A leader that steps down (a rolling restart of the NATS pods does this): the consumer's, then the stream's.
+    await allCurrent();
+    resumed["consumer leader stepped down"] = await deliveredAfter(
+      await stepDown(
+        `$JS.API.CONSUMER.LEADER.STEPDOWN.${eventsStream}.${consumer}`,
+        async () => (await leaders()).consumer,
+      ),
+    );
+    resumed["stream leader stepped down"] = await deliveredAfter(
+      await stepDown(`$JS.API.STREAM.LEADER.STEPDOWN.${eventsStream}`, async () => (await leaders()).stream),
+    );
+
+    // The consumer leader's node killed -9: from the moment the survivors have elected new leaders.
+    const victim = (await leaders()).consumer;
+    expect(victim).toBeDefined();
+    const stallsBefore = logged.length;
+    await cluster.kill(victim as string);
+    const killedAt = Date.now();
+    const elected = await electedBesides(victim);
+    resumed["consumer leader's node killed -9"] = await deliveredAfter(elected);
+
+    // The node back: from the moment every copy is current again.
+    await cluster.revive(victim as string);
+    await allCurrent();
+    resumed["the node back in sync"] = await deliveredAfter(Date.now());
+
+    console.log(
+      `cluster: deliveries resumed after ${Object.entries(resumed)
+        .map(([what, ms]) => `${what}: ${ms} ms`)
+        .join("; ")} (the survivors elected new leaders ${elected - killedAt} ms after the kill)`,
+    );
+    for (const [what, ms] of Object.entries(resumed)) expect(ms, what).toBeLessThan(5_000);
+    // A stall of the dispatcher's pull is logged, and so is its end.
+    const since = logged.slice(stallsBefore).filter((l) => l.consumer === consumer);
+    const stalled = since.findIndex((l) => /pull stalled/.test(l.text));
+    if (stalled >= 0) {
+      expect(
+        since.slice(stalled).some((l) => /pulls again/.test(l.text)),
+        JSON.stringify(since),
+      ).toBe(true);
+    }
   }, 180_000);
 });

@@ -46,7 +46,6 @@ export class Receiver {
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
   }
 
-  /** Until a `user.created` delivery has come for each of `userIds` (at least once). */
   /** Those of `userIds` no `user.created` delivery has come for yet. */
   usersMissing(userIds: readonly string[]): string[] {
     const seen = new Set(
@@ -55,6 +54,7 @@ export class Receiver {
     return userIds.filter((id) => !seen.has(id));
   }
 
+  /** Until a `user.created` delivery has come for each of `userIds` (at least once). */
   async waitForUsers(userIds: readonly string[], timeoutMs = 60_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     for (;;) {

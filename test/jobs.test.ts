@@ -26,6 +26,7 @@ import { createLogger } from "@svc/observability";
 import { GatewayPrincipalSigner } from "@svc/runtime";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { deliverJob } from "@svc/service-webhook-dispatcher";
+import pg from "pg";
 import { afterAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
@@ -161,6 +162,53 @@ describe("transitions", () => {
     expect((await row(id)).last_error).toMatch(/lease expired/);
     expect(await claimJobs(db, "noop", 1, 60_000, "t")).toEqual([]);
     expect(await reapExpiredLeases(db)).toEqual({ released: 0, failed: 0 });
+  });
+
+  it("a batch write locks its jobs in id order: two batches over the same jobs queue, never deadlock", async () => {
+    await enqueueMany(db, [noopJob.request({}), noopJob.request({})]);
+    const claimed = await claimJobs(db, "noop", 10, 300_000, "t");
+    const [first, second] = claimed
+      .map((c) => ({ id: c.id, token: c.token }))
+      .sort((x, y) => Number(BigInt(x.id) - BigInt(y.id)));
+    if (first === undefined || second === undefined) throw new Error("two jobs were not claimed");
+    // Another writer (a connection of its own) holds the lower job; a completion given the higher one
+    // first must wait for it before it takes the higher one, so the other writer can still take the
+    // higher one. Had the completion locked in the order given, the two would wait on each other.
+    const holder = new pg.Client({ connectionString: h.db.url });
+    await holder.connect();
+    onTestFinished(() => holder.end());
+    await holder.query("BEGIN");
+    await holder.query("SELECT id FROM job_reaper.jobs WHERE id = $1 FOR UPDATE", [first.id]);
+    // On a table of any size the planner walks the batch's arrays and looks each job up by primary key;
+    // on this test's few rows it would rather scan the table, so it is told what it does at scale.
+    const options = encodeURIComponent(
+      "-c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off",
+    );
+    const atScale = createDb({
+      databaseUrl: `${h.db.url}${h.db.url.includes("?") ? "&" : "?"}options=${options}`,
+      maximumPoolSize: 1,
+      applicationName: "jobs-order",
+    });
+    onTestFinished(() => atScale.end());
+    const completing = completeJobs(atScale, [second, first]).catch((e: Error) => e);
+    await until(async () => {
+      // (pg_stat_activity is read once per transaction unless its snapshot is cleared.)
+      await holder.query("SELECT pg_stat_clear_snapshot()");
+      const waiting = await holder.query(
+        "SELECT 1 FROM pg_stat_activity WHERE application_name = 'jobs-order' AND wait_event_type = 'Lock'",
+      );
+      return waiting.rows.length > 0;
+    });
+    await holder.query("SET LOCAL lock_timeout = '3s'");
+    const other = await holder
+      .query("UPDATE job_reaper.jobs SET lease_expires_at = lease_expires_at WHERE id = $1", [second.id])
+      .then(
+        () => "took the higher job",
+        (e: Error) => e.message,
+      );
+    await holder.query(other === "took the higher job" ? "COMMIT" : "ROLLBACK");
+    expect(other).toBe("took the higher job");
+    expect(await completing).toEqual(new Set([first.id, second.id]));
   });
 
   it("enqueueing the same idempotency key twice makes one job", async () => {

@@ -251,9 +251,24 @@ export interface Completion {
   readonly token: string;
 }
 
+/**
+ * A batch's rows in ascending id order. Each batch write below walks its arrays in order, looking every
+ * job up by primary key, so it locks the rows in the order given: two batches over the same jobs (a
+ * completion and a lease renewal of one worker, say) in different orders deadlocked, and PostgreSQL
+ * aborted one after a second's wait. In one order they queue instead.
+ */
+function inIdOrder<T extends Completion>(rows: readonly T[]): T[] {
+  return [...rows].sort((a, b) => {
+    const x = BigInt(a.id);
+    const y = BigInt(b.id);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+}
+
 /** Marks jobs Succeeded; returns the ids whose token was still current (the rest are stale). */
-export async function completeJobs(db: Queries, done: readonly Completion[]): Promise<Set<string>> {
-  if (done.length === 0) return new Set();
+export async function completeJobs(db: Queries, batch: readonly Completion[]): Promise<Set<string>> {
+  if (batch.length === 0) return new Set();
+  const done = inIdOrder(batch);
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = 'Succeeded', completed_at = now(), lease_token = NULL, lease_expires_at = NULL,
@@ -276,8 +291,9 @@ export interface Failure extends Completion {
  * Records failed attempts: back to Pending at `retryAt` while attempts remain, else Failed (a dead
  * letter). Returns the ids whose token was still current, with the state each went to.
  */
-export async function failJobs(db: Queries, failed: readonly Failure[]): Promise<Map<string, JobStatus>> {
-  if (failed.length === 0) return new Map();
+export async function failJobs(db: Queries, batch: readonly Failure[]): Promise<Map<string, JobStatus>> {
+  if (batch.length === 0) return new Map();
+  const failed = inIdOrder(batch);
   const rows = await db.any<{ id: string; status: JobStatus }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN 'Failed' ELSE 'Pending' END,
@@ -309,8 +325,9 @@ export interface Deferral extends Completion {
  * Puts jobs back to Pending at a later time without spending an attempt: the claim counted one, this
  * takes it back. For a job that did not try (its receiver's circuit is open), not one that failed.
  */
-export async function deferJobs(db: Queries, deferred: readonly Deferral[]): Promise<Set<string>> {
-  if (deferred.length === 0) return new Set();
+export async function deferJobs(db: Queries, batch: readonly Deferral[]): Promise<Set<string>> {
+  if (batch.length === 0) return new Set();
+  const deferred = inIdOrder(batch);
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = 'Pending', attempts = greatest(j.attempts - 1, 0), run_at = d.run_at,
@@ -364,10 +381,11 @@ export async function releaseJobs(db: Queries, type: string, jobs: readonly Comp
 /** Extends the leases of many held jobs at once; returns the ids whose token was still current. */
 export async function renewLeases(
   db: Queries,
-  held: readonly Completion[],
+  batch: readonly Completion[],
   leaseMs: number,
 ): Promise<Set<string>> {
-  if (held.length === 0) return new Set();
+  if (batch.length === 0) return new Set();
+  const held = inIdOrder(batch);
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})

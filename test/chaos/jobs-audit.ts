@@ -22,18 +22,21 @@ export async function instrumentJobWrites(db: pg.Client): Promise<void> {
       EXECUTE FUNCTION chaos.record_job_write();`);
 }
 
-/** The events whose webhook delivery ended as a dead letter (a Failed job). */
-export async function deadLetterEventIds(client: pg.Client): Promise<Set<string>> {
+/** The events whose webhook delivery (or, with `flow.run`, flow run) ended as a dead letter (a Failed job). */
+export async function deadLetterEventIds(
+  client: pg.Client,
+  type: "webhook.deliver" | "flow.run" = "webhook.deliver",
+): Promise<Set<string>> {
   const { rows } = await client.query<{ event_id: string }>(
-    `SELECT payload->>'eventId' AS event_id FROM job_reaper.jobs
-     WHERE type = 'webhook.deliver' AND status = 'Failed'`,
+    `SELECT payload->>'eventId' AS event_id FROM job_reaper.jobs WHERE type = $1 AND status = 'Failed'`,
+    [type],
   );
   return new Set(rows.map((r) => r.event_id));
 }
 
 /**
- * Duplicate completions: more than one job for one (event, subscription) (the matcher's idempotency key
- * is meant to make that impossible), and jobs that reached a final state more than once (a dead letter
+ * Duplicate completions: more than one job for one (event, subscription) or one (event, flow) (the
+ * matcher's idempotency keys are meant to make that impossible), and jobs that reached a final state more than once (a dead letter
  * announced later is written again as Failed: that is no second completion).
  */
 export async function countDuplicateCompletions(
@@ -43,8 +46,9 @@ export async function countDuplicateCompletions(
   return {
     extraJobs: await count(
       `SELECT coalesce(sum(n - 1), 0)::int AS n FROM (
-         SELECT count(*) AS n FROM job_reaper.jobs WHERE type = 'webhook.deliver'
-         GROUP BY payload->>'eventId', payload->>'subscriptionId' HAVING count(*) > 1) d`,
+         SELECT count(*) AS n FROM job_reaper.jobs WHERE type IN ('webhook.deliver', 'flow.run')
+         GROUP BY type, payload->>'eventId', payload->>'subscriptionId', payload->>'flowId'
+         HAVING count(*) > 1) d`,
     ),
     doubleFinal: await count(
       `SELECT count(*)::int AS n FROM (

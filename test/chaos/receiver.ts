@@ -36,6 +36,12 @@ export class ChaosReceiver {
   userAccepted = 0;
   /** When each user of the outbox load had its `user.created` event first accepted. */
   readonly userFirstAcceptedAt = new Map<number, number>();
+  /** Requests of a flow's http action answered 200 (`x-svc-flow`; not in `accepted`). */
+  flowAccepted = 0;
+  /** When each event's flow run first reached the receiver. */
+  readonly flowFirstAcceptedAt = new Map<number, number>();
+  /** Distinct flow step ids (X-Svc-Delivery) accepted per event (more than one: two runs for one event). */
+  readonly flowStepIdsBySeq = new Map<number, Set<string>>();
   /** Accepted requests in arrival order (the phases look for the first one after a fault). */
   readonly acceptedLog: Array<{ readonly seq: number; readonly at: number }> = [];
   private readonly server: Server;
@@ -99,6 +105,16 @@ export class ChaosReceiver {
     if (!Number.isSafeInteger(seq) || deliveryId === "") {
       this.unparsable++;
       res.writeHead(400).end();
+      return;
+    }
+    // A flow's http action (a flow.run job): counted apart from the webhook deliveries.
+    if (headers["x-svc-flow"] !== undefined) {
+      this.flowAccepted++;
+      if (!this.flowFirstAcceptedAt.has(seq)) this.flowFirstAcceptedAt.set(seq, Date.now());
+      const steps = this.flowStepIdsBySeq.get(seq) ?? new Set<string>();
+      steps.add(deliveryId);
+      this.flowStepIdsBySeq.set(seq, steps);
+      res.writeHead(200).end();
       return;
     }
     const at = Date.now();

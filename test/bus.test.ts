@@ -3,9 +3,16 @@
  * SvcError, queue groups sharing load between replicas, the deadline travelling with the request, drain
  * finishing in-flight work, and idempotent provisioning of the events stream.
  */
-import { jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, type ConsumerConfig, type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Bus, connectNats, ensureEventsStream, eventsSubject } from "@svc/bus";
+import {
+  Bus,
+  connectNats,
+  ensureDurable,
+  ensureEventsStream,
+  eventsSubject,
+  isMissingConsumer,
+} from "@svc/bus";
 import {
   messageClient,
   onBroadcast,
@@ -404,6 +411,41 @@ describe("events stream", () => {
     const again = await js.publish(eventsSubject(prefix, "user.created"), "{}", { msgID: "evt-1" });
     expect(again.duplicate).toBe(true);
     expect(again.seq).toBe(first.seq);
+    await jsm.streams.delete(name);
+  });
+});
+
+describe("durable consumers", () => {
+  it("are made only when missing, and a failure to ask is no reason to make one", async () => {
+    const nc = (await newBus("provisioner")).nc;
+    const name = `${h.env.SVC_EVENTS_STREAM}_DURABLE`;
+    const prefix = `${h.env.SVC_SUBJECT_PREFIX}durable`;
+    await ensureEventsStream(nc, { name, prefix, replicas: 1 });
+    const jsm = await jetstreamManager(nc);
+    const config = {
+      durable_name: "d1",
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: eventsSubject(prefix),
+    };
+
+    expect((await ensureDurable(jsm, name, config)).created).toBe(true);
+    expect((await ensureDurable(jsm, name, config)).created).toBe(false);
+    // The server lost it (a restart without its store): made again.
+    await jsm.consumers.delete(name, "d1");
+    expect((await ensureDurable(jsm, name, config)).created).toBe(true);
+
+    // The consumer's info cannot be had (a cluster electing a leader, a request timing out): the call
+    // fails, and makes nothing, rather than taking the consumer for lost.
+    await jsm.consumers.delete(name, "d1");
+    const unanswered = new Error("TimeoutError: timeout");
+    const asking = {
+      consumers: {
+        info: () => Promise.reject(unanswered),
+        add: (stream: string, c: Partial<ConsumerConfig>) => jsm.consumers.add(stream, c),
+      },
+    } as unknown as JetStreamManager;
+    await expect(ensureDurable(asking, name, config)).rejects.toBe(unanswered);
+    await expect(jsm.consumers.info(name, "d1")).rejects.toSatisfy(isMissingConsumer);
     await jsm.streams.delete(name);
   });
 });

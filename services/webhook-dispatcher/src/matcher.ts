@@ -23,7 +23,7 @@ import {
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { consumeWatched, eventsSubject, Header, headerReader } from "@svc/bus";
+import { consumeWatched, ensureDurable, eventsSubject, Header, headerReader } from "@svc/bus";
 import { type Db, isDataException, sqlState } from "@svc/db";
 import { findUnsafeInput } from "@svc/errors";
 import { enqueueMany } from "@svc/jobs";
@@ -77,37 +77,25 @@ export async function startMatcher(
    * Creates the durable consumer when it is missing (at start, and after a server lost its store); true
    * when it had to.
    */
+  /** Makes the consumer if the server lost it: true when this call made it (the loop then binds anew). */
   const ensureConsumer = async (): Promise<boolean> => {
-    try {
-      const info = await jsm.consumers.info(options.stream, CONSUMER_NAME);
-      if (info.config.ack_wait !== ACK_WAIT_NS) {
-        // A consumer made by an earlier version: bring its redelivery delay in line.
-        await jsm.consumers
-          .update(options.stream, CONSUMER_NAME, { ack_wait: ACK_WAIT_NS })
-          .catch((err: unknown) =>
-            options.log.warn({ error: (err as Error).message }, "could not update the event consumer"),
-          );
-      }
-      return false;
-    } catch {
-      // missing: create it below
+    const { created, info } = await ensureDurable(jsm, options.stream, {
+      durable_name: CONSUMER_NAME,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: eventsSubject(options.prefix),
+      ack_wait: ACK_WAIT_NS,
+      max_ack_pending: 1_000,
+    });
+    if (!created && info.config.ack_wait !== ACK_WAIT_NS) {
+      // A consumer made by an earlier version: bring its redelivery delay in line.
+      await jsm.consumers
+        .update(options.stream, CONSUMER_NAME, { ack_wait: ACK_WAIT_NS })
+        .catch((err: unknown) =>
+          options.log.warn({ error: (err as Error).message }, "could not update the event consumer"),
+        );
     }
-    await jsm.consumers
-      .add(options.stream, {
-        durable_name: CONSUMER_NAME,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: eventsSubject(options.prefix),
-        ack_wait: ACK_WAIT_NS,
-        max_ack_pending: 1_000,
-      })
-      .catch(async (error: unknown) => {
-        // Another replica created it meanwhile.
-        await jsm.consumers.info(options.stream, CONSUMER_NAME).catch(() => {
-          throw error;
-        });
-      });
-    return true;
+    return created;
   };
   await ensureConsumer();
   let stopped = false;

@@ -13,7 +13,15 @@
  * after 10-15 s (`make chaos CHAOS_ARGS=--cluster`); here each try takes 2 s at most and the next one
  * follows 1 s later.
  */
-import { type ConsumerMessages, jetstream } from "@nats-io/jetstream";
+import {
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type ConsumerMessages,
+  jetstream,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
 
@@ -57,4 +65,40 @@ export async function consumeWatched(
     }
   })().catch(() => undefined);
   return messages;
+}
+
+/** Whether a JetStream API error says the consumer or its stream does not exist (not: cannot answer now). */
+export function isMissingConsumer(error: unknown): boolean {
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === JetStreamApiCodes.ConsumerNotFound || error.code === JetStreamApiCodes.StreamNotFound)
+  );
+}
+
+/**
+ * Makes sure a durable consumer exists, after a start or a reconnect: `created` when this call made it
+ * (it was missing: a server restarted without its store), else its info. Only a "not found" makes it: any
+ * other failure (a cluster electing a leader, a request timing out) is thrown, the consumer is most likely
+ * still there, and the caller keeps its subscription, which the library resumes by itself. Treating a
+ * timeout as "missing" tore down a working subscription and bound it again, seconds after a node loss.
+ */
+export async function ensureDurable(
+  jsm: JetStreamManager,
+  stream: string,
+  config: Partial<ConsumerConfig> & { readonly durable_name: string },
+): Promise<{ readonly created: boolean; readonly info: ConsumerInfo }> {
+  try {
+    return { created: false, info: await jsm.consumers.info(stream, config.durable_name) };
+  } catch (error) {
+    if (!isMissingConsumer(error)) throw error;
+  }
+  try {
+    return { created: true, info: await jsm.consumers.add(stream, config) };
+  } catch (error) {
+    // Another replica made it meanwhile.
+    const info = await jsm.consumers.info(stream, config.durable_name).catch(() => {
+      throw error;
+    });
+    return { created: false, info };
+  }
 }

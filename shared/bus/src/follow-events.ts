@@ -10,7 +10,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
 import { Header } from "@svc/wire-contract";
 
-import { consumeWatched } from "./consume.js";
+import { consumeWatched, ensureDurable } from "./consume.js";
 
 export interface FollowedEvent {
   readonly eventName: string;
@@ -75,19 +75,16 @@ export async function followEvents(
   };
 
   const ensure = async () => {
+    const { created } = await ensureDurable(jsm, options.stream, {
+      durable_name: options.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: options.from === "all" ? DeliverPolicy.All : DeliverPolicy.New,
+      filter_subject: `${eventsPrefix}${options.events}`,
+      ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000,
+    });
+    // The consumer was there all along (a reconnect): the library goes on pulling from it.
+    if (reading !== undefined && !created) return;
     reading?.stop();
-    await jsm.consumers.info(options.stream, options.durable).catch(() =>
-      jsm.consumers
-        .add(options.stream, {
-          durable_name: options.durable,
-          ack_policy: AckPolicy.Explicit,
-          deliver_policy: options.from === "all" ? DeliverPolicy.All : DeliverPolicy.New,
-          filter_subject: `${eventsPrefix}${options.events}`,
-          ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000,
-        })
-        // Another replica made it meanwhile.
-        .catch(() => jsm.consumers.info(options.stream, options.durable)),
-    );
     const messages = await consumeWatched(nc, options.stream, {
       maxMessages: 50,
       log: options.log,

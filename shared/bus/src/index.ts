@@ -21,7 +21,13 @@ export {
   natsAuthOptions,
   natsIsReachable,
 } from "./connect.js";
-export { consumeWatched, PULL_EXPIRES_MS, PULL_HEARTBEAT_MS } from "./consume.js";
+export {
+  consumeWatched,
+  ensureDurable,
+  isMissingConsumer,
+  PULL_EXPIRES_MS,
+  PULL_HEARTBEAT_MS,
+} from "./consume.js";
 export {
   createEventPublisher,
   type EventPublisher,

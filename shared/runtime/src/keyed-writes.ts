@@ -8,7 +8,8 @@
  *
  * - `transaction` mode: the handler runs as one unit of work (`Db.unitOfWork`): every statement it makes
  *   joins the transaction that holds the outcome row, and announcements wait for the commit. A second
- *   request with the key waits on the first's row (PostgreSQL's unique index) and then replays it.
+ *   request with the key while the first runs is a 409 (a transaction-scoped advisory lock on the key);
+ *   once the first has committed, it replays the first's answer.
  * - `after-handler` mode (the plugin registry, whose handlers start plugin processes and wait on other
  *   connections): the outcome is written right after the handler; a process killed between the change
  *   and that write leaves the change without its answer, and a retry runs again.
@@ -23,6 +24,12 @@ import { type Db, type Queries, raw, sql } from "@svc/db";
 import { ErrorCode, SvcError } from "@svc/errors";
 
 export type KeyedWritesMode = "transaction" | "after-handler";
+
+const stillRunning = () =>
+  new SvcError(
+    ErrorCode.Conflict,
+    "A request with this Idempotency-Key is still being processed; retry later.",
+  );
 
 const KEEP = raw("interval '24 hours'");
 const SWEEP_EVERY_MS = 10 * 60_000;
@@ -56,8 +63,13 @@ export class KeyedOutcomes implements KeyedWrites {
     const outcome =
       this.mode === "transaction"
         ? await this.db.unitOfWork(async (tx) => {
-            // Waits while another request with this key is uncommitted; an outcome older than 24 hours
-            // is replaced.
+            // Another request with this key still running (its client gave up, a 504, and asked again):
+            // 409 at once, as the gateway answers, rather than a connection held waiting for it (under
+            // load, retries waiting on one slow request took the whole pool).
+            const free = await tx.one<{ free: boolean }>(sql`
+              SELECT pg_try_advisory_xact_lock(hashtext('keyed-writes'), hashtext(${key})) AS free`);
+            if (!free.free) throw stillRunning();
+            // An outcome older than 24 hours is replaced.
             const claimed = await tx.maybeOne(sql`
               INSERT INTO ${this.table} (key, fingerprint) VALUES (${key}, ${fingerprint})
               ON CONFLICT (key) DO UPDATE
@@ -104,13 +116,8 @@ export class KeyedOutcomes implements KeyedWrites {
   }
 
   private replay<T>(row: OutcomeRow | null, fingerprint: string): Outcome<T> {
-    if (row === null) {
-      // Only an outcome being replaced meanwhile; the client retries.
-      throw new SvcError(
-        ErrorCode.Conflict,
-        "A request with this Idempotency-Key is still being processed; retry later.",
-      );
-    }
+    // Only an outcome being replaced meanwhile; the client retries.
+    if (row === null) throw stillRunning();
     if (row.fingerprint !== fingerprint) {
       throw new SvcError(
         ErrorCode.IdempotencyKeyReused,

@@ -89,7 +89,10 @@ async function allCurrent(timeoutMs = 60_000): Promise<void> {
   let short: StreamInfo[] = [];
   await until(
     async () => {
-      short = (await ours()).filter((i) => current(i) !== 3);
+      // The listing itself may time out while a node is away or a leader is being elected: asked again.
+      const listed = await ours().catch(() => undefined);
+      if (listed === undefined) return false;
+      short = listed.filter((i) => current(i) !== 3);
       return short.length === 0;
     },
     timeoutMs,

@@ -1,12 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 
-import { freePort, tcpReachable } from "../../scripts/lib/stack.js";
+import { tcpReachable } from "../../scripts/lib/stack.js";
 import { until } from "./wait.js";
 
 interface Node {
@@ -15,6 +16,33 @@ interface Node {
   readonly routePort: number;
   readonly dir: string;
   process?: ChildProcess;
+}
+
+/**
+ * A free port below the kernel's ephemeral range. A port the kernel handed out for a moment (`freePort`)
+ * can be handed out again as the source port of an outgoing connection before the node binds it: the
+ * nodes' own route connections, made while the others start, took one now and then, and that node never
+ * started.
+ */
+async function quietPort(taken: Set<number>): Promise<number> {
+  const [low] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const top = Math.min(low ?? 32_768, 32_768);
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * (top - 20_000));
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+    if (free) {
+      taken.add(port);
+      return port;
+    }
+  }
 }
 
 /**
@@ -37,7 +65,9 @@ export class NatsCluster {
 
   async start(size = 3): Promise<void> {
     const ports = [];
-    for (let i = 0; i < size; i++) ports.push({ client: await freePort(), route: await freePort() });
+    const taken = new Set<number>();
+    for (let i = 0; i < size; i++)
+      ports.push({ client: await quietPort(taken), route: await quietPort(taken) });
     this.nodes = ports.map((p, i) => ({
       name: `n${i + 1}`,
       clientPort: p.client,
@@ -62,8 +92,22 @@ export class NatsCluster {
     ].join("\n");
     const file = join(node.dir, "nats.conf");
     writeFileSync(file, config);
-    node.process = spawn("nats-server", ["-c", file, "-l", join(node.dir, "nats.log")], { stdio: "ignore" });
-    await until(() => tcpReachable("127.0.0.1", node.clientPort), 10_000, 50);
+    const log = join(node.dir, "nats.log");
+    const child = spawn("nats-server", ["-c", file, "-l", log], { stdio: "ignore" });
+    node.process = child;
+    await until(
+      async () => {
+        if (child.exitCode !== null) {
+          const tail = existsSync(log)
+            ? readFileSync(log, "utf8").trim().split("\n").slice(-3).join(" | ")
+            : "";
+          throw new Error(`nats-server ${node.name} exited (${child.exitCode}) while starting: ${tail}`);
+        }
+        return tcpReachable("127.0.0.1", node.clientPort);
+      },
+      10_000,
+      50,
+    );
   }
 
   /**

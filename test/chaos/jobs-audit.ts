@@ -36,8 +36,8 @@ export async function deadLetterEventIds(
 
 /**
  * Duplicate completions: more than one job for one (event, subscription) or one (event, flow) (the
- * matcher's idempotency keys are meant to make that impossible), and jobs that reached a final state more than once (a dead letter
- * announced later is written again as Failed: that is no second completion).
+ * matcher's idempotency keys are meant to make that impossible), and jobs that reached a final state more
+ * than once (a dead letter announced later is written again as Failed: that is no second completion).
  */
 export async function countDuplicateCompletions(
   client: pg.Client,

@@ -75,9 +75,9 @@ export async function startMatcher(
   const eventsPrefix = `${options.prefix}.events.`;
   /**
    * Creates the durable consumer when it is missing (at start, and after a server lost its store); true
-   * when it had to.
+   * when it had to (the loop then binds anew). A consumer NATS cannot say anything about just now (an
+   * election) is left as it is: the call fails, and the provisioning after a reconnect tries again.
    */
-  /** Makes the consumer if the server lost it: true when this call made it (the loop then binds anew). */
   const ensureConsumer = async (): Promise<boolean> => {
     const { created, info } = await ensureDurable(jsm, options.stream, {
       durable_name: CONSUMER_NAME,

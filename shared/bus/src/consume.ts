@@ -25,6 +25,8 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
 
+import { isStreamNotFound } from "./streams.js";
+
 export const PULL_EXPIRES_MS = 1_000;
 export const PULL_HEARTBEAT_MS = 500;
 /** How long the consumer's JetStream API requests (its info, while recovering) wait for an answer. */
@@ -70,8 +72,8 @@ export async function consumeWatched(
 /** Whether a JetStream API error says the consumer or its stream does not exist (not: cannot answer now). */
 export function isMissingConsumer(error: unknown): boolean {
   return (
-    error instanceof JetStreamApiError &&
-    (error.code === JetStreamApiCodes.ConsumerNotFound || error.code === JetStreamApiCodes.StreamNotFound)
+    (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound) ||
+    isStreamNotFound(error)
   );
 }
 

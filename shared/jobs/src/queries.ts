@@ -365,8 +365,9 @@ export async function wakeJobsWaitingOn(db: Queries, waitingOn: string): Promise
  * Gives claimed but unstarted jobs back (graceful shutdown): Pending again, the attempt not counted, and
  * other workers told at once.
  */
-export async function releaseJobs(db: Queries, type: string, jobs: readonly Completion[]): Promise<number> {
-  if (jobs.length === 0) return 0;
+export async function releaseJobs(db: Queries, type: string, batch: readonly Completion[]): Promise<number> {
+  if (batch.length === 0) return 0;
+  const jobs = inIdOrder(batch);
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = 'Pending', attempts = j.attempts - 1, lease_token = NULL, lease_expires_at = NULL,

@@ -428,11 +428,11 @@ describe("durable consumers", () => {
       filter_subject: eventsSubject(prefix),
     };
 
-    expect((await ensureDurable(jsm, name, config)).created).toBe(true);
-    expect((await ensureDurable(jsm, name, config)).created).toBe(false);
+    expect((await ensureDurable(jsm, name, config)).missing).toBe(true);
+    expect((await ensureDurable(jsm, name, config)).missing).toBe(false);
     // The server lost it (a restart without its store): made again.
     await jsm.consumers.delete(name, "d1");
-    expect((await ensureDurable(jsm, name, config)).created).toBe(true);
+    expect((await ensureDurable(jsm, name, config)).missing).toBe(true);
 
     // The consumer's info cannot be had (a cluster electing a leader, a request timing out): the call
     // fails, and makes nothing, rather than taking the consumer for lost.
@@ -446,6 +446,23 @@ describe("durable consumers", () => {
     } as unknown as JetStreamManager;
     await expect(ensureDurable(asking, name, config)).rejects.toBe(unanswered);
     await expect(jsm.consumers.info(name, "d1")).rejects.toSatisfy(isMissingConsumer);
+
+    // Missing when asked, and made by another replica before this one could: still missing, so the
+    // caller binds anew to the consumer made again.
+    const notFound = await jsm.consumers.info(name, "d1").catch((e: Error) => e);
+    if (!(notFound instanceof Error)) throw new Error("the consumer was not deleted");
+    await jsm.consumers.add(name, config);
+    const raced = {
+      consumers: {
+        info: (() => {
+          let asked = 0;
+          return (stream: string, durable: string) =>
+            asked++ === 0 ? Promise.reject(notFound) : jsm.consumers.info(stream, durable);
+        })(),
+        add: () => Promise.reject(new Error("consumer already exists")),
+      },
+    } as unknown as JetStreamManager;
+    expect((await ensureDurable(raced, name, config)).missing).toBe(true);
     await jsm.streams.delete(name);
   });
 });

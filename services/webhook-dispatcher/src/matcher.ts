@@ -75,11 +75,12 @@ export async function startMatcher(
   const eventsPrefix = `${options.prefix}.events.`;
   /**
    * Creates the durable consumer when it is missing (at start, and after a server lost its store); true
-   * when it had to (the loop then binds anew). A consumer NATS cannot say anything about just now (an
-   * election) is left as it is: the call fails, and the provisioning after a reconnect tries again.
+   * when it was missing, whoever made it again (the loop then binds anew). A consumer NATS cannot say
+   * anything about just now (an election) is left as it is: the call fails, and the provisioning after a
+   * reconnect tries again.
    */
   const ensureConsumer = async (): Promise<boolean> => {
-    const { created, info } = await ensureDurable(jsm, options.stream, {
+    const { missing, info } = await ensureDurable(jsm, options.stream, {
       durable_name: CONSUMER_NAME,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
@@ -87,7 +88,7 @@ export async function startMatcher(
       ack_wait: ACK_WAIT_NS,
       max_ack_pending: 1_000,
     });
-    if (!created && info.config.ack_wait !== ACK_WAIT_NS) {
+    if (!missing && info.config.ack_wait !== ACK_WAIT_NS) {
       // A consumer made by an earlier version: bring its redelivery delay in line.
       await jsm.consumers
         .update(options.stream, CONSUMER_NAME, { ack_wait: ACK_WAIT_NS })
@@ -95,7 +96,7 @@ export async function startMatcher(
           options.log.warn({ error: (err as Error).message }, "could not update the event consumer"),
         );
     }
-    return created;
+    return missing;
   };
   await ensureConsumer();
   let stopped = false;

@@ -78,29 +78,31 @@ export function isMissingConsumer(error: unknown): boolean {
 }
 
 /**
- * Makes sure a durable consumer exists, after a start or a reconnect: `created` when this call made it
- * (it was missing: a server restarted without its store), else its info. Only a "not found" makes it: any
- * other failure (a cluster electing a leader, a request timing out) is thrown, the consumer is most likely
- * still there, and the caller keeps its subscription, which the library resumes by itself. Treating a
- * timeout as "missing" tore down a working subscription and bound it again, seconds after a node loss.
+ * Makes sure a durable consumer exists, after a start or a reconnect: `missing` when it was not there (a
+ * server restarted without its store), made again by this call or by another replica meanwhile; a
+ * subscription to the consumer that was lost must then be bound anew. Only a "not found" counts as
+ * missing: any other failure (a cluster electing a leader, a request timing out) is thrown, the consumer
+ * is most likely still there, and the caller keeps its subscription, which the library resumes by itself.
+ * Treating a timeout as "missing" tore down a working subscription and bound it again, seconds after a
+ * node loss.
  */
 export async function ensureDurable(
   jsm: JetStreamManager,
   stream: string,
   config: Partial<ConsumerConfig> & { readonly durable_name: string },
-): Promise<{ readonly created: boolean; readonly info: ConsumerInfo }> {
+): Promise<{ readonly missing: boolean; readonly info: ConsumerInfo }> {
   try {
-    return { created: false, info: await jsm.consumers.info(stream, config.durable_name) };
+    return { missing: false, info: await jsm.consumers.info(stream, config.durable_name) };
   } catch (error) {
     if (!isMissingConsumer(error)) throw error;
   }
   try {
-    return { created: true, info: await jsm.consumers.add(stream, config) };
+    return { missing: true, info: await jsm.consumers.add(stream, config) };
   } catch (error) {
     // Another replica made it meanwhile.
     const info = await jsm.consumers.info(stream, config.durable_name).catch(() => {
       throw error;
     });
-    return { created: false, info };
+    return { missing: true, info };
   }
 }

@@ -75,7 +75,7 @@ export async function followEvents(
   };
 
   const ensure = async () => {
-    const { created } = await ensureDurable(jsm, options.stream, {
+    const { missing } = await ensureDurable(jsm, options.stream, {
       durable_name: options.durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: options.from === "all" ? DeliverPolicy.All : DeliverPolicy.New,
@@ -83,7 +83,7 @@ export async function followEvents(
       ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000,
     });
     // The consumer was there all along (a reconnect): the library goes on pulling from it.
-    if (reading !== undefined && !created) return;
+    if (reading !== undefined && !missing) return;
     reading?.stop();
     const messages = await consumeWatched(nc, options.stream, {
       maxMessages: 50,

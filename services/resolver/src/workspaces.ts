@@ -328,13 +328,16 @@ export const putWorkspace: Handler<"workspaces.put"> = async (deps, req) => {
     }
     if (bindings !== undefined) {
       // A host belongs to one tenant: only its workspaces bind paths under it. After the save, which
-      // refuses a tenant that does not exist (400) before a host is assigned to it.
-      await claimHosts(
-        await tables.hosts(),
-        b.tenantKey,
-        bindings.map((x) => x.host),
-        platform,
-      );
+      // refuses a tenant that does not exist (400) before a host is assigned to it. No bindings, no
+      // claim: the host assignments' lock is taken only for hosts to claim.
+      if (bindings.length > 0) {
+        await claimHosts(
+          await tables.hosts(),
+          b.tenantKey,
+          bindings.map((x) => x.host),
+          platform,
+        );
+      }
       await tables.bind(bindings);
     }
     const workspace = await tables.read();

@@ -20,7 +20,7 @@ import {
   type ThemeField,
 } from "@svc/plugin-package";
 
-import { audit, type HandlerWith, type RouteName } from "./common.js";
+import { audit, findPlugin, type HandlerWith, type RouteName } from "./common.js";
 import { chainEntitled, type EntitlementDeps, entitlementOf, isDelegated, tenantOf } from "./entitlements.js";
 
 /** A template definition as stored (and as the API shows it): theme.json's, of a plugin's version. */
@@ -76,7 +76,8 @@ export interface ThemeTables {
   ): Promise<void>;
   /**
    * The active definitions of the workspace's sources, each with its source's rank: the theme plugin in
-   * force 0, then its chain's active, entitled plugins from 1 in chain order; ordered by template key.
+   * force 0, then its chain's active, entitled plugins from 1 in chain order; ordered by template key
+   * (which one wins a key is `effectiveTemplates`' rule).
    */
   candidates(workspaceKey: string): Promise<Array<TemplateDefinition & { readonly rank: number }>>;
   /** Records a change in the registry's audit. */
@@ -184,9 +185,7 @@ export function themeTables(db: Db): ThemeTables {
       return row === null ? null : { pluginId: row.plugin_id, version: row.version, theme: row.theme };
     },
     async plugin(pluginId) {
-      const row = await db.maybeOne<{ theme: Theme | null; state: string; refused_reason: string | null }>(
-        sql`SELECT theme, state, refused_reason FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
-      );
+      const row = await findPlugin(db, pluginId);
       return row === null
         ? null
         : { theme: row.theme, active: row.state === "active" && row.refused_reason === null };
@@ -244,7 +243,7 @@ export function themeTables(db: Db): ThemeTables {
         JOIN plugin_registry.plugins p ON p.plugin_id = d.plugin_id AND p.version = d.version
         JOIN sources s ON s.plugin_id = d.plugin_id
         WHERE d.is_active
-        ORDER BY d.template_key, d.priority DESC, s.rank`);
+        ORDER BY d.template_key`);
       return rows.map((r) => ({ ...definitionOf(r), rank: r.rank }));
     },
     audit: (principal, action, plugin, workspaceKey) =>

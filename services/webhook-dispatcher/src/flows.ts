@@ -16,7 +16,7 @@ import type { TargetPolicy } from "./http-client.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 import { newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
-import { knownPatterns, reach, targetUrlViolations } from "./subscriptions.js";
+import { changeableWithin, knownPatterns, targetUrlViolations } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 type ActionInput = Static<typeof FlowAction>;
@@ -28,7 +28,8 @@ export type StoredAction =
   | { type: "publish"; eventName: string; data?: Record<string, unknown> }
   | { type: "notify"; title: string; detail?: string; permission?: string };
 
-interface Row {
+/** A flow as its table holds it. */
+export interface FlowRow {
   id: string;
   name: string;
   workspace_key: string | null;
@@ -38,9 +39,88 @@ interface Row {
   created_at: Date;
   updated_at: Date;
 }
+type Row = FlowRow;
+
+/** What a flow is made of, on creation or replacing one. */
+export interface NewFlow {
+  readonly name: string;
+  readonly workspaceKey: string | null;
+  readonly eventName: string;
+  readonly actions: readonly StoredAction[];
+  readonly isActive: boolean;
+}
+
+/**
+ * What the flow routes ask of their table (the rules, reach above all, stay in the handlers): `within` is
+ * the one workspace a change may touch, null for any.
+ */
+export interface FlowRepository {
+  /**
+   * Adds the flow unless its workspace (null: the platform's own) already has `max` flows: then how many
+   * it has. Counting and adding are one step for creates racing in the same workspace.
+   */
+  insert(flow: NewFlow, max: number): Promise<{ row: Row } | { count: number }>;
+  /**
+   * Replaces the flow with what `change` makes of the one stored, in one step with reading it (a change
+   * made meanwhile is not lost); null when there is no such flow. Nothing is written when `change` throws.
+   */
+  update(id: string, within: string | null, change: (current: Row) => NewFlow): Promise<Row | null>;
+  remove(id: string, within: string | null): Promise<boolean>;
+  /** Newest first by (created_at, id), after the page's cursor, one more than the limit. */
+  page(
+    workspaceKey: string | null,
+    page: ReturnType<typeof readPage>,
+  ): Promise<Array<Row & { created_at_us: string }>>;
+  /** The patterns that match some event of the catalogue (`matchesKnownEvent`). */
+  knownPatterns(): Promise<ReadonlySet<string>>;
+}
 
 const FLOWS_TABLE = sql`webhook_dispatcher.flows`;
 const COLUMNS = sql`id, name, workspace_key, event_name, actions, is_active, created_at, updated_at`;
+const inWorkspace = (within: string | null) =>
+  sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
+
+/** The flow table in PostgreSQL. */
+export function flowTables(db: Db): FlowRepository {
+  return {
+    insert: (f, max) =>
+      db.transaction(async (tx) => {
+        // The lock makes the count and the insert one step for concurrent creates in one workspace.
+        await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`flows:${f.workspaceKey ?? ""}`}))`);
+        const { n } = await tx.one<{ n: number }>(sql`
+          SELECT count(*)::int AS n FROM webhook_dispatcher.flows
+          WHERE workspace_key IS NOT DISTINCT FROM ${f.workspaceKey}`);
+        if (n >= max) return { count: n };
+        const row = await tx.one<Row>(sql`
+          INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
+          VALUES (${randomUUID()}, ${f.name}, ${f.workspaceKey}, ${f.eventName},
+                  ${JSON.stringify(f.actions)}::jsonb, ${f.isActive})
+          RETURNING ${COLUMNS}`);
+        return { row };
+      }),
+    update: (id, within, change) =>
+      db.transaction(async (tx) => {
+        const current = await tx.maybeOne<Row>(sql`
+          SELECT ${COLUMNS} FROM webhook_dispatcher.flows
+          WHERE id = ${id} AND ${inWorkspace(within)} FOR UPDATE`);
+        if (current === null) return null;
+        const f = change(current);
+        return tx.one<Row>(sql`
+          UPDATE webhook_dispatcher.flows
+          SET name = ${f.name}, workspace_key = ${f.workspaceKey}, event_name = ${f.eventName},
+              actions = ${JSON.stringify(f.actions)}::jsonb, is_active = ${f.isActive}, updated_at = now()
+          WHERE id = ${id}
+          RETURNING ${COLUMNS}`);
+      }),
+    remove: async (id, within) =>
+      (await db.maybeOne(sql`
+        DELETE FROM webhook_dispatcher.flows WHERE id = ${id} AND ${inWorkspace(within)} RETURNING id`)) !==
+      null,
+    page: (workspaceKey, page) => newestFirst<Row>(db, FLOWS_TABLE, COLUMNS, workspaceKey, page),
+    knownPatterns: () => knownPatterns(db),
+  };
+}
+
 /** The default audience of a notify action: whoever may manage flows. */
 export const DEFAULT_NOTIFY_PERMISSION = "flow.manage";
 
@@ -145,7 +225,7 @@ export function mayPublish(eventName: string, mayRaise: (eventName: string) => b
 }
 
 export async function createFlow(
-  db: Db,
+  tables: FlowRepository,
   secrets: SecretBox,
   allowed: TargetPolicy,
   scopes: PluginEventScopes,
@@ -155,88 +235,76 @@ export async function createFlow(
   const body = req.body;
   const workspaceKey = listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null;
   const actions = storeActions(body.actions, secrets, allowed, (name) => scopes.mayRaise(name, workspaceKey));
-  const row = await db.transaction(async (tx) => {
-    // Flows cannot amplify: a workspace has at most `maxPerWorkspace` flows. The lock
-    // makes the count and the insert one step for concurrent creates in the same workspace.
-    await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`flows:${workspaceKey ?? ""}`}))`);
-    const { n } = await tx.one<{ n: number }>(sql`
-      SELECT count(*)::int AS n FROM webhook_dispatcher.flows
-      WHERE workspace_key IS NOT DISTINCT FROM ${workspaceKey}`);
-    if (n >= maxPerWorkspace) {
-      throw new SvcError(
-        ErrorCode.Conflict,
-        `${workspaceKey === null ? "The platform has" : `Workspace '${workspaceKey}' has`} ${n} flows, the most allowed: delete one first.`,
-        { extensions: { limit: maxPerWorkspace, rule: "flows-per-workspace" } },
-      );
-    }
-    return tx.one<Row>(sql`
-      INSERT INTO webhook_dispatcher.flows (id, name, workspace_key, event_name, actions, is_active)
-      VALUES (${randomUUID()}, ${body.name}, ${workspaceKey}, ${body.eventName},
-              ${JSON.stringify(actions)}::jsonb, ${body.isActive !== false})
-      RETURNING ${COLUMNS}`);
-  });
+  // Flows cannot amplify: a workspace has at most `maxPerWorkspace` flows.
+  const added = await tables.insert(
+    { name: body.name, workspaceKey, eventName: body.eventName, actions, isActive: body.isActive !== false },
+    maxPerWorkspace,
+  );
+  if ("count" in added) {
+    throw new SvcError(
+      ErrorCode.Conflict,
+      `${workspaceKey === null ? "The platform has" : `Workspace '${workspaceKey}' has`} ${added.count} flows, the most allowed: delete one first.`,
+      { extensions: { limit: maxPerWorkspace, rule: "flows-per-workspace" } },
+    );
+  }
   return {
     status: 201,
-    body: view(row, await knownPatterns(db)),
-    headers: { location: `/api/flows/${row.id}` },
+    body: view(added.row, await tables.knownPatterns()),
+    headers: { location: `/api/flows/${added.row.id}` },
   };
 }
 
 export async function replaceFlow(
-  db: Db,
+  tables: FlowRepository,
   secrets: SecretBox,
   allowed: TargetPolicy,
   scopes: PluginEventScopes,
   req: RequestOfRoute<Routes["flows.put"]>,
 ): Promise<ReplyOfRoute<Routes["flows.put"]>> {
   const body = req.body;
-  const row = await db.transaction(async (tx) => {
-    const current = await tx.maybeOne<Row>(sql`
-      SELECT ${COLUMNS} FROM webhook_dispatcher.flows
-      WHERE id = ${req.params.id} AND ${reach(req.principal)} FOR UPDATE`);
-    if (current === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
+  const row = await tables.update(req.params.id, changeableWithin(req.principal), (current) => {
     // A workspace session's flow stays in its workspace; a platform session may move it.
     const workspaceKey =
       body.workspaceKey === undefined
         ? current.workspace_key
         : (listWorkspace(req.principal, body.workspaceKey ?? undefined) ?? null);
-    const actions = storeActions(
-      body.actions,
-      secrets,
-      allowed,
-      (name) => scopes.mayRaise(name, workspaceKey),
-      current.actions,
-    );
-    return tx.one<Row>(sql`
-      UPDATE webhook_dispatcher.flows
-      SET name = ${body.name}, workspace_key = ${workspaceKey}, event_name = ${body.eventName},
-          actions = ${JSON.stringify(actions)}::jsonb, is_active = ${body.isActive ?? current.is_active},
-          updated_at = now()
-      WHERE id = ${req.params.id}
-      RETURNING ${COLUMNS}`);
+    return {
+      name: body.name,
+      workspaceKey,
+      eventName: body.eventName,
+      actions: storeActions(
+        body.actions,
+        secrets,
+        allowed,
+        (name) => scopes.mayRaise(name, workspaceKey),
+        current.actions,
+      ),
+      isActive: body.isActive ?? current.is_active,
+    };
   });
-  return { status: 200, body: view(row, await knownPatterns(db)) };
+  if (row === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
+  return { status: 200, body: view(row, await tables.knownPatterns()) };
 }
 
 export async function deleteFlow(
-  db: Db,
+  tables: FlowRepository,
   req: RequestOfRoute<Routes["flows.delete"]>,
 ): Promise<ReplyOfRoute<Routes["flows.delete"]>> {
-  const row = await db.maybeOne(sql`
-    DELETE FROM webhook_dispatcher.flows WHERE id = ${req.params.id} AND ${reach(req.principal)} RETURNING id`);
-  if (row === null) throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
+  if (!(await tables.remove(req.params.id, changeableWithin(req.principal)))) {
+    throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
+  }
   return { status: 204 };
 }
 
 /** Paged newest first by (created_at, id). */
 export async function listFlows(
-  db: Db,
+  tables: FlowRepository,
   req: RequestOfRoute<Routes["flows.list"]>,
 ): Promise<ReplyOfRoute<Routes["flows.list"]>> {
   const page = readPage(req.query, FLOWS);
   const workspaceKey = listWorkspace(req.principal, req.query.workspaceKey) ?? null;
-  const rows = await newestFirst<Row>(db, FLOWS_TABLE, COLUMNS, workspaceKey, page);
-  const known = await knownPatterns(db);
+  const rows = await tables.page(workspaceKey, page);
+  const known = await tables.knownPatterns();
   return {
     status: 200,
     body: toPage(

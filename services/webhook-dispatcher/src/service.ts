@@ -47,6 +47,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
     const pluginEvents = new PluginEventScopes();
     const subscriptions = subs.subscriptionTables(db);
+    const flowTables = flows.flowTables(db);
     const routes: RouteImplementation<typeof webhookDispatcherContract.routes> = {
       "webhooks.create": (req) => subs.createSubscription(subscriptions, secrets, allowed, req),
       "webhooks.list": (req) => subs.listSubscriptions(subscriptions, req),
@@ -76,11 +77,11 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),
-      "flows.list": (req) => flows.listFlows(db, req),
+      "flows.list": (req) => flows.listFlows(flowTables, req),
       "flows.create": (req) =>
-        flows.createFlow(db, secrets, allowed, pluginEvents, b.maxFlowsPerWorkspace, req),
-      "flows.put": (req) => flows.replaceFlow(db, secrets, allowed, pluginEvents, req),
-      "flows.delete": (req) => flows.deleteFlow(db, req),
+        flows.createFlow(flowTables, secrets, allowed, pluginEvents, b.maxFlowsPerWorkspace, req),
+      "flows.put": (req) => flows.replaceFlow(flowTables, secrets, allowed, pluginEvents, req),
+      "flows.delete": (req) => flows.deleteFlow(flowTables, req),
     };
 
     const openCircuits = () =>

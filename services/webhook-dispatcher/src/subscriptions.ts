@@ -1,7 +1,7 @@
 /** Subscription management and matching of published events to subscriptions. */
 import { randomBytes, randomUUID } from "node:crypto";
 
-import { listWorkspace, reachCondition, requireReach } from "@svc/access";
+import { listWorkspace, requireReach } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import {
   type PlatformEventName,
@@ -75,10 +75,6 @@ function view(row: Row, known: ReadonlySet<string>) {
     matchesKnownEvent: known.has(row.event_name),
   };
 }
-
-/** Which subscriptions a principal reaches: all for platform sessions, its workspace's otherwise. */
-export const reach = (principal: Principal) =>
-  reachCondition(principal, (key) => sql`workspace_key = ${key}`);
 
 /**
  * What the body's schema cannot say about a target URL (its length and the other fields are checked by
@@ -339,7 +335,7 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
  * The workspace a session reads and changes subscriptions of: its own, or any (null) for a platform
  * session; 403 without a scope.
  */
-function changeableWithin(principal: Principal): string | null {
+export function changeableWithin(principal: Principal): string | null {
   const reach = requireReach(principal);
   return reach.kind === "platform" ? null : reach.workspaceKey;
 }

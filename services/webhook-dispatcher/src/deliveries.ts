@@ -4,8 +4,6 @@
  */
 import { randomUUID } from "node:crypto";
 
-import { reachCondition } from "@svc/access";
-import type { Principal } from "@svc/bus";
 import type { ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
 import { type Db, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
@@ -13,13 +11,13 @@ import { type ClaimedJob, DeferJobError, enqueue, keyedJob, nextRunOfKeyedJob } 
 
 import type { DeliveryStatus } from "./delivery-log.js";
 import { deliverJob, type DeliverPayload, deliveryJobKey, recoverJob, type RecoverPayload } from "./jobs.js";
-import { reachableSubscription, type SubscriptionRepository } from "./subscriptions.js";
+import { changeableWithin, reachableSubscription, type SubscriptionRepository } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 /** Newest first by (first attempt, delivery id). */
 const DELIVERIES: Listing = { tag: "deliveries", kinds: ["timestamp", "uuid"] };
 
-interface DeliveryRow {
+export interface DeliveryRow {
   delivery_id: string;
   subscription_id: string;
   workspace_key: string | null;
@@ -50,11 +48,184 @@ const COLUMNS = sql`delivery_id, subscription_id, workspace_key, event_name, eve
   last_status_code, created_at, updated_at,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us`;
 
-/** Who may read a delivery: the holders of its subscription's workspace, or a platform session. */
-const reaches = (principal: Principal) => reachCondition(principal, (key) => sql`reach_key = ${key}`);
+export interface RecoveryRow {
+  id: string;
+  subscription_id: string;
+  since: Date;
+  until: Date;
+  status: "running" | "done";
+  queued: number;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const recoveryView = (r: RecoveryRow) => ({
+  recoveryId: r.id,
+  subscriptionId: r.subscription_id,
+  sinceUtc: r.since.toISOString(),
+  untilUtc: r.until.toISOString(),
+  status: r.status,
+  queued: r.queued,
+  createdAtUtc: r.created_at.toISOString(),
+  finishedAtUtc: r.finished_at?.toISOString() ?? null,
+});
+
+const RECOVERY_COLUMNS = sql`id, subscription_id, since, until, status, queued, created_at, finished_at`;
+
+/** Which of a subscription's deliveries a page holds (the filters given), after its cursor. */
+export interface DeliveryFilter {
+  readonly subscriptionId: string;
+  readonly status?: DeliveryStatus;
+  readonly eventName?: string;
+  readonly since?: string;
+  readonly until?: string;
+  readonly page: ReturnType<typeof readPage>;
+}
+
+export interface AttemptRow {
+  attempt: number;
+  attempted_at: Date;
+  duration_ms: number;
+  outcome: "delivered" | "failed" | "deferred";
+  status_code: number | null;
+  response_excerpt: string | null;
+  error: string | null;
+}
+
+/** A delivery with what `GET /api/webhooks/{id}/deliveries/{deliveryId}` shows beside its summary. */
+export interface DeliveryDetail {
+  readonly delivery: DeliveryRow & { body: string | null };
+  /** In the order they were made. */
+  readonly attempts: readonly AttemptRow[];
+  /** When the queued attempt runs; null when none is queued. */
+  readonly nextAttemptAt: Date | null;
+}
+
+/** A delivery as a resend finds it (locked until the resend is decided): its subscription's state too. */
+export interface ResendCandidate {
+  readonly status: DeliveryStatus;
+  /** Null when the subscription was deleted. */
+  readonly subscriptionActive: boolean | null;
+}
+
+/**
+ * What the delivery-log routes ask of their tables (the rules stay in the handlers): `within` is the one
+ * workspace whose subscriptions' deliveries a session reaches, null for any.
+ */
+export interface DeliveryRepository {
+  /** Newest first by (first attempt, delivery id), one more than the page's limit. */
+  page(filter: DeliveryFilter): Promise<DeliveryRow[]>;
+  find(deliveryId: string, subscriptionId: string, within: string | null): Promise<DeliveryDetail | null>;
+  /**
+   * Queues the delivery again (one more `webhook.deliver` job with the first one's payload, the same
+   * delivery id) and shows it `retrying`, unless `check` throws on it as it is: both in one step, so a
+   * second resend meanwhile sees `retrying`. `no-job` when the first job is gone (nothing is changed).
+   */
+  resend(
+    deliveryId: string,
+    subscriptionId: string,
+    within: string | null,
+    check: (candidate: ResendCandidate) => void,
+  ): Promise<"queued" | "no-job" | "not-found">;
+  /** Records a recovery of [since, until) for the subscription, with the job that pages through it. */
+  startRecovery(
+    subscription: { readonly id: string; readonly workspaceKey: string | null },
+    since: Date,
+    until: Date,
+  ): Promise<RecoveryRow>;
+  findRecovery(
+    recoveryId: string,
+    subscriptionId: string,
+    within: string | null,
+  ): Promise<RecoveryRow | null>;
+}
+
+/** Who may read a delivery: the holders of its subscription's workspace (`within`), or anyone (null). */
+const reaches = (within: string | null) => sql`(${within}::text IS NULL OR reach_key = ${within}::text)`;
+
+/** The delivery log in PostgreSQL. */
+export function deliveryTables(db: Db): DeliveryRepository {
+  return {
+    page: ({ subscriptionId, status, eventName, since, until, page }) => {
+      // Only the filters given: each combination is a statement of its own, read through the index on
+      // (subscription, first attempt).
+      const conditions = [
+        sql`subscription_id = ${subscriptionId}`,
+        ...(status === undefined ? [] : [sql`status = ${status}`]),
+        ...(eventName === undefined ? [] : [sql`event_name = ${eventName}`]),
+        ...(since === undefined ? [] : [sql`created_at >= ${since}::timestamptz`]),
+        ...(until === undefined ? [] : [sql`created_at < ${until}::timestamptz`]),
+        ...(page.after === null
+          ? []
+          : [sql`(created_at, delivery_id) < (${page.after[0]}::timestamptz, ${page.after[1]}::uuid)`]),
+      ];
+      return db.any<DeliveryRow>(sql`
+        SELECT ${COLUMNS} FROM webhook_dispatcher.deliveries
+        WHERE ${join(conditions, " AND ")}
+        ORDER BY created_at DESC, delivery_id DESC
+        LIMIT ${page.limit + 1}`);
+    },
+    find: async (deliveryId, subscriptionId, within) => {
+      const delivery = await db.maybeOne<
+        DeliveryRow & { body: string | null; resend_job_key: string | null }
+      >(sql`
+        SELECT ${COLUMNS}, body, resend_job_key FROM webhook_dispatcher.deliveries
+        WHERE delivery_id = ${deliveryId} AND subscription_id = ${subscriptionId} AND ${reaches(within)}`);
+      if (delivery === null) return null;
+      const attempts = await db.any<AttemptRow>(sql`
+        SELECT attempt, attempted_at, duration_ms, outcome, status_code, response_excerpt, error
+        FROM webhook_dispatcher.delivery_attempts
+        WHERE delivery_id = ${deliveryId}
+        ORDER BY attempted_at, attempt`);
+      const nextAttemptAt =
+        delivery.status === "retrying"
+          ? await nextRunOfKeyedJob(
+              db,
+              deliverJob.type,
+              delivery.resend_job_key ?? deliveryJobKey(delivery.event_id, delivery.subscription_id),
+            )
+          : null;
+      return { delivery, attempts, nextAttemptAt };
+    },
+    resend: (deliveryId, subscriptionId, within, check) =>
+      db.unitOfWork(async (tx) => {
+        const row = await tx.maybeOne<{
+          event_id: string;
+          status: DeliveryStatus;
+          is_active: boolean | null;
+        }>(sql`
+          SELECT d.event_id, d.status, s.is_active
+          FROM webhook_dispatcher.deliveries d
+          LEFT JOIN webhook_dispatcher.subscriptions s ON s.id = d.subscription_id
+          WHERE d.delivery_id = ${deliveryId} AND d.subscription_id = ${subscriptionId} AND ${reaches(within)}
+          FOR UPDATE OF d`);
+        if (row === null) return "not-found";
+        check({ status: row.status, subscriptionActive: row.is_active });
+        const queued = await queueAgain(tx, {
+          delivery_id: deliveryId,
+          event_id: row.event_id,
+          subscription_id: subscriptionId,
+        });
+        return queued ? "queued" : "no-job";
+      }),
+    startRecovery: (subscription, since, until) =>
+      db.unitOfWork(async (tx) => {
+        const row = await tx.one<RecoveryRow>(sql`
+          INSERT INTO webhook_dispatcher.recoveries (id, subscription_id, reach_key, since, until)
+          VALUES (${randomUUID()}, ${subscription.id}, ${subscription.workspaceKey}, ${since}, ${until})
+          RETURNING ${RECOVERY_COLUMNS}`);
+        await enqueue(tx, recoverJob, { recoveryId: row.id }, { workspaceKey: subscription.workspaceKey });
+        return row;
+      }),
+    findRecovery: (recoveryId, subscriptionId, within) =>
+      db.maybeOne<RecoveryRow>(sql`
+        SELECT ${RECOVERY_COLUMNS} FROM webhook_dispatcher.recoveries
+        WHERE id = ${recoveryId} AND subscription_id = ${subscriptionId} AND ${reaches(within)}`),
+  };
+}
 
 export async function listDeliveries(
-  db: Db,
+  tables: DeliveryRepository,
   subscriptions: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.deliveries"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.deliveries"]>> {
@@ -62,57 +233,25 @@ export async function listDeliveries(
   const page = readPage(q, DELIVERIES);
   // Another workspace's subscription is as if it did not exist; so is a deleted one.
   await reachableSubscription(subscriptions, req.params.id, req.principal);
-  // Only the filters given: each combination is a statement of its own, read through the index on
-  // (subscription, first attempt).
-  const conditions = [
-    sql`subscription_id = ${req.params.id}`,
-    ...(q.status === undefined ? [] : [sql`status = ${q.status}`]),
-    ...(q.eventName === undefined ? [] : [sql`event_name = ${q.eventName}`]),
-    ...(q.since === undefined ? [] : [sql`created_at >= ${q.since}::timestamptz`]),
-    ...(q.until === undefined ? [] : [sql`created_at < ${q.until}::timestamptz`]),
-    ...(page.after === null
-      ? []
-      : [sql`(created_at, delivery_id) < (${page.after[0]}::timestamptz, ${page.after[1]}::uuid)`]),
-  ];
-  const rows = await db.any<DeliveryRow>(sql`
-    SELECT ${COLUMNS} FROM webhook_dispatcher.deliveries
-    WHERE ${join(conditions, " AND ")}
-    ORDER BY created_at DESC, delivery_id DESC
-    LIMIT ${page.limit + 1}`);
+  const rows = await tables.page({
+    subscriptionId: req.params.id,
+    ...(q.status === undefined ? {} : { status: q.status }),
+    ...(q.eventName === undefined ? {} : { eventName: q.eventName }),
+    ...(q.since === undefined ? {} : { since: q.since }),
+    ...(q.until === undefined ? {} : { until: q.until }),
+    page,
+  });
   const body = toPage(rows, page.limit, DELIVERIES, (r) => [r.created_at_us, r.delivery_id], summary);
   return { status: 200, body };
 }
 
 export async function getDelivery(
-  db: Db,
+  tables: DeliveryRepository,
   req: RequestOfRoute<Routes["webhooks.delivery"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.delivery"]>> {
-  const row = await db.maybeOne<DeliveryRow & { body: string | null; resend_job_key: string | null }>(sql`
-    SELECT ${COLUMNS}, body, resend_job_key FROM webhook_dispatcher.deliveries
-    WHERE delivery_id = ${req.params.deliveryId} AND subscription_id = ${req.params.id}
-      AND ${reaches(req.principal)}`);
-  if (row === null) throw new NotFoundError(`Delivery '${req.params.deliveryId}' was not found.`);
-  const attempts = await db.any<{
-    attempt: number;
-    attempted_at: Date;
-    duration_ms: number;
-    outcome: "delivered" | "failed" | "deferred";
-    status_code: number | null;
-    response_excerpt: string | null;
-    error: string | null;
-  }>(sql`
-    SELECT attempt, attempted_at, duration_ms, outcome, status_code, response_excerpt, error
-    FROM webhook_dispatcher.delivery_attempts
-    WHERE delivery_id = ${req.params.deliveryId}
-    ORDER BY attempted_at, attempt`);
-  const nextAttemptAt =
-    row.status === "retrying"
-      ? await nextRunOfKeyedJob(
-          db,
-          deliverJob.type,
-          row.resend_job_key ?? deliveryJobKey(row.event_id, row.subscription_id),
-        )
-      : null;
+  const found = await tables.find(req.params.deliveryId, req.params.id, changeableWithin(req.principal));
+  if (found === null) throw new NotFoundError(`Delivery '${req.params.deliveryId}' was not found.`);
+  const row = found.delivery;
   return {
     status: 200,
     body: {
@@ -126,8 +265,8 @@ export async function getDelivery(
               occurredAtUtc: string;
               data: unknown;
             }),
-      nextAttemptAtUtc: nextAttemptAt?.toISOString() ?? null,
-      history: attempts.map((a) => ({
+      nextAttemptAtUtc: found.nextAttemptAt?.toISOString() ?? null,
+      history: found.attempts.map((a) => ({
         attempt: a.attempt,
         attemptedAtUtc: a.attempted_at.toISOString(),
         durationMs: a.duration_ms,
@@ -171,64 +310,28 @@ async function queueAgain(
  * own, or to a subscription that is turned off.
  */
 export async function resendDelivery(
-  db: Db,
+  tables: DeliveryRepository,
   req: RequestOfRoute<Routes["webhooks.resend"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.resend"]>> {
   const id = req.params.deliveryId;
-  return db.unitOfWork(async (tx) => {
-    const row = await tx.maybeOne<{
-      subscription_id: string;
-      event_id: string;
-      status: DeliveryStatus;
-      is_active: boolean | null;
-    }>(sql`
-      SELECT d.subscription_id, d.event_id, d.status, s.is_active
-      FROM webhook_dispatcher.deliveries d
-      LEFT JOIN webhook_dispatcher.subscriptions s ON s.id = d.subscription_id
-      WHERE d.delivery_id = ${id} AND d.subscription_id = ${req.params.id} AND ${reaches(req.principal)}
-      FOR UPDATE OF d`);
-    if (row === null) throw new NotFoundError(`Delivery '${id}' was not found.`);
-    if (row.is_active === null)
+  const outcome = await tables.resend(id, req.params.id, changeableWithin(req.principal), (d) => {
+    if (d.subscriptionActive === null)
       throw new NotFoundError(`The subscription of delivery '${id}' was deleted; it cannot be sent again.`);
-    if (!row.is_active)
+    if (!d.subscriptionActive)
       throw new ConflictError(
         `The subscription of delivery '${id}' is turned off; turn it on to send again.`,
       );
-    if (row.status === "retrying")
+    if (d.status === "retrying")
       throw new ConflictError(`Delivery '${id}' is waiting for its next attempt already.`);
-    if (!(await queueAgain(tx, { delivery_id: id, ...row })))
-      throw new NotFoundError(`Delivery '${id}' has no job left to send again.`);
-    return {
-      status: 202 as const,
-      body: { deliveryId: id, status: "retrying" as const },
-      headers: { location: `/api/webhooks/${req.params.id}/deliveries/${id}` },
-    };
   });
+  if (outcome === "not-found") throw new NotFoundError(`Delivery '${id}' was not found.`);
+  if (outcome === "no-job") throw new NotFoundError(`Delivery '${id}' has no job left to send again.`);
+  return {
+    status: 202 as const,
+    body: { deliveryId: id, status: "retrying" as const },
+    headers: { location: `/api/webhooks/${req.params.id}/deliveries/${id}` },
+  };
 }
-
-interface RecoveryRow {
-  id: string;
-  subscription_id: string;
-  since: Date;
-  until: Date;
-  status: "running" | "done";
-  queued: number;
-  created_at: Date;
-  finished_at: Date | null;
-}
-
-const recoveryView = (r: RecoveryRow) => ({
-  recoveryId: r.id,
-  subscriptionId: r.subscription_id,
-  sinceUtc: r.since.toISOString(),
-  untilUtc: r.until.toISOString(),
-  status: r.status,
-  queued: r.queued,
-  createdAtUtc: r.created_at.toISOString(),
-  finishedAtUtc: r.finished_at?.toISOString() ?? null,
-});
-
-const RECOVERY_COLUMNS = sql`id, subscription_id, since, until, status, queued, created_at, finished_at`;
 
 /**
  * Starts sending again every failed delivery of a subscription whose first attempt falls in
@@ -236,7 +339,7 @@ const RECOVERY_COLUMNS = sql`id, subscription_id, since, until, status, queued, 
  * recovery's row, pages through them (`recoverPage`).
  */
 export async function startRecovery(
-  db: Db,
+  tables: DeliveryRepository,
   subscriptions: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.recover"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.recover"]>> {
@@ -247,31 +350,27 @@ export async function startRecovery(
       { field: "/query/since", message: "must be before until (now when left out)" },
     ]);
   const sub = await reachableSubscription(subscriptions, req.params.id, req.principal);
-  return db.unitOfWork(async (tx) => {
-    if (!sub.is_active)
-      throw new ConflictError(
-        `Subscription '${req.params.id}' is turned off; turn it on to recover its deliveries.`,
-      );
-    const row = await tx.one<RecoveryRow>(sql`
-      INSERT INTO webhook_dispatcher.recoveries (id, subscription_id, reach_key, since, until)
-      VALUES (${randomUUID()}, ${req.params.id}, ${sub.workspace_key}, ${since}, ${until})
-      RETURNING ${RECOVERY_COLUMNS}`);
-    await enqueue(tx, recoverJob, { recoveryId: row.id }, { workspaceKey: sub.workspace_key });
-    return {
-      status: 202 as const,
-      body: recoveryView(row),
-      headers: { location: `/api/webhooks/${req.params.id}/recoveries/${row.id}` },
-    };
-  });
+  if (!sub.is_active)
+    throw new ConflictError(
+      `Subscription '${req.params.id}' is turned off; turn it on to recover its deliveries.`,
+    );
+  const row = await tables.startRecovery({ id: sub.id, workspaceKey: sub.workspace_key }, since, until);
+  return {
+    status: 202 as const,
+    body: recoveryView(row),
+    headers: { location: `/api/webhooks/${req.params.id}/recoveries/${row.id}` },
+  };
 }
 
 export async function getRecovery(
-  db: Db,
+  tables: DeliveryRepository,
   req: RequestOfRoute<Routes["webhooks.recovery"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.recovery"]>> {
-  const row = await db.maybeOne<RecoveryRow>(sql`
-    SELECT ${RECOVERY_COLUMNS} FROM webhook_dispatcher.recoveries
-    WHERE id = ${req.params.recoveryId} AND subscription_id = ${req.params.id} AND ${reaches(req.principal)}`);
+  const row = await tables.findRecovery(
+    req.params.recoveryId,
+    req.params.id,
+    changeableWithin(req.principal),
+  );
   if (row === null) throw new NotFoundError(`Recovery '${req.params.recoveryId}' was not found.`);
   return { status: 200, body: recoveryView(row) };
 }

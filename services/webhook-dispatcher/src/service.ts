@@ -12,6 +12,7 @@ import { circuitBucket, defineService, throttleBucket } from "@svc/runtime";
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { deliver, parseReceiverKey, receiverKey } from "./deliver.js";
 import {
+  deliveryTables,
   getDelivery,
   getRecovery,
   listDeliveries,
@@ -48,17 +49,18 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     const pluginEvents = new PluginEventScopes();
     const subscriptions = subs.subscriptionTables(db);
     const flowTables = flows.flowTables(db);
+    const deliveries = deliveryTables(db);
     const routes: RouteImplementation<typeof webhookDispatcherContract.routes> = {
       "webhooks.create": (req) => subs.createSubscription(subscriptions, secrets, allowed, req),
       "webhooks.list": (req) => subs.listSubscriptions(subscriptions, req),
       "webhooks.put": (req) => subs.replaceSubscription(subscriptions, secrets, allowed, req),
       "webhooks.rotate-secret": (req) =>
         subs.rotateSecret(subscriptions, secrets, b.webhookSecretOverlapSeconds, req),
-      "webhooks.deliveries": (req) => listDeliveries(db, subscriptions, req),
-      "webhooks.delivery": (req) => getDelivery(db, req),
-      "webhooks.resend": (req) => resendDelivery(db, req),
-      "webhooks.recover": (req) => startRecovery(db, subscriptions, req),
-      "webhooks.recovery": (req) => getRecovery(db, req),
+      "webhooks.deliveries": (req) => listDeliveries(deliveries, subscriptions, req),
+      "webhooks.delivery": (req) => getDelivery(deliveries, req),
+      "webhooks.resend": (req) => resendDelivery(deliveries, req),
+      "webhooks.recover": (req) => startRecovery(deliveries, subscriptions, req),
+      "webhooks.recovery": (req) => getRecovery(deliveries, req),
       "webhooks.circuit": async (req) => {
         const sub = await subs.reachableSubscription(subscriptions, req.params.id, req.principal);
         const origin = new URL(sub.target_url).origin;

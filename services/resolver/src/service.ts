@@ -15,7 +15,7 @@ import * as configApi from "./config.js";
 import * as customFields from "./custom-fields.js";
 import { lookupTenancy, resolveWorkspace, tenancyTables } from "./handlers.js";
 import * as media from "./media.js";
-import { navigation, publicWorkspace, surfaceData } from "./public.js";
+import { navigation, publicTables, publicWorkspace, surfaceData } from "./public.js";
 import { resolverSettings } from "./settings.js";
 import * as surfaces from "./surfaces.js";
 import * as tenantHosts from "./tenant-hosts.js";
@@ -47,15 +47,16 @@ export const resolverService = defineService(resolverContract, {
       media: new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas),
     };
     const tables = tenancyTables(db);
+    const publicRows = publicTables(db);
     const hostDeps: tenantHosts.HostDeps = { hosts: tenantHosts.hostTables(db) };
     const surfaceDeps: surfaces.SurfaceDeps = { surfaces: surfaces.surfaceTables(db) };
     const tenantDeps: tenants.TenantDeps = { tenants: tenants.tenantTables(db, outbox) };
     const workspaceDeps: workspaces.WorkspaceDeps = { workspaces: workspaces.workspaceTables(db, outbox) };
     const messages: MessageImplementation<typeof resolverContract.messages> = {
       "workspace.resolve": (request) => resolveWorkspace(tables, tenant, request),
-      "workspace.public": (request) => publicWorkspace(db, tenant, request),
-      "navigation.get": (request) => navigation(db, tenant, request),
-      "surface.data": (request) => surfaceData(db, tenant, request),
+      "workspace.public": (request) => publicWorkspace(publicRows, tenant, request),
+      "navigation.get": (request) => navigation(publicRows, tenant, request),
+      "surface.data": (request) => surfaceData(publicRows, tenant, request),
       "tenancy.lookup": (request) => lookupTenancy(tables, request),
     };
     const routes: RouteImplementation<typeof resolverContract.routes> = {

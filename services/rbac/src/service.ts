@@ -110,7 +110,8 @@ export const rbacService = defineService(rbacContract, {
 
     const messages: MessageImplementation<typeof rbacContract.messages> = {
       "auth.login": (request) => login(signInDeps, request),
-      "auth.logout": (request) => logout(deps, request),
+      "auth.logout": (request) =>
+        logout({ signIn: signInDeps.signIn, revokeSessions: userDeps.revokeSessions }, request),
       "keys.jwks": () => issuer.jwks,
       "roles.grants": async ({ role }) => ({
         role,

@@ -11,7 +11,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 import { hashPassword } from "./passwords.js";
 import type { RoleRow, UserRow } from "./repository.js";
-import { login, type SessionTables, type SignInDeps, type SignInTables } from "./sign-in.js";
+import { login, logout, type SessionTables, type SignInDeps, type SignInTables } from "./sign-in.js";
 
 const role = (name: string, scope: RoleRow["scope"], permissions: string[]): RoleRow => ({
   name,
@@ -58,6 +58,7 @@ class MemorySignIn implements SignInTables {
     roles: readonly string[];
     lifetimeSeconds: number;
   }> = [];
+  readonly revokedIds = new Set<string>();
   /** Runs before the session's change reads anything (a concurrent change between the checks and the change). */
   meanwhile: (() => void) | undefined;
 
@@ -79,6 +80,12 @@ class MemorySignIn implements SignInTables {
       role: async (name) => roles.get(name) ?? null,
       record: async (session) => void this.sessions.push({ ...session, roles: [...session.roles] }),
     });
+  }
+  async openSession(sessionId: string, userId: string) {
+    const s = this.sessions.find((x) => x.id === sessionId && x.userId === userId);
+    return s === undefined || this.revokedIds.has(s.id)
+      ? null
+      : { id: s.id, expires_at: new Date(s.lifetimeSeconds * 1_000) };
   }
 }
 
@@ -228,5 +235,47 @@ describe("sign-in", () => {
     tables.meanwhile = () => tables.members.delete("shop/u-member");
     expect((await refusalOf(signIn("dave", "right-password", "shop"))).code).toBe(ErrorCode.Unauthenticated);
     expect(tables.sessions).toEqual([]);
+  });
+});
+
+describe("sign-out", () => {
+  const signOut = (sessionId: string, subject: string, revoked: string[]) =>
+    callMessage(
+      rbacMessages["auth.logout"],
+      (req) =>
+        logout(
+          {
+            signIn: tables,
+            revokeSessions: async (sessions) => {
+              for (const x of sessions) {
+                revoked.push(`${x.id} until ${x.expires_at.getTime()}`);
+                tables.revokedIds.add(x.id);
+              }
+            },
+          },
+          req,
+        ),
+      { sessionId, subject },
+    );
+
+  it("revokes the caller's own open session, with its expiry, once", async () => {
+    const token = await signIn("Alice");
+    const sessionId = token.claims.sid as string;
+    const revoked: string[] = [];
+    expect(await signOut(sessionId, "u-ops", revoked)).toEqual({ revoked: true });
+    expect(revoked).toEqual([`${sessionId} until ${token.lifetime * 1_000}`]);
+    // Already revoked: nothing more.
+    expect(await signOut(sessionId, "u-ops", revoked)).toEqual({ revoked: false });
+    expect(revoked).toHaveLength(1);
+  });
+
+  it("leaves another user's session and an unknown one as they are, and refuses a malformed id", async () => {
+    const sessionId = (await signIn("Alice")).claims.sid as string;
+    const revoked: string[] = [];
+    expect(await signOut(sessionId, "u-member", revoked)).toEqual({ revoked: false });
+    expect(await signOut(crypto.randomUUID(), "u-ops", revoked)).toEqual({ revoked: false });
+    expect(revoked).toEqual([]);
+    const refusal = await refusalOf(signOut("not-a-session", "u-ops", revoked));
+    expect(refusal.code).toBe(ErrorCode.ValidationFailed);
   });
 });

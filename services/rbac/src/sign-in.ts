@@ -12,7 +12,7 @@ import { type LoginRequest, refuseClosedWorkspace, workspaceStateOf } from "@svc
 import { type Db, sql, withRetry } from "@svc/db";
 import { UnauthenticatedError } from "@svc/errors";
 
-import { type RbacDeps, revoke } from "./deps.js";
+import type { RbacDeps } from "./deps.js";
 import { decoyHash, verifyPassword } from "./passwords.js";
 import { findUserByName, isMember, type RoleRow, type UserRow } from "./repository.js";
 import type { TokenIssuer } from "./tokens.js";
@@ -45,6 +45,8 @@ export interface SignInTables {
   isMember(workspaceKey: string, userId: string): Promise<boolean>;
   /** Runs `open` as one change; run again from the start when it deadlocks with another (40P01). */
   session<T>(open: (tables: SessionTables) => Promise<T>): Promise<T>;
+  /** The session of that id if it is the user's and not revoked (expired or not), else null. */
+  openSession(sessionId: string, userId: string): Promise<{ id: string; expires_at: Date } | null>;
 }
 
 export interface SignInDeps extends Pick<RbacDeps, "tenancy" | "activePlugins"> {
@@ -59,6 +61,10 @@ export function signInTables(db: Db): SignInTables {
   return {
     userByName: (userName) => findUserByName(db, userName),
     isMember: (workspaceKey, userId) => isMember(db, workspaceKey, userId),
+    openSession: (sessionId, userId) =>
+      db.maybeOne<{ id: string; expires_at: Date }>(sql`
+        SELECT id::text, expires_at FROM rbac.sessions
+        WHERE id = ${sessionId}::uuid AND user_id::text = ${userId} AND revoked_at IS NULL`),
     session: (open) =>
       withRetry(
         () =>
@@ -176,13 +182,17 @@ export async function login(deps: SignInDeps, request: LoginRequest) {
  * Sign-out (POST /api/auth/logout): the caller's own session, named by its token, is revoked on every
  * gateway. A session of another user, or one already revoked, is left as it is.
  */
+export interface SignOutDeps {
+  readonly signIn: Pick<SignInTables, "openSession">;
+  /** Revokes sessions on every gateway (the revocation bucket) and in the table. */
+  readonly revokeSessions: (sessions: ReadonlyArray<{ id: string; expires_at: Date }>) => Promise<void>;
+}
+
 export async function logout(
-  deps: RbacDeps,
+  deps: SignOutDeps,
   request: { readonly sessionId: string; readonly subject: string },
 ): Promise<{ revoked: boolean }> {
-  const open = await deps.db.any<{ id: string; expires_at: Date }>(sql`
-    SELECT id::text, expires_at FROM rbac.sessions
-    WHERE id = ${request.sessionId}::uuid AND user_id::text = ${request.subject} AND revoked_at IS NULL`);
-  await revoke(deps, open);
-  return { revoked: open.length > 0 };
+  const open = await deps.signIn.openSession(request.sessionId, request.subject);
+  if (open !== null) await deps.revokeSessions([open]);
+  return { revoked: open !== null };
 }

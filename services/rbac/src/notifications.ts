@@ -14,13 +14,14 @@
 import { randomUUID } from "node:crypto";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import { reachCondition } from "@svc/access";
+import { requireReach } from "@svc/access";
 import { followEvents, type Principal } from "@svc/bus";
+import type { RouteHandlerWith } from "@svc/contracts";
 import { type Db, isUuid, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 
-import type { RbacHandler } from "./deps.js";
+import type { RbacRoutes } from "./deps.js";
 
 interface Described {
   readonly key: string;
@@ -160,7 +161,8 @@ export async function followNotifications(
   };
 }
 
-interface NotificationRow {
+/** A notification as its table holds it, with its read flag (0 or 1) for the inbox's order. */
+export interface NotificationRow {
   id: string;
   kind: string;
   title: string;
@@ -174,6 +176,55 @@ interface NotificationRow {
 
 // The read flag (0 or 1), the creation time, the id: each value typed, so a forged cursor is a 400.
 const INBOX: Listing = { tag: "notifications", kinds: ["bigint", "timestamp", "uuid"] };
+
+/**
+ * What the inbox routes ask of the notification table: a user's own, and `within` the one workspace a
+ * session sees (null: all of the user's).
+ */
+export interface InboxTables {
+  /**
+   * Unread first, then newest first by (created_at, id), after the page's cursor (read flag, time, id),
+   * one more than the limit.
+   */
+  page(
+    userId: string,
+    within: string | null,
+    unreadOnly: boolean,
+    page: ReturnType<typeof readPage>,
+  ): Promise<NotificationRow[]>;
+  /** Marks it read (keeping the first time it was); null when it is not the user's within `within`. */
+  markRead(id: string, userId: string, within: string | null): Promise<NotificationRow | null>;
+}
+
+const inWorkspace = (within: string | null) =>
+  sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
+
+/** The notification table in PostgreSQL. */
+export function inboxTables(db: Queries): InboxTables {
+  return {
+    page: (userId, within, unreadOnly, { limit, after }) =>
+      db.any<NotificationRow>(sql`
+        SELECT *, (read_at IS NOT NULL)::int AS read_flag FROM rbac.notifications
+        WHERE user_id = ${userId} AND ${inWorkspace(within)}
+          AND (${unreadOnly} = false OR read_at IS NULL)
+          AND (${after === null}
+            OR (read_at IS NOT NULL)::int > ${Number(after?.[0] ?? 0)}
+            OR ((read_at IS NOT NULL)::int = ${Number(after?.[0] ?? 0)}
+                AND (created_at, id) < (${after?.[1] ?? null}::timestamptz, ${after?.[2] ?? null}::uuid)))
+        ORDER BY (read_at IS NOT NULL), created_at DESC, id DESC
+        LIMIT ${limit + 1}`),
+    markRead: (id, userId, within) =>
+      db.maybeOne<NotificationRow>(sql`
+        UPDATE rbac.notifications SET read_at = COALESCE(read_at, now())
+        WHERE id = ${id} AND user_id::text = ${userId} AND ${inWorkspace(within)}
+        RETURNING *, 1 AS read_flag`),
+  };
+}
+
+export interface InboxDeps {
+  readonly inbox: InboxTables;
+}
+type InboxHandler<K extends keyof RbacRoutes> = RouteHandlerWith<InboxDeps, RbacRoutes[K]>;
 
 const view = (r: NotificationRow) => ({
   id: r.id,
@@ -189,39 +240,39 @@ const view = (r: NotificationRow) => ({
 });
 
 /**
- * Notifications stay in their workspace: a workspace session sees and marks only its
- * workspace's notifications; a platform session all of the user's own.
+ * Notifications stay in their workspace: a workspace session sees and marks only its workspace's
+ * notifications; a platform session all of the user's own.
  */
-const inSessionWorkspace = (principal: Principal) =>
-  reachCondition(principal, (workspaceKey) => sql`workspace_key = ${workspaceKey}`);
+function sessionWorkspace(principal: Principal): string | null {
+  const reach = requireReach(principal);
+  return reach.kind === "platform" ? null : reach.workspaceKey;
+}
 
-export const listNotifications: RbacHandler<"notifications.list"> = async (deps, req) => {
+export const listNotifications: InboxHandler<"notifications.list"> = async (deps, req) => {
   const user = req.principal.subject;
-  const { limit, after } = readPage(req.query, INBOX);
+  const page = readPage(req.query, INBOX);
   // Only users have an inbox (an API key or an integration has none).
   if (!isUuid(user)) return { status: 200, body: { items: [], nextCursor: null } };
-  const rows = await deps.db.any<NotificationRow>(sql`
-    SELECT *, (read_at IS NOT NULL)::int AS read_flag FROM rbac.notifications
-    WHERE user_id = ${user} AND ${inSessionWorkspace(req.principal)}
-      AND (${req.query.unreadOnly === true} = false OR read_at IS NULL)
-      AND (${after === null}
-        OR (read_at IS NOT NULL)::int > ${Number(after?.[0] ?? 0)}
-        OR ((read_at IS NOT NULL)::int = ${Number(after?.[0] ?? 0)}
-            AND (created_at, id) < (${after?.[1] ?? null}::timestamptz, ${after?.[2] ?? null}::uuid)))
-    ORDER BY (read_at IS NOT NULL), created_at DESC, id DESC
-    LIMIT ${limit + 1}`);
+  const within = sessionWorkspace(req.principal);
+  const rows = await deps.inbox.page(user, within, req.query.unreadOnly === true, page);
   return {
     status: 200,
-    body: toPage(rows, limit, INBOX, (r) => [String(r.read_flag), r.created_at.toISOString(), r.id], view),
+    body: toPage(
+      rows,
+      page.limit,
+      INBOX,
+      (r) => [String(r.read_flag), r.created_at.toISOString(), r.id],
+      view,
+    ),
   };
 };
 
-export const markRead: RbacHandler<"notifications.read"> = async (deps, req) => {
-  const row = await deps.db.maybeOne<NotificationRow>(sql`
-    UPDATE rbac.notifications SET read_at = COALESCE(read_at, now())
-    WHERE id = ${req.params.id} AND user_id::text = ${req.principal.subject}
-      AND ${inSessionWorkspace(req.principal)}
-    RETURNING *, 1 AS read_flag`);
+export const markRead: InboxHandler<"notifications.read"> = async (deps, req) => {
+  const row = await deps.inbox.markRead(
+    req.params.id,
+    req.principal.subject,
+    sessionWorkspace(req.principal),
+  );
   if (row === null) throw new NotFoundError(`Notification '${req.params.id}' was not found.`);
   return { status: 200, body: view(row) };
 };

@@ -98,6 +98,7 @@ export const rbacService = defineService(rbacContract, {
       tenancy: deps.tenancy,
     };
     const integrationDeps = { integrations: integrations.integrationTables(db) };
+    const inboxDeps: notifications.InboxDeps = { inbox: notifications.inboxTables(db) };
     const signInDeps: SignInDeps = {
       signIn: signInTables(db),
       issuer,
@@ -142,8 +143,8 @@ export const rbacService = defineService(rbacContract, {
       "members.delete": (req) => members.deleteMember(memberDeps, req),
       "member-roles.get": (req) => members.getMemberRoles(memberDeps, req),
       "member-roles.put": (req) => members.putMemberRoles(memberDeps, req),
-      "notifications.list": (req) => notifications.listNotifications(deps, req),
-      "notifications.read": (req) => notifications.markRead(deps, req),
+      "notifications.list": (req) => notifications.listNotifications(inboxDeps, req),
+      "notifications.read": (req) => notifications.markRead(inboxDeps, req),
       "integrations.list": (req) => integrations.listIntegrations(integrationDeps, req),
       "integrations.create": (req) => integrations.createIntegration(integrationDeps, req),
       "integrations.delete": (req) => integrations.deleteIntegration(integrationDeps, req),

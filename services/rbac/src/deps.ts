@@ -1,14 +1,8 @@
-/** What every rbac handler is given, the shape of a handler, and session revocation. */
+/** What rbac's followers and handlers share, and session revocation. */
 import type { KV } from "@nats-io/kv";
 import { REVOCATIONS_COMPLETE_KEY } from "@svc/access";
 import type { Config } from "@svc/config";
-import type {
-  PlatformEventData,
-  rbacRoutes,
-  RouteHandlerWith,
-  TenancyLookupReply,
-  TenancyLookupRequest,
-} from "@svc/contracts";
+import type { PlatformEventData, rbacRoutes, TenancyLookupReply, TenancyLookupRequest } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import type { Outbox } from "@svc/outbox";
@@ -32,14 +26,6 @@ export interface RbacDeps {
 }
 
 export type RbacRoutes = typeof rbacRoutes;
-
-/**
- * An operator route's handler: the request and reply types come from the route's contract. `serveRoute`
- * has checked the permission key, platform-only routes and the workspaces in the path and query with the
- * principal the request carries (the gateway's guard, run again here); handlers apply the caller's reach
- * to rows with the same principal (`@svc/access`), whoever forwarded the request.
- */
-export type RbacHandler<K extends keyof RbacRoutes> = RouteHandlerWith<RbacDeps, RbacRoutes[K]>;
 
 export const ok = <T>(body: T, status = 200) => ({ status, body });
 export const noContent = () => ({ status: 204 });

@@ -4,20 +4,13 @@
  * copied at sign-in) and tells the gateways.
  */
 import { SYSTEM_ROLES, SystemRole, WILDCARD } from "@svc/access";
-import { type Queries, sql, withRetry } from "@svc/db";
+import type { RouteHandlerWith } from "@svc/contracts";
+import { type Db, type Queries, sql, withRetry } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 
-import { noContent, ok, type RbacHandler, revoke } from "./deps.js";
-import {
-  findRole,
-  findUser,
-  listRoles,
-  type RoleRow,
-  roleView,
-  sessionsHoldingRole,
-  sessionsOfUser,
-} from "./repository.js";
-import { listUserRows } from "./users.js";
+import { noContent, ok, type RbacRoutes } from "./deps.js";
+import { findRole, listRoles, type RoleRow, roleView, sessionsHoldingRole } from "./repository.js";
+import type { UserTables } from "./users.js";
 
 /** Every key a grant may name: the catalogue's and `*`. */
 export async function knownKeys(db: Queries): Promise<Set<string>> {
@@ -25,22 +18,100 @@ export async function knownKeys(db: Queries): Promise<Set<string>> {
   return new Set([WILDCARD, ...rows.map((r) => r.key)]);
 }
 
-export const listRolesRoute: RbacHandler<"roles.list"> = async (deps) => {
-  return ok((await listRoles(deps.db)).map(roleView));
-};
+/** A permission key of the catalogue. */
+export interface PermissionKeyRow {
+  key: string;
+  source: string;
+  description: string;
+}
 
-const permissionKeys = (db: Queries) =>
-  db.any<{ key: string; source: string; description: string }>(
-    sql`SELECT key, source, description FROM rbac.permission_keys ORDER BY key`,
-  );
+/** What the role routes ask of their tables (the rules stay in the handlers). */
+export interface RoleTables {
+  list(): Promise<RoleRow[]>;
+  find(name: string): Promise<RoleRow | null>;
+  /** The catalogue, by key. */
+  permissionKeys(): Promise<PermissionKeyRow[]>;
+  /** Every key a grant may name: the catalogue's and `*`. */
+  knownKeys(): Promise<ReadonlySet<string>>;
+  /**
+   * Adds the role, or changes it: its grants; its description and scope when given (a system role keeps
+   * its scope). Says whether it existed.
+   */
+  save(
+    name: string,
+    change: {
+      readonly permissions: readonly string[];
+      readonly description: string | null;
+      readonly scope: RoleRow["scope"] | null;
+    },
+  ): Promise<{ role: RoleRow; existed: boolean }>;
+  remove(name: string): Promise<void>;
+  /** The sessions still good that carry the role: signed in with it, or of a user holding it. */
+  sessionsHolding(name: string): Promise<Array<{ id: string; expires_at: Date }>>;
+  /** Sets a user's global role (null: none). */
+  assign(userId: string, role: string | null): Promise<void>;
+}
 
-export const listPermissionKeys: RbacHandler<"permissions.list"> = async (deps) => {
-  return ok(await permissionKeys(deps.db));
-};
+/** The role tables in PostgreSQL. */
+export function roleTables(db: Db): RoleTables {
+  return {
+    list: () => listRoles(db),
+    find: (name) => findRole(db, name),
+    permissionKeys: () =>
+      db.any<PermissionKeyRow>(sql`SELECT key, source, description FROM rbac.permission_keys ORDER BY key`),
+    knownKeys: () => knownKeys(db),
+    // Sign-ins hold share locks on the role's row: a deadlock with one of them (40P01) runs this again.
+    save: (name, change) =>
+      withRetry(
+        () =>
+          db.transaction(async (tx) => {
+            const before = await findRole(tx, name);
+            const role = await tx.one<RoleRow>(sql`
+              INSERT INTO rbac.roles (name, description, scope, permissions, source)
+              VALUES (${name}, ${change.description ?? ""}, ${change.scope ?? "platform"},
+                      ${[...change.permissions]}::text[], 'api')
+              ON CONFLICT (name) DO UPDATE SET
+                permissions = excluded.permissions,
+                description = coalesce(${change.description}, rbac.roles.description),
+                scope = CASE WHEN rbac.roles.source = 'system' THEN rbac.roles.scope
+                             ELSE coalesce(${change.scope}, rbac.roles.scope) END,
+                updated_at = now()
+              RETURNING *`);
+            return { role, existed: before !== null };
+          }),
+        { retries: 3 },
+      ),
+    remove: async (name) => {
+      await withRetry(() => db.query(sql`DELETE FROM rbac.roles WHERE name = ${name}`), { retries: 3 });
+    },
+    sessionsHolding: (name) => sessionsHoldingRole(db, name),
+    assign: async (userId, role) => {
+      await db.query(
+        sql`UPDATE rbac.users SET global_role = ${role}, updated_at = now() WHERE id = ${userId}`,
+      );
+    },
+  };
+}
 
-export const listSecurityPermissionKeys: RbacHandler<"security.permissions.list"> = async (deps) => {
-  return ok(await permissionKeys(deps.db));
-};
+/** What the role handlers are given. */
+export interface RoleDeps {
+  readonly roles: RoleTables;
+  /** For the global role assignments (every route here is a platform session's: it reaches every user). */
+  readonly users: Pick<UserTables, "page" | "reachable" | "openSessions">;
+  readonly revokeSessions: (sessions: ReadonlyArray<{ id: string; expires_at: Date }>) => Promise<void>;
+  /** Tells every gateway, once the change is made, that sessions holding the role changed. */
+  readonly announceRoleChange: (role: string) => void;
+}
+type RoleHandler<K extends keyof RbacRoutes> = RouteHandlerWith<RoleDeps, RbacRoutes[K]>;
+
+export const listRolesRoute: RoleHandler<"roles.list"> = async (deps) =>
+  ok((await deps.roles.list()).map(roleView));
+
+export const listPermissionKeys: RoleHandler<"permissions.list"> = async (deps) =>
+  ok(await deps.roles.permissionKeys());
+
+export const listSecurityPermissionKeys: RoleHandler<"security.permissions.list"> = async (deps) =>
+  ok(await deps.roles.permissionKeys());
 
 /**
  * What an operator may change of a system role (docs/operator-guide.md): of superadmin
@@ -76,66 +147,53 @@ function refuseSystemRoleChange(
   }
 }
 
-export const putRole: RbacHandler<"roles.put"> = async (deps, req) => {
+export const putRole: RoleHandler<"roles.put"> = async (deps, req) => {
   const name = req.params.role;
   if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
   refuseSystemRoleChange(name, req.body);
-  const known = await knownKeys(deps.db);
+  const known = await deps.roles.knownKeys();
   const unknown = req.body.permissions.filter((k) => !known.has(k));
   if (unknown.length > 0) {
     throw new ValidationError(
       unknown.map((k) => ({ field: "/body/permissions", message: `unknown permission key '${k}'` })),
     );
   }
-  // Sign-ins hold share locks on the role's row: a deadlock with one of them (40P01) runs this again.
-  const { role, existed } = await withRetry(
-    () =>
-      deps.db.transaction(async (tx) => {
-        const before = await findRole(tx, name);
-        const row = await tx.one<RoleRow>(sql`
-          INSERT INTO rbac.roles (name, description, scope, permissions, source)
-          VALUES (${name}, ${req.body.description ?? ""}, ${req.body.scope ?? "platform"}, ${req.body.permissions}::text[], 'api')
-          ON CONFLICT (name) DO UPDATE SET
-            permissions = excluded.permissions,
-            description = coalesce(${req.body.description ?? null}, rbac.roles.description),
-            scope = CASE WHEN rbac.roles.source = 'system' THEN rbac.roles.scope ELSE coalesce(${req.body.scope ?? null}, rbac.roles.scope) END,
-            updated_at = now()
-          RETURNING *`);
-        return { role: row, existed: before !== null };
-      }),
-    { retries: 3 },
-  );
-  if (existed) await revoke(deps, await sessionsHoldingRole(deps.db, name));
+  const { role, existed } = await deps.roles.save(name, {
+    permissions: req.body.permissions,
+    description: req.body.description ?? null,
+    scope: req.body.scope ?? null,
+  });
+  if (existed) await deps.revokeSessions(await deps.roles.sessionsHolding(name));
   deps.announceRoleChange(name);
   return ok(roleView(role), existed ? 200 : 201);
 };
 
-export const deleteRole: RbacHandler<"roles.delete"> = async (deps, req) => {
-  const role = await findRole(deps.db, req.params.role);
+export const deleteRole: RoleHandler<"roles.delete"> = async (deps, req) => {
+  const role = await deps.roles.find(req.params.role);
   if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
   if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
   // Delete first (it waits for sign-ins holding the role's row), then revoke every session that carries
   // the role: sessions record their roles, so they are found after the role is gone.
-  await withRetry(() => deps.db.query(sql`DELETE FROM rbac.roles WHERE name = ${role.name}`), { retries: 3 });
-  await revoke(deps, await sessionsHoldingRole(deps.db, role.name));
+  await deps.roles.remove(role.name);
+  await deps.revokeSessions(await deps.roles.sessionsHolding(role.name));
   deps.announceRoleChange(role.name);
   return noContent();
 };
 
 // Global role assignments are the platform's: the caller's own principal decides, never a stand-in.
 
-export const listAssignments: RbacHandler<"role-assignments.list"> = async (deps, req) => {
-  const page = await listUserRows(deps.db, req.principal, req.query);
+export const listAssignments: RoleHandler<"role-assignments.list"> = async (deps, req) => {
+  const page = await deps.users.page(req.principal, req.query);
   return ok({
     items: page.items.map((u) => ({ userId: u.id, userName: u.user_name, role: u.global_role })),
     nextCursor: page.nextCursor,
   });
 };
 
-export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, req) => {
-  const user = await findUser(deps.db, req.params.userId);
+export const putAssignment: RoleHandler<"role-assignments.put"> = async (deps, req) => {
+  const user = await deps.users.reachable(req.principal, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
-  const role = await findRole(deps.db, req.body.role);
+  const role = await deps.roles.find(req.body.role);
   if (role === null)
     throw new ValidationError([{ field: "/body/role", message: `unknown role '${req.body.role}'` }]);
   // A global role is a platform-scope role: a workspace role's rights come per
@@ -148,19 +206,15 @@ export const putAssignment: RbacHandler<"role-assignments.put"> = async (deps, r
       },
     ]);
   }
-  await deps.db.query(
-    sql`UPDATE rbac.users SET global_role = ${role.name}, updated_at = now() WHERE id = ${user.id}`,
-  );
-  if (user.global_role !== role.name) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  await deps.roles.assign(user.id, role.name);
+  if (user.global_role !== role.name) await deps.revokeSessions(await deps.users.openSessions(user.id));
   return ok({ userId: user.id, userName: user.user_name, role: role.name });
 };
 
-export const deleteAssignment: RbacHandler<"role-assignments.delete"> = async (deps, req) => {
-  const user = await findUser(deps.db, req.params.userId);
+export const deleteAssignment: RoleHandler<"role-assignments.delete"> = async (deps, req) => {
+  const user = await deps.users.reachable(req.principal, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
-  await deps.db.query(
-    sql`UPDATE rbac.users SET global_role = NULL, updated_at = now() WHERE id = ${user.id}`,
-  );
-  if (user.global_role !== null) await revoke(deps, await sessionsOfUser(deps.db, user.id));
+  await deps.roles.assign(user.id, null);
+  if (user.global_role !== null) await deps.revokeSessions(await deps.users.openSessions(user.id));
   return noContent();
 };

@@ -99,6 +99,12 @@ export const rbacService = defineService(rbacContract, {
     };
     const integrationDeps = { integrations: integrations.integrationTables(db) };
     const inboxDeps: notifications.InboxDeps = { inbox: notifications.inboxTables(db) };
+    const roleDeps: roles.RoleDeps = {
+      roles: roles.roleTables(db),
+      users: userDeps.users,
+      revokeSessions: userDeps.revokeSessions,
+      announceRoleChange: deps.announceRoleChange,
+    };
     const signInDeps: SignInDeps = {
       signIn: signInTables(db),
       issuer,
@@ -123,14 +129,14 @@ export const rbacService = defineService(rbacContract, {
     // Operator routes: each handler's request and reply types come from its contract.
 
     const routes: RouteImplementation<typeof rbacContract.routes> = {
-      "roles.list": (req) => roles.listRolesRoute(deps, req),
-      "permissions.list": (req) => roles.listPermissionKeys(deps, req),
-      "security.permissions.list": (req) => roles.listSecurityPermissionKeys(deps, req),
-      "roles.put": (req) => roles.putRole(deps, req),
-      "roles.delete": (req) => roles.deleteRole(deps, req),
-      "role-assignments.list": (req) => roles.listAssignments(deps, req),
-      "role-assignments.put": (req) => roles.putAssignment(deps, req),
-      "role-assignments.delete": (req) => roles.deleteAssignment(deps, req),
+      "roles.list": (req) => roles.listRolesRoute(roleDeps, req),
+      "permissions.list": (req) => roles.listPermissionKeys(roleDeps, req),
+      "security.permissions.list": (req) => roles.listSecurityPermissionKeys(roleDeps, req),
+      "roles.put": (req) => roles.putRole(roleDeps, req),
+      "roles.delete": (req) => roles.deleteRole(roleDeps, req),
+      "role-assignments.list": (req) => roles.listAssignments(roleDeps, req),
+      "role-assignments.put": (req) => roles.putAssignment(roleDeps, req),
+      "role-assignments.delete": (req) => roles.deleteAssignment(roleDeps, req),
       "users.create": (req) => users.createUser(userDeps, req),
       "users.list": (req) => users.listUsers(userDeps, req),
       "users.get": (req) => users.getUser(userDeps, req),

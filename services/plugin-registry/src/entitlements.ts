@@ -22,6 +22,8 @@ export interface EntitlementDeps extends PluginDeps {
   readonly tenancy: (request: TenancyLookupRequest) => Promise<TenancyLookupReply>;
   /** The grants (the registry's tables, `grantTable`). */
   readonly grants: GrantTable;
+  /** Granting, syncing and delegating (`entitlementTables`). */
+  readonly entitlements: EntitlementTables;
 }
 
 /** What deciding an entitlement asks of the registry's tables. */
@@ -36,7 +38,9 @@ export interface GrantTable {
   ): Promise<Array<{ readonly subjectType: "tenant" | "workspace"; readonly expiresAt: Date | null }>>;
 }
 
-type Handler<K extends RouteName> = HandlerWith<EntitlementDeps, K>;
+/** What the grant and delegation routes need: the resolver's tenancy, the tables, and telling the services. */
+type AdminDeps = Pick<EntitlementDeps, "tenancy" | "entitlements" | "announce">;
+type Handler<K extends RouteName> = HandlerWith<AdminDeps, K>;
 
 const GRANTS: Listing = { tag: "entitlements", kinds: ["text", "text", "text"] };
 
@@ -136,7 +140,7 @@ export const tenantEntitlement: HandlerWith<GrantDeps, "entitlements.tenant"> = 
   };
 };
 
-interface GrantRow {
+export interface GrantRow {
   subject_type: "tenant" | "workspace";
   subject_key: string;
   plugin_id: string;
@@ -146,24 +150,144 @@ interface GrantRow {
   granted_at: Date;
 }
 
+/** A grant to write: a tenant or a workspace, a plugin, until when (null: no end). */
+export interface GrantRecord {
+  readonly type: "tenant" | "workspace";
+  readonly key: string;
+  readonly pluginId: string;
+  readonly expiresAt: string | null;
+}
+
+export interface DelegationRow {
+  tenant_key: string;
+  plugin_id: string;
+  delegated_by: string;
+  delegated_at: Date;
+}
+
+/** What the grant and delegation routes ask of the registry's tables (the rules stay in the handlers). */
+export interface EntitlementTables {
+  /** Grants by (subject type, subject key, plugin), after the page's cursor, one more than the limit. */
+  page(
+    filter: { tenantKey?: string; workspaceKey?: string; pluginId?: string; source?: string },
+    page: ReturnType<typeof readPage>,
+  ): Promise<GrantRow[]>;
+  /**
+   * Grants (source `manual`, by `by`, replacing a grant of any source to the same subject and plugin) and
+   * withdraws, in one change; how many grants were withdrawn.
+   */
+  change(grant: readonly GrantRecord[], withdraw: readonly GrantRecord[], by: string): Promise<number>;
+  /**
+   * Makes `grants` the whole of `source`'s grants, in one change and one sync per source at a time: a
+   * grant another source (or an operator) made stays theirs, a sync only adds what nobody granted.
+   */
+  sync(
+    source: string,
+    grants: readonly GrantRecord[],
+    by: string,
+  ): Promise<{ added: number; removed: number; kept: number }>;
+  /** A tenant's delegations, by plugin. */
+  delegations(tenantKey: string): Promise<DelegationRow[]>;
+  /** Delegates an installed plugin (again: by `by`, now); null when the plugin is not installed. */
+  delegate(tenantKey: string, pluginId: string, by: string): Promise<DelegationRow | null>;
+  undelegate(tenantKey: string, pluginId: string): Promise<void>;
+}
+
+const unnest = (rows: readonly GrantRecord[]) => sql`
+  unnest(${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.pluginId)}::text[],
+         ${rows.map((r) => r.expiresAt)}::timestamptz[]) AS t(subject_type, subject_key, plugin_id, expires_at)`;
+
+/** The grant and delegation tables in PostgreSQL. */
+export function entitlementTables(db: Db): EntitlementTables {
+  return {
+    page: (q, { limit, after }) => {
+      const conditions = [
+        q.tenantKey === undefined
+          ? sql`true`
+          : sql`(subject_type = 'tenant' AND subject_key = ${q.tenantKey})`,
+        q.workspaceKey === undefined
+          ? sql`true`
+          : sql`(subject_type = 'workspace' AND subject_key = ${q.workspaceKey})`,
+        q.pluginId === undefined ? sql`true` : sql`plugin_id = ${q.pluginId}`,
+        q.source === undefined ? sql`true` : sql`source = ${q.source}`,
+        after === null
+          ? sql`true`
+          : sql`(subject_type, subject_key, plugin_id) > (${after[0]}, ${after[1]}, ${after[2]})`,
+      ];
+      return db.any<GrantRow>(sql`
+        SELECT * FROM plugin_registry.entitlements
+        WHERE ${join(conditions, " AND ")}
+        ORDER BY subject_type, subject_key, plugin_id LIMIT ${limit + 1}`);
+    },
+    change: (grant, withdraw, by) =>
+      db.transaction(async (tx) => {
+        await tx.query(sql`
+          INSERT INTO plugin_registry.entitlements (subject_type, subject_key, plugin_id, expires_at, source, granted_by)
+          SELECT subject_type, subject_key, plugin_id, expires_at, 'manual', ${by} FROM ${unnest(grant)}
+          ON CONFLICT (subject_type, subject_key, plugin_id) DO UPDATE SET
+            expires_at = excluded.expires_at, source = 'manual', granted_by = excluded.granted_by, granted_at = now()`);
+        const gone = await tx.any(sql`
+          DELETE FROM plugin_registry.entitlements e USING ${unnest(withdraw)}
+          WHERE e.subject_type = t.subject_type AND e.subject_key = t.subject_key AND e.plugin_id = t.plugin_id
+          RETURNING 1 AS one`);
+        return gone.length;
+      }),
+    sync: (source, grants, by) =>
+      db.transaction(async (tx) => {
+        await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`entitlements:${source}`}))`);
+        const before = await tx.any(sql`
+          SELECT 1 AS one FROM plugin_registry.entitlements WHERE source = ${source}`);
+        const removed = await tx.any(sql`
+          DELETE FROM plugin_registry.entitlements e
+          WHERE e.source = ${source}
+            AND (e.subject_type, e.subject_key, e.plugin_id) NOT IN (
+              SELECT subject_type, subject_key, plugin_id FROM ${unnest(grants)})
+          RETURNING 1 AS one`);
+        const added = await tx.any<{ inserted: boolean }>(sql`
+          INSERT INTO plugin_registry.entitlements (subject_type, subject_key, plugin_id, expires_at, source, granted_by)
+          SELECT DISTINCT ON (subject_type, subject_key, plugin_id) subject_type, subject_key, plugin_id, expires_at, ${source}, ${by}
+          FROM ${unnest(grants)}
+          ON CONFLICT (subject_type, subject_key, plugin_id) DO UPDATE SET expires_at = excluded.expires_at
+            WHERE plugin_registry.entitlements.source = ${source}
+          RETURNING (xmax = 0) AS inserted`);
+        return {
+          added: added.filter((r) => r.inserted).length,
+          removed: removed.length,
+          kept: before.length - removed.length,
+        };
+      }),
+    delegations: (tenantKey) =>
+      db.any<DelegationRow>(
+        sql`SELECT * FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} ORDER BY plugin_id`,
+      ),
+    delegate: (tenantKey, pluginId, by) =>
+      db.maybeOne<DelegationRow>(sql`
+        INSERT INTO plugin_registry.delegations (tenant_key, plugin_id, delegated_by)
+        SELECT ${tenantKey}, ${pluginId}, ${by}
+        WHERE EXISTS (SELECT 1 FROM plugin_registry.plugins WHERE plugin_id = ${pluginId})
+        ON CONFLICT (tenant_key, plugin_id) DO UPDATE SET delegated_by = excluded.delegated_by, delegated_at = now()
+        RETURNING *`),
+    undelegate: async (tenantKey, pluginId) => {
+      await db.query(
+        sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} AND plugin_id = ${pluginId}`,
+      );
+    },
+  };
+}
+
 export const listEntitlements: Handler<"entitlements.list"> = async (deps, req) => {
   const q = req.query;
-  const { limit, after } = readPage(q, GRANTS);
-  const conditions = [
-    q.tenantKey === undefined ? sql`true` : sql`(subject_type = 'tenant' AND subject_key = ${q.tenantKey})`,
-    q.workspaceKey === undefined
-      ? sql`true`
-      : sql`(subject_type = 'workspace' AND subject_key = ${q.workspaceKey})`,
-    q.pluginId === undefined ? sql`true` : sql`plugin_id = ${q.pluginId}`,
-    q.source === undefined ? sql`true` : sql`source = ${q.source}`,
-    after === null
-      ? sql`true`
-      : sql`(subject_type, subject_key, plugin_id) > (${after[0]}, ${after[1]}, ${after[2]})`,
-  ];
-  const rows = await deps.db.any<GrantRow>(sql`
-    SELECT * FROM plugin_registry.entitlements
-    WHERE ${join(conditions, " AND ")}
-    ORDER BY subject_type, subject_key, plugin_id LIMIT ${limit + 1}`);
+  const page = readPage(q, GRANTS);
+  const { limit } = page;
+  const rows = await deps.entitlements.page(
+    {
+      ...(q.tenantKey === undefined ? {} : { tenantKey: q.tenantKey }),
+      ...(q.workspaceKey === undefined ? {} : { workspaceKey: q.workspaceKey }),
+      ...(q.pluginId === undefined ? {} : { pluginId: q.pluginId }),
+      ...(q.source === undefined ? {} : { source: q.source }),
+    },
+    page,
+  );
   return {
     status: 200,
     body: toPage(
@@ -192,7 +316,10 @@ interface Grantee {
 }
 
 /** Checks that each grant names exactly one tenant or workspace, that exists; the subjects, in order. */
-async function subjects(deps: EntitlementDeps, items: readonly Grantee[]) {
+async function subjects(
+  deps: Pick<EntitlementDeps, "tenancy">,
+  items: readonly Grantee[],
+): Promise<GrantRecord[]> {
   const violations: Array<{ field: string; message: string }> = [];
   items.forEach((item, i) => {
     if ((item.tenantKey === undefined) === (item.workspaceKey === undefined)) {
@@ -228,36 +355,19 @@ async function subjects(deps: EntitlementDeps, items: readonly Grantee[]) {
   });
   if (violations.length > 0) throw new ValidationError(violations);
   return items.map((item) => ({
-    type: item.tenantKey !== undefined ? "tenant" : "workspace",
+    type: item.tenantKey !== undefined ? ("tenant" as const) : ("workspace" as const),
     key: (item.tenantKey ?? item.workspaceKey) as string,
     pluginId: item.pluginId,
     expiresAt: item.expiresAtUtc ?? null,
   }));
 }
 
-const unnest = (
-  rows: ReadonlyArray<{ type: string; key: string; pluginId: string; expiresAt: string | null }>,
-) => sql`
-  unnest(${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.pluginId)}::text[],
-         ${rows.map((r) => r.expiresAt)}::timestamptz[]) AS t(subject_type, subject_key, plugin_id, expires_at)`;
-
 export const putEntitlements: Handler<"entitlements.put"> = async (deps, req) => {
   const items = req.body.items;
   const rows = await subjects(deps, items);
   const grant = rows.filter((_r, i) => items[i]?.entitled === true);
   const withdraw = rows.filter((_r, i) => items[i]?.entitled === false);
-  const { withdrawn } = await deps.db.transaction(async (tx) => {
-    await tx.query(sql`
-      INSERT INTO plugin_registry.entitlements (subject_type, subject_key, plugin_id, expires_at, source, granted_by)
-      SELECT subject_type, subject_key, plugin_id, expires_at, 'manual', ${req.principal.subject} FROM ${unnest(grant)}
-      ON CONFLICT (subject_type, subject_key, plugin_id) DO UPDATE SET
-        expires_at = excluded.expires_at, source = 'manual', granted_by = excluded.granted_by, granted_at = now()`);
-    const gone = await tx.any(sql`
-      DELETE FROM plugin_registry.entitlements e USING ${unnest(withdraw)}
-      WHERE e.subject_type = t.subject_type AND e.subject_key = t.subject_key AND e.plugin_id = t.plugin_id
-      RETURNING 1 AS one`);
-    return { withdrawn: gone.length };
-  });
+  const withdrawn = await deps.entitlements.change(grant, withdraw, req.principal.subject);
   deps.announce("");
   return { status: 200, body: { granted: grant.length, withdrawn } };
 };
@@ -270,45 +380,15 @@ export const syncEntitlements: Handler<"entitlements.sync"> = async (deps, req) 
     ]);
   }
   const rows = items.length === 0 ? [] : await subjects(deps, items);
-  const result = await deps.db.transaction(async (tx) => {
-    // One sync per source at a time, across replicas.
-    await tx.query(sql`SELECT pg_advisory_xact_lock(hashtext(${`entitlements:${source}`}))`);
-    const before = await tx.any<{ subject_type: string; subject_key: string; plugin_id: string }>(sql`
-      SELECT subject_type, subject_key, plugin_id FROM plugin_registry.entitlements WHERE source = ${source}`);
-    const removed = await tx.any(sql`
-      DELETE FROM plugin_registry.entitlements e
-      WHERE e.source = ${source}
-        AND (e.subject_type, e.subject_key, e.plugin_id) NOT IN (
-          SELECT subject_type, subject_key, plugin_id FROM ${unnest(rows)})
-      RETURNING 1 AS one`);
-    // A grant another source (or an operator) made stays theirs: a sync only adds what nobody granted.
-    const added = await tx.any(sql`
-      INSERT INTO plugin_registry.entitlements (subject_type, subject_key, plugin_id, expires_at, source, granted_by)
-      SELECT DISTINCT ON (subject_type, subject_key, plugin_id) subject_type, subject_key, plugin_id, expires_at, ${source}, ${req.principal.subject}
-      FROM ${unnest(rows)}
-      ON CONFLICT (subject_type, subject_key, plugin_id) DO UPDATE SET expires_at = excluded.expires_at
-        WHERE plugin_registry.entitlements.source = ${source}
-      RETURNING (xmax = 0) AS inserted`);
-    const inserted = added.filter((r) => (r as { inserted: boolean }).inserted).length;
-    return { added: inserted, removed: removed.length, kept: before.length - removed.length };
-  });
+  const result = await deps.entitlements.sync(source, rows, req.principal.subject);
   deps.announce("");
   return { status: 200, body: { source, ...result } };
 };
 
-interface DelegationRow {
-  tenant_key: string;
-  plugin_id: string;
-  delegated_by: string;
-  delegated_at: Date;
-}
-
 export const listDelegations: Handler<"delegations.list"> = async (deps, req) => {
   const tenantKey = req.params.tenantKey;
   await assertTenant(deps, tenantKey);
-  const rows = await deps.db.any<DelegationRow>(
-    sql`SELECT * FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} ORDER BY plugin_id`,
-  );
+  const rows = await deps.entitlements.delegations(tenantKey);
   return {
     status: 200,
     body: {
@@ -328,23 +408,14 @@ export const putDelegation: Handler<"delegations.put"> = async (deps, req) => {
   const { tenantKey, pluginId } = req.params;
   await assertTenant(deps, tenantKey);
   if (!req.body.delegated) {
-    await deps.db.query(
-      sql`DELETE FROM plugin_registry.delegations WHERE tenant_key = ${tenantKey} AND plugin_id = ${pluginId}`,
-    );
+    await deps.entitlements.undelegate(tenantKey, pluginId);
     return {
       status: 200,
       body: { tenantKey, pluginId, delegated: false, delegatedBy: null, delegatedAtUtc: null },
     };
   }
-  const installed = await deps.db.maybeOne(
-    sql`SELECT 1 AS one FROM plugin_registry.plugins WHERE plugin_id = ${pluginId}`,
-  );
-  if (installed === null) throw new NotFoundError(`Plugin '${pluginId}' is not installed.`);
-  const row = await deps.db.one<DelegationRow>(sql`
-    INSERT INTO plugin_registry.delegations (tenant_key, plugin_id, delegated_by)
-    VALUES (${tenantKey}, ${pluginId}, ${req.principal.subject})
-    ON CONFLICT (tenant_key, plugin_id) DO UPDATE SET delegated_by = excluded.delegated_by, delegated_at = now()
-    RETURNING *`);
+  const row = await deps.entitlements.delegate(tenantKey, pluginId, req.principal.subject);
+  if (row === null) throw new NotFoundError(`Plugin '${pluginId}' is not installed.`);
   return {
     status: 200,
     body: {

@@ -86,6 +86,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       log,
       tenancy: (request) => resolver.request("tenancy.lookup", request),
       grants: entitlements.grantTable(db),
+      entitlements: entitlements.entitlementTables(db),
       lifecycle: activation.lifecycleTables(db),
     };
     const chainDeps: assignments.ChainDeps = { ...deps, chains: assignments.chainTables(db) };

@@ -1,12 +1,22 @@
 /**
  * Whether an installed plugin can run on this host: its contract within the major version the host
  * supports, and the host's version within the range the plugin asks for (pre-releases included), with
- * each reason it cannot.
+ * each reason it cannot. And the lifecycle audit through its contract, with the tables in memory: a
+ * workspace session sees only the entries about its own workspace.
  */
+import type { Principal } from "@svc/bus";
+import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
 import { HOST_DEPENDENCY, PLUGIN_CONTRACT } from "@svc/plugin-package";
 import { describe, expect, it } from "vitest";
 
-import { compatibilityOf } from "./reports.js";
+import type { PluginRow } from "./common.js";
+import {
+  auditLog,
+  type AuditRow,
+  compatibilityOf,
+  contractCompatibility,
+  type ReportTables,
+} from "./reports.js";
 
 const major = Number(PLUGIN_CONTRACT.current.split(".")[0]);
 const plugin = (contractVersion: string, host?: string) => ({
@@ -44,5 +54,111 @@ describe("contract compatibility", () => {
       "needs host ^3.0.0; this host is 2.3.1",
     ]);
     expect(compatibilityOf(plugin("not-a-version"), "2.3.1")).toMatchObject({ compatible: false });
+  });
+});
+
+/** The registry's tables in memory: installed plugins, and audit entries each about a workspace or none. */
+class MemoryReports implements ReportTables {
+  readonly entries: Array<AuditRow & { workspace_key: string | null }> = [];
+  constructor(private readonly installed: PluginRow[] = []) {}
+
+  add(action: string, pluginId: string | null, workspaceKey: string | null) {
+    this.entries.push({
+      id: String(this.entries.length + 1),
+      at: new Date(Date.UTC(2026, 10, 27, 10, 0, this.entries.length)),
+      actor: "op",
+      actor_name: "Operator",
+      action,
+      plugin_id: pluginId,
+      version: pluginId === null ? null : "1.0.0",
+      outcome: "succeeded",
+      reason: null,
+      workspace_key: workspaceKey,
+    });
+  }
+
+  async plugins() {
+    return this.installed;
+  }
+
+  async audit(
+    workspaceKey: string | null,
+    pluginId: string | undefined,
+    page: { limit: number; after: string[] | null },
+  ) {
+    return this.entries
+      .filter((e) => workspaceKey === null || e.workspace_key === workspaceKey)
+      .filter((e) => pluginId === undefined || e.plugin_id === pluginId)
+      .filter((e) => page.after === null || Number(e.id) < Number(page.after[0]))
+      .sort((a, b) => Number(b.id) - Number(a.id))
+      .slice(0, page.limit + 1);
+  }
+}
+
+const operator: Principal = {
+  subject: "op",
+  scope: "platform",
+  workspaceKey: null,
+  permissions: ["plugin.read"],
+  roles: ["operator"],
+};
+const shopAdmin: Principal = {
+  ...operator,
+  subject: "admin",
+  scope: "workspace",
+  workspaceKey: "shop",
+  roles: ["admin"],
+};
+
+describe("the lifecycle audit", () => {
+  const reports = new MemoryReports();
+  reports.add("install", "crm", null);
+  reports.add("assign", "crm", "shop");
+  reports.add("assign", "crm", "blog");
+  reports.add("theme", "look", "shop");
+  const audit = (principal: Principal, query: Record<string, unknown> = {}) =>
+    callRoute(pluginRegistryRoutes["plugins.audit"], (req) => auditLog({ reports }, req), {
+      principal,
+      params: {},
+      query,
+      body: null,
+    });
+
+  it("shows a platform session every entry newest first, paged, and filtered by plugin", async () => {
+    const first = await audit(operator, { limit: 3 });
+    expect(first.body?.items.map((e) => e.id)).toEqual(["4", "3", "2"]);
+    expect(first.body?.items[0]).toMatchObject({ action: "theme", pluginId: "look", actorName: "Operator" });
+    const next = await audit(operator, { limit: 3, cursor: first.body?.nextCursor });
+    expect(next.body?.items.map((e) => e.id)).toEqual(["1"]);
+    expect((await audit(operator, { pluginId: "crm" })).body?.items.map((e) => e.id)).toEqual([
+      "3",
+      "2",
+      "1",
+    ]);
+  });
+
+  it("shows a workspace session only the entries about its own workspace", async () => {
+    expect((await audit(shopAdmin)).body?.items.map((e) => e.id)).toEqual(["4", "2"]);
+    expect((await audit(shopAdmin, { pluginId: "crm" })).body?.items.map((e) => e.id)).toEqual(["2"]);
+  });
+});
+
+describe("GET /api/plugins/contracts/compatibility", () => {
+  it("judges every installed plugin against this host", async () => {
+    const rows = [
+      { ...plugin(`${major}.0.0`), plugin_id: "ok" },
+      { ...plugin(`${major + 1}.0.0`), plugin_id: "newer" },
+      { ...plugin(`${major}.0.0`, ">=99.0.0"), plugin_id: "later-host" },
+    ] as unknown as PluginRow[];
+    const reply = await callRoute(
+      pluginRegistryRoutes["contracts.compatibility"],
+      (req) => contractCompatibility({ reports: new MemoryReports(rows), hostVersion: "1.4.0" }, req),
+      { principal: operator, params: {}, query: {}, body: null },
+    );
+    expect(reply.body?.map((p) => [p.pluginId, p.compatible, p.reasons.length])).toEqual([
+      ["ok", true, 0],
+      ["newer", false, 1],
+      ["later-host", false, 1],
+    ]);
   });
 });

@@ -12,6 +12,7 @@ import semver from "semver";
 import {
   allPlugins,
   audit,
+  type HandlerWith,
   type PluginDeps,
   type PluginHandler,
   type PluginRow,
@@ -20,6 +21,50 @@ import {
 } from "./common.js";
 import { chainEntitled } from "./entitlements.js";
 import { openPackage, storedPackage } from "./packages.js";
+
+/** A lifecycle audit entry. */
+export interface AuditRow {
+  id: string;
+  at: Date;
+  actor: string;
+  actor_name: string | null;
+  action: string;
+  plugin_id: string | null;
+  version: string | null;
+  outcome: "succeeded" | "failed";
+  reason: string | null;
+}
+
+/** What the reports ask of the registry's tables. */
+export interface ReportTables {
+  /** Every installed plugin. */
+  plugins(): Promise<PluginRow[]>;
+  /**
+   * Audit entries newest first by id, after the page's cursor, one more than the limit: those about one
+   * workspace (null: all) and one plugin (undefined: any).
+   */
+  audit(
+    workspaceKey: string | null,
+    pluginId: string | undefined,
+    page: ReturnType<typeof readPage>,
+  ): Promise<AuditRow[]>;
+}
+
+/** The registry's tables in PostgreSQL. */
+export function reportTables(db: Queries): ReportTables {
+  return {
+    plugins: () => allPlugins(db),
+    audit: (only, pluginId, { limit, after }) =>
+      db.any<AuditRow>(sql`
+        SELECT a.id::text AS id, at, actor, actor_name, action, plugin_id, version, outcome, reason
+        FROM plugin_registry.audit a
+        WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
+          AND (${only}::text IS NULL OR a.workspace_key = ${only})
+          AND (${pluginId ?? null}::text IS NULL OR a.plugin_id = ${pluginId ?? null})
+        -- a.id, the bigint column: the text output column would sort "9" before "10".
+        ORDER BY a.id DESC LIMIT ${limit + 1}`),
+  };
+}
 
 type Verified = { signed: boolean; failure?: undefined } | { failure: SvcError };
 
@@ -73,9 +118,12 @@ async function verifyStoredNow(deps: PluginDeps, row: PluginRow): Promise<Verifi
  * Every installed plugin's stored package verified with the current trust settings (a package is
  * unpacked and verified once per hash and trust settings; the re-verification at every load is separate).
  */
-export const signatureReport: PluginHandler<"plugins.signature-report"> = async (deps) => {
+export const signatureReport: HandlerWith<
+  PluginDeps & { reports: ReportTables },
+  "plugins.signature-report"
+> = async (deps) => {
   const items = [];
-  for (const row of await allPlugins(deps.db)) {
+  for (const row of await deps.reports.plugins()) {
     const result = await verifyStored(deps, row);
     items.push({
       pluginId: row.plugin_id,
@@ -142,9 +190,12 @@ export function compatibilityOf(
   };
 }
 
-export const contractCompatibility: PluginHandler<"contracts.compatibility"> = async (deps) => ({
+export const contractCompatibility: HandlerWith<
+  { readonly reports: ReportTables; readonly hostVersion: string },
+  "contracts.compatibility"
+> = async (deps) => ({
   status: 200,
-  body: (await allPlugins(deps.db)).map((row) => compatibilityOf(row, deps.hostVersion)),
+  body: (await deps.reports.plugins()).map((row) => compatibilityOf(row, deps.hostVersion)),
 });
 
 const AUDIT: Listing = { tag: "plugin-audit", kinds: ["bigint"] };
@@ -153,27 +204,15 @@ const AUDIT: Listing = { tag: "plugin-audit", kinds: ["bigint"] };
  * The lifecycle audit, newest first. A platform session sees every entry; a workspace session only the
  * entries about its own workspace (its chain and theme changes), never other tenants' or the platform's.
  */
-export const auditLog: PluginHandler<"plugins.audit"> = async (deps, req) => {
-  const { limit, after } = readPage(req.query, AUDIT);
+export const auditLog: HandlerWith<{ readonly reports: ReportTables }, "plugins.audit"> = async (
+  deps,
+  req,
+) => {
+  const page = readPage(req.query, AUDIT);
+  const { limit } = page;
   const reach = requireReach(req.principal);
   const only = reach.kind === "workspace" ? reach.workspaceKey : null;
-  const rows = await deps.db.any<{
-    id: string;
-    at: Date;
-    actor: string;
-    actor_name: string | null;
-    action: string;
-    plugin_id: string | null;
-    version: string | null;
-    outcome: "succeeded" | "failed";
-    reason: string | null;
-  }>(sql`
-    SELECT a.id::text AS id, at, actor, actor_name, action, plugin_id, version, outcome, reason FROM plugin_registry.audit a
-    WHERE (${after?.[0] ?? null}::bigint IS NULL OR a.id < ${after?.[0] ?? null}::bigint)
-      AND (${only}::text IS NULL OR a.workspace_key = ${only})
-      AND (${req.query.pluginId ?? null}::text IS NULL OR a.plugin_id = ${req.query.pluginId ?? null})
-    -- a.id, the bigint column: the text output column would sort "9" before "10".
-    ORDER BY a.id DESC LIMIT ${limit + 1}`);
+  const rows = await deps.reports.audit(only, req.query.pluginId, page);
   return {
     status: 200,
     body: toPage(

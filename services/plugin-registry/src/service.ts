@@ -95,6 +95,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       packages: plugins.packageTables(db),
       open: plugins.packageOpener(deps),
     };
+    const reportDeps = { ...deps, reports: reports.reportTables(db) };
     const themeTables = themes.themeTables(db);
     const themeDeps: themes.ThemeDeps = { ...deps, themes: themeTables };
     // Every replica keeps exactly the active plugins loaded: at start, on each lifecycle broadcast, every 30 s.
@@ -193,14 +194,14 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       "themes.effective-current": (req) => themes.getEffectiveCurrent(themeDeps, req),
       "themes.settings": (req) => themes.getSettings(themeDeps, req),
       "themes.settings-put": (req) => themes.putSettings(themeDeps, req),
-      "plugins.signature-report": (req) => reports.signatureReport(deps, req),
-      "plugins.audit": (req) => reports.auditLog(deps, req),
+      "plugins.signature-report": (req) => reports.signatureReport(reportDeps, req),
+      "plugins.audit": (req) => reports.auditLog(reportDeps, req),
       "plugins.credentials.issue": (req) => credentials.issue(credentialDeps, req),
       "plugins.credentials.list": (req) => credentials.list(credentialDeps, req),
       "plugins.credentials.revoke": (req) => credentials.revoke(credentialDeps, req),
       "signers.list": (req) => reports.trustedSigners(deps, req),
       "contracts.support": (req) => reports.contractSupport(deps, req),
-      "contracts.compatibility": (req) => reports.contractCompatibility(deps, req),
+      "contracts.compatibility": (req) => reports.contractCompatibility(reportDeps, req),
     };
     // Every stored package is loaded and verified again with the current trust settings.
     await reports

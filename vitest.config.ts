@@ -49,6 +49,10 @@ export default defineConfig({
           name: "unit",
           include: ["shared/*/src/**/*.test.ts", "services/*/src/**/*.test.ts"],
           environment: "node",
+          // One module graph per worker: each file imported the contracts (and compiled their schemas)
+          // afresh, which was most of the project's time. The unit files keep their state in their own
+          // tables and fakes, never in a shared module.
+          isolate: false,
         },
       },
       {

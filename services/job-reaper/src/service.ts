@@ -6,7 +6,7 @@ import { defineService } from "@svc/runtime";
 
 import { jobTable, listJobsRoute, retryJobRoute } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
-import { Recorder } from "./recorder.js";
+import { followRecording, NatsRecordingStore, Recorder } from "./recorder.js";
 import { jobReaperSettings } from "./settings.js";
 
 /**
@@ -18,8 +18,10 @@ export const jobReaperService = defineService(jobReaperContract, {
   // A keyed write's outcome is kept in the transaction of its change.
   keyedWrites: "transaction",
   async start({ db, nc, config, log, metrics, provision }) {
-    const recorder = new Recorder(nc, config.subjectPrefix, config.backendHost.natsReplicas, log);
-    await provision("diagnostics recorder", () => recorder.start());
+    const recordings = new NatsRecordingStore(nc, config.subjectPrefix, config.backendHost.natsReplicas);
+    const recorder = new Recorder(recordings, log);
+    const following = followRecording(recordings, recorder);
+    await provision("diagnostics recorder", following.start);
     const listDeps = { jobs: jobTable(db) };
     const routes: RouteImplementation<typeof jobReaperContract.routes> = {
       "jobs.list": (req) => listJobsRoute(listDeps, req),
@@ -51,7 +53,7 @@ export const jobReaperService = defineService(jobReaperContract, {
     return {
       routes,
       messages: {},
-      beforeDrain: async () => recorder.stop(),
+      beforeDrain: async () => following.stop(),
       afterDrain: () => reaper.stop(),
     };
   },

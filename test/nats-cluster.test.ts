@@ -346,7 +346,7 @@ describe("on a three-node NATS cluster", () => {
             .then(() => true)
             .catch(() => false);
           if (moved) return Date.now();
-        } else await new Promise((r) => setTimeout(r, 500));
+        } else await new Promise((r) => setTimeout(r, 250));
       }
       throw new Error(`${subject}: no other leader within 60 s (last answer: ${last})`);
     };

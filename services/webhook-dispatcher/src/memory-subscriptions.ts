@@ -97,8 +97,17 @@ export class MemorySubscriptions implements SubscriptionRepository {
     return new Set(["user.created", "user.*"]);
   }
 
+  /** The event catalogue's rows. */
+  catalogRows: Array<{
+    eventName: string;
+    source: string;
+    description: string;
+    schema: unknown;
+    example: unknown;
+  }> = [];
+
   async catalog() {
-    return [];
+    return this.catalogRows;
   }
 
   async find(id: string, within: string | null) {

@@ -10,7 +10,7 @@ import {
 import { circuitBucket, defineService, throttleBucket } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
-import { deliver, parseReceiverKey, receiverKey } from "./deliver.js";
+import { deliver, parseReceiverKey } from "./deliver.js";
 import {
   deliveryTables,
   getDelivery,
@@ -61,21 +61,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       "webhooks.resend": (req) => resendDelivery(deliveries, req),
       "webhooks.recover": (req) => startRecovery(deliveries, subscriptions, req),
       "webhooks.recovery": (req) => getRecovery(deliveries, req),
-      "webhooks.circuit": async (req) => {
-        const sub = await subs.reachableSubscription(subscriptions, req.params.id, req.principal);
-        const origin = new URL(sub.target_url).origin;
-        const circuit = breaker.stateOf(receiverKey(sub.workspace_key, origin));
-        return {
-          status: 200,
-          body: {
-            origin,
-            state: circuit.state,
-            consecutiveFailures: circuit.failures,
-            openUntilUtc: circuit.openUntil === null ? null : new Date(circuit.openUntil).toISOString(),
-            threshold: b.webhookCircuitFailureThreshold,
-          },
-        };
-      },
+      "webhooks.circuit": (req) =>
+        subs.circuitOf(subscriptions, breaker, b.webhookCircuitFailureThreshold, req),
       "webhooks.activation": (req) => subs.setActivation(subscriptions, req),
       "webhooks.delete": (req) => subs.deleteSubscription(subscriptions, req),
       "events.catalog": () => subs.eventCatalog(subscriptions),

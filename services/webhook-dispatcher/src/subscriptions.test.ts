@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
-import { callRoute, webhookRoutes } from "@svc/contracts";
+import { callRoute, platformEvents, webhookRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
@@ -15,8 +15,10 @@ import { createTargetPolicy } from "./http-client.js";
 import { MemorySubscriptions } from "./memory-subscriptions.js";
 import { createSecretBox } from "./secrets.js";
 import {
+  circuitOf,
   createSubscription,
   deleteSubscription,
+  eventCatalog,
   listSubscriptions,
   replaceSubscription,
   rotateSecret,
@@ -311,5 +313,87 @@ describe("webhook subscriptions", () => {
       { code: ErrorCode.Forbidden },
     );
     expect(tables.calls).toBe(0);
+  });
+});
+
+describe("a subscription's circuit and the event catalogue", () => {
+  it("shows the circuit of the subscription's receiver in its workspace, to that workspace and the platform", async () => {
+    const tables = new MemorySubscriptions();
+    const id = (await routes(tables).create(session("alpha"), hook())).body?.id as string;
+    const asked: string[] = [];
+    const breaker = {
+      stateOf: (receiver: string) => {
+        asked.push(receiver);
+        return { state: "open" as const, failures: 7, openUntil: Date.parse("2026-11-27T10:05:00Z") };
+      },
+    };
+    const circuit = (principal: Principal) =>
+      callRoute(webhookRoutes["webhooks.circuit"], (req) => circuitOf(tables, breaker, 5, req), {
+        principal,
+        params: { id },
+        query: {},
+        body: null,
+      });
+    expect((await circuit(session("alpha"))).body).toEqual({
+      origin: "https://receiver.example.com",
+      state: "open",
+      consecutiveFailures: 7,
+      openUntilUtc: "2026-11-27T10:05:00.000Z",
+      threshold: 5,
+    });
+    // The circuit is the workspace's own: another workspace's deliveries to the same origin have theirs.
+    expect(asked).toEqual(["alpha https://receiver.example.com"]);
+    expect((await circuit(operator)).status).toBe(200);
+    await expect(circuit(session("beta"))).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect(asked).toHaveLength(2);
+  });
+
+  it("describes the platform's events by their publishers' schemas and a plugin's by what it declared", async () => {
+    const tables = new MemorySubscriptions();
+    tables.catalogRows = [
+      {
+        eventName: "user.created",
+        source: "host",
+        description: "A user was created",
+        schema: null,
+        example: null,
+      },
+      {
+        eventName: "hello.greeted",
+        source: "hello",
+        description: "Published by plugin hello",
+        schema: { type: "object", properties: { name: { type: "string" } } },
+        example: { name: "Ada" },
+      },
+      {
+        eventName: "hello.waved",
+        source: "hello",
+        description: "Published by plugin hello",
+        schema: null,
+        example: null,
+      },
+    ];
+    const reply = await callRoute(webhookRoutes["events.catalog"], () => eventCatalog(tables), {
+      principal: { ...operator, permissions: ["flow.read"] },
+      params: {},
+      query: {},
+      body: null,
+    });
+    const [user, greeted, waved] = reply.body ?? [];
+    expect(user?.schema).toEqual(platformEvents["user.created"].data);
+    expect(user?.example).toEqual(platformEvents["user.created"].example);
+    expect(greeted).toEqual({
+      eventName: "hello.greeted",
+      source: "hello",
+      description: "Published by plugin hello",
+      schema: { type: "object", properties: { name: { type: "string" } } },
+      example: { name: "Ada" },
+    });
+    expect(waved).toEqual({
+      eventName: "hello.waved",
+      source: "hello",
+      description: "Published by plugin hello",
+      schema: null,
+    });
   });
 });

@@ -14,6 +14,8 @@ import {
 import { type Db, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError, ValidationError, type Violation } from "@svc/errors";
 
+import type { CircuitBreaker } from "./circuit-breaker.js";
+import { receiverKey } from "./deliver.js";
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import { patternsMatching } from "./patterns.js";
 import { newestFirst } from "./scoped-tables.js";
@@ -497,6 +499,31 @@ export async function deleteSubscription(
   if (!(await tables.remove(req.params.id, changeableWithin(req.principal))))
     throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 204 };
+}
+
+/**
+ * The circuit of a subscription's receiver (its origin, within its workspace), by this replica's watched
+ * copy of the shared state.
+ */
+export async function circuitOf(
+  tables: SubscriptionRepository,
+  breaker: Pick<CircuitBreaker, "stateOf">,
+  threshold: number,
+  req: RequestOfRoute<Routes["webhooks.circuit"]>,
+): Promise<ReplyOfRoute<Routes["webhooks.circuit"]>> {
+  const sub = await reachableSubscription(tables, req.params.id, req.principal);
+  const origin = new URL(sub.target_url).origin;
+  const circuit = breaker.stateOf(receiverKey(sub.workspace_key, origin));
+  return {
+    status: 200,
+    body: {
+      origin,
+      state: circuit.state,
+      consecutiveFailures: circuit.failures,
+      openUntilUtc: circuit.openUntil === null ? null : new Date(circuit.openUntil).toISOString(),
+      threshold,
+    },
+  };
 }
 
 export async function eventCatalog(

@@ -2,8 +2,8 @@
  * One active plugin in its own process (ADR 0007; isolate.ts): started from a verified package, with a heap
  * limit; watched by a heartbeat. Whatever the plugin does (throws, loops, exhausts its heap, calls
  * `process.exit`), the service goes on; the process is ended and `onFailure` says why, once. Processes
- * come from a pool that keeps one spare started (the NATS client loaded and connected), so an activation
- * does not wait for a process to boot.
+ * come from a pool that keeps spares started (two by default, BackendHost__PluginSpareProcesses; the NATS
+ * client loaded and connected), so an activation does not wait for a process to boot.
  */
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";

@@ -31,13 +31,14 @@ const things = async (name: string) =>
   (await db.one<{ n: number }>(sql`SELECT count(*)::int AS n FROM keyed_test.things WHERE name = ${name}`)).n;
 
 /** A handler as a service writes one: statements on the Db, one of them in a transaction of its own. */
-function createThing(name: string, announced: string[], pauseMs = 0) {
+function createThing(name: string, announced: string[], gate: Promise<void> = Promise.resolve()) {
   return async () => {
     await db.transaction(async (tx) => {
       await tx.query(sql`INSERT INTO keyed_test.things (name) VALUES (${name})`);
     });
     afterCommit(() => announced.push(name));
-    await new Promise((r) => setTimeout(r, pauseMs));
+    // Still at work until the test opens the gate.
+    await gate;
     const row = await db.one<{ name: string }>(sql`SELECT name FROM keyed_test.things WHERE name = ${name}`);
     return { status: 201, body: { name: row.name, at: Date.now() } };
   };
@@ -47,9 +48,11 @@ describe("KeyedOutcomes", () => {
   it("runs two requests with one key once: the second, while the first runs, is a 409; later it replays", async () => {
     const announced: string[] = [];
     let started = false;
+    let open = () => undefined as void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
     const first = outcomes.run("caller\nk1", "fp", () => {
       started = true;
-      return createThing("one", announced, 500)();
+      return createThing("one", announced, gate)();
     });
     // While the first runs, the same key again (a client that gave up on a 504 and retried) is answered
     // at once, with no connection held waiting.
@@ -59,6 +62,7 @@ describe("KeyedOutcomes", () => {
       .catch((e: unknown) => e);
     expect(second).toMatchObject({ code: ErrorCode.Conflict, status: 409 });
     expect((second as Error).message).toMatch(/still being processed/);
+    open();
     const a = await first;
     expect(a).toMatchObject({ status: 201, body: { name: "one" } });
     const b = await outcomes.run("caller\nk1", "fp", createThing("one", announced));

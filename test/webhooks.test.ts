@@ -116,12 +116,18 @@ async function onlyJob() {
  * attempts), optionally lets `pauseMs` pass, then makes the retry due now. Waiting for the write-back,
  * not for the receiver, is what makes this independent of the machine's load.
  */
-async function retryNow(attempt: number, pauseMs = 0) {
+async function retryNow(attempt: number, circuitOf?: string) {
   await until(async () => {
     const job = await onlyJob();
     return job.status === "Pending" && job.attempts === attempt;
   }, 15_000);
-  if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  // An open circuit would defer the retry: wait for it to let a trial through.
+  if (circuitOf !== undefined) {
+    await until(async () => {
+      const circuit = await api("GET", `/api/webhooks/${circuitOf}/circuit`, operator);
+      return circuit.json<{ state: string }>().state !== "open";
+    }, 15_000);
+  }
   await db.query(
     sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending' AND attempts = ${attempt}`,
   );
@@ -635,12 +641,12 @@ describe("delivery", () => {
 
   it("dead-letters after 5 failed attempts of 3 tries each (waits for the write-back)", async () => {
     // A receiver of its own: the circuit is per receiver, and earlier tests' failures must not count.
-    const own = await subscribedReceiver("user.deleted");
+    const { own, sub } = await ownSubscription("user.deleted");
     own.respond = () => ({ status: 500 });
     await events.publish("user.deleted", null, { userId: "u3" });
     for (let n = 1; n <= 4; n++) {
       // Between attempts the circuit may open (threshold 3): let it pass before the retry is due.
-      await retryNow(n, n >= 3 ? 1_600 : 0);
+      await retryNow(n, n >= 3 ? sub.id : undefined);
     }
     await until(async () => (await onlyJob()).status === "Failed", 15_000);
     expect(await onlyJob()).toMatchObject({ attempts: 5, last_error: expect.stringContaining("500") });

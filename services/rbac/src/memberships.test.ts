@@ -38,8 +38,15 @@ class MemoryMembers implements members.MemberTables {
   readonly held = new Map<string, Array<{ name: string; permissions: string[] }>>();
   readonly events: string[] = [];
 
-  async page() {
-    return { items: [], nextCursor: null };
+  async page(_principal: Principal, workspaceKey: string) {
+    const items = [...this.memberships]
+      .filter(([k]) => k.startsWith(`${workspaceKey} `))
+      .flatMap(([k, roles]) => {
+        const u = this.users.get(k.split(" ")[1] as string);
+        return u === undefined ? [] : [{ ...u, roles }];
+      })
+      .sort((a, b) => a.user_name.localeCompare(b.user_name));
+    return { items, nextCursor: null };
   }
   async findUser(userId: string) {
     return this.users.get(userId) ?? null;
@@ -151,6 +158,39 @@ describe("the membership routes", () => {
       await expect(put(userId), userId).rejects.toMatchObject({ code: ErrorCode.NotFound });
     }
     expect(tables.events).toHaveLength(1);
+  });
+
+  it("lists a workspace's members with their roles, and shows one member's roles; another workspace's is refused", async () => {
+    const { tables, call } = stack();
+    tables.users.set(ids.blogger, user(ids.blogger, "blogger"));
+    tables.users.set(ids.stranger, user(ids.stranger, "stranger"));
+    tables.memberships.set(`acme-shop ${ids.blogger}`, ["editor"]);
+    tables.memberships.set(`acme-blog ${ids.stranger}`, ["admin"]);
+    const listed = await call("members.list", members.listMembers, shopAdmin, {
+      params: { workspaceKey: "acme-shop" },
+    });
+    expect(listed.body).toMatchObject({
+      items: [{ id: ids.blogger, userName: "blogger", roles: ["editor"] }],
+    });
+    expect(JSON.stringify(listed.body)).not.toContain("scrypt");
+    const roles = await call("member-roles.get", members.getMemberRoles, shopAdmin, {
+      params: { workspaceKey: "acme-shop", userId: ids.blogger },
+    });
+    expect(roles.body).toEqual({ userId: ids.blogger, roles: ["editor"] });
+    await expect(
+      call("member-roles.get", members.getMemberRoles, shopAdmin, {
+        params: { workspaceKey: "acme-shop", userId: ids.stranger },
+      }),
+    ).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    for (const [name, handler, params] of [
+      ["members.list", members.listMembers, { workspaceKey: "acme-blog" }],
+      ["member-roles.get", members.getMemberRoles, { workspaceKey: "acme-blog", userId: ids.stranger }],
+    ] as const) {
+      // Another workspace of the same tenant is as if it did not exist.
+      await expect(call(name, handler, shopAdmin, { params })).rejects.toMatchObject({
+        code: ErrorCode.NotFound,
+      });
+    }
   });
 
   it("ends the member's sessions in that workspace when it is removed or its roles change", async () => {

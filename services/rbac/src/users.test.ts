@@ -92,8 +92,11 @@ class MemoryUsers implements users.UserTables {
     return this.sessions.get(userId) ?? [];
   }
 
-  async exportOf() {
-    return { memberships: [], sessions: [] };
+  /** user id → what its export holds besides the user. */
+  readonly exports = new Map<string, users.UserExport>();
+
+  async exportOf(userId: string) {
+    return this.exports.get(userId) ?? { memberships: [], sessions: [] };
   }
 }
 
@@ -142,6 +145,43 @@ describe("the user routes", () => {
     ).rejects.toMatchObject({
       code: ErrorCode.Conflict,
     });
+  });
+
+  it("exports a user with memberships and sessions, never the password hash, to a platform session only", async () => {
+    const { tables, call } = stack();
+    const made = (await call("users.create", users.createUser, operator, { body: newUser("member") })).body;
+    const id = made?.id as string;
+    tables.members.set("alpha", new Set([id]));
+    tables.exports.set(id, {
+      memberships: [
+        { workspaceKey: "alpha", createdAt: new Date("2026-11-01T00:00:00Z"), roles: ["editor"] },
+      ],
+      sessions: [
+        {
+          id: "7d0c2b1a-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+          workspaceKey: "alpha",
+          roles: ["editor"],
+          createdAt: new Date("2026-11-02T00:00:00Z"),
+          expiresAt: new Date("2026-11-02T01:00:00Z"),
+          revokedAt: null,
+        },
+      ],
+    });
+    const exported = await call("users.export", users.exportUser, operator, { params: { userId: id } });
+    expect(exported.body).toMatchObject({
+      user: { id, userName: "member" },
+      memberships: [{ workspaceKey: "alpha", roles: ["editor"], createdAtUtc: "2026-11-01T00:00:00.000Z" }],
+      sessions: [{ workspaceKey: "alpha", expiresAtUtc: "2026-11-02T01:00:00.000Z", revokedAtUtc: null }],
+    });
+    expect(JSON.stringify(exported.body)).not.toContain("scrypt");
+    expect(JSON.stringify(exported.body)).not.toMatch(/password/i);
+    // A workspace session, even of the user's workspace: refused by the contract; an unknown user: 404.
+    await expect(
+      call("users.export", users.exportUser, alphaAdmin, { params: { userId: id } }),
+    ).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    await expect(
+      call("users.export", users.exportUser, operator, { params: { userId: crypto.randomUUID() } }),
+    ).rejects.toMatchObject({ code: ErrorCode.NotFound });
   });
 
   it("lets a workspace session read its members only: anyone else is a 404", async () => {

@@ -11,6 +11,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 
 import {
   deleteSnippet,
+  deleteSurface,
+  getSurface,
   listSnippets,
   listSurfaces,
   putSnippet,
@@ -108,6 +110,37 @@ describe("surfaces", () => {
       "shop/main",
     ]);
     expect((await surfacesOf(shopAdmin)).body?.items.map((s) => s.workspaceKey)).toEqual(["shop"]);
+  });
+
+  it("shows and deletes one surface of the session's workspace; another workspace's is a 404 and stays", async () => {
+    await put("main", root([{ key: "a", title: "A", path: "a" }]), shopAdmin);
+    await put("main", root(), operator, "news");
+    const one = (principal: Principal, workspaceKey?: string) =>
+      callRoute(resolverRoutes["surfaces.get"], (req) => getSurface(deps(), req), {
+        principal,
+        params: { surfaceKey: "main" },
+        query: workspaceKey === undefined ? {} : { workspaceKey },
+        body: null,
+      });
+    const remove = (principal: Principal, workspaceKey?: string) =>
+      callRoute(resolverRoutes["surfaces.delete"], (req) => deleteSurface(deps(), req), {
+        principal,
+        params: { surfaceKey: "main" },
+        query: workspaceKey === undefined ? {} : { workspaceKey },
+        body: null,
+      });
+    expect((await one(shopAdmin)).body).toMatchObject({
+      workspaceKey: "shop",
+      surfaceKey: "main",
+      applicationRoot: { children: [{ key: "a" }] },
+    });
+    await expect(one(shopAdmin, "news")).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(remove(shopAdmin, "news")).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect(tables.surfacesByKey.has("news/main")).toBe(true);
+    expect((await remove(shopAdmin)).status).toBe(204);
+    await expect(remove(shopAdmin)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(one(shopAdmin)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect((await one(operator, "news")).body?.workspaceKey).toBe("news");
   });
 
   it("answers 404 for a workspace that does not exist or that a workspace session does not have", async () => {

@@ -10,6 +10,7 @@ import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
 import {
+  activateTenant,
   createTenant,
   deleteTenant,
   getTenant,
@@ -130,7 +131,7 @@ describe("tenants", () => {
     expect(tables.stored.get("acme")?.name).toBe("Acme");
   });
 
-  it("suspends a tenant, and answers 404 for one that does not exist", async () => {
+  it("suspends and activates a tenant, and answers 404 for one that does not exist", async () => {
     await create("acme");
     const suspend = (tenantKey: string) =>
       callRoute(resolverRoutes["tenants.suspend"], (req) => suspendTenant(deps(), req), {
@@ -140,6 +141,16 @@ describe("tenants", () => {
         body: null,
       });
     expect((await suspend("acme")).body).toMatchObject({ state: "suspended", isActive: false });
+    const activate = (tenantKey: string) =>
+      callRoute(resolverRoutes["tenants.activate"], (req) => activateTenant(deps(), req), {
+        principal: operator,
+        params: { tenantKey },
+        query: {},
+        body: null,
+      });
+    expect((await activate("acme")).body).toMatchObject({ state: "active", isActive: true });
+    expect(tables.stored.get("acme")?.isActive).toBe(true);
+    await expect(activate("ghost")).rejects.toMatchObject({ code: ErrorCode.NotFound });
     await expect(suspend("ghost")).rejects.toMatchObject({ code: ErrorCode.NotFound });
     await expect(get("ghost")).rejects.toMatchObject({ code: ErrorCode.NotFound });
   });

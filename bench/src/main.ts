@@ -208,14 +208,23 @@ async function measure(
   name: string,
   url: string,
   headers?: Record<string, string>,
-): Promise<LoadResult & { name: string }> {
+  /** The serving process: its CPU time per request (after the warm-up) goes into the result. */
+  cpuPid?: number,
+): Promise<LoadResult & { name: string; cpuUsPerRequest?: number }> {
   const options = { connections, tool, ...(headers ? { headers } : {}) };
   await load(url, { ...options, durationSeconds: warmupSeconds });
+  const cpuBefore = cpuPid === undefined ? 0 : cpuSeconds(cpuPid);
   const result = await load(url, { ...options, durationSeconds });
+  const cpuUsPerRequest =
+    cpuPid !== undefined && result.total > 0
+      ? ((cpuSeconds(cpuPid) - cpuBefore) * 1e6) / result.total
+      : undefined;
   log(
-    `${name}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`,
+    `${name}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms${
+      cpuUsPerRequest === undefined ? "" : `, ${cpuUsPerRequest.toFixed(0)} µs CPU per request`
+    }`,
   );
-  return { name, ...result };
+  return { name, ...result, ...(cpuUsPerRequest === undefined ? {} : { cpuUsPerRequest }) };
 }
 
 /** With --secure: the bus the stack runs on, and the settings of each service's own user. */
@@ -251,8 +260,10 @@ const results: Array<LoadResult & { name: string }> = [];
 let pluginResults: PluginBenchResult | undefined;
 let activationResults: ActivationBenchResult | undefined;
 const routeResults: Array<LoadResult & { name: string }> = [];
+/** The stack's own gateway (tracing off): its CPU time per request is measured against the tracing one's. */
+let stackGatewayPid: number | undefined;
 /** The same two gateway routes with tracing off, then on at 10 % sampling. */
-const tracingResults: Array<LoadResult & { name: string }> = [];
+const tracingResults: Array<LoadResult & { name: string; cpuUsPerRequest?: number }> = [];
 let exportedSpans = { requests: 0, bytes: 0 };
 const surfaceResults: Array<LoadResult & { name: string }> = [];
 const memory: Array<{ service: string; startedMb: number; idleMb: number; privateMb: number }> = [];
@@ -348,27 +359,40 @@ async function tracingRuns(stackEnv: Record<string, string>, gateway: string, to
       const offCached = await measure(
         "tracing off: cached public resolve",
         `${gateway}/workspace/public/resolve`,
+        undefined,
+        stackGatewayPid,
       );
       const offOperator = await measure(
         "tracing off: operator GET",
         `${gateway}/api/users/${adminId}`,
         bearer,
+        stackGatewayPid,
       );
       const onCached = await measure(
         `tracing ${ratioLabel}: cached public resolve`,
         `${on}/workspace/public/resolve`,
+        undefined,
+        traced.pid,
       );
       const onOperator = await measure(
         `tracing ${ratioLabel}: operator GET`,
         `${on}/api/users/${adminId}`,
         bearer,
+        traced.pid,
       );
       return [offCached, offOperator, onCached, onOperator];
     };
     exportedSpans = { requests: 0, bytes: 0 };
     const first = await round();
     const second = await round();
-    tracingResults.push(...first.map((r, i) => best(r, second[i] as LoadResult & { name: string })));
+    // Throughput: the better run; CPU time per request: the lower of the two runs.
+    tracingResults.push(
+      ...first.map((r, i) => {
+        const other = second[i] as LoadResult & { name: string; cpuUsPerRequest?: number };
+        const cpu = [r.cpuUsPerRequest, other.cpuUsPerRequest].filter((c) => c !== undefined);
+        return { ...best(r, other), ...(cpu.length === 0 ? {} : { cpuUsPerRequest: Math.min(...cpu) }) };
+      }),
+    );
   } finally {
     await stopChild(traced);
     await new Promise<void>((resolve) => sink.close(() => resolve()));
@@ -433,6 +457,7 @@ async function httpBench() {
     const registryPid = services.find((s) => s.name === "plugin-registry")?.child.pid;
     spareMemory = pluginProcessMemory(registryPid);
     const gatewayPid = services.find((s) => s.name === "gateway")?.child.pid as number;
+    stackGatewayPid = gatewayPid;
     gatewaySampler = setInterval(() => {
       try {
         gatewayLoadedMb = Math.max(gatewayLoadedMb ?? 0, rssMb(gatewayPid));
@@ -630,6 +655,14 @@ function printHttp() {
           ? `  ${pad(`${label}: a second gateway, tracing off`, 42)} ${(cost * 100).toFixed(1)} % below the first (the processes' own difference)`
           : `  ${pad(`${label}: ${ratioLabel} sampling costs`, 42)} ${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
       );
+      // The gateway's own CPU time per request: what tracing adds to each, whatever the load tool and the
+      // other processes took from the two cores meanwhile.
+      if (off.cpuUsPerRequest !== undefined && onRun.cpuUsPerRequest !== undefined) {
+        const extra = onRun.cpuUsPerRequest / off.cpuUsPerRequest - 1;
+        console.log(
+          `  ${pad(`${label}: gateway CPU per request`, 42)} ${off.cpuUsPerRequest.toFixed(0)} µs off, ${onRun.cpuUsPerRequest.toFixed(0)} µs ${tracingOff ? "on the second" : "traced"} (${extra >= 0 ? "+" : ""}${(extra * 100).toFixed(1)} %)`,
+        );
+      }
     }
     console.log(
       `  exported: ${exportedSpans.requests} OTLP requests, ${(exportedSpans.bytes / 1024).toFixed(0)} KB; tracing off is compared with the build before tracing in the closing note`,

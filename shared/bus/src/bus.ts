@@ -20,7 +20,7 @@ import {
   type Context,
   extractContext,
   failed,
-  injectContext,
+  injectSpan,
   type Logger,
   Observers,
   type Span,
@@ -231,7 +231,7 @@ export class Bus {
     }
     // The request's span (messaging conventions), its context sent in `traceparent`.
     const span = tracingEnabled() ? this.span(subject, SpanKind.CLIENT, "send") : undefined;
-    if (span !== undefined) withSpan(span, () => injectContext((name, value) => h.set(name, value)));
+    if (span !== undefined) injectSpan((name, value) => h.set(name, value), span);
     let reply: Msg;
     try {
       reply = await this.nc.request(this.subject(subject), encodeJson(request), { timeout, headers: h });
@@ -261,16 +261,20 @@ export class Bus {
 
   /** A span of a NATS hop on `subject` (OpenTelemetry messaging conventions). */
   private span(subject: string, kind: SpanKind, operation: string, parent?: Context): Span | undefined {
-    return startSpan(this.service, `${operation} ${subject}`, {
+    const span = startSpan(this.service, `${operation} ${subject}`, {
       kind,
-      attributes: {
+      ...(parent === undefined ? {} : { parent }),
+    });
+    // Attributes only on a span that is kept: most are not sampled, and the sampler does not read them.
+    if (span?.isRecording()) {
+      span.setAttributes({
         "messaging.system": "nats",
         "messaging.destination.name": this.subject(subject),
         "messaging.operation.type": operation,
         "svc.service": this.service,
-      },
-      ...(parent === undefined ? {} : { parent }),
-    });
+      });
+    }
+    return span;
   }
 
   private transportError(subject: string, timeoutMs: number, error: unknown): SvcError {
@@ -432,7 +436,7 @@ export class Bus {
     }
     const span = this.span(subject, SpanKind.PRODUCER, "publish");
     const h = natsHeaders();
-    withSpan(span, () => injectContext((name, value) => h.set(name, value)));
+    if (span !== undefined) injectSpan((name, value) => h.set(name, value), span);
     this.nc.publish(this.subject(subject), encodeJson(payload), { headers: h });
     span?.end();
   }

@@ -10,6 +10,7 @@ export {
   flushTracing,
   type HeaderReader,
   injectContext,
+  injectSpan,
   inSpan,
   type Span,
   spanContextText,

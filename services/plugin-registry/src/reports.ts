@@ -2,7 +2,7 @@
  * What the registry reports about installed plugins: the signature report, signers, contract support
  * and compatibility, the audit, the contributions other services follow, and rehydration at start.
  */
-import { requireReach } from "@svc/access";
+import { reachWorkspace } from "@svc/access";
 import { type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { HOST_DEPENDENCY, PERMISSIONS_PROPERTY, PLUGIN_CONTRACT } from "@svc/plugin-package";
@@ -210,9 +210,7 @@ export const auditLog: HandlerWith<{ readonly reports: ReportTables }, "plugins.
 ) => {
   const page = readPage(req.query, AUDIT);
   const { limit } = page;
-  const reach = requireReach(req.principal);
-  const only = reach.kind === "workspace" ? reach.workspaceKey : null;
-  const rows = await deps.reports.audit(only, req.query.pluginId, page);
+  const rows = await deps.reports.audit(reachWorkspace(req.principal), req.query.pluginId, page);
   return {
     status: 200,
     body: toPage(

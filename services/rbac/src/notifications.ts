@@ -14,8 +14,8 @@
 import { randomUUID } from "node:crypto";
 
 import type { NatsConnection } from "@nats-io/transport-node";
-import { requireReach } from "@svc/access";
-import { followEvents, type Principal } from "@svc/bus";
+import { reachWorkspace } from "@svc/access";
+import { followEvents } from "@svc/bus";
 import type { RouteHandlerWith } from "@svc/contracts";
 import { type Db, isUuid, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { NotFoundError } from "@svc/errors";
@@ -243,17 +243,12 @@ const view = (r: NotificationRow) => ({
  * Notifications stay in their workspace: a workspace session sees and marks only its workspace's
  * notifications; a platform session all of the user's own.
  */
-function sessionWorkspace(principal: Principal): string | null {
-  const reach = requireReach(principal);
-  return reach.kind === "platform" ? null : reach.workspaceKey;
-}
-
 export const listNotifications: InboxHandler<"notifications.list"> = async (deps, req) => {
   const user = req.principal.subject;
   const page = readPage(req.query, INBOX);
   // Only users have an inbox (an API key or an integration has none).
   if (!isUuid(user)) return { status: 200, body: { items: [], nextCursor: null } };
-  const within = sessionWorkspace(req.principal);
+  const within = reachWorkspace(req.principal);
   const rows = await deps.inbox.page(user, within, req.query.unreadOnly === true, page);
   return {
     status: 200,
@@ -268,11 +263,7 @@ export const listNotifications: InboxHandler<"notifications.list"> = async (deps
 };
 
 export const markRead: InboxHandler<"notifications.read"> = async (deps, req) => {
-  const row = await deps.inbox.markRead(
-    req.params.id,
-    req.principal.subject,
-    sessionWorkspace(req.principal),
-  );
+  const row = await deps.inbox.markRead(req.params.id, req.principal.subject, reachWorkspace(req.principal));
   if (row === null) throw new NotFoundError(`Notification '${req.params.id}' was not found.`);
   return { status: 200, body: view(row) };
 };

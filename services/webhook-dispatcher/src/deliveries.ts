@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 
+import { reachWorkspace } from "@svc/access";
 import type { ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
 import { type Db, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
@@ -11,7 +12,7 @@ import { type ClaimedJob, DeferJobError, enqueue, keyedJob, nextRunOfKeyedJob } 
 
 import type { DeliveryStatus } from "./delivery-log.js";
 import { deliverJob, type DeliverPayload, deliveryJobKey, recoverJob, type RecoverPayload } from "./jobs.js";
-import { changeableWithin, reachableSubscription, type SubscriptionRepository } from "./subscriptions.js";
+import { reachableSubscription, type SubscriptionRepository } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 /** Newest first by (first attempt, delivery id). */
@@ -249,7 +250,7 @@ export async function getDelivery(
   tables: DeliveryRepository,
   req: RequestOfRoute<Routes["webhooks.delivery"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.delivery"]>> {
-  const found = await tables.find(req.params.deliveryId, req.params.id, changeableWithin(req.principal));
+  const found = await tables.find(req.params.deliveryId, req.params.id, reachWorkspace(req.principal));
   if (found === null) throw new NotFoundError(`Delivery '${req.params.deliveryId}' was not found.`);
   const row = found.delivery;
   return {
@@ -314,7 +315,7 @@ export async function resendDelivery(
   req: RequestOfRoute<Routes["webhooks.resend"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.resend"]>> {
   const id = req.params.deliveryId;
-  const outcome = await tables.resend(id, req.params.id, changeableWithin(req.principal), (d) => {
+  const outcome = await tables.resend(id, req.params.id, reachWorkspace(req.principal), (d) => {
     if (d.subscriptionActive === null)
       throw new NotFoundError(`The subscription of delivery '${id}' was deleted; it cannot be sent again.`);
     if (!d.subscriptionActive)
@@ -366,11 +367,7 @@ export async function getRecovery(
   tables: DeliveryRepository,
   req: RequestOfRoute<Routes["webhooks.recovery"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.recovery"]>> {
-  const row = await tables.findRecovery(
-    req.params.recoveryId,
-    req.params.id,
-    changeableWithin(req.principal),
-  );
+  const row = await tables.findRecovery(req.params.recoveryId, req.params.id, reachWorkspace(req.principal));
   if (row === null) throw new NotFoundError(`Recovery '${req.params.recoveryId}' was not found.`);
   return { status: 200, body: recoveryView(row) };
 }

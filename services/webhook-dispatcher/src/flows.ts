@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 
 import type { Static } from "@sinclair/typebox";
-import { listWorkspace } from "@svc/access";
+import { listWorkspace, reachWorkspace } from "@svc/access";
 import type { FlowAction, ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
 import { type Db, type Listing, readPage, sql, toPage } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } from "@svc/errors";
@@ -16,7 +16,7 @@ import type { TargetPolicy } from "./http-client.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
 import { newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
-import { changeableWithin, knownPatterns, targetUrlViolations } from "./subscriptions.js";
+import { knownPatterns, targetUrlViolations } from "./subscriptions.js";
 
 type Routes = typeof webhookRoutes;
 type ActionInput = Static<typeof FlowAction>;
@@ -262,7 +262,7 @@ export async function replaceFlow(
   req: RequestOfRoute<Routes["flows.put"]>,
 ): Promise<ReplyOfRoute<Routes["flows.put"]>> {
   const body = req.body;
-  const row = await tables.update(req.params.id, changeableWithin(req.principal), (current) => {
+  const row = await tables.update(req.params.id, reachWorkspace(req.principal), (current) => {
     // A workspace session's flow stays in its workspace; a platform session may move it.
     const workspaceKey =
       body.workspaceKey === undefined
@@ -290,7 +290,7 @@ export async function deleteFlow(
   tables: FlowRepository,
   req: RequestOfRoute<Routes["flows.delete"]>,
 ): Promise<ReplyOfRoute<Routes["flows.delete"]>> {
-  if (!(await tables.remove(req.params.id, changeableWithin(req.principal)))) {
+  if (!(await tables.remove(req.params.id, reachWorkspace(req.principal)))) {
     throw new NotFoundError(`Flow '${req.params.id}' was not found.`);
   }
   return { status: 204 };

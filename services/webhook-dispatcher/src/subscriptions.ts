@@ -1,7 +1,7 @@
 /** Subscription management and matching of published events to subscriptions. */
 import { randomBytes, randomUUID } from "node:crypto";
 
-import { listWorkspace, requireReach } from "@svc/access";
+import { listWorkspace, reachWorkspace } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import {
   type PlatformEventName,
@@ -333,22 +333,13 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
   };
 }
 
-/**
- * The workspace a session reads and changes subscriptions of: its own, or any (null) for a platform
- * session; 403 without a scope.
- */
-export function changeableWithin(principal: Principal): string | null {
-  const reach = requireReach(principal);
-  return reach.kind === "platform" ? null : reach.workspaceKey;
-}
-
 /** The subscription if the session reaches it (its workspace's, or any for a platform session); else 404. */
 export async function reachableSubscription(
   tables: SubscriptionRepository,
   id: string,
   principal: Principal,
 ): Promise<Row> {
-  const row = await tables.find(id, changeableWithin(principal));
+  const row = await tables.find(id, reachWorkspace(principal));
   if (row === null) throw new NotFoundError(`Subscription '${id}' was not found.`);
   return row;
 }
@@ -413,7 +404,7 @@ export async function setActivation(
   tables: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.activation"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.activation"]>> {
-  const row = await tables.setActive(req.params.id, changeableWithin(req.principal), req.query.isActive);
+  const row = await tables.setActive(req.params.id, reachWorkspace(req.principal), req.query.isActive);
   if (row === null) throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 200, body: view(row, await tables.knownPatterns()) };
 }
@@ -430,7 +421,7 @@ export async function replaceSubscription(
   req: RequestOfRoute<Routes["webhooks.put"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.put"]>> {
   const body = req.body;
-  const within = changeableWithin(req.principal);
+  const within = reachWorkspace(req.principal);
   const violations = [
     ...targetUrlViolations(body.targetUrl, allowed),
     ...(body.secret === undefined ? [] : secretViolations(body.secret)),
@@ -472,7 +463,7 @@ export async function rotateSecret(
   defaultOverlapSeconds: number,
   req: RequestOfRoute<Routes["webhooks.rotate-secret"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.rotate-secret"]>> {
-  const within = changeableWithin(req.principal);
+  const within = reachWorkspace(req.principal);
   const secret = generatedSecret();
   const overlap = req.query.overlapSeconds ?? defaultOverlapSeconds;
   const row = await tables.rotate(req.params.id, within, secrets.seal(secret), overlap);
@@ -496,7 +487,7 @@ export async function deleteSubscription(
   tables: SubscriptionRepository,
   req: RequestOfRoute<Routes["webhooks.delete"]>,
 ): Promise<ReplyOfRoute<Routes["webhooks.delete"]>> {
-  if (!(await tables.remove(req.params.id, changeableWithin(req.principal))))
+  if (!(await tables.remove(req.params.id, reachWorkspace(req.principal))))
     throw new NotFoundError(`Subscription '${req.params.id}' was not found.`);
   return { status: 204 };
 }

@@ -17,6 +17,7 @@ export {
   type Reach,
   reachCondition,
   reachOf,
+  reachWorkspace,
   requireReach,
 } from "./reach.js";
 export {

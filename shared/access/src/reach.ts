@@ -59,6 +59,15 @@ export function requireReach(principal: Principal): Exclude<Reach, { kind: "none
 }
 
 /**
+ * The one workspace a session is limited to: its own for a workspace session, null (every workspace) for
+ * a platform session; 403 without a scope. What a table port's `within` takes.
+ */
+export function reachWorkspace(principal: Principal): string | null {
+  const reach = requireReach(principal);
+  return reach.kind === "platform" ? null : reach.workspaceKey;
+}
+
+/**
  * A WHERE condition limiting rows to the principal's reach: TRUE for a platform session, `inWorkspace(key)`
  * for a workspace session; 403 without a scope.
  */

@@ -14,7 +14,7 @@ import { ErrorCode, NotFoundError, SvcError, ValidationError, type Violation } f
 
 import type { TargetPolicy } from "./http-client.js";
 import type { PluginEventScopes } from "./plugin-contributions.js";
-import { newestFirst } from "./scoped-tables.js";
+import { inWorkspace, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 import { knownPatterns, targetUrlViolations } from "./subscriptions.js";
 
@@ -77,8 +77,6 @@ export interface FlowRepository {
 
 const FLOWS_TABLE = sql`webhook_dispatcher.flows`;
 const COLUMNS = sql`id, name, workspace_key, event_name, actions, is_active, created_at, updated_at`;
-const inWorkspace = (within: string | null) =>
-  sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
 
 /** The flow table in PostgreSQL. */
 export function flowTables(db: Db): FlowRepository {

@@ -6,6 +6,10 @@ import { type Queries, type readPage, type Sql, sql } from "@svc/db";
 
 import { patternsMatching } from "./patterns.js";
 
+/** Rows of one workspace (`within`), or of all (null). */
+export const inWorkspace = (within: string | null) =>
+  sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
+
 /** One page of `table`, newest first by (created_at, id): of one workspace, or of all (`null`). */
 export async function newestFirst<R extends { id: string }>(
   db: Queries,
@@ -20,7 +24,7 @@ export async function newestFirst<R extends { id: string }>(
     SELECT ${columns},
            to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at_us
     FROM ${table}
-    WHERE (${workspaceKey}::text IS NULL OR workspace_key = ${workspaceKey}::text)
+    WHERE ${inWorkspace(workspaceKey)}
       AND (${after?.[0] ?? null}::timestamptz IS NULL
            OR (created_at, id) < (${after?.[0] ?? null}::timestamptz, ${after?.[1] ?? null}::uuid))
     ORDER BY created_at DESC, id DESC

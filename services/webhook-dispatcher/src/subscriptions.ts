@@ -18,7 +18,7 @@ import type { CircuitBreaker } from "./circuit-breaker.js";
 import { receiverKey } from "./deliver.js";
 import { isLiteralAddressRefused, type TargetPolicy } from "./http-client.js";
 import { patternsMatching } from "./patterns.js";
-import { newestFirst } from "./scoped-tables.js";
+import { inWorkspace, newestFirst } from "./scoped-tables.js";
 import type { SecretBox } from "./secrets.js";
 import { ed25519KeyPair, secretViolations, WHSEC_PREFIX } from "./standard-webhooks.js";
 
@@ -257,8 +257,6 @@ const COLUMNS = sql`id, workspace_key, event_name, target_url, is_active, includ
   created_at, updated_at,
   CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END
     AS previous_secret_expires_at`;
-const inWorkspace = (within: string | null) =>
-  sql`(${within}::text IS NULL OR workspace_key = ${within}::text)`;
 
 /** The subscription tables in PostgreSQL. */
 export function subscriptionTables(db: Db): SubscriptionRepository {

@@ -274,6 +274,16 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the admin c
       `SELECT status FROM job_reaper.jobs WHERE id = ${Number(dead?.id)}`,
     );
     expect(retried?.status).toBe("Pending");
+    // Waiting again (no worker takes its type): made due now, then cancelled, both from the page.
+    await page.getByLabel("Status").selectOption("Pending");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByRole("button", { name: `Run job ${dead?.id} now` }).click();
+    await page.getByRole("button", { name: `Cancel job ${dead?.id}` }).click();
+    await expect.poll(() => page.getByRole("button", { name: `Cancel job ${dead?.id}` }).count()).toBe(0);
+    const [cancelled] = await h.sql<{ status: string; last_error: string }>(
+      `SELECT status, last_error FROM job_reaper.jobs WHERE id = ${Number(dead?.id)}`,
+    );
+    expect(cancelled).toEqual({ status: "Failed", last_error: `Cancelled by ${DEMO.adminUserName}.` });
     await page.context().close();
     expect(problems).toEqual([]);
   }, 120_000);

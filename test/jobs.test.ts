@@ -11,6 +11,7 @@ import { Bus, type Principal } from "@svc/bus";
 import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
 import {
+  cancelJob,
   DeferJobError,
   defineJob,
   enqueue,
@@ -21,6 +22,9 @@ import {
   listJobs,
   noopJob,
   reapExpiredLeases,
+  retryDeadLetter,
+  runJobNow,
+  runPendingJobsNow,
 } from "@svc/jobs";
 import { createLogger } from "@svc/observability";
 import { GatewayPrincipalSigner } from "@svc/runtime";
@@ -246,7 +250,7 @@ describe("the worker", () => {
       });
       delays.push((await row(id)).delay_ms);
       // Make it due now instead of waiting: the schedule is what was asserted.
-      await db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE id = ${id}`);
+      await runJobNow(db, id, undefined);
     }
     await until(async () => (await row(id)).status === JobStatus.Failed);
     const nominal = [30_000, 60_000, 120_000, 240_000];
@@ -750,8 +754,8 @@ describe("POST /api/jobs/{id}/retry through the gateway", () => {
       UPDATE job_reaper.jobs SET status = 'Failed', attempts = 3, max_attempts = 3, completed_at = now(),
         last_error = 'the receiver answered 500', announced_at = now()
       WHERE id = ${id}::bigint`);
-    const post = async (jobId: string, claims: Parameters<typeof mintToken>[0]) =>
-      http(`${base}/api/jobs/${jobId}/retry`, {
+    const post = async (jobId: string, claims: Parameters<typeof mintToken>[0], action = "retry") =>
+      http(`${base}/api/jobs/${jobId}/${action}`, {
         method: "POST",
         headers: { authorization: `Bearer ${await mintToken(claims)}` },
       });
@@ -779,10 +783,66 @@ describe("POST /api/jobs/{id}/retry through the gateway", () => {
       expect((await post(id, operator)).status).toBe(409);
       expect((await post("999999", operator)).status).toBe(404);
       expect((await post("abc", operator)).status).toBe(400);
+      // Pending again: made due now, then cancelled by its operator (named in its last error); once
+      // ended, neither applies (409).
+      const runNow = await post(id, operator, "run-now");
+      expect(runNow.status, runNow.text).toBe(200);
+      expect(runNow.json()).toMatchObject({ id, status: "Pending" });
+      const cancelled = await post(id, { ...operator, sub: "op-7" }, "cancel");
+      expect(cancelled.status, cancelled.text).toBe(200);
+      expect(cancelled.json()).toMatchObject({ id, status: "Failed", lastError: "Cancelled by op-7." });
+      expect((await post(id, operator, "run-now")).status).toBe(409);
+      expect((await post(id, operator, "cancel")).status).toBe(409);
+      expect((await post(id, { scope: "platform", permissions: ["job.read"] }, "cancel")).status).toBe(403);
     } finally {
       await listener.end();
       await h.stopAll();
     }
+  });
+});
+
+describe("an operator's actions on waiting jobs (the job library's own)", () => {
+  it("runs a waiting job now and wakes its workers; cancels one into a dead letter; refuses the rest", async () => {
+    const later = new Date(Date.now() + 3_600_000);
+    const later2 = defineJob<Record<string, never>>("later.two", { maxAttempts: 3 });
+    const [a, b, c] = await enqueueMany(db, [
+      noopJob.request({}, { workspaceKey: "a", runAt: later }),
+      noopJob.request({}, { workspaceKey: "b", runAt: later }),
+      later2.request({}, { workspaceKey: "a", runAt: later }),
+    ]);
+    const [ia, ib, ic] = [a, b, c].map((j) => String(j?.id));
+    const listener = new pg.Client({ connectionString: h.db.url });
+    await listener.connect();
+    onTestFinished(() => listener.end());
+    const woken: string[] = [];
+    listener.on("notification", (n) => woken.push(n.payload ?? ""));
+    await listener.query("LISTEN svc_jobs");
+
+    // Another workspace's job is out of reach; the caller's own is due now, its workers told.
+    expect(await runJobNow(db, String(ia), "b")).toEqual({ missing: true });
+    const ran = await runJobNow(db, String(ia), "a");
+    expect(ran).toMatchObject({ job: { id: ia, status: "Pending", attempts: 0 } });
+    expect((await row(String(ia))).delay_ms).toBeLessThanOrEqual(0);
+    await until(async () => woken.includes("noop"), 5_000);
+
+    // Cancelled: a dead letter whose last error says why, not announced, and retried like any other.
+    const cancelled = await cancelJob(db, String(ib), undefined, "Cancelled by ada.");
+    expect(cancelled).toMatchObject({ job: { id: ib, status: "Failed", lastError: "Cancelled by ada." } });
+    const stored = await db.one<{ announced: boolean; completed: boolean }>(sql`
+      SELECT announced_at IS NOT NULL AS announced, completed_at IS NOT NULL AS completed
+      FROM job_reaper.jobs WHERE id = ${ib}::bigint`);
+    expect(stored).toEqual({ announced: true, completed: true });
+    expect(await cancelJob(db, String(ib), undefined, "again")).toEqual({ status: "Failed" });
+    expect(await runJobNow(db, String(ib), undefined)).toEqual({ status: "Failed" });
+    expect(await retryDeadLetter(db, String(ib), undefined)).toMatchObject({ job: { status: "Pending" } });
+
+    // Many at once, by selection: only the named type's waiting jobs move.
+    await db.query(
+      sql`UPDATE job_reaper.jobs SET run_at = ${later} WHERE id IN (${ia}::bigint, ${ic}::bigint)`,
+    );
+    expect(await runPendingJobsNow(db, { type: "later.two" })).toEqual([ic]);
+    expect((await row(String(ia))).delay_ms).toBeGreaterThan(3_000_000);
+    await until(async () => woken.includes("later.two"), 5_000);
   });
 });
 

@@ -6,6 +6,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { EventPublisher } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
+import { runPendingJobsNow } from "@svc/jobs";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
@@ -47,7 +48,7 @@ const subscription = async (id: string) =>
   db.one<{ is_active: boolean; failing_since: Date | null; disabled_reason: string | null }>(sql`
     SELECT is_active, failing_since, disabled_reason FROM webhook_dispatcher.subscriptions WHERE id = ${id}`);
 /** Makes the waiting retries due now: the schedule itself is the job engine's tests' business. */
-const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
+const hurry = () => runPendingJobsNow(db);
 
 beforeAll(async () => {
   await failing.start();

@@ -10,7 +10,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { verify } from "@octokit/webhooks-methods";
 import type { EventPublisher } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
-import { enqueue } from "@svc/jobs";
+import { enqueue, runPendingJobsNow } from "@svc/jobs";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
@@ -101,7 +101,7 @@ async function disabledAnnounced(subscriptionId: string): Promise<boolean> {
 }
 
 /** Makes a retried delivery due now: the schedule itself is asserted by the job engine's tests. */
-const hurry = () => db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
+const hurry = () => runPendingJobsNow(db);
 
 /** The only delivery job, or a stand-in while the matcher has not enqueued it yet. */
 async function onlyJob() {
@@ -128,9 +128,7 @@ async function retryNow(attempt: number, circuitOf?: string) {
       return circuit.json<{ state: string }>().state !== "open";
     }, 15_000);
   }
-  await db.query(
-    sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending' AND attempts = ${attempt}`,
-  );
+  await runPendingJobsNow(db, { attempts: attempt });
 }
 
 beforeAll(async () => {
@@ -893,7 +891,7 @@ describe("delivery", () => {
     const resumed = await asOperator("PUT", `/api/webhooks/${sub.id}/activation?isActive=true`);
     expect(resumed.json()).toMatchObject({ isActive: true });
     // The retry comes due now: the event came before the subscription was turned on again.
-    await db.query(sql`UPDATE job_reaper.jobs SET run_at = now() WHERE status = 'Pending'`);
+    await hurry();
     await until(async () => (await onlyJob()).status === "Succeeded", 15_000);
     // Only the first attempt's three tries reached the receiver: the retry was not sent.
     expect(own.received).toHaveLength(3);

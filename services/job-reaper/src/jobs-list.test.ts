@@ -8,7 +8,13 @@ import { ErrorCode } from "@svc/errors";
 import type { JobStatus, JobView, ListFilter } from "@svc/jobs";
 import { describe, expect, it } from "vitest";
 
-import { type JobsRepository, listJobsRoute, retryJobRoute } from "./jobs-list.js";
+import {
+  cancelJobRoute,
+  type JobsRepository,
+  listJobsRoute,
+  retryJobRoute,
+  runJobNowRoute,
+} from "./jobs-list.js";
 
 /** Jobs held in memory, answering the repository's one question as the table does. */
 class MemoryJobs implements JobsRepository {
@@ -29,19 +35,41 @@ class MemoryJobs implements JobsRepository {
       .slice(0, filter.limit);
   }
 
-  async retry(id: string, workspaceKey: string | undefined) {
+  /** One job the caller reaches, changed by `change` when it is in `from`: the table's three answers. */
+  private act(
+    id: string,
+    workspaceKey: string | undefined,
+    from: JobStatus,
+    change: (j: JobView) => JobView,
+  ) {
     const found = this.jobs.find(
       (j) => j.id === id && (workspaceKey === undefined || j.workspaceKey === workspaceKey),
     );
     if (found === undefined) return { missing: true } as const;
-    if (found.status !== "Failed") return { status: found.status };
-    return {
-      job: {
-        ...found,
-        status: "Pending" as const,
-        maxAttempts: Math.max(found.maxAttempts, found.attempts + 1),
-      },
-    };
+    if (found.status !== from) return { status: found.status };
+    return { job: change(found) };
+  }
+
+  async retry(id: string, workspaceKey: string | undefined) {
+    return this.act(id, workspaceKey, "Failed", (j) => ({
+      ...j,
+      status: "Pending" as const,
+      maxAttempts: Math.max(j.maxAttempts, j.attempts + 1),
+    }));
+  }
+
+  async runNow(id: string, workspaceKey: string | undefined) {
+    return this.act(id, workspaceKey, "Pending", (j) => ({ ...j, scheduledAtUtc: "now" }));
+  }
+
+  readonly reasons: string[] = [];
+  async cancel(id: string, workspaceKey: string | undefined, reason: string) {
+    this.reasons.push(reason);
+    return this.act(id, workspaceKey, "Pending", (j) => ({
+      ...j,
+      status: "Failed" as const,
+      lastError: reason,
+    }));
   }
 }
 
@@ -155,5 +183,44 @@ describe("POST /api/jobs/{id}/retry", () => {
     await expect(retry(alphaAdmin, "2")).rejects.toMatchObject({ code: ErrorCode.NotFound });
     expect((await retry(alphaAdmin, "4")).body).toMatchObject({ id: "4", status: "Pending" });
     await expect(retry(operator, "not-a-number")).rejects.toMatchObject({ code: ErrorCode.ValidationFailed });
+  });
+});
+
+describe("POST /api/jobs/{id}/run-now and /cancel", () => {
+  const waiting = new MemoryJobs([
+    job(1, "alpha", "Pending"),
+    job(2, "beta", "Pending"),
+    job(3, "alpha", "Running"),
+    job(4, "alpha", "Failed"),
+    job(5, null, "Succeeded"),
+  ]);
+  const call = (key: "jobs.run-now" | "jobs.cancel", principal: Principal, id: string) => {
+    const req = { principal, params: { id }, query: {}, body: null };
+    return key === "jobs.run-now"
+      ? callRoute(jobRoutes[key], (r) => runJobNowRoute({ jobs: waiting }, r), req)
+      : callRoute(jobRoutes[key], (r) => cancelJobRoute({ jobs: waiting }, r), req);
+  };
+
+  it("acts on a waiting job only: 409 for one running or ended, 404 for one out of reach", async () => {
+    for (const key of ["jobs.run-now", "jobs.cancel"] as const) {
+      expect((await call(key, operator, "1")).body).toMatchObject({ id: "1" });
+      expect((await call(key, alphaAdmin, "1")).body).toMatchObject({ id: "1" });
+      for (const ended of ["3", "4", "5"]) {
+        await expect(call(key, operator, ended)).rejects.toMatchObject({ code: ErrorCode.Conflict });
+      }
+      await expect(call(key, alphaAdmin, "2")).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      await expect(call(key, operator, "99")).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      await expect(call(key, operator, "0")).rejects.toMatchObject({ code: ErrorCode.ValidationFailed });
+      await expect(call(key, { ...operator, permissions: ["job.read"] }, "1")).rejects.toMatchObject({
+        code: ErrorCode.Forbidden,
+      });
+    }
+  });
+
+  it("names who cancelled in the job's last error: the user's name, or the client's id", async () => {
+    waiting.reasons.length = 0;
+    await call("jobs.cancel", { ...operator, name: "ada" }, "1");
+    await call("jobs.cancel", operator, "1");
+    expect(waiting.reasons).toEqual(["Cancelled by ada.", "Cancelled by op."]);
   });
 });

@@ -4,7 +4,7 @@ import { queueDepth } from "@svc/jobs";
 import { Gauge } from "@svc/observability";
 import { defineService } from "@svc/runtime";
 
-import { jobTable, listJobsRoute, retryJobRoute } from "./jobs-list.js";
+import { cancelJobRoute, jobTable, listJobsRoute, retryJobRoute, runJobNowRoute } from "./jobs-list.js";
 import { startReaper } from "./reaper.js";
 import { followRecording, NatsRecordingStore, Recorder } from "./recorder.js";
 import { jobReaperSettings } from "./settings.js";
@@ -26,6 +26,8 @@ export const jobReaperService = defineService(jobReaperContract, {
     const routes: RouteImplementation<typeof jobReaperContract.routes> = {
       "jobs.list": (req) => listJobsRoute(listDeps, req),
       "jobs.retry": (req) => retryJobRoute(listDeps, req),
+      "jobs.run-now": (req) => runJobNowRoute(listDeps, req),
+      "jobs.cancel": (req) => cancelJobRoute(listDeps, req),
       "diagnostics.start": (req) => recorder.startRecording(req),
       "diagnostics.stop": () => recorder.stopRecording(),
       "diagnostics.get": (req) => recorder.read(req),

@@ -80,6 +80,30 @@ export const jobRoutes = defineRoutes("job-reaper", {
     ),
     reply: JobView,
   },
+  "jobs.run-now": {
+    method: "POST",
+    path: "/api/jobs/:id/run-now",
+    permission: "job.execute",
+    summary:
+      "Make a waiting (Pending) job due now, without waiting out its backoff or a receiver's circuit; 409 for a job that is not Pending",
+    params: Type.Object(
+      { id: Type.String({ pattern: "^[1-9][0-9]{0,18}$" }) },
+      { additionalProperties: false },
+    ),
+    reply: JobView,
+  },
+  "jobs.cancel": {
+    method: "POST",
+    path: "/api/jobs/:id/cancel",
+    permission: "job.execute",
+    summary:
+      "End a waiting (Pending) job: Failed, a dead letter that can be retried, with who cancelled it as its last error; 409 for a job that is not Pending (a running job finishes its attempt)",
+    params: Type.Object(
+      { id: Type.String({ pattern: "^[1-9][0-9]{0,18}$" }) },
+      { additionalProperties: false },
+    ),
+    reply: JobView,
+  },
   "diagnostics.start": {
     method: "POST",
     path: "/api/diagnostics/recorder/start",

@@ -2,15 +2,20 @@ export { retryDelayMs } from "./backoff.js";
 export { createJobMetrics, type JobMetrics } from "./metrics.js";
 export {
   announceDeadLetters,
+  cancelJob,
   type DeadLetter,
+  type JobActionOutcome,
   keyedJob,
   type ListFilter,
   listJobs,
   nextRunOfKeyedJob,
+  type PendingSelection,
   queueDepth,
   reapExpiredLeases,
   type ReapResult,
   retryDeadLetter,
+  runJobNow,
+  runPendingJobsNow,
   wakeJobsWaitingOn,
 } from "./queries.js";
 export { enqueue, type Enqueued, enqueueMany } from "./queue.js";

@@ -575,6 +575,42 @@ const viewOf = (r: JobRow): JobView => ({
   lastError: r.last_error,
 });
 
+/** What an operator's action on one job found: the job as it is now, no such job, or a status it refuses. */
+export type JobActionOutcome =
+  { readonly job: JobView } | { readonly missing: true } | { readonly status: JobStatus };
+
+const JOB_COLUMNS = sql`id, type, status, workspace_key, attempts, max_attempts, run_at, created_at, started_at,
+                completed_at, last_error`;
+
+/**
+ * Changes one job that is in `from` (`change`, the SET list), optionally waking its type's workers, and
+ * answers as `JobActionOutcome`. `workspaceKey` keeps the search to one workspace's jobs (a workspace
+ * session's): another's is missing, as if absent.
+ */
+async function changeOneJob(
+  db: Queries,
+  id: string,
+  workspaceKey: string | undefined,
+  from: JobStatus,
+  change: Sql,
+  wake: boolean,
+): Promise<JobActionOutcome> {
+  const inWorkspace = workspaceKey === undefined ? empty : sql`AND workspace_key = ${workspaceKey}`;
+  const row = await db.maybeOne<JobRow>(sql`
+    WITH changed AS (
+      UPDATE job_reaper.jobs SET ${change}
+      WHERE id = ${id}::bigint AND status = ${from} ${inWorkspace}
+      RETURNING ${JOB_COLUMNS}
+    ), woken AS (SELECT pg_notify(${NOTIFY_CHANNEL}, type) FROM changed WHERE ${wake})
+    SELECT c.id::text AS id, c.type, c.status, c.workspace_key, c.attempts, c.max_attempts, c.run_at,
+           c.created_at, c.started_at, c.completed_at, c.last_error
+    FROM changed c LEFT JOIN woken ON true`);
+  if (row !== null) return { job: viewOf(row) };
+  const found = await db.maybeOne<{ status: JobStatus }>(sql`
+    SELECT status FROM job_reaper.jobs WHERE id = ${id}::bigint ${inWorkspace}`);
+  return found === null ? { missing: true } : { status: found.status };
+}
+
 /**
  * A dead letter (a Failed job) made due again, for one more attempt: Pending now, its attempts kept and
  * its budget one more than it has used (at most 100), its dead-letter announcement reset so that another
@@ -586,24 +622,86 @@ export async function retryDeadLetter(
   db: Queries,
   id: string,
   workspaceKey: string | undefined,
-): Promise<{ readonly job: JobView } | { readonly missing: true } | { readonly status: JobStatus }> {
-  const inWorkspace = workspaceKey === undefined ? empty : sql`AND workspace_key = ${workspaceKey}`;
-  const row = await db.maybeOne<JobRow>(sql`
-    WITH retried AS (
-      UPDATE job_reaper.jobs
-      SET status = 'Pending', run_at = now(), max_attempts = GREATEST(max_attempts, LEAST(attempts + 1, 100)),
-          completed_at = NULL, announced_at = NULL, lease_token = NULL, lease_expires_at = NULL, locked_by = NULL
-      WHERE id = ${id}::bigint AND status = 'Failed' ${inWorkspace}
-      RETURNING id, type, status, workspace_key, attempts, max_attempts, run_at, created_at, started_at,
-                completed_at, last_error
-    ), woken AS (SELECT pg_notify('svc_jobs', type) FROM retried)
-    SELECT r.id::text AS id, r.type, r.status, r.workspace_key, r.attempts, r.max_attempts, r.run_at,
-           r.created_at, r.started_at, r.completed_at, r.last_error
-    FROM retried r LEFT JOIN woken ON true`);
-  if (row !== null) return { job: viewOf(row) };
-  const found = await db.maybeOne<{ status: JobStatus }>(sql`
-    SELECT status FROM job_reaper.jobs WHERE id = ${id}::bigint ${inWorkspace}`);
-  return found === null ? { missing: true } : { status: found.status };
+): Promise<JobActionOutcome> {
+  return changeOneJob(
+    db,
+    id,
+    workspaceKey,
+    "Failed",
+    sql`status = 'Pending', run_at = now(), max_attempts = GREATEST(max_attempts, LEAST(attempts + 1, 100)),
+        completed_at = NULL, announced_at = NULL, lease_token = NULL, lease_expires_at = NULL, locked_by = NULL`,
+    true,
+  );
+}
+
+/**
+ * A waiting job (Pending: not yet started, or waiting out a retry's backoff or a receiver's circuit) made
+ * due now, its workers woken at once; its attempts and budget are unchanged. Refuses any other status.
+ */
+export async function runJobNow(
+  db: Queries,
+  id: string,
+  workspaceKey: string | undefined,
+): Promise<JobActionOutcome> {
+  return changeOneJob(db, id, workspaceKey, "Pending", sql`run_at = now(), waiting_on = NULL`, true);
+}
+
+/**
+ * A waiting job (Pending) ended by an operator: Failed, so a dead letter that `retryDeadLetter` can bring
+ * back, with `reason` as its last error. It is not announced as a dead letter (no event, no notification):
+ * the operator who ended it knows. A job already running is refused (its worker holds the lease).
+ */
+export async function cancelJob(
+  db: Queries,
+  id: string,
+  workspaceKey: string | undefined,
+  reason: string,
+): Promise<JobActionOutcome> {
+  return changeOneJob(
+    db,
+    id,
+    workspaceKey,
+    "Pending",
+    sql`status = 'Failed', completed_at = now(), announced_at = now(), last_error = ${reason},
+        waiting_on = NULL, lease_token = NULL, lease_expires_at = NULL, locked_by = NULL`,
+    false,
+  );
+}
+
+/** Which waiting jobs `runPendingJobsNow` makes due: each field given narrows the set. */
+export interface PendingSelection {
+  readonly type?: string;
+  readonly workspaceKey?: string | null;
+  /** Only jobs that have spent exactly this many attempts. */
+  readonly attempts?: number;
+}
+
+/**
+ * Makes every waiting (Pending) job of a selection due now and wakes their workers: what an operator's
+ * script or a test does instead of waiting out a backoff. Returns the ids it moved.
+ */
+export async function runPendingJobsNow(db: Queries, selection: PendingSelection = {}): Promise<string[]> {
+  const conditions = [
+    sql`status = 'Pending'`,
+    ...(selection.type === undefined ? [] : [sql`type = ${selection.type}`]),
+    ...(selection.workspaceKey === undefined
+      ? []
+      : [
+          selection.workspaceKey === null
+            ? sql`workspace_key IS NULL`
+            : sql`workspace_key = ${selection.workspaceKey}`,
+        ]),
+    ...(selection.attempts === undefined ? [] : [sql`attempts = ${selection.attempts}`]),
+  ];
+  const rows = await db.any<{ id: string; type: string }>(sql`
+    UPDATE job_reaper.jobs SET run_at = now(), waiting_on = NULL
+    WHERE ${join(conditions, " AND ")}
+    RETURNING id::text, type`);
+  await notifyWorkers(
+    db,
+    rows.map((r) => r.type),
+  );
+  return rows.map((r) => r.id);
 }
 
 /**

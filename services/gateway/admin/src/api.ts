@@ -82,6 +82,8 @@ export const ROUTES = {
   "events.catalog": ["GET", "/api/events/catalog", "flow.read"],
   "jobs.list": ["GET", "/api/jobs", "job.read"],
   "jobs.retry": ["POST", "/api/jobs/:id/retry", "job.execute"],
+  "jobs.run-now": ["POST", "/api/jobs/:id/run-now", "job.execute"],
+  "jobs.cancel": ["POST", "/api/jobs/:id/cancel", "job.execute"],
   "diagnostics.start": ["POST", "/api/diagnostics/recorder/start", "diagnostics.record"],
   "diagnostics.stop": ["POST", "/api/diagnostics/recorder/stop", "diagnostics.record"],
   "diagnostics.get": ["GET", "/api/diagnostics/recorder", "diagnostics.record"],

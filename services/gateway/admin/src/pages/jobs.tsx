@@ -24,6 +24,11 @@ export function Jobs() {
       }),
     [filter.status, filter.type, cursor],
   );
+  /** After an action: the error cleared, the page read again. */
+  const done = () => {
+    setError(null);
+    jobs.reload();
+  };
   return (
     <Page title="Jobs">
       <form
@@ -76,12 +81,27 @@ export function Jobs() {
                   label={`Retry job ${j.id}`}
                   allowed={can("job.execute")}
                   run={() => call("jobs.retry", { params: { id: j.id } })}
-                  onDone={() => {
-                    setError(null);
-                    jobs.reload();
-                  }}
+                  onDone={done}
                   onError={setError}
                 />
+              ) : j.status === "Pending" ? (
+                <>
+                  <Action
+                    label={`Run job ${j.id} now`}
+                    allowed={can("job.execute")}
+                    run={() => call("jobs.run-now", { params: { id: j.id } })}
+                    onDone={done}
+                    onError={setError}
+                  />
+                  <Action
+                    label={`Cancel job ${j.id}`}
+                    danger
+                    allowed={can("job.execute")}
+                    run={() => call("jobs.cancel", { params: { id: j.id } })}
+                    onDone={done}
+                    onError={setError}
+                  />
+                </>
               ) : null,
           ],
         ]}

@@ -2,7 +2,7 @@ import type { Queries } from "@svc/db";
 import { currentTraceContext } from "@svc/observability";
 
 import { insertJobs } from "./queries.js";
-import type { EnqueueOptions, JobDefinition, JobRequest } from "./types.js";
+import { type EnqueueOptions, isDefinedRequest, type JobDefinition, type JobRequest } from "./types.js";
 
 export interface Enqueued {
   readonly id: string;
@@ -16,6 +16,12 @@ export interface Enqueued {
  * Workers are woken by the insert trigger's NOTIFY.
  */
 export async function enqueueMany(db: Queries, jobs: readonly JobRequest[]): Promise<Enqueued[]> {
+  const forged = jobs.find((j) => !isDefinedRequest(j));
+  if (forged !== undefined) {
+    throw new TypeError(
+      `A job of type "${String(forged.type)}" was not made by its type's definition (defineJob(...).request).`,
+    );
+  }
   return insertJobs(
     db,
     jobs.map((j) => ({

@@ -41,11 +41,23 @@ export interface EnqueueOptions {
   readonly traceContext?: string | null;
 }
 
-/** One job to enqueue, as a definition's `request` makes it. */
+/** Marks a request made by a job type's definition: no other code can name it, so none can forge one. */
+const madeByDefinition: unique symbol = Symbol("svc.job-request");
+
+/**
+ * One job to enqueue, as a definition's `request` makes it (and only it: `enqueueMany` refuses anything
+ * else, so every job enqueued has its type's declared options).
+ */
 export interface JobRequest extends EnqueueOptions {
   readonly type: JobType;
   readonly payload: unknown;
   readonly maxAttempts: number;
+  readonly [madeByDefinition]: true;
+}
+
+/** Whether `request` was made by a definition's `request` (checked by `enqueueMany` at run time too). */
+export function isDefinedRequest(request: JobRequest): boolean {
+  return (request as Partial<JobRequest>)[madeByDefinition] === true;
 }
 
 /** Declares a job type: `const deliverJob = defineJob<DeliverPayload>("webhook.deliver", { maxAttempts: 5 })`. */
@@ -58,6 +70,7 @@ export function defineJob<P>(type: JobType, options: JobTypeOptions): JobDefinit
       type,
       payload,
       maxAttempts: enqueue.maxAttempts ?? options.maxAttempts,
+      [madeByDefinition]: true,
     }),
   };
 }

@@ -7,7 +7,7 @@
  * consumer deleted, a bucket purged). Users are signed by the account's signing key, so each file mints
  * its own without reloading the server.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -42,6 +42,8 @@ export async function startSecureBus(): Promise<{ bus: SecureBus; stop: () => Pr
     stop: async () => {
       const violations = server.log().filter((line) => line.includes("Permissions Violation"));
       await server.dispose();
+      // Its keys and every file's users (written under it): nothing secret is left in /tmp.
+      rmSync(dir, { recursive: true, force: true });
       return violations;
     },
   };
@@ -77,7 +79,8 @@ export async function fileUsers(bus: SecureBus): Promise<{
   env: Record<string, string>;
   serviceCreds: (service: ServiceName, prefix: string, stream: string) => Promise<string>;
 }> {
-  const out = mkdtempSync(join(tmpdir(), "svc-test-users-"));
+  // Under the bus's directory, removed with it when the run stops the bus.
+  const out = mkdtempSync(join(bus.dir, "users-"));
   const signer = seed(join(bus.dir, "account-signing.nk"));
   const account = readFileSync(join(bus.dir, "account.pub"), "utf8").trim();
   const user = createUser();

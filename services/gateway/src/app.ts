@@ -6,7 +6,7 @@ import type { ServiceDeps } from "@svc/runtime";
 import Fastify, { type FastifyInstance } from "fastify";
 
 import { parseTrustedProxies } from "./auth/rate-limiter.js";
-import { connectionTimeouts, guardConnections } from "./plugins/connections.js";
+import { connectionTimeouts, guardConnections } from "./connections.js";
 import { edgeFactoryOptions, edgePlugin } from "./plugins/edge.js";
 import { healthPlugin } from "./plugins/health.js";
 import { metricsPlugin } from "./plugins/metrics.js";
@@ -17,7 +17,7 @@ import { registerUiAssets } from "./product-plugins/ui-assets.js";
 import { type CacheLimits } from "./resolve-cache.js";
 import { PublicWorkspaces } from "./routes/public-routes.js";
 import { publicWorkspacePlugin } from "./routes/public-workspace.js";
-import { registerSurface } from "./routes/surface.js";
+import { surfacePlugin } from "./routes/surface.js";
 import type { GatewayConfig, gatewaySettings } from "./settings.js";
 import { validatorCompiler } from "./validation.js";
 
@@ -126,15 +126,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     registry: deps.metrics,
     cache,
   });
-  await app.register(async (child) =>
-    registerSurface(child, {
-      bus: deps.bus,
-      identity: app.identity,
-      workspaces,
-      cache,
-      log: deps.log,
-    }),
-  );
+  await app.register(surfacePlugin, {
+    bus: deps.bus,
+    identity: app.identity,
+    workspaces,
+    cache,
+    log: deps.log,
+  });
   await app.register(async (child) =>
     registerUiAssets(child, {
       nc: deps.nc,

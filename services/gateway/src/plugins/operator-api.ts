@@ -39,11 +39,11 @@ import { type Claim, Idempotency, IDEMPOTENCY_TTL_MS } from "../idempotency.js";
 import { ARCHIVE_TYPES, PackageUploads } from "../product-plugins/package-uploads.js";
 import { registerPluginRoutes } from "../product-plugins/routes.js";
 import { LoginBody } from "../routes/auth-schemas.js";
+import { MediaTransfers } from "../routes/media.js";
 import { buildOpenApi } from "../routes/openapi.js";
 import type { PublicIdentity } from "../routes/public-routes.js";
 import type { GatewayConfig, gatewaySettings } from "../settings.js";
 import { apiDocsPlugin } from "./api-docs.js";
-import { MediaTransfers } from "./media.js";
 
 declare module "fastify" {
   interface FastifyRequest {

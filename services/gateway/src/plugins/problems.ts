@@ -124,5 +124,11 @@ export const problemsPlugin = fp<ProblemsOptions>(
       return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem);
     });
   },
-  { name: "svc-problems", fastify: "5.x" },
+  // Its 404/405 answers list a path's methods through the edge's route table.
+  {
+    name: "svc-problems",
+    fastify: "5.x",
+    dependencies: ["svc-edge"],
+    decorators: { fastify: ["allowedMethods"] },
+  },
 );

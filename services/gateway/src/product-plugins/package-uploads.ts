@@ -12,7 +12,7 @@ import { archiveKind } from "@svc/plugin-package";
 import { PackageStore } from "@svc/plugin-package/store";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
-import { acceptOneFile, readOneFile } from "../plugins/multipart-file.js";
+import { acceptOneFile, readOneFile } from "../multipart-file.js";
 
 export const ARCHIVE_TYPES = [
   "application/gzip",

@@ -28,6 +28,7 @@ import { SvcError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
 
 import { type CacheLimits, followedCache } from "../resolve-cache.js";
 import {
@@ -64,16 +65,27 @@ export function safeReturnPath(raw: string | undefined): string {
   return raw.slice(0, 2_000);
 }
 
-export async function registerSurface(
-  app: FastifyInstance,
-  options: {
-    readonly bus: Bus;
-    readonly identity: PublicIdentity;
-    readonly workspaces: PublicWorkspaces;
-    readonly cache: CacheLimits;
-    readonly log: Logger;
-  },
-): Promise<void> {
+export interface SurfaceOptions {
+  readonly bus: Bus;
+  readonly identity: PublicIdentity;
+  readonly workspaces: PublicWorkspaces;
+  readonly cache: CacheLimits;
+  readonly log: Logger;
+}
+
+/**
+ * The surface, the admin console's shell and the 404 page, in a context of its own (its static roots and
+ * hooks stay there); what no route answers falls back to it through the problems plugin's list.
+ */
+export const surfacePlugin = fp<SurfaceOptions>(registerSurface, {
+  name: "svc-surface",
+  fastify: "5.x",
+  encapsulate: true,
+  dependencies: ["svc-problems"],
+  decorators: { fastify: ["addNotFoundFallback"] },
+});
+
+async function registerSurface(app: FastifyInstance, options: SurfaceOptions): Promise<void> {
   const { bus, identity, workspaces } = options;
   const root = staticRoot();
   const shellHtml = readFileSync(`${root}surface-app/index.html`);

@@ -16,7 +16,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fileTypeFromBuffer } from "file-type";
 import parseRange from "range-parser";
 
-import { acceptOneFile, readOneFile } from "./multipart-file.js";
+import { acceptOneFile, readOneFile } from "../multipart-file.js";
 
 /** A file name safe to store and to put in a header: no path, no control or reserved characters. */
 export function sanitiseFileName(raw: string | undefined): string {

@@ -13,7 +13,7 @@
  */
 import type { Server, Socket } from "node:net";
 
-import { isTrustedProxy, normaliseAddress, type ProxyList } from "../auth/rate-limiter.js";
+import { isTrustedProxy, normaliseAddress, type ProxyList } from "./auth/rate-limiter.js";
 
 export interface ConnectionTimeouts {
   readonly headersTimeoutMs: number;

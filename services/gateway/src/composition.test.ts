@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 
 import { edgePlugin } from "./plugins/edge.js";
 import { problemsPlugin } from "./plugins/problems.js";
-import { type SurfaceOptions,surfacePlugin } from "./routes/surface.js";
+import { type SurfaceOptions, surfacePlugin } from "./routes/surface.js";
 
 const problemsOptions = { problemsBaseUrl: "https://errors.example/", log: undefined as never };
 

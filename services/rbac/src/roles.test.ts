@@ -30,7 +30,8 @@ const platform: Principal = {
   subject: "op",
   scope: "platform",
   workspaceKey: null,
-  permissions: ["role.read", "role.update", "user.create"],
+  // Every key of the roles below: no one grants past their own rights.
+  permissions: ["role.read", "role.update", "user.create", "user.read", "workspace.read", "webhook.read"],
   roles: ["operator"],
 };
 /** A workspace session holding every key of the routes below: the scope, not the key, refuses it. */
@@ -222,10 +223,84 @@ describe("roles and global role assignments", () => {
           [...tables.sessions]
             .filter(([, s]) => s.userId === id)
             .map(([sid]) => ({ id: sid, expires_at: new Date(0) })),
+        // Global roles only: these users are members of no workspace.
+        rolesOf: async (id) => {
+          const role = tables.roles.get(tables.users.get(id)?.global_role ?? "");
+          return role === undefined ? [] : [{ name: role.name, permissions: role.permissions }];
+        },
       },
       revokeSessions: async (sessions) => void revoked.push(...sessions.map((s) => s.id)),
       announceRoleChange: (role) => void announced.push(role),
     };
+  });
+
+  const as = (principal: Principal) => ({
+    put: (role: string, permissions: string[]) =>
+      callRoute(rbacRoutes["roles.put"], (req) => putRole(deps, req), {
+        principal,
+        params: { role },
+        query: {},
+        body: { permissions },
+      }),
+    remove: (role: string) =>
+      callRoute(rbacRoutes["roles.delete"], (req) => deleteRole(deps, req), {
+        principal,
+        params: { role },
+        query: {},
+        body: null,
+      }),
+    assign: (id: string, role: string) =>
+      callRoute(rbacRoutes["role-assignments.put"], (req) => putAssignment(deps, req), {
+        principal,
+        params: { userId: id },
+        query: {},
+        body: { role },
+      }),
+    unassign: (id: string) =>
+      callRoute(rbacRoutes["role-assignments.delete"], (req) => deleteAssignment(deps, req), {
+        principal,
+        params: { userId: id },
+        query: {},
+        body: null,
+      }),
+  });
+
+  it("grants no one past the caller's own rights: no role with a key it lacks, no superadmin, no demotion of a stronger user", async () => {
+    // role.update alone: the keys of the operator role (user.read) are not its own.
+    const manager = as({ ...platform, permissions: ["role.read", "role.update"], roles: ["role-manager"] });
+    const beyond = { code: ErrorCode.Forbidden, extensions: { rule: "grant-exceeds-own-rights" } };
+    await expect(manager.put("everything", ["*"])).rejects.toMatchObject(beyond);
+    await expect(manager.put("reader", ["user.read"])).rejects.toMatchObject(beyond);
+    // Nor empties a role it could not have written (its holders would lose user.read).
+    await expect(manager.put("operator", [])).rejects.toMatchObject(beyond);
+    await expect(manager.remove("operator")).rejects.toMatchObject(beyond);
+    await expect(manager.assign(bob, "superadmin")).rejects.toMatchObject(beyond);
+    await expect(manager.assign(bob, "operator")).rejects.toMatchObject(beyond);
+    // Alice holds user.read through her global role: taking it away is not the manager's to do.
+    await expect(manager.unassign(alice)).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+      extensions: { rule: "target-holds-more-rights" },
+    });
+    expect(tables.saves).toBe(0);
+    expect([tables.users.get(alice)?.global_role, tables.users.get(bob)?.global_role]).toEqual([
+      "operator",
+      null,
+    ]);
+    expect(tables.roles.has("operator")).toBe(true);
+    expect(revoked).toEqual([]);
+
+    // Holding user.read as well, it may give and take the operator role, but never touch a superadmin.
+    const reader = as({ ...platform, permissions: ["role.update", "user.read"], roles: ["role-manager"] });
+    expect((await reader.put("reader", ["user.read"])).status).toBe(201);
+    expect((await reader.assign(bob, "operator")).body).toMatchObject({ role: "operator" });
+    const root = as({ ...platform, permissions: [], roles: ["superadmin"] });
+    expect((await root.assign(bob, "superadmin")).body).toMatchObject({ role: "superadmin" });
+    await expect(reader.unassign(bob)).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+      extensions: { rule: "target-holds-more-rights" },
+    });
+    await expect(reader.assign(bob, "operator")).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    expect((await root.unassign(bob)).status).toBe(204);
   });
 
   const call = {

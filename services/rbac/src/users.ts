@@ -234,7 +234,7 @@ export function rolesOfUser(db: Queries, userId: string) {
  * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
  * by a superadmin or a `*` holder. Otherwise a 403 problem naming the rule.
  */
-function moreRights(): SvcError {
+export function moreRights(): SvcError {
   return new SvcError(
     ErrorCode.Forbidden,
     "This user holds rights you do not hold: only a caller with all of them (a superadmin for a superadmin) may change the user.",

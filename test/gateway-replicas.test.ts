@@ -103,6 +103,7 @@ describe("session revocation across two gateways", () => {
 });
 
 describe("rate limits across two gateways", () => {
+  // Each test below waits for a window of its own where its gateways are up (the first two need 15 s).
   beforeEach(() => inOneRateWindow());
   it("the api policy counts one client's requests on both replicas, answering 429 with Retry-After: 60", async () => {
     const env = {
@@ -113,8 +114,7 @@ describe("rate limits across two gateways", () => {
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     // The counts live in one-minute windows: start in a fresh one unless 15 s of this one are left, so
     // that a slow (loaded) machine cannot see the window roll over mid-test.
-    if (Date.now() % 60_000 > 45_000)
-      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    await inOneRateWindow(15_000);
     const window = Math.floor(Date.now() / 60_000);
     const statuses: number[] = [];
     // Each answer under the limit says the policy and what is left of it.
@@ -157,8 +157,7 @@ describe("rate limits across two gateways", () => {
     const env = { BackendHost__RateLimitAuthPerMinute: "5" };
     const a = (await h.start(gatewayService, env)).hooks.httpAddress as string;
     const b = (await h.start(gatewayService, env)).hooks.httpAddress as string;
-    if (Date.now() % 60_000 > 45_000)
-      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    await inOneRateWindow(15_000);
     // A distinct client per test, through a trusted proxy.
     const from = { "x-forwarded-for": "198.51.100.7" };
     const attempt = (base: string) => signIn(base, { username: "nobody", password: "wrong" }, from);

@@ -86,3 +86,47 @@ describe("changing users", () => {
     expect((await asOperator("PUT", `/api/users/${ids.boss}`, { displayName: "Boss" })).status).toBe(200);
   });
 });
+
+describe("granting roles", () => {
+  it("a holder of role.update alone cannot make itself superadmin or write itself a role of every key", async () => {
+    // A real user signed in with a platform role of the role keys only.
+    expect(
+      (await asOperator("PUT", "/api/rbac/roles/role-keeper", { permissions: ["role.read", "role.update"] }))
+        .status,
+    ).toBe(201);
+    const created = await asOperator("POST", "/api/users", {
+      userName: "keeper",
+      password: "keeper-long-password",
+    });
+    const keeperId = created.json<{ id: string }>().id;
+    expect((await asOperator("PUT", `/api/rbac/users/${keeperId}`, { role: "role-keeper" })).status).toBe(
+      200,
+    );
+    const keeper = (await login("keeper", "keeper-long-password")).json<{ accessToken: string }>()
+      .accessToken;
+    const asKeeper = (method: string, path: string, body?: unknown) => api(method, path, keeper, body);
+
+    const refused = await asKeeper("PUT", `/api/rbac/users/${keeperId}`, { role: "superadmin" });
+    expect(refused.status, refused.text).toBe(403);
+    expect(refused.json()).toMatchObject({ rule: "grant-exceeds-own-rights" });
+    expect((await asKeeper("PUT", "/api/rbac/roles/everything", { permissions: ["*"] })).status).toBe(403);
+    expect((await asKeeper("PUT", "/api/rbac/roles/role-keeper", { permissions: ["*"] })).status).toBe(403);
+    // Nor demotes the superadmin.
+    expect((await asKeeper("DELETE", `/api/rbac/users/${ids.boss}`)).status).toBe(403);
+    // What it holds, it may grant.
+    expect(
+      (await asKeeper("PUT", "/api/rbac/roles/role-reader", { permissions: ["role.read"] })).status,
+    ).toBe(201);
+    expect((await asKeeper("PUT", `/api/rbac/users/${ids.plain}`, { role: "role-reader" })).status).toBe(200);
+    const assignments = await asOperator("GET", "/api/rbac/users?limit=100");
+    const roleOf = (id: string | undefined) =>
+      assignments
+        .json<{ items: Array<{ userId: string; role: string | null }> }>()
+        .items.find((a) => a.userId === id)?.role;
+    expect([roleOf(keeperId), roleOf(ids.boss), roleOf(ids.plain)]).toEqual([
+      "role-keeper",
+      "superadmin",
+      "role-reader",
+    ]);
+  });
+});

@@ -41,7 +41,8 @@ const operator: Principal = {
   subject: "op",
   scope: "platform",
   workspaceKey: null,
-  permissions: ["integration.read", "integration.manage"],
+  // An integration gets only keys its creator holds: user.read is given below.
+  permissions: ["integration.read", "integration.manage", "user.read"],
   roles: ["operator"],
 };
 const session = (workspaceKey: string): Principal => ({
@@ -95,6 +96,22 @@ describe("the integration routes", () => {
         },
       ),
     ).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+  });
+
+  it("gives an integration no key its creator lacks; a superadmin gives any", async () => {
+    const { tables, call } = stack();
+    const manager = { ...operator, permissions: ["integration.manage"] };
+    await expect(
+      call("integrations.create", integrations.createIntegration, manager, {
+        body: { name: "wider", permissions: ["user.read"] },
+      }),
+    ).rejects.toMatchObject({ code: ErrorCode.Forbidden, extensions: { rule: "grant-exceeds-own-rights" } });
+    expect(tables.rows).toEqual([]);
+    const root = { ...operator, permissions: [], roles: ["superadmin"] };
+    const made = await call("integrations.create", integrations.createIntegration, root, {
+      body: { name: "any", permissions: ["user.read"] },
+    });
+    expect(made.status).toBe(201);
   });
 
   it("grants no unknown key and no *, listing each, and deletes only what exists", async () => {

@@ -8,10 +8,11 @@ import { listWorkspace, reachCondition, WILDCARD } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import type { RouteHandlerWith } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
-import { NotFoundError, ValidationError } from "@svc/errors";
+import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 
 import { noContent, ok, type RbacRoutes } from "./deps.js";
 import { knownKeys } from "./roles.js";
+import { outranks } from "./users.js";
 
 export interface IntegrationRow {
   id: string;
@@ -77,6 +78,14 @@ export const createIntegration: IntegrationHandler<"integrations.create"> = asyn
   if (unknown.length > 0) {
     throw new ValidationError(
       unknown.map((k) => ({ field: "/body/permissions", message: `unknown or disallowed key '${k}'` })),
+    );
+  }
+  // An integration acts with its keys: a caller gives it only keys it holds itself.
+  if (outranks(req.principal, [{ name: "integration", permissions }])) {
+    throw new SvcError(
+      ErrorCode.Forbidden,
+      "The integration would hold keys you do not hold: give it only keys your own session has.",
+      { extensions: { rule: "grant-exceeds-own-rights" } },
     );
   }
   const id = randomUUID();

@@ -10,13 +10,7 @@ import { createHmac } from "node:crypto";
 import type { EventPublisher } from "@svc/bus";
 import { publishPlatformEvent, type WorkspaceStates } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
-import {
-  type ClaimedJob,
-  DeferJobError,
-  PermanentJobError,
-  RetryLaterError,
-  wakeJobsWaitingOn,
-} from "@svc/jobs";
+import { type ClaimedJob, DeferJobError, PermanentJobError, RetryLaterError } from "@svc/jobs";
 import { injectContext, inSpan, type Span, SpanKind, tracingEnabled } from "@svc/observability";
 import { StandardWebhookHeader, type WebhookDelivery, WebhookHeader } from "@svc/wire-contract";
 
@@ -34,7 +28,6 @@ import type { Throttle } from "./throttle.js";
 
 /** What a POST to a receiver needs: deliveries and flows' http actions alike. */
 export interface OutboundDeps {
-  readonly db: Db;
   readonly secrets: SecretBox;
   readonly allowed: TargetPolicy;
   readonly timeoutMs: number;
@@ -45,6 +38,8 @@ export interface OutboundDeps {
   readonly workspaces: Pick<WorkspaceStates, "state">;
   /** How long a delivery or flow run of a paused workspace waits before it looks again. */
   readonly pausedRetryMs: number;
+  /** Makes every job waiting on `waitingOn` (a receiver's circuit) due now. */
+  readonly wakeWaiting: (waitingOn: string) => Promise<unknown>;
 }
 
 /**
@@ -64,14 +59,70 @@ export async function deferWhilePaused(deps: OutboundDeps, workspaceKey: string 
   }
 }
 
+/**
+ * What a delivery writes besides its log: a subscription's health (failing since, turned off and
+ * announced, healthy again) and a waiting delivery's end. The rules stay in the handler.
+ */
+export interface AttemptTables {
+  /** Turns the subscription off when it is on: its row as turned off, or null when it was off already. */
+  turnOff(subscriptionId: string, reason: string): Promise<DisabledRow | null>;
+  /** Marks the turning off at `disabledAt` announced (a later one is announced again). */
+  markAnnounced(subscriptionId: string, disabledAt: Date): Promise<void>;
+  /**
+   * A failed attempt: failing from now on unless it was already; `counting` adds one to the failures in a
+   * row. Answers both as they are now.
+   */
+  noteFailing(
+    subscriptionId: string,
+    counting: boolean,
+  ): Promise<{ readonly failingSince: Date; readonly failingAttempts: number }>;
+  /** A delivered attempt of a failing subscription: healthy again. */
+  markHealthy(subscriptionId: string): Promise<void>;
+  /** A delivery the log shows waiting for an attempt that will not be sent: failed. */
+  endWaiting(deliveryId: string): Promise<void>;
+}
+
+/** The subscription and delivery-log tables in PostgreSQL. */
+export function attemptTables(db: Db): AttemptTables {
+  return {
+    turnOff: (subscriptionId, reason) =>
+      db.maybeOne<DisabledRow>(sql`
+        UPDATE webhook_dispatcher.subscriptions
+        SET is_active = false, disabled_at = date_trunc('milliseconds', now()), disabled_announced = false,
+            disabled_reason = ${reason}, updated_at = now()
+        WHERE id = ${subscriptionId} AND is_active
+        RETURNING workspace_key, target_url, disabled_at, disabled_reason`),
+    markAnnounced: async (subscriptionId, disabledAt) => {
+      await db.query(sql`
+        UPDATE webhook_dispatcher.subscriptions SET disabled_announced = true
+        WHERE id = ${subscriptionId} AND date_trunc('milliseconds', disabled_at) = ${disabledAt}`);
+    },
+    noteFailing: async (subscriptionId, counting) => {
+      const row = await db.one<{ failing_since: Date; failing_attempts: number }>(sql`
+        UPDATE webhook_dispatcher.subscriptions
+        SET failing_since = coalesce(failing_since, now()),
+            failing_attempts = failing_attempts + ${counting ? 1 : 0}
+        WHERE id = ${subscriptionId} RETURNING failing_since, failing_attempts`);
+      return { failingSince: row.failing_since, failingAttempts: row.failing_attempts };
+    },
+    markHealthy: async (subscriptionId) => {
+      await db.query(sql`
+        UPDATE webhook_dispatcher.subscriptions SET failing_since = NULL, failing_attempts = 0
+        WHERE id = ${subscriptionId}`);
+    },
+    endWaiting: (deliveryId) => endWaitingDelivery(db, deliveryId),
+  };
+}
+
 export interface DeliverDeps extends OutboundDeps {
+  readonly tables: AttemptTables;
   /** Subscriptions' `throttlePerSecond`, counted across replicas. */
   readonly throttle: Pick<Throttle, "admit">;
   /** Subscriptions as they are now, by id (null: deleted). */
   readonly subscriptions: Pick<SubscriptionCache, "load">;
   readonly breaker: CircuitBreaker;
   /** Where each attempt that reached the receiver's address is written. */
-  readonly deliveryLog: DeliveryLog;
+  readonly deliveryLog: Pick<DeliveryLog, "record">;
   /** How long every delivery of a subscription may fail before it is turned off (0: never). */
   readonly disableAfterFailingMs: number;
   /** How many failed attempts in a row turn a subscription off (0: never). */
@@ -154,17 +205,12 @@ export async function postJson(
  * `announceDisabled`) adds no second event or notification.
  */
 async function turnOff(deps: DeliverDeps, subscriptionId: string, reason: string): Promise<void> {
-  const row = await deps.db.maybeOne<DisabledRow>(sql`
-    UPDATE webhook_dispatcher.subscriptions
-    SET is_active = false, disabled_at = date_trunc('milliseconds', now()), disabled_announced = false,
-        disabled_reason = ${reason}, updated_at = now()
-    WHERE id = ${subscriptionId} AND is_active
-    RETURNING workspace_key, target_url, disabled_at, disabled_reason`);
+  const row = await deps.tables.turnOff(subscriptionId, reason);
   // Already off: another delivery turned it off first, or an operator did.
   if (row !== null) await announceDisabled(deps, subscriptionId, row);
 }
 
-interface DisabledRow {
+export interface DisabledRow {
   workspace_key: string | null;
   target_url: string;
   disabled_at: Date;
@@ -188,9 +234,7 @@ async function announceDisabled(deps: DeliverDeps, subscriptionId: string, row: 
     },
     { eventId },
   );
-  await deps.db.query(sql`
-    UPDATE webhook_dispatcher.subscriptions SET disabled_announced = true
-    WHERE id = ${subscriptionId} AND date_trunc('milliseconds', disabled_at) = ${row.disabled_at}`);
+  await deps.tables.markAnnounced(subscriptionId, row.disabled_at);
 }
 
 /**
@@ -206,18 +250,14 @@ async function noteFailure(
   // One write at the first failure; with a count to reach, one at every failure.
   const row =
     failingSince !== null && !counting
-      ? { failing_since: failingSince, failing_attempts: 0 }
-      : await deps.db.one<{ failing_since: Date; failing_attempts: number }>(sql`
-          UPDATE webhook_dispatcher.subscriptions
-          SET failing_since = coalesce(failing_since, now()),
-              failing_attempts = failing_attempts + ${counting ? 1 : 0}
-          WHERE id = ${subscriptionId} RETURNING failing_since, failing_attempts`);
-  if (counting && row.failing_attempts >= deps.disableAfterFailures) {
-    await turnOff(deps, subscriptionId, `the last ${row.failing_attempts} delivery attempts failed`);
+      ? { failingSince, failingAttempts: 0 }
+      : await deps.tables.noteFailing(subscriptionId, counting);
+  if (counting && row.failingAttempts >= deps.disableAfterFailures) {
+    await turnOff(deps, subscriptionId, `the last ${row.failingAttempts} delivery attempts failed`);
     return;
   }
   const limit = deps.disableAfterFailingMs;
-  const since = row.failing_since;
+  const since = row.failingSince;
   if (limit > 0 && Date.now() - since.getTime() >= limit) {
     const hours = Math.round((Date.now() - since.getTime()) / 360_000) / 10;
     await turnOff(deps, subscriptionId, `every delivery failed for ${hours} hours`);
@@ -267,15 +307,14 @@ export async function admitThroughCircuit(breaker: CircuitBreaker, receiver: str
  * jobs that waited for it due now.
  */
 export async function recordOnCircuit(
-  deps: { readonly db: Db; readonly breaker: CircuitBreaker },
+  deps: Pick<OutboundDeps, "wakeWaiting"> & { readonly breaker: CircuitBreaker },
   receiver: string,
   succeeded: boolean,
   trial: boolean,
 ): Promise<void> {
   if (!succeeded) return deps.breaker.recordFailure(receiver);
   // The jobs that waited for the circuit (deliveries and flow runs) are due now.
-  if (await deps.breaker.recordSuccess(receiver, trial))
-    await wakeJobsWaitingOn(deps.db, circuitWait(receiver));
+  if (await deps.breaker.recordSuccess(receiver, trial)) await deps.wakeWaiting(circuitWait(receiver));
 }
 
 /** What a job deferred by a receiver's open circuit waits on. */
@@ -312,14 +351,14 @@ async function attempt(
     if (sub !== null && sub.disabled_at !== null && !sub.disabled_announced)
       await announceDisabled(deps, p.subscriptionId, { ...sub, disabled_at: sub.disabled_at });
     // A delivery the log shows waiting (retrying, or resent) ends there: it is not sent.
-    if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
+    if (typeof p.deliveryId === "string") await deps.tables.endWaiting(p.deliveryId);
     return count("skipped");
   }
   // Turned on again after being off, a subscription starts from the events it takes from then on: a
   // delivery queued before (a retry that came due) is not sent. A resend or a recovery queues a new job,
   // and is sent. Both times are the database's, so no publisher's clock decides.
   if (sub.resumed_at !== null && job.createdAt.getTime() < sub.resumed_at.getTime()) {
-    if (typeof p.deliveryId === "string") await endWaitingDelivery(deps.db, p.deliveryId);
+    if (typeof p.deliveryId === "string") await deps.tables.endWaiting(p.deliveryId);
     return count("skipped");
   }
   // A paused workspace or an open circuit defers the delivery without spending one of its attempts.
@@ -465,10 +504,7 @@ async function attempt(
   if (delivered) {
     logged("delivered", true, answer);
     // The subscription is healthy again (a write only when it was failing).
-    if (sub.failing_since !== null)
-      await deps.db.query(sql`
-        UPDATE webhook_dispatcher.subscriptions SET failing_since = NULL, failing_attempts = 0
-        WHERE id = ${p.subscriptionId}`);
+    if (sub.failing_since !== null) await deps.tables.markHealthy(p.subscriptionId);
     return;
   }
   const message = `receiver answered ${status}`;

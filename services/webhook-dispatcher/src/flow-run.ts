@@ -58,6 +58,7 @@ export interface FlowRunPayload {
 export const flowRunJob = defineJob<FlowRunPayload>("flow.run", { maxAttempts: 5 });
 
 export interface FlowRunDeps extends OutboundDeps {
+  readonly db: Db;
   /** Which workspaces may raise each plugin event (the plugin's chain). */
   readonly pluginEvents: PluginEventScopes;
   readonly events: EventPublisher;

@@ -7,10 +7,11 @@ import {
   webhookDispatcherContract,
   WorkspaceStates,
 } from "@svc/contracts";
+import { wakeJobsWaitingOn } from "@svc/jobs";
 import { circuitBucket, defineService, throttleBucket } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
-import { deliver, parseReceiverKey } from "./deliver.js";
+import { attemptTables, deliver, parseReceiverKey } from "./deliver.js";
 import {
   deliveryTables,
   getDelivery,
@@ -124,6 +125,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     // can change at run time.
     const outbound = {
       db,
+      tables: attemptTables(db),
+      wakeWaiting: (waitingOn: string) => wakeJobsWaitingOn(db, waitingOn),
       subscriptions: subscriptionCache,
       throttle,
       secrets,

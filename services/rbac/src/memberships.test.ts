@@ -29,6 +29,10 @@ const TENANTS: Record<string, string> = { "acme-shop": "acme", "acme-blog": "acm
 const ROLES = [
   { name: "editor", permissions: ["surface.update"] },
   { name: "admin", permissions: ["surface.update", "membership.update", "user.read"] },
+  // A plugin's key: it counts in a workspace only once the plugin is in its chain (none is, here).
+  { name: "crm-editor", permissions: ["surface.update", "crm.contacts.update"] },
+  { name: "hooks", permissions: ["webhook.manage"] },
+  { name: "operator", permissions: ["user.read", "tenant.read"] },
 ];
 
 class MemoryMembers implements members.MemberTables {
@@ -229,5 +233,65 @@ describe("the membership routes", () => {
     }
     expect(tables.memberships.get(`acme-shop ${ids.blogger}`)).toEqual(["editor"]);
     expect(revoked).toEqual([]);
+  });
+
+  it("gives no key the caller lacks even where it does not count yet, whoever asks; a platform session with role.update included", async () => {
+    const { tables, call } = stack();
+    tables.memberships.set(`acme-shop ${ids.blogger}`, []);
+    const params = { workspaceKey: "acme-shop", userId: ids.blogger };
+    // A plugin key that counts only once the plugin joins the chain: still not the admin's to give.
+    await expect(
+      call("member-roles.put", members.putMemberRoles, shopAdmin, {
+        params,
+        body: { roles: ["crm-editor"] },
+      }),
+    ).rejects.toMatchObject({
+      extensions: { rule: "grant-only-held-keys", missingPermission: "crm.contacts.update" },
+    });
+    // role.update does not stand in for the keys: a platform session holding it gives only what it holds.
+    const roleManager: Principal = {
+      subject: "role-manager",
+      scope: "platform",
+      workspaceKey: null,
+      permissions: ["role.update", "membership.update"],
+      roles: ["role-manager"],
+    };
+    await expect(
+      call("member-roles.put", members.putMemberRoles, roleManager, { params, body: { roles: ["hooks"] } }),
+    ).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+      extensions: { missingPermission: "webhook.manage" },
+    });
+    expect(tables.memberships.get(`acme-shop ${ids.blogger}`)).toEqual([]);
+  });
+
+  it("neither removes nor re-roles a member stronger than the caller: a co-admin with more keys, a platform operator", async () => {
+    const { tables, revoked, call } = stack();
+    tables.users.set(ids.boss, user(ids.boss, "boss"));
+    tables.users.set(ids.operator, user(ids.operator, "op", "operator"));
+    tables.memberships.set(`acme-shop ${ids.boss}`, ["admin", "hooks"]);
+    tables.memberships.set(`acme-shop ${ids.operator}`, []);
+    const stronger = { code: ErrorCode.Forbidden, extensions: { rule: "target-holds-more-rights" } };
+    for (const userId of [ids.boss, ids.operator]) {
+      const params = { workspaceKey: "acme-shop", userId };
+      await expect(call("members.delete", members.deleteMember, shopAdmin, { params })).rejects.toMatchObject(
+        stronger,
+      );
+      await expect(
+        call("member-roles.put", members.putMemberRoles, shopAdmin, { params, body: { roles: [] } }),
+      ).rejects.toMatchObject(stronger);
+    }
+    expect(tables.memberships.get(`acme-shop ${ids.boss}`)).toEqual(["admin", "hooks"]);
+    expect(tables.memberships.has(`acme-shop ${ids.operator}`)).toBe(true);
+    expect(revoked).toEqual([]);
+    // One who holds what they hold may.
+    const root: Principal = { ...shopAdmin, roles: ["superadmin"] };
+    expect(
+      (
+        await call("members.delete", members.deleteMember, root, {
+          params: { workspaceKey: "acme-shop", userId: ids.boss },
+        })
+      ).status,
+    ).toBe(204);
   });
 });

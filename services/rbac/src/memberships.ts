@@ -3,7 +3,7 @@
  * a workspace session to its own workspace, and every handler checks the same again with the caller's
  * principal. Changing a member's roles or removing a member revokes their sessions in that workspace.
  */
-import { filterWorkspaceKeys, reachOf, SystemRole, WILDCARD } from "@svc/access";
+import { reachOf, SystemRole, WILDCARD } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import type { PlatformEventData, RouteHandlerWith } from "@svc/contracts";
 import { type Db, isForeignKeyViolation, sql } from "@svc/db";
@@ -20,7 +20,7 @@ import {
   type UserRow,
   userView,
 } from "./repository.js";
-import { listUserRows, outranks, rolesOfUser } from "./users.js";
+import { listUserRows, moreRights, outranks, rolesOfUser } from "./users.js";
 
 const notAMember = (workspaceKey: string, userId: string) =>
   new NotFoundError(`User '${userId}' is not a member of '${workspaceKey}'.`);
@@ -190,6 +190,8 @@ export const putMember: MemberHandler<"members.put"> = async (deps, req) => {
 
 export const deleteMember: MemberHandler<"members.delete"> = async (deps, req) => {
   const { workspaceKey, userId } = req.params;
+  if (!(await deps.members.isMember(workspaceKey, userId))) throw notAMember(workspaceKey, userId);
+  await requireNotStronger(deps, req.principal, workspaceKey, userId);
   if (!(await deps.members.remove(workspaceKey, userId))) throw notAMember(workspaceKey, userId);
   await deps.revokeSessions(await deps.members.openSessions(userId, workspaceKey));
   return noContent();
@@ -202,16 +204,16 @@ export const getMemberRoles: MemberHandler<"member-roles.get"> = async (deps, re
 };
 
 /**
- * No one grants what they do not hold: a caller may give member roles only when it
- * holds, in that workspace, every key they would carry there after the sign-in filter; otherwise a 403
- * naming the first key it lacks. A superadmin, a `*` holder and a platform session holding `role.update`
- * (which may define any role anyway) are not limited.
+ * No one grants what they do not hold: a caller may give member roles only when it holds every key they
+ * carry, including keys that do not count in that workspace today (a plugin's before it joins the chain,
+ * which would count at a later sign-in; a platform key, which would make the member look stronger than
+ * those who could change it); otherwise a 403 naming the first key it lacks. A superadmin and a `*` holder
+ * are not limited.
  */
-function requireHeldKeys(deps: MemberDeps, principal: Principal, workspaceKey: string, keys: string[]): void {
+function requireHeldKeys(principal: Principal, workspaceKey: string, keys: readonly string[]): void {
   if (principal.roles.includes(SystemRole.SuperAdmin) || principal.permissions.includes(WILDCARD)) return;
-  if (reachOf(principal).kind === "platform" && principal.permissions.includes("role.update")) return;
   const held = new Set(principal.permissions);
-  const missing = filterWorkspaceKeys(keys, deps.activePlugins(workspaceKey)).find((k) => !held.has(k));
+  const missing = keys.find((k) => !held.has(k));
   if (missing !== undefined) {
     throw new SvcError(
       ErrorCode.Forbidden,
@@ -219,6 +221,27 @@ function requireHeldKeys(deps: MemberDeps, principal: Principal, workspaceKey: s
       { extensions: { missingPermission: missing, rule: "grant-only-held-keys" } },
     );
   }
+}
+
+/**
+ * Refuses (403) to change the membership of a user who holds, in that workspace or platform-wide, a right
+ * the caller does not: a workspace admin does not strip a stronger co-admin, nor a platform operator.
+ */
+async function requireNotStronger(
+  deps: MemberDeps,
+  principal: Principal,
+  workspaceKey: string,
+  userId: string,
+): Promise<void> {
+  const [names, user, roles] = await Promise.all([
+    deps.members.memberRoles(workspaceKey, userId),
+    deps.members.findUser(userId),
+    deps.members.roles(),
+  ]);
+  const held = [...names, ...(user?.global_role ? [user.global_role] : [])];
+  const byName = new Map(roles.map((r) => [r.name, r]));
+  const theirs = held.map((name) => byName.get(name) ?? { name, permissions: [] });
+  if (outranks(principal, theirs)) throw moreRights();
 }
 
 export const putMemberRoles: MemberHandler<"member-roles.put"> = async (deps, req) => {
@@ -236,11 +259,12 @@ export const putMemberRoles: MemberHandler<"member-roles.put"> = async (deps, re
     throw new ValidationError(unknown.map((r) => ({ field: "/body/roles", message: `unknown role '${r}'` })));
   }
   requireHeldKeys(
-    deps,
     req.principal,
     workspaceKey,
     req.body.roles.flatMap((r) => roles.get(r)?.permissions ?? []),
   );
+  // Nor changes the roles of a member stronger than the caller.
+  await requireNotStronger(deps, req.principal, workspaceKey, userId);
   await deps.members.setMemberRoles(workspaceKey, userId, req.body.roles);
   // The member's sessions in this workspace carry the old keys: end them (the new set applies at sign-in).
   await deps.revokeSessions(await deps.members.openSessions(userId, workspaceKey));

@@ -5,6 +5,7 @@
  * silent are closed after the headers timeout; meanwhile `/health` answers another client. Before the cap
  * and the timeouts, the same sockets used up the descriptors and `/health` failed.
  */
+import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 
@@ -27,6 +28,17 @@ afterAll(async () => {
   for (const socket of opened) socket.destroy();
   await h.stopAll();
 });
+
+/**
+ * Handshakes the kernel dropped at a full accept queue on this machine so far (TcpExt ListenDrops): a
+ * socket whose handshake was dropped looks connected to its client, but no process ever holds it.
+ */
+function listenDrops(): number {
+  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n");
+  const [names, values] = lines.filter((l) => l.startsWith("TcpExt:")).map((l) => l.split(/\s+/));
+  const at = names?.indexOf("ListenDrops") ?? -1;
+  return at < 0 ? 0 : Number(values?.[at] ?? 0);
+}
 
 /** Opens `count` silent sockets from `localAddress`; a socket the server closes is released at once. */
 async function silentSockets(count: number, localAddress: string): Promise<{ closedByServer: () => number }> {
@@ -75,6 +87,7 @@ describe("idle connections", () => {
     // and the kernel keeps re-offering the dropped handshakes for half a minute after it. A socket of this
     // test dropped among them stays unseen by the gateway past the deadline (CI runs saw 491 and 493 of 500
     // closed when this test ran second; `nstat` shows no overflow when it runs alone).
+    const dropsBefore = listenDrops();
     const groups: Array<{ closedByServer: () => number }> = [];
     for (const address of clients) groups.push(await silentSockets(100, address));
     const closed = () => groups.reduce((sum, g) => sum + g.closedByServer(), 0);
@@ -85,7 +98,12 @@ describe("idle connections", () => {
     // SYN-ACK retransmissions, the last about 31 s later: so wait up to 35 s (3 s when all goes well).
     const until = Date.now() + 35_000;
     while (closed() < 500 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
-    expect(closed()).toBe(500);
+    // Every socket the gateway was handed is closed. One whose handshake the kernel dropped at a full
+    // accept queue (machine-wide count, so other tests' drops widen it, never narrow it) was never the
+    // gateway's: a loaded CI run saw 496 of 500 closed with drops counted meanwhile.
+    const dropped = listenDrops() - dropsBefore;
+    expect(dropped, "the kernel dropped most handshakes: nothing was tested").toBeLessThan(50);
+    expect(closed()).toBeGreaterThanOrEqual(500 - dropped);
   }, 60_000);
 
   it("one client's 12,000 silent sockets are cut at its cap; /health keeps answering", async () => {

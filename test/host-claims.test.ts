@@ -129,3 +129,34 @@ describe("hosts belong to one tenant", () => {
     expect(refused.status).toBe(409);
   });
 });
+
+describe("paths another workspace of the same tenant serves", () => {
+  it("a workspace admin cannot bind a prefix under a sibling's binding on their tenant's host; the platform can", async () => {
+    // A second workspace of the victim tenant, whose admin would take the site's /login.
+    expect(
+      (await asOperator("PUT", "/api/workspaces/victim-blog", { tenantKey: "victim", name: "Blog" })).status,
+    ).toBe(201);
+    const blogAdmin = await mintToken({
+      scope: "workspace",
+      workspaceKey: "victim-blog",
+      permissions: ["workspace.update"],
+    });
+    const bind = (token: string, pathPrefix: string) =>
+      api("PUT", "/api/workspaces/victim-blog", token, {
+        tenantKey: "victim",
+        name: "Blog",
+        bindings: [{ host: "b.example", pathPrefix }],
+      });
+    const refused = await bind(blogAdmin, "/login");
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.json()).toMatchObject({ rule: "binding-under-another-workspace" });
+    expect(refused.text).not.toContain("victim-site");
+    const resolved = await http(`${base}/workspace/public/resolve`, {
+      headers: { host: "b.example", "x-forwarded-uri": "/login" },
+    });
+    expect(resolved.json()).toEqual({ resolved: true, workspaceKey: "victim-site" });
+    // A platform operator splits the host deliberately; the blog's admin then keeps its binding.
+    expect((await bind(operator, "/blog")).status).toBe(200);
+    expect((await bind(blogAdmin, "/blog")).status).toBe(200);
+  });
+});

@@ -62,6 +62,26 @@ class MemoryWorkspaces implements WorkspaceTables {
                 .map((b) => ({ ...b, workspaceKey: w.key })),
             );
         },
+        async shadowed(bindings: readonly WorkspaceBinding[]) {
+          const mine = stored.get(key)?.bindings ?? [];
+          const fresh = bindings.filter(
+            (n) => !mine.some((m) => m.host === n.host && m.pathPrefix === n.pathPrefix),
+          );
+          return [...stored.values()]
+            .filter((w) => w.key !== key)
+            .flatMap((w) =>
+              w.bindings
+                .filter((b) =>
+                  fresh.some(
+                    (n) =>
+                      n.host === b.host &&
+                      n.pathPrefix !== b.pathPrefix &&
+                      (b.pathPrefix === "/" || n.pathPrefix.startsWith(`${b.pathPrefix}/`)),
+                  ),
+                )
+                .map((b) => ({ ...b, workspaceKey: w.key })),
+            );
+        },
         async save(f: WorkspaceFields) {
           if (!hosts.tenants.has(f.tenantKey)) return false;
           const old = stored.get(key);
@@ -230,6 +250,55 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
     expect(
       (bad as SvcError & { violations?: Array<{ field: string }> }).violations?.map((v) => v.field),
     ).toEqual(["/body/bindings/0/host", "/body/bindings/1/pathPrefix"]);
+  });
+
+  it("lets no workspace session bind a prefix under another workspace's on its host; a platform session may", async () => {
+    await put("main", {
+      tenantKey: "acme",
+      name: "Main",
+      bindings: [{ host: "acme.example" }, { host: "docs.acme.example", pathPrefix: "/guide" }],
+    });
+    await put("blog", { tenantKey: "acme", name: "Blog", bindings: [{ host: "blog.acme.example" }] });
+    const blogAdmin = { ...shopAdmin, workspaceKey: "blog" };
+    const blogWith = (...extra: Array<{ host: string; pathPrefix?: string }>) =>
+      put(
+        "blog",
+        { tenantKey: "acme", name: "Blog", bindings: [{ host: "blog.acme.example" }, ...extra] },
+        blogAdmin,
+      );
+    // acme.example/login would take main's sign-in page (the longest prefix wins), and so would any path
+    // under /guide on the docs host.
+    for (const taking of [
+      { host: "acme.example", pathPrefix: "/login" },
+      { host: "docs.acme.example", pathPrefix: "/guide/v2" },
+    ]) {
+      const refused = await refusalOf(blogWith(taking));
+      expect(refused.code).toBe(ErrorCode.Conflict);
+      expect(refused.extensions).toMatchObject({ rule: "binding-under-another-workspace" });
+      expect(refused.message).not.toContain("main");
+    }
+    // Beside main's prefix, not under it: the blog's own.
+    expect((await blogWith({ host: "docs.acme.example", pathPrefix: "/blog" })).status).toBe(200);
+    // Its own bindings sent again change nothing, and are not refused once a platform session split a host.
+    expect(
+      (
+        await put("blog", {
+          tenantKey: "acme",
+          name: "Blog",
+          bindings: [{ host: "acme.example", pathPrefix: "/news" }],
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await put(
+          "blog",
+          { tenantKey: "acme", name: "Blog 2", bindings: [{ host: "acme.example", pathPrefix: "/news" }] },
+          blogAdmin,
+        )
+      ).status,
+    ).toBe(200);
+    expect(tables.stored.get("blog")?.bindings).toEqual([{ host: "acme.example", pathPrefix: "/news" }]);
   });
 
   it("gives a host+prefix pair to one workspace, naming the holder to a platform session only", async () => {

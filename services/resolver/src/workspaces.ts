@@ -57,6 +57,13 @@ export interface WorkspaceChange {
   existing(): Promise<{ readonly tenantKey: string; readonly isActive: boolean } | null>;
   /** Those of `bindings` that another workspace holds, with that workspace. */
   taken(bindings: readonly WorkspaceBinding[]): Promise<Array<WorkspaceBinding & { workspaceKey: string }>>;
+  /**
+   * Another workspace's bindings that those of `bindings` this workspace does not hold yet would take
+   * paths from: on the same host, a shorter prefix (`/` included) that the new one lies under.
+   */
+  shadowed(
+    bindings: readonly WorkspaceBinding[],
+  ): Promise<Array<WorkspaceBinding & { workspaceKey: string }>>;
   /** Creates or replaces the workspace's fields; false when its tenant does not exist. */
   save(fields: WorkspaceFields): Promise<boolean>;
   /** The hosts' assignments, for the bindings' claim (their changes serialised from here on). */
@@ -159,6 +166,23 @@ export function workspaceTables(db: Db, outbox: Outbox<PlatformEventData>): Work
               SELECT host, path_prefix, workspace_key FROM resolver.workspace_bindings
               WHERE workspace_key <> ${key}
                 AND (host, path_prefix) IN (SELECT * FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[]))`);
+            return rows.map((r) => ({
+              host: r.host,
+              pathPrefix: r.path_prefix,
+              workspaceKey: r.workspace_key,
+            }));
+          },
+          async shadowed(bindings) {
+            const rows = await tx.any<{ host: string; path_prefix: string; workspace_key: string }>(sql`
+              SELECT DISTINCT b.host, b.path_prefix, b.workspace_key
+              FROM unnest(${bindings.map((x) => x.host)}::text[], ${bindings.map((x) => x.pathPrefix)}::text[])
+                AS n(host, prefix)
+              JOIN resolver.workspace_bindings b
+                ON b.host = n.host AND b.workspace_key <> ${key} AND b.path_prefix <> n.prefix
+               AND (b.path_prefix = '/' OR starts_with(n.prefix, b.path_prefix || '/'))
+              WHERE NOT EXISTS (
+                SELECT 1 FROM resolver.workspace_bindings mine
+                WHERE mine.workspace_key = ${key} AND mine.host = n.host AND mine.path_prefix = n.prefix)`);
             return rows.map((r) => ({
               host: r.host,
               pathPrefix: r.path_prefix,
@@ -308,6 +332,25 @@ export const putWorkspace: Handler<"workspaces.put"> = async (deps, req) => {
                 pathPrefix: t.pathPrefix,
                 ...(platform ? { workspaceKey: t.workspaceKey } : {}),
               })),
+            },
+          },
+        );
+      }
+    }
+    // A workspace session does not take paths that another workspace serves on the same host (a binding
+    // under its prefix would win the longest-prefix match): only a platform session splits a host so.
+    if (bindings !== undefined && !platform) {
+      const under = (await tables.shadowed(bindings))[0];
+      if (under !== undefined) {
+        const where = `${under.host}${under.pathPrefix === "/" ? "" : under.pathPrefix}`;
+        throw new SvcError(
+          ErrorCode.Conflict,
+          `Paths under ${where} are served by another workspace: only a platform session binds a prefix under them.`,
+          {
+            extensions: {
+              rule: "binding-under-another-workspace",
+              host: under.host,
+              pathPrefix: under.pathPrefix,
             },
           },
         );

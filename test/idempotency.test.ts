@@ -4,6 +4,7 @@
  * error answer is replayed too; keys belong to their caller.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
@@ -96,6 +97,52 @@ describe("Idempotency-Key", () => {
     const other = await withKey(API_KEYS[1] as string);
     expect(other.status).toBe(409);
     expect(other.headers["idempotency-replayed"]).toBeUndefined();
+  });
+
+  it("keeps no copy of a secret shown once: a retry of the write gets 409 secret-shown-once, even after NATS lost the keys", async () => {
+    const make = () =>
+      api(
+        "POST",
+        "/api/security/integrations",
+        operator,
+        { name: "crm" },
+        { headers: { "idempotency-key": "sk-1" } },
+      );
+    const first = await make();
+    expect(first.status, first.text).toBe(201);
+    const secret = first.json<{ clientSecret: string }>().clientSecret;
+    const shownOnce = (answer: Awaited<ReturnType<typeof make>>) => {
+      expect(answer.status, answer.text).toBe(409);
+      expect(answer.text).not.toContain(secret);
+      expect(answer.json()).toMatchObject({ rule: "secret-shown-once", doneWithStatus: 201 });
+    };
+    const retry = await make();
+    shownOnce(retry);
+    expect(retry.headers["idempotency-replayed"]).toBe("true");
+    // Neither the gateway's key store nor rbac's outcomes hold it.
+    const nc = await connect(h.natsOptions());
+    try {
+      const bucket = await new Kvm(nc).open(`${h.env.SVC_SUBJECT_PREFIX as string}_idempotency`);
+      const values: string[] = [];
+      for await (const k of await bucket.keys()) values.push((await bucket.get(k))?.string() ?? "");
+      expect(values.length).toBeGreaterThan(0);
+      expect(values.join("\n")).not.toContain(secret);
+      // NATS lost the keys: the retry reaches rbac, whose outcome of the write answers the same.
+      await (
+        await jetstreamManager(nc)
+      ).streams.purge(`KV_${h.env.SVC_SUBJECT_PREFIX as string}_idempotency`);
+    } finally {
+      await nc.close();
+    }
+    const outcomes = await h.sql<{ reply: string | null }>(
+      "SELECT reply::text AS reply FROM rbac.idempotency_outcomes",
+    );
+    expect(outcomes.map((o) => o.reply ?? "").join("\n")).not.toContain(secret);
+    shownOnce(await make());
+    const made = await h.sql<{ n: number }>(
+      "SELECT count(*)::int AS n FROM rbac.integrations WHERE name = 'crm'",
+    );
+    expect(made[0]?.n).toBe(1);
   });
 
   it("answers 503 when the key store cannot be read (NATS lost the bucket), never a 500, and runs nothing", async () => {

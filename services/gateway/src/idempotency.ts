@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 
 import type { KV } from "@nats-io/kv";
 import type { RouteReply } from "@svc/bus";
-import { ConflictError, ErrorCode, SvcError, ValidationError } from "@svc/errors";
+import { ConflictError, ErrorCode, SecretShownOnceError, SvcError, ValidationError } from "@svc/errors";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -30,6 +30,8 @@ interface Done {
   readonly status: number;
   readonly headers?: Record<string, string>;
   readonly body?: unknown;
+  /** The reply showed a secret once: its body is kept nowhere, and a replay is a 409 (`secret-shown-once`). */
+  readonly withheld?: true;
   /** A kept error answer: its code and problem members. */
   readonly error?: { code: string; detail: string; extensions: Record<string, unknown> };
 }
@@ -60,7 +62,13 @@ export class Idempotency {
     }
   }
 
-  async claim(subject: string, key: string, request: unknown): Promise<Claim> {
+  /** `withholdReply`: the route's reply shows a secret once (RouteSpec `secretReply`). */
+  async claim(
+    subject: string,
+    key: string,
+    request: unknown,
+    options: { readonly withholdReply?: boolean } = {},
+  ): Promise<Claim> {
     const kvKey = createHash("sha256").update(`${subject}\n${key}`).digest("base64url").replaceAll("-", "_");
     const fingerprint = createHash("sha256").update(JSON.stringify(request)).digest("base64url");
     const kv = this.kv();
@@ -74,7 +82,7 @@ export class Idempotency {
         } catch {
           continue; // another request with this key claimed it meanwhile
         }
-        return this.running(kv, kvKey, fingerprint);
+        return this.running(kv, kvKey, fingerprint, options.withholdReply === true);
       }
       const entry = JSON.parse(existing.string()) as Entry;
       if (entry.fingerprint !== fingerprint) {
@@ -82,6 +90,10 @@ export class Idempotency {
           ErrorCode.IdempotencyKeyReused,
           "This Idempotency-Key was used with a different request.",
         );
+      }
+      if (entry.state === "done" && entry.withheld === true) {
+        const error = new SecretShownOnceError(entry.status, entry.headers?.location);
+        return { kind: "replay", reply: { status: error.status }, error };
       }
       if (entry.state === "done") {
         const reply: RouteReply = {
@@ -109,7 +121,7 @@ export class Idempotency {
           JSON.stringify({ state: "in-flight", fingerprint, at: Date.now() } satisfies InFlight),
           existing.revision,
         );
-        return this.running(kv, kvKey, fingerprint);
+        return this.running(kv, kvKey, fingerprint, options.withholdReply === true);
       } catch {
         // raced: read again
       }
@@ -117,18 +129,27 @@ export class Idempotency {
     throw new ConflictError("A request with this Idempotency-Key is still being processed; retry later.");
   }
 
-  private running(kv: KV, kvKey: string, fingerprint: string): Claim {
+  private running(kv: KV, kvKey: string, fingerprint: string, withhold: boolean): Claim {
     return {
       kind: "run",
       forward: { key: kvKey, fingerprint },
       finish: async (result) => {
-        const done: Done = {
-          state: "done",
-          fingerprint,
-          status: result.status,
-          ...(result.headers ? { headers: { ...result.headers } } : {}),
-          ...(result.body === undefined ? {} : { body: result.body }),
-        };
+        const location = result.headers?.location;
+        const done: Done = withhold
+          ? {
+              state: "done",
+              fingerprint,
+              status: result.status,
+              withheld: true,
+              ...(location === undefined ? {} : { headers: { location } }),
+            }
+          : {
+              state: "done",
+              fingerprint,
+              status: result.status,
+              ...(result.headers ? { headers: { ...result.headers } } : {}),
+              ...(result.body === undefined ? {} : { body: result.body }),
+            };
         await kv.put(kvKey, JSON.stringify(done)).catch(() => undefined);
       },
       fail: async (error) => {

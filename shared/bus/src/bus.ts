@@ -128,7 +128,15 @@ export interface KeyedWrites {
    * and given again to every later request with the key; another request (`fingerprint`) under a used
    * key is a 422.
    */
-  run<T>(key: string, fingerprint: string, work: () => Promise<T>): Promise<T>;
+  run<T>(
+    key: string,
+    fingerprint: string,
+    work: () => Promise<T>,
+    options?: {
+      /** The answer shows a secret once: keep its status and location, not its body (see RouteSpec). */
+      readonly withholdReply?: boolean;
+    },
+  ): Promise<T>;
 }
 
 /**

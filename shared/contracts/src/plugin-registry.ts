@@ -261,6 +261,7 @@ const IssuedCredential = Type.Intersect([
 export const pluginRegistryRoutes = defineRoutes("plugin-registry", {
   "plugins.credentials.issue": {
     method: "POST",
+    secretReply: true,
     path: "/api/plugins/:id/credentials",
     permission: "plugin.execute",
     platformOnly: true,

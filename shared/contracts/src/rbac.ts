@@ -310,6 +310,7 @@ export const rbacRoutes = defineRoutes("rbac", {
   },
   "integrations.create": {
     method: "POST",
+    secretReply: true,
     path: "/api/security/integrations",
     permission: "integration.manage",
     summary: "Create an integration; its secret is shown once",

@@ -47,6 +47,12 @@ export interface RouteSpec {
    * `Content-Disposition`.
    */
   readonly download?: boolean;
+  /**
+   * The reply shows a secret once (a credential, a client secret): a write sent with an Idempotency-Key
+   * keeps its status and location but not its body, in the gateway's key store and in the service's
+   * outcomes, and a retry with the key answers 409 (`rule: "secret-shown-once"`).
+   */
+  readonly secretReply?: boolean;
 }
 
 type StaticOf<S, K extends string, Default> = S extends { readonly [P in K]: infer T extends TSchema }

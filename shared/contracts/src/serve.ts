@@ -45,8 +45,11 @@ export function serveRoute<S extends RouteSpec, Subject extends string>(
       const keyed = bus.keyedWrites;
       const reply =
         key !== undefined && fingerprint !== undefined && keyed !== undefined && route.method !== "GET"
-          ? await keyed.run(`${principal.subject}\n${key}`, fingerprint, async () =>
-              handler(request, context),
+          ? await keyed.run(
+              `${principal.subject}\n${key}`,
+              fingerprint,
+              async () => handler(request, context),
+              { withholdReply: route.secretReply === true },
             )
           : await handler(request, context);
       if (checkReplies) route.checkReply(reply);

@@ -306,6 +306,7 @@ export const webhookRoutes = defineRoutes("webhook-dispatcher", {
   },
   "webhooks.rotate-secret": {
     method: "POST",
+    secretReply: true,
     path: "/api/webhooks/:id/secret/rotate",
     permission: "webhook.manage",
     summary:

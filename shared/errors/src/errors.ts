@@ -77,6 +77,24 @@ export class ConflictError extends SvcError {
   }
 }
 
+/**
+ * A retry with an Idempotency-Key of a write whose reply showed a secret once (a credential, a client
+ * secret): the write was done, but its reply is kept nowhere, so it is not shown again. The extensions say
+ * what it answered (`doneWithStatus`, and `location` when it named one) so the client can find what it made.
+ */
+export class SecretShownOnceError extends SvcError {
+  override readonly name = "SecretShownOnceError";
+  constructor(status: number, location?: string) {
+    super(
+      ErrorCode.Conflict,
+      `The request with this Idempotency-Key was done (${status}); its reply held a secret that is shown once and kept nowhere, so it is not shown again. Issue a new one if it was lost.`,
+      {
+        extensions: { rule: "secret-shown-once", doneWithStatus: status, ...(location ? { location } : {}) },
+      },
+    );
+  }
+}
+
 export class ServiceUnavailableError extends SvcError {
   override readonly name = "ServiceUnavailableError";
   constructor(service: string, options: ErrorOptions & { operation?: string } = {}) {

@@ -7,6 +7,7 @@ export {
   InternalError,
   NotFoundError,
   RateLimitedError,
+  SecretShownOnceError,
   ServiceUnavailableError,
   SvcError,
   type SvcErrorOptions,

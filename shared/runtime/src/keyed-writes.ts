@@ -21,7 +21,7 @@ import { createHash } from "node:crypto";
 
 import type { KeyedWrites } from "@svc/bus";
 import { type Db, type Queries, raw, sql } from "@svc/db";
-import { ErrorCode, SvcError } from "@svc/errors";
+import { ErrorCode, SecretShownOnceError, SvcError } from "@svc/errors";
 
 export type KeyedWritesMode = "transaction" | "after-handler";
 
@@ -43,6 +43,11 @@ interface OutcomeRow {
 
 type Outcome<T> = { readonly reply: T } | { readonly error: SvcError };
 
+/** A reply's `location` header alone (what a withheld reply keeps). */
+function pickLocation(headers: Record<string, string> | undefined): Record<string, string> {
+  return headers?.location === undefined ? {} : { location: headers.location };
+}
+
 export class KeyedOutcomes implements KeyedWrites {
   private readonly table;
   private lastSweep = 0;
@@ -57,8 +62,14 @@ export class KeyedOutcomes implements KeyedWrites {
     this.table = raw(`${schema}.idempotency_outcomes`);
   }
 
-  async run<T>(scopedKey: string, fingerprint: string, work: () => Promise<T>): Promise<T> {
+  async run<T>(
+    scopedKey: string,
+    fingerprint: string,
+    work: () => Promise<T>,
+    options: { readonly withholdReply?: boolean } = {},
+  ): Promise<T> {
     this.sweep();
+    const withhold = options.withholdReply === true;
     const key = createHash("sha256").update(scopedKey).digest("base64url");
     const outcome =
       this.mode === "transaction"
@@ -79,10 +90,10 @@ export class KeyedOutcomes implements KeyedWrites {
               RETURNING key`);
             if (claimed === null) return this.replay<T>(await this.read(key), fingerprint);
             const result = await this.attempt(() => this.db.transaction(() => work()));
-            await this.keep(tx, key, fingerprint, result, "update");
+            await this.keep(tx, key, fingerprint, result, "update", withhold);
             return result;
           })
-        : await this.runThenKeep(key, fingerprint, work);
+        : await this.runThenKeep(key, fingerprint, work, withhold);
     if ("error" in outcome) throw outcome.error;
     return outcome.reply;
   }
@@ -91,11 +102,12 @@ export class KeyedOutcomes implements KeyedWrites {
     key: string,
     fingerprint: string,
     work: () => Promise<T>,
+    withhold: boolean,
   ): Promise<Outcome<T>> {
     const existing = await this.read(key);
     if (existing !== null) return this.replay<T>(existing, fingerprint);
     const result = await this.attempt(work);
-    await this.keep(this.db, key, fingerprint, result, "insert");
+    await this.keep(this.db, key, fingerprint, result, "insert", withhold);
     return result;
   }
 
@@ -131,7 +143,10 @@ export class KeyedOutcomes implements KeyedWrites {
         }),
       };
     }
-    const reply = row.reply as { headers?: Record<string, string> };
+    const reply = row.reply as { headers?: Record<string, string>; withheld?: true; status?: number };
+    if (reply.withheld === true) {
+      return { error: new SecretShownOnceError(reply.status ?? 200, reply.headers?.location) };
+    }
     return { reply: { ...reply, headers: { ...reply.headers, "idempotency-replayed": "true" } } as T };
   }
 
@@ -141,10 +156,22 @@ export class KeyedOutcomes implements KeyedWrites {
     fingerprint: string,
     outcome: Outcome<T>,
     how: "insert" | "update",
+    withhold: boolean,
   ): Promise<void> {
     const status =
       "error" in outcome ? outcome.error.status : ((outcome.reply as { status?: number }).status ?? 200);
-    const reply = "error" in outcome ? null : JSON.stringify(outcome.reply);
+    // A secret shown once is kept nowhere: only what the reply said besides it.
+    const kept =
+      "error" in outcome || !withhold
+        ? "reply" in outcome
+          ? outcome.reply
+          : undefined
+        : {
+            withheld: true,
+            status,
+            headers: pickLocation((outcome.reply as { headers?: Record<string, string> }).headers),
+          };
+    const reply = "error" in outcome ? null : JSON.stringify(kept);
     const error =
       "error" in outcome
         ? JSON.stringify({

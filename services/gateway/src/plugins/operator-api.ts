@@ -263,12 +263,17 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
             // Keys are the caller's own: per subject, session scope and workspace. An upload's fingerprint
             // is its content hash, size, type and name, so a retry of the same file replays.
             try {
-              claim = await idempotency.claim(idempotencyOwner(principal), key, {
-                method: route.method,
-                path: request.url.split("?")[0],
-                query: forwarded.query,
-                body: forwarded.body,
-              });
+              claim = await idempotency.claim(
+                idempotencyOwner(principal),
+                key,
+                {
+                  method: route.method,
+                  path: request.url.split("?")[0],
+                  query: forwarded.query,
+                  body: forwarded.body,
+                },
+                { withholdReply: route.secretReply === true },
+              );
             } catch (error) {
               if (error instanceof SvcError) throw error;
               // The key store (NATS KV) cannot be read: nothing ran; the client retries (found by make chaos

@@ -1,4 +1,5 @@
 import { listWorkspace } from "@svc/access";
+import type { Principal } from "@svc/bus";
 import { type jobRoutes, type RouteHandlerWith } from "@svc/contracts";
 import { type Listing, type Queries, readPage, toPage } from "@svc/db";
 import { ConflictError, NotFoundError } from "@svc/errors";
@@ -14,9 +15,8 @@ import {
 } from "@svc/jobs";
 
 type JobsList = (typeof jobRoutes)["jobs.list"];
-type JobsRetry = (typeof jobRoutes)["jobs.retry"];
-type JobsRunNow = (typeof jobRoutes)["jobs.run-now"];
-type JobsCancel = (typeof jobRoutes)["jobs.cancel"];
+/** The actions on one job: retry, run now, cancel (the same params and reply). */
+type JobsAction = (typeof jobRoutes)["jobs.retry" | "jobs.run-now" | "jobs.cancel"];
 
 /** Newest first by id; the cursor carries the last id seen (an int8). */
 const JOBS: Listing = { tag: "jobs", kinds: ["bigint"] };
@@ -72,44 +72,47 @@ function actionReply(id: string, outcome: JobActionOutcome, applies: string) {
 }
 
 /**
+ * A route acting on one job the caller reaches: what it does, and the statuses it applies to. The three
+ * routes share their params and reply (the contracts say so; the service's implementation checks it).
+ */
+function jobAction(
+  act: (
+    jobs: JobsRepository,
+    id: string,
+    workspaceKey: string | undefined,
+    principal: Principal,
+  ) => Promise<JobActionOutcome>,
+  applies: string,
+): RouteHandlerWith<{ readonly jobs: JobsRepository }, JobsAction> {
+  return async (deps, { principal, params }) =>
+    actionReply(
+      params.id,
+      await act(deps.jobs, params.id, listWorkspace(principal, undefined), principal),
+      applies,
+    );
+}
+
+/**
  * `POST /api/jobs/{id}/retry`: a dead letter back in the queue for one more attempt. A workspace session
  * reaches its workspace's jobs only.
  */
-export const retryJobRoute: RouteHandlerWith<{ readonly jobs: JobsRepository }, JobsRetry> = async (
-  deps,
-  { principal, params },
-) =>
-  actionReply(
-    params.id,
-    await deps.jobs.retry(params.id, listWorkspace(principal, undefined)),
-    "only a Failed job (a dead letter) is retried.",
-  );
+export const retryJobRoute = jobAction(
+  (jobs, id, workspaceKey) => jobs.retry(id, workspaceKey),
+  "only a Failed job (a dead letter) is retried.",
+);
 
 /** `POST /api/jobs/{id}/run-now`: a waiting job due now (its backoff or circuit wait skipped). */
-export const runJobNowRoute: RouteHandlerWith<{ readonly jobs: JobsRepository }, JobsRunNow> = async (
-  deps,
-  { principal, params },
-) =>
-  actionReply(
-    params.id,
-    await deps.jobs.runNow(params.id, listWorkspace(principal, undefined)),
-    "only a waiting (Pending) job is made due now.",
-  );
+export const runJobNowRoute = jobAction(
+  (jobs, id, workspaceKey) => jobs.runNow(id, workspaceKey),
+  "only a waiting (Pending) job is made due now.",
+);
 
 /**
  * `POST /api/jobs/{id}/cancel`: a waiting job ended as a dead letter; its last error says who ended it
  * (the caller's user name, or its id for an API client).
  */
-export const cancelJobRoute: RouteHandlerWith<{ readonly jobs: JobsRepository }, JobsCancel> = async (
-  deps,
-  { principal, params },
-) =>
-  actionReply(
-    params.id,
-    await deps.jobs.cancel(
-      params.id,
-      listWorkspace(principal, undefined),
-      `Cancelled by ${principal.name ?? principal.subject}.`,
-    ),
-    "only a waiting (Pending) job is cancelled; a running one finishes its attempt.",
-  );
+export const cancelJobRoute = jobAction(
+  (jobs, id, workspaceKey, principal) =>
+    jobs.cancel(id, workspaceKey, `Cancelled by ${principal.name ?? principal.subject}.`),
+  "only a waiting (Pending) job is cancelled; a running one finishes its attempt.",
+);

@@ -57,8 +57,50 @@ export interface FlowRunPayload {
 /** A flow's run on one event: five attempts. */
 export const flowRunJob = defineJob<FlowRunPayload>("flow.run", { maxAttempts: 5 });
 
+/** What a run reads and writes besides its actions: the flow's state, its steps, its chain's budget. */
+export interface FlowRunTables {
+  /** Whether the flow is on; null when it was deleted. */
+  flowIsActive(flowId: string): Promise<boolean | null>;
+  /** The steps of this run that finished before. */
+  doneSteps(runKey: string): Promise<ReadonlySet<number>>;
+  /** Records a finished step (once). */
+  markStepDone(runKey: string, step: number): Promise<void>;
+  /** Counts one more event published in the chain `rootEventId` started: how many now. */
+  countChainEvent(rootEventId: string): Promise<number>;
+}
+
+/** The flow tables in PostgreSQL. */
+export function flowRunTables(db: Db): FlowRunTables {
+  return {
+    flowIsActive: async (flowId) =>
+      (
+        await db.maybeOne<{ is_active: boolean }>(sql`
+          SELECT is_active FROM webhook_dispatcher.flows WHERE id = ${flowId}`)
+      )?.is_active ?? null,
+    doneSteps: async (runKey) =>
+      new Set(
+        (
+          await db.any<{ step: number }>(sql`
+            SELECT step FROM webhook_dispatcher.flow_steps WHERE run_key = ${runKey}`)
+        ).map((r) => r.step),
+      ),
+    markStepDone: async (runKey, step) => {
+      await db.query(sql`
+        INSERT INTO webhook_dispatcher.flow_steps (run_key, step) VALUES (${runKey}, ${step})
+        ON CONFLICT DO NOTHING`);
+    },
+    countChainEvent: async (rootEventId) =>
+      (
+        await db.one<{ published: number }>(sql`
+          INSERT INTO webhook_dispatcher.flow_fanout (root_event_id, published) VALUES (${rootEventId}, 1)
+          ON CONFLICT (root_event_id) DO UPDATE SET published = webhook_dispatcher.flow_fanout.published + 1
+          RETURNING published`)
+      ).published,
+  };
+}
+
 export interface FlowRunDeps extends OutboundDeps {
-  readonly db: Db;
+  readonly runs: FlowRunTables;
   /** Which workspaces may raise each plugin event (the plugin's chain). */
   readonly pluginEvents: PluginEventScopes;
   readonly events: EventPublisher;
@@ -75,11 +117,7 @@ export interface FlowRunDeps extends OutboundDeps {
  * published). A step run again after a failure counts again: the budget errs on the side of fewer events.
  */
 async function spendBudget(deps: FlowRunDeps, rootEventId: string): Promise<boolean> {
-  const row = await deps.db.one<{ published: number }>(sql`
-    INSERT INTO webhook_dispatcher.flow_fanout (root_event_id, published) VALUES (${rootEventId}, 1)
-    ON CONFLICT (root_event_id) DO UPDATE SET published = webhook_dispatcher.flow_fanout.published + 1
-    RETURNING published`);
-  return row.published <= deps.flowEventBudget;
+  return (await deps.runs.countChainEvent(rootEventId)) <= deps.flowEventBudget;
 }
 
 /** `{{event}}`, `{{eventId}}`, `{{workspaceKey}}`, `{{occurredAtUtc}}`, `{{data.a.b}}`; unknown: empty. */
@@ -223,24 +261,15 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
 
 export async function runFlow(deps: FlowRunDeps, job: ClaimedJob<FlowRunPayload>): Promise<void> {
   const p = job.payload;
-  const flow = await deps.db.maybeOne<{ is_active: boolean }>(sql`
-    SELECT is_active FROM webhook_dispatcher.flows WHERE id = ${p.flowId}`);
   // A flow disabled or deleted since the event matched runs no more actions.
-  if (flow === null || !flow.is_active) return;
+  if ((await deps.runs.flowIsActive(p.flowId)) !== true) return;
   await deferWhilePaused(deps, p.workspaceKey);
   const runKey = `${p.eventId}:${p.flowId}`;
-  const done = new Set(
-    (
-      await deps.db.any<{ step: number }>(sql`
-        SELECT step FROM webhook_dispatcher.flow_steps WHERE run_key = ${runKey}`)
-    ).map((r) => r.step),
-  );
+  const done = await deps.runs.doneSteps(runKey);
   for (const [step, action] of p.actions.entries()) {
     if (done.has(step)) continue;
     await runAction(deps, p, action, `${runKey}:${step}`);
-    await deps.db.query(sql`
-      INSERT INTO webhook_dispatcher.flow_steps (run_key, step) VALUES (${runKey}, ${step})
-      ON CONFLICT DO NOTHING`);
+    await deps.runs.markStepDone(runKey, step);
   }
 }
 

@@ -23,7 +23,7 @@ import {
 } from "./deliveries.js";
 import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
 import { EventSources } from "./event-sources.js";
-import { flowRunJob, pruneFlowSteps, runFlow } from "./flow-run.js";
+import { flowRunJob, flowRunTables, pruneFlowSteps, runFlow } from "./flow-run.js";
 import * as flows from "./flows.js";
 import { createTargetPolicy } from "./http-client.js";
 import { deliverJob, recoverJob } from "./jobs.js";
@@ -124,7 +124,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     // What deliveries and flow runs need; the time limit and the answer size are read per attempt: both
     // can change at run time.
     const outbound = {
-      db,
+      runs: flowRunTables(db),
       tables: attemptTables(db),
       wakeWaiting: (waitingOn: string) => wakeJobsWaitingOn(db, waitingOn),
       subscriptions: subscriptionCache,

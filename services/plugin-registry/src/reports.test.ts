@@ -15,6 +15,7 @@ import {
   type AuditRow,
   compatibilityOf,
   contractCompatibility,
+  contributions,
   type ReportTables,
 } from "./reports.js";
 
@@ -60,7 +61,15 @@ describe("contract compatibility", () => {
 /** The registry's tables in memory: installed plugins, and audit entries each about a workspace or none. */
 class MemoryReports implements ReportTables {
   readonly entries: Array<AuditRow & { workspace_key: string | null }> = [];
-  constructor(private readonly installed: PluginRow[] = []) {}
+  constructor(
+    private readonly installed: PluginRow[] = [],
+    /** The workspaces whose chain holds each plugin while it is entitled there. */
+    readonly chains = new Map<string, string[]>(),
+  ) {}
+
+  async entitledChains() {
+    return this.chains;
+  }
 
   add(action: string, pluginId: string | null, workspaceKey: string | null) {
     this.entries.push({
@@ -160,5 +169,69 @@ describe("GET /api/plugins/contracts/compatibility", () => {
       ["newer", false, 1],
       ["later-host", false, 1],
     ]);
+  });
+});
+
+describe("what the registry tells the other services (contributions.list)", () => {
+  it("gives each plugin its keys, events with their schemas, routes, custom fields and entitled chains", async () => {
+    const row = {
+      ...plugin(PLUGIN_CONTRACT.current),
+      name: "shop",
+      tier: "application",
+      package_sha256: "ab".repeat(32),
+      signed: true,
+      signer_fingerprint: null,
+      publisher_id: null,
+      theme: null,
+      state: "active",
+      failure_reason: null,
+      refused_reason: null,
+      installed_at: new Date(0),
+      updated_at: new Date(0),
+    } as PluginRow;
+    row.registry = {
+      ...row.registry,
+      events: ["shop.order-placed"],
+      eventSchemas: {
+        "shop.order-placed": { schema: { type: "object" }, example: { orderId: "o-1" } },
+      },
+      sensitiveFields: ["cardNumber"],
+      routes: [{ method: "POST", path: "/orders", handler: "place" }],
+      customFields: [{ entityName: "user", key: "tier" }],
+    };
+    const other = { ...row, plugin_id: "idle" };
+    const reports = new MemoryReports([row, other], new Map([["shop", ["alpha", "beta"]]]));
+    const { plugins } = await contributions(reports);
+    expect(plugins).toHaveLength(2);
+    expect(plugins[0]).toMatchObject({
+      pluginId: "shop",
+      state: "active",
+      events: ["shop.order-placed"],
+      eventSchemas: [
+        {
+          eventName: "shop.order-placed",
+          description: null,
+          schema: { type: "object" },
+          example: { orderId: "o-1" },
+        },
+      ],
+      sensitiveFields: ["cardNumber"],
+      routes: [{ method: "POST", path: "/orders", permission: "", handler: "place" }],
+      // A field's defaults filled in: its label is its key, its type text.
+      customFields: [
+        {
+          entityName: "user",
+          key: "tier",
+          label: "tier",
+          type: "text",
+          required: false,
+          options: [],
+          description: null,
+        },
+      ],
+      workspaces: ["alpha", "beta"],
+    });
+    // A plugin in no entitled chain is raised nowhere.
+    expect(plugins[1]).toMatchObject({ pluginId: "idle", workspaces: [] });
   });
 });

@@ -39,6 +39,8 @@ export interface AuditRow {
 export interface ReportTables {
   /** Every installed plugin. */
   plugins(): Promise<PluginRow[]>;
+  /** Each plugin's workspaces whose chain holds it while it is entitled there, by plugin id. */
+  entitledChains(): Promise<ReadonlyMap<string, readonly string[]>>;
   /**
    * Audit entries newest first by id, after the page's cursor, one more than the limit: those about one
    * workspace (null: all) and one plugin (undefined: any).
@@ -54,6 +56,14 @@ export interface ReportTables {
 export function reportTables(db: Queries): ReportTables {
   return {
     plugins: () => allPlugins(db),
+    entitledChains: async () => {
+      // Only chains the plugin is still entitled to count (a withdrawn or expired grant drops it here).
+      const chains = await db.any<{ plugin_id: string; workspaces: string[] }>(sql`
+        SELECT w.plugin_id, array_agg(w.workspace_key ORDER BY w.workspace_key) AS workspaces
+        FROM plugin_registry.workspace_plugins w JOIN plugin_registry.plugins p USING (plugin_id)
+        WHERE ${chainEntitled} GROUP BY w.plugin_id`);
+      return new Map(chains.map((c) => [c.plugin_id, c.workspaces]));
+    },
     audit: (only, pluginId, { limit, after }) =>
       db.any<AuditRow>(sql`
         SELECT a.id::text AS id, at, actor, actor_name, action, plugin_id, version, outcome, reason
@@ -234,14 +244,8 @@ export const auditLog: HandlerWith<{ readonly reports: ReportTables }, "plugins.
 };
 
 /** What every installed plugin contributes (rbac and the webhook dispatcher follow it). */
-export async function contributions(db: Queries) {
-  const rows = await allPlugins(db);
-  // Only chains the plugin is still entitled to count (a withdrawn or expired grant drops it here).
-  const chains = await db.any<{ plugin_id: string; workspaces: string[] }>(sql`
-    SELECT w.plugin_id, array_agg(w.workspace_key ORDER BY w.workspace_key) AS workspaces
-    FROM plugin_registry.workspace_plugins w JOIN plugin_registry.plugins p USING (plugin_id)
-    WHERE ${chainEntitled} GROUP BY w.plugin_id`);
-  const assigned = new Map(chains.map((c) => [c.plugin_id, c.workspaces]));
+export async function contributions(reports: Pick<ReportTables, "plugins" | "entitledChains">) {
+  const [rows, assigned] = await Promise.all([reports.plugins(), reports.entitledChains()]);
   return {
     plugins: rows.map((row) => {
       const v = view(row);
@@ -264,7 +268,7 @@ export async function contributions(db: Queries) {
           permission: r.permission ?? "",
           handler: r.handler,
         })),
-        workspaces: assigned.get(row.plugin_id) ?? [],
+        workspaces: [...(assigned.get(row.plugin_id) ?? [])],
         customFields: (row.registry.customFields ?? []).map((f) => ({
           entityName: f.entityName,
           key: f.key,

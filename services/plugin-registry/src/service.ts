@@ -152,7 +152,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
     const messages: MessageImplementation<typeof pluginRegistryContract.messages> = {
       "surface.render": (request) =>
         renderSurface({ db, themes: themeTables, runtime, renderer, log }, request),
-      "contributions.list": () => reports.contributions(db),
+      "contributions.list": () => reports.contributions(reportDeps.reports),
       "workspace.public": async ({ workspaceKey }) => ({
         chain: await assignments.publicChain(db, workspaceKey),
         theme: await themes.themeOf(themeTables, workspaceKey),

@@ -930,6 +930,21 @@ describe("delivery", () => {
     expect(got).toMatchObject({ authorization: "Bearer receiver-key", "x-route": "crm" });
     // The platform's own headers are still there, and still its own.
     expect(await verify("s", own.received[0]?.body ?? "", got["x-svc-signature"] as string)).toBe(true);
+    // Pointed at another receiver without its headers given again: the old receiver's credentials stay
+    // behind (the next delivery there carries none).
+    const other = new Receiver();
+    await other.start();
+    ownReceivers.push(other);
+    const id = made.json<{ id: string }>().id;
+    const moved = await asOperator("PUT", `/api/webhooks/${id}`, {
+      eventName: "user.updated",
+      targetUrl: other.url,
+    });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.json()).toMatchObject({ headerNames: [] });
+    await events.publish("user.updated", null, { n: 2 });
+    await other.waitFor(1);
+    expect(other.received[0]?.headers.authorization).toBeUndefined();
     const forged = await asOperator("POST", "/api/webhooks", {
       eventName: "user.updated",
       targetUrl: own.url,

@@ -57,15 +57,20 @@ export class MemorySubscriptions implements SubscriptionRepository {
     this.calls++;
     const row = this.lookup(id, within);
     if (row === undefined) return null;
+    // Left out, the custom headers stay only while the target does (as the SQL does).
+    const headers =
+      c.headers !== undefined
+        ? { header_names: [...(c.headers?.names ?? [])], headersSealed: c.headers?.sealed ?? null }
+        : row.target_url === c.targetUrl
+          ? {}
+          : { header_names: [], headersSealed: null };
     Object.assign(row, {
       event_name: c.eventName,
       target_url: c.targetUrl,
       include_sensitive_data: c.includeSensitiveData,
       description: c.description,
       throttle_per_second: c.throttlePerSecond,
-      ...(c.headers === undefined
-        ? {}
-        : { header_names: [...(c.headers?.names ?? [])], headersSealed: c.headers?.sealed ?? null }),
+      ...headers,
       ...(c.ed25519 === undefined ? {} : { ed25519_public_key: c.ed25519?.publicKey ?? null }),
       updated_at: new Date((this.clock += 1_000)),
       secretSealed: c.secretSealed ?? row.secretSealed,

@@ -134,7 +134,7 @@ describe("webhook subscriptions", () => {
     expect(tables.rows.map((r) => r.id)).toEqual([alpha]);
   });
 
-  it("keeps custom headers sealed, shows only their names, refuses the platform's own, and keeps them on a PUT that leaves them out", async () => {
+  it("keeps custom headers sealed, shows only their names, refuses the platform's own, and keeps them on a PUT that leaves them out while the target stays", async () => {
     const tables = new MemorySubscriptions();
     const api = routes(tables);
     const made = await api.create(operator, {
@@ -150,12 +150,24 @@ describe("webhook subscriptions", () => {
       "X-Route": "crm",
     });
     const id = made.body?.id as string;
-    // Left out: kept; `{}`: removed.
+    // Left out: kept while the target stays; `{}`: removed.
     const kept = await api.replace(operator, id, hook());
     expect(kept.body?.headerNames).toEqual(["Authorization", "X-Route"]);
     const cleared = await api.replace(operator, id, { ...hook(), headers: {} });
     expect(cleared.body?.headerNames).toEqual([]);
     expect(tables.rows[0]?.headersSealed).toBeNull();
+    // Left out on a PUT that points the subscription elsewhere: dropped, so the receiver's credentials
+    // never go to another URL; given again, kept.
+    await api.replace(operator, id, { ...hook(), headers: { Authorization: "Bearer receiver-key" } });
+    const moved = await api.replace(operator, id, { ...hook(), targetUrl: "https://other.example.net/in" });
+    expect(moved.body?.headerNames).toEqual([]);
+    expect(tables.rows[0]?.headersSealed).toBeNull();
+    const given = await api.replace(operator, id, {
+      ...hook(),
+      targetUrl: "https://elsewhere.example.net/in",
+      headers: { Authorization: "Bearer other-key" },
+    });
+    expect(given.body?.headerNames).toEqual(["Authorization"]);
     // The platform's own headers, HTTP's, a name twice, a line break, too many: 400s naming the header.
     for (const headers of [
       { "X-Svc-Signature": "forged" },

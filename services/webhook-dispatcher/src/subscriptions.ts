@@ -296,10 +296,12 @@ export function subscriptionTables(db: Db): SubscriptionRepository {
               THEN previous_secret_expires_at END,
             include_sensitive_data = ${c.includeSensitiveData}, description = ${c.description},
             throttle_per_second = ${c.throttlePerSecond},
+            -- Left out, the custom headers stay only while the target does: their values (a receiver's
+            -- credentials) never go to another URL.
             header_names = CASE WHEN ${c.headers !== undefined} THEN ${[...(c.headers?.names ?? [])]}::text[]
-              ELSE header_names END,
+              WHEN target_url = ${c.targetUrl} THEN header_names ELSE '{}'::text[] END,
             headers_sealed = CASE WHEN ${c.headers !== undefined} THEN ${c.headers?.sealed ?? null}::text
-              ELSE headers_sealed END,
+              WHEN target_url = ${c.targetUrl} THEN headers_sealed END,
             ed25519_private_sealed = CASE WHEN ${c.ed25519 !== undefined}
               THEN ${c.ed25519?.privateSealed ?? null}::text ELSE ed25519_private_sealed END,
             ed25519_public_key = CASE WHEN ${c.ed25519 !== undefined}

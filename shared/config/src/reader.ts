@@ -186,8 +186,13 @@ export class Reader {
 }
 
 const SECRET_NAME = /key|secret|password|token/i;
+/** Addresses can carry credentials (`postgres://user:password@host`), in a form no pattern finds when broken. */
+const ADDRESS_NAME = /url|uri|dsn|endpoint/i;
 function redact(label: string, value: string): string {
-  return SECRET_NAME.test(label) ? "<redacted>" : value;
+  if (SECRET_NAME.test(label)) return "<redacted>";
+  if (ADDRESS_NAME.test(label))
+    return `<${value.length} characters, not shown: an address may hold credentials>`;
+  return value;
 }
 
 export function urlCheck(protocols: readonly string[]) {

@@ -242,6 +242,9 @@ describe("tracing across the hops", () => {
       "webhook-dispatcher:POST",
     ]);
     expect(delivered?.headers.traceparent).toContain(post?.spanId);
+    // The receiver's host only: its path and query can hold its token.
+    expect(post?.attributes["server.address"]).toBe("127.0.0.1");
+    expect(post?.attributes["url.path"]).toBeUndefined();
     // rbac's statements are spans of its handler: the user's INSERT among them, with no value in it.
     const handler = trace.find((s) => s.name === "process rbac.users.create");
     const statements = trace.filter((s) => s.scope === "postgresql" && s.parentSpanId === handler?.spanId);

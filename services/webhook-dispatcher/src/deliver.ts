@@ -180,7 +180,8 @@ export async function postJson(
     }
   };
   if (!tracingEnabled()) return send();
-  // The URL's query can hold a receiver's token: the span names the host and path only.
+  // The URL's path and query can hold a receiver's token (incoming-webhook URLs carry it in the path):
+  // the span names the host only.
   return inSpan(
     "webhook-dispatcher",
     "POST",
@@ -189,7 +190,6 @@ export async function postJson(
       attributes: {
         "http.request.method": "POST",
         "server.address": url.hostname,
-        "url.path": url.pathname,
         "svc.service": "webhook-dispatcher",
       },
     },

@@ -226,7 +226,9 @@ async function runAction(deps: FlowRunDeps, p: FlowRunPayload, action: StoredAct
       }
       const succeeded = response.status >= 200 && response.status < 300;
       await recordOnCircuit(deps, receiver, succeeded, trial);
-      if (!succeeded) throw new Error(`${action.url} answered ${response.status}`);
+      // The origin only: the path and query can hold the receiver's token, and the error is shown to
+      // every job reader, in the dead-letter event and its notifications.
+      if (!succeeded) throw new Error(`${url.origin} answered ${response.status}`);
       return;
     }
     case "publish":

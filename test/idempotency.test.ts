@@ -3,6 +3,8 @@
  * request replays the first answer without running again; the same key with another request is a 422; an
  * error answer is replayed too; keys belong to their caller.
  */
+import { createHash } from "node:crypto";
+
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
@@ -143,6 +145,17 @@ describe("Idempotency-Key", () => {
       "SELECT count(*)::int AS n FROM rbac.integrations WHERE name = 'crm'",
     );
     expect(made[0]?.n).toBe(1);
+  });
+
+  it("keeps a request's digest that its body alone cannot reproduce: a password in it cannot be guessed offline", async () => {
+    const body = { userName: "digest-user", password: "a guessable password" };
+    expect((await createUser(body, "digest-key")).status).toBe(201);
+    const bodyOnly = createHash("sha256")
+      .update(JSON.stringify({ method: "POST", path: "/api/users", query: {}, body }))
+      .digest("base64url");
+    const kept = await h.sql<{ fingerprint: string }>("SELECT fingerprint FROM rbac.idempotency_outcomes");
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.map((k) => k.fingerprint)).not.toContain(bodyOnly);
   });
 
   it("answers 503 when the key store cannot be read (NATS lost the bucket), never a 500, and runs nothing", async () => {

@@ -70,7 +70,12 @@ export class Idempotency {
     options: { readonly withholdReply?: boolean } = {},
   ): Promise<Claim> {
     const kvKey = createHash("sha256").update(`${subject}\n${key}`).digest("base64url").replaceAll("-", "_");
-    const fingerprint = createHash("sha256").update(JSON.stringify(request)).digest("base64url");
+    // The caller's key is in it, so that a request's digest, kept in the bucket and the services' tables
+    // for a day, cannot be tried offline against guesses of the password or secret it carries.
+    const fingerprint = createHash("sha256")
+      .update(`${subject}\n${key}\n`)
+      .update(JSON.stringify(request))
+      .digest("base64url");
     const kv = this.kv();
     for (let attempt = 0; attempt < 5; attempt++) {
       const existing = await kv.get(kvKey);

@@ -52,10 +52,32 @@ function declared(declarations: readonly AnySettingsDeclaration[]): Map<string, 
   return out;
 }
 
+/**
+ * An address setting's value with the credentials it may carry (`nats://user:password@host`, several
+ * comma-separated) shown as `***`: what the configuration routes show of a setting that is not secret.
+ */
+export function withoutCredentials(text: string): string {
+  return text
+    .split(",")
+    .map((part) => {
+      let url: URL;
+      try {
+        url = new URL(part.trim());
+      } catch {
+        return part;
+      }
+      if (url.username === "" && url.password === "") return part;
+      if (url.username !== "") url.username = "***";
+      if (url.password !== "") url.password = "***";
+      return url.toString();
+    })
+    .join(",");
+}
+
 function show(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   if (value instanceof Date) return value.toISOString();
-  if (typeof value === "string") return value;
+  if (typeof value === "string") return withoutCredentials(value);
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join(",");
   return null;

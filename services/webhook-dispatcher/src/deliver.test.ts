@@ -7,31 +7,18 @@
  * or was turned on again after the job was made, is not sent to.
  */
 import { createHmac, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 
-import type { KV } from "@nats-io/kv";
 import type { EventPublisher } from "@svc/bus";
 import { type ClaimedJob, DeferJobError, PermanentJobError } from "@svc/jobs";
-import { createLogger, Registry } from "@svc/observability";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
-import { CircuitBreaker } from "./circuit-breaker.js";
+import { Receiver } from "../../../test/support/receiver.js";
 import { type AttemptTables, deliver, type DeliverDeps, type DisabledRow } from "./deliver.js";
 import type { AttemptEntry } from "./delivery-log.js";
-import { createTargetPolicy } from "./http-client.js";
 import type { DeliverPayload } from "./jobs.js";
-import { createWebhookMetrics } from "./metrics.js";
+import { localOutbound } from "./memory-outbound.js";
 import { createSecretBox } from "./secrets.js";
 import type { SubscriptionRow } from "./subscription-cache.js";
-
-/** A bucket that holds nothing: every circuit stays closed (the breaker's own tests cover it). */
-const emptyKv = {
-  get: () => Promise.resolve(null),
-  create: () => Promise.resolve(1),
-  update: () => Promise.resolve(1),
-  put: () => Promise.resolve(1),
-} as unknown as KV;
 
 /** The subscription rows an attempt writes back, in memory, answering as the SQL does. */
 class MemoryAttemptTables implements AttemptTables {
@@ -73,26 +60,14 @@ class MemoryAttemptTables implements AttemptTables {
 const secrets = createSecretBox(Buffer.alloc(32, 7).toString("base64"));
 const SECRET = "whsec_dGhlIHN1YnNjcmlwdGlvbidzIG93biBzZWNyZXQ=";
 
-/** The receiver: answers each request with `answer`, keeping what it was sent. */
-let answer: (request: IncomingMessage) => { status: number; headers?: Record<string, string> };
-const received: Array<{ headers: IncomingMessage["headers"]; body: string }> = [];
-let server: Server;
+/** The receiver; each test sets its answer. */
+const receiver = new Receiver();
+const received = receiver.received;
 let target: string;
-
 beforeAll(async () => {
-  server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (c: Buffer) => chunks.push(c));
-    request.on("end", () => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") });
-      const { status, headers } = answer(request);
-      response.writeHead(status, headers).end("ok");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  target = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  target = await receiver.start();
 });
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+afterAll(() => receiver.stop());
 
 let tables: MemoryAttemptTables;
 let logged: AttemptEntry[];
@@ -151,7 +126,7 @@ beforeEach(() => {
   logged = [];
   published = [];
   received.length = 0;
-  answer = () => ({ status: 200 });
+  receiver.respond = () => ({ status: 200 });
   const events: EventPublisher = {
     publish: async (eventName, _workspaceKey, payload, options) => {
       published.push({ eventName, payload, ...(options?.eventId ? { eventId: options.eventId } : {}) });
@@ -159,22 +134,13 @@ beforeEach(() => {
     },
   };
   deps = {
+    ...localOutbound(secrets),
     tables,
-    secrets,
-    allowed: createTargetPolicy(["127.0.0.1/32"]),
-    timeoutMs: 2_000,
-    maxResponseBytes: 4_096,
-    sensitiveFields: async () => new Set(["password"]),
-    workspaces: { state: async () => "active" },
-    pausedRetryMs: 1_000,
-    wakeWaiting: async () => 0,
     throttle: { admit: async () => ({ allowed: true, retryInMs: 0 }) },
     subscriptions: { load: async (id) => tables.rows.get(id) ?? null },
-    breaker: new CircuitBreaker(emptyKv, 1_000, 60_000, createLogger("test", "silent")),
     deliveryLog: { record: (entry) => void logged.push(entry) },
     disableAfterFailingMs: 0,
     disableAfterFailures: 0,
-    metrics: createWebhookMetrics(new Registry(), () => ({ open: 0, halfOpen: 0 })),
     events,
   };
 });
@@ -207,7 +173,7 @@ describe("the webhook.deliver handler", () => {
 
   it("turns the subscription off at a 410, announcing it once, and ends the job for good", async () => {
     const sub = add(subscription());
-    answer = () => ({ status: 410 });
+    receiver.respond = () => ({ status: 410 });
     await expect(deliver(deps, job(sub.id))).rejects.toBeInstanceOf(PermanentJobError);
     expect(tables.rows.get(sub.id)).toMatchObject({
       is_active: false,
@@ -238,7 +204,7 @@ describe("the webhook.deliver handler", () => {
 
   it("spends no attempt on a 429 with Retry-After: deferred that long, the subscription not failing", async () => {
     const sub = add(subscription());
-    answer = () => ({ status: 429, headers: { "retry-after": "7" } });
+    receiver.respond = () => ({ status: 429, headers: { "retry-after": "7" } });
     const error = await deliver(deps, job(sub.id)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DeferJobError);
     expect((error as DeferJobError).delayMs).toBe(7_000);
@@ -248,7 +214,7 @@ describe("the webhook.deliver handler", () => {
 
   it("stops a message's retries when the receiver answers webhook-delivery: abort-message", async () => {
     const sub = add(subscription());
-    answer = () => ({ status: 400, headers: { "webhook-delivery": "abort-message" } });
+    receiver.respond = () => ({ status: 400, headers: { "webhook-delivery": "abort-message" } });
     await expect(deliver(deps, job(sub.id))).rejects.toBeInstanceOf(PermanentJobError);
     // One request: not retried within the attempt either.
     expect(received).toHaveLength(1);
@@ -259,7 +225,7 @@ describe("the webhook.deliver handler", () => {
   it("turns a subscription off after the configured failures in a row, and a failure before that is retried", async () => {
     deps = { ...deps, disableAfterFailures: 2 };
     const sub = add(subscription());
-    answer = () => ({ status: 400 });
+    receiver.respond = () => ({ status: 400 });
     await expect(deliver(deps, job(sub.id, 1))).rejects.toThrow("receiver answered 400");
     expect(tables.rows.get(sub.id)).toMatchObject({ is_active: true, failing_attempts: 1 });
     expect(logged.at(-1)).toMatchObject({ outcome: "failed", status: "retrying" });

@@ -6,30 +6,18 @@
  * `flow.*` names and its workspace's plugins' events; placeholders never copy a sensitive value.
  */
 import { createHmac, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 
-import type { KV } from "@nats-io/kv";
 import type { EventPublisher } from "@svc/bus";
 import { type ClaimedJob, PermanentJobError } from "@svc/jobs";
-import { createLogger, Registry } from "@svc/observability";
+import { createLogger } from "@svc/observability";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
-import { CircuitBreaker } from "./circuit-breaker.js";
+import { Receiver } from "../../../test/support/receiver.js";
 import { type FlowRunDeps, type FlowRunPayload, type FlowRunTables, runFlow } from "./flow-run.js";
 import type { StoredAction } from "./flows.js";
-import { createTargetPolicy } from "./http-client.js";
-import { createWebhookMetrics } from "./metrics.js";
+import { localOutbound } from "./memory-outbound.js";
 import { PluginEventScopes } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
-
-/** A bucket that holds nothing: every circuit stays closed. */
-const emptyKv = {
-  get: () => Promise.resolve(null),
-  create: () => Promise.resolve(1),
-  update: () => Promise.resolve(1),
-  put: () => Promise.resolve(1),
-} as unknown as KV;
 
 /** The flow tables in memory, answering as the SQL does. */
 class MemoryRuns implements FlowRunTables {
@@ -55,23 +43,16 @@ class MemoryRuns implements FlowRunTables {
 
 const secrets = createSecretBox(Buffer.alloc(32, 3).toString("base64"));
 
+/** The receiver; each test sets its status. Its path and query hold a token, as receivers' URLs may. */
+const receiver = new Receiver();
+const received = receiver.received;
 let status = 200;
-const received: Array<{ headers: IncomingMessage["headers"]; body: string }> = [];
-let server: Server;
+receiver.respond = () => ({ status });
 let target: string;
 beforeAll(async () => {
-  server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (c: Buffer) => chunks.push(c));
-    request.on("end", () => {
-      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") });
-      response.writeHead(status).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  target = `http://127.0.0.1:${(server.address() as AddressInfo).port}/flow/t0ken?key=t0ken`;
+  target = new URL("/flow/t0ken?key=t0ken", await receiver.start()).toString();
 });
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+afterAll(() => receiver.stop());
 
 let runs: MemoryRuns;
 let published: Array<{
@@ -105,20 +86,11 @@ beforeEach(() => {
   const pluginEvents = new PluginEventScopes();
   pluginEvents.apply([{ pluginId: "crm", events: ["crm.lead-won"], workspaces: ["alpha"] } as never]);
   deps = {
+    ...localOutbound(secrets),
     runs,
-    secrets,
-    allowed: createTargetPolicy(["127.0.0.1/32"]),
-    timeoutMs: 2_000,
-    maxResponseBytes: 4_096,
-    sensitiveFields: async () => new Set(["password"]),
-    workspaces: { state: async () => "active" },
-    pausedRetryMs: 1_000,
-    wakeWaiting: async () => 0,
     pluginEvents,
     events,
-    breaker: new CircuitBreaker(emptyKv, 1_000, 60_000, createLogger("test", "silent")),
     flowEventBudget: 10,
-    metrics: createWebhookMetrics(new Registry(), () => ({ open: 0, halfOpen: 0 })),
     log: createLogger("test", "silent"),
   };
 });

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 
 import type { KV } from "@nats-io/kv";
-import type { RouteReply } from "@svc/bus";
+import { type RouteReply, withheldReply } from "@svc/bus";
 import { ConflictError, ErrorCode, SecretShownOnceError, SvcError, ValidationError } from "@svc/errors";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -139,22 +139,17 @@ export class Idempotency {
       kind: "run",
       forward: { key: kvKey, fingerprint },
       finish: async (result) => {
-        const location = result.headers?.location;
-        const done: Done = withhold
-          ? {
-              state: "done",
-              fingerprint,
-              status: result.status,
-              withheld: true,
-              ...(location === undefined ? {} : { headers: { location } }),
-            }
-          : {
-              state: "done",
-              fingerprint,
-              status: result.status,
-              ...(result.headers ? { headers: { ...result.headers } } : {}),
-              ...(result.body === undefined ? {} : { body: result.body }),
-            };
+        const done: Done = {
+          state: "done",
+          fingerprint,
+          ...(withhold
+            ? withheldReply(result)
+            : {
+                status: result.status,
+                ...(result.headers ? { headers: { ...result.headers } } : {}),
+                ...(result.body === undefined ? {} : { body: result.body }),
+              }),
+        };
         await kv.put(kvKey, JSON.stringify(done)).catch(() => undefined);
       },
       fail: async (error) => {

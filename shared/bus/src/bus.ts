@@ -29,7 +29,7 @@ import {
   tracingEnabled,
   withSpan,
 } from "@svc/observability";
-import { Header, type Principal } from "@svc/wire-contract";
+import { Header, type Principal, type RouteReply } from "@svc/wire-contract";
 
 import { isNatsConnected, trackConnection } from "./connect.js";
 import { type EndpointStats, MicroHeader, MicroService } from "./micro.js";
@@ -137,6 +137,25 @@ export interface KeyedWrites {
       readonly withholdReply?: boolean;
     },
   ): Promise<T>;
+}
+
+/**
+ * What an idempotency store keeps of a reply that shows a secret once (a route's `secretReply`): its
+ * status and location, never its body. A keyed retry of it is answered 409 (`SecretShownOnceError`).
+ */
+export interface WithheldReply {
+  readonly withheld: true;
+  readonly status: number;
+  readonly headers?: { readonly location: string };
+}
+
+export function withheldReply(reply: RouteReply): WithheldReply {
+  const location = reply.headers?.location;
+  return {
+    withheld: true,
+    status: reply.status,
+    ...(location === undefined ? {} : { headers: { location } }),
+  };
 }
 
 /**

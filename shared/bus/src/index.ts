@@ -10,6 +10,8 @@ export {
   type PrincipalVerifier,
   type RequestOptions,
   type ServeOptions,
+  type WithheldReply,
+  withheldReply,
 } from "./bus.js";
 export { coalesce } from "./coalesce.js";
 export {

@@ -19,7 +19,7 @@
  */
 import { createHash } from "node:crypto";
 
-import type { KeyedWrites } from "@svc/bus";
+import { type KeyedWrites, type RouteReply, type WithheldReply, withheldReply } from "@svc/bus";
 import { type Db, type Queries, raw, sql } from "@svc/db";
 import { ErrorCode, SecretShownOnceError, SvcError } from "@svc/errors";
 
@@ -42,11 +42,6 @@ interface OutcomeRow {
 }
 
 type Outcome<T> = { readonly reply: T } | { readonly error: SvcError };
-
-/** A reply's `location` header alone (what a withheld reply keeps). */
-function pickLocation(headers: Record<string, string> | undefined): Record<string, string> {
-  return headers?.location === undefined ? {} : { location: headers.location };
-}
 
 export class KeyedOutcomes implements KeyedWrites {
   private readonly table;
@@ -143,10 +138,9 @@ export class KeyedOutcomes implements KeyedWrites {
         }),
       };
     }
-    const reply = row.reply as { headers?: Record<string, string>; withheld?: true; status?: number };
-    if (reply.withheld === true) {
-      return { error: new SecretShownOnceError(reply.status ?? 200, reply.headers?.location) };
-    }
+    const reply = row.reply as { headers?: Record<string, string> } | WithheldReply;
+    if ("withheld" in reply)
+      return { error: new SecretShownOnceError(reply.status, reply.headers?.location) };
     return { reply: { ...reply, headers: { ...reply.headers, "idempotency-replayed": "true" } } as T };
   }
 
@@ -160,18 +154,11 @@ export class KeyedOutcomes implements KeyedWrites {
   ): Promise<void> {
     const status =
       "error" in outcome ? outcome.error.status : ((outcome.reply as { status?: number }).status ?? 200);
-    // A secret shown once is kept nowhere: only what the reply said besides it.
-    const kept =
-      "error" in outcome || !withhold
-        ? "reply" in outcome
-          ? outcome.reply
-          : undefined
-        : {
-            withheld: true,
-            status,
-            headers: pickLocation((outcome.reply as { headers?: Record<string, string> }).headers),
-          };
-    const reply = "error" in outcome ? null : JSON.stringify(kept);
+    // A secret shown once is kept nowhere: only the reply's status and location.
+    const reply =
+      "error" in outcome
+        ? null
+        : JSON.stringify(withhold ? withheldReply(outcome.reply as RouteReply) : outcome.reply);
     const error =
       "error" in outcome
         ? JSON.stringify({

@@ -350,15 +350,7 @@ export async function deferJobs(db: Queries, batch: readonly Deferral[]): Promis
  * tells the workers of their types at once. Returns how many it woke.
  */
 export async function wakeJobsWaitingOn(db: Queries, waitingOn: string): Promise<number> {
-  const rows = await db.any<{ type: string }>(sql`
-    UPDATE job_reaper.jobs SET run_at = now(), waiting_on = NULL
-    WHERE status = 'Pending' AND waiting_on = ${waitingOn}
-    RETURNING type`);
-  await notifyWorkers(
-    db,
-    rows.map((r) => r.type),
-  );
-  return rows.length;
+  return (await runPendingJobsNow(db, { waitingOn })).length;
 }
 
 /**
@@ -674,6 +666,8 @@ export interface PendingSelection {
   readonly workspaceKey?: string | null;
   /** Only jobs that have spent exactly this many attempts. */
   readonly attempts?: number;
+  /** Only jobs deferred until this (a receiver's circuit) recovers. */
+  readonly waitingOn?: string;
 }
 
 /**
@@ -692,6 +686,7 @@ export async function runPendingJobsNow(db: Queries, selection: PendingSelection
             : sql`workspace_key = ${selection.workspaceKey}`,
         ]),
     ...(selection.attempts === undefined ? [] : [sql`attempts = ${selection.attempts}`]),
+    ...(selection.waitingOn === undefined ? [] : [sql`waiting_on = ${selection.waitingOn}`]),
   ];
   const rows = await db.any<{ id: string; type: string }>(sql`
     UPDATE job_reaper.jobs SET run_at = now(), waiting_on = NULL

@@ -8,11 +8,11 @@ import { listWorkspace, reachCondition, WILDCARD } from "@svc/access";
 import type { Principal } from "@svc/bus";
 import type { RouteHandlerWith } from "@svc/contracts";
 import { type Db, sql } from "@svc/db";
-import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
+import { NotFoundError, ValidationError } from "@svc/errors";
 
 import { noContent, ok, type RbacRoutes } from "./deps.js";
 import { knownKeys } from "./roles.js";
-import { outranks } from "./users.js";
+import { refuseBeyondOwnRights } from "./users.js";
 
 export interface IntegrationRow {
   id: string;
@@ -81,13 +81,7 @@ export const createIntegration: IntegrationHandler<"integrations.create"> = asyn
     );
   }
   // An integration acts with its keys: a caller gives it only keys it holds itself.
-  if (outranks(req.principal, [{ name: "integration", permissions }])) {
-    throw new SvcError(
-      ErrorCode.Forbidden,
-      "The integration would hold keys you do not hold: give it only keys your own session has.",
-      { extensions: { rule: "grant-exceeds-own-rights" } },
-    );
-  }
+  refuseBeyondOwnRights(req.principal, "The integration", [{ name: "integration", permissions }]);
   const id = randomUUID();
   const clientId = `svc_${randomBytes(9).toString("base64url")}`;
   const secret = randomBytes(32).toString("base64url");

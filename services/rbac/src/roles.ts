@@ -4,14 +4,13 @@
  * copied at sign-in) and tells the gateways.
  */
 import { SYSTEM_ROLES, SystemRole, WILDCARD } from "@svc/access";
-import type { Principal } from "@svc/bus";
 import type { RouteHandlerWith } from "@svc/contracts";
 import { type Db, type Queries, sql, withRetry } from "@svc/db";
 import { ConflictError, ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
 
 import { noContent, ok, type RbacRoutes } from "./deps.js";
 import { findRole, listRoles, type RoleRow, roleView, sessionsHoldingRole } from "./repository.js";
-import { moreRights, outranks, type UserTables } from "./users.js";
+import { refuseBeyondOwnRights, requireNotMorePowerfulThan, type UserTables } from "./users.js";
 
 /** Every key a grant may name: the catalogue's and `*`. */
 export async function knownKeys(db: Queries): Promise<Set<string>> {
@@ -148,24 +147,6 @@ function refuseSystemRoleChange(
   }
 }
 
-/**
- * No one grants past their own rights: a caller defines, changes, deletes or assigns only a role all of
- * whose keys it holds itself (a role with `*`, and superadmin, only a superadmin or a `*` holder). Without
- * this, a holder of role.update alone could write itself a role of every key, or make itself superadmin.
- * A 403 problem naming the rule.
- */
-function refuseBeyondOwnRights(
-  principal: Principal,
-  roles: ReadonlyArray<{ readonly name: string; readonly permissions: readonly string[] }>,
-): void {
-  if (!outranks(principal, roles)) return;
-  throw new SvcError(
-    ErrorCode.Forbidden,
-    "The role holds rights you do not hold: only a caller with all of them (a superadmin for superadmin or a '*' grant) may define, change, delete or assign it.",
-    { extensions: { rule: "grant-exceeds-own-rights" } },
-  );
-}
-
 export const putRole: RoleHandler<"roles.put"> = async (deps, req) => {
   const name = req.params.role;
   if (name === SystemRole.SuperAdmin) throw new ConflictError("The superadmin role cannot be changed.");
@@ -180,7 +161,7 @@ export const putRole: RoleHandler<"roles.put"> = async (deps, req) => {
   // What it grants now and what it would grant: taking keys away from a role the caller could not have
   // written takes rights from its holders.
   const before = await deps.roles.find(name);
-  refuseBeyondOwnRights(req.principal, [
+  refuseBeyondOwnRights(req.principal, "The role", [
     { name, permissions: req.body.permissions },
     ...(before === null ? [] : [before]),
   ]);
@@ -198,7 +179,7 @@ export const deleteRole: RoleHandler<"roles.delete"> = async (deps, req) => {
   const role = await deps.roles.find(req.params.role);
   if (role === null) throw new NotFoundError(`Role '${req.params.role}' was not found.`);
   if (role.source === "system") throw new ConflictError(`The system role '${role.name}' cannot be deleted.`);
-  refuseBeyondOwnRights(req.principal, [role]);
+  refuseBeyondOwnRights(req.principal, "The role", [role]);
   // Delete first (it waits for sign-ins holding the role's row), then revoke every session that carries
   // the role: sessions record their roles, so they are found after the role is gone.
   await deps.roles.remove(role.name);
@@ -233,9 +214,9 @@ export const putAssignment: RoleHandler<"role-assignments.put"> = async (deps, r
       },
     ]);
   }
-  refuseBeyondOwnRights(req.principal, [role]);
+  refuseBeyondOwnRights(req.principal, "The role", [role]);
   // Nor does anyone change the global role of a user who holds rights the caller lacks (a demotion).
-  if (outranks(req.principal, await deps.users.rolesOf(user.id))) throw moreRights();
+  await requireNotMorePowerfulThan(deps, req.principal, user.id);
   await deps.roles.assign(user.id, role.name);
   if (user.global_role !== role.name) await deps.revokeSessions(await deps.users.openSessions(user.id));
   return ok({ userId: user.id, userName: user.user_name, role: role.name });
@@ -244,7 +225,7 @@ export const putAssignment: RoleHandler<"role-assignments.put"> = async (deps, r
 export const deleteAssignment: RoleHandler<"role-assignments.delete"> = async (deps, req) => {
   const user = await deps.users.reachable(req.principal, req.params.userId);
   if (user === null) throw new NotFoundError(`User '${req.params.userId}' was not found.`);
-  if (outranks(req.principal, await deps.users.rolesOf(user.id))) throw moreRights();
+  await requireNotMorePowerfulThan(deps, req.principal, user.id);
   await deps.roles.assign(user.id, null);
   if (user.global_role !== null) await deps.revokeSessions(await deps.users.openSessions(user.id));
   return noContent();

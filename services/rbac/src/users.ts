@@ -179,7 +179,11 @@ async function reachedUser(deps: UserDeps, principal: Principal, userId: string)
 }
 
 /** Refuses (403) a change to a user who holds a right the caller does not. */
-async function requireNotMorePowerfulThan(deps: UserDeps, principal: Principal, userId: string) {
+export async function requireNotMorePowerfulThan(
+  deps: { readonly users: Pick<UserTables, "rolesOf"> },
+  principal: Principal,
+  userId: string,
+) {
   if (outranks(principal, await deps.users.rolesOf(userId))) throw moreRights();
 }
 
@@ -234,6 +238,25 @@ export function rolesOfUser(db: Queries, userId: string) {
  * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
  * by a superadmin or a `*` holder. Otherwise a 403 problem naming the rule.
  */
+/**
+ * No one grants past their own rights: a caller defines, changes, deletes or assigns a role, or gives an
+ * integration keys, only when it holds every key of them itself (`*`, and superadmin, only a superadmin or
+ * a `*` holder). Without this, a holder of role.update alone could write itself a role of every key, or
+ * make itself superadmin. A 403 problem naming the rule; `what` names the thing ("The role").
+ */
+export function refuseBeyondOwnRights(
+  principal: Principal,
+  what: string,
+  grants: ReadonlyArray<{ readonly name: string; readonly permissions: readonly string[] }>,
+): void {
+  if (!outranks(principal, grants)) return;
+  throw new SvcError(
+    ErrorCode.Forbidden,
+    `${what} holds rights you do not hold: only a caller with all of them (a superadmin for superadmin or a '*' grant) may give them.`,
+    { extensions: { rule: "grant-exceeds-own-rights" } },
+  );
+}
+
 export function moreRights(): SvcError {
   return new SvcError(
     ErrorCode.Forbidden,

@@ -57,14 +57,6 @@ export async function applyPluginContributions(
   );
 }
 
-/** The catalogue's built-in event names (source `host`, from the migrations): the platform's own events. */
-export async function platformEventNames(db: Db): Promise<ReadonlySet<string>> {
-  const { rows } = await db.query<{ event_name: string }>(
-    sql`SELECT event_name FROM webhook_dispatcher.event_catalog WHERE source = 'host'`,
-  );
-  return new Set(rows.map((r) => r.event_name));
-}
-
 /**
  * Installed plugins' events: which plugin declares each, and which workspaces may raise it (those whose
  * chain holds the plugin while it is entitled there, the contributions' `workspaces`). A plugin or a flow

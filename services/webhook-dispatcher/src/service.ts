@@ -30,7 +30,8 @@ import { deliverJob, recoverJob } from "./jobs.js";
 import { sensitiveFieldNames } from "./masking.js";
 import { startMatcher } from "./matcher.js";
 import { createWebhookMetrics } from "./metrics.js";
-import { applyPluginContributions, platformEventNames, PluginEventScopes } from "./plugin-contributions.js";
+import { writePlatformEvents } from "./platform-events.js";
+import { applyPluginContributions, PluginEventScopes } from "./plugin-contributions.js";
 import { createSecretBox } from "./secrets.js";
 import { webhookSettings } from "./settings.js";
 import { SubscriptionCache } from "./subscription-cache.js";
@@ -178,7 +179,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       stream: config.eventsStream,
       prefix: config.subjectPrefix,
       log,
-      sources: new EventSources(await platformEventNames(db), pluginEvents),
+      sources: new EventSources(await writePlatformEvents(db), pluginEvents),
       refreshPlugins: () => plugins.sync(),
       dropped: outbound.metrics.eventsDropped,
     });

@@ -2,8 +2,8 @@
  * The platform's own events: what each one's `data` holds, as a JSON Schema with an example. The event
  * catalogue (`GET /api/events/catalog`) serves them, so the console and receivers can generate types; the
  * publishers are typed by the same schemas (`Outbox<PlatformEventData>`, `publishPlatformEvent`), so a
- * payload that drifts from its schema does not compile. The names are the catalogue's `host` rows
- * (webhook-dispatcher migrations); a test keeps the two lists equal.
+ * payload that drifts from its schema, or an event not listed here, does not compile. The list is the
+ * catalogue's `host` rows: the webhook dispatcher writes them from it when it starts.
  */
 import { type Static, type TObject, Type } from "@sinclair/typebox";
 
@@ -26,7 +26,12 @@ const UserData = Type.Object(
   { additionalProperties: false },
 );
 
-const event = <T extends TObject>(data: T, example: Static<T>) => ({ data, example });
+/** An event of the platform: what the catalogue says of it, its `data`'s schema, and an example of it. */
+const event = <T extends TObject>(description: string, data: T, example: Static<T>) => ({
+  description,
+  data,
+  example,
+});
 
 const WORKSPACE_EXAMPLE: Static<typeof WorkspaceView> = {
   workspaceKey: "acme-shop",
@@ -47,33 +52,44 @@ const USER_EXAMPLE = {
   email: "ada@example.com",
 };
 
-/** Each platform event's `data`: its schema and an example. */
+/** Each platform event: its description, its `data`'s schema and an example. */
 export const platformEvents = {
-  "user.created": event(UserData, USER_EXAMPLE),
-  "user.updated": event(UserData, { ...USER_EXAMPLE, isActive: false }),
-  "user.deleted": event(Type.Object({ userId: Uuid(), userName: Text() }, { additionalProperties: false }), {
-    userId: USER_EXAMPLE.userId,
-    userName: "ada",
+  "user.created": event("An account is created", UserData, USER_EXAMPLE),
+  "user.updated": event("An account is updated", UserData, { ...USER_EXAMPLE, isActive: false }),
+  "user.deleted": event(
+    "An account is deleted",
+    Type.Object({ userId: Uuid(), userName: Text() }, { additionalProperties: false }),
+    {
+      userId: USER_EXAMPLE.userId,
+      userName: "ada",
+    },
+  ),
+  "workspace.created": event("A workspace is created", WorkspaceView, WORKSPACE_EXAMPLE),
+  "workspace.updated": event("A workspace is updated", WorkspaceView, {
+    ...WORKSPACE_EXAMPLE,
+    name: "Acme store",
   }),
-  "workspace.created": event(WorkspaceView, WORKSPACE_EXAMPLE),
-  "workspace.updated": event(WorkspaceView, { ...WORKSPACE_EXAMPLE, name: "Acme store" }),
   "workspace.deleted": event(
+    "A workspace is deleted",
     Type.Object({ workspaceKey: Text(), tenantKey: Text() }, { additionalProperties: false }),
     { workspaceKey: "acme-shop", tenantKey: "acme" },
   ),
   "workspace.member-assigned": event(
+    "A user becomes a member of a workspace",
     Type.Object({ workspaceKey: Text(), userId: Uuid(), userName: Text() }, { additionalProperties: false }),
     { workspaceKey: "acme-shop", userId: USER_EXAMPLE.userId, userName: "ada" },
   ),
   "workspace.member-removed": event(
+    "A user stops being a member of a workspace",
     Type.Object({ workspaceKey: Text(), userId: Uuid() }, { additionalProperties: false }),
     { workspaceKey: "acme-shop", userId: USER_EXAMPLE.userId },
   ),
   "tenant.deleted": event(
+    "A tenant is deleted (with the workspaces it had, each deleted before it)",
     Type.Object({ tenantKey: Text(), workspaceKeys: Type.Array(Text()) }, { additionalProperties: false }),
     { tenantKey: "acme", workspaceKeys: ["acme-shop", "acme-blog"] },
   ),
-  "media.uploaded": event(MediaView, {
+  "media.uploaded": event("A media asset is added", MediaView, {
     id: "6a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
     workspaceKey: "acme-shop",
     fileName: "logo.png",
@@ -83,11 +99,16 @@ export const platformEvents = {
     uploadedBy: USER_EXAMPLE.userId,
     createdAtUtc: "2026-01-05T09:31:00.000Z",
   }),
-  "media.deleted": event(Type.Object({ id: Uuid(), workspaceKey: Text() }, { additionalProperties: false }), {
-    id: "6a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
-    workspaceKey: "acme-shop",
-  }),
+  "media.deleted": event(
+    "A media asset is removed",
+    Type.Object({ id: Uuid(), workspaceKey: Text() }, { additionalProperties: false }),
+    {
+      id: "6a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+      workspaceKey: "acme-shop",
+    },
+  ),
   "job.dead-lettered": event(
+    "A background job failed for good",
     Type.Object(
       {
         jobId: Text({ description: "the job's number, as text" }),
@@ -110,6 +131,7 @@ export const platformEvents = {
     },
   ),
   "webhook.disabled": event(
+    "A webhook subscription was turned off: its receiver answered 410 Gone, or every delivery to it failed for too long",
     Type.Object(
       { subscriptionId: Uuid(), workspaceKey: Nullable(Text()), origin: Text(), reason: Text() },
       { additionalProperties: false },
@@ -122,6 +144,7 @@ export const platformEvents = {
     },
   ),
   "webhook.circuit-opened": event(
+    "Deliveries to a webhook receiver are paused after repeated failures",
     Type.Object(
       {
         origin: Text(),
@@ -134,10 +157,12 @@ export const platformEvents = {
     { origin: "https://hooks.example.com", workspaceKey: "acme-shop", failures: 5, openForMs: 60_000 },
   ),
   "plugin.refused": event(
+    "An installed plugin failed signature re-verification",
     Type.Object({ pluginId: Text(), version: Text(), reason: Text() }, { additionalProperties: false }),
     { pluginId: "acme.reviews", version: "1.2.0", reason: "the package's signature no longer verifies" },
   ),
   "flow.notification": event(
+    "A flow's notify action ran (rbac turns it into notifications)",
     Type.Object(
       {
         flowId: Uuid(),

@@ -151,7 +151,10 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
     );
     const messages: MessageImplementation<typeof pluginRegistryContract.messages> = {
       "surface.render": (request) =>
-        renderSurface({ db, themes: themeTables, runtime, renderer, log }, request),
+        renderSurface(
+          { chain: (wk) => assignments.publicChain(db, wk), themes: themeTables, runtime, renderer, log },
+          request,
+        ),
       "contributions.list": () => reports.contributions(reportDeps.reports),
       "workspace.public": async ({ workspaceKey }) => ({
         chain: await assignments.publicChain(db, workspaceKey),

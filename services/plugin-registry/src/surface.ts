@@ -11,20 +11,20 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 
 import type { PublicWorkspace, RenderedSurface, SurfaceData } from "@svc/contracts";
-import type { Db } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
-import { publicChain } from "./assignments.js";
 import type { SurfaceRenderer } from "./runtime/renderer.js";
 import type { PluginRuntime } from "./runtime/runtime.js";
 import { themeOf, type ThemeTables } from "./themes.js";
 
 export interface SurfaceDeps {
-  readonly db: Db;
-  readonly themes: ThemeTables;
-  readonly runtime: PluginRuntime;
-  readonly renderer: SurfaceRenderer;
-  readonly log: Logger;
+  /** The workspace's public chain: its active, entitled plugins in order (`publicChain`). */
+  readonly chain: (workspaceKey: string) => Promise<readonly string[]>;
+  readonly themes: Pick<ThemeTables, "selected" | "storedValues">;
+  /** The packages this replica verified and loaded. */
+  readonly runtime: Pick<PluginRuntime, "packageOf">;
+  readonly renderer: Pick<SurfaceRenderer, "render">;
+  readonly log: Pick<Logger, "warn">;
 }
 
 const isFile = (path: string) =>
@@ -38,7 +38,7 @@ export async function renderSurface(
   request: { workspace: PublicWorkspace; publicBaseUrl: string; path: string; data: SurfaceData },
 ): Promise<RenderedSurface> {
   const wk = request.workspace.workspace.key;
-  const chain = await publicChain(deps.db, wk);
+  const chain = await deps.chain(wk);
   const roots = chain.flatMap((pluginId) => {
     const found = deps.runtime.packageOf(pluginId);
     return found === undefined

@@ -325,7 +325,7 @@ function valuesByKey(
 }
 
 /** The theme of a workspace (also served, without authentication, by the public theme route). */
-export async function themeOf(themes: ThemeTables, workspaceKey: string) {
+export async function themeOf(themes: Pick<ThemeTables, "selected" | "storedValues">, workspaceKey: string) {
   const theme = await themes.selected(workspaceKey);
   if (theme === null) {
     return { workspaceKey, themePluginId: null, themeVersion: null, valuesByKey: {}, sectionLayouts: [] };

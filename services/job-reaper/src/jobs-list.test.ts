@@ -3,7 +3,7 @@
  * route promises: the caller's reach decides what it sees, filters narrow it, pages walk it newest first.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, jobRoutes } from "@svc/contracts";
+import { caller, callRoute, jobRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import type { JobStatus, JobView, ListFilter } from "@svc/jobs";
 import { describe, expect, it } from "vitest";
@@ -104,13 +104,7 @@ const jobs = new MemoryJobs([
 ]);
 const deps = { jobs };
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["job.read", "job.execute"],
-  roles: ["operator"],
-};
+const operator = caller(["job.read", "job.execute"]);
 const alphaAdmin: Principal = {
   subject: "a",
   scope: "workspace",

@@ -5,8 +5,7 @@
  * when its time is up or its entries are full; entries are read back in order, page by page, without
  * an earlier recording's stragglers.
  */
-import type { Principal } from "@svc/bus";
-import { callRoute, jobRoutes } from "@svc/contracts";
+import { caller, callRoute, jobRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import type { RecordedEntry, RecordingState } from "@svc/runtime";
@@ -78,13 +77,7 @@ class MemoryRecordings implements RecordingStore {
 }
 
 const quiet = { info: () => undefined } as unknown as Logger;
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["diagnostics.record"],
-  roles: ["operator"],
-};
+const operator = caller(["diagnostics.record"]);
 
 let store: MemoryRecordings;
 let clock: number;

@@ -6,7 +6,7 @@
  * plugin marks only the package that failed.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { Registry } from "@svc/observability";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -128,13 +128,7 @@ class MemoryRuntime {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["plugin.execute"],
-  roles: ["operator"],
-};
+const operator = caller(["plugin.execute"]);
 
 let lifecycle: MemoryLifecycle;
 let runtime: MemoryRuntime;

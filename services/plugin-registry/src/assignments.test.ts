@@ -5,7 +5,7 @@
  * delegated plugins; a refused chain changes nothing.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
 import { ErrorCode, type SvcError } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -70,13 +70,7 @@ class MemoryChains implements ChainTables {
 
 const tenancy = memoryTenancy(workspaces);
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["plugin.read", "plugin.assign"],
-  roles: ["operator"],
-};
+const operator = caller(["plugin.read", "plugin.assign"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let chains: MemoryChains;

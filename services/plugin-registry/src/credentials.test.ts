@@ -5,7 +5,7 @@
  * from the first time; every outcome audited.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import type { RegistryJson } from "@svc/plugin-package";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -71,13 +71,7 @@ class MemoryCredentials implements CredentialTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["plugin.read", "plugin.execute"],
-  roles: ["operator"],
-};
+const operator = caller(["plugin.read", "plugin.execute"]);
 
 let tables: MemoryCredentials;
 let minted: Array<{ pluginId: string; events: readonly string[]; ttl: number | undefined }>;

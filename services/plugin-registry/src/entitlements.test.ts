@@ -4,7 +4,7 @@
  * before one to its tenant; an expired grant is no grant (the table answers only grants in force).
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -66,13 +66,7 @@ const deps = {
   ]),
 };
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["plugin.read"],
-  roles: ["operator"],
-};
+const operator = caller(["plugin.read"]);
 
 const forWorkspace = (workspaceKey: string, pluginId: string, principal = operator) =>
   callRoute(pluginRegistryRoutes["entitlements.workspace"], (req) => workspaceEntitlement(deps, req), {

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
 import { Registry } from "@svc/observability";
 import type { ThemeDefinition } from "@svc/plugin-package";
@@ -109,13 +109,7 @@ function opened(pluginId: string, version: string, definitions: ThemeDefinition[
 }
 const sha = (name: string) => createHash("sha256").update(name).digest("hex");
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["plugin.create", "plugin.delete"],
-  roles: ["operator"],
-};
+const operator = caller(["plugin.create", "plugin.delete"]);
 
 let packages: MemoryPackages;
 /** The uploads in the store, by hash → what opening them gives (or the refusal it throws). */

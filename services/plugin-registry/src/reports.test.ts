@@ -5,7 +5,7 @@
  * workspace session sees only the entries about its own workspace.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes } from "@svc/contracts";
 import { HOST_DEPENDENCY, PLUGIN_CONTRACT } from "@svc/plugin-package";
 import { describe, expect, it } from "vitest";
 
@@ -104,13 +104,7 @@ class MemoryReports implements ReportTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["plugin.read"],
-  roles: ["operator"],
-};
+const operator = caller(["plugin.read"]);
 const shopAdmin: Principal = {
   ...operator,
   subject: "admin",

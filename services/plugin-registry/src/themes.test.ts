@@ -6,7 +6,7 @@
  * then the theme plugin, then chain order.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
+import { caller, callRoute, pluginRegistryRoutes, refusalOf } from "@svc/contracts";
 import { ErrorCode, type SvcError } from "@svc/errors";
 import type { Theme, ThemeField } from "@svc/plugin-package";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -193,13 +193,7 @@ class MemoryThemes implements ThemeTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["extension.read", "extension.update"],
-  roles: ["operator"],
-};
+const operator = caller(["extension.read", "extension.update"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let themes: MemoryThemes;

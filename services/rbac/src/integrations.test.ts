@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
+import { caller } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
@@ -37,14 +38,8 @@ class MemoryIntegrations implements integrations.IntegrationTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  // An integration gets only keys its creator holds: user.read is given below.
-  permissions: ["integration.read", "integration.manage", "user.read"],
-  roles: ["operator"],
-};
+// An integration gets only keys its creator holds: user.read is given below.
+const operator = caller(["integration.read", "integration.manage", "user.read"]);
 const session = (workspaceKey: string): Principal => ({
   subject: `admin-${workspaceKey}`,
   scope: "workspace",

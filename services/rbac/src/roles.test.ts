@@ -4,7 +4,7 @@
  * change before the database is asked.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, rbacContract, rbacRoutes, type RouteContract } from "@svc/contracts";
+import { caller, callRoute, rbacContract, rbacRoutes, type RouteContract } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -26,14 +26,15 @@ const untouched = new Proxy({} as RoleDeps, {
   },
 });
 
-const platform: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  // Every key of the roles below: no one grants past their own rights.
-  permissions: ["role.read", "role.update", "user.create", "user.read", "workspace.read", "webhook.read"],
-  roles: ["operator"],
-};
+// Every key of the roles below: no one grants past their own rights.
+const platform = caller([
+  "role.read",
+  "role.update",
+  "user.create",
+  "user.read",
+  "workspace.read",
+  "webhook.read",
+]);
 /** A workspace session holding every key of the routes below: the scope, not the key, refuses it. */
 const workspaceAdmin: Principal = { ...platform, scope: "workspace", workspaceKey: "alpha" };
 

@@ -5,6 +5,7 @@
  * conformance walk run the same routes against the real tables.
  */
 import type { Principal } from "@svc/bus";
+import { caller } from "@svc/contracts";
 import { ConflictError, ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
@@ -111,13 +112,7 @@ function stack() {
   return { tables, revoked, call };
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["user.create", "user.read", "user.update", "user.delete"],
-  roles: ["operator"],
-};
+const operator = caller(["user.create", "user.read", "user.update", "user.delete"]);
 const superadmin: Principal = { ...operator, subject: "root", roles: ["superadmin"], permissions: ["*"] };
 const alphaAdmin: Principal = {
   subject: "alpha-admin",

@@ -4,8 +4,7 @@
  * when a running service owns the setting and accepts the value, and the whole change is refused
  * otherwise; with no service answering the API is unavailable (503), never empty.
  */
-import type { Principal } from "@svc/bus";
-import { callRoute, configRoutes, type SettingDescription } from "@svc/contracts";
+import { caller, callRoute, configRoutes, type SettingDescription } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -47,13 +46,7 @@ class MemoryConfig implements ConfigDeps {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["config.read", "config.update"],
-  roles: ["operator"],
-};
+const operator = caller(["config.read", "config.update"]);
 
 let deps: MemoryConfig;
 beforeEach(() => {

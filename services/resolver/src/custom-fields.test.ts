@@ -5,7 +5,7 @@
  * fields; a value of a field no plugin defines any more is not shown.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, type PluginContribution, resolverRoutes } from "@svc/contracts";
+import { caller, callRoute, type PluginContribution, resolverRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -69,13 +69,7 @@ class MemoryValues implements FieldValueTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["customfield.read", "customfield.update", "workspace.read"],
-  roles: ["operator"],
-};
+const operator = caller(["customfield.read", "customfield.update", "workspace.read"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let values: MemoryValues;

@@ -5,7 +5,7 @@
  * removes the record, then the bytes.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, mediaRoutes } from "@svc/contracts";
+import { caller, callRoute, mediaRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -64,13 +64,7 @@ class MemoryStore {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["media.read", "media.manage"],
-  roles: ["operator"],
-};
+const operator = caller(["media.read", "media.manage"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let records: MemoryMedia;

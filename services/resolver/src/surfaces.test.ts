@@ -5,7 +5,7 @@
  * creates (201) or replaces (200).
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, type NavItem, resolverRoutes } from "@svc/contracts";
+import { caller, callRoute, type NavItem, resolverRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -65,13 +65,7 @@ class MemorySurfaces implements SurfaceTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["workspace.read", "workspace.update", "snippet.read", "snippet.update"],
-  roles: ["operator"],
-};
+const operator = caller(["workspace.read", "workspace.update", "snippet.read", "snippet.update"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let tables: MemorySurfaces;

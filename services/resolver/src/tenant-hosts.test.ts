@@ -5,20 +5,14 @@
  * hosts, and a refusal never names another tenant to it.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, refusalOf, resolverRoutes } from "@svc/contracts";
+import { caller, callRoute, refusalOf, resolverRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { MemoryHosts } from "./memory-hosts.js";
 import { claimHosts, deleteHost, listHosts, putHost } from "./tenant-hosts.js";
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["tenant.read", "tenant.update"],
-  roles: ["operator"],
-};
+const operator = caller(["tenant.read", "tenant.update"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let hosts: MemoryHosts;

@@ -4,8 +4,7 @@
  * deleted only when asked to delete them too, and then each workspace's deletion is recorded before the
  * tenant's, which names them.
  */
-import type { Principal } from "@svc/bus";
-import { callRoute, type PlatformEventData, resolverRoutes } from "@svc/contracts";
+import { caller, callRoute, type PlatformEventData, resolverRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -84,13 +83,7 @@ class MemoryTenants implements TenantTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["tenant.read", "tenant.create", "tenant.update", "tenant.delete"],
-  roles: ["operator"],
-};
+const operator = caller(["tenant.read", "tenant.create", "tenant.update", "tenant.delete"]);
 
 let tables: MemoryTenants;
 const deps = () => ({ tenants: tables });

@@ -5,7 +5,7 @@
  * is never told which; hosts are claimed by the tenant's rules; each change records its event.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, type PlatformEventData, refusalOf, resolverRoutes } from "@svc/contracts";
+import { caller, callRoute, type PlatformEventData, refusalOf, resolverRoutes } from "@svc/contracts";
 import { ErrorCode, type SvcError } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -138,13 +138,7 @@ class MemoryWorkspaces implements WorkspaceTables {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["workspace.read", "workspace.update", "workspace.delete"],
-  roles: ["operator"],
-};
+const operator = caller(["workspace.read", "workspace.update", "workspace.delete"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let tables: MemoryWorkspaces;

@@ -6,7 +6,7 @@
  * changes nothing then; a recovery needs a period that ends after it begins and a subscription that is on.
  */
 import type { Principal } from "@svc/bus";
-import { callRoute, webhookRoutes } from "@svc/contracts";
+import { caller, callRoute, webhookRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { beforeEach, describe, expect, it } from "vitest";
 
@@ -149,13 +149,7 @@ class MemoryDeliveries implements DeliveryRepository {
   }
 }
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["webhook.read", "webhook.manage"],
-  roles: ["operator"],
-};
+const operator = caller(["webhook.read", "webhook.manage"]);
 const session = (workspaceKey: string, permissions = ["webhook.read", "webhook.manage"]): Principal => ({
   subject: `admin-${workspaceKey}`,
   scope: "workspace",

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
-import { callRoute, type PluginContribution, webhookRoutes } from "@svc/contracts";
+import { caller, callRoute, type PluginContribution, webhookRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
@@ -99,13 +99,7 @@ scopes.apply([
 ]);
 const MAX = 3;
 
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["flow.read", "flow.manage"],
-  roles: ["operator"],
-};
+const operator = caller(["flow.read", "flow.manage"]);
 const session = (workspaceKey: string, permissions = ["flow.read", "flow.manage"]): Principal => ({
   subject: `admin-${workspaceKey}`,
   scope: "workspace",

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 
 import type { Principal } from "@svc/bus";
-import { callRoute, platformEvents, webhookRoutes } from "@svc/contracts";
+import { caller, callRoute, platformEvents, webhookRoutes } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
@@ -27,13 +27,7 @@ import {
 
 const secrets = createSecretBox(randomBytes(32).toString("base64"));
 const allowed = createTargetPolicy([]);
-const operator: Principal = {
-  subject: "op",
-  scope: "platform",
-  workspaceKey: null,
-  permissions: ["webhook.read", "webhook.manage"],
-  roles: ["operator"],
-};
+const operator = caller(["webhook.read", "webhook.manage"]);
 const session = (workspaceKey: string): Principal => ({
   subject: `admin-${workspaceKey}`,
   scope: "workspace",

@@ -4,13 +4,21 @@
  * schema. For a service's unit tests, with in-memory fakes of its own repositories.
  */
 import { authorise } from "@svc/access";
-import type { HandlerContext } from "@svc/bus";
+import type { HandlerContext, Principal } from "@svc/bus";
 import { SvcError } from "@svc/errors";
 import { createLogger } from "@svc/observability";
 
 import type { MessageContract, MessageHandler, ReplyOfMessage, RequestOfMessage } from "./messages.js";
 import type { ReplyOfRoute, RequestOfRoute, RouteContract, RouteSpec } from "./route.js";
 import type { RouteHandler } from "./serve.js";
+
+/**
+ * A caller for a handler's test: a platform operator (`op`) holding `permissions`, with `more` over it (a
+ * workspace session: `{ scope: "workspace", workspaceKey }`).
+ */
+export function caller(permissions: readonly string[], more: Partial<Principal> = {}): Principal {
+  return { subject: "op", scope: "platform", workspaceKey: null, permissions, roles: ["operator"], ...more };
+}
 
 /** As the bus hands it over: the request's wire form (dates as text, undefined members gone). */
 const overTheWire = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;

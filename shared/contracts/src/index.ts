@@ -6,7 +6,7 @@
 import type { RouteContract } from "./route.js";
 import { SERVICE_CONTRACTS } from "./service-contracts.js";
 
-export { callMessage, callRoute, refusalOf } from "./call.js";
+export { caller, callMessage, callRoute, refusalOf } from "./call.js";
 export * from "./common.js";
 export { configRoutes } from "./config.js";
 export { type ContributionFollower, followContributions, quietUnlessUp } from "./contributions.js";

@@ -162,6 +162,46 @@ describe("the break-glass API key", () => {
 });
 
 describe("users, memberships and member roles", () => {
+  it("a workspace admin removes no member who holds a key there it lacks; a stronger role elsewhere does not count", async () => {
+    const ok = (r: { status: number; text: string }, status: number) => expect(r.status, r.text).toBe(status);
+    ok(await api("PUT", "/api/workspaces/acme-two", operator, { tenantKey: "acme", name: "Acme two" }), 201);
+    ok(await api("PUT", "/api/rbac/roles/hook-keeper", operator, { permissions: ["webhook.manage"] }), 201);
+    const member = async (userName: string) =>
+      (
+        await api("POST", "/api/users", operator, { userName, password: `${userName}'s long password` })
+      ).json<{ id: string }>().id;
+    const carol = await member("carol");
+    const dave = await member("dave");
+    ok(await api("PUT", `/api/workspaces/acme/members/${carol}`, operator), 201);
+    ok(
+      await api("PUT", `/api/workspaces/acme/members/${carol}/roles`, operator, { roles: ["hook-keeper"] }),
+      200,
+    );
+    // dave holds the stronger role in acme-two only: in acme he holds nothing.
+    ok(await api("PUT", `/api/workspaces/acme/members/${dave}`, operator), 201);
+    ok(await api("PUT", `/api/workspaces/acme-two/members/${dave}`, operator), 201);
+    ok(
+      await api("PUT", `/api/workspaces/acme-two/members/${dave}/roles`, operator, {
+        roles: ["hook-keeper"],
+      }),
+      200,
+    );
+    const acmeAdmin = await mintToken({
+      scope: "workspace",
+      workspaceKey: "acme",
+      roles: ["admin"],
+      permissions: ["membership.delete", "membership.read", "membership.update", "user.read"],
+    });
+    const refused = await api("DELETE", `/api/workspaces/acme/members/${carol}`, acmeAdmin);
+    expect(refused.status, refused.text).toBe(403);
+    expect(refused.json()).toMatchObject({ rule: "target-holds-more-rights" });
+    ok(await api("DELETE", `/api/workspaces/acme/members/${dave}`, acmeAdmin), 204);
+    // What the later tests count starts as it was.
+    for (const id of [carol, dave]) ok(await api("DELETE", `/api/users/${id}`, operator), 204);
+    ok(await api("DELETE", "/api/workspaces/acme-two", operator), 204);
+    ok(await api("DELETE", "/api/rbac/roles/hook-keeper", operator), 204);
+  });
+
   it("signs a member in to a workspace with filtered member-role keys and reaches only that workspace", async () => {
     const bob = (
       await api("POST", "/api/users", operator, { userName: "bob", password: "bob's long password" })

@@ -63,6 +63,12 @@ class MemoryMembers implements members.MemberTables {
   async rolesHeldBy(userId: string) {
     return this.held.get(userId) ?? [];
   }
+  async rolesHeldIn(workspaceKey: string, userId: string) {
+    const global = this.users.get(userId)?.global_role;
+    const names = [...(global ? [global] : []), ...(this.memberships.get(`${workspaceKey} ${userId}`) ?? [])];
+    // superadmin is a system role, not among ROLES: as the table holds it, by its name.
+    return names.map((name) => ROLES.find((r) => r.name === name) ?? { name, permissions: [] });
+  }
   async add(workspaceKey: string, u: UserRow) {
     const key = `${workspaceKey} ${u.id}`;
     if (this.memberships.has(key)) return false;

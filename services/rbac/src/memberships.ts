@@ -41,6 +41,8 @@ export interface MemberTables {
   workspacesOf(userId: string): Promise<string[]>;
   /** The roles a user holds, global and member, with their keys. */
   rolesHeldBy(userId: string): Promise<Array<{ name: string; permissions: string[] }>>;
+  /** The roles a user holds in one workspace, its global role and its member roles there, with their keys. */
+  rolesHeldIn(workspaceKey: string, userId: string): Promise<Array<{ name: string; permissions: string[] }>>;
   /** Adds the membership and records `workspace.member-assigned`; false when it existed. */
   add(workspaceKey: string, user: UserRow): Promise<boolean>;
   /** Removes the membership and records `workspace.member-removed`; false when there was none. */
@@ -80,6 +82,7 @@ export function memberTables(db: Db, outbox: Outbox<PlatformEventData>): MemberT
         )
       ).map((m) => m.workspace_key),
     rolesHeldBy: (userId) => rolesOfUser(db, userId),
+    rolesHeldIn: (workspaceKey, userId) => rolesOfUser(db, userId, workspaceKey),
     add: (workspaceKey, user) =>
       db
         .transaction(async (tx) => {
@@ -233,15 +236,7 @@ async function requireNotStronger(
   workspaceKey: string,
   userId: string,
 ): Promise<void> {
-  const [names, user, roles] = await Promise.all([
-    deps.members.memberRoles(workspaceKey, userId),
-    deps.members.findUser(userId),
-    deps.members.roles(),
-  ]);
-  const held = [...names, ...(user?.global_role ? [user.global_role] : [])];
-  const byName = new Map(roles.map((r) => [r.name, r]));
-  const theirs = held.map((name) => byName.get(name) ?? { name, permissions: [] });
-  if (outranks(principal, theirs)) throw moreRights();
+  if (outranks(principal, await deps.members.rolesHeldIn(workspaceKey, userId))) throw moreRights();
 }
 
 export const putMemberRoles: MemberHandler<"member-roles.put"> = async (deps, req) => {

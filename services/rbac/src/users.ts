@@ -223,21 +223,20 @@ export function outranks(
 }
 
 /** The roles a user holds, global and member, with their keys. */
-export function rolesOfUser(db: Queries, userId: string) {
+/**
+ * The roles a user holds, with their keys: the global role and the member roles, of every workspace or,
+ * with `workspaceKey`, of that one only.
+ */
+export function rolesOfUser(db: Queries, userId: string, workspaceKey?: string) {
   return db.any<{ name: string; permissions: string[] }>(sql`
     SELECT r.name, r.permissions FROM rbac.users u JOIN rbac.roles r ON r.name = u.global_role
     WHERE u.id = ${userId}
     UNION ALL
     SELECT r.name, r.permissions FROM rbac.membership_roles mr JOIN rbac.roles r ON r.name = mr.role
-    WHERE mr.user_id = ${userId}`);
+    WHERE mr.user_id = ${userId}
+      AND ${workspaceKey === undefined ? sql`TRUE` : sql`mr.workspace_key = ${workspaceKey}`}`);
 }
 
-/**
- * No one changes a user more powerful than themselves: a caller may change a user's
- * password, e-mail, name, activation or existence only when every key the user holds (through the global
- * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
- * by a superadmin or a `*` holder. Otherwise a 403 problem naming the rule.
- */
 /**
  * No one grants past their own rights: a caller defines, changes, deletes or assigns a role, or gives an
  * integration keys, only when it holds every key of them itself (`*`, and superadmin, only a superadmin or
@@ -257,6 +256,12 @@ export function refuseBeyondOwnRights(
   );
 }
 
+/**
+ * No one changes a user more powerful than themselves: a caller may change a user's
+ * password, e-mail, name, activation or existence only when every key the user holds (through the global
+ * role and every member role) is a key the caller holds too; a superadmin (or a `*` grant) is changed only
+ * by a superadmin or a `*` holder. This is the 403 problem naming the rule.
+ */
 export function moreRights(): SvcError {
   return new SvcError(
     ErrorCode.Forbidden,

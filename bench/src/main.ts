@@ -22,8 +22,10 @@
  * certificates, each service on its own user, plugin users minted per activation; the moleculer
  * reference stays on the open server), --cluster (the webhooks part again on a three-node NATS cluster of
  * its own with three copies of the stream, and the ratio to the single server), --tracing-ratio R (the
- * tracing gateway's sampling ratio, default 0.1; `off` for a second gateway with tracing off, the control),
- * BENCH_CPU_PROF=<dir> (the tracing gateway and the webhook part's services write V8 CPU profiles there).
+ * tracing gateways' sampling ratio, default 0.1; `off` turns them off too: the control, which shows the
+ * method's noise), --tracing-rounds N (fresh gateway pairs to take the medians over, default 3),
+ * BENCH_CPU_PROF=<dir> (the tracing comparison's gateways and the webhook part's services write V8 CPU
+ * profiles there).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -82,6 +84,8 @@ const { values: args } = parseArgs({
     // The sampling ratio of the tracing gateway (the target is at 0.1); `off` starts the second gateway
     // with tracing off, a control for the difference between the two processes alone.
     "tracing-ratio": { type: "string", default: "0.1" },
+    // Rounds of the tracing comparison: each starts a fresh gateway with tracing off and one with it on.
+    "tracing-rounds": { type: "string", default: "3" },
     backlog: { type: "string", default: "1000000" },
     parts: { type: "string", default: GROWTH_PARTS.join(",") },
   },
@@ -91,6 +95,7 @@ const tracingOff = args["tracing-ratio"] === "off";
 const ratioLabel = tracingOff ? "off" : `${Number(args["tracing-ratio"]) * 100} %`;
 
 const durationSeconds = Number(args.duration);
+const tracingRounds = Number(args["tracing-rounds"]);
 const connections = Number(args.connections);
 const warmupSeconds = Number(args.warmup);
 const tool = (args.tool ?? ((await hasWrk()) ? "wrk" : "autocannon")) as "wrk" | "autocannon";
@@ -260,10 +265,10 @@ const results: Array<LoadResult & { name: string }> = [];
 let pluginResults: PluginBenchResult | undefined;
 let activationResults: ActivationBenchResult | undefined;
 const routeResults: Array<LoadResult & { name: string }> = [];
-/** The stack's own gateway (tracing off): its CPU time per request is measured against the tracing one's. */
-let stackGatewayPid: number | undefined;
-/** The same two gateway routes with tracing off, then on at 10 % sampling. */
-const tracingResults: Array<LoadResult & { name: string; cpuUsPerRequest?: number }> = [];
+/** The two gateway routes with tracing off, then on at the asked sampling ratio (medians over rounds). */
+const tracingResults: Array<
+  LoadResult & { name: string; cpuUsPerRequest?: number; spread: readonly [number, number] }
+> = [];
 let exportedSpans = { requests: 0, bytes: 0 };
 const surfaceResults: Array<LoadResult & { name: string }> = [];
 const memory: Array<{ service: string; startedMb: number; idleMb: number; privateMb: number }> = [];
@@ -323,11 +328,14 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
 }
 
 /**
- * A second gateway exporting its spans over OTLP/HTTP (to a sink here that counts and discards
- * them) at 10 % sampling, next to the stack's own gateway with tracing off; the cached public route and
- * the operator GET on each, one after the other.
+ * Gateways with tracing off against gateways exporting their spans over OTLP/HTTP (to a sink here that
+ * counts and discards them) at the sampling ratio asked for; the cached public route and the operator GET
+ * on each. Two processes of the same build, started alike, differ by up to a quarter in throughput and CPU
+ * per request for their whole life on this machine (measured with `--tracing-ratio off`: -17 % to +25 %),
+ * so one process of each cannot show a 10 % difference: each round starts a fresh pair (which one first
+ * alternates), and each figure is the median over the rounds.
  */
-async function tracingRuns(stackEnv: Record<string, string>, gateway: string, token: string): Promise<void> {
+async function tracingRuns(stackEnv: Record<string, string>, token: string): Promise<void> {
   const sink = createServer((req, res) => {
     exportedSpans.requests++;
     req.on("data", (c: Buffer) => (exportedSpans.bytes += c.length));
@@ -335,66 +343,88 @@ async function tracingRuns(stackEnv: Record<string, string>, gateway: string, to
   });
   await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", () => resolve()));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as { port: number }).port}/v1/traces`;
-  const tracedPort = await freePort();
-  // BENCH_CPU_PROF=<dir>: the tracing gateway writes a V8 CPU profile there when it stops.
-  const traced = start([...SERVICE_NODE_FLAGS, ...profileFlags(), join("dist", "gateway.mjs")], {
-    ...stackEnv,
-    ...(await secureBus?.serviceEnv("gateway")),
-    GATEWAY_PORT: String(tracedPort),
-    ...(tracingOff ? {} : { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sinkUrl }),
-    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-    OTEL_TRACES_SAMPLER_ARG: args["tracing-ratio"],
-  });
-  const on = `http://127.0.0.1:${tracedPort}`;
+  const adminId = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString())
+    .sub as string;
+  const bearer = { authorization: `Bearer ${token}` };
+  const startGateway = async (traced: boolean) => {
+    const port = await freePort();
+    const child = start(
+      // BENCH_CPU_PROF=<dir>: these gateways write V8 CPU profiles there when they stop.
+      [...SERVICE_NODE_FLAGS, ...profileFlags(), join("dist", "gateway.mjs")],
+      {
+        ...stackEnv,
+        ...(await secureBus?.serviceEnv("gateway")),
+        GATEWAY_PORT: String(port),
+        ...(traced && !tracingOff
+          ? {
+              OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sinkUrl,
+              OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+              OTEL_TRACES_SAMPLER_ARG: args["tracing-ratio"],
+            }
+          : {}),
+      },
+    );
+    await httpReady(`http://127.0.0.1:${port}/ready`);
+    return { child, url: `http://127.0.0.1:${port}` };
+  };
+  const runs = { off: [[], []], on: [[], []] } as Record<
+    "off" | "on",
+    [Array<LoadResult & { cpuUsPerRequest?: number }>, Array<LoadResult & { cpuUsPerRequest?: number }>]
+  >;
+  const measureGateway = async (which: "off" | "on") => {
+    const g = await startGateway(which === "on");
+    try {
+      const label = which === "off" ? "tracing off" : `tracing ${ratioLabel}`;
+      runs[which][0].push(
+        await measure(
+          `${label}: cached public resolve`,
+          `${g.url}/workspace/public/resolve`,
+          undefined,
+          g.child.pid,
+        ),
+      );
+      runs[which][1].push(
+        await measure(`${label}: operator GET`, `${g.url}/api/users/${adminId}`, bearer, g.child.pid),
+      );
+    } finally {
+      await stopChild(g.child);
+    }
+  };
   try {
-    await httpReady(`${on}/ready`);
-    const adminId = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString())
-      .sub as string;
-    const bearer = { authorization: `Bearer ${token}` };
-    // Two rounds, off and on in turn: one run on this machine varies by up to a fifth, so each figure is the
-    // better of its two runs, measured under the same conditions as the other's.
-    const best = (a: LoadResult & { name: string }, b: LoadResult & { name: string }) =>
-      a.requestsPerSecond >= b.requestsPerSecond ? a : b;
-    const round = async () => {
-      const offCached = await measure(
-        "tracing off: cached public resolve",
-        `${gateway}/workspace/public/resolve`,
-        undefined,
-        stackGatewayPid,
-      );
-      const offOperator = await measure(
-        "tracing off: operator GET",
-        `${gateway}/api/users/${adminId}`,
-        bearer,
-        stackGatewayPid,
-      );
-      const onCached = await measure(
-        `tracing ${ratioLabel}: cached public resolve`,
-        `${on}/workspace/public/resolve`,
-        undefined,
-        traced.pid,
-      );
-      const onOperator = await measure(
-        `tracing ${ratioLabel}: operator GET`,
-        `${on}/api/users/${adminId}`,
-        bearer,
-        traced.pid,
-      );
-      return [offCached, offOperator, onCached, onOperator];
-    };
     exportedSpans = { requests: 0, bytes: 0 };
-    const first = await round();
-    const second = await round();
-    // Throughput: the better run; CPU time per request: the lower of the two runs.
+    for (let round = 0; round < tracingRounds; round++) {
+      const order: Array<"off" | "on"> = round % 2 === 0 ? ["off", "on"] : ["on", "off"];
+      for (const which of order) await measureGateway(which);
+    }
+    const median = (values: number[]) => {
+      const sorted = [...values].sort((x, y) => x - y);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 === 1
+        ? (sorted[mid] as number)
+        : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+    };
+    const summary = (name: string, list: Array<LoadResult & { cpuUsPerRequest?: number }>) => {
+      const cpu = list.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+      const rps = list.map((r) => r.requestsPerSecond);
+      return {
+        ...(list[0] as LoadResult),
+        name,
+        requestsPerSecond: median(rps),
+        p50Ms: median(list.map((r) => r.p50Ms)),
+        p99Ms: median(list.map((r) => r.p99Ms)),
+        errors: list.reduce((n, r) => n + r.errors, 0),
+        non2xx: list.reduce((n, r) => n + r.non2xx, 0),
+        spread: [Math.min(...rps), Math.max(...rps)] as const,
+        ...(cpu.length === 0 ? {} : { cpuUsPerRequest: median(cpu) }),
+      };
+    };
     tracingResults.push(
-      ...first.map((r, i) => {
-        const other = second[i] as LoadResult & { name: string; cpuUsPerRequest?: number };
-        const cpu = [r.cpuUsPerRequest, other.cpuUsPerRequest].filter((c) => c !== undefined);
-        return { ...best(r, other), ...(cpu.length === 0 ? {} : { cpuUsPerRequest: Math.min(...cpu) }) };
-      }),
+      summary("tracing off: cached public resolve", runs.off[0]),
+      summary("tracing off: operator GET", runs.off[1]),
+      summary(`tracing ${ratioLabel}: cached public resolve`, runs.on[0]),
+      summary(`tracing ${ratioLabel}: operator GET`, runs.on[1]),
     );
   } finally {
-    await stopChild(traced);
     await new Promise<void>((resolve) => sink.close(() => resolve()));
   }
 }
@@ -457,7 +487,6 @@ async function httpBench() {
     const registryPid = services.find((s) => s.name === "plugin-registry")?.child.pid;
     spareMemory = pluginProcessMemory(registryPid);
     const gatewayPid = services.find((s) => s.name === "gateway")?.child.pid as number;
-    stackGatewayPid = gatewayPid;
     gatewaySampler = setInterval(() => {
       try {
         gatewayLoadedMb = Math.max(gatewayLoadedMb ?? 0, rssMb(gatewayPid));
@@ -468,7 +497,7 @@ async function httpBench() {
     if (only !== "plugins" && only !== "tracing") await loadRuns(stackEnv, gateway);
     const accessToken = await signInAdmin(gateway);
     if (only === "tracing") {
-      await tracingRuns(stackEnv, gateway, accessToken);
+      await tracingRuns(stackEnv, accessToken);
       return;
     }
     if (only !== "plugins") {
@@ -485,7 +514,7 @@ async function httpBench() {
 
     if (only !== "plugins") {
       log("measuring the gateway with tracing off, then on at 10 % sampling");
-      await tracingRuns(stackEnv, gateway, accessToken);
+      await tracingRuns(stackEnv, accessToken);
     }
 
     // 6. Plugin install and verification.
@@ -639,10 +668,12 @@ function printHttp() {
   }
   const [offCached, offOperator, onCached, onOperator] = tracingResults;
   if (offCached && offOperator && onCached && onOperator) {
-    console.log(`\nTracing, ${connections} connections: the stack's gateway (off), a second one exporting`);
+    console.log(
+      `\nTracing, ${connections} connections: medians over ${tracingRounds} rounds, each a fresh gateway with tracing off and one ${tracingOff ? "also off (the control)" : "exporting"}`,
+    );
     for (const r of tracingResults) {
       console.log(
-        `  ${pad(r.name, 42)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}`,
+        `  ${pad(r.name, 42)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}  (rounds ${num(r.spread[0])}-${num(r.spread[1])})`,
       );
     }
     for (const [label, off, onRun] of [
@@ -652,7 +683,7 @@ function printHttp() {
       const cost = 1 - onRun.requestsPerSecond / off.requestsPerSecond;
       console.log(
         tracingOff
-          ? `  ${pad(`${label}: a second gateway, tracing off`, 42)} ${(cost * 100).toFixed(1)} % below the first (the processes' own difference)`
+          ? `  ${pad(`${label}: the control, tracing off`, 42)} ${(cost * 100).toFixed(1)} % below the other (the method's noise)`
           : `  ${pad(`${label}: ${ratioLabel} sampling costs`, 42)} ${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
       );
       // The gateway's own CPU time per request: what tracing adds to each, whatever the load tool and the
@@ -660,7 +691,7 @@ function printHttp() {
       if (off.cpuUsPerRequest !== undefined && onRun.cpuUsPerRequest !== undefined) {
         const extra = onRun.cpuUsPerRequest / off.cpuUsPerRequest - 1;
         console.log(
-          `  ${pad(`${label}: gateway CPU per request`, 42)} ${off.cpuUsPerRequest.toFixed(0)} µs off, ${onRun.cpuUsPerRequest.toFixed(0)} µs ${tracingOff ? "on the second" : "traced"} (${extra >= 0 ? "+" : ""}${(extra * 100).toFixed(1)} %)`,
+          `  ${pad(`${label}: gateway CPU per request`, 42)} ${off.cpuUsPerRequest.toFixed(0)} µs off, ${onRun.cpuUsPerRequest.toFixed(0)} µs ${tracingOff ? "on the control" : "traced"} (${extra >= 0 ? "+" : ""}${(extra * 100).toFixed(1)} %)`,
         );
       }
     }

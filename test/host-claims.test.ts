@@ -80,7 +80,7 @@ describe("hosts belong to one tenant", () => {
     };
     const unassigned = await api("PUT", "/api/workspaces/attacker-site", admin, body);
     expect(unassigned.status).toBe(409);
-    expect(unassigned.text).toContain("a platform operator assigns hosts");
+    expect(unassigned.text).toContain("a platform operator with tenant.update assigns hosts");
     expect((await asOperator("PUT", "/api/tenants/attacker/hosts/a.example")).status).toBe(201);
     expect((await asOperator("PUT", "/api/tenants/attacker/hosts/A.Example")).status).toBe(200);
     expect((await api("PUT", "/api/workspaces/attacker-site", admin, body)).status).toBe(200);
@@ -95,6 +95,23 @@ describe("hosts belong to one tenant", () => {
     expect((await api("GET", "/api/tenants/attacker/hosts", admin)).status).toBe(403);
     await api("PUT", "/api/workspaces/attacker-site", admin, { ...body, bindings: [] });
     expect((await asOperator("DELETE", "/api/tenants/attacker/hosts/a.example")).status).toBe(204);
+  });
+
+  it("a platform session with workspace.update but not tenant.update binds no host its tenant lacks", async () => {
+    const editor = await mintToken({
+      scope: "platform",
+      permissions: ["workspace.update", "workspace.read"],
+    });
+    const free = await api("PUT", "/api/workspaces/attacker-site", editor, {
+      tenantKey: "attacker",
+      name: "Attacker",
+      bindings: [{ host: "free.example" }],
+    });
+    expect(free.status, free.text).toBe(409);
+    const hosts = (await asOperator("GET", "/api/tenants/attacker/hosts")).json<{
+      items: Array<{ host: string }>;
+    }>();
+    expect(hosts.items.map((h) => h.host)).not.toContain("free.example");
   });
 
   it("a binding for a tenant that does not exist is a 400 naming the tenant, and assigns no host", async () => {

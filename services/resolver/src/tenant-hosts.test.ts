@@ -95,7 +95,7 @@ describe("a workspace's bindings claiming hosts", () => {
     expect([...hosts.assigned]).toEqual([["shop.example", "acme"]]);
   });
 
-  it("assigns an unassigned host to the workspace's tenant for a platform session only", async () => {
+  it("assigns an unassigned host to the workspace's tenant only for a caller that may assign hosts", async () => {
     await hosts.change((tables) => claimHosts(tables, "acme", ["new.example"], true));
     expect(hosts.assigned.get("new.example")).toBe("acme");
     const error = await refusalOf(
@@ -103,7 +103,7 @@ describe("a workspace's bindings claiming hosts", () => {
     );
     expect(error.code).toBe(ErrorCode.Conflict);
     expect(error.message).toBe(
-      "host 'other.example' is not assigned to tenant 'zeta'; a platform operator assigns hosts",
+      "host 'other.example' is not assigned to tenant 'zeta'; a platform operator with tenant.update assigns hosts",
     );
     expect(hosts.assigned.has("other.example")).toBe(false);
   });

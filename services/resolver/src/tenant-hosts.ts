@@ -1,8 +1,8 @@
 /**
  * Hosts per tenant: a host belongs to one tenant, and only that tenant's workspaces
  * bind paths under it. The platform assigns hosts (`PUT /api/tenants/{tenantKey}/hosts/{host}`), or a
- * platform session binding a workspace to an unassigned host assigns it to the workspace's tenant; a
- * workspace session binds only hosts its tenant has. A refusal names nothing the caller cannot see.
+ * platform session holding `tenant.update` binding a workspace to an unassigned host assigns it to the
+ * workspace's tenant; any other session binds only hosts its tenant has. A refusal names nothing the caller cannot see.
  *
  * The routes and the claim ask a `HostTables` port (`hostTables` is the PostgreSQL one), so their rules are
  * unit-tested with the tables in memory.
@@ -191,14 +191,14 @@ export const deleteHost: Handler<"tenant-hosts.delete"> = async (deps, req) => {
 
 /**
  * Checks that a workspace of `tenantKey` may bind `hosts` (inside the binding's change): each host
- * must be its tenant's; an unassigned host is assigned to it when the caller is a platform session, and
- * refused otherwise. Another tenant's host is refused without naming that tenant or its workspaces.
+ * must be its tenant's; an unassigned host is assigned to it when the caller may assign hosts (a platform
+ * session holding `tenant.update`), and refused otherwise. Another tenant's host is refused without naming that tenant or its workspaces.
  */
 export async function claimHosts(
   tables: HostChange,
   tenantKey: string,
   hosts: readonly string[],
-  platform: boolean,
+  mayAssign: boolean,
 ): Promise<void> {
   const unique = [...new Set(hosts)];
   if (unique.length === 0) return;
@@ -207,13 +207,13 @@ export async function claimHosts(
   for (const host of unique) {
     const tenant = owner.get(host);
     if (tenant === tenantKey) continue;
-    if (tenant !== undefined || !platform) {
+    if (tenant !== undefined || !mayAssign) {
       violations.push({
         field: "/body/bindings",
         message:
           tenant !== undefined
             ? `host '${host}' is not available to this tenant`
-            : `host '${host}' is not assigned to tenant '${tenantKey}'; a platform operator assigns hosts`,
+            : `host '${host}' is not assigned to tenant '${tenantKey}'; a platform operator with tenant.update assigns hosts`,
       });
     }
   }

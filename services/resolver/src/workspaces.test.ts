@@ -138,7 +138,8 @@ class MemoryWorkspaces implements WorkspaceTables {
   }
 }
 
-const operator = caller(["workspace.read", "workspace.update", "workspace.delete"]);
+// tenant.update: the operator's bindings may take a host no tenant has (the hosts routes' right).
+const operator = caller(["workspace.read", "workspace.update", "workspace.delete", "tenant.update"]);
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let tables: MemoryWorkspaces;
@@ -343,6 +344,24 @@ describe("PUT /api/workspaces/:workspaceKey", () => {
     );
     expect(free.code).toBe(ErrorCode.Conflict);
     expect(tables.hosts.assigned.has("free.example")).toBe(false);
+  });
+
+  it("lets a platform session without tenant.update bind its tenant's hosts but take no free one", async () => {
+    await put("shop", { tenantKey: "acme", name: "Shop", bindings: [{ host: "acme.example" }] });
+    const workspaceEditor = caller(["workspace.read", "workspace.update"]);
+    const free = await refusalOf(
+      put("shop", { tenantKey: "acme", name: "Shop", bindings: [{ host: "free.example" }] }, workspaceEditor),
+    );
+    expect(free.code).toBe(ErrorCode.Conflict);
+    expect(free.message).toContain("a platform operator with tenant.update assigns hosts");
+    expect(tables.hosts.assigned.has("free.example")).toBe(false);
+    // A host the tenant has already: bound as before.
+    await put(
+      "shop",
+      { tenantKey: "acme", name: "Shop", bindings: [{ host: "acme.example", pathPrefix: "/shop" }] },
+      workspaceEditor,
+    );
+    expect(tables.stored.get("shop")?.bindings).toEqual([{ host: "acme.example", pathPrefix: "/shop" }]);
   });
 });
 

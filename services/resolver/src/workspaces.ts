@@ -9,7 +9,7 @@
  * The routes ask a `WorkspaceTables` port (`workspaceTables` is the PostgreSQL one), so their rules are
  * unit-tested with the tables in memory.
  */
-import { reachOf, requireReach } from "@svc/access";
+import { hasPermission, reachOf, requireReach } from "@svc/access";
 import type { PlatformEventData, resolverRoutes, RouteHandlerWith } from "@svc/contracts";
 import { type Db, isForeignKeyViolation, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors";
@@ -374,11 +374,12 @@ export const putWorkspace: Handler<"workspaces.put"> = async (deps, req) => {
       // refuses a tenant that does not exist (400) before a host is assigned to it. No bindings, no
       // claim: the host assignments' lock is taken only for hosts to claim.
       if (bindings.length > 0) {
+        // Assigning a host no tenant has is the hosts routes' right (`tenant.update`), not workspace.update's.
         await claimHosts(
           await tables.hosts(),
           b.tenantKey,
           bindings.map((x) => x.host),
-          platform,
+          platform && hasPermission(req.principal, "tenant.update"),
         );
       }
       await tables.bind(bindings);

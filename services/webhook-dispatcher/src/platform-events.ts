@@ -12,8 +12,9 @@ export async function writePlatformEvents(
   db: Db,
   events: Readonly<Record<string, { readonly description: string }>> = platformEvents,
 ): Promise<ReadonlySet<string>> {
-  const names = Object.keys(events);
-  const descriptions = names.map((name) => (events[name] as { description: string }).description);
+  const entries = Object.entries(events);
+  const names = entries.map(([name]) => name);
+  const descriptions = entries.map(([, e]) => e.description);
   // Replicas starting together write the same rows: a deadlock between them (40P01) is run again.
   await withRetry(() =>
     db.transaction(async (tx) => {

@@ -64,6 +64,7 @@ import {
   runPluginBench,
   setUpRenderChain,
 } from "./plugins.js";
+import { percentile, sorted } from "./stats.js";
 import { printWebhookFairnessResults, runWebhookFairnessBench } from "./webhook-fairness.js";
 import { printWebhooksResults, profileFlags, runWebhooksBench } from "./webhooks.js";
 
@@ -81,8 +82,8 @@ const { values: args } = parseArgs({
     secure: { type: "boolean", default: false },
     // The webhooks part once more on a three-node NATS cluster with three copies of the stream.
     cluster: { type: "boolean", default: false },
-    // The sampling ratio of the tracing gateway (the target is at 0.1); `off` starts the second gateway
-    // with tracing off, a control for the difference between the two processes alone.
+    // The sampling ratio of the tracing gateways (the target is at 0.1); `off` starts them with tracing off
+    // too, a control that shows the method's noise.
     "tracing-ratio": { type: "string", default: "0.1" },
     // Rounds of the tracing comparison: each starts a fresh gateway with tracing off and one with it on.
     "tracing-rounds": { type: "string", default: "3" },
@@ -396,13 +397,7 @@ async function tracingRuns(stackEnv: Record<string, string>, token: string): Pro
       const order: Array<"off" | "on"> = round % 2 === 0 ? ["off", "on"] : ["on", "off"];
       for (const which of order) await measureGateway(which);
     }
-    const median = (values: number[]) => {
-      const sorted = [...values].sort((x, y) => x - y);
-      const mid = Math.floor(sorted.length / 2);
-      return sorted.length % 2 === 1
-        ? (sorted[mid] as number)
-        : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-    };
+    const median = (values: number[]) => percentile(sorted(values), 50);
     const summary = (name: string, list: Array<LoadResult & { cpuUsPerRequest?: number }>) => {
       const cpu = list.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
       const rps = list.map((r) => r.requestsPerSecond);

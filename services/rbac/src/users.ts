@@ -222,7 +222,6 @@ export function outranks(
   );
 }
 
-/** The roles a user holds, global and member, with their keys. */
 /**
  * The roles a user holds, with their keys: the global role and the member roles, of every workspace or,
  * with `workspaceKey`, of that one only.

@@ -2,7 +2,8 @@
  * Hosts per tenant: a host belongs to one tenant, and only that tenant's workspaces
  * bind paths under it. The platform assigns hosts (`PUT /api/tenants/{tenantKey}/hosts/{host}`), or a
  * platform session holding `tenant.update` binding a workspace to an unassigned host assigns it to the
- * workspace's tenant; any other session binds only hosts its tenant has. A refusal names nothing the caller cannot see.
+ * workspace's tenant; any other session binds only hosts its tenant has. A refusal names nothing the
+ * caller cannot see.
  *
  * The routes and the claim ask a `HostTables` port (`hostTables` is the PostgreSQL one), so their rules are
  * unit-tested with the tables in memory.
@@ -192,7 +193,8 @@ export const deleteHost: Handler<"tenant-hosts.delete"> = async (deps, req) => {
 /**
  * Checks that a workspace of `tenantKey` may bind `hosts` (inside the binding's change): each host
  * must be its tenant's; an unassigned host is assigned to it when the caller may assign hosts (a platform
- * session holding `tenant.update`), and refused otherwise. Another tenant's host is refused without naming that tenant or its workspaces.
+ * session holding `tenant.update`), and refused otherwise. Another tenant's host is refused without
+ * naming that tenant or its workspaces.
  */
 export async function claimHosts(
   tables: HostChange,

@@ -10,11 +10,11 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { verify } from "@octokit/webhooks-methods";
 import type { EventPublisher } from "@svc/bus";
 import { createDb, type Db, sql } from "@svc/db";
-import { enqueue, runPendingJobsNow } from "@svc/jobs";
+import { cancelJob, enqueue, runPendingJobsNow } from "@svc/jobs";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
-import { deliverJob, sweepDeliveryLog } from "@svc/service-webhook-dispatcher";
+import { deliverJob, settleStrandedDeliveries, sweepDeliveryLog } from "@svc/service-webhook-dispatcher";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -1225,6 +1225,59 @@ describe("delivery", () => {
     expect(
       (await api("POST", `/api/webhooks/${sub.id}/deliveries/${deliveryId}/resend`, reader)).status,
     ).toBe(403);
+  });
+
+  it("settles a retrying delivery whose job an operator cancelled: failed, no next attempt, and it may be resent", async () => {
+    const { own, sub } = await ownSubscription("user.created");
+    own.respond = () => ({ status: 500 });
+    // The last one's subscription no route reads.
+    const unread = await ownSubscription("user.deleted");
+    unread.own.respond = () => ({ status: 500 });
+    const users = ["u-read", "u-resent", "u-listed", "u-swept"];
+    for (const userId of users)
+      await events.publish(userId === "u-swept" ? "user.deleted" : "user.created", null, { userId });
+    type Summary = { deliveryId: string; status: string };
+    const deliveries = async (query = "") =>
+      (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries${query}`)).json<{ items: Summary[] }>()
+        .items;
+    // Each delivery's first attempt failed and was written back: retrying, its job Pending.
+    const pending = () =>
+      db.any<{ id: string; user_id: string; delivery_id: string }>(sql`
+        SELECT id::text, payload->'data'->>'userId' AS user_id, payload->>'deliveryId' AS delivery_id
+        FROM job_reaper.jobs WHERE status = 'Pending' AND attempts = 1`);
+    await until(async () => (await pending()).length === users.length, 15_000);
+    await until(async () => (await deliveries("?status=retrying")).length === users.length - 1, 15_000);
+    const jobs = new Map((await pending()).map((j) => [j.user_id, j]));
+    // An operator cancels every job (what POST /api/jobs/{id}/cancel does): no attempt will follow.
+    for (const job of jobs.values())
+      expect(await cancelJob(db, job.id, undefined, "Cancelled by an operator.")).toMatchObject({
+        job: { status: "Failed" },
+      });
+    const idOf = (userId: string) => jobs.get(userId)?.delivery_id as string;
+
+    // Read on its own: failed, with no next attempt.
+    const read = await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${idOf("u-read")}`);
+    expect(read.json()).toMatchObject({ status: "failed", nextAttemptAtUtc: null });
+    // Sent again on request (a 409 while it was shown waiting), and delivered.
+    own.respond = () => ({ status: 200 });
+    const resent = await asOperator("POST", `/api/webhooks/${sub.id}/deliveries/${idOf("u-resent")}/resend`);
+    expect(resent.status, resent.text).toBe(202);
+    // Listed: a page filtered on retrying no longer holds the settled ones.
+    const stillWaiting = (await deliveries("?status=retrying")).map((d) => d.deliveryId);
+    expect(stillWaiting).not.toContain(idOf("u-listed"));
+    expect(stillWaiting).not.toContain(idOf("u-read"));
+    expect((await deliveries()).find((d) => d.deliveryId === idOf("u-listed"))?.status).toBe("failed");
+    await until(
+      async () => (await deliveries()).find((d) => d.deliveryId === idOf("u-resent"))?.status === "delivered",
+      15_000,
+    );
+    // The one no route read is settled by the dispatcher's housekeeping (at start, then hourly).
+    expect(await settleStrandedDeliveries(db)).toEqual([idOf("u-swept")]);
+    const swept = await db.one<{ status: string }>(
+      sql`SELECT status FROM webhook_dispatcher.deliveries WHERE delivery_id = ${idOf("u-swept")}`,
+    );
+    expect(swept.status).toBe("failed");
+    expect(await settleStrandedDeliveries(db)).toEqual([]);
   });
 
   it("recovers a window's failed deliveries: one durable job pages through them, each sent again once", async () => {

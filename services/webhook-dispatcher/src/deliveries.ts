@@ -6,9 +6,16 @@ import { randomUUID } from "node:crypto";
 
 import { reachWorkspace } from "@svc/access";
 import type { ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
-import { type Db, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { type Db, empty, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
-import { type ClaimedJob, DeferJobError, enqueue, keyedJob, nextRunOfKeyedJob } from "@svc/jobs";
+import {
+  type ClaimedJob,
+  DeferJobError,
+  enqueue,
+  failedKeyedJobs,
+  keyedJob,
+  nextRunOfKeyedJob,
+} from "@svc/jobs";
 
 import type { DeliveryStatus } from "./delivery-log.js";
 import { deliverJob, type DeliverPayload, deliveryJobKey, recoverJob, type RecoverPayload } from "./jobs.js";
@@ -141,13 +148,61 @@ export interface DeliveryRepository {
   ): Promise<RecoveryRow | null>;
 }
 
+/** How many retrying deliveries a settling pass reads at a time. */
+const SETTLE_BATCH = 500;
+
+/**
+ * Deliveries the log shows `retrying` whose queued job has ended Failed where no attempt recorded the end
+ * (an operator cancelled the job, or its lease expired on its last attempt): `failed` now, so they read
+ * as what they are and may be resent. `deliveryIds` limits the pass to those; without it, every retrying
+ * delivery is looked at, a batch at a time (the hourly housekeeping). Returns the ids it settled.
+ */
+export async function settleStrandedDeliveries(
+  db: Queries,
+  deliveryIds?: readonly string[],
+): Promise<string[]> {
+  const settled: string[] = [];
+  const only = deliveryIds === undefined ? empty : sql`AND delivery_id = ANY(${deliveryIds}::uuid[])`;
+  let after = "00000000-0000-0000-0000-000000000000";
+  for (;;) {
+    const rows = await db.any<{
+      delivery_id: string;
+      event_id: string;
+      subscription_id: string;
+      resend_job_key: string | null;
+    }>(sql`
+      SELECT delivery_id::text, event_id, subscription_id::text, resend_job_key
+      FROM webhook_dispatcher.deliveries
+      WHERE status = 'retrying' AND delivery_id > ${after}::uuid ${only}
+      ORDER BY delivery_id LIMIT ${SETTLE_BATCH}`);
+    const keyOf = (r: (typeof rows)[number]) =>
+      r.resend_job_key ?? deliveryJobKey(r.event_id, r.subscription_id);
+    const failed = await failedKeyedJobs(db, deliverJob.type, rows.map(keyOf));
+    const stranded = rows.filter((r) => failed.has(keyOf(r)));
+    if (stranded.length > 0) {
+      // Unless a resend queued it again meanwhile (another job key): that one is waiting for real.
+      const changed = await db.any<{ delivery_id: string }>(sql`
+        UPDATE webhook_dispatcher.deliveries d SET status = 'failed', updated_at = now()
+        FROM unnest(${stranded.map((r) => r.delivery_id)}::uuid[], ${stranded.map((r) => r.resend_job_key)}::text[])
+          AS s(delivery_id, resend_job_key)
+        WHERE d.delivery_id = s.delivery_id AND d.status = 'retrying'
+          AND d.resend_job_key IS NOT DISTINCT FROM s.resend_job_key
+        RETURNING d.delivery_id::text`);
+      settled.push(...changed.map((r) => r.delivery_id));
+    }
+    const last = rows.at(-1);
+    if (last === undefined || rows.length < SETTLE_BATCH) return settled;
+    after = last.delivery_id;
+  }
+}
+
 /** Who may read a delivery: the holders of its subscription's workspace (`within`), or anyone (null). */
 const reaches = (within: string | null) => sql`(${within}::text IS NULL OR reach_key = ${within}::text)`;
 
 /** The delivery log in PostgreSQL. */
 export function deliveryTables(db: Db): DeliveryRepository {
   return {
-    page: ({ subscriptionId, status, eventName, since, until, page }) => {
+    page: async ({ subscriptionId, status, eventName, since, until, page }) => {
       // Only the filters given: each combination is a statement of its own, read through the index on
       // (subscription, first attempt).
       const conditions = [
@@ -160,18 +215,29 @@ export function deliveryTables(db: Db): DeliveryRepository {
           ? []
           : [sql`(created_at, delivery_id) < (${page.after[0]}::timestamptz, ${page.after[1]}::uuid)`]),
       ];
-      return db.any<DeliveryRow>(sql`
-        SELECT ${COLUMNS} FROM webhook_dispatcher.deliveries
-        WHERE ${join(conditions, " AND ")}
-        ORDER BY created_at DESC, delivery_id DESC
-        LIMIT ${page.limit + 1}`);
+      const read = () =>
+        db.any<DeliveryRow>(sql`
+          SELECT ${COLUMNS} FROM webhook_dispatcher.deliveries
+          WHERE ${join(conditions, " AND ")}
+          ORDER BY created_at DESC, delivery_id DESC
+          LIMIT ${page.limit + 1}`);
+      const rows = await read();
+      const waiting = rows.filter((r) => r.status === "retrying").map((r) => r.delivery_id);
+      // A delivery whose job ended unseen is settled before it is shown; the page is read again (a status
+      // filter may no longer hold it).
+      if (waiting.length === 0 || (await settleStrandedDeliveries(db, waiting)).length === 0) return rows;
+      return read();
     },
     find: async (deliveryId, subscriptionId, within) => {
-      const delivery = await db.maybeOne<
-        DeliveryRow & { body: string | null; resend_job_key: string | null }
-      >(sql`
-        SELECT ${COLUMNS}, body, resend_job_key FROM webhook_dispatcher.deliveries
-        WHERE delivery_id = ${deliveryId} AND subscription_id = ${subscriptionId} AND ${reaches(within)}`);
+      const read = () =>
+        db.maybeOne<DeliveryRow & { body: string | null; resend_job_key: string | null }>(sql`
+          SELECT ${COLUMNS}, body, resend_job_key FROM webhook_dispatcher.deliveries
+          WHERE delivery_id = ${deliveryId} AND subscription_id = ${subscriptionId} AND ${reaches(within)}`);
+      let delivery = await read();
+      if (delivery === null) return null;
+      // Waiting on a job that ended unseen: settled (failed) before it is shown.
+      if (delivery.status === "retrying" && (await settleStrandedDeliveries(db, [deliveryId])).length > 0)
+        delivery = await read();
       if (delivery === null) return null;
       const attempts = await db.any<AttemptRow>(sql`
         SELECT attempt, attempted_at, duration_ms, outcome, status_code, response_excerpt, error
@@ -201,7 +267,12 @@ export function deliveryTables(db: Db): DeliveryRepository {
           WHERE d.delivery_id = ${deliveryId} AND d.subscription_id = ${subscriptionId} AND ${reaches(within)}
           FOR UPDATE OF d`);
         if (row === null) return "not-found";
-        check({ status: row.status, subscriptionActive: row.is_active });
+        // Waiting on a job that ended unseen (cancelled, say): failed, so it may be sent again.
+        const status =
+          row.status === "retrying" && (await settleStrandedDeliveries(tx, [deliveryId])).length > 0
+            ? "failed"
+            : row.status;
+        check({ status, subscriptionActive: row.is_active });
         const queued = await queueAgain(tx, {
           delivery_id: deliveryId,
           event_id: row.event_id,

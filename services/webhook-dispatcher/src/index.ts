@@ -1,3 +1,4 @@
+export { settleStrandedDeliveries } from "./deliveries.js";
 export { sweepDeliveryLog } from "./delivery-log.js";
 export { flowRunJob } from "./flow-run.js";
 export { deliverJob } from "./jobs.js";

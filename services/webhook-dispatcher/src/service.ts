@@ -19,6 +19,7 @@ import {
   listDeliveries,
   recoverPage,
   resendDelivery,
+  settleStrandedDeliveries,
   startRecovery,
 } from "./deliveries.js";
 import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
@@ -151,11 +152,19 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       disableAfterFailingMs: b.webhookDisableAfterFailingSeconds * 1_000,
       disableAfterFailures: b.webhookDisableAfterFailures,
     };
+    // Deliveries shown waiting on a job that ended unseen (cancelled, or its lease expired on its last
+    // attempt): failed. At start and hourly; the delivery-log routes settle what they show at once.
+    const settle = () =>
+      void settleStrandedDeliveries(db).catch((err: unknown) =>
+        log.warn({ error: (err as Error).message }, "could not settle deliveries whose job has ended"),
+      );
+    settle();
     // Hourly: old flow steps, rotated secrets past their overlap, and the delivery log past its days.
     const pruning = setInterval(() => {
       void sweepDeliveryLog(db, b.webhookDeliveryLogDays).catch((err: unknown) =>
         log.warn({ error: (err as Error).message }, "could not sweep the delivery log"),
       );
+      settle();
       void pruneFlowSteps(db).catch((err: unknown) =>
         log.warn({ error: (err as Error).message }, "could not prune old flow steps"),
       );

@@ -4,6 +4,7 @@ export {
   announceDeadLetters,
   cancelJob,
   type DeadLetter,
+  failedKeyedJobs,
   type JobActionOutcome,
   keyedJob,
   type ListFilter,

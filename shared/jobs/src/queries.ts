@@ -726,6 +726,23 @@ export async function keyedJob(
   return row === null ? null : { payload: row.payload, workspaceKey: row.workspace_key };
 }
 
+/**
+ * Which of these idempotency keys name a job of `type` that has ended as a dead letter (Failed): cancelled
+ * by an operator, or failed with no attempt left, also where no handler saw its end (a lease that expired
+ * on its last attempt). What a job's owner reads to settle its own record of the job.
+ */
+export async function failedKeyedJobs(
+  db: Queries,
+  type: string,
+  idempotencyKeys: readonly string[],
+): Promise<Set<string>> {
+  if (idempotencyKeys.length === 0) return new Set();
+  const rows = await db.any<{ idempotency_key: string }>(sql`
+    SELECT idempotency_key FROM job_reaper.jobs
+    WHERE type = ${type} AND idempotency_key = ANY(${idempotencyKeys}::text[]) AND status = 'Failed'`);
+  return new Set(rows.map((r) => r.idempotency_key));
+}
+
 /** Counts by type and status, for the queue-depth gauge. */
 export async function queueDepth(
   db: Queries,

@@ -14,7 +14,7 @@ import { cancelJob, enqueue, runPendingJobsNow } from "@svc/jobs";
 import type { RunningService } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { rbacService } from "@svc/service-rbac";
-import { deliverJob, settleStrandedDeliveries, sweepDeliveryLog } from "@svc/service-webhook-dispatcher";
+import { deliverJob, settleAllStrandedDeliveries, sweepDeliveryLog } from "@svc/service-webhook-dispatcher";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -1272,12 +1272,12 @@ describe("delivery", () => {
       15_000,
     );
     // The one no route read is settled by the dispatcher's housekeeping (at start, then hourly).
-    expect(await settleStrandedDeliveries(db)).toEqual([idOf("u-swept")]);
+    expect(await settleAllStrandedDeliveries(db)).toEqual([idOf("u-swept")]);
     const swept = await db.one<{ status: string }>(
       sql`SELECT status FROM webhook_dispatcher.deliveries WHERE delivery_id = ${idOf("u-swept")}`,
     );
     expect(swept.status).toBe("failed");
-    expect(await settleStrandedDeliveries(db)).toEqual([]);
+    expect(await settleAllStrandedDeliveries(db)).toEqual([]);
   });
 
   it("recovers a window's failed deliveries: one durable job pages through them, each sent again once", async () => {

@@ -6,12 +6,13 @@ import { randomUUID } from "node:crypto";
 
 import { reachWorkspace } from "@svc/access";
 import type { ReplyOfRoute, RequestOfRoute, webhookRoutes } from "@svc/contracts";
-import { type Db, empty, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
+import { type Db, isUuid, join, type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { ConflictError, NotFoundError, ValidationError } from "@svc/errors";
 import {
   type ClaimedJob,
   DeferJobError,
   enqueue,
+  failedJobsOfType,
   failedKeyedJobs,
   keyedJob,
   nextRunOfKeyedJob,
@@ -148,51 +149,60 @@ export interface DeliveryRepository {
   ): Promise<RecoveryRow | null>;
 }
 
-/** How many retrying deliveries a settling pass reads at a time. */
+/** How many dead letters the housekeeping's settling pass reads at a time. */
 const SETTLE_BATCH = 500;
 
 /**
- * Deliveries the log shows `retrying` whose queued job has ended Failed where no attempt recorded the end
- * (an operator cancelled the job, or its lease expired on its last attempt): `failed` now, so they read
- * as what they are and may be resent. `deliveryIds` limits the pass to those; without it, every retrying
- * delivery is looked at, a batch at a time (the hourly housekeeping). Returns the ids it settled.
+ * These deliveries, where the log shows them `retrying` while their queued job has ended Failed with no
+ * attempt recording the end (an operator cancelled the job, or its lease expired on its last attempt):
+ * `failed` now, so they read as what they are and may be resent. Returns the ids it settled.
  */
 export async function settleStrandedDeliveries(
   db: Queries,
-  deliveryIds?: readonly string[],
+  deliveryIds: readonly string[],
 ): Promise<string[]> {
+  if (deliveryIds.length === 0) return [];
+  const rows = await db.any<{
+    delivery_id: string;
+    event_id: string;
+    subscription_id: string;
+    resend_job_key: string | null;
+  }>(sql`
+    SELECT delivery_id::text, event_id, subscription_id::text, resend_job_key
+    FROM webhook_dispatcher.deliveries
+    WHERE delivery_id = ANY(${deliveryIds}::uuid[]) AND status = 'retrying'`);
+  const keyOf = (r: (typeof rows)[number]) =>
+    r.resend_job_key ?? deliveryJobKey(r.event_id, r.subscription_id);
+  const failed = await failedKeyedJobs(db, deliverJob.type, rows.map(keyOf));
+  const stranded = rows.filter((r) => failed.has(keyOf(r)));
+  if (stranded.length === 0) return [];
+  // Unless a resend queued it again meanwhile (another job key): that one is waiting for real.
+  const changed = await db.any<{ delivery_id: string }>(sql`
+    UPDATE webhook_dispatcher.deliveries d SET status = 'failed', updated_at = now()
+    FROM unnest(${stranded.map((r) => r.delivery_id)}::uuid[], ${stranded.map((r) => r.resend_job_key)}::text[])
+      AS s(delivery_id, resend_job_key)
+    WHERE d.delivery_id = s.delivery_id AND d.status = 'retrying'
+      AND d.resend_job_key IS NOT DISTINCT FROM s.resend_job_key
+    RETURNING d.delivery_id::text`);
+  return changed.map((r) => r.delivery_id);
+}
+
+/**
+ * The housekeeping's pass of `settleStrandedDeliveries` (at start, then hourly): every delivery of a
+ * dead-lettered `webhook.deliver` job, read from the dead letters a batch at a time (a few, where the log
+ * may hold millions). Returns the ids it settled.
+ */
+export async function settleAllStrandedDeliveries(db: Queries): Promise<string[]> {
   const settled: string[] = [];
-  const only = deliveryIds === undefined ? empty : sql`AND delivery_id = ANY(${deliveryIds}::uuid[])`;
-  let after = "00000000-0000-0000-0000-000000000000";
-  for (;;) {
-    const rows = await db.any<{
-      delivery_id: string;
-      event_id: string;
-      subscription_id: string;
-      resend_job_key: string | null;
-    }>(sql`
-      SELECT delivery_id::text, event_id, subscription_id::text, resend_job_key
-      FROM webhook_dispatcher.deliveries
-      WHERE status = 'retrying' AND delivery_id > ${after}::uuid ${only}
-      ORDER BY delivery_id LIMIT ${SETTLE_BATCH}`);
-    const keyOf = (r: (typeof rows)[number]) =>
-      r.resend_job_key ?? deliveryJobKey(r.event_id, r.subscription_id);
-    const failed = await failedKeyedJobs(db, deliverJob.type, rows.map(keyOf));
-    const stranded = rows.filter((r) => failed.has(keyOf(r)));
-    if (stranded.length > 0) {
-      // Unless a resend queued it again meanwhile (another job key): that one is waiting for real.
-      const changed = await db.any<{ delivery_id: string }>(sql`
-        UPDATE webhook_dispatcher.deliveries d SET status = 'failed', updated_at = now()
-        FROM unnest(${stranded.map((r) => r.delivery_id)}::uuid[], ${stranded.map((r) => r.resend_job_key)}::text[])
-          AS s(delivery_id, resend_job_key)
-        WHERE d.delivery_id = s.delivery_id AND d.status = 'retrying'
-          AND d.resend_job_key IS NOT DISTINCT FROM s.resend_job_key
-        RETURNING d.delivery_id::text`);
-      settled.push(...changed.map((r) => r.delivery_id));
-    }
-    const last = rows.at(-1);
-    if (last === undefined || rows.length < SETTLE_BATCH) return settled;
-    after = last.delivery_id;
+  for (let after = "0"; ;) {
+    const dead = await failedJobsOfType(db, deliverJob.type, after, SETTLE_BATCH);
+    const ids = dead
+      .map((j) => (j.payload as Partial<DeliverPayload> | null)?.deliveryId)
+      .filter((id): id is string => typeof id === "string" && isUuid(id));
+    settled.push(...(await settleStrandedDeliveries(db, ids)));
+    const last = dead.at(-1);
+    if (last === undefined || dead.length < SETTLE_BATCH) return settled;
+    after = last.id;
   }
 }
 

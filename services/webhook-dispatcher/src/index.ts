@@ -1,4 +1,4 @@
-export { settleStrandedDeliveries } from "./deliveries.js";
+export { settleAllStrandedDeliveries } from "./deliveries.js";
 export { sweepDeliveryLog } from "./delivery-log.js";
 export { flowRunJob } from "./flow-run.js";
 export { deliverJob } from "./jobs.js";

@@ -19,7 +19,7 @@ import {
   listDeliveries,
   recoverPage,
   resendDelivery,
-  settleStrandedDeliveries,
+  settleAllStrandedDeliveries,
   startRecovery,
 } from "./deliveries.js";
 import { DeliveryLog, sweepDeliveryLog } from "./delivery-log.js";
@@ -155,7 +155,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     // Deliveries shown waiting on a job that ended unseen (cancelled, or its lease expired on its last
     // attempt): failed. At start and hourly; the delivery-log routes settle what they show at once.
     const settle = () =>
-      void settleStrandedDeliveries(db).catch((err: unknown) =>
+      void settleAllStrandedDeliveries(db).catch((err: unknown) =>
         log.warn({ error: (err as Error).message }, "could not settle deliveries whose job has ended"),
       );
     settle();

@@ -4,6 +4,7 @@ export {
   announceDeadLetters,
   cancelJob,
   type DeadLetter,
+  failedJobsOfType,
   failedKeyedJobs,
   type JobActionOutcome,
   keyedJob,

@@ -1,4 +1,4 @@
-import { createEventPublisher, ensureBucket, EventSource } from "@svc/bus";
+import { createEventPublisher, ensureBucket, EventSource, followEvents } from "@svc/bus";
 import {
   followContributions,
   publishPlatformEvent,
@@ -38,6 +38,7 @@ import { webhookSettings } from "./settings.js";
 import { SubscriptionCache } from "./subscription-cache.js";
 import * as subs from "./subscriptions.js";
 import { Throttle } from "./throttle.js";
+import { forgetWorkspace } from "./workspace-deletions.js";
 
 /** Webhook subscriptions, event matching, masking and signed delivery with retries and a circuit breaker. */
 export const webhookDispatcherService = defineService(webhookDispatcherContract, {
@@ -195,6 +196,29 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     // A server that lost its store lost the consumer too: the runtime makes the stream again, this the
     // consumer (the matcher's loop re-binds to it).
     await provision("event consumer", () => matcher.ensureConsumer());
+    // A deleted workspace's subscriptions, flows and delivery log go (followed durably, from every
+    // deletion the stream still holds: only what was made before each deletion goes).
+    const deletions = await followEvents(
+      nc,
+      {
+        stream: config.eventsStream,
+        prefix: config.subjectPrefix,
+        durable: `${config.subjectPrefix}-webhook-dispatcher-workspace-deleted`,
+        events: "workspace.deleted",
+        from: "all",
+        log,
+      },
+      async ({ data, occurredAt }) => {
+        if (typeof data.workspaceKey !== "string") return;
+        const forgotten = await forgetWorkspace(db, data.workspaceKey, occurredAt);
+        if (forgotten.subscriptions + forgotten.flows + forgotten.deliveries > 0)
+          log.info(
+            { workspaceKey: data.workspaceKey, ...forgotten },
+            "forgot a deleted workspace's webhooks",
+          );
+      },
+    );
+    reprovision("workspace deletions consumer", () => deletions.ensure());
     return {
       routes,
       messages: {},
@@ -218,6 +242,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       // Stop taking events first; the runtime then lets running deliveries finish and releases queued ones.
       beforeDrain: async () => {
         plugins.stop();
+        deletions.stop();
         clearInterval(pruning);
         await matcher.stop();
       },

@@ -16,7 +16,15 @@ export interface FollowedEvent {
   readonly eventName: string;
   readonly eventId: string;
   readonly workspaceKey: string | null;
+  /** When it happened: its publisher's `Svc-Occurred-At`, else when the stream took it. */
+  readonly occurredAt: Date;
   readonly data: Record<string, unknown>;
+}
+
+/** An event's `Svc-Occurred-At` (its publisher's clock), or the stream's time where it has none. */
+function occurredAt(m: JsMsg): Date {
+  const stated = Date.parse(m.headers?.get(Header.OccurredAt) ?? "");
+  return new Date(Number.isNaN(stated) ? m.time.getTime() : stated);
 }
 
 export interface FollowEventsOptions {
@@ -65,6 +73,7 @@ export async function followEvents(
         eventName,
         eventId: m.headers?.get(Header.MsgId) || `seq-${m.seq}`,
         workspaceKey: m.headers?.get(Header.WorkspaceKey) || null,
+        occurredAt: occurredAt(m),
         data,
       });
       m.ack();

@@ -83,6 +83,12 @@ describe("deletions reach services that were down", () => {
     });
     const userId = user.json<{ id: string }>().id;
     expect((await asOperator("PUT", `/api/workspaces/shared-key/members/${userId}`)).status).toBe(201);
+    const integration = await asOperator("POST", "/api/security/integrations", {
+      name: "Old's client",
+      workspaceKey: "shared-key",
+      permissions: ["webhook.read"],
+    });
+    expect(integration.status, integration.text).toBe(201);
     // Delivered, and in the delivery log its sessions read.
     const logged = `SELECT count(*)::int AS n FROM webhook_dispatcher.deliveries WHERE reach_key = 'shared-key'`;
     await until(async () => (await count(logged)) === 1, 15_000);
@@ -180,7 +186,10 @@ describe("deletions reach services that were down", () => {
     }
     expect((await api("GET", "/api/webhooks", reader)).json<{ items: unknown[] }>().items).toHaveLength(1);
     expect((await api("GET", "/api/flows", reader)).json<{ items: unknown[] }>().items).toHaveLength(1);
-    // The new tenant's workspace of the same key has no member, chain or grant of the old one.
+    // The new tenant's workspace of the same key has no member, API client, chain or grant of the old one.
+    expect(
+      await count(`SELECT count(*)::int AS n FROM rbac.integrations WHERE workspace_key = 'shared-key'`),
+    ).toBe(0);
     const members = await asOperator("GET", "/api/workspaces/shared-key/members");
     expect(members.json<{ items: unknown[] }>().items).toEqual([]);
     const chain = await asOperator("GET", "/api/workspaces/shared-key/plugins");

@@ -267,8 +267,9 @@ export const putMemberRoles: MemberHandler<"member-roles.put"> = async (deps, re
 };
 
 /**
- * Workspaces were deleted (the resolver's broadcast): their memberships go, each recorded as
- * `workspace.member-removed`, and the sessions signed in to them are revoked.
+ * Workspaces were deleted (the resolver's `workspace.deleted`): their memberships go, each recorded as
+ * `workspace.member-removed`, their integrations (API clients) go, and the sessions signed in to them are
+ * revoked. A workspace made again under the same key inherits none of them.
  */
 export async function forgetWorkspaces(
   deps: Pick<RbacDeps, "db" | "outbox" | "revoked" | "log">,
@@ -285,6 +286,7 @@ export async function forgetWorkspaces(
         userId: m.user_id,
       });
     }
+    await tx.query(sql`DELETE FROM rbac.integrations WHERE workspace_key = ANY(${keys}::text[])`);
   });
   const sessions = await deps.db.any<{ id: string; expires_at: Date }>(sql`
     SELECT id, expires_at FROM rbac.sessions

@@ -39,4 +39,40 @@ describe("a secret in a log line", () => {
     expect(lines[0]).toContain("violates check constraint");
     expect(lines[0]).toContain("subscriptions_target_url_check");
   });
+
+  it("redacts credentials by name at the top and two levels down, and credential headers", () => {
+    const { lines, log } = capture();
+    log.info(
+      {
+        password: "pw-top-secret",
+        token: "tok-top-secret",
+        body: { clientSecret: "cs-one-secret", user: { newPassword: "pw-two-secret" } },
+        config: { nats: { creds: "creds-two-secret", seed: "SUAseed-two-secret" } },
+        req: { headers: { authorization: "Bearer jwt-secret", cookie: "sid=cookie-secret", host: "a.test" } },
+        upstream: { headers: { "x-svc-api-key": "key-secret", "content-type": "application/json" } },
+        userName: "alice",
+      },
+      "a line with secrets",
+    );
+    expect(lines).toHaveLength(1);
+    const line = lines[0] ?? "";
+    for (const value of [
+      "top-secret",
+      "one-secret",
+      "two-secret",
+      "jwt-secret",
+      "cookie-secret",
+      "key-secret",
+    ])
+      expect(line).not.toContain(value);
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    // What is not a credential stays.
+    expect(parsed).toMatchObject({
+      userName: "alice",
+      password: "[redacted]",
+      body: { clientSecret: "[redacted]", user: { newPassword: "[redacted]" } },
+      req: { headers: { authorization: "[redacted]", cookie: "[redacted]", host: "a.test" } },
+      upstream: { headers: { "x-svc-api-key": "[redacted]", "content-type": "application/json" } },
+    });
+  });
 });

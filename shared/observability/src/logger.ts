@@ -27,6 +27,38 @@ export function serializeError(error: unknown): unknown {
   return serialized;
 }
 
+/** Field names whose value is a secret wherever it sits in a logged object (to two levels down). */
+const SECRET_FIELDS = [
+  "password",
+  "currentPassword",
+  "newPassword",
+  "secret",
+  "clientSecret",
+  "previousSecret",
+  "apiKey",
+  "token",
+  "accessToken",
+  "refreshToken",
+  "authorization",
+  "cookie",
+  "creds",
+  "credentials",
+  "seed",
+  "nkeySeed",
+  "privateKey",
+  "signingKey",
+  "secretsEncryptionKey",
+] as const;
+
+/** Headers that carry credentials, in a logged request or a logged header map. */
+const SECRET_HEADERS = ["authorization", "cookie", "set-cookie", "x-svc-api-key", "proxy-authorization"];
+
+/** What pino redacts: each secret field at the top, one and two levels down, and credential headers. */
+export const REDACTED_PATHS: readonly string[] = [
+  ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
+  ...SECRET_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `*.headers["${h}"]`]),
+];
+
 /**
  * Structured JSON logs (pino) with the service name on every line, and `trace_id` and `span_id` on every
  * line written inside a trace. Anything that could carry a secret is
@@ -44,18 +76,7 @@ export function createLogger(service: string, level: string, destination?: Desti
     mixin: () => currentIds() ?? {},
     serializers: { err: serializeError, error: serializeError },
     redact: {
-      paths: [
-        "password",
-        "secret",
-        "*.password",
-        "*.secret",
-        "*.apiKey",
-        "*.accessToken",
-        "req.headers.authorization",
-        'req.headers["x-svc-api-key"]',
-        "headers.authorization",
-        'headers["x-svc-api-key"]',
-      ],
+      paths: [...REDACTED_PATHS],
       censor: "[redacted]",
     },
   };

@@ -57,6 +57,48 @@ export const CONSUMER_NAME = "webhook-dispatcher";
  * another replica after this. A batch is matched and enqueued in milliseconds; 10 s leaves a wide margin.
  */
 const ACK_WAIT_NS = 10_000_000_000;
+/**
+ * Events the server hands the matcher before it has acknowledged them: the backlog it can see, and so
+ * take fairly from (`takeInTurns`). A workspace that floods the stream fills at most this many; the other
+ * workspaces' events within them are matched first. Bounded (a few MB of events at most).
+ */
+const MAX_ACK_PENDING = 5_000;
+/** Events matched and enqueued in one statement. */
+const BATCH = 500;
+
+/**
+ * Up to `size` of `pending`, taken in turns from each workspace's events (each in its order of arrival,
+ * the platform's as one more): the next batch to match. A workspace's backlog then delays another
+ * workspace's events by at most its share of a batch, not by its whole length. Returns the batch and the
+ * rest, in order.
+ */
+export function takeInTurns<T>(
+  pending: readonly T[],
+  size: number,
+  workspaceOf: (item: T) => string | null,
+): { batch: T[]; rest: T[] } {
+  if (pending.length <= size) return { batch: [...pending], rest: [] };
+  const queues = new Map<string | null, T[]>();
+  for (const item of pending) {
+    const key = workspaceOf(item);
+    const queue = queues.get(key);
+    if (queue === undefined) queues.set(key, [item]);
+    else queue.push(item);
+  }
+  if (queues.size === 1) return { batch: pending.slice(0, size), rest: pending.slice(size) };
+  const taken = new Set<T>();
+  const lists = [...queues.values()];
+  for (let round = 0; taken.size < size; round++) {
+    for (const list of lists) {
+      const item = list[round];
+      if (item !== undefined && taken.size < size) taken.add(item);
+    }
+  }
+  const batch: T[] = [];
+  const rest: T[] = [];
+  for (const item of pending) (taken.has(item) ? batch : rest).push(item);
+  return { batch, rest };
+}
 
 export async function startMatcher(
   nc: NatsConnection,
@@ -86,12 +128,15 @@ export async function startMatcher(
       deliver_policy: DeliverPolicy.All,
       filter_subject: eventsSubject(options.prefix),
       ack_wait: ACK_WAIT_NS,
-      max_ack_pending: 1_000,
+      max_ack_pending: MAX_ACK_PENDING,
     });
-    if (!missing && info.config.ack_wait !== ACK_WAIT_NS) {
-      // A consumer made by an earlier version: bring its redelivery delay in line.
+    if (
+      !missing &&
+      (info.config.ack_wait !== ACK_WAIT_NS || info.config.max_ack_pending !== MAX_ACK_PENDING)
+    ) {
+      // A consumer made by an earlier version: bring its redelivery delay and its window in line.
       await jsm.consumers
-        .update(options.stream, CONSUMER_NAME, { ack_wait: ACK_WAIT_NS })
+        .update(options.stream, CONSUMER_NAME, { ack_wait: ACK_WAIT_NS, max_ack_pending: MAX_ACK_PENDING })
         .catch((err: unknown) =>
           options.log.warn({ error: (err as Error).message }, "could not update the event consumer"),
         );
@@ -322,15 +367,18 @@ export async function startMatcher(
     }
   };
 
-  // Messages that arrive while a batch is being written join the next batch.
+  // Messages that arrive while a batch is being written join the next batch, which takes the
+  // workspaces' events in turns.
   let pending: JsMsg[] = [];
+  const workspaceOf = (m: JsMsg) => m.headers?.get(Header.WorkspaceKey) || null;
   let flushing: Promise<void> | undefined;
   const flush = async () => {
     try {
       await new Promise((r) => setImmediate(r));
       while (pending.length > 0) {
-        const batch = pending.slice(0, 500);
-        pending = pending.slice(batch.length);
+        const next = takeInTurns(pending, BATCH, workspaceOf);
+        const batch = next.batch;
+        pending = next.rest;
         try {
           await handleBatch(batch);
         } catch (err) {

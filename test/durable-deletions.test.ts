@@ -145,6 +145,13 @@ describe("deletions reach services that were down", () => {
       ),
     ).toBe(0);
     expect(await count(logged)).toBe(0);
+    // Its delivery's job is no longer the workspace's (a platform session still sees it).
+    expect(
+      await count(`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE workspace_key = 'shared-key'`),
+    ).toBe(0);
+    expect(
+      await count(`SELECT count(*)::int AS n FROM job_reaper.jobs WHERE type = 'webhook.deliver'`),
+    ).toBeGreaterThan(0);
     expect(
       await count(
         `SELECT count(*)::int AS n FROM webhook_dispatcher.delivery_attempts a
@@ -180,6 +187,7 @@ describe("deletions reach services that were down", () => {
         subscriptions: 0,
         flows: 0,
         deliveries: 0,
+        jobs: 0,
       });
     } finally {
       await db.end();

@@ -211,7 +211,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       async ({ data, occurredAt }) => {
         if (typeof data.workspaceKey !== "string") return;
         const forgotten = await forgetWorkspace(db, data.workspaceKey, occurredAt);
-        if (forgotten.subscriptions + forgotten.flows + forgotten.deliveries > 0)
+        if (forgotten.subscriptions + forgotten.flows + forgotten.deliveries + forgotten.jobs > 0)
           log.info(
             { workspaceKey: data.workspaceKey, ...forgotten },
             "forgot a deleted workspace's webhooks",

@@ -5,10 +5,12 @@
  * subscriptions and read the bodies their deliveries carried, and its events would go to the old tenant's
  * receivers. Followed from the resolver's `workspace.deleted` with a durable consumer (a deletion made
  * while the dispatcher was down is applied when it is back); only what was made before the deletion goes,
- * so what the new workspace has made since stays.
+ * so what the new workspace has made since stays. Its jobs (deliveries, flow runs, recoveries) are
+ * released from it: platform sessions still see them, the new workspace's do not.
  */
 import type { Db } from "@svc/db";
 import { sql } from "@svc/db";
+import { releaseWorkspaceJobs } from "@svc/jobs";
 
 /** Deliveries (with their attempts) deleted per statement: a large log never holds one long transaction. */
 const BATCH = 5_000;
@@ -17,6 +19,7 @@ export interface ForgottenWorkspace {
   readonly subscriptions: number;
   readonly flows: number;
   readonly deliveries: number;
+  readonly jobs: number;
 }
 
 /**
@@ -58,6 +61,7 @@ export async function forgetWorkspace(
     const flows = await tx.query(sql`
       DELETE FROM webhook_dispatcher.flows
       WHERE workspace_key = ${workspaceKey} AND created_at <= ${deletedAt}`);
-    return { subscriptions: subs.rowCount ?? 0, flows: flows.rowCount ?? 0, deliveries };
+    const jobs = await releaseWorkspaceJobs(tx, workspaceKey, deletedAt);
+    return { subscriptions: subs.rowCount ?? 0, flows: flows.rowCount ?? 0, deliveries, jobs };
   });
 }

@@ -15,6 +15,7 @@ export {
   queueDepth,
   reapExpiredLeases,
   type ReapResult,
+  releaseWorkspaceJobs,
   retryDeadLetter,
   runJobNow,
   runPendingJobsNow,

@@ -760,6 +760,19 @@ export async function failedJobsOfType(
   return rows.map((r) => ({ id: r.id, idempotencyKey: r.idempotency_key, payload: r.payload }));
 }
 
+/**
+ * A deleted workspace's jobs, made before `before`, are no longer its: their workspace tag is cleared, so
+ * a workspace made again under the same key does not list, retry or cancel them (platform sessions still
+ * see them, as they see every job). Jobs waiting or running go on as they would (a delivery for a removed
+ * subscription does nothing). Returns how many it released.
+ */
+export async function releaseWorkspaceJobs(db: Queries, workspaceKey: string, before: Date): Promise<number> {
+  const result = await db.query(sql`
+    UPDATE job_reaper.jobs SET workspace_key = NULL
+    WHERE workspace_key = ${workspaceKey} AND created_at <= ${before}`);
+  return result.rowCount ?? 0;
+}
+
 /** Counts by type and status, for the queue-depth gauge. */
 export async function queueDepth(
   db: Queries,

@@ -154,6 +154,47 @@ describe("media", () => {
   });
 });
 
+describe("a deleted workspace's files", () => {
+  /** Whether the object store still holds a file's bytes. */
+  const stored = async (id: string) => {
+    const store = await new Objm(nc).open(mediaBucket(h.env.SVC_SUBJECT_PREFIX as string));
+    const info = await store.info(id);
+    return info !== null && !info.deleted;
+  };
+
+  it("go with it: their records and their bytes, for a workspace and for a tenant's workspaces", async () => {
+    await asOperator("POST", "/api/tenants", { tenantKey: "gone-t", name: "Going" });
+    for (const key of ["gone-w", "gone-t-1", "gone-t-2"])
+      await asOperator("PUT", `/api/workspaces/${key}`, {
+        tenantKey: key === "gone-w" ? "mt" : "gone-t",
+        name: key,
+      });
+    const ids: Record<string, string> = {};
+    for (const key of ["gone-w", "gone-t-1", "gone-t-2", "mw"]) {
+      const up = await upload(PNG, `${key}.png`, operator, key);
+      expect(up.status, JSON.stringify(up.json)).toBe(201);
+      ids[key] = up.json.id as string;
+    }
+    for (const id of Object.values(ids)) expect(await stored(id)).toBe(true);
+
+    expect((await asOperator("DELETE", "/api/workspaces/gone-w")).status).toBe(204);
+    expect((await asOperator("DELETE", "/api/tenants/gone-t?deleteWorkspaces=true")).status).toBe(204);
+    // The bytes go once the deletion is committed (after the answer, so waited for).
+    for (const key of ["gone-w", "gone-t-1", "gone-t-2"]) {
+      const still = await eventually(
+        () => stored(ids[key] as string),
+        (s) => !s,
+      );
+      expect(still, key).toBe(false);
+    }
+    // Another workspace's file stays, and a workspace made again under a deleted key holds none.
+    expect(await stored(ids.mw as string)).toBe(true);
+    await asOperator("PUT", "/api/workspaces/gone-w", { tenantKey: "mt", name: "again" });
+    const listed = await asOperator("GET", "/api/media?workspaceKey=gone-w");
+    expect(listed.json<{ items: unknown[] }>().items).toEqual([]);
+  });
+});
+
 /**
  * A regression: the upload was stored before its Idempotency-Key was checked, so a retry never replayed
  * (the fingerprint held a fresh object name: 422) and refused uploads left bytes no listing shows.

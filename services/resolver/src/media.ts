@@ -199,6 +199,20 @@ export const mediaContent: Handler<"media.content"> = async (deps, req) => {
   };
 };
 
+/** Where a deleted workspace's files' bytes go (the object store, or a test's stand-in). */
+export type MediaBytes = Pick<MediaStore, "delete">;
+
+/**
+ * Deletes the bytes of files whose records a deletion took (a workspace's, a tenant's), once that
+ * deletion is committed; a failure leaves unreachable bytes, never a record without them.
+ */
+export function deleteBytesAfterCommit(bytes: MediaBytes, ids: readonly string[]): void {
+  if (ids.length === 0) return;
+  afterCommit(() => {
+    for (const id of ids) void bytes.delete(id).catch(() => undefined);
+  });
+}
+
 export const deleteMedia: Handler<"media.delete"> = async (deps, req) => {
   const found = await file(deps.records, req.principal, req.params.id);
   await deps.records.remove(found);

@@ -42,16 +42,20 @@ export const resolverService = defineService(resolverContract, {
     const catalogue = new customFields.CustomFieldCatalogue();
     const follower = followContributions(bus, async (list) => catalogue.apply(list), quietUnlessUp(log));
     const fields: customFields.CustomFieldDeps = { values: customFields.fieldValueTables(db), catalogue };
-    const mediaDeps: media.MediaDeps = {
-      records: media.mediaTables(db, outbox),
-      media: new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas),
-    };
+    const mediaStore = new MediaStore(nc, config.subjectPrefix, config.backendHost.natsReplicas);
+    const mediaDeps: media.MediaDeps = { records: media.mediaTables(db, outbox), media: mediaStore };
     const tables = tenancyTables(db);
     const publicRows = publicTables(db);
     const hostDeps: tenantHosts.HostDeps = { hosts: tenantHosts.hostTables(db) };
     const surfaceDeps: surfaces.SurfaceDeps = { surfaces: surfaces.surfaceTables(db) };
-    const tenantDeps: tenants.TenantDeps = { tenants: tenants.tenantTables(db, outbox) };
-    const workspaceDeps: workspaces.WorkspaceDeps = { workspaces: workspaces.workspaceTables(db, outbox) };
+    const tenantDeps: tenants.TenantDeps = {
+      tenants: tenants.tenantTables(db, outbox),
+      mediaBytes: mediaStore,
+    };
+    const workspaceDeps: workspaces.WorkspaceDeps = {
+      workspaces: workspaces.workspaceTables(db, outbox),
+      mediaBytes: mediaStore,
+    };
     const messages: MessageImplementation<typeof resolverContract.messages> = {
       "workspace.resolve": (request) => resolveWorkspace(tables, tenant, request),
       "workspace.public": (request) => publicWorkspace(publicRows, tenant, request),

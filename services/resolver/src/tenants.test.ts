@@ -64,6 +64,7 @@ class MemoryTenants implements TenantTables {
           : null,
       remove: async () => {
         removed = true;
+        return [];
       },
       record: async <N extends "workspace.deleted" | "tenant.deleted">(
         eventName: N,
@@ -86,7 +87,7 @@ class MemoryTenants implements TenantTables {
 const operator = caller(["tenant.read", "tenant.create", "tenant.update", "tenant.delete"]);
 
 let tables: MemoryTenants;
-const deps = () => ({ tenants: tables });
+const deps = () => ({ tenants: tables, mediaBytes: { delete: async () => undefined } });
 beforeEach(() => {
   tables = new MemoryTenants();
 });

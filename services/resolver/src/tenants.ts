@@ -14,6 +14,8 @@ import { type Db, isUniqueViolation, type Listing, type Queries, readPage, sql, 
 import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import type { Outbox } from "@svc/outbox";
 
+import { deleteBytesAfterCommit, type MediaBytes } from "./media.js";
+
 /** A tenant as stored, with how many workspaces it has. */
 export interface Tenant {
   readonly key: string;
@@ -28,8 +30,11 @@ export interface Tenant {
 export interface TenantRemoval {
   /** The tenant's workspaces, by key; null when the tenant does not exist. */
   workspaces(): Promise<string[] | null>;
-  /** Deletes the tenant, its workspaces and what is kept for them (custom field values). */
-  remove(workspaceKeys: readonly string[]): Promise<void>;
+  /**
+   * Deletes the tenant, its workspaces and what is kept for them (custom field values, media files'
+   * records); the ids of the media files whose bytes are to go.
+   */
+  remove(workspaceKeys: readonly string[]): Promise<readonly string[]>;
   /** Records an event with the change, to be relayed once it commits. */
   record<N extends "workspace.deleted" | "tenant.deleted">(
     eventName: N,
@@ -53,6 +58,8 @@ export interface TenantTables {
 
 export interface TenantDeps {
   readonly tenants: TenantTables;
+  /** Its deleted workspaces' media files' bytes. */
+  readonly mediaBytes: MediaBytes;
 }
 
 type Handler<K extends keyof typeof resolverRoutes> = RouteHandlerWith<
@@ -127,11 +134,14 @@ export function tenantTables(db: Db, outbox: Outbox<PlatformEventData>): TenantT
             return owned.map((w) => w.key);
           },
           async remove(workspaceKeys) {
+            const media = await tx.any<{ id: string }>(sql`
+              DELETE FROM resolver.media WHERE workspace_key = ANY(${workspaceKeys}::text[]) RETURNING id`);
             await tx.query(sql`DELETE FROM resolver.tenants WHERE key = ${key}`);
             await tx.query(sql`
               DELETE FROM resolver.custom_field_values
               WHERE (entity_name = 'tenant' AND entity_id = ${key})
                  OR (entity_name = 'workspace' AND entity_id = ANY(${workspaceKeys}::text[]))`);
+            return media.map((m) => m.id);
           },
           async record(eventName, workspaceKey, data) {
             await outbox.record(tx, eventName, workspaceKey, data);
@@ -192,7 +202,7 @@ export const suspendTenant: Handler<"tenants.suspend"> = (deps, req) =>
 
 export const deleteTenant: Handler<"tenants.delete"> = async (deps, req) => {
   const key = req.params.tenantKey;
-  await deps.tenants.removal(key, async (tables) => {
+  const media = await deps.tenants.removal(key, async (tables) => {
     const owned = await tables.workspaces();
     if (owned === null) throw new NotFoundError(`Tenant '${key}' was not found.`);
     if (owned.length > 0 && req.query.deleteWorkspaces !== true) {
@@ -205,9 +215,12 @@ export const deleteTenant: Handler<"tenants.delete"> = async (deps, req) => {
     for (const workspaceKey of owned) {
       await tables.record("workspace.deleted", workspaceKey, { workspaceKey, tenantKey: key });
     }
-    await tables.remove(owned);
+    const media = await tables.remove(owned);
     // The services that keep data per tenant (grants, delegations) follow this event durably.
     await tables.record("tenant.deleted", null, { tenantKey: key, workspaceKeys: owned });
+    return media;
   });
+  // The workspaces' files' bytes go too, once the deletion is committed.
+  deleteBytesAfterCommit(deps.mediaBytes, media);
   return { status: 204 };
 };

@@ -114,7 +114,7 @@ class MemoryWorkspaces implements WorkspaceTables {
           const gone = stored.get(key);
           stored.delete(key);
           hosts.bindings.delete(key);
-          return gone?.tenantKey ?? null;
+          return gone === undefined ? null : { tenantKey: gone.tenantKey, media: [] };
         },
         async record<N extends "workspace.created" | "workspace.updated" | "workspace.deleted">(
           eventName: N,
@@ -143,7 +143,7 @@ const operator = caller(["workspace.read", "workspace.update", "workspace.delete
 const shopAdmin: Principal = { ...operator, subject: "shop-admin", scope: "workspace", workspaceKey: "shop" };
 
 let tables: MemoryWorkspaces;
-const deps = () => ({ workspaces: tables });
+const deps = () => ({ workspaces: tables, mediaBytes: { delete: async () => undefined } });
 beforeEach(() => {
   tables = new MemoryWorkspaces();
 });

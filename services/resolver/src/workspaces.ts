@@ -16,6 +16,7 @@ import { ErrorCode, NotFoundError, SvcError, ValidationError } from "@svc/errors
 import type { Outbox } from "@svc/outbox";
 import { normaliseHost } from "@svc/workspace";
 
+import { deleteBytesAfterCommit, type MediaBytes } from "./media.js";
 import { claimHosts, type HostChange, lockedHostChange } from "./tenant-hosts.js";
 
 /** A binding: a host and a path prefix under it. */
@@ -71,8 +72,11 @@ export interface WorkspaceChange {
   /** Replaces the workspace's bindings. */
   bind(bindings: readonly WorkspaceBinding[]): Promise<void>;
   read(): Promise<Workspace>;
-  /** Deletes the workspace and what is kept for it (its custom field values); its tenant, or null. */
-  remove(): Promise<string | null>;
+  /**
+   * Deletes the workspace and what is kept for it (its custom field values, its media files' records);
+   * its tenant and the ids of the media files whose bytes are to go, or null when it does not exist.
+   */
+  remove(): Promise<{ readonly tenantKey: string; readonly media: readonly string[] } | null>;
   /** Records the workspace's event with the change, to be relayed once it commits. */
   record<N extends WorkspaceEvent>(eventName: N, data: PlatformEventData[N]): Promise<void>;
 }
@@ -93,6 +97,8 @@ export interface WorkspaceTables {
 
 export interface WorkspaceDeps {
   readonly workspaces: WorkspaceTables;
+  /** A deleted workspace's media files' bytes. */
+  readonly mediaBytes: MediaBytes;
 }
 
 type Handler<K extends keyof typeof resolverRoutes> = RouteHandlerWith<
@@ -214,13 +220,16 @@ export function workspaceTables(db: Db, outbox: Outbox<PlatformEventData>): Work
           },
           read: async () => (await findWorkspace(tx, key)) as Workspace,
           async remove() {
+            const media = await tx.any<{ id: string }>(
+              sql`DELETE FROM resolver.media WHERE workspace_key = ${key} RETURNING id`,
+            );
             const gone = await tx.maybeOne<{ tenant_key: string }>(
               sql`DELETE FROM resolver.workspaces WHERE key = ${key} RETURNING tenant_key`,
             );
             if (gone === null) return null;
             await tx.query(sql`
               DELETE FROM resolver.custom_field_values WHERE entity_name = 'workspace' AND entity_id = ${key}`);
-            return gone.tenant_key;
+            return { tenantKey: gone.tenant_key, media: media.map((m) => m.id) };
           },
           async record(eventName, data) {
             await outbox.record(tx, eventName, key, data);
@@ -400,10 +409,13 @@ export const putWorkspace: Handler<"workspaces.put"> = async (deps, req) => {
 
 export const deleteWorkspace: Handler<"workspaces.delete"> = async (deps, req) => {
   const key = req.params.workspaceKey;
-  await deps.workspaces.change(key, async (tables) => {
-    const tenantKey = await tables.remove();
-    if (tenantKey === null) throw new NotFoundError(`Workspace '${key}' was not found.`);
-    await tables.record("workspace.deleted", { workspaceKey: key, tenantKey });
+  const media = await deps.workspaces.change(key, async (tables) => {
+    const gone = await tables.remove();
+    if (gone === null) throw new NotFoundError(`Workspace '${key}' was not found.`);
+    await tables.record("workspace.deleted", { workspaceKey: key, tenantKey: gone.tenantKey });
+    return gone.media;
   });
+  // Its files' bytes go too, once the deletion is committed.
+  deleteBytesAfterCommit(deps.mediaBytes, media);
   return { status: 204 };
 };

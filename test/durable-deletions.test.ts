@@ -51,6 +51,25 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+/** A webhook subscription and a flow of workspace shared-key, made by a tenant's operator; the subscription's id. */
+async function subscriptionAndFlow(tenant: string): Promise<string> {
+  const subscribed = await asOperator("POST", "/api/webhooks", {
+    eventName: "workspace.member-assigned",
+    workspaceKey: "shared-key",
+    targetUrl: receiver.url,
+    secret: `${tenant}-tenant-secret`,
+  });
+  expect(subscribed.status, subscribed.text).toBe(201);
+  const flow = await asOperator("POST", "/api/flows", {
+    name: `${tenant}'s flow`,
+    workspaceKey: "shared-key",
+    eventName: "workspace.member-assigned",
+    actions: [{ type: "notify", title: "Welcome" }],
+  });
+  expect(flow.status, flow.text).toBe(201);
+  return subscribed.json<{ id: string }>().id;
+}
+
 describe("deletions reach services that were down", () => {
   it("a tenant deleted while rbac, the registry and the dispatcher were stopped leaves nothing for a new tenant to inherit", async () => {
     let rbac = await h.start(rbacService, env);
@@ -62,21 +81,7 @@ describe("deletions reach services that were down", () => {
       (await asOperator("PUT", "/api/workspaces/shared-key", { tenantKey: "old", name: "Old's" })).status,
     ).toBe(201);
     // The old workspace's webhook subscription and flow.
-    const subscribed = await asOperator("POST", "/api/webhooks", {
-      eventName: "workspace.member-assigned",
-      workspaceKey: "shared-key",
-      targetUrl: receiver.url,
-      secret: "old-tenant-secret",
-    });
-    expect(subscribed.status, subscribed.text).toBe(201);
-    const oldSubscription = subscribed.json<{ id: string }>().id;
-    const flow = await asOperator("POST", "/api/flows", {
-      name: "Old's flow",
-      workspaceKey: "shared-key",
-      eventName: "workspace.member-assigned",
-      actions: [{ type: "notify", title: "Welcome" }],
-    });
-    expect(flow.status, flow.text).toBe(201);
+    const oldSubscription = await subscriptionAndFlow("old");
     const user = await asOperator("POST", "/api/users", {
       userName: "old-member",
       password: "a long enough password",
@@ -167,20 +172,7 @@ describe("deletions reach services that were down", () => {
     expect((await api("GET", "/api/flows", reader)).json<{ items: unknown[] }>().items).toEqual([]);
     expect((await api("GET", `/api/webhooks/${oldSubscription}/deliveries`, reader)).status).toBe(404);
     // What the new workspace makes after the deletion stays, also when the deletion is applied again.
-    const fresh = await asOperator("POST", "/api/webhooks", {
-      eventName: "workspace.member-assigned",
-      workspaceKey: "shared-key",
-      targetUrl: receiver.url,
-      secret: "new-tenant-secret",
-    });
-    expect(fresh.status, fresh.text).toBe(201);
-    const freshFlow = await asOperator("POST", "/api/flows", {
-      name: "New's flow",
-      workspaceKey: "shared-key",
-      eventName: "workspace.member-assigned",
-      actions: [{ type: "notify", title: "Welcome" }],
-    });
-    expect(freshFlow.status, freshFlow.text).toBe(201);
+    await subscriptionAndFlow("new");
     const db = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName: "deletions-test" });
     try {
       expect(await forgetWorkspace(db, "shared-key", deletedBy)).toEqual({

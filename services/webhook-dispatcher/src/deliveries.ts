@@ -189,13 +189,13 @@ export async function settleStrandedDeliveries(
 
 /**
  * The housekeeping's pass of `settleStrandedDeliveries` (at start, then hourly): every delivery of a
- * dead-lettered `webhook.deliver` job, read from the dead letters a batch at a time (a few, where the log
- * may hold millions). Returns the ids it settled.
+ * `webhook.deliver` job dead-lettered at `since` or later, read from the dead letters a batch at a time
+ * (a few, where the log may hold millions). Returns the ids it settled.
  */
-export async function settleAllStrandedDeliveries(db: Queries): Promise<string[]> {
+export async function settleAllStrandedDeliveries(db: Queries, since: Date): Promise<string[]> {
   const settled: string[] = [];
   for (let after = "0"; ;) {
-    const dead = await failedJobsOfType(db, deliverJob.type, after, SETTLE_BATCH);
+    const dead = await failedJobsOfType(db, deliverJob.type, since, after, SETTLE_BATCH);
     const ids = dead
       .map((j) => (j.payload as Partial<DeliverPayload> | null)?.deliveryId)
       .filter((id): id is string => typeof id === "string" && isUuid(id));

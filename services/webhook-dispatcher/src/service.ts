@@ -154,11 +154,21 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       disableAfterFailures: b.webhookDisableAfterFailures,
     };
     // Deliveries shown waiting on a job that ended unseen (cancelled, or its lease expired on its last
-    // attempt): failed. At start and hourly; the delivery-log routes settle what they show at once.
-    const settle = () =>
-      void settleAllStrandedDeliveries(db).catch((err: unknown) =>
-        log.warn({ error: (err as Error).message }, "could not settle deliveries whose job has ended"),
+    // attempt): failed. At start (the jobs that ended within the log's days), then hourly (those that
+    // ended since the last pass began, with a margin for the clocks); the delivery-log routes settle what
+    // they show at once.
+    let settleFrom = new Date(Date.now() - b.webhookDeliveryLogDays * 86_400_000);
+    const settle = () => {
+      const from = settleFrom;
+      const began = Date.now();
+      void settleAllStrandedDeliveries(db, from).then(
+        () => {
+          settleFrom = new Date(began - 300_000);
+        },
+        (err: unknown) =>
+          log.warn({ error: (err as Error).message }, "could not settle deliveries whose job has ended"),
       );
+    };
     settle();
     // Hourly: old flow steps, rotated secrets past their overlap, and the delivery log past its days.
     const pruning = setInterval(() => {

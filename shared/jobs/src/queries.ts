@@ -744,18 +744,20 @@ export async function failedKeyedJobs(
 }
 
 /**
- * Dead letters (Failed jobs) of `type`, oldest first after job `afterId`, up to `limit`: their ids,
- * idempotency keys and payloads. What a job's owner pages through to settle its own records of them.
+ * Dead letters (Failed jobs) of `type` that ended at `since` or later, oldest first after job `afterId`,
+ * up to `limit`: their ids, idempotency keys and payloads. What a job's owner pages through to settle its
+ * own records of them.
  */
 export async function failedJobsOfType(
   db: Queries,
   type: string,
+  since: Date,
   afterId: string,
   limit: number,
 ): Promise<Array<{ id: string; idempotencyKey: string | null; payload: unknown }>> {
   const rows = await db.any<{ id: string; idempotency_key: string | null; payload: unknown }>(sql`
     SELECT id::text, idempotency_key, payload FROM job_reaper.jobs
-    WHERE status = 'Failed' AND id > ${afterId}::bigint AND type = ${type}
+    WHERE status = 'Failed' AND id > ${afterId}::bigint AND type = ${type} AND completed_at >= ${since}
     ORDER BY id LIMIT ${limit}`);
   return rows.map((r) => ({ id: r.id, idempotencyKey: r.idempotency_key, payload: r.payload }));
 }

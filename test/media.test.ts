@@ -27,6 +27,9 @@ const asOperator = (method: string, path: string, body?: unknown) => api(method,
 const events: string[] = [];
 const env = { BackendHost__RateLimitApiPerMinute: "0", BackendHost__MaxMediaUploadBytes: "1000" };
 
+/** The object store the media files' bytes are kept in, as a plain NATS client sees it. */
+const mediaObjects = () => new Objm(nc).open(mediaBucket(h.env.SVC_SUBJECT_PREFIX as string));
+
 /** The first bytes of a PNG file, then filler. */
 const PNG = Buffer.concat([
   Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]),
@@ -157,8 +160,7 @@ describe("media", () => {
 describe("a deleted workspace's files", () => {
   /** Whether the object store still holds a file's bytes. */
   const stored = async (id: string) => {
-    const store = await new Objm(nc).open(mediaBucket(h.env.SVC_SUBJECT_PREFIX as string));
-    const info = await store.info(id);
+    const info = await (await mediaObjects()).info(id);
     return info !== null && !info.deleted;
   };
 
@@ -201,9 +203,8 @@ describe("a deleted workspace's files", () => {
  */
 describe("media uploads and Idempotency-Key", () => {
   const objects = async () => {
-    const store = await new Objm(nc).open(mediaBucket(h.env.SVC_SUBJECT_PREFIX as string));
     let n = 0;
-    for (const info of await store.list()) if (!info.deleted) n++;
+    for (const info of await (await mediaObjects()).list()) if (!info.deleted) n++;
     return n;
   };
   const uploadWith = async (bytes: Buffer, key: string, token = operator, workspaceKey = "mw") => {

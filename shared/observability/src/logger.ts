@@ -54,7 +54,7 @@ const SECRET_FIELDS = [
 const SECRET_HEADERS = ["authorization", "cookie", "set-cookie", "x-svc-api-key", "proxy-authorization"];
 
 /** What pino redacts: each secret field at the top, one and two levels down, and credential headers. */
-export const REDACTED_PATHS: readonly string[] = [
+const REDACTED_PATHS: readonly string[] = [
   ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
   ...SECRET_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `*.headers["${h}"]`]),
 ];

@@ -14,6 +14,7 @@ import {
   cancelJob,
   DeferJobError,
   defineJob,
+  deleteEndedJobs,
   enqueue,
   enqueueMany,
   JobStatus,
@@ -876,5 +877,54 @@ describe("listJobs filters", () => {
     );
     const newest = all[0]?.id as string;
     expect(await ids({ beforeId: newest })).toEqual(all.slice(1).map((j) => j.id));
+  });
+});
+
+describe("retention of ended jobs", () => {
+  /** A job of its own type as it would stand after `ageDays` (made then) and `endedDaysAgo` (ended then). */
+  async function jobAged(
+    status: JobStatus,
+    ageDays: number,
+    endedDaysAgo: number | null,
+    announced = true,
+  ): Promise<string> {
+    const r = await db.one<{ id: string }>(sql`
+      INSERT INTO job_reaper.jobs (type, status, attempts, max_attempts, created_at, completed_at, announced_at)
+      VALUES ('aged', ${status}, 1, 3, now() - make_interval(days => ${ageDays}),
+              ${endedDaysAgo === null ? null : sql`now() - make_interval(days => ${endedDaysAgo})`},
+              ${announced ? sql`now()` : null})
+      RETURNING id::text`);
+    return r.id;
+  }
+  const left = async () =>
+    (await db.any<{ id: string }>(sql`SELECT id::text FROM job_reaper.jobs ORDER BY id`)).map((r) => r.id);
+
+  it("deletes the jobs that ended before the cutoff, in batches, and keeps waiting, running and unannounced ones", async () => {
+    const gone: string[] = [];
+    const kept: string[] = [];
+    for (let i = 0; i < 4; i++) gone.push(await jobAged(JobStatus.Succeeded, 40, 39));
+    kept.push(await jobAged(JobStatus.Pending, 40, null)); // old, still waiting
+    gone.push(await jobAged(JobStatus.Failed, 40, 38)); // a dead letter, announced
+    kept.push(await jobAged(JobStatus.Failed, 40, 38, false)); // not announced yet
+    kept.push(await jobAged(JobStatus.Running, 40, null));
+    for (let i = 0; i < 3; i++) gone.push(await jobAged(JobStatus.Succeeded, 35, 32));
+    kept.push(await jobAged(JobStatus.Succeeded, 40, 10)); // made long ago, ended recently
+    kept.push(await jobAged(JobStatus.Succeeded, 1, 1));
+    kept.push(await jobAged(JobStatus.Failed, 0, 0));
+
+    // Batches of three: the walk goes past batches that delete nothing and stops at recent jobs.
+    expect(await deleteEndedJobs(db, new Date(Date.now() - 30 * 86_400_000), 3)).toBe(gone.length);
+    expect(await left()).toEqual(kept);
+    expect(await deleteEndedJobs(db, new Date(Date.now() - 30 * 86_400_000), 3)).toBe(0);
+  });
+
+  it("the job reaper deletes at start what ended past BackendHost:JobRetentionDays", async () => {
+    const old = await jobAged(JobStatus.Succeeded, 12, 11);
+    const young = await jobAged(JobStatus.Succeeded, 9, 9);
+    const waiting = await jobAged(JobStatus.Pending, 12, null);
+    const reaper = await h.start(jobReaperService, { BackendHost__JobRetentionDays: "10" });
+    await until(async () => !(await left()).includes(old));
+    expect(await left()).toEqual([young, waiting]);
+    await reaper.stop();
   });
 });

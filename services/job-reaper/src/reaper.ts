@@ -1,7 +1,7 @@
 import type { EventPublisher } from "@svc/bus";
 import { type PlatformEventData, publishPlatformEvent } from "@svc/contracts";
 import type { Db } from "@svc/db";
-import { announceDeadLetters, type DeadLetter, reapExpiredLeases } from "@svc/jobs";
+import { announceDeadLetters, type DeadLetter, deleteEndedJobs, reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
 
 /** Events about deliveries: a failed delivery of one of them is not announced (see below). */
@@ -119,6 +119,43 @@ export function startReaper(
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/**
+ * Deletes the jobs that ended more than `days` ago (succeeded, or dead letters already announced): at
+ * start, then hourly. Replicas may sweep at the same time: each deletion is of rows that still qualify.
+ */
+export function startRetention(db: Db, days: number, log: Logger, registry: Registry) {
+  const deleted = new Counter({
+    name: "svc_jobs_deleted_total",
+    help: "Ended jobs deleted once past their retention (BackendHost:JobRetentionDays).",
+    registers: [registry],
+  });
+  let running: Promise<void> | undefined;
+  const sweep = () => {
+    if (running !== undefined) return;
+    running = deleteEndedJobs(db, new Date(Date.now() - days * 86_400_000))
+      .then(
+        (n) => {
+          deleted.inc(n);
+          if (n > 0) log.info({ deleted: n, days }, "deleted jobs past their retention");
+        },
+        (err: unknown) =>
+          log.warn({ error: (err as Error).message }, "could not delete jobs past their retention"),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  sweep();
+  const timer = setInterval(sweep, 3_600_000);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
       await running;
     },
   };

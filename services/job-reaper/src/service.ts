@@ -5,7 +5,7 @@ import { Gauge } from "@svc/observability";
 import { defineService } from "@svc/runtime";
 
 import { cancelJobRoute, jobTable, listJobsRoute, retryJobRoute, runJobNowRoute } from "./jobs-list.js";
-import { startReaper } from "./reaper.js";
+import { startReaper, startRetention } from "./reaper.js";
 import { followRecording, NatsRecordingStore, Recorder } from "./recorder.js";
 import { jobReaperSettings } from "./settings.js";
 
@@ -52,11 +52,15 @@ export const jobReaperService = defineService(jobReaperContract, {
       metrics,
       createEventPublisher(nc, config.subjectPrefix, EventSource.Platform),
     );
+    const retention = startRetention(db, config.backendHost.jobRetentionDays, log, metrics);
     return {
       routes,
       messages: {},
       beforeDrain: async () => following.stop(),
-      afterDrain: () => reaper.stop(),
+      afterDrain: async () => {
+        await reaper.stop();
+        await retention.stop();
+      },
     };
   },
 });

@@ -12,6 +12,13 @@ export const jobReaperSettings = defineSettings({
       3_600_000,
       "how often expired job leases are swept",
     ),
+    jobRetentionDays: setting.int(
+      "BackendHost:JobRetentionDays",
+      30,
+      7,
+      3_650,
+      "days an ended job (succeeded, or a dead letter) stays listed in GET /api/jobs before it is deleted; swept hourly in batches. Keep it at least WebhookDeliveryLogDays: a delivery is sent again from its job",
+    ),
   },
 });
 

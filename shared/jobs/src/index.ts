@@ -4,6 +4,7 @@ export {
   announceDeadLetters,
   cancelJob,
   type DeadLetter,
+  deleteEndedJobs,
   failedJobsOfType,
   failedKeyedJobs,
   type JobActionOutcome,

@@ -507,6 +507,33 @@ export async function announceDeadLetters(
   });
 }
 
+/**
+ * Deletes the jobs that ended (Succeeded, or Failed and announced) before `before`: walks the table in id
+ * order from the oldest job, `batch` rows at a time, and stops at the first batch that reaches a job made
+ * at `before` or later (none after it can have ended earlier). A job still waiting or running, however
+ * old, stays. Each deletion checks the row as it is when it is deleted, so a dead letter an operator puts
+ * back meanwhile is kept. Returns how many it deleted.
+ */
+export async function deleteEndedJobs(db: Queries, before: Date, batch = 5_000): Promise<number> {
+  let deleted = 0;
+  for (let after = "0"; ;) {
+    const row = await db.one<{ deleted: number; last_id: string | null; reached: boolean | null }>(sql`
+      WITH walked AS (
+        SELECT id, created_at FROM job_reaper.jobs WHERE id > ${after}::bigint ORDER BY id LIMIT ${batch}
+      ), gone AS (
+        DELETE FROM job_reaper.jobs j USING walked w
+        WHERE j.id = w.id AND j.completed_at < ${before}
+          AND (j.status = 'Succeeded' OR (j.status = 'Failed' AND j.announced_at IS NOT NULL))
+        RETURNING j.id
+      )
+      SELECT (SELECT count(*)::int FROM gone) AS deleted, (SELECT max(id)::text FROM walked) AS last_id,
+             (SELECT max(created_at) FROM walked) >= ${before} AS reached`);
+    deleted += row.deleted;
+    if (row.last_id === null || row.reached === true) return deleted;
+    after = row.last_id;
+  }
+}
+
 export interface ListFilter {
   readonly status?: JobStatus;
   readonly type?: string;

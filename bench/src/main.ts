@@ -258,7 +258,11 @@ async function startSecure() {
 
 async function cleanup() {
   await Promise.all(children.map(stopChild));
-  await secureBus?.stop();
+  const violations = (await secureBus?.stop()) as string[] | undefined;
+  if (violations !== undefined) {
+    log(`bus: ${violations.length} permission violations refused`);
+    for (const line of violations.slice(0, 5)) log(`  ${line}`);
+  }
   await dropRunResources({ serverUrl: serverUrl.toString(), database: dbName, natsUrl, stream, prefix });
 }
 

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, http } from "./support/http.js";
 import { mintToken } from "./support/tokens.js";
+import { until } from "./support/wait.js";
 
 const h = await createHarness();
 const API_KEY = "identity-test-api-key-0123456789";
@@ -332,5 +333,64 @@ describe("users, memberships and member roles", () => {
     const listed = await api("GET", "/api/security/integrations", operator);
     expect(listed.text).not.toContain(secret);
     expect(listed.json()).toEqual([expect.objectContaining({ name: "crm", permissions: ["job.read"] })]);
+  });
+});
+
+describe("sessions and notifications past their retention", () => {
+  it("are deleted by rbac at start: sessions expired SessionRetentionDays ago, notifications made NotificationRetentionDays ago", async () => {
+    const dave = (
+      await api("POST", "/api/users", operator, { userName: "dave", password: "dave's long password" })
+    ).json<{ id: string }>();
+    expect((await login("dave", "dave's long password")).status).toBe(200);
+    const session = async (expiredHoursAgo: number) =>
+      (
+        await h.sql<{ id: string }>(
+          `INSERT INTO rbac.sessions (id, user_id, roles, created_at, expires_at)
+           VALUES (gen_random_uuid(), $1, '{}', now() - make_interval(hours => $2 + 1), now() - make_interval(hours => $2))
+           RETURNING id::text`,
+          [dave.id, expiredHoursAgo],
+        )
+      )[0]?.id;
+    const notification = async (daysAgo: number, read: boolean) =>
+      (
+        await h.sql<{ id: string }>(
+          `INSERT INTO rbac.notifications (id, user_id, event_id, kind, title, created_at, read_at)
+           VALUES (gen_random_uuid(), $1, gen_random_uuid()::text, 'job.dead-lettered', 'Job', now() - make_interval(days => $2),
+                   CASE WHEN $3 THEN now() END)
+           RETURNING id::text`,
+          [dave.id, daysAgo, read],
+        )
+      )[0]?.id;
+    const oldSession = await session(50);
+    const recentSession = await session(20);
+    const oldUnread = await notification(40, false);
+    const oldRead = await notification(40, true);
+    const recentNotification = await notification(20, false);
+    const ids = async (table: string) =>
+      (await h.sql<{ id: string }>(`SELECT id::text FROM rbac.${table} WHERE user_id = $1`, [dave.id])).map(
+        (r) => r.id,
+      );
+    expect(await ids("sessions")).toHaveLength(3);
+
+    // Another replica, keeping expired sessions a day and notifications 30 days: it sweeps as it starts.
+    const replica = await h.start(rbacService, {
+      BackendHost__SessionRetentionDays: "1",
+      BackendHost__NotificationRetentionDays: "30",
+    });
+    await until(async () => !(await ids("sessions")).includes(oldSession as string));
+    await until(async () => (await ids("notifications")).length === 1);
+    expect(await ids("notifications")).toEqual([recentNotification]);
+    expect([oldUnread, oldRead]).not.toContain(recentNotification);
+    const left = await ids("sessions");
+    expect(left).toHaveLength(2);
+    expect(left).toContain(recentSession);
+    const exported = await api("GET", `/api/users/${dave.id}/data-export`, operator);
+    expect(
+      exported
+        .json<{ sessions: Array<{ id: string }> }>()
+        .sessions.map((s) => s.id)
+        .sort(),
+    ).toEqual([...left].sort());
+    await replica.stop();
   });
 });

@@ -22,7 +22,7 @@ import * as integrations from "./integrations.js";
 import * as members from "./memberships.js";
 import * as notifications from "./notifications.js";
 import { ActivePluginsByWorkspace, applyPluginKeys } from "./plugin-keys.js";
-import { findRole } from "./repository.js";
+import { deleteExpiredSessions, deleteOldNotifications, findRole } from "./repository.js";
 import * as roles from "./roles.js";
 import { reportWorkspaceGlobalRoles, seedAccess } from "./seed.js";
 import { rbacSettings } from "./settings.js";
@@ -64,6 +64,35 @@ export const rbacService = defineService(rbacContract, {
       Math.max(1_000, Math.floor((config.backendHost.accessTokenLifetimeSeconds * 1000) / 3)),
     );
     remark.unref();
+    // Sessions long expired and old notifications: deleted at start, then hourly.
+    let sweepingSessions: Promise<void> | undefined;
+    const sweepSessions = () => {
+      const b = config.backendHost;
+      sweepingSessions ??= Promise.all([
+        deleteExpiredSessions(db, b.sessionRetentionDays),
+        deleteOldNotifications(db, b.notificationRetentionDays),
+      ])
+        .then(
+          ([sessions, notifications]) => {
+            if (sessions + notifications > 0)
+              log.info(
+                { sessions, notifications },
+                "deleted sessions and notifications past their retention",
+              );
+          },
+          (err: unknown) =>
+            log.warn(
+              { error: (err as Error).message },
+              "could not delete sessions or notifications past their retention",
+            ),
+        )
+        .finally(() => {
+          sweepingSessions = undefined;
+        });
+    };
+    sweepSessions();
+    const sessionSweep = setInterval(sweepSessions, 3_600_000);
+    sessionSweep.unref();
     const outbox = new Outbox<PlatformEventData>({
       db,
       schema: "rbac",
@@ -198,12 +227,14 @@ export const rbacService = defineService(rbacContract, {
       messages,
       // Stop relaying before the connection drains; what is still recorded is relayed by another replica
       // or at the next start.
-      beforeDrain: () => {
+      beforeDrain: async () => {
         clearInterval(remark);
+        clearInterval(sessionSweep);
         plugins.stop();
         inbox.stop();
         deletions.stop();
-        return outbox.stop();
+        await sweepingSessions;
+        await outbox.stop();
       },
     };
   },

@@ -23,6 +23,20 @@ export const rbacSettings = defineSettings({
       hidden: true,
       read: (r) => r.optionalString(SIGNING_KEY) === null,
     }),
+    sessionRetentionDays: setting.int(
+      "BackendHost:SessionRetentionDays",
+      30,
+      1,
+      3_650,
+      "days a session is kept after it expired (a user's data export lists it meanwhile); swept hourly in batches",
+    ),
+    notificationRetentionDays: setting.int(
+      "BackendHost:NotificationRetentionDays",
+      90,
+      7,
+      3_650,
+      "days a notification stays in its inbox, read or not, before it is deleted; swept hourly in batches",
+    ),
     rbacRoles: setting.custom({
       name: "BackendHost:RbacRoles",
       doc: "extra roles and their permission keys, seeded at rbac start",

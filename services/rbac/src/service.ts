@@ -65,10 +65,10 @@ export const rbacService = defineService(rbacContract, {
     );
     remark.unref();
     // Sessions long expired and old notifications: deleted at start, then hourly.
-    let sweepingSessions: Promise<void> | undefined;
-    const sweepSessions = () => {
+    let sweepingRetention: Promise<void> | undefined;
+    const sweepRetention = () => {
       const b = config.backendHost;
-      sweepingSessions ??= Promise.all([
+      sweepingRetention ??= Promise.all([
         deleteExpiredSessions(db, b.sessionRetentionDays),
         deleteOldNotifications(db, b.notificationRetentionDays),
       ])
@@ -87,12 +87,12 @@ export const rbacService = defineService(rbacContract, {
             ),
         )
         .finally(() => {
-          sweepingSessions = undefined;
+          sweepingRetention = undefined;
         });
     };
-    sweepSessions();
-    const sessionSweep = setInterval(sweepSessions, 3_600_000);
-    sessionSweep.unref();
+    sweepRetention();
+    const retentionSweep = setInterval(sweepRetention, 3_600_000);
+    retentionSweep.unref();
     const outbox = new Outbox<PlatformEventData>({
       db,
       schema: "rbac",
@@ -229,11 +229,11 @@ export const rbacService = defineService(rbacContract, {
       // or at the next start.
       beforeDrain: async () => {
         clearInterval(remark);
-        clearInterval(sessionSweep);
+        clearInterval(retentionSweep);
         plugins.stop();
         inbox.stop();
         deletions.stop();
-        await sweepingSessions;
+        await sweepingRetention;
         await outbox.stop();
       },
     };

@@ -48,7 +48,12 @@ describe.runIf(CHROMIUM !== undefined || process.env.CI === "true")("the public 
 
   beforeAll(async () => {
     h = await createHarness();
-    const env = pluginStackEnv(work, { tests: signer });
+    const env = {
+      ...pluginStackEnv(work, { tests: signer }),
+      // What the page shows is under test, not the render's time budget (1 s by default, then the shell is
+      // served: test/surface-render.test.ts): a first render on a loaded machine may take longer.
+      BackendHost__SurfaceRenderTimeoutMs: "15000",
+    };
     await h.start(rbacService, env);
     await h.start(resolverService, env);
     await h.start(pluginRegistryService, env);

@@ -27,7 +27,9 @@ const signer = fixtureSigner();
 let base: string;
 let operator: string;
 
-const env = { ...pluginStackEnv(work, { tests: signer }), BackendHost__SurfaceRenderTimeoutMs: "400" };
+// A render's time budget short enough for the looping template's test, long enough for a first render of
+// three plugins on a loaded machine (400 ms was not, in CI).
+const env = { ...pluginStackEnv(work, { tests: signer }), BackendHost__SurfaceRenderTimeoutMs: "2000" };
 
 const api = bearerApi(() => base);
 const asOperator = (method: string, path: string, body?: unknown) => api(method, path, operator, body);
@@ -56,6 +58,12 @@ async function chain(...ids: string[]) {
 const render = (headers: Record<string, string> = {}) =>
   get("/surface/render", { host: "render.example", ...headers });
 const isShell = (r: HttpResponse) => r.text.includes('id="svc-shell"');
+/**
+ * Renders until `ok` holds (the last answer after `timeoutMs`): past the gateway's 5 s cache of a render
+ * that fell back to the shell.
+ */
+const renderUntil = (ok: (r: HttpResponse) => boolean, timeoutMs = 15_000) =>
+  eventually(render, ok, timeoutMs);
 
 /** What the gateway and the registry logged (warnings and worse), as parsed JSON lines. */
 const logged: Array<Record<string, unknown>> = [];
@@ -118,7 +126,7 @@ describe("GET /surface/render", () => {
   it("renders the primary's entry with the whole chain on the loader path (three plugins)", async () => {
     expect(isShell(await render())).toBe(true); // no chain yet: the shell
     await chain("alpha", "beta", "gamma");
-    const page = await eventually(render, (r) => !isShell(r));
+    const page = await renderUntil((r) => !isShell(r));
     expect(page.status).toBe(200);
     expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
     // alpha's block inside beta's page inside gamma's layout.
@@ -131,7 +139,7 @@ describe("GET /surface/render", () => {
   it("falls back to the next plugin of the chain while the primary is not active, and back again", async () => {
     expect((await asOperator("POST", "/api/plugins/alpha/deactivate")).status).toBe(200);
     // alpha keeps its place in the stored chain, but beta is the primary now.
-    const fallback = await eventually(render, (r) => r.text.includes("Beta's own entry"));
+    const fallback = await renderUntil((r) => r.text.includes("Beta's own entry"));
     expect(fallback.text).not.toContain("Alpha content");
     const stored = (await asOperator("GET", "/api/workspaces/rw/plugins")).json<{
       chain: Array<{ pluginId: string; state: string }>;
@@ -142,14 +150,14 @@ describe("GET /surface/render", () => {
       ["gamma", "active"],
     ]);
     expect((await asOperator("POST", "/api/plugins/alpha/activate")).status).toBe(200);
-    const back = await eventually(render, (r) => r.text.includes("Alpha content"));
+    const back = await renderUntil((r) => r.text.includes("Alpha content"));
     expect(back.text).toContain("<section>Alpha content for Render");
   });
 
   it("serves the shell with 200 when the entry template throws, and logs it", async () => {
     await templatePlugin("broken", { "index.njk": "{% extends 'nowhere.njk' %}" });
     await chain("broken", "gamma");
-    const page = await eventually(render, (r) => isShell(r));
+    const page = await renderUntil((r) => isShell(r));
     expect(page.status).toBe(200);
     expect(isShell(page)).toBe(true);
     // The registry logs the template's error, the gateway the workspace and the cause.
@@ -159,7 +167,7 @@ describe("GET /surface/render", () => {
 
   it("serves the shell with 200 for a chain whose primary has no index.njk, and logs why", async () => {
     await chain("gamma");
-    const page = await eventually(render, (r) => isShell(r));
+    const page = await renderUntil((r) => isShell(r));
     expect(page.status).toBe(200);
     expect(warnings("gateway", "rw").some((l) => l.cause === "no-entry")).toBe(true);
   });
@@ -169,7 +177,7 @@ describe("GET /surface/render", () => {
       "index.njk": '{% include "../../registry.json" %}{% include "/etc/passwd" %}',
     });
     await chain("sneaky");
-    const page = await eventually(render, (r) => isShell(r));
+    const page = await renderUntil((r) => isShell(r));
     expect(isShell(page)).toBe(true);
     expect(page.text).not.toContain("root:");
     expect(page.text).not.toContain("pluginId");
@@ -181,13 +189,11 @@ describe("GET /surface/render", () => {
     });
     await chain("looping");
     const started = Date.now();
-    const page = await eventually(render, (r) => isShell(r), 10_000);
+    const page = await renderUntil((r) => isShell(r), 10_000);
     expect(isShell(page)).toBe(true);
     expect(Date.now() - started).toBeLessThan(5_000);
     await chain("alpha", "beta", "gamma");
-    expect((await eventually(render, (r) => r.text.includes("Alpha content"))).text).toContain(
-      "Alpha content",
-    );
+    expect((await renderUntil((r) => r.text.includes("Alpha content"))).text).toContain("Alpha content");
   });
 
   it("sends anonymous callers of an Authenticated workspace to /login with a same-origin returnUrl", async () => {
@@ -282,12 +288,10 @@ describe("the render context", () => {
     });
     expect((await asOperator("POST", "/api/plugins/themed/activate")).status).toBe(200);
     await chain("themed");
-    expect((await eventually(render, (r) => r.text.includes("theme=["))).text).toContain(
-      "theme=[] locale=de",
-    );
+    expect((await renderUntil((r) => r.text.includes("theme=["))).text).toContain("theme=[] locale=de");
     const chosen = await asOperator("PUT", "/api/themes/workspaces/rw", { themePluginId: "themed" });
     expect(chosen.status, chosen.text).toBe(200);
-    expect((await eventually(render, (r) => r.text.includes("theme=[themed]"))).text).toContain(
+    expect((await renderUntil((r) => r.text.includes("theme=[themed]"))).text).toContain(
       "theme=[themed] locale=de",
     );
   });

@@ -1,5 +1,5 @@
 /** The rbac schema's SQL, next to the functions that run it. */
-import { type Queries, type Sql, sql } from "@svc/db";
+import { deleteInBatches, type Queries, sql } from "@svc/db";
 
 export interface UserRow {
   id: string;
@@ -87,39 +87,29 @@ export async function sessionsOfUser(db: Queries, userId: string, workspaceKey?:
       AND (${workspaceKey ?? null}::text IS NULL OR workspace_key = ${workspaceKey ?? null}::text)`);
 }
 
-/** Deletes, `batch` at a time, the rows one statement's selection of ids names; returns how many. */
-async function deleteInBatches(
-  db: Queries,
-  batch: number,
-  deleteSome: (limit: number) => Sql,
-): Promise<number> {
-  let deleted = 0;
-  for (;;) {
-    const n = (await db.query(deleteSome(batch))).rowCount ?? 0;
-    deleted += n;
-    if (n < batch) return deleted;
-  }
-}
-
 /**
  * Deletes the sessions that expired more than `days` ago: no token of theirs is accepted any more, and
  * none is in the revocation bucket. Returns how many it deleted.
  */
 export const deleteExpiredSessions = (db: Queries, days: number, batch = 5_000) =>
   deleteInBatches(
-    db,
     batch,
-    (limit) => sql`
-      DELETE FROM rbac.sessions WHERE id = ANY(ARRAY(
-        SELECT id FROM rbac.sessions WHERE expires_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`,
+    async (limit) =>
+      (
+        await db.query(sql`
+          DELETE FROM rbac.sessions WHERE id = ANY(ARRAY(
+            SELECT id FROM rbac.sessions WHERE expires_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
+      ).rowCount ?? 0,
   );
 
 /** Deletes the notifications made more than `days` ago, read or not. Returns how many it deleted. */
 export const deleteOldNotifications = (db: Queries, days: number, batch = 5_000) =>
   deleteInBatches(
-    db,
     batch,
-    (limit) => sql`
-      DELETE FROM rbac.notifications WHERE id = ANY(ARRAY(
-        SELECT id FROM rbac.notifications WHERE created_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`,
+    async (limit) =>
+      (
+        await db.query(sql`
+          DELETE FROM rbac.notifications WHERE id = ANY(ARRAY(
+            SELECT id FROM rbac.notifications WHERE created_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
+      ).rowCount ?? 0,
   );

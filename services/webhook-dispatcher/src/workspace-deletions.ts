@@ -8,8 +8,7 @@
  * so what the new workspace has made since stays. Its jobs (deliveries, flow runs, recoveries) are
  * released from it: platform sessions still see them, the new workspace's do not.
  */
-import type { Db } from "@svc/db";
-import { sql } from "@svc/db";
+import { type Db, deleteInBatches, sql } from "@svc/db";
 import { releaseWorkspaceJobs } from "@svc/jobs";
 
 /** Deliveries (with their attempts) deleted per statement: a large log never holds one long transaction. */
@@ -37,22 +36,21 @@ export async function forgetWorkspace(
       SELECT id::text FROM webhook_dispatcher.subscriptions
       WHERE workspace_key = ${workspaceKey} AND created_at <= ${deletedAt}`)
   ).map((r) => r.id);
-  let deliveries = 0;
-  if (subscriptions.length > 0) {
-    for (;;) {
-      const { n } = await db.one<{ n: number }>(sql`
-        WITH gone AS (
-          DELETE FROM webhook_dispatcher.deliveries WHERE delivery_id = ANY(ARRAY(
-            SELECT delivery_id FROM webhook_dispatcher.deliveries
-            WHERE subscription_id = ANY(${subscriptions}::uuid[]) LIMIT ${BATCH}))
-          RETURNING delivery_id),
-        attempts AS (
-          DELETE FROM webhook_dispatcher.delivery_attempts a USING gone WHERE a.delivery_id = gone.delivery_id)
-        SELECT count(*)::int AS n FROM gone`);
-      deliveries += n;
-      if (n < BATCH) break;
-    }
-  }
+  const deliveries =
+    subscriptions.length === 0
+      ? 0
+      : await deleteInBatches(BATCH, async (limit) => {
+          const { n } = await db.one<{ n: number }>(sql`
+            WITH gone AS (
+              DELETE FROM webhook_dispatcher.deliveries WHERE delivery_id = ANY(ARRAY(
+                SELECT delivery_id FROM webhook_dispatcher.deliveries
+                WHERE subscription_id = ANY(${subscriptions}::uuid[]) LIMIT ${limit}))
+              RETURNING delivery_id),
+            attempts AS (
+              DELETE FROM webhook_dispatcher.delivery_attempts a USING gone WHERE a.delivery_id = gone.delivery_id)
+            SELECT count(*)::int AS n FROM gone`);
+          return n;
+        });
   return db.unitOfWork(async (tx) => {
     await tx.query(sql`
       DELETE FROM webhook_dispatcher.recoveries WHERE subscription_id = ANY(${subscriptions}::uuid[])`);

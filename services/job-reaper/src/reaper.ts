@@ -3,6 +3,7 @@ import { type PlatformEventData, publishPlatformEvent } from "@svc/contracts";
 import type { Db } from "@svc/db";
 import { announceDeadLetters, type DeadLetter, deleteEndedJobs, reapExpiredLeases } from "@svc/jobs";
 import { Counter, type Logger, type Registry } from "@svc/observability";
+import { startHousekeeping } from "@svc/runtime";
 
 /** Events about deliveries: a failed delivery of one of them is not announced (see below). */
 const ABOUT_DELIVERIES: ReadonlySet<string> = new Set([
@@ -134,29 +135,14 @@ export function startRetention(db: Db, days: number, log: Logger, registry: Regi
     help: "Ended jobs deleted once past their retention (BackendHost:JobRetentionDays).",
     registers: [registry],
   });
-  let running: Promise<void> | undefined;
-  const sweep = () => {
-    if (running !== undefined) return;
-    running = deleteEndedJobs(db, new Date(Date.now() - days * 86_400_000))
-      .then(
-        (n) => {
-          deleted.inc(n);
-          if (n > 0) log.info({ deleted: n, days }, "deleted jobs past their retention");
-        },
-        (err: unknown) =>
-          log.warn({ error: (err as Error).message }, "could not delete jobs past their retention"),
-      )
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  sweep();
-  const timer = setInterval(sweep, 3_600_000);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
+  return startHousekeeping(
+    3_600_000,
+    async () => {
+      const n = await deleteEndedJobs(db, new Date(Date.now() - days * 86_400_000));
+      deleted.inc(n);
+      if (n > 0) log.info({ deleted: n, days }, "deleted jobs past their retention");
     },
-  };
+    log,
+    "could not delete jobs past their retention",
+  );
 }

@@ -14,7 +14,7 @@ import {
 } from "@svc/contracts";
 import { afterCommit } from "@svc/db";
 import { Outbox } from "@svc/outbox";
-import { defineService } from "@svc/runtime";
+import { defineService, startHousekeeping } from "@svc/runtime";
 
 import type { RbacDeps } from "./deps.js";
 import { fillRevocations, revoke } from "./deps.js";
@@ -65,34 +65,20 @@ export const rbacService = defineService(rbacContract, {
     );
     remark.unref();
     // Sessions long expired and old notifications: deleted at start, then hourly.
-    let sweepingRetention: Promise<void> | undefined;
-    const sweepRetention = () => {
-      const b = config.backendHost;
-      sweepingRetention ??= Promise.all([
-        deleteExpiredSessions(db, b.sessionRetentionDays),
-        deleteOldNotifications(db, b.notificationRetentionDays),
-      ])
-        .then(
-          ([sessions, notifications]) => {
-            if (sessions + notifications > 0)
-              log.info(
-                { sessions, notifications },
-                "deleted sessions and notifications past their retention",
-              );
-          },
-          (err: unknown) =>
-            log.warn(
-              { error: (err as Error).message },
-              "could not delete sessions or notifications past their retention",
-            ),
-        )
-        .finally(() => {
-          sweepingRetention = undefined;
-        });
-    };
-    sweepRetention();
-    const retentionSweep = setInterval(sweepRetention, 3_600_000);
-    retentionSweep.unref();
+    const retention = startHousekeeping(
+      3_600_000,
+      async () => {
+        const b = config.backendHost;
+        const [sessions, notifications] = await Promise.all([
+          deleteExpiredSessions(db, b.sessionRetentionDays),
+          deleteOldNotifications(db, b.notificationRetentionDays),
+        ]);
+        if (sessions + notifications > 0)
+          log.info({ sessions, notifications }, "deleted sessions and notifications past their retention");
+      },
+      log,
+      "could not delete sessions or notifications past their retention",
+    );
     const outbox = new Outbox<PlatformEventData>({
       db,
       schema: "rbac",
@@ -229,11 +215,10 @@ export const rbacService = defineService(rbacContract, {
       // or at the next start.
       beforeDrain: async () => {
         clearInterval(remark);
-        clearInterval(retentionSweep);
         plugins.stop();
         inbox.stop();
         deletions.stop();
-        await sweepingRetention;
+        await retention.stop();
         await outbox.stop();
       },
     };

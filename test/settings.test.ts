@@ -195,6 +195,24 @@ describe("parseConfig", () => {
     );
   });
 
+  it("allows a password hash cost below 15 only in development and test, and never outside 10..17", () => {
+    const keys = {
+      BackendHost__JwtSigningKey: "pem",
+      BackendHost__SecretsEncryptionKey: Buffer.alloc(32, 7).toString("base64"),
+    };
+    const cost = (env: Record<string, string>) =>
+      withServices(parseConfig({ ...keys, ...env })).backendHost.passwordHashCost;
+    expect(cost({ NODE_ENV: "production" })).toBe(15);
+    expect(cost({ NODE_ENV: "production", BackendHost__PasswordHashCost: "17" })).toBe(17);
+    expect(cost({ NODE_ENV: "test", BackendHost__PasswordHashCost: "10" })).toBe(10);
+    expect(cost({ NODE_ENV: "development", BackendHost__PasswordHashCost: "12" })).toBe(12);
+    expect(() => cost({ NODE_ENV: "production", BackendHost__PasswordHashCost: "14" })).toThrow(
+      /PasswordHashCost: 14 is below 15, allowed only when NODE_ENV is development or test/,
+    );
+    expect(() => cost({ NODE_ENV: "test", BackendHost__PasswordHashCost: "9" })).toThrow(/PasswordHashCost/);
+    expect(() => cost({ NODE_ENV: "test", BackendHost__PasswordHashCost: "18" })).toThrow(/PasswordHashCost/);
+  });
+
   it("reads roles and API keys in the spec's array form", () => {
     const config = withServices(
       parseConfig({

@@ -98,6 +98,8 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     // Stopping a test's gateway need not wait for a load balancer (the drain has a test of its own).
     SHUTDOWN_DRAIN_DELAY_MS: "0",
     BackendHost__JwtSigningKey: testEnv.jwtSigningKey,
+    // Passwords hashed in about a millisecond, not a tenth of a second: the suite hashes hundreds.
+    BackendHost__PasswordHashCost: "10",
     BackendHost__SecretsEncryptionKey: testEnv.secretsEncryptionKey,
   };
   const users = testEnv.bus ? await fileUsers(testEnv.bus) : undefined;

@@ -1,11 +1,12 @@
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 
 /**
- * Passwords are stored with scrypt (memory-hard, in Node's crypto; no native add-on): N=2^15, r=8, p=1
- * costs 32 MiB and some tens of milliseconds per hash. Format: `scrypt$N$r$p$salt$hash` (base64url), so
- * parameters can be raised later and old hashes still verify.
+ * Passwords are stored with scrypt (memory-hard, in Node's crypto; no native add-on), r=8, p=1 and
+ * N=2^cost: the default cost 15 takes 32 MiB and some tens of milliseconds per hash. Format:
+ * `scrypt$N$r$p$salt$hash` (base64url), so the cost can be raised later and old hashes still verify with
+ * their own parameters.
  */
-const N = 2 ** 15;
+export const DEFAULT_PASSWORD_COST = 15;
 const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
@@ -18,12 +19,15 @@ function derive(password: string, salt: Buffer, n: number, r: number, p: number)
   });
 }
 
-export async function hashPassword(password: string): Promise<string> {
+/** A new password's hash at `cost` (log2 of scrypt's N). */
+export async function hashPassword(password: string, cost = DEFAULT_PASSWORD_COST): Promise<string> {
+  const n = 2 ** cost;
   const salt = randomBytes(16);
-  const key = await derive(password, salt, N, R, P);
-  return `scrypt$${N}$${R}$${P}$${salt.toString("base64url")}$${key.toString("base64url")}`;
+  const key = await derive(password, salt, n, R, P);
+  return `scrypt$${n}$${R}$${P}$${salt.toString("base64url")}$${key.toString("base64url")}`;
 }
 
+/** Whether `password` is the one `stored` was made from, with the parameters `stored` names. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split("$");
   if (scheme !== "scrypt" || !n || !r || !p || !salt || !hash) return false;
@@ -32,9 +36,20 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
-/** A hash of a random password, verified against when the user does not exist: equal timing. */
-let decoy: Promise<string> | undefined;
-export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(16).toString("hex"));
-  return decoy;
+/** Hashing new passwords at one cost (the setting), and a decoy hash made at that cost. */
+export interface Passwords {
+  hash(password: string): Promise<string>;
+  /**
+   * A hash of a random password, verified against when the user does not exist, so timing does not tell
+   * which part of a sign-in was wrong. Made once.
+   */
+  decoy(): Promise<string>;
+}
+
+export function passwords(cost: number): Passwords {
+  let decoy: Promise<string> | undefined;
+  return {
+    hash: (password) => hashPassword(password, cost),
+    decoy: () => (decoy ??= hashPassword(randomBytes(16).toString("hex"), cost)),
+  };
 }

@@ -21,6 +21,7 @@ import { fillRevocations, revoke } from "./deps.js";
 import * as integrations from "./integrations.js";
 import * as members from "./memberships.js";
 import * as notifications from "./notifications.js";
+import { passwords } from "./passwords.js";
 import { ActivePluginsByWorkspace, applyPluginKeys } from "./plugin-keys.js";
 import { deleteExpiredSessions, deleteOldNotifications, findRole } from "./repository.js";
 import * as roles from "./roles.js";
@@ -102,9 +103,11 @@ export const rbacService = defineService(rbacContract, {
       activePlugins: (workspaceKey) => activePlugins.of(workspaceKey),
       tenancy: (request) => resolver.request("tenancy.lookup", request),
     };
+    const hashing = passwords(config.backendHost.passwordHashCost);
     const userDeps: users.UserDeps = {
       users: users.userTables(db, outbox),
       revokeSessions: (sessions) => revoke(deps, sessions),
+      passwords: hashing,
     };
     const memberDeps: members.MemberDeps = {
       members: members.memberTables(db, outbox),
@@ -123,6 +126,7 @@ export const rbacService = defineService(rbacContract, {
     const signInDeps: SignInDeps = {
       signIn: signInTables(db),
       issuer,
+      passwords: hashing,
       lifetimeSeconds: () => config.backendHost.accessTokenLifetimeSeconds,
       tenancy: deps.tenancy,
       activePlugins: deps.activePlugins,

@@ -1,7 +1,14 @@
 /** rbac's settings: the token-signing key and roles from configuration. */
 import { type ConfigOf, defineSettings, DEVELOPMENT_JWT_SIGNING_KEY, setting } from "@svc/config";
 
+import { DEFAULT_PASSWORD_COST } from "./passwords.js";
+
 const SIGNING_KEY = "BackendHost:JwtSigningKey";
+const PASSWORD_COST = "BackendHost:PasswordHashCost";
+/** The lowest cost a test or development stack may ask for (a hash in about a millisecond). */
+const MIN_TEST_PASSWORD_COST = 10;
+/** 2^17 KiB = 128 MiB per hash, OWASP's recommendation for scrypt: the most one sign-in may take. */
+const MAX_PASSWORD_COST = 17;
 
 export const rbacSettings = defineSettings({
   owner: "rbac",
@@ -23,6 +30,13 @@ export const rbacSettings = defineSettings({
       hidden: true,
       read: (r) => r.optionalString(SIGNING_KEY) === null,
     }),
+    passwordHashCost: setting.int(
+      PASSWORD_COST,
+      DEFAULT_PASSWORD_COST,
+      MIN_TEST_PASSWORD_COST,
+      MAX_PASSWORD_COST,
+      "log2 of scrypt's N for passwords set from now on (memory per hash: 2^cost KiB; 15 takes 32 MiB); below 15 only with NODE_ENV development or test; existing hashes keep theirs",
+    ),
     sessionRetentionDays: setting.int(
       "BackendHost:SessionRetentionDays",
       30,
@@ -48,11 +62,21 @@ export const rbacSettings = defineSettings({
     }),
   },
   check(config, problems) {
-    const c = config as { nodeEnv: string; backendHost: { jwtSigningKeyIsDefault: boolean } };
+    const c = config as {
+      nodeEnv: string;
+      backendHost: { jwtSigningKeyIsDefault: boolean; passwordHashCost: number };
+    };
     // The built-in signing key is for development only; tests and production bring their own.
     if (c.nodeEnv !== "development" && c.backendHost.jwtSigningKeyIsDefault) {
       problems.push(
         `BackendHost__JwtSigningKey: must be set when NODE_ENV is ${c.nodeEnv} (the built-in development key everyone knows is refused unless NODE_ENV=development is set explicitly; an unset NODE_ENV means production)`,
+      );
+    }
+    // A cheap hash makes tests fast and a stolen table easy to crack: never in production.
+    const cost = c.backendHost.passwordHashCost;
+    if (cost < DEFAULT_PASSWORD_COST && c.nodeEnv !== "development" && c.nodeEnv !== "test") {
+      problems.push(
+        `BackendHost__PasswordHashCost: ${cost} is below ${DEFAULT_PASSWORD_COST}, allowed only when NODE_ENV is development or test (NODE_ENV is ${c.nodeEnv})`,
       );
     }
   },

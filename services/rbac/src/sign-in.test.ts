@@ -9,7 +9,7 @@ import { callMessage, type LoginRequest, rbacMessages, refusalOf } from "@svc/co
 import { ErrorCode } from "@svc/errors";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 
-import { hashPassword } from "./passwords.js";
+import { hashPassword, passwords } from "./passwords.js";
 import type { RoleRow, UserRow } from "./repository.js";
 import { login, logout, type SessionTables, type SignInDeps, type SignInTables } from "./sign-in.js";
 
@@ -114,6 +114,7 @@ beforeEach(() => {
   deps = {
     signIn: tables,
     issuer: { sign: async (claims, lifetime) => JSON.stringify({ claims, lifetime }) },
+    passwords: passwords(10),
     // Read once per sign-in: each read gives another value, so the session and the token must share one.
     lifetimeSeconds: () => 900 + lifetimeReads++,
     activePlugins: (workspaceKey) => new Set(workspaceKey === "shop" ? ["crm"] : []),

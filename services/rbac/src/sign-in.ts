@@ -13,7 +13,7 @@ import { type Db, sql, withRetry } from "@svc/db";
 import { UnauthenticatedError } from "@svc/errors";
 
 import type { RbacDeps } from "./deps.js";
-import { decoyHash, verifyPassword } from "./passwords.js";
+import { type Passwords, verifyPassword } from "./passwords.js";
 import { findUserByName, isMember, type RoleRow, type UserRow } from "./repository.js";
 import type { TokenIssuer } from "./tokens.js";
 
@@ -52,6 +52,8 @@ export interface SignInTables {
 export interface SignInDeps extends Pick<RbacDeps, "tenancy" | "activePlugins"> {
   readonly signIn: SignInTables;
   readonly issuer: Pick<TokenIssuer, "sign">;
+  /** The decoy an unknown user's sign-in verifies against. */
+  readonly passwords: Pick<Passwords, "decoy">;
   /** The access token's lifetime now (a setting). */
   readonly lifetimeSeconds: () => number;
 }
@@ -112,7 +114,10 @@ async function requireOpenWorkspace(deps: SignInDeps, workspaceKey: string, user
 export async function login(deps: SignInDeps, request: LoginRequest) {
   const found = await deps.signIn.userByName(request.userName);
   // Verify against a decoy hash for unknown users, so timing does not tell which part was wrong.
-  const valid = await verifyPassword(request.password, found?.password_hash ?? (await decoyHash()));
+  const valid = await verifyPassword(
+    request.password,
+    found?.password_hash ?? (await deps.passwords.decoy()),
+  );
   if (!valid || found === null || !found.is_active) throw new UnauthenticatedError(INVALID_LOGIN);
   const workspaceKey = request.workspaceKey?.trim() || undefined;
   if (workspaceKey !== undefined) await requireOpenWorkspace(deps, workspaceKey, found.id);

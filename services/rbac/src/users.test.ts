@@ -9,7 +9,7 @@ import { caller } from "@svc/contracts";
 import { ConflictError, ErrorCode } from "@svc/errors";
 import { describe, expect, it } from "vitest";
 
-import { verifyPassword } from "./passwords.js";
+import { passwords, verifyPassword } from "./passwords.js";
 import type { UserRow } from "./repository.js";
 import { routeCaller } from "./route-caller.js";
 import * as users from "./users.js";
@@ -107,6 +107,7 @@ function stack() {
   const deps: users.UserDeps = {
     users: tables,
     revokeSessions: async (sessions) => void revoked.push(...sessions.map((s) => s.id)),
+    passwords: passwords(10),
   };
   const call = routeCaller(deps);
   return { tables, revoked, call };
@@ -132,7 +133,8 @@ describe("the user routes", () => {
     expect(JSON.stringify(made.body)).not.toContain("a long enough password");
     // Stored as an scrypt hash the sign-in verifies, never as given.
     const stored = tables.rows[0]?.password_hash as string;
-    expect(stored).toMatch(/^scrypt\$/);
+    // At the configured cost: N = 2^10.
+    expect(stored).toMatch(/^scrypt\$1024\$8\$1\$/);
     expect(await verifyPassword("a long enough password", stored)).toBe(true);
     expect(tables.events.map((e) => e.name)).toEqual(["user.created"]);
     await expect(

@@ -13,7 +13,7 @@ import { ConflictError, ErrorCode, NotFoundError, SvcError } from "@svc/errors";
 import type { Outbox } from "@svc/outbox";
 
 import { noContent, ok, type RbacRoutes } from "./deps.js";
-import { hashPassword } from "./passwords.js";
+import type { Passwords } from "./passwords.js";
 import { sessionsOfUser, type UserRow, userView } from "./repository.js";
 
 /** Users (and assignments, members) by lower-cased user name. */
@@ -169,6 +169,8 @@ export function userTables(db: Db, outbox: Outbox<PlatformEventData>): UserTable
 export interface UserDeps {
   readonly users: UserTables;
   readonly revokeSessions: (sessions: ReadonlyArray<{ id: string; expires_at: Date }>) => Promise<void>;
+  /** New passwords are hashed at the configured cost. */
+  readonly passwords: Pick<Passwords, "hash">;
 }
 type UserHandler<K extends keyof RbacRoutes> = RouteHandlerWith<UserDeps, RbacRoutes[K]>;
 
@@ -201,7 +203,7 @@ export const createUser: UserHandler<"users.create"> = async (deps, req) => {
     userName: body.userName,
     displayName: body.displayName ?? "",
     email: body.email ?? null,
-    passwordHash: await hashPassword(body.password),
+    passwordHash: await deps.passwords.hash(body.password),
   });
   return ok(userView(user), 201);
 };
@@ -273,7 +275,7 @@ export const updateUser: UserHandler<"users.update"> = async (deps, req) => {
   const existing = await reachedUser(deps, req.principal, req.params.userId);
   await requireNotMorePowerfulThan(deps, req.principal, existing.id);
   const body = req.body;
-  const hash = body.password === undefined ? null : await hashPassword(body.password);
+  const hash = body.password === undefined ? null : await deps.passwords.hash(body.password);
   const user = await deps.users.update(existing.id, {
     ...(body.displayName === undefined ? {} : { displayName: body.displayName }),
     ...(body.email === undefined ? {} : { email: body.email ?? null }),

@@ -8,9 +8,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { OPERATOR_ROUTES } from "@svc/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
+import { buildOpenApi } from "../services/gateway/src/routes/openapi.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-openapi-test-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,12 +37,12 @@ describe("the OpenAPI description under Redocly and Spectral", () => {
   }, 60_000);
 
   it("fails, naming the rules, when an operation has no tag or the licence is missing", () => {
-    const good = join(dir, "good.json");
-    expect(lint("--out", good).status).toBe(0);
-    const doc = JSON.parse(readFileSync(good, "utf8")) as {
+    // The document the gateway serves (the test above lints it as it is), built here by the same function.
+    const doc = JSON.parse(JSON.stringify(buildOpenApi(OPERATOR_ROUTES))) as {
       info: { license?: unknown };
       paths: Record<string, Record<string, { tags?: string[]; description?: string }>>;
     };
+    expect(doc.info.license).toBeDefined();
     delete doc.info.license;
     const users = doc.paths["/api/users"]?.get;
     expect(users).toBeDefined();

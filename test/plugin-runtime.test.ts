@@ -52,6 +52,8 @@ const env = {
   BackendHost__PluginCallTimeoutMs: "1500",
   BackendHost__PluginHangTimeoutMs: "600",
   BackendHost__PluginMemoryLimitMb: "32",
+  // The production default (the suite's other files start none): activations take started processes.
+  BackendHost__PluginSpareProcesses: "2",
 };
 
 const api = bearerApi(() => base);

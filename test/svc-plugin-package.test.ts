@@ -1,7 +1,7 @@
 /**
  * `svc-plugin` as the npm package a plugin author installs. The package is built and
  * packed (`npm pack`), installed from its tarball into an empty directory (nothing of this repository on
- * the path, no network), and run there with `npx`: `init` (both backends), `validate`, `sign`, `pack`, and
+ * the path, no network), and run there with `npx` (and, to spare npm's start, by the bin npx runs): `init` (both backends), `validate`, `sign`, `pack`, and
  * the result installed and called on a running stack; `dev` installs a plugin, and a saved change is served.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -33,9 +33,20 @@ let operator: string;
 const children: ChildProcess[] = [];
 
 /** `npx svc-plugin …` in the author's directory: its exit status and output. */
-async function npx(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+const npx = (...args: string[]) => svcPlugin("npx", ["--offline", "svc-plugin", ...args]);
+
+/**
+ * The same command run by the installed package's bin (`node_modules/.bin/svc-plugin`, what npx runs),
+ * without npm's own start (about a second each).
+ */
+const cli = (...args: string[]) => svcPlugin(join(author, "node_modules", ".bin", "svc-plugin"), args);
+
+async function svcPlugin(
+  command: string,
+  args: string[],
+): Promise<{ code: number; out: string; err: string }> {
   try {
-    const { stdout, stderr } = await run("npx", ["--offline", "svc-plugin", ...args], {
+    const { stdout, stderr } = await run(command, args, {
       cwd: author,
       env: { ...process.env, npm_config_update_notifier: "false" },
     });
@@ -122,21 +133,22 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
   });
 
   it("answers --help for itself and each command", async () => {
+    // Through npx, as an author runs it; the other calls run the bin npx finds.
     const all = await npx("--help");
     expect(all.code).toBe(0);
     for (const command of ["init", "validate", "sign", "verify", "pack", "dev"]) {
       expect(all.out).toContain(`svc-plugin ${command} `);
-      const one = await npx(command, "--help");
+      const one = await cli(command, "--help");
       expect(one.code, command).toBe(0);
       expect(one.out, command).toMatch(new RegExp(`^usage: svc-plugin ${command} `));
     }
-    const unknown = await npx("launch");
+    const unknown = await cli("launch");
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain("unknown command 'launch'");
   });
 
   it("init, validate, sign, pack: the result installs, activates and serves its route", async () => {
-    const made = await npx("init", "notes");
+    const made = await cli("init", "notes");
     expect(made.code, made.err).toBe(0);
     expect(made.out).toContain("created plugin notes in notes");
     // Its own test passes with Node's runner, as the scaffold says.
@@ -144,16 +156,16 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
       cwd: join(author, "notes"),
     });
     expect(tested.stdout).toMatch(/# pass 2\n# fail 0/);
-    expect((await npx("validate", "--plugin", "notes")).out).toContain("valid: notes 0.1.0");
+    expect((await cli("validate", "--plugin", "notes")).out).toContain("valid: notes 0.1.0");
     // Packed before signing: refused, and audited under the plugin it claims to be, with the user's name.
-    expect((await npx("pack", "--plugin", "notes", "--out", "unsigned.tgz")).out).toContain("unsigned");
+    expect((await cli("pack", "--plugin", "notes", "--out", "unsigned.tgz")).out).toContain("unsigned");
     const unsigned = await installPackage(base, operator, readFileSync(join(author, "unsigned.tgz")));
     expect(unsigned.status, unsigned.text).toBe(422);
     expect(unsigned.json()).toMatchObject({ reason: "unsigned" });
-    expect((await npx("sign", "--plugin", "notes", "--key", "key.pem")).code).toBe(0);
-    const packed = await npx("pack", "--plugin", "notes", "--out", "notes.tgz");
+    expect((await cli("sign", "--plugin", "notes", "--key", "key.pem")).code).toBe(0);
+    const packed = await cli("pack", "--plugin", "notes", "--out", "notes.tgz");
     expect(packed.out).toMatch(/packed \d+ files into notes\.tgz$/m);
-    expect((await npx("verify", "--plugin", "notes.tgz", "--trusted", "pub.pem")).code).toBe(0);
+    expect((await cli("verify", "--plugin", "notes.tgz", "--trusted", "pub.pem")).code).toBe(0);
 
     const installed = await installPackage(base, operator, readFileSync(join(author, "notes.tgz")));
     expect(installed.status, installed.text).toBe(201);
@@ -187,7 +199,7 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
   });
 
   it("init --runtime external --language python: a Python backend's package that installs", async () => {
-    const made = await npx("init", "py-notes", "--runtime", "external", "--language", "python");
+    const made = await cli("init", "py-notes", "--runtime", "external", "--language", "python");
     expect(made.code, made.err).toBe(0);
     const registry = JSON.parse(readFileSync(join(author, "py-notes", "registry.json"), "utf8")) as {
       runtime: string;
@@ -199,27 +211,27 @@ describe("the svc-plugin npm package, installed from its tarball into an empty d
       cwd: join(author, "py-notes"),
     });
     expect(tested.stderr).toMatch(/Ran 2 tests[\s\S]*OK/);
-    expect((await npx("sign", "--plugin", "py-notes", "--key", "key.pem")).code).toBe(0);
-    expect((await npx("pack", "--plugin", "py-notes", "--out", "py-notes.tgz")).code).toBe(0);
+    expect((await cli("sign", "--plugin", "py-notes", "--key", "key.pem")).code).toBe(0);
+    expect((await cli("pack", "--plugin", "py-notes", "--out", "py-notes.tgz")).code).toBe(0);
     const installed = await installPackage(base, operator, readFileSync(join(author, "py-notes.tgz")));
     expect(installed.status, installed.text).toBe(201);
     expect((await api("DELETE", "/api/plugins/py-notes", operator)).status).toBe(204);
   });
 
   it("init refuses a reserved id, a directory in use and a backend language the runtime lacks", async () => {
-    const reserved = await npx("init", "user");
+    const reserved = await cli("init", "user");
     expect(reserved.code).toBe(1);
     expect(reserved.err).toContain("'user' is a namespace the host reserves");
     mkdirSync(join(author, "taken"));
     writeFileSync(join(author, "taken", "x"), "");
-    expect((await npx("init", "taken")).err).toContain("is not empty");
-    const language = await npx("init", "other", "--language", "python");
+    expect((await cli("init", "taken")).err).toContain("is not empty");
+    const language = await cli("init", "other", "--language", "python");
     expect(language.code).toBe(2);
     expect(language.err).toContain("needs --runtime external");
   });
 
   it("dev installs and activates the plugin, joins the workspace's chain, and serves each saved change", async () => {
-    expect((await npx("init", "live")).code).toBe(0);
+    expect((await cli("init", "live")).code).toBe(0);
     const child = spawn(
       "npx",
       ["--offline", "svc-plugin", "dev", "--plugin", "live", "--url", base, "--workspace", DEMO.workspaceKey],

@@ -100,6 +100,9 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
     BackendHost__JwtSigningKey: testEnv.jwtSigningKey,
     // Passwords hashed in about a millisecond, not a tenth of a second: the suite hashes hundreds.
     BackendHost__PasswordHashCost: "10",
+    // No plugin process started in advance: most files activate no plugin, and each spare is a Node
+    // process to boot (test/plugin-runtime.test.ts and the pool's unit test keep the default's two).
+    BackendHost__PluginSpareProcesses: "0",
     BackendHost__SecretsEncryptionKey: testEnv.secretsEncryptionKey,
   };
   const users = testEnv.bus ? await fileUsers(testEnv.bus) : undefined;

@@ -65,6 +65,41 @@ describe("the reason a plugin's process was stopped", () => {
   });
 });
 
+describe("the pool's spare processes", () => {
+  it("keeps the spares started, hands one to a plugin and starts another in its place, and ends them on close", async () => {
+    const spares = new WorkerPool(32, null, join(base, "spares"), 2);
+    let left: Array<number | undefined> = [];
+    try {
+      spares.refill();
+      const started = spares.spareProcesses();
+      expect(started).toHaveLength(2);
+      const taken = spares.take();
+      // The first spare, already started: the plugin does not wait for a process to boot.
+      expect(taken.isolate.pid).toBe(started[0]);
+      await new Promise((resolve) => setImmediate(resolve));
+      const now = spares.spareProcesses();
+      expect(now).toHaveLength(2);
+      expect(now[0]).toBe(started[1]);
+      expect(now[1]).not.toBe(taken.isolate.pid);
+      await taken.isolate.kill();
+      // A spare that died is not handed out: the next take starts or takes a live one.
+      const first = now[0] as number;
+      process.kill(first, "SIGKILL");
+      await expect.poll(() => spares.spareProcesses().includes(first)).toBe(false);
+      const next = spares.take();
+      expect(next.isolate.pid).not.toBe(first);
+      expect(next.isolate.exited).toBe(false);
+      await next.isolate.kill();
+      left = spares.spareProcesses();
+      expect(left).toHaveLength(2);
+    } finally {
+      await spares.close();
+    }
+    // Closing ended the spares' processes.
+    for (const pid of left) expect(() => process.kill(pid as number, 0)).toThrow(/ESRCH/);
+  });
+});
+
 /** Loads `files` (the entry is `entry.mjs`) and answers why the load failed. */
 async function loadFailure(name: string, files: Record<string, string>, entryTypeName = "Plugin") {
   const dir = join(base, name);

@@ -153,6 +153,11 @@ export class WorkerPool {
     private readonly natsAuth: PoolNatsAuth = { kind: "none" },
   ) {}
 
+  /** The processes started and waiting for a plugin (their ids; a process that ended is not counted). */
+  spareProcesses(): Array<number | undefined> {
+    return this.ready.filter((p) => !p.isolate.exited).map((p) => p.isolate.pid);
+  }
+
   /** A started process for one plugin (a spare when there is one); the spares are topped up. */
   take(): PluginProcess {
     let taken = this.ready.shift();

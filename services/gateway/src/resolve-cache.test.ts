@@ -1,10 +1,14 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 
 import { ResolveCache } from "./resolve-cache.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 describe("ResolveCache", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("loads once and then answers from the cache", async () => {
     const cache = new ResolveCache(60_000, 10);
     let loads = 0;
@@ -40,6 +44,28 @@ describe("ResolveCache", () => {
       return bytes("fresh");
     });
     expect(loads).toBe(1);
+  });
+
+  it("keeps an answer fresh for less than the TTL when asked, and never for more", async () => {
+    vi.useFakeTimers();
+    const cache = new ResolveCache(5_000, 10);
+    let loads = 0;
+    const load = async () => bytes(String(++loads));
+    const short = (v: Uint8Array) => (new TextDecoder().decode(v) === "1" ? 1_000 : 60_000);
+    await cache.load("k", load, short);
+    vi.advanceTimersByTime(999);
+    await cache.load("k", load, short);
+    expect(loads).toBe(1);
+    vi.advanceTimersByTime(2);
+    // The first answer's second is over: loaded again, and the second answer asks for more than the TTL.
+    await cache.load("k", load, short);
+    expect(loads).toBe(2);
+    vi.advanceTimersByTime(4_999);
+    await cache.load("k", load, short);
+    expect(loads).toBe(2);
+    vi.advanceTimersByTime(2);
+    await cache.load("k", load, short);
+    expect(loads).toBe(3);
   });
 
   it("does not cache failures", async () => {

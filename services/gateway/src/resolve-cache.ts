@@ -50,9 +50,14 @@ export class ResolveCache {
 
   /**
    * Answers from the cache or runs `load` once for all concurrent callers of the same key. With the cache
-   * off (TTL 0) every call runs `load`: nothing is shared, not even concurrent misses.
+   * off (TTL 0) every call runs `load`: nothing is shared, not even concurrent misses. `freshFor` may
+   * shorten how long one answer stays fresh (never lengthen it past the TTL).
    */
-  load(key: string, load: () => Promise<Uint8Array>): Promise<Uint8Array> {
+  load(
+    key: string,
+    load: () => Promise<Uint8Array>,
+    freshFor?: (value: Uint8Array) => number,
+  ): Promise<Uint8Array> {
     if (this.entries === undefined) {
       this.misses++;
       return load();
@@ -67,7 +72,8 @@ export class ResolveCache {
       (value) => {
         this.pending.delete(key);
         if (generation === this.generation) {
-          this.entries?.set(key, { value, freshUntil: Date.now() + this.ttlMs });
+          const ttl = Math.min(this.ttlMs, freshFor?.(value) ?? this.ttlMs);
+          this.entries?.set(key, { value, freshUntil: Date.now() + ttl });
         }
         return value;
       },

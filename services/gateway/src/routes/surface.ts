@@ -39,6 +39,9 @@ import {
   requestHost,
 } from "./public-routes.js";
 
+/** How long a render that fell back to the shell is cached (at most the cache's TTL). */
+const FALLBACK_FRESH_MS = 1_000;
+
 /** The shells' files: next to the bundle (dist/static) or in the sources (services/gateway/static). */
 function staticRoot(): string {
   for (const candidate of [
@@ -143,6 +146,7 @@ async function registerSurface(app: FastifyInstance, options: SurfaceOptions): P
     const publicBaseUrl = ws.route.publicBaseUrl ?? `${origin}${prefix === "/" ? "" : prefix}`;
     // Signed-in callers of an Authenticated workspace get their own render (never a cached page).
     const cacheable = ws.accessPolicy === "Public";
+    let fellBack: Uint8Array | undefined;
     const render = async () => {
       const data = await resolver.request(
         "surface.data",
@@ -154,7 +158,9 @@ async function registerSurface(app: FastifyInstance, options: SurfaceOptions): P
         { workspace: ws, publicBaseUrl, path, data },
         { requestId: request.id },
       );
-      return encoder.encode(JSON.stringify(rendered));
+      const bytes = encoder.encode(JSON.stringify(rendered));
+      if (rendered.html === null && rendered.reason !== "no-chain") fellBack = bytes;
+      return bytes;
     };
     const warnShell = (cause: string) =>
       options.log.warn(
@@ -163,7 +169,14 @@ async function registerSurface(app: FastifyInstance, options: SurfaceOptions): P
       );
     let rendered: RenderedSurface;
     try {
-      const bytes = cacheable ? await pages.load(`${origin}\n${path}`, render) : await render();
+      // A page that fell back to the shell (a template error, a render cut off by its budget) is kept
+      // for a second, not the whole TTL: long enough that a looping template does not take a render worker
+      // per request, short enough that a slow first render is not what every visitor sees for long.
+      const bytes = cacheable
+        ? await pages.load(`${origin}\n${path}`, render, (value) =>
+            value === fellBack ? FALLBACK_FRESH_MS : Number.POSITIVE_INFINITY,
+          )
+        : await render();
       rendered = JSON.parse(decoder.decode(bytes)) as RenderedSurface;
     } catch (error) {
       // Whatever keeps the chain or its template from rendering (the renderer down or slow, an error

@@ -5,7 +5,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { gatewayService } from "@svc/service-gateway";
-import { rbacService } from "@svc/service-rbac";
+import { hashPassword, rbacService } from "@svc/service-rbac";
 import { resolverService } from "@svc/service-resolver";
 import { createLocalJWKSet, decodeJwt, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,6 +88,35 @@ describe("sign-in", () => {
     expect(wrongPassword.json<{ detail: string }>().detail).toBe(
       unknownUser.json<{ detail: string }>().detail,
     );
+  });
+
+  it("renews a hash made at an older cost at the next sign-in, leaving updated_at and the sessions", async () => {
+    // An account whose hash predates the cost setting (the suite's cost is 10; this one is 11).
+    const older = await hashPassword("an older password hash", 11);
+    const [made] = await h.sql<{ id: string }>(
+      `INSERT INTO rbac.users (id, user_name, display_name, password_hash, global_role, updated_at)
+       VALUES (gen_random_uuid(), 'olga', 'Olga', $1, 'superadmin', now() - interval '1 day') RETURNING id::text`,
+      [older],
+    );
+    const stored = async () =>
+      (
+        await h.sql<{ password_hash: string; day_old: boolean }>(
+          `SELECT password_hash, updated_at < now() - interval '23 hours' AS day_old FROM rbac.users WHERE id = $1`,
+          [made?.id],
+        )
+      )[0];
+    expect((await login("olga", "not the password")).status).toBe(401);
+    expect((await stored())?.password_hash).toBe(older);
+    const first = await login("olga", "an older password hash");
+    expect(first.status).toBe(200);
+    const renewed = await stored();
+    expect(renewed?.password_hash).toMatch(/^scrypt\$1024\$8\$1\$/);
+    expect(renewed?.day_old).toBe(true);
+    // The first session's token still works, and the password still signs in.
+    const token = first.json<{ accessToken: string }>().accessToken;
+    expect((await api("GET", "/api/rbac/roles", token)).status).toBe(200);
+    expect((await login("olga", "an older password hash")).status).toBe(200);
+    expect((await stored())?.password_hash).toBe(renewed?.password_hash);
   });
 
   it("rejects a malformed body with a 400 listing the violation", async () => {

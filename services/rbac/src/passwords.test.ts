@@ -15,6 +15,11 @@ describe("password hashing", () => {
     expect(await verifyPassword("correct horse battery", older)).toBe(true);
     // The same password salted twice: two different hashes.
     expect(await cheap.hash("correct horse battery")).not.toBe(stored);
+    // Only a hash at the configured parameters is current: sign-in renews the others.
+    expect(cheap.current(stored)).toBe(true);
+    expect(cheap.current(older)).toBe(false);
+    expect(passwords(11).current(older)).toBe(true);
+    expect(cheap.current("scrypt$1024$4$1$c2FsdA$aGFzaA")).toBe(false);
   });
 
   it("makes the decoy once, at the configured cost, and no guess matches it", async () => {

@@ -40,6 +40,11 @@ export async function verifyPassword(password: string, stored: string): Promise<
 export interface Passwords {
   hash(password: string): Promise<string>;
   /**
+   * Whether `stored` was made with the parameters new hashes get: false for a hash made before the cost
+   * setting changed, which sign-in then replaces (the password is known there).
+   */
+  current(stored: string): boolean;
+  /**
    * A hash of a random password, verified against when the user does not exist, so timing does not tell
    * which part of a sign-in was wrong. Made once.
    */
@@ -48,8 +53,10 @@ export interface Passwords {
 
 export function passwords(cost: number): Passwords {
   let decoy: Promise<string> | undefined;
+  const parameters = `scrypt$${2 ** cost}$${R}$${P}$`;
   return {
     hash: (password) => hashPassword(password, cost),
+    current: (stored) => stored.startsWith(parameters),
     decoy: () => (decoy ??= hashPassword(randomBytes(16).toString("hex"), cost)),
   };
 }

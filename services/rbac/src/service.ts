@@ -130,6 +130,7 @@ export const rbacService = defineService(rbacContract, {
       lifetimeSeconds: () => config.backendHost.accessTokenLifetimeSeconds,
       tenancy: deps.tenancy,
       activePlugins: deps.activePlugins,
+      log: deps.log,
     };
     await seedAccess(db, config.backendHost.rbacRoles);
     await reportWorkspaceGlobalRoles(db, log);

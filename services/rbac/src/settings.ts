@@ -35,7 +35,7 @@ export const rbacSettings = defineSettings({
       DEFAULT_PASSWORD_COST,
       MIN_TEST_PASSWORD_COST,
       MAX_PASSWORD_COST,
-      "log2 of scrypt's N for passwords set from now on (memory per hash: 2^cost KiB; 15 takes 32 MiB); below 15 only with NODE_ENV development or test; existing hashes keep theirs",
+      "log2 of scrypt's N for passwords set from now on (memory per hash: 2^cost KiB; 15 takes 32 MiB); below 15 only with NODE_ENV development or test; an existing hash is renewed at this cost at its user's next sign-in",
     ),
     sessionRetentionDays: setting.int(
       "BackendHost:SessionRetentionDays",

@@ -5,11 +5,14 @@
  * member only; a workspace session carries its member roles (never superadmin) and only the keys a
  * workspace may hold; a platform session only a platform role's; the session is recorded with the token.
  */
+import { Writable } from "node:stream";
+
 import { callMessage, type LoginRequest, rbacMessages, refusalOf } from "@svc/contracts";
 import { ErrorCode } from "@svc/errors";
+import { createLogger } from "@svc/observability";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 
-import { hashPassword, passwords } from "./passwords.js";
+import { hashPassword, passwords, verifyPassword } from "./passwords.js";
 import type { RoleRow, UserRow } from "./repository.js";
 import { login, logout, type SessionTables, type SignInDeps, type SignInTables } from "./sign-in.js";
 
@@ -29,9 +32,14 @@ const roles = new Map(
   ].map((r) => [r.name, r]),
 );
 
+/** The users' password hashes: at the configured cost (10 here), and another password's. */
 let hash: string;
+let otherHash: string;
 beforeAll(async () => {
-  hash = await hashPassword("right-password");
+  [hash, otherHash] = await Promise.all([
+    hashPassword("right-password", 10),
+    hashPassword("other-password", 10),
+  ]);
 });
 
 const user = (id: string, userName: string, more: Partial<UserRow> = {}): UserRow => ({
@@ -61,6 +69,9 @@ class MemorySignIn implements SignInTables {
   readonly revokedIds = new Set<string>();
   /** Runs before the session's change reads anything (a concurrent change between the checks and the change). */
   meanwhile: (() => void) | undefined;
+  /** Hash renewals asked for; `failRehash` makes the next one fail. */
+  readonly rehashes: string[] = [];
+  failRehash = false;
 
   async userByName(userName: string) {
     return [...this.users.values()].find((u) => u.user_name.toLowerCase() === userName.toLowerCase()) ?? null;
@@ -81,6 +92,12 @@ class MemorySignIn implements SignInTables {
       record: async (session) => void this.sessions.push({ ...session, roles: [...session.roles] }),
     });
   }
+  async rehash(userId: string, from: string, to: string) {
+    if (this.failRehash) throw new Error("connection terminated");
+    this.rehashes.push(userId);
+    const u = this.users.get(userId);
+    if (u?.password_hash === from) this.users.set(userId, { ...u, password_hash: to });
+  }
   async openSession(sessionId: string, userId: string) {
     const s = this.sessions.find((x) => x.id === sessionId && x.userId === userId);
     return s === undefined || this.revokedIds.has(s.id)
@@ -99,8 +116,12 @@ const workspaces: Record<string, [boolean, boolean]> = {
 let tables: MemorySignIn;
 let deps: SignInDeps;
 let lifetimeReads: number;
+/** What the sign-in logged at warn and above, one JSON line each. */
+let logged: string[];
 beforeEach(() => {
   tables = new MemorySignIn();
+  logged = [];
+  const lines = logged;
   lifetimeReads = 0;
   for (const u of [
     user("u-ops", "Alice", { global_role: "operator" }),
@@ -115,6 +136,16 @@ beforeEach(() => {
     signIn: tables,
     issuer: { sign: async (claims, lifetime) => JSON.stringify({ claims, lifetime }) },
     passwords: passwords(10),
+    log: createLogger(
+      "rbac-test",
+      "warn",
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    ),
     // Read once per sign-in: each read gives another value, so the session and the token must share one.
     lifetimeSeconds: () => 900 + lifetimeReads++,
     activePlugins: (workspaceKey) => new Set(workspaceKey === "shop" ? ["crm"] : []),
@@ -225,7 +256,7 @@ describe("sign-in", () => {
       () =>
         tables.users.set("u-ops", {
           ...(tables.users.get("u-ops") as UserRow),
-          password_hash: "scrypt$other",
+          password_hash: otherHash,
         }),
     ];
     for (const change of changes) {
@@ -236,6 +267,50 @@ describe("sign-in", () => {
     tables.meanwhile = () => tables.members.delete("shop/u-member");
     expect((await refusalOf(signIn("dave", "right-password", "shop"))).code).toBe(ErrorCode.Unauthenticated);
     expect(tables.sessions).toEqual([]);
+  });
+
+  it("renews a hash made at another cost, once, at a sign-in with the right password, keeping the password", async () => {
+    const older = await hashPassword("right-password", 11);
+    tables.users.set("u-ops", user("u-ops", "Alice", { global_role: "operator", password_hash: older }));
+    expect((await refusalOf(signIn("alice", "wrong-password"))).code).toBe(ErrorCode.Unauthenticated);
+    expect(tables.users.get("u-ops")?.password_hash).toBe(older);
+
+    const { claims } = await signIn("alice");
+    expect(claims.sub).toBe("u-ops");
+    const renewed = tables.users.get("u-ops")?.password_hash as string;
+    expect(renewed).toMatch(/^scrypt\$1024\$8\$1\$/);
+    expect(await verifyPassword("right-password", renewed)).toBe(true);
+    expect(await verifyPassword("wrong-password", renewed)).toBe(false);
+    // At the configured cost now: the next sign-in leaves it.
+    await signIn("alice");
+    expect(tables.users.get("u-ops")?.password_hash).toBe(renewed);
+    expect(tables.rehashes).toEqual(["u-ops"]);
+    expect(tables.sessions).toHaveLength(2);
+  });
+
+  it("signs in when another sign-in renewed the hash meanwhile, and when renewing fails (logged)", async () => {
+    const older = await hashPassword("right-password", 11);
+    tables.users.set("u-ops", user("u-ops", "Alice", { global_role: "operator", password_hash: older }));
+    // Another replica's sign-in renewed it between this one's check of the password and its session.
+    tables.meanwhile = () =>
+      tables.users.set("u-ops", { ...(tables.users.get("u-ops") as UserRow), password_hash: hash });
+    expect((await signIn("alice")).claims.sub).toBe("u-ops");
+    // The renewal this sign-in asked for found the hash changed and left it.
+    expect(tables.users.get("u-ops")?.password_hash).toBe(hash);
+
+    tables.meanwhile = undefined;
+    tables.users.set("u-ops", user("u-ops", "Alice", { global_role: "operator", password_hash: older }));
+    tables.failRehash = true;
+    expect((await signIn("alice")).claims.sub).toBe("u-ops");
+    expect(tables.users.get("u-ops")?.password_hash).toBe(older);
+    expect(logged).toHaveLength(1);
+    expect(JSON.parse(logged[0] as string)).toMatchObject({
+      level: 40,
+      userId: "u-ops",
+      msg: "renewing a password hash at the configured cost failed",
+    });
+    // The password is in no log line.
+    expect(logged[0]).not.toContain("right-password");
   });
 });
 

@@ -45,15 +45,20 @@ export interface SignInTables {
   isMember(workspaceKey: string, userId: string): Promise<boolean>;
   /** Runs `open` as one change; run again from the start when it deadlocks with another (40P01). */
   session<T>(open: (tables: SessionTables) => Promise<T>): Promise<T>;
+  /**
+   * Replaces the user's password hash `from` by `to`, the same password hashed at the configured cost;
+   * nothing when the hash is no longer `from` (the password changed meanwhile).
+   */
+  rehash(userId: string, from: string, to: string): Promise<void>;
   /** The session of that id if it is the user's and not revoked (expired or not), else null. */
   openSession(sessionId: string, userId: string): Promise<{ id: string; expires_at: Date } | null>;
 }
 
-export interface SignInDeps extends Pick<RbacDeps, "tenancy" | "activePlugins"> {
+export interface SignInDeps extends Pick<RbacDeps, "tenancy" | "activePlugins" | "log"> {
   readonly signIn: SignInTables;
   readonly issuer: Pick<TokenIssuer, "sign">;
-  /** The decoy an unknown user's sign-in verifies against. */
-  readonly passwords: Pick<Passwords, "decoy">;
+  /** The decoy an unknown user's sign-in verifies against; the configured cost a stored hash is renewed to. */
+  readonly passwords: Pick<Passwords, "decoy" | "current" | "hash">;
   /** The access token's lifetime now (a setting). */
   readonly lifetimeSeconds: () => number;
 }
@@ -63,6 +68,11 @@ export function signInTables(db: Db): SignInTables {
   return {
     userByName: (userName) => findUserByName(db, userName),
     isMember: (workspaceKey, userId) => isMember(db, workspaceKey, userId),
+    async rehash(userId, from, to) {
+      // Not a change anyone made: updated_at stays, and no session is revoked.
+      await db.query(sql`
+        UPDATE rbac.users SET password_hash = ${to} WHERE id = ${userId}::uuid AND password_hash = ${from}`);
+    },
     openSession: (sessionId, userId) =>
       db.maybeOne<{ id: string; expires_at: Date }>(sql`
         SELECT id::text, expires_at FROM rbac.sessions
@@ -132,7 +142,14 @@ export async function login(deps: SignInDeps, request: LoginRequest) {
   // one transaction, and it is run again from the start.
   const { scope, roles, permissions } = await deps.signIn.session(async (tables) => {
     const user = await tables.user(found.id);
-    if (user === null || !user.is_active || user.password_hash !== found.password_hash) {
+    if (
+      user === null ||
+      !user.is_active ||
+      // Changed since it was verified: by a new password, or by another sign-in renewing the same one's
+      // hash (then it verifies again).
+      (user.password_hash !== found.password_hash &&
+        (user.password_hash === null || !(await verifyPassword(request.password, user.password_hash))))
+    ) {
       throw new UnauthenticatedError(INVALID_LOGIN);
     }
     let scope: "platform" | "workspace" | undefined;
@@ -176,11 +193,25 @@ export async function login(deps: SignInDeps, request: LoginRequest) {
     sid,
     name: found.user_name,
   };
-  return {
-    accessToken: await deps.issuer.sign(claims, lifetime),
-    tokenType: "Bearer" as const,
-    expiresIn: lifetime,
-  };
+  const accessToken = await deps.issuer.sign(claims, lifetime);
+  await renewHash(deps, found, request.password);
+  return { accessToken, tokenType: "Bearer" as const, expiresIn: lifetime };
+}
+
+/**
+ * A hash made at another cost (before an operator changed the setting) is replaced by one at the
+ * configured cost while the password is known: the account then costs what the setting says to attack,
+ * and its sign-in takes as long as the decoy's, so timing does not tell it from a missing user.
+ * Best effort: the sign-in has succeeded; a failure is logged and the next sign-in tries again.
+ */
+async function renewHash(deps: SignInDeps, user: UserRow, password: string): Promise<void> {
+  const stored = user.password_hash;
+  if (stored === null || deps.passwords.current(stored)) return;
+  try {
+    await deps.signIn.rehash(user.id, stored, await deps.passwords.hash(password));
+  } catch (error) {
+    deps.log.warn({ err: error, userId: user.id }, "renewing a password hash at the configured cost failed");
+  }
 }
 
 /**

@@ -1418,6 +1418,31 @@ describe("delivery", () => {
     ).toEqual({ n: 0 });
   });
 
+  it("has the log swept by a dispatcher as it starts, not only an hour later", async () => {
+    const { own, sub } = await ownSubscription("user.updated");
+    for (let n = 0; n < 2; n++) await events.publish("user.updated", null, { n });
+    await own.waitFor(2);
+    const deliveries = async () =>
+      (
+        await db.any<{ delivery_id: string; created_at: Date }>(sql`
+          SELECT delivery_id, created_at FROM webhook_dispatcher.deliveries
+          WHERE subscription_id = ${sub.id} ORDER BY created_at`)
+      ).map((r) => r.delivery_id);
+    await until(async () => (await deliveries()).length === 2, 10_000);
+    const [old, young] = await deliveries();
+    await db.query(sql`
+      UPDATE webhook_dispatcher.deliveries SET created_at = now() - interval '31 days',
+        updated_at = now() - interval '31 days' WHERE delivery_id = ${old}::uuid`);
+    // A replica starting (a restart, a rollout) sweeps at once.
+    const second = await h.start(webhookDispatcherService, env);
+    try {
+      await until(async () => (await deliveries()).length === 1, 10_000);
+      expect(await deliveries()).toEqual([young]);
+    } finally {
+      await second.stop();
+    }
+  });
+
   it("enqueues one delivery per event and subscription, even when the event is published twice", async () => {
     await subscribe({ eventName: "user.created" });
     await events.publish("user.created", null, { n: 1 }, { eventId: "fixed-event-id" });

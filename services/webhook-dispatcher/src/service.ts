@@ -8,7 +8,7 @@ import {
   WorkspaceStates,
 } from "@svc/contracts";
 import { wakeJobsWaitingOn } from "@svc/jobs";
-import { circuitBucket, defineService, throttleBucket } from "@svc/runtime";
+import { circuitBucket, defineService, startHousekeeping, throttleBucket } from "@svc/runtime";
 
 import { CIRCUIT_STATE_TTL_MS, CircuitBreaker } from "./circuit-breaker.js";
 import { attemptTables, deliver, parseReceiverKey } from "./deliver.js";
@@ -153,39 +153,36 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       disableAfterFailingMs: b.webhookDisableAfterFailingSeconds * 1_000,
       disableAfterFailures: b.webhookDisableAfterFailures,
     };
-    // Deliveries shown waiting on a job that ended unseen (cancelled, or its lease expired on its last
-    // attempt): failed. At start (the jobs that ended within the log's days), then hourly (those that
-    // ended since the last pass began, with a margin for the clocks); the delivery-log routes settle what
-    // they show at once.
+    // At start, then hourly, one chore after another (a failed one is logged and tried at the next turn):
+    // - deliveries shown waiting on a job that ended unseen (cancelled, or its lease expired on its last
+    //   attempt) are failed: at start those whose job ended within the log's days, then those that ended
+    //   since the last pass began, with a margin for the clocks (the delivery-log routes settle what they
+    //   show at once);
+    // - the delivery log past its days, old flow steps, and rotated secrets past their overlap go.
+    // At start too: a dispatcher restarted more often than hourly still prunes.
     let settleFrom = new Date(Date.now() - b.webhookDeliveryLogDays * 86_400_000);
-    const settle = () => {
-      const from = settleFrom;
-      const began = Date.now();
-      void settleAllStrandedDeliveries(db, from).then(
-        () => {
+    const chores: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
+      [
+        "could not settle deliveries whose job has ended",
+        async () => {
+          const began = Date.now();
+          await settleAllStrandedDeliveries(db, settleFrom);
           settleFrom = new Date(began - 300_000);
         },
-        (err: unknown) =>
-          log.warn({ error: (err as Error).message }, "could not settle deliveries whose job has ended"),
-      );
-    };
-    settle();
-    // Hourly: old flow steps, rotated secrets past their overlap, and the delivery log past its days.
-    const pruning = setInterval(() => {
-      void sweepDeliveryLog(db, b.webhookDeliveryLogDays).catch((err: unknown) =>
-        log.warn({ error: (err as Error).message }, "could not sweep the delivery log"),
-      );
-      settle();
-      void pruneFlowSteps(db).catch((err: unknown) =>
-        log.warn({ error: (err as Error).message }, "could not prune old flow steps"),
-      );
-      void subs
-        .dropExpiredSecrets(db)
-        .catch((err: unknown) =>
-          log.warn({ error: (err as Error).message }, "could not drop rotated secrets past their overlap"),
-        );
-    }, 3_600_000);
-    pruning.unref();
+      ],
+      ["could not sweep the delivery log", () => sweepDeliveryLog(db, b.webhookDeliveryLogDays)],
+      ["could not prune old flow steps", () => pruneFlowSteps(db)],
+      ["could not drop rotated secrets past their overlap", () => subs.dropExpiredSecrets(db)],
+    ];
+    const housekeeping = startHousekeeping(
+      3_600_000,
+      async () => {
+        for (const [failure, chore] of chores)
+          await chore().catch((err: unknown) => log.warn({ error: (err as Error).message }, failure));
+      },
+      log,
+      "webhook housekeeping failed",
+    );
     // Installed plugins' sensitive fields and event names (and their removal on uninstall).
     const plugins = followContributions(
       bus,
@@ -253,7 +250,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       beforeDrain: async () => {
         plugins.stop();
         deletions.stop();
-        clearInterval(pruning);
+        await housekeeping.stop();
         await matcher.stop();
       },
       afterDrain: async () => {

@@ -80,7 +80,7 @@ export const webhookSettings = defineSettings({
       30,
       1,
       3_650,
-      "days the delivery log keeps a delivery and its attempts (GET /api/webhooks/{id}/deliveries); swept hourly in batches",
+      "days the delivery log keeps a delivery and its attempts (GET /api/webhooks/{id}/deliveries); swept at start and hourly, in batches",
     ),
     maxFlowsPerWorkspace: setting.int(
       "BackendHost:MaxFlowsPerWorkspace",

@@ -466,3 +466,75 @@ describe("durable consumers", () => {
     await jsm.streams.delete(name);
   });
 });
+
+describe("writes to NATS", () => {
+  /** A connection whose transport's writes are counted (nats.js's transport, reached past its types). */
+  async function counted(coalesceWrites: boolean) {
+    const nc = await connectNats({
+      url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
+      name: `writes-${coalesceWrites}`,
+      logger: log,
+      coalesceWrites,
+    });
+    connections.push(nc);
+    const transport = (nc as unknown as { protocol: { transport: { send(frame: Uint8Array): void } } })
+      .protocol.transport;
+    const sent = { writes: 0 };
+    const send = transport.send.bind(transport);
+    transport.send = (frame) => {
+      sent.writes++;
+      send(frame);
+    };
+    return { nc, sent };
+  }
+
+  it("go out once per turn of the event loop, every message delivered in order, and what a close finds queued is sent", async () => {
+    const subject = `${h.env.SVC_SUBJECT_PREFIX}.writes.test`;
+    const reader = await connectNats({
+      url: h.env.NATS_URL as string,
+      auth: h.natsAuth,
+      name: "reader",
+      logger: log,
+    });
+    connections.push(reader);
+    const received: string[] = [];
+    const sub = reader.subscribe(subject);
+    void (async () => {
+      for await (const m of sub) received.push(m.string());
+    })();
+    await reader.flush();
+    // Ten publishes, each from its own callback of one turn (as the gateway handles ten HTTP requests).
+    const publishTen = (nc: NatsConnection, tag: string) =>
+      new Promise<void>((resolve) => {
+        for (let n = 0; n < 10; n++)
+          setImmediate(() => {
+            nc.publish(subject, `${tag}${n}`);
+            if (n === 9) resolve();
+          });
+      });
+    const plain = await counted(false);
+    const coalesced = await counted(true);
+    await Promise.all([plain.nc.flush(), coalesced.nc.flush()]);
+    for (const c of [plain, coalesced]) c.sent.writes = 0;
+
+    await publishTen(plain.nc, "p");
+    await publishTen(coalesced.nc, "c");
+    await Promise.all([plain.nc.flush(), coalesced.nc.flush()]);
+    expect(plain.sent.writes).toBe(11); // ten publishes and flush()'s PING
+    expect(coalesced.sent.writes).toBe(1); // the ten and the PING queued in the same turn
+    await until(async () => received.length === 20, 5_000);
+    expect(received.filter((m) => m.startsWith("c"))).toEqual([...Array(10).keys()].map((n) => `c${n}`));
+
+    // Published and closed in the same turn: the close writes it before it ends the connection.
+    coalesced.nc.publish(subject, "last words");
+    await coalesced.nc.close();
+    await until(async () => received.includes("last words"), 5_000);
+    // A request and its reply still cross (each side coalescing).
+    const server = (await counted(true)).nc;
+    server.subscribe(`${subject}.echo`, { callback: (_e, m) => void m.respond(m.data) });
+    await server.flush();
+    const client = (await counted(true)).nc;
+    expect((await client.request(`${subject}.echo`, "ping", { timeout: 2_000 })).string()).toBe("ping");
+  });
+});

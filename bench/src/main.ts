@@ -130,6 +130,11 @@ async function httpReady(url: string, timeoutMs = 30_000) {
 }
 
 /** User + system CPU time of a process so far, in seconds (from /proc; clock ticks are 100 Hz on Linux). */
+/** A process's write system calls so far (`syscw`: write, writev; to sockets too). */
+function writeCalls(pid: number): number {
+  return Number(/^syscw:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1] ?? 0);
+}
+
 function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // Fields after the command name, which is in parentheses and may contain spaces.
@@ -220,15 +225,18 @@ async function measure(
   const options = { connections, tool, ...(headers ? { headers } : {}) };
   await load(url, { ...options, durationSeconds: warmupSeconds });
   const cpuBefore = cpuPid === undefined ? 0 : cpuSeconds(cpuPid);
+  const writesBefore = cpuPid === undefined ? 0 : writeCalls(cpuPid);
   const result = await load(url, { ...options, durationSeconds });
   const cpuUsPerRequest =
     cpuPid !== undefined && result.total > 0
       ? ((cpuSeconds(cpuPid) - cpuBefore) * 1e6) / result.total
       : undefined;
+  const writesPerRequest =
+    cpuPid !== undefined && result.total > 0 ? (writeCalls(cpuPid) - writesBefore) / result.total : undefined;
   log(
     `${name}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms${
       cpuUsPerRequest === undefined ? "" : `, ${cpuUsPerRequest.toFixed(0)} µs CPU per request`
-    }`,
+    }${writesPerRequest === undefined ? "" : `, ${writesPerRequest.toFixed(2)} write calls per request`}`,
   );
   return { name, ...result, ...(cpuUsPerRequest === undefined ? {} : { cpuUsPerRequest }) };
 }

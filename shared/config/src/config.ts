@@ -164,6 +164,11 @@ export const platformSettings = defineSettings({
       "NATS_TLS_SERVER_NAME",
       "name the NATS server's certificate must carry, when it is not the host in NATS_URL",
     ),
+    natsCoalesceWrites: setting.bool(
+      "NATS_COALESCE_WRITES",
+      true,
+      "send what one turn of the event loop queued for NATS in one socket write (under load, the requests of many HTTP connections in one system call); `false`: one write per message, as nats.js does",
+    ),
     databaseUrl: setting.string(
       "DATABASE_URL",
       "postgres://postgres@127.0.0.1:5432/svc",

@@ -290,6 +290,7 @@ export async function startService<D extends AnySettings>(
     logger: log,
     auth: natsAuthOf(config),
     inboxPrefix: inboxPrefix(definition.name),
+    coalesceWrites: config.natsCoalesceWrites,
   });
   let db: Db | undefined;
   try {

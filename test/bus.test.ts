@@ -38,14 +38,21 @@ const connections: NatsConnection[] = [];
 /** The buses made by the running test: closed after it, so a test that fails half-way leaves no handler behind to answer the next test's requests. */
 let testBuses: Bus[] = [];
 
-async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
+/** A connection to the file's bus, closed after the file. */
+async function connection(name: string, coalesceWrites?: boolean): Promise<NatsConnection> {
   const nc = await connectNats({
     url: h.env.NATS_URL as string,
     auth: h.natsAuth,
-    name: service,
+    name,
     logger: log,
+    ...(coalesceWrites === undefined ? {} : { coalesceWrites }),
   });
   connections.push(nc);
+  return nc;
+}
+
+async function newBus(service: string, defaultTimeoutMs = 2_000): Promise<Bus> {
+  const nc = await connection(service);
   const bus = new Bus({
     nc,
     prefix: h.env.SVC_SUBJECT_PREFIX as string,
@@ -279,22 +286,10 @@ describe("the NATS service protocol", () => {
   }
 
   it("lists each replica with its endpoints, request and error counts, as `nats micro` reads them", async () => {
-    const nc = await connectNats({
-      url: h.env.NATS_URL as string,
-      auth: h.natsAuth,
-      name: "micro-test",
-      logger: log,
-    });
-    connections.push(nc);
+    const nc = await connection("micro-test");
     const replicas: Bus[] = [];
     for (const n of [0, 1]) {
-      const own = await connectNats({
-        url: h.env.NATS_URL as string,
-        auth: h.natsAuth,
-        name: `micro-${n}`,
-        logger: log,
-      });
-      connections.push(own);
+      const own = await connection(`micro-${n}`);
       replicas.push(
         new Bus({
           nc: own,
@@ -470,14 +465,7 @@ describe("durable consumers", () => {
 describe("writes to NATS", () => {
   /** A connection whose transport's writes are counted (nats.js's transport, reached past its types). */
   async function counted(coalesceWrites: boolean) {
-    const nc = await connectNats({
-      url: h.env.NATS_URL as string,
-      auth: h.natsAuth,
-      name: `writes-${coalesceWrites}`,
-      logger: log,
-      coalesceWrites,
-    });
-    connections.push(nc);
+    const nc = await connection(`writes-${coalesceWrites}`, coalesceWrites);
     const transport = (nc as unknown as { protocol: { transport: { send(frame: Uint8Array): void } } })
       .protocol.transport;
     const sent = { writes: 0 };
@@ -491,13 +479,7 @@ describe("writes to NATS", () => {
 
   it("go out once per turn of the event loop, every message delivered in order, and what a close finds queued is sent", async () => {
     const subject = `${h.env.SVC_SUBJECT_PREFIX}.writes.test`;
-    const reader = await connectNats({
-      url: h.env.NATS_URL as string,
-      auth: h.natsAuth,
-      name: "reader",
-      logger: log,
-    });
-    connections.push(reader);
+    const reader = await connection("reader");
     const received: string[] = [];
     const sub = reader.subscribe(subject);
     void (async () => {

@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { natsAuthOptions } from "./connect.js";
+import { coalesceWrites, natsAuthOptions } from "./connect.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-tls-options-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -45,5 +46,15 @@ describe("the TLS options given to nats.js", () => {
     const tls = natsAuthOptions({ tls: { caFile: join(dir, "ca.pem") } }).tls as Record<string, unknown>;
     expect(Object.keys(tls)).toEqual(["ca"]);
     expect(natsAuthOptions({ token: "t" }).tls).toBeUndefined();
+  });
+});
+
+describe("coalescing writes", () => {
+  it("changes nothing and says so when the connection is not shaped like nats.js's", () => {
+    const flushPending = () => undefined;
+    const foreign = { protocol: { flushPending, close: async () => undefined } };
+    expect(coalesceWrites(foreign as unknown as NatsConnection)).toBe(false);
+    expect(foreign.protocol.flushPending).toBe(flushPending);
+    expect(coalesceWrites({} as NatsConnection)).toBe(false);
   });
 });

@@ -161,6 +161,16 @@ interface ProtocolWrites {
   readonly pendingLimit: number;
 }
 
+function hasProtocolWrites(value: unknown): value is ProtocolWrites {
+  const p = value as Partial<ProtocolWrites> | null | undefined;
+  return (
+    typeof p?.flushPending === "function" &&
+    typeof p.close === "function" &&
+    typeof p.outbound?.size === "function" &&
+    typeof p.pendingLimit === "number"
+  );
+}
+
 /**
  * nats.js writes what was queued in one microtask to the socket at its end: under load every HTTP request
  * the gateway reads becomes a NATS write of its own, one system call each. Deferred to the end of the
@@ -170,15 +180,8 @@ interface ProtocolWrites {
  * is queued first. False, and nothing changed, when this nats.js is not shaped as expected.
  */
 export function coalesceWrites(nc: NatsConnection): boolean {
-  const protocol = (nc as unknown as { protocol?: Partial<ProtocolWrites> }).protocol;
-  if (
-    typeof protocol?.flushPending !== "function" ||
-    typeof protocol.close !== "function" ||
-    typeof protocol.outbound?.size !== "function" ||
-    typeof protocol.pendingLimit !== "number"
-  )
-    return false;
-  const queue = protocol as ProtocolWrites;
+  const protocol: unknown = Reflect.get(nc, "protocol");
+  if (!hasProtocolWrites(protocol)) return false;
   const flushNow = protocol.flushPending.bind(protocol);
   const close = protocol.close.bind(protocol);
   let scheduled = false;
@@ -187,7 +190,7 @@ export function coalesceWrites(nc: NatsConnection): boolean {
     flushNow();
   };
   protocol.flushPending = () => {
-    if (queue.outbound.size() >= queue.pendingLimit) return flushNow();
+    if (protocol.outbound.size() >= protocol.pendingLimit) return flushNow();
     if (scheduled) return;
     scheduled = true;
     setImmediate(flush);

@@ -102,6 +102,7 @@ export class RateLimiter {
   private syncTimer: NodeJS.Timeout | undefined;
   private watchStop: (() => void) | undefined;
   private syncing = false;
+  private stopped = false;
 
   constructor(
     private readonly kv: KV,
@@ -116,8 +117,15 @@ export class RateLimiter {
     this.syncTimer.unref();
   }
   stop(): void {
+    this.stopped = true;
     clearInterval(this.syncTimer);
+    this.replaceWatch(undefined);
+  }
+
+  /** Stops the watch there is, if any, and keeps `stop` as the one to stop next. */
+  private replaceWatch(stop: (() => void) | undefined): void {
     this.watchStop?.();
+    this.watchStop = stop;
   }
 
   /** Watches the current window again (after a NATS reconnect, the bucket provisioned anew). */
@@ -130,14 +138,18 @@ export class RateLimiter {
   }
 
   private async watchWindow(window: number) {
-    this.watchStop?.();
+    this.replaceWatch(undefined);
     try {
-      this.watchStop = await followKv(this.kv, `api.${window}.>`, (entry) => {
+      const stop = await followKv(this.kv, `api.${window}.>`, (entry) => {
         if (entry.operation !== "PUT") return;
         const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0, writing: 0 };
         counter.shared = Math.max(counter.shared, Number(entry.string()) || 0);
         this.counters.set(entry.key, counter);
       });
+      // Stopped, or rolled over to the next window, while the watch was being made: not wanted any more
+      // (left running, it would outlive the limiter). Another watch of this window made meanwhile goes.
+      if (this.stopped || this.window !== window) stop();
+      else this.replaceWatch(stop);
     } catch (err) {
       this.log.warn({ error: (err as Error).message }, "rate-limit watch failed; counting per replica");
     }

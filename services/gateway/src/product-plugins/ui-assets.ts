@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { extname } from "node:path";
 
-import type { KV } from "@nats-io/kv";
+import type { KV, KvWatchEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureBucket, followKv, patiently } from "@svc/bus";
 import { NotFoundError } from "@svc/errors";
@@ -39,34 +39,40 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /** The latest published manifest and asset hashes, kept by watches on their KV keys. */
-class ManifestWatch {
+export class ManifestWatch {
   private current: { bytes: Buffer; etag: string } | undefined;
   private hashes = new Map<string, string>();
   private stopWatches: Array<() => void> = [];
+  /** Moved on by each stop: a watch made for an earlier start is stopped as soon as it is made. */
+  private generation = 0;
 
   async start(kv: KV): Promise<void> {
     this.stop();
-    this.stopWatches.push(
-      await followKv(kv, MANIFEST_KEY, (entry) => {
+    const generation = this.generation;
+    const follow = async (key: string, onEntry: (entry: KvWatchEntry) => void) => {
+      const stop = await followKv(kv, key, onEntry);
+      if (generation === this.generation) this.stopWatches.push(stop);
+      else stop();
+    };
+    await follow(MANIFEST_KEY, (entry) => {
+      if (entry.operation === "PUT") {
+        const bytes = Buffer.from(entry.value);
+        this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
+      } else {
+        this.current = undefined;
+      }
+    });
+    await follow(ASSET_HASHES_KEY, (entry) => {
+      let next = new Map<string, string>();
+      try {
         if (entry.operation === "PUT") {
-          const bytes = Buffer.from(entry.value);
-          this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
-        } else {
-          this.current = undefined;
+          next = new Map(Object.entries(JSON.parse(entry.string()) as Record<string, string>));
         }
-      }),
-      await followKv(kv, ASSET_HASHES_KEY, (entry) => {
-        let next = new Map<string, string>();
-        try {
-          if (entry.operation === "PUT") {
-            next = new Map(Object.entries(JSON.parse(entry.string()) as Record<string, string>));
-          }
-        } catch {
-          // Not JSON: no asset is served until the registry writes it again.
-        }
-        this.hashes = next;
-      }),
-    );
+      } catch {
+        // Not JSON: no asset is served until the registry writes it again.
+      }
+      this.hashes = next;
+    });
   }
 
   get(): { bytes: Buffer; etag: string } | undefined {
@@ -79,6 +85,7 @@ class ManifestWatch {
   }
 
   stop(): void {
+    this.generation++;
     for (const stop of this.stopWatches.splice(0)) stop();
   }
 }

@@ -129,12 +129,12 @@ async function httpReady(url: string, timeoutMs = 30_000) {
   await waitFor(url, async () => (await fetch(url).catch(() => undefined))?.ok === true, timeoutMs);
 }
 
-/** User + system CPU time of a process so far, in seconds (from /proc; clock ticks are 100 Hz on Linux). */
 /** A process's write system calls so far (`syscw`: write, writev; to sockets too). */
 function writeCalls(pid: number): number {
   return Number(/^syscw:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1] ?? 0);
 }
 
+/** User + system CPU time of a process so far, in seconds (from /proc; clock ticks are 100 Hz on Linux). */
 function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // Fields after the command name, which is in parentheses and may contain spaces.

@@ -138,10 +138,8 @@ export async function connectNats(options: ConnectOptions): Promise<NatsConnecti
     // own errors name the subject instead.
     noAsyncTraces: true,
   });
-  if (options.coalesceWrites ?? true) {
-    if (!coalesceWrites(nc))
-      options.logger.warn("this nats.js cannot coalesce writes: one write per message");
-  }
+  if ((options.coalesceWrites ?? true) && !coalesceWrites(nc))
+    options.logger.warn("this nats.js cannot coalesce writes: one write per message");
   trackConnection(nc);
   void (async () => {
     for await (const status of nc.status()) {

@@ -1424,8 +1424,8 @@ describe("delivery", () => {
     await own.waitFor(2);
     const deliveries = async () =>
       (
-        await db.any<{ delivery_id: string; created_at: Date }>(sql`
-          SELECT delivery_id, created_at FROM webhook_dispatcher.deliveries
+        await db.any<{ delivery_id: string }>(sql`
+          SELECT delivery_id FROM webhook_dispatcher.deliveries
           WHERE subscription_id = ${sub.id} ORDER BY created_at`)
       ).map((r) => r.delivery_id);
     await until(async () => (await deliveries()).length === 2, 10_000);

@@ -26,7 +26,7 @@ import {
 } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket, followKv, isStreamNotFound } from "@svc/bus";
+import { ensureBucket, isStreamNotFound, KvWatches } from "@svc/bus";
 import type { jobRoutes, ReplyOfRoute, RequestOfRoute } from "@svc/contracts";
 import { ConflictError, NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
@@ -356,15 +356,15 @@ export class Recorder {
  * server that lost its store gets the bucket again), `stop` before the service drains.
  */
 export function followRecording(store: NatsRecordingStore, recorder: Recorder) {
-  let unfollow: (() => void) | undefined;
+  const watches = new KvWatches();
   return {
     start: async () => {
+      const follow = watches.renew();
       const kv = await store.open();
-      unfollow?.();
-      unfollow = await followKv(kv, RECORDING_KEY, (entry) => recorder.follow(readRecording(entry)));
+      await follow(kv, RECORDING_KEY, (entry) => recorder.follow(readRecording(entry)));
     },
     stop: () => {
-      unfollow?.();
+      watches.stop();
       recorder.stop();
     },
   };

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 
 import type { KV } from "@nats-io/kv";
-import { followKv } from "@svc/bus";
+import { KvWatches } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 
 /** How long the bucket keeps a receiver's state after its last write (its TTL). */
@@ -28,7 +28,7 @@ export type Admission =
 
 export class CircuitBreaker {
   private readonly states = new Map<string, State>();
-  private stopWatch: (() => void) | undefined;
+  private readonly watches = new KvWatches();
 
   constructor(
     private readonly kv: KV,
@@ -47,14 +47,14 @@ export class CircuitBreaker {
 
   async start(): Promise<void> {
     // A malformed entry is skipped.
-    this.stopWatch = await followKv(this.kv, ">", (entry) => {
+    await this.watches.renew()(this.kv, ">", (entry) => {
       if (entry.operation !== "PUT") this.states.delete(entry.key);
       else this.states.set(entry.key, JSON.parse(entry.string()) as State);
     });
   }
 
   stop(): void {
-    this.stopWatch?.();
+    this.watches.stop();
   }
 
   /**
@@ -95,7 +95,6 @@ export class CircuitBreaker {
 
   /** Watches the bucket again (after a NATS reconnect, the bucket provisioned anew). */
   async restart(): Promise<void> {
-    this.stopWatch?.();
     await this.start();
   }
 

@@ -42,7 +42,7 @@ export {
   followEvents,
   type FollowEventsOptions,
 } from "./follow-events.js";
-export { ensureBucket, followKv } from "./kv.js";
+export { ensureBucket, followKv, KvWatches } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
 export { BlobStore, lazily } from "./objects.js";
 export { isJetStreamAway, patiently, Provisioner, type ProvisionStep } from "./provision.js";

@@ -50,3 +50,29 @@ export async function followKv(
   })().catch(() => undefined);
   return () => iterator.stop();
 }
+
+/**
+ * The KV watches of one owner (a limiter, a cache, a settings table) that starts, starts again (a NATS
+ * server that lost its store) and stops. `renew()` stops the watches there are and returns the `follow`
+ * for the new start; a watch that start makes after a later `renew()` or `stop()` is stopped as it
+ * arrives, so none outlives its owner, however the calls interleave with the awaits.
+ */
+export class KvWatches {
+  private stops: Array<() => void> = [];
+  private generation = 0;
+
+  renew(): (kv: KV, key: string, onEntry: (entry: KvWatchEntry) => void) => Promise<void> {
+    this.stop();
+    const generation = this.generation;
+    return async (kv, key, onEntry) => {
+      const stop = await followKv(kv, key, onEntry);
+      if (generation === this.generation) this.stops.push(stop);
+      else stop();
+    };
+  }
+
+  stop(): void {
+    this.generation++;
+    for (const stop of this.stops.splice(0)) stop();
+  }
+}

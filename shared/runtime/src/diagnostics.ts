@@ -12,7 +12,7 @@
  */
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { type Bus, ensureBucket, followKv } from "@svc/bus";
+import { type Bus, ensureBucket, KvWatches } from "@svc/bus";
 import type { Db, Sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
@@ -97,7 +97,7 @@ export function inlineValues(statement: Sql): string {
 }
 
 export class DiagnosticsTap {
-  private stopWatch: (() => void) | undefined;
+  private readonly watches = new KvWatches();
   private stopTimer: NodeJS.Timeout | undefined;
   private recordingId: string | undefined;
   /** What removes the observers this recording added. */
@@ -118,16 +118,16 @@ export class DiagnosticsTap {
 
   /** Watches the recording's state (again, after a NATS server lost its store). */
   async start(nc: NatsConnection): Promise<void> {
-    this.stopWatch?.();
+    const follow = this.watches.renew();
     const kv: KV = await ensureBucket(nc, diagnosticsBucket(this.o.prefix), {
       history: 1,
       replicas: this.o.replicas,
     });
-    this.stopWatch = await followKv(kv, RECORDING_KEY, (entry) => this.apply(nc, readRecording(entry)));
+    await follow(kv, RECORDING_KEY, (entry) => this.apply(nc, readRecording(entry)));
   }
 
   stop(): void {
-    this.stopWatch?.();
+    this.watches.stop();
     this.disable();
   }
 

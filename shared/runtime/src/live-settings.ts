@@ -13,7 +13,7 @@
  */
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket, followKv } from "@svc/bus";
+import { ensureBucket, KvWatches } from "@svc/bus";
 import {
   type AnySettingsDeclaration,
   type BackendHostSettings,
@@ -86,7 +86,7 @@ function show(value: unknown): string | null {
 export class LiveSettings<B extends BackendHostSettings = BackendHostSettings> {
   private readonly entries: Map<string, Entry>;
   private readonly overrides = new Map<string, unknown>();
-  private stopWatch: (() => void) | undefined;
+  private readonly watches = new KvWatches();
   private view: B;
 
   constructor(
@@ -158,15 +158,15 @@ export class LiveSettings<B extends BackendHostSettings = BackendHostSettings> {
 
   /** Watches the bucket (again, after a reconnect). */
   async start(nc: NatsConnection, prefix: string, replicas: number): Promise<void> {
-    this.stopWatch?.();
+    const follow = this.watches.renew();
     const kv: KV = await ensureBucket(nc, configBucket(prefix), { history: 1, replicas });
-    this.stopWatch = await followKv(kv, ">", (entry) =>
+    await follow(kv, ">", (entry) =>
       this.apply(entry.key, entry.operation === "PUT" ? entry.string() : null),
     );
   }
 
   stop(): void {
-    this.stopWatch?.();
+    this.watches.stop();
   }
 
   private apply(variable: string, raw: string | null): void {

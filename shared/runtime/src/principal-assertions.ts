@@ -20,7 +20,7 @@ import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
   ensureBucket,
-  followKv,
+  KvWatches,
   type Principal,
   type PrincipalSigner,
   type PrincipalVerifier,
@@ -113,7 +113,7 @@ export class PrincipalAssertionVerifier implements PrincipalVerifier {
     max: 10_000,
   });
   private kv: KV | undefined;
-  private stopWatch: (() => void) | undefined;
+  private readonly watches = new KvWatches();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -125,15 +125,15 @@ export class PrincipalAssertionVerifier implements PrincipalVerifier {
 
   /** Opens the bucket and follows it (again after a NATS store was lost). */
   async start(): Promise<void> {
-    this.stopWatch?.();
+    const follow = this.watches.renew();
     this.kv = await openBucket(this.nc, this.prefix, this.replicas);
-    this.stopWatch = await followKv(this.kv, ">", (entry) => {
+    await follow(this.kv, ">", (entry) => {
       if (entry.operation === "PUT") this.accept(entry.key, entry.string());
     });
   }
 
   stop(): void {
-    this.stopWatch?.();
+    this.watches.stop();
   }
 
   /** Takes a published key; a key id already known keeps its first key. */

@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 
 import type { KV } from "@nats-io/kv";
-import { followKv } from "@svc/bus";
+import { KvWatches } from "@svc/bus";
 import type { Logger } from "@svc/observability";
 import ipaddr from "ipaddr.js";
 import { LRUCache } from "lru-cache";
@@ -100,9 +100,8 @@ export class RateLimiter {
   private readonly counters = new Map<string, Counter>();
   private window = windowOf(Date.now());
   private syncTimer: NodeJS.Timeout | undefined;
-  private watchStop: (() => void) | undefined;
+  private readonly watches = new KvWatches();
   private syncing = false;
-  private stopped = false;
 
   constructor(
     private readonly kv: KV,
@@ -117,15 +116,8 @@ export class RateLimiter {
     this.syncTimer.unref();
   }
   stop(): void {
-    this.stopped = true;
     clearInterval(this.syncTimer);
-    this.replaceWatch(undefined);
-  }
-
-  /** Stops the watch there is, if any, and keeps `stop` as the one to stop next. */
-  private replaceWatch(stop: (() => void) | undefined): void {
-    this.watchStop?.();
-    this.watchStop = stop;
+    this.watches.stop();
   }
 
   /** Watches the current window again (after a NATS reconnect, the bucket provisioned anew). */
@@ -138,18 +130,15 @@ export class RateLimiter {
   }
 
   private async watchWindow(window: number) {
-    this.replaceWatch(undefined);
+    // A watch still being made for the window before, or for a stopped limiter, is stopped as it arrives.
+    const follow = this.watches.renew();
     try {
-      const stop = await followKv(this.kv, `api.${window}.>`, (entry) => {
+      await follow(this.kv, `api.${window}.>`, (entry) => {
         if (entry.operation !== "PUT") return;
         const counter = this.counters.get(entry.key) ?? { shared: 0, pending: 0, writing: 0 };
         counter.shared = Math.max(counter.shared, Number(entry.string()) || 0);
         this.counters.set(entry.key, counter);
       });
-      // Stopped, or rolled over to the next window, while the watch was being made: not wanted any more
-      // (left running, it would outlive the limiter). Another watch of this window made meanwhile goes.
-      if (this.stopped || this.window !== window) stop();
-      else this.replaceWatch(stop);
     } catch (err) {
       this.log.warn({ error: (err as Error).message }, "rate-limit watch failed; counting per replica");
     }

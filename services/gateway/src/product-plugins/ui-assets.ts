@@ -10,9 +10,9 @@
 import { createHash } from "node:crypto";
 import { extname } from "node:path";
 
-import type { KV, KvWatchEntry } from "@nats-io/kv";
+import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket, followKv, patiently } from "@svc/bus";
+import { ensureBucket, KvWatches, patiently } from "@svc/bus";
 import { NotFoundError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { ASSET_HASHES_KEY, AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@svc/plugin-package/store";
@@ -42,19 +42,11 @@ const CONTENT_TYPES: Record<string, string> = {
 export class ManifestWatch {
   private current: { bytes: Buffer; etag: string } | undefined;
   private hashes = new Map<string, string>();
-  private stopWatches: Array<() => void> = [];
-  /** Moved on by each stop: a watch made for an earlier start is stopped as soon as it is made. */
-  private generation = 0;
+  private readonly watches = new KvWatches();
 
   async start(kv: KV): Promise<void> {
-    this.stop();
-    const generation = this.generation;
-    const follow = async (key: string, onEntry: (entry: KvWatchEntry) => void) => {
-      const stop = await followKv(kv, key, onEntry);
-      if (generation === this.generation) this.stopWatches.push(stop);
-      else stop();
-    };
-    await follow(MANIFEST_KEY, (entry) => {
+    const follow = this.watches.renew();
+    await follow(kv, MANIFEST_KEY, (entry) => {
       if (entry.operation === "PUT") {
         const bytes = Buffer.from(entry.value);
         this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
@@ -62,7 +54,7 @@ export class ManifestWatch {
         this.current = undefined;
       }
     });
-    await follow(ASSET_HASHES_KEY, (entry) => {
+    await follow(kv, ASSET_HASHES_KEY, (entry) => {
       let next = new Map<string, string>();
       try {
         if (entry.operation === "PUT") {
@@ -85,8 +77,7 @@ export class ManifestWatch {
   }
 
   stop(): void {
-    this.generation++;
-    for (const stop of this.stopWatches.splice(0)) stop();
+    this.watches.stop();
   }
 }
 

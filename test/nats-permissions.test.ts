@@ -32,7 +32,7 @@ import {
   nkeyAuthenticator,
   type PermissionViolationError,
 } from "@nats-io/transport-node";
-import { isNatsAuthError } from "@svc/bus";
+import { isNatsAuthError, nativeFromSeed, parseCreds } from "@svc/bus";
 import { pluginInboxPrefix, SHARED_PLUGIN_INBOX } from "@svc/runtime";
 import { gatewayService } from "@svc/service-gateway";
 import { jobReaperService } from "@svc/service-job-reaper";
@@ -72,6 +72,18 @@ async function violation(nc: NatsConnection, act: () => void): Promise<Permissio
   act();
   await nc.flush().catch(() => undefined);
   return Promise.race([seen, new Promise<null>((r) => setTimeout(() => r(null), 2_000))]);
+}
+
+/** An nkey as the registry hands it to a plugin process: its public key and PKCS #8 private key. */
+function signingKey(seed: string) {
+  const key = nativeFromSeed(seed);
+  return { publicKey: key.getPublicKey(), privateKeyPem: key.privateKeyPem() };
+}
+
+/** A `.creds` file's user as the registry hands a minted one to a plugin process. */
+function jwtUser(creds: string) {
+  const { jwt, seed } = parseCreds(creds);
+  return { token: jwt, ...signingKey(seed) };
 }
 
 describe.each<Model>(["static", "decentralized"])("each service on its own NATS user (%s model)", (model) => {
@@ -317,7 +329,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const pool = new WorkerPool(64, [nats.url], join(work, "slots"), 0, {
       kind: "shared",
       auth: {
-        ...(model === "static" ? { seed: wrong.trim() } : { creds: wrong }),
+        ...(model === "static" ? { nkey: signingKey(wrong.trim()) } : { jwt: jwtUser(wrong) }),
         ...(secure
           ? {
               tls: {

@@ -2,10 +2,17 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import type { NatsConnection } from "@nats-io/transport-node";
+import { encodeUser, fmtCreds } from "@nats-io/jwt";
+import { createAccount, createUser } from "@nats-io/nkeys";
+import {
+  type Authenticator,
+  credsAuthenticator,
+  type NatsConnection,
+  nkeyAuthenticator,
+} from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { coalesceWrites, natsAuthOptions } from "./connect.js";
+import { coalesceWrites, isNatsAuthError, type NatsAuth, natsAuthOptions, parseCreds } from "./connect.js";
 
 const dir = mkdtempSync(join(tmpdir(), "svc-tls-options-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -46,6 +53,81 @@ describe("the TLS options given to nats.js", () => {
     const tls = natsAuthOptions({ tls: { caFile: join(dir, "ca.pem") } }).tls as Record<string, unknown>;
     expect(Object.keys(tls)).toEqual(["ca"]);
     expect(natsAuthOptions({ token: "t" }).tls).toBeUndefined();
+  });
+});
+
+/** The one authenticator `natsAuthOptions` gives nats.js for `auth`. */
+function authenticatorOf(auth: NatsAuth): Authenticator {
+  const { authenticator } = natsAuthOptions(auth);
+  if (typeof authenticator !== "function") throw new Error("no single authenticator");
+  return authenticator;
+}
+
+describe("the credentials given to nats.js", () => {
+  it("answer the server's nonce with a .creds file exactly as nats.js's own authenticator does, reading the file at each connect", async () => {
+    const account = createAccount();
+    const write = async () => {
+      const user = createUser();
+      const jwt = await encodeUser("svc", user, account);
+      const creds = fmtCreds(jwt, user);
+      writeFileSync(join(dir, "svc.creds"), creds);
+      return { jwt, user, creds };
+    };
+    const first = await write();
+    const ours = authenticatorOf({ credsFile: join(dir, "svc.creds") });
+    const nonce = "a-nonce-from-the-server";
+    // Ed25519 is deterministic: the same key signs the same nonce the same way.
+    expect(ours(nonce)).toEqual(credsAuthenticator(first.creds)(nonce));
+    expect(ours(nonce)).toMatchObject({ jwt: first.jwt, nkey: first.user.getPublicKey() });
+    expect(ours(undefined)).toMatchObject({ jwt: first.jwt, sig: "" });
+    // A rotated file applies at the next (re)connect.
+    const rotated = await write();
+    expect(ours(nonce)).toEqual(credsAuthenticator(rotated.creds)(nonce));
+  });
+
+  it("answer it with an nkey seed file exactly as nats.js does", () => {
+    const user = createUser();
+    writeFileSync(join(dir, "svc.nk"), `${new TextDecoder().decode(user.getSeed())}\n`);
+    const ours = authenticatorOf({ nkeySeedFile: join(dir, "svc.nk") });
+    expect(ours("nonce")).toEqual(nkeyAuthenticator(user.getSeed())("nonce"));
+    expect(ours("nonce")).toMatchObject({ nkey: user.getPublicKey() });
+  });
+
+  it("refuse a .creds file without both of its blocks, saying so and showing none of it", async () => {
+    const user = createUser();
+    const jwt = await encodeUser("svc", user, createAccount());
+    const text = new TextDecoder().decode(fmtCreds(jwt, user));
+    expect(parseCreds(text)).toEqual({ jwt, seed: new TextDecoder().decode(user.getSeed()) });
+    const jwtOnly = text.slice(0, text.indexOf("NKEY"));
+    expect(() => parseCreds(jwtOnly)).toThrow("unable to parse the NATS credentials file");
+    expect(() => parseCreds("")).toThrow("unable to parse the NATS credentials file");
+    writeFileSync(join(dir, "broken.creds"), jwtOnly);
+    const ours = authenticatorOf({ credsFile: join(dir, "broken.creds") });
+    let refused: unknown;
+    try {
+      ours("n");
+    } catch (error) {
+      refused = error;
+    }
+    expect((refused as Error).message).toBe("unable to parse the NATS credentials file");
+    // So the process exits with status 78 instead of reconnecting for ever.
+    expect(isNatsAuthError(refused)).toBe(true);
+  });
+
+  it("refuse a broken nkey seed without showing it", () => {
+    const seed = new TextDecoder().decode(createUser().getSeed());
+    const broken = `${seed.slice(0, -4)}AAAA`;
+    writeFileSync(join(dir, "broken.nk"), broken);
+    const ours = authenticatorOf({ nkeySeedFile: join(dir, "broken.nk") });
+    let refused: unknown;
+    try {
+      ours("n");
+    } catch (error) {
+      refused = error;
+    }
+    expect((refused as Error).message).toBe("the NATS nkey seed is not a valid seed");
+    expect(String((refused as Error).stack)).not.toContain(broken);
+    expect(isNatsAuthError(refused)).toBe(true);
   });
 });
 

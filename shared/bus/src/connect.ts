@@ -4,13 +4,13 @@ import {
   type Authenticator,
   connect,
   type ConnectionOptions,
-  credsAuthenticator,
   type NatsConnection,
-  nkeyAuthenticator,
   tokenAuthenticator,
   usernamePasswordAuthenticator,
 } from "@nats-io/transport-node";
 import type { Logger } from "@svc/observability";
+
+import { nativeFromSeed, type NativeKeyPair } from "./native-nkeys.js";
 
 /**
  * How a process authenticates to NATS and whether over TLS: at most one of a
@@ -37,16 +37,56 @@ export function natsAuthOptions(auth: NatsAuth | undefined): Partial<ConnectionO
   if (auth === undefined) return {};
   let authenticator: Authenticator | undefined;
   const { credsFile, nkeySeedFile, token, user, password } = auth;
-  if (credsFile) authenticator = credsAuthenticator(() => readFileSync(credsFile));
-  else if (nkeySeedFile) {
-    authenticator = nkeyAuthenticator(() =>
-      new TextEncoder().encode(readFileSync(nkeySeedFile, "utf8").trim()),
-    );
+  if (credsFile) {
+    authenticator = (nonce) => {
+      const { jwt, seed } = parseCreds(readFileSync(credsFile, "utf8"));
+      return { jwt, ...signedNonce(seed, nonce) };
+    };
+  } else if (nkeySeedFile) {
+    authenticator = (nonce) => signedNonce(readFileSync(nkeySeedFile, "utf8").trim(), nonce);
   } else if (token) authenticator = tokenAuthenticator(token);
   else if (user) authenticator = usernamePasswordAuthenticator(user, password ?? "");
   const t = auth.tls;
   const tls = t && (t.caFile || t.certFile || t.keyFile || t.serverName) ? tlsOptions(t) : undefined;
   return { ...(authenticator ? { authenticator } : {}), ...(tls ? { tls } : {}) };
+}
+
+/** Credentials this process cannot even present (a file that is not a `.creds` file, a broken seed). */
+export class NatsCredentialsError extends Error {
+  override readonly name = "NatsCredentialsError";
+}
+
+/**
+ * The user JWT and nkey seed of a `.creds` file: two armoured blocks, the JWT first (the format nats.js
+ * and the `nsc` tool read and write).
+ */
+export function parseCreds(text: string): { jwt: string; seed: string } {
+  const blocks = [...text.matchAll(/-{3,}[^\n]*-{3,}\n\s*(\S+)\s*\n\s*-{3,}[^\n]*-{3,}/g)].map((m) => m[1]);
+  const [jwt, seed] = blocks;
+  if (jwt === undefined || seed === undefined)
+    throw new NatsCredentialsError("unable to parse the NATS credentials file");
+  return { jwt, seed };
+}
+
+/**
+ * The nkey's public key and its signature of the server's nonce (none without a nonce), signed by Node's
+ * Ed25519: nats.js's own authenticators sign with a JavaScript Ed25519 whose garbage (thousands of typed
+ * arrays per signature) left every process that connected with credentials about 6 MB larger for good.
+ */
+function signedNonce(seed: string, nonce: string | undefined): { nkey: string; sig: string } {
+  let key: NativeKeyPair;
+  try {
+    key = nativeFromSeed(seed);
+  } catch {
+    // The library's message, never the seed.
+    throw new NatsCredentialsError("the NATS nkey seed is not a valid seed");
+  }
+  try {
+    const sig = nonce ? Buffer.from(key.sign(new TextEncoder().encode(nonce))).toString("base64") : "";
+    return { nkey: key.getPublicKey(), sig };
+  } finally {
+    key.clear();
+  }
 }
 
 /**
@@ -75,6 +115,7 @@ function tlsOptions(t: NonNullable<NatsAuth["tls"]>): NonNullable<ConnectionOpti
  * the process stops with a clear message (status 78) instead of trying for ever.
  */
 export function isNatsAuthError(error: unknown): boolean {
+  if (error instanceof NatsCredentialsError) return true;
   const text = `${(error as { name?: string })?.name ?? ""} ${(error as Error)?.message ?? ""} ${
     (error as { code?: string })?.code ?? ""
   }`;

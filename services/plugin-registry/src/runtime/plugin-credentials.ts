@@ -10,11 +10,10 @@
 import { readFileSync } from "node:fs";
 
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
-import type { NatsAuth } from "@svc/bus";
+import { nativeCreateUser, nativeFromSeed, type NatsAuth } from "@svc/bus";
 import { pluginInboxPrefix, pluginPermissions, SHARED_PLUGIN_INBOX, userPermissions } from "@svc/runtime";
 
 import type { PluginRegistryConfig } from "../settings.js";
-import { nativeCreateUser, nativeFromSeed } from "./native-nkeys.js";
 import { type PoolNatsAuth, type WorkerNatsAuth, workerTls } from "./worker-host.js";
 
 /** A minted NATS user: its `.creds` (the JWT and the user's seed), its public key and when it expires. */
@@ -27,6 +26,16 @@ export interface MintedCredential {
   readonly jwt: string;
   /** The user's private key as PKCS #8 PEM (a plugin process signs the server's nonce with it). */
   readonly privateKeyPem: string;
+}
+
+/** An nkey as a plugin process signs with it: its public key and its private key as PKCS #8 PEM. */
+function nkeyOf(seed: string): NonNullable<WorkerNatsAuth["nkey"]> {
+  const key = nativeFromSeed(seed);
+  try {
+    return { publicKey: key.getPublicKey(), privateKeyPem: key.privateKeyPem() };
+  } finally {
+    key.clear();
+  }
 }
 
 export class PluginCredentials {
@@ -63,7 +72,7 @@ export class PluginCredentials {
     if (seedFile !== null) {
       return {
         kind: "shared",
-        auth: { seed: readFileSync(seedFile, "utf8").trim(), ...(this.tls ? { tls: this.tls } : {}) },
+        auth: { nkey: nkeyOf(readFileSync(seedFile, "utf8").trim()), ...(this.tls ? { tls: this.tls } : {}) },
         inboxPrefix: SHARED_PLUGIN_INBOX,
       };
     }
@@ -87,7 +96,7 @@ export class PluginCredentials {
         "minting plugin credentials needs NATS_PLUGIN_SIGNING_KEY_FILE and NATS_PLUGIN_ACCOUNT",
       );
     }
-    // Node's Ed25519: the library's own takes some 24 ms per user (native-nkeys.ts).
+    // Node's Ed25519: the library's own takes some 24 ms per user (native-nkeys.ts in @svc/bus).
     const signer = nativeFromSeed(readFileSync(keyFile, "utf8").trim());
     const user = nativeCreateUser();
     const expiresAt = (Math.floor(Date.now() / 1_000) + ttlSeconds) * 1_000;

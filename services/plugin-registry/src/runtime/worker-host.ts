@@ -92,13 +92,10 @@ function linkTree(from: string, to: string): void {
  * credentials: the plugin's minted ones, or the plugin user's (plugin-credentials.ts).
  */
 export interface WorkerNatsAuth {
-  readonly creds?: string;
   /** A user JWT with its key (a minted plugin user): the process signs the nonce with node:crypto. */
   readonly jwt?: { readonly token: string; readonly publicKey: string; readonly privateKeyPem: string };
-  readonly seed?: string;
-  readonly token?: string;
-  readonly user?: string;
-  readonly pass?: string;
+  /** An nkey (the plugins user of static auth): the process signs the nonce with node:crypto. */
+  readonly nkey?: { readonly publicKey: string; readonly privateKeyPem: string };
   readonly tls?: {
     readonly ca?: string;
     readonly cert?: string;

@@ -1,6 +1,6 @@
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureBucket, followKv } from "@svc/bus";
+import { ensureBucket, KvWatches } from "@svc/bus";
 
 /** The bucket holding revoked session ids; every gateway replica watches it. */
 export function revocationBucketName(prefix: string): string {
@@ -40,20 +40,33 @@ export async function openRevocationBucket(
 export class RevocationList {
   private readonly revoked = new Map<string, number>();
   ready = false;
-  private stopWatch: (() => void) | undefined;
+  private readonly watches = new KvWatches();
   private pruneTimer: NodeJS.Timeout | undefined;
+  /** Ends the wait of a start still waiting for its watch (a later start or a stop came first). */
+  private endWait: () => void = () => undefined;
 
   /**
    * Watches the bucket again (after a NATS reconnect, the bucket provisioned anew). What is known stays
    * known meanwhile, and `ready` stays as it was.
    */
   async restart(kv: KV): Promise<void> {
-    this.stopWatch?.();
-    clearInterval(this.pruneTimer);
     await this.start(kv);
   }
 
+  /**
+   * Follows the bucket; returns once the watch has delivered what the bucket held, or at once when the
+   * list is stopped or started again meanwhile (that start's watch is then stopped as it arrives).
+   */
   async start(kv: KV): Promise<void> {
+    this.stopFollowing();
+    const follow = this.watches.renew();
+    let ended = false;
+    const superseded = new Promise<void>((resolve) => {
+      this.endWait = () => {
+        ended = true;
+        resolve();
+      };
+    });
     const status = await kv.status();
     let caughtUp = false;
     let complete = false;
@@ -67,7 +80,7 @@ export class RevocationList {
       if (complete) this.ready = true;
     };
     if (status.values === 0) caughtUp = true;
-    this.stopWatch = await followKv(kv, ">", (entry) => {
+    await follow(kv, ">", (entry) => {
       if (entry.key === REVOCATIONS_COMPLETE_KEY) complete ||= entry.operation === "PUT";
       else if (entry.operation === "PUT")
         this.revoked.set(entry.key, Number(entry.string()) || Number.MAX_SAFE_INTEGER);
@@ -77,7 +90,8 @@ export class RevocationList {
     });
     settle();
     // What the bucket held is loaded before the caller goes on; `ready` waits for rbac's mark as well.
-    await loaded;
+    await Promise.race([loaded, superseded]);
+    if (ended) return;
     this.pruneTimer = setInterval(() => {
       const now = Date.now();
       for (const [sid, expiresAt] of this.revoked) if (expiresAt < now) this.revoked.delete(sid);
@@ -90,7 +104,13 @@ export class RevocationList {
   }
 
   stop(): void {
-    this.stopWatch?.();
+    this.stopFollowing();
+  }
+
+  private stopFollowing(): void {
+    this.endWait();
+    this.watches.stop();
     clearInterval(this.pruneTimer);
+    this.pruneTimer = undefined;
   }
 }

@@ -897,7 +897,9 @@ describe("retention of ended jobs", () => {
     return r.id;
   }
   const left = async () =>
-    (await db.any<{ id: string }>(sql`SELECT id::text FROM job_reaper.jobs ORDER BY id`)).map((r) => r.id);
+    (await db.any<{ id: string }>(sql`SELECT j.id::text FROM job_reaper.jobs j ORDER BY j.id`)).map(
+      (r) => r.id,
+    );
 
   it("deletes the jobs that ended before the cutoff, in batches, and keeps waiting, running and unannounced ones", async () => {
     const gone: string[] = [];
@@ -912,10 +914,13 @@ describe("retention of ended jobs", () => {
     kept.push(await jobAged(JobStatus.Succeeded, 1, 1));
     kept.push(await jobAged(JobStatus.Failed, 0, 0));
 
+    const cutoff = new Date(Date.now() - 30 * 86_400_000);
+    // Its service stopping: the first batch of three, and the rest left for the next sweep.
+    expect(await deleteEndedJobs(db, cutoff, { batch: 3, signal: AbortSignal.abort() })).toBe(3);
     // Batches of three: the walk goes past batches that delete nothing and stops at recent jobs.
-    expect(await deleteEndedJobs(db, new Date(Date.now() - 30 * 86_400_000), 3)).toBe(gone.length);
+    expect(await deleteEndedJobs(db, cutoff, { batch: 3 })).toBe(gone.length - 3);
     expect(await left()).toEqual(kept);
-    expect(await deleteEndedJobs(db, new Date(Date.now() - 30 * 86_400_000), 3)).toBe(0);
+    expect(await deleteEndedJobs(db, new Date(Date.now() - 30 * 86_400_000), { batch: 3 })).toBe(0);
   });
 
   it("the job reaper deletes at start what ended past BackendHost:JobRetentionDays", async () => {

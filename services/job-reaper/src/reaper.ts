@@ -137,8 +137,8 @@ export function startRetention(db: Db, days: number, log: Logger, registry: Regi
   });
   return startHousekeeping(
     3_600_000,
-    async () => {
-      const n = await deleteEndedJobs(db, new Date(Date.now() - days * 86_400_000));
+    async (signal) => {
+      const n = await deleteEndedJobs(db, new Date(Date.now() - days * 86_400_000), { signal });
       deleted.inc(n);
       if (n > 0) log.info({ deleted: n, days }, "deleted jobs past their retention");
     },

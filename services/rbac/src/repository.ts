@@ -91,7 +91,11 @@ export async function sessionsOfUser(db: Queries, userId: string, workspaceKey?:
  * Deletes the sessions that expired more than `days` ago: no token of theirs is accepted any more, and
  * none is in the revocation bucket. Returns how many it deleted.
  */
-export const deleteExpiredSessions = (db: Queries, days: number, batch = 5_000) =>
+export const deleteExpiredSessions = (
+  db: Queries,
+  days: number,
+  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
+) =>
   deleteInBatches(
     batch,
     async (limit) =>
@@ -100,10 +104,15 @@ export const deleteExpiredSessions = (db: Queries, days: number, batch = 5_000) 
           DELETE FROM rbac.sessions WHERE id = ANY(ARRAY(
             SELECT id FROM rbac.sessions WHERE expires_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
       ).rowCount ?? 0,
+    signal,
   );
 
 /** Deletes the notifications made more than `days` ago, read or not. Returns how many it deleted. */
-export const deleteOldNotifications = (db: Queries, days: number, batch = 5_000) =>
+export const deleteOldNotifications = (
+  db: Queries,
+  days: number,
+  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
+) =>
   deleteInBatches(
     batch,
     async (limit) =>
@@ -112,4 +121,5 @@ export const deleteOldNotifications = (db: Queries, days: number, batch = 5_000)
           DELETE FROM rbac.notifications WHERE id = ANY(ARRAY(
             SELECT id FROM rbac.notifications WHERE created_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
       ).rowCount ?? 0,
+    signal,
   );

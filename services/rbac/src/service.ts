@@ -68,11 +68,11 @@ export const rbacService = defineService(rbacContract, {
     // Sessions long expired and old notifications: deleted at start, then hourly.
     const retention = startHousekeeping(
       3_600_000,
-      async () => {
+      async (signal) => {
         const b = config.backendHost;
         const [sessions, notifications] = await Promise.all([
-          deleteExpiredSessions(db, b.sessionRetentionDays),
-          deleteOldNotifications(db, b.notificationRetentionDays),
+          deleteExpiredSessions(db, b.sessionRetentionDays, { signal }),
+          deleteOldNotifications(db, b.notificationRetentionDays, { signal }),
         ]);
         if (sessions + notifications > 0)
           log.info({ sessions, notifications }, "deleted sessions and notifications past their retention");

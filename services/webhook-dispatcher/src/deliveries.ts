@@ -190,9 +190,14 @@ export async function settleStrandedDeliveries(
 /**
  * The housekeeping's pass of `settleStrandedDeliveries` (at start, then hourly): every delivery of a
  * `webhook.deliver` job dead-lettered at `since` or later, read from the dead letters a batch at a time
- * (a few, where the log may hold millions). Returns the ids it settled.
+ * (a few, where the log may hold millions); stops after the batch in hand when `signal` is aborted.
+ * Returns the ids it settled.
  */
-export async function settleAllStrandedDeliveries(db: Queries, since: Date): Promise<string[]> {
+export async function settleAllStrandedDeliveries(
+  db: Queries,
+  since: Date,
+  signal?: AbortSignal,
+): Promise<string[]> {
   const settled: string[] = [];
   for (let after = "0"; ;) {
     const dead = await failedJobsOfType(db, deliverJob.type, since, after, SETTLE_BATCH);
@@ -201,7 +206,7 @@ export async function settleAllStrandedDeliveries(db: Queries, since: Date): Pro
       .filter((id): id is string => typeof id === "string" && isUuid(id));
     settled.push(...(await settleStrandedDeliveries(db, ids)));
     const last = dead.at(-1);
-    if (last === undefined || dead.length < SETTLE_BATCH) return settled;
+    if (last === undefined || dead.length < SETTLE_BATCH || signal?.aborted) return settled;
     after = last.id;
   }
 }

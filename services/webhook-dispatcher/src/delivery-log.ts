@@ -139,9 +139,13 @@ export async function endWaitingDelivery(db: Queries, deliveryId: string): Promi
 
 /**
  * Forgets deliveries, and attempts, older than `days`, a batch at a time (the hourly housekeeping), so a
- * large backlog never holds a long transaction.
+ * large backlog never holds a long transaction; stops after the batch in hand when `signal` is aborted.
  */
-export async function sweepDeliveryLog(db: Queries, days: number, batch = 10_000): Promise<number> {
+export async function sweepDeliveryLog(
+  db: Queries,
+  days: number,
+  { signal, batch = 10_000 }: { signal?: AbortSignal; batch?: number } = {},
+): Promise<number> {
   let removed = 0;
   for (;;) {
     const attempts = await db.query(sql`
@@ -154,6 +158,6 @@ export async function sweepDeliveryLog(db: Queries, days: number, batch = 10_000
         WHERE updated_at < now() - make_interval(days => ${days}) LIMIT ${batch}))`);
     const n = (attempts.rowCount ?? 0) + (deliveries.rowCount ?? 0);
     removed += n;
-    if (n === 0) return removed;
+    if (n === 0 || signal?.aborted) return removed;
   }
 }

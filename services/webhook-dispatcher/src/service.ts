@@ -161,24 +161,30 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     // - the delivery log past its days, old flow steps, and rotated secrets past their overlap go.
     // At start too: a dispatcher restarted more often than hourly still prunes.
     let settleFrom = new Date(Date.now() - b.webhookDeliveryLogDays * 86_400_000);
-    const chores: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
+    const chores: ReadonlyArray<readonly [string, (signal: AbortSignal) => Promise<unknown>]> = [
       [
         "could not settle deliveries whose job has ended",
-        async () => {
+        async (signal) => {
           const began = Date.now();
-          await settleAllStrandedDeliveries(db, settleFrom);
-          settleFrom = new Date(began - 300_000);
+          await settleAllStrandedDeliveries(db, settleFrom, signal);
+          if (!signal.aborted) settleFrom = new Date(began - 300_000);
         },
       ],
-      ["could not sweep the delivery log", () => sweepDeliveryLog(db, b.webhookDeliveryLogDays)],
+      [
+        "could not sweep the delivery log",
+        (signal) => sweepDeliveryLog(db, b.webhookDeliveryLogDays, { signal }),
+      ],
       ["could not prune old flow steps", () => pruneFlowSteps(db)],
       ["could not drop rotated secrets past their overlap", () => subs.dropExpiredSecrets(db)],
     ];
+    // Stopping, the chore in hand ends after its batch and the rest wait for the next start.
     const housekeeping = startHousekeeping(
       3_600_000,
-      async () => {
-        for (const [failure, chore] of chores)
-          await chore().catch((err: unknown) => log.warn({ error: (err as Error).message }, failure));
+      async (signal) => {
+        for (const [failure, chore] of chores) {
+          if (signal.aborted) return;
+          await chore(signal).catch((err: unknown) => log.warn({ error: (err as Error).message }, failure));
+        }
       },
       log,
       "webhook housekeeping failed",

@@ -32,4 +32,20 @@ describe("deleteInBatches", () => {
     ).toBe(10);
     expect(runs).toBe(3);
   });
+
+  it("stops after the batch in hand once its signal is aborted, counting what it deleted", async () => {
+    const stopping = new AbortController();
+    let runs = 0;
+    const deleted = await deleteInBatches(
+      5,
+      async (limit) => {
+        runs++;
+        if (runs === 2) stopping.abort();
+        return limit;
+      },
+      stopping.signal,
+    );
+    expect(runs).toBe(2);
+    expect(deleted).toBe(10);
+  });
 });

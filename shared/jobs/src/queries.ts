@@ -512,9 +512,14 @@ export async function announceDeadLetters(
  * order from the oldest job, `batch` rows at a time, and stops at the first batch that reaches a job made
  * at `before` or later (none after it can have ended earlier). A job still waiting or running, however
  * old, stays. Each deletion checks the row as it is when it is deleted, so a dead letter an operator puts
- * back meanwhile is kept. Returns how many it deleted.
+ * back meanwhile is kept. Stops after the batch in hand when `signal` is aborted. Returns how many it
+ * deleted.
  */
-export async function deleteEndedJobs(db: Queries, before: Date, batch = 5_000): Promise<number> {
+export async function deleteEndedJobs(
+  db: Queries,
+  before: Date,
+  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
+): Promise<number> {
   let deleted = 0;
   for (let after = "0"; ;) {
     const row = await db.one<{ deleted: number; last_id: string | null; reached: boolean | null }>(sql`
@@ -529,7 +534,7 @@ export async function deleteEndedJobs(db: Queries, before: Date, batch = 5_000):
       SELECT (SELECT count(*)::int FROM gone) AS deleted, (SELECT max(id)::text FROM walked) AS last_id,
              (SELECT max(created_at) FROM walked) >= ${before} AS reached`);
     deleted += row.deleted;
-    if (row.last_id === null || row.reached === true) return deleted;
+    if (row.last_id === null || row.reached === true || signal?.aborted) return deleted;
     after = row.last_id;
   }
 }

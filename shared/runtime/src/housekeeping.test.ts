@@ -58,4 +58,30 @@ describe("housekeeping", () => {
     expect(runs).toBe(2);
     await task.stop();
   });
+
+  it("aborts the signal of the run in progress when stopped, and waits for that run to end", async () => {
+    let signal: AbortSignal | undefined;
+    let finish: () => void = () => undefined;
+    const task = startHousekeeping(
+      1_000,
+      (s) =>
+        new Promise<void>((resolve) => {
+          signal = s;
+          finish = resolve;
+        }),
+      log,
+      "failed",
+    );
+    expect(signal?.aborted).toBe(false);
+    let stopped = false;
+    const stopping = task.stop().then(() => {
+      stopped = true;
+    });
+    expect(signal?.aborted).toBe(true);
+    await new Promise((r) => setImmediate(r));
+    expect(stopped).toBe(false);
+    finish();
+    await stopping;
+    expect(stopped).toBe(true);
+  });
 });

@@ -26,7 +26,8 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
 import { encodeAccount, encodeOperator, encodeUser, fmtCreds } from "@nats-io/jwt";
-import { createAccount, createOperator, createUser, fromSeed, type KeyPair } from "@nats-io/nkeys";
+import { type KeyPair, Prefix } from "@nats-io/nkeys";
+import { nativeCreatePair, nativeCreateUser, nativeFromSeed } from "@svc/bus";
 import type { ServiceName } from "@svc/contracts";
 import { SERVICE_NEEDS, servicePermissions, staticAuthorization, userPermissions } from "@svc/runtime";
 
@@ -47,7 +48,8 @@ export async function writeServiceCreds(
 ): Promise<Record<ServiceName, string>> {
   const files = {} as Record<ServiceName, string>;
   for (const service of Object.keys(SERVICE_NEEDS) as ServiceName[]) {
-    const user = createUser();
+    // Node's Ed25519: the library's JavaScript one takes tens of milliseconds per user.
+    const user = nativeCreateUser();
     const jwt = await encodeUser(service, user, signer, {
       issuer_account: accountPublicKey,
       ...userPermissions(servicePermissions(service, { prefix, eventsStream })),
@@ -68,11 +70,12 @@ export async function writeDecentralizedAuth(
   eventsStream: string,
 ): Promise<string> {
   mkdirSync(out, { recursive: true, mode: 0o700 });
-  const operator = createOperator();
-  const system = createAccount();
-  const account = createAccount();
-  const signer = createAccount();
-  const pluginSigner = createAccount();
+  // Node's Ed25519 (the library's JavaScript one takes milliseconds per signature).
+  const operator = nativeCreatePair(Prefix.Operator);
+  const system = nativeCreatePair(Prefix.Account);
+  const account = nativeCreatePair(Prefix.Account);
+  const signer = nativeCreatePair(Prefix.Account);
+  const pluginSigner = nativeCreatePair(Prefix.Account);
   // JetStream in operator mode needs the server's system account.
   const operatorJwt = await encodeOperator("svc-operator", operator, {
     system_account: system.getPublicKey(),
@@ -134,9 +137,7 @@ export function writeNatsAuth(out: string, prefix: string, eventsStream: string)
   const publicKeys = {} as Record<ServiceName | "plugins", string>;
   for (const service of [...(Object.keys(SERVICE_NEEDS) as ServiceName[]), "plugins" as const]) {
     const file = join(out, `${service}.nk`);
-    const pair = existsSync(file)
-      ? fromSeed(new TextEncoder().encode(readFileSync(file, "utf8").trim()))
-      : createUser();
+    const pair = existsSync(file) ? nativeFromSeed(readFileSync(file, "utf8").trim()) : nativeCreateUser();
     if (!existsSync(file))
       writeFileSync(file, `${new TextDecoder().decode(pair.getSeed())}\n`, { mode: 0o600 });
     publicKeys[service] = pair.getPublicKey();

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { encodeUser, fmtCreds } from "@nats-io/jwt";
-import { createUser, fromSeed } from "@nats-io/nkeys";
+import { nativeCreateUser, nativeFromSeed } from "@svc/bus";
 import type { ServiceName } from "@svc/contracts";
 
 import { makeMutualTls, TEST_SERVER_NAME } from "../../scripts/lib/test-ca.js";
@@ -49,7 +49,7 @@ export async function startSecureBus(): Promise<{ bus: SecureBus; stop: () => Pr
   };
 }
 
-const seed = (file: string) => fromSeed(new TextEncoder().encode(readFileSync(file, "utf8").trim()));
+const seed = (file: string) => nativeFromSeed(readFileSync(file, "utf8").trim());
 
 /** The settings that carry NATS credentials and TLS: dropped when a test points a service at its own server. */
 export const BUS_SETTINGS = [
@@ -83,7 +83,7 @@ export async function fileUsers(bus: SecureBus): Promise<{
   const out = mkdtempSync(join(bus.dir, "users-"));
   const signer = seed(join(bus.dir, "account-signing.nk"));
   const account = readFileSync(join(bus.dir, "account.pub"), "utf8").trim();
-  const user = createUser();
+  const user = nativeCreateUser();
   const testCreds = join(out, "test.creds");
   // No permission lists: the test's own clients read and write everything of the account.
   writeFileSync(

@@ -45,7 +45,7 @@ export {
 } from "./follow-events.js";
 export { ensureBucket, followKv, KvWatches } from "./kv.js";
 export { EndpointStats, MicroHeader, type MicroIdentity, MicroService } from "./micro.js";
-export { nativeCreateUser, nativeFromSeed, type NativeKeyPair } from "./native-nkeys.js";
+export { nativeCreatePair, nativeCreateUser, nativeFromSeed, type NativeKeyPair } from "./native-nkeys.js";
 export { BlobStore, lazily } from "./objects.js";
 export { isJetStreamAway, patiently, Provisioner, type ProvisionStep } from "./provision.js";
 export { ensureEventsStream, type EventsStreamOptions, isStreamNotFound, keepReplicas } from "./streams.js";

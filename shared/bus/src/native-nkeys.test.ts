@@ -1,8 +1,8 @@
 import { decode, encodeUser } from "@nats-io/jwt";
-import { createAccount, createUser, fromPublic, fromSeed } from "@nats-io/nkeys";
+import { createAccount, createUser, fromPublic, fromSeed, Prefix } from "@nats-io/nkeys";
 import { describe, expect, it } from "vitest";
 
-import { nativeCreateUser, nativeFromSeed } from "./native-nkeys.js";
+import { nativeCreatePair, nativeCreateUser, nativeFromSeed } from "./native-nkeys.js";
 
 describe("native nkeys", () => {
   it("derives the same public key, private key and signatures as @nats-io/nkeys from one seed", () => {
@@ -30,6 +30,17 @@ describe("native nkeys", () => {
     const data = new TextEncoder().encode("x");
     expect(fromPublic(user.getPublicKey()).verify(data, user.sign(data))).toBe(true);
     expect(nativeCreateUser().getPublicKey()).not.toBe(user.getPublicKey());
+  });
+
+  it("makes operators and accounts of their roles, which the library reads back", () => {
+    for (const [role, letter] of [
+      [Prefix.Operator, "O"],
+      [Prefix.Account, "A"],
+    ] as const) {
+      const pair = nativeCreatePair(role);
+      expect(pair.getPublicKey()).toMatch(new RegExp(`^${letter}[A-Z2-7]{55}$`));
+      expect(fromSeed(pair.getSeed()).getPublicKey()).toBe(pair.getPublicKey());
+    }
   });
 
   it("signs user JWTs that decode with the issuing account's key", async () => {

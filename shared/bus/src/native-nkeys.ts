@@ -100,7 +100,12 @@ export function nativeFromSeed(seed: Uint8Array | string): NativeKeyPair {
   return new NativeKeyPair(typeof seed === "string" ? new TextEncoder().encode(seed) : seed);
 }
 
+/** A new nkey of a role (`Prefix.Account`: `A…`, `Prefix.Operator`: `O…`), signing natively. */
+export function nativeCreatePair(role: Prefix): NativeKeyPair {
+  return new NativeKeyPair(Codec.encodeSeed(role, randomBytes(32)));
+}
+
 /** A new user nkey (`U…`), signing natively. */
 export function nativeCreateUser(): NativeKeyPair {
-  return new NativeKeyPair(Codec.encodeSeed(Prefix.User, randomBytes(32)));
+  return nativeCreatePair(Prefix.User);
 }

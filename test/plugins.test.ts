@@ -414,6 +414,39 @@ describe("installing a plugin package", () => {
   });
 });
 
+describe("the plugins' audit", () => {
+  it("keeps entries for BackendHost:PluginAuditRetentionDays, deleting older ones at the registry's start", async () => {
+    const aged = async (days: number, reason: string) => {
+      const [row] = await h.sql(
+        `INSERT INTO plugin_registry.audit (at, actor, action, plugin_id, outcome, reason)
+         VALUES (now() - make_interval(days => $1), 'test', 'install', 'aged', 'failed', $2) RETURNING id::text`,
+        [days, reason],
+      );
+      return row?.id as string;
+    };
+    const old = await aged(40, "forty days ago");
+    const young = await aged(20, "twenty days ago");
+    const kept = async () =>
+      (
+        await h.sql("SELECT id::text FROM plugin_registry.audit WHERE id = ANY($1::bigint[]) ORDER BY id", [
+          [old, young],
+        ])
+      ).map((r) => r.id as string);
+    expect(await kept()).toEqual([old, young]);
+    await registry_.stop();
+    registry_ = await h.start(pluginRegistryService, {
+      ...BASE_ENV,
+      ...registryEnv({ BackendHost__PluginAuditRetentionDays: "30" }),
+    });
+    await until(async () => !(await kept()).includes(old), 10_000, 100);
+    expect(await kept()).toEqual([young]);
+    const listed = (await asOperator("GET", "/api/plugins/audit?pluginId=aged")).json<{
+      items: Array<{ reason: string }>;
+    }>();
+    expect(listed.items.map((i) => i.reason)).toEqual(["twenty days ago"]);
+  });
+});
+
 describe("what a plugin author gets", () => {
   it("the example plugin in the repo is signed by the development signer and its descriptor is valid", async () => {
     const signer = createPublicKey(readFileSync(join(EXAMPLE_PLUGIN_DIR, "..", "dev-signer.pub.pem")));

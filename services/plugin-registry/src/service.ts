@@ -10,11 +10,11 @@ import {
   type RouteImplementation,
 } from "@svc/contracts";
 import { PackageStore } from "@svc/plugin-package/store";
-import { defineService, HOST_VERSION, natsAuthOf } from "@svc/runtime";
+import { defineService, HOST_VERSION, natsAuthOf, startHousekeeping } from "@svc/runtime";
 
 import * as activation from "./activation.js";
 import * as assignments from "./assignments.js";
-import { allPlugins, lifecycleMetrics, type PluginDeps } from "./common.js";
+import { allPlugins, deleteOldAudit, lifecycleMetrics, type PluginDeps } from "./common.js";
 import * as credentials from "./credentials.js";
 import * as entitlements from "./entitlements.js";
 import * as plugins from "./plugins.js";
@@ -143,6 +143,17 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       }),
     ];
     const timer = setInterval(() => void reconcile(), 30_000);
+    // The audit past its retention: at start, then hourly.
+    const auditRetention = startHousekeeping(
+      3_600_000,
+      async (signal) => {
+        const days = config.backendHost.pluginAuditRetentionDays;
+        const deleted = await deleteOldAudit(db, days, { signal });
+        if (deleted > 0) log.info({ deleted, days }, "deleted plugin audit entries past their retention");
+      },
+      log,
+      "could not delete plugin audit entries past their retention",
+    );
     timer.unref();
     const renderer = new SurfaceRenderer(
       config.backendHost.surfaceRenderWorkers,
@@ -228,6 +239,7 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       },
       afterDrain: async () => {
         clearInterval(timer);
+        await auditRetention.stop();
         await renderer.close();
         await runtime.stop();
       },

@@ -79,6 +79,13 @@ export const pluginRegistrySettings = defineSettings({
           }
         }),
     }),
+    pluginAuditRetentionDays: setting.int(
+      "BackendHost:PluginAuditRetentionDays",
+      365,
+      30,
+      3_650,
+      "days an entry of the plugins' audit (GET /api/plugins/audit: who installed, activated, granted what) is kept before it is deleted; swept at the registry's start and hourly, in batches",
+    ),
     allowUnsignedPlugins: setting.bool(
       "BackendHost:AllowUnsignedPlugins",
       false,

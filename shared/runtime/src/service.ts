@@ -251,10 +251,6 @@ function exitOnNatsAuthError(error: unknown, log: Logger): void {
   process.exit(78);
 }
 
-/**
- * Starts one service: connects NATS and PostgreSQL, provisions the events stream, answers
- * `<service>.ping`, then lets the definition register its handlers.
- */
 /** The `OTEL_*` settings as the tracing setup reads them (the standard variable names). */
 function otelEnv(config: Config): Record<string, string | undefined> {
   const v = (value: string | null) => value ?? undefined;
@@ -272,6 +268,10 @@ function otelEnv(config: Config): Record<string, string | undefined> {
   };
 }
 
+/**
+ * Starts one service: connects NATS and PostgreSQL, provisions the events stream, answers
+ * `<service>.ping`, then lets the definition register its handlers.
+ */
 export async function startService<D extends AnySettings>(
   definition: ServiceDefinition<D>,
   platformConfig: Config,

@@ -6,7 +6,7 @@ import type {
   pluginRegistryRoutes,
   RouteHandlerWith,
 } from "@svc/contracts";
-import { type Db, deleteInBatches, type Queries, sql } from "@svc/db";
+import { type Db, deleteOlderThan, type Queries, sql } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
 import { contributedKeys, type RegistryJson, type Theme } from "@svc/plugin-package";
@@ -200,18 +200,8 @@ export async function audit(
 export const deleteOldAudit = (
   db: Queries,
   days: number,
-  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
-) =>
-  deleteInBatches(
-    batch,
-    async (limit) =>
-      (
-        await db.query(sql`
-          DELETE FROM plugin_registry.audit WHERE id = ANY(ARRAY(
-            SELECT id FROM plugin_registry.audit WHERE at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
-      ).rowCount ?? 0,
-    signal,
-  );
+  options: { signal?: AbortSignal; batch?: number } = {},
+) => deleteOlderThan(db, "plugin_registry.audit", "at", days, options);
 
 /** The refusal's reason code (`SVC_PLUGIN_REFUSED`), else the error code. */
 export const reasonOf = (error: SvcError): string =>

@@ -1,5 +1,5 @@
 /** The rbac schema's SQL, next to the functions that run it. */
-import { deleteInBatches, type Queries, sql } from "@svc/db";
+import { deleteOlderThan, type Queries, sql } from "@svc/db";
 
 export interface UserRow {
   id: string;
@@ -94,32 +94,12 @@ export async function sessionsOfUser(db: Queries, userId: string, workspaceKey?:
 export const deleteExpiredSessions = (
   db: Queries,
   days: number,
-  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
-) =>
-  deleteInBatches(
-    batch,
-    async (limit) =>
-      (
-        await db.query(sql`
-          DELETE FROM rbac.sessions WHERE id = ANY(ARRAY(
-            SELECT id FROM rbac.sessions WHERE expires_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
-      ).rowCount ?? 0,
-    signal,
-  );
+  options: { signal?: AbortSignal; batch?: number } = {},
+) => deleteOlderThan(db, "rbac.sessions", "expires_at", days, options);
 
 /** Deletes the notifications made more than `days` ago, read or not. Returns how many it deleted. */
 export const deleteOldNotifications = (
   db: Queries,
   days: number,
-  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
-) =>
-  deleteInBatches(
-    batch,
-    async (limit) =>
-      (
-        await db.query(sql`
-          DELETE FROM rbac.notifications WHERE id = ANY(ARRAY(
-            SELECT id FROM rbac.notifications WHERE created_at < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
-      ).rowCount ?? 0,
-    signal,
-  );
+  options: { signal?: AbortSignal; batch?: number } = {},
+) => deleteOlderThan(db, "rbac.notifications", "created_at", days, options);

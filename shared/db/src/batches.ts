@@ -1,3 +1,7 @@
+import sql, { raw } from "sql-template-tag";
+
+import type { Queries } from "./pool.js";
+
 /**
  * Runs `deleteSome(limit)` until one run deletes fewer than `limit` rows, or `signal` is aborted (its
  * service stops: the rest waits for the next sweep): each run its own statement, so a large deletion never
@@ -14,4 +18,28 @@ export async function deleteInBatches(
     deleted += n;
     if (n < limit || signal?.aborted) return deleted;
   }
+}
+
+/**
+ * Deletes the rows of `table` (its key `id`) whose timestamp `column` is more than `days` old, `batch` at a
+ * time (`deleteInBatches`, stopping after the batch in hand once `signal` is aborted). `table` and
+ * `column` are the caller's constants, never input. Returns how many it deleted.
+ */
+export function deleteOlderThan(
+  db: Queries,
+  table: string,
+  column: string,
+  days: number,
+  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
+): Promise<number> {
+  return deleteInBatches(
+    batch,
+    async (limit) =>
+      (
+        await db.query(sql`
+          DELETE FROM ${raw(table)} WHERE id = ANY(ARRAY(
+            SELECT id FROM ${raw(table)} WHERE ${raw(column)} < now() - make_interval(days => ${days}) LIMIT ${limit}))`)
+      ).rowCount ?? 0,
+    signal,
+  );
 }

@@ -221,8 +221,9 @@ async function measure(
   headers?: Record<string, string>,
   /** The serving process: its CPU time per request (after the warm-up) goes into the result. */
   cpuPid?: number,
+  clients = connections,
 ): Promise<LoadResult & { name: string; cpuUsPerRequest?: number }> {
-  const options = { connections, tool, ...(headers ? { headers } : {}) };
+  const options = { connections: clients, tool, ...(headers ? { headers } : {}) };
   await load(url, { ...options, durationSeconds: warmupSeconds });
   const cpuBefore = cpuPid === undefined ? 0 : cpuSeconds(cpuPid);
   const writesBefore = cpuPid === undefined ? 0 : writeCalls(cpuPid);
@@ -512,11 +513,12 @@ async function httpBench() {
       // One indexed row from PostgreSQL, like the public forward's one resolution.
       const adminId = JSON.parse(Buffer.from(accessToken.split(".")[1] as string, "base64url").toString())
         .sub as string;
-      results.push(
-        await measure("svc operator GET /api/users/{id}", `${gateway}/api/users/${adminId}`, {
-          authorization: `Bearer ${accessToken}`,
-        }),
-      );
+      const operatorGet = `${gateway}/api/users/${adminId}`;
+      const bearer = { authorization: `Bearer ${accessToken}` };
+      results.push(await measure("svc operator GET /api/users/{id}", operatorGet, bearer));
+      // The same at low load, one request at a time: the latency of the hops themselves (what deferring
+      // NATS writes to the end of the event loop's turn could add, NATS_COALESCE_WRITES).
+      results.push(await measure("svc operator GET, one connection", operatorGet, bearer, undefined, 1));
     }
 
     if (only !== "plugins") {

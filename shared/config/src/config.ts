@@ -167,7 +167,7 @@ export const platformSettings = defineSettings({
     natsCoalesceWrites: setting.bool(
       "NATS_COALESCE_WRITES",
       true,
-      "send what one turn of the event loop queued for NATS in one socket write (under load, the requests of many HTTP connections in one system call); `false`: one write per message, as nats.js does",
+      "send a turn of the event loop's first NATS message at once and what the rest of the turn queued in one socket write (under load, the requests of many HTTP connections in one system call); `false`: one write per message, as nats.js does",
     ),
     databaseUrl: setting.string(
       "DATABASE_URL",

@@ -63,6 +63,16 @@ function authenticatorOf(auth: NatsAuth): Authenticator {
   return authenticator;
 }
 
+/** What `act` throws (undefined when it throws nothing). */
+function thrownBy(act: () => unknown): unknown {
+  try {
+    act();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
 describe("the credentials given to nats.js", () => {
   it("answer the server's nonce with a .creds file exactly as nats.js's own authenticator does, reading the file at each connect", async () => {
     const account = createAccount();
@@ -102,13 +112,7 @@ describe("the credentials given to nats.js", () => {
     expect(() => parseCreds(jwtOnly)).toThrow("unable to parse the NATS credentials file");
     expect(() => parseCreds("")).toThrow("unable to parse the NATS credentials file");
     writeFileSync(join(dir, "broken.creds"), jwtOnly);
-    const ours = authenticatorOf({ credsFile: join(dir, "broken.creds") });
-    let refused: unknown;
-    try {
-      ours("n");
-    } catch (error) {
-      refused = error;
-    }
+    const refused = thrownBy(() => authenticatorOf({ credsFile: join(dir, "broken.creds") })("n"));
     expect((refused as Error).message).toBe("unable to parse the NATS credentials file");
     // So the process exits with status 78 instead of reconnecting for ever.
     expect(isNatsAuthError(refused)).toBe(true);
@@ -118,13 +122,7 @@ describe("the credentials given to nats.js", () => {
     const seed = new TextDecoder().decode(createUser().getSeed());
     const broken = `${seed.slice(0, -4)}AAAA`;
     writeFileSync(join(dir, "broken.nk"), broken);
-    const ours = authenticatorOf({ nkeySeedFile: join(dir, "broken.nk") });
-    let refused: unknown;
-    try {
-      ours("n");
-    } catch (error) {
-      refused = error;
-    }
+    const refused = thrownBy(() => authenticatorOf({ nkeySeedFile: join(dir, "broken.nk") })("n"));
     expect((refused as Error).message).toBe("the NATS nkey seed is not a valid seed");
     expect(String((refused as Error).stack)).not.toContain(broken);
     expect(isNatsAuthError(refused)).toBe(true);

@@ -133,7 +133,7 @@ export interface ConnectOptions {
   readonly auth?: NatsAuth;
   /** Where replies to this connection's requests arrive (default `_INBOX`). */
   readonly inboxPrefix?: string;
-  /** One socket write per turn of the event loop (`coalesceWrites`); default true. */
+  /** A turn's first message written at once, the rest of the turn in one write (`coalesceWrites`); default true. */
   readonly coalesceWrites?: boolean;
 }
 

@@ -83,7 +83,7 @@ function signingKey(seed: string) {
 /** A `.creds` file's user as the registry hands a minted one to a plugin process. */
 function jwtUser(creds: string) {
   const { jwt, seed } = parseCreds(creds);
-  return { token: jwt, ...signingKey(seed) };
+  return { key: signingKey(seed), jwt };
 }
 
 describe.each<Model>(["static", "decentralized"])("each service on its own NATS user (%s model)", (model) => {
@@ -329,7 +329,7 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const pool = new WorkerPool(64, [nats.url], join(work, "slots"), 0, {
       kind: "shared",
       auth: {
-        ...(model === "static" ? { nkey: signingKey(wrong.trim()) } : { jwt: jwtUser(wrong) }),
+        ...(model === "static" ? { key: signingKey(wrong.trim()) } : jwtUser(wrong)),
         ...(secure
           ? {
               tls: {

@@ -29,7 +29,7 @@ export interface MintedCredential {
 }
 
 /** An nkey as a plugin process signs with it: its public key and its private key as PKCS #8 PEM. */
-function nkeyOf(seed: string): NonNullable<WorkerNatsAuth["nkey"]> {
+function keyOf(seed: string): NonNullable<WorkerNatsAuth["key"]> {
   const key = nativeFromSeed(seed);
   try {
     return { publicKey: key.getPublicKey(), privateKeyPem: key.privateKeyPem() };
@@ -72,7 +72,7 @@ export class PluginCredentials {
     if (seedFile !== null) {
       return {
         kind: "shared",
-        auth: { nkey: nkeyOf(readFileSync(seedFile, "utf8").trim()), ...(this.tls ? { tls: this.tls } : {}) },
+        auth: { key: keyOf(readFileSync(seedFile, "utf8").trim()), ...(this.tls ? { tls: this.tls } : {}) },
         inboxPrefix: SHARED_PLUGIN_INBOX,
       };
     }
@@ -127,7 +127,8 @@ export class PluginCredentials {
     const minted = await this.mint(pluginId, events);
     return {
       auth: {
-        jwt: { token: minted.jwt, publicKey: minted.publicKey, privateKeyPem: minted.privateKeyPem },
+        key: { publicKey: minted.publicKey, privateKeyPem: minted.privateKeyPem },
+        jwt: minted.jwt,
         ...(this.tls ? { tls: this.tls } : {}),
       },
       inboxPrefix: pluginInboxPrefix(pluginId),

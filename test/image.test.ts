@@ -7,14 +7,26 @@
  * build time that the build fixed into it from `/version` (and the version from `/health`).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { builtinModules } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 
 import { freePort, repoRoot, SERVICES } from "../scripts/lib/stack.js";
+import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
 import { eventually } from "./support/wait.js";
@@ -197,6 +209,64 @@ describe("the container image (deploy/Dockerfile)", () => {
     expect(seen).toBeGreaterThan(50);
     // `npm ci --omit=dev --omit=optional` would not install these: the service would not start.
     expect(missing).toEqual([]);
+  });
+
+  it("the built plugin worker, its NATS client bundled in, loads a plugin confined as the source one does", async () => {
+    const worker = readFileSync(join(out, "plugin-worker.mjs"), "utf8");
+    expect(worker).not.toMatch(/from\s*"@nats-io\//);
+    const work = mkdtempSync(join(tmpdir(), "svc-built-worker-"));
+    const outside = join(work, "outside.txt");
+    writeFileSync(outside, "not for plugins");
+    mkdirSync(join(work, "plugin"));
+    writeFileSync(join(work, "plugin", "data.txt"), "own");
+    writeFileSync(
+      join(work, "plugin", "index.mjs"),
+      [
+        'const fs = process.getBuiltinModule("node:fs");',
+        "const attempt = (f) => { try { return f(); } catch (e) { return e.code ?? e.message; } };",
+        "export class Plugin {",
+        "  activate(host) {",
+        '    host.log.info("probe", {',
+        '      own: attempt(() => fs.readFileSync(new URL("./data.txt", import.meta.url), "utf8")),',
+        `      outside: attempt(() => fs.readFileSync(${JSON.stringify(outside)}, "utf8")),`,
+        "    });",
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const logged: unknown[] = [];
+    const log = { debug() {}, info: (f: { data: unknown }) => logged.push(f.data), warn() {}, error() {} };
+    const pool = new WorkerPool(
+      64,
+      null,
+      join(work, "slots"),
+      0,
+      { kind: "none" },
+      pathToFileURL(join(out, "plugin-worker.mjs")),
+    );
+    try {
+      const host = new WorkerHost(pool, {
+        pluginId: "built",
+        version: "1.0.0",
+        root: join(work, "plugin"),
+        entryFile: "index.mjs",
+        entryTypeName: "Plugin",
+        hangTimeoutMs: 2_000,
+        memoryLimitMb: 64,
+        startTimeoutMs: 10_000,
+        log: log as never,
+        publish: async () => undefined,
+        onFailure: () => undefined,
+      });
+      await host.ready;
+      expect(host.has("activate")).toBe(true);
+      await host.stop();
+      expect(logged).toEqual([{ own: "own", outside: "ERR_ACCESS_DENIED" }]);
+    } finally {
+      await pool.close();
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it("is labelled with the host version of package.json, which the build refuses to contradict", () => {

@@ -151,6 +151,8 @@ export class WorkerPool {
     private readonly spares = 2,
     /** How the processes authenticate to NATS. */
     private readonly natsAuth: PoolNatsAuth = { kind: "none" },
+    /** The worker module the processes run: the one beside this module (the build's bundle when built). */
+    private readonly worker: URL = WORKER_URL,
   ) {}
 
   /** The processes started and waiting for a plugin (their ids; a process that ended is not counted). */
@@ -203,7 +205,7 @@ export class WorkerPool {
           ? { auth: { tls: a.tls }, inboxPrefix: null }
           : null;
     const isolate = startIsolate(
-      WORKER_URL,
+      this.worker,
       {
         natsServers: this.natsServers,
         natsAuth: shared !== null ? "shared" : a.kind,

@@ -26,9 +26,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 
 import { freePort, repoRoot, SERVICES } from "../scripts/lib/stack.js";
-import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
+import { WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
 import { createHarness } from "./support/harness.js";
 import { http } from "./support/http.js";
+import { startPluginHost } from "./support/plugin-host.js";
 import { eventually } from "./support/wait.js";
 
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string };
@@ -246,19 +247,7 @@ describe("the container image (deploy/Dockerfile)", () => {
       pathToFileURL(join(out, "plugin-worker.mjs")),
     );
     try {
-      const host = new WorkerHost(pool, {
-        pluginId: "built",
-        version: "1.0.0",
-        root: join(work, "plugin"),
-        entryFile: "index.mjs",
-        entryTypeName: "Plugin",
-        hangTimeoutMs: 2_000,
-        memoryLimitMb: 64,
-        startTimeoutMs: 10_000,
-        log: log as never,
-        publish: async () => undefined,
-        onFailure: () => undefined,
-      });
+      const host = startPluginHost(pool, "built", work, { log: log as never });
       await host.ready;
       expect(host.has("activate")).toBe(true);
       await host.stop();

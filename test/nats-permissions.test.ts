@@ -45,12 +45,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeMutualTls } from "../scripts/lib/test-ca.js";
 import { writeDecentralizedAuth, writeNatsAuth } from "../scripts/nats-auth.js";
 import { PluginCredentials } from "../services/plugin-registry/src/runtime/plugin-credentials.js";
-import { WorkerHost, WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
+import { WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
 import { codePlugin, fixtureSigner, pluginStackEnv } from "./plugins/runtime-fixtures.js";
 import { installAndGreet } from "./support/example-plugin-flow.js";
 import { createHarness } from "./support/harness.js";
 import { bearerApi, installPackage } from "./support/http.js";
 import { OwnNatsServer } from "./support/nats-server.js";
+import { startPluginHost } from "./support/plugin-host.js";
 import { Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
 import { eventually, until } from "./support/wait.js";
@@ -343,19 +344,9 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
       },
       inboxPrefix: SHARED_PLUGIN_INBOX,
     });
-    const host = new WorkerHost(pool, {
-      pluginId: "misconfigured",
-      version: "1.0.0",
-      root: join(work, "plugin"),
-      entryFile: "index.mjs",
-      entryTypeName: "Plugin",
-      hangTimeoutMs: 2_000,
-      memoryLimitMb: 64,
-      startTimeoutMs: 10_000,
+    const host = startPluginHost(pool, "misconfigured", work, {
       serve: { subject: `${prefix}.plugins.misconfigured.http`, queue: "plugin.misconfigured" },
       log,
-      publish: async () => undefined,
-      onFailure: () => undefined,
     });
     await expect(host.ready).rejects.toThrow(/NATS refused the plugin's subscription/);
     expect(lines).toContainEqual(

@@ -212,11 +212,13 @@ describe("the container image (deploy/Dockerfile)", () => {
     expect(missing).toEqual([]);
   });
 
-  it("the built plugin worker, its NATS client bundled in, loads a plugin confined as the source one does", async () => {
+  it("the built plugin worker, its NATS client bundled in, loads a plugin and reads nothing of node_modules", async () => {
     const worker = readFileSync(join(out, "plugin-worker.mjs"), "utf8");
     expect(worker).not.toMatch(/from\s*"@nats-io\//);
     const work = mkdtempSync(join(tmpdir(), "svc-built-worker-"));
     const outside = join(work, "outside.txt");
+    const natsPackage = join(repoRoot, "node_modules", "@nats-io", "transport-node", "package.json");
+    expect(existsSync(natsPackage)).toBe(true);
     writeFileSync(outside, "not for plugins");
     mkdirSync(join(work, "plugin"));
     writeFileSync(join(work, "plugin", "data.txt"), "own");
@@ -230,6 +232,7 @@ describe("the container image (deploy/Dockerfile)", () => {
         '    host.log.info("probe", {',
         '      own: attempt(() => fs.readFileSync(new URL("./data.txt", import.meta.url), "utf8")),',
         `      outside: attempt(() => fs.readFileSync(${JSON.stringify(outside)}, "utf8")),`,
+        `      nodeModules: attempt(() => fs.readFileSync(${JSON.stringify(natsPackage)}, "utf8").length > 0),`,
         "    });",
         "  }",
         "}",
@@ -244,14 +247,17 @@ describe("the container image (deploy/Dockerfile)", () => {
       join(work, "slots"),
       0,
       { kind: "none" },
-      pathToFileURL(join(out, "plugin-worker.mjs")),
+      // As the built registry runs it: nothing of node_modules readable.
+      { url: pathToFileURL(join(out, "plugin-worker.mjs")), imports: [] },
     );
     try {
       const host = startPluginHost(pool, "built", work, { log: log as never });
       await host.ready;
       expect(host.has("activate")).toBe(true);
       await host.stop();
-      expect(logged).toEqual([{ own: "own", outside: "ERR_ACCESS_DENIED" }]);
+      expect(logged).toEqual([
+        { own: "own", outside: "ERR_ACCESS_DENIED", nodeModules: "ERR_ACCESS_DENIED" },
+      ]);
     } finally {
       await pool.close();
       rmSync(work, { recursive: true, force: true });

@@ -4,14 +4,15 @@
  */
 import { join } from "node:path";
 
+import { createLogger } from "@svc/observability";
+
 import {
   WorkerHost,
   type WorkerHostOptions,
   type WorkerPool,
 } from "../../services/plugin-registry/src/runtime/worker-host.js";
 
-/** A log that drops what it is given. */
-const quiet = { debug() {}, info() {}, warn() {}, error() {} } as unknown as WorkerHostOptions["log"];
+const quiet = createLogger("plugin-host", "silent");
 
 /** Starts the plugin in `dir/plugin` (its `index.mjs`) as `pluginId`; `options` replace the defaults. */
 export function startPluginHost(

@@ -14,6 +14,7 @@ import { promisify } from "node:util";
 
 import type { NatsAuth } from "@svc/bus";
 import { type Logger, storedContext, withContext } from "@svc/observability";
+import { BUILD_INFO } from "@svc/runtime";
 
 import { type Isolate, startIsolate } from "./isolate.js";
 import { recordProcessSpan, traceparentOnly } from "./process-span.js";
@@ -63,7 +64,21 @@ type WorkerMessage =
   | { type: "crashed"; error: { message: string } }
   | { type: "stopped" };
 
-const WORKER_URL = new URL("./plugin-worker.mjs", import.meta.url);
+/** The module a pool's processes run, and the packages it imports from node_modules (readable to them). */
+export interface PoolWorker {
+  readonly url: URL;
+  readonly imports: readonly string[];
+}
+
+/**
+ * The worker beside this module. The build bundles it with its NATS client (scripts/build.mjs), so a built
+ * registry's plugin processes read nothing of node_modules; run from the sources, it imports the client
+ * from there.
+ */
+const WORKER: PoolWorker = {
+  url: new URL("./plugin-worker.mjs", import.meta.url),
+  imports: BUILD_INFO.builtAt === null ? ["@nats-io/transport-node"] : [],
+};
 
 /** A started process and the folder it may read (its slot), where its plugin's files are put at load. */
 export interface PluginProcess {
@@ -151,8 +166,8 @@ export class WorkerPool {
     private readonly spares = 2,
     /** How the processes authenticate to NATS. */
     private readonly natsAuth: PoolNatsAuth = { kind: "none" },
-    /** The worker module the processes run: the one beside this module (the build's bundle when built). */
-    private readonly worker: URL = WORKER_URL,
+    /** The worker the processes run: the one beside this module unless a test names another. */
+    private readonly worker: PoolWorker = WORKER,
   ) {}
 
   /** The processes started and waiting for a plugin (their ids; a process that ended is not counted). */
@@ -205,14 +220,14 @@ export class WorkerPool {
           ? { auth: { tls: a.tls }, inboxPrefix: null }
           : null;
     const isolate = startIsolate(
-      this.worker,
+      this.worker.url,
       {
         natsServers: this.natsServers,
         natsAuth: shared !== null ? "shared" : a.kind,
         inboxPrefix: shared?.inboxPrefix ?? null,
       },
       this.memoryLimitMb,
-      { imports: ["@nats-io/transport-node"], readable: [slot] },
+      { imports: this.worker.imports, readable: [slot] },
     );
     // Secrets go over the IPC channel, never in the arguments (which `ps` shows).
     if (shared !== null) isolate.send({ type: "nats-auth", auth: shared.auth });

@@ -6,7 +6,7 @@ import type {
   pluginRegistryRoutes,
   RouteHandlerWith,
 } from "@svc/contracts";
-import { type Db, deleteOlderThan, type Queries, sql } from "@svc/db";
+import { type Db, deleteOlderThan, type Queries, sql, type SweepOptions } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { Counter, Histogram, type Registry } from "@svc/observability";
 import { contributedKeys, type RegistryJson, type Theme } from "@svc/plugin-package";
@@ -197,11 +197,8 @@ export async function audit(
  * Deletes the audit entries older than `days`, a batch at a time, stopping after the batch in hand when
  * `signal` is aborted. Returns how many it deleted.
  */
-export const deleteOldAudit = (
-  db: Queries,
-  days: number,
-  options: { signal?: AbortSignal; batch?: number } = {},
-) => deleteOlderThan(db, "plugin_registry.audit", "at", days, options);
+export const deleteOldAudit = (db: Queries, days: number, options: SweepOptions = {}) =>
+  deleteOlderThan(db, "plugin_registry.audit", "at", days, options);
 
 /** The refusal's reason code (`SVC_PLUGIN_REFUSED`), else the error code. */
 export const reasonOf = (error: SvcError): string =>

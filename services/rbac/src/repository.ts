@@ -1,5 +1,5 @@
 /** The rbac schema's SQL, next to the functions that run it. */
-import { deleteOlderThan, type Queries, sql } from "@svc/db";
+import { deleteOlderThan, type Queries, sql, type SweepOptions } from "@svc/db";
 
 export interface UserRow {
   id: string;
@@ -91,15 +91,9 @@ export async function sessionsOfUser(db: Queries, userId: string, workspaceKey?:
  * Deletes the sessions that expired more than `days` ago: no token of theirs is accepted any more, and
  * none is in the revocation bucket. Returns how many it deleted.
  */
-export const deleteExpiredSessions = (
-  db: Queries,
-  days: number,
-  options: { signal?: AbortSignal; batch?: number } = {},
-) => deleteOlderThan(db, "rbac.sessions", "expires_at", days, options);
+export const deleteExpiredSessions = (db: Queries, days: number, options: SweepOptions = {}) =>
+  deleteOlderThan(db, "rbac.sessions", "expires_at", days, options);
 
 /** Deletes the notifications made more than `days` ago, read or not. Returns how many it deleted. */
-export const deleteOldNotifications = (
-  db: Queries,
-  days: number,
-  options: { signal?: AbortSignal; batch?: number } = {},
-) => deleteOlderThan(db, "rbac.notifications", "created_at", days, options);
+export const deleteOldNotifications = (db: Queries, days: number, options: SweepOptions = {}) =>
+  deleteOlderThan(db, "rbac.notifications", "created_at", days, options);

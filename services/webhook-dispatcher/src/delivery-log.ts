@@ -5,7 +5,7 @@
  * attempt and the next write loses that attempt's entry (at most one batch, written every 50 ms): the
  * delivery itself is the job's, and the log is what operators read, not what the platform relies on.
  */
-import type { Db, Queries } from "@svc/db";
+import type { Db, Queries, SweepOptions } from "@svc/db";
 import { isUuid, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 
@@ -144,7 +144,7 @@ export async function endWaitingDelivery(db: Queries, deliveryId: string): Promi
 export async function sweepDeliveryLog(
   db: Queries,
   days: number,
-  { signal, batch = 10_000 }: { signal?: AbortSignal; batch?: number } = {},
+  { signal, batch = 10_000 }: SweepOptions = {},
 ): Promise<number> {
   let removed = 0;
   for (;;) {

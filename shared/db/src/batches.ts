@@ -2,6 +2,12 @@ import sql, { raw } from "sql-template-tag";
 
 import type { Queries } from "./pool.js";
 
+/** How a sweep of old rows goes: rows per statement, and a signal that ends it after the batch in hand. */
+export interface SweepOptions {
+  readonly signal?: AbortSignal;
+  readonly batch?: number;
+}
+
 /**
  * Runs `deleteSome(limit)` until one run deletes fewer than `limit` rows, or `signal` is aborted (its
  * service stops: the rest waits for the next sweep): each run its own statement, so a large deletion never
@@ -30,7 +36,7 @@ export function deleteOlderThan(
   table: string,
   column: string,
   days: number,
-  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
+  { signal, batch = 5_000 }: SweepOptions = {},
 ): Promise<number> {
   return deleteInBatches(
     batch,

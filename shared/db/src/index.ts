@@ -1,4 +1,4 @@
-export { deleteInBatches, deleteOlderThan } from "./batches.js";
+export { deleteInBatches, deleteOlderThan, type SweepOptions } from "./batches.js";
 export { type CursorFieldKind, type Listing, readPage, toPage } from "./cursor.js";
 export { type Listener, listenForNotifications, type ListenOptions } from "./listen.js";
 export { type AppliedMigration, ensureDatabase, migrate, type MigrationSource } from "./migrate.js";

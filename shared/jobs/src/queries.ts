@@ -3,7 +3,7 @@
  * completes or fails many jobs; every write-back names the fencing token it holds and only touches rows
  * whose token still matches.
  */
-import { type Db, empty, join, type Queries, type Sql, sql } from "@svc/db";
+import { type Db, empty, join, type Queries, type Sql, sql, type SweepOptions } from "@svc/db";
 
 import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 
@@ -518,7 +518,7 @@ export async function announceDeadLetters(
 export async function deleteEndedJobs(
   db: Queries,
   before: Date,
-  { signal, batch = 5_000 }: { signal?: AbortSignal; batch?: number } = {},
+  { signal, batch = 5_000 }: SweepOptions = {},
 ): Promise<number> {
   let deleted = 0;
   for (let after = "0"; ;) {

@@ -241,15 +241,14 @@ describe("the container image (deploy/Dockerfile)", () => {
     );
     const logged: unknown[] = [];
     const log = { debug() {}, info: (f: { data: unknown }) => logged.push(f.data), warn() {}, error() {} };
-    const pool = new WorkerPool(
-      64,
-      null,
-      join(work, "slots"),
-      0,
-      { kind: "none" },
+    const pool = new WorkerPool({
+      memoryLimitMb: 64,
+      natsServers: null,
+      slotsDir: join(work, "slots"),
+      spares: 0,
       // As the built registry runs it: nothing of node_modules readable.
-      { url: pathToFileURL(join(out, "plugin-worker.mjs")), imports: [] },
-    );
+      worker: { url: pathToFileURL(join(out, "plugin-worker.mjs")), imports: [] },
+    });
     try {
       const host = startPluginHost(pool, "built", work, { log: log as never });
       await host.ready;

@@ -327,22 +327,28 @@ describe.each<Model>(["static", "decentralized"])("each service on its own NATS 
     const work = mkdtempSync(join(tmpdir(), "svc-plugin-user-"));
     mkdirSync(join(work, "plugin"));
     writeFileSync(join(work, "plugin", "index.mjs"), "export class Plugin { greet() { return {}; } }\n");
-    const pool = new WorkerPool(64, [nats.url], join(work, "slots"), 0, {
-      kind: "shared",
-      auth: {
-        ...(model === "static" ? { key: signingKey(wrong.trim()) } : jwtUser(wrong)),
-        ...(secure
-          ? {
-              tls: {
-                ca: readFileSync(join(dir, "ca.pem"), "utf8"),
-                cert: readFileSync(join(dir, "plugin.pem"), "utf8"),
-                key: readFileSync(join(dir, "plugin.key"), "utf8"),
-                servername: "nats.test",
-              },
-            }
-          : {}),
+    const pool = new WorkerPool({
+      memoryLimitMb: 64,
+      natsServers: [nats.url],
+      slotsDir: join(work, "slots"),
+      spares: 0,
+      natsAuth: {
+        kind: "shared",
+        auth: {
+          ...(model === "static" ? { key: signingKey(wrong.trim()) } : jwtUser(wrong)),
+          ...(secure
+            ? {
+                tls: {
+                  ca: readFileSync(join(dir, "ca.pem"), "utf8"),
+                  cert: readFileSync(join(dir, "plugin.pem"), "utf8"),
+                  key: readFileSync(join(dir, "plugin.key"), "utf8"),
+                  servername: "nats.test",
+                },
+              }
+            : {}),
+        },
+        inboxPrefix: SHARED_PLUGIN_INBOX,
       },
-      inboxPrefix: SHARED_PLUGIN_INBOX,
     });
     const host = startPluginHost(pool, "misconfigured", work, {
       serve: { subject: `${prefix}.plugins.misconfigured.http`, queue: "plugin.misconfigured" },

@@ -17,7 +17,12 @@ import { WorkerHost, WorkerPool } from "./worker-host.js";
 const root = mkdtempSync(join(tmpdir(), "svc-confinement-"));
 const outside = join(mkdtempSync(join(tmpdir(), "svc-outside-")), "secret.txt");
 writeFileSync(outside, "not for plugins");
-const pool = new WorkerPool(64, null, join(root, "processes"), 0);
+const pool = new WorkerPool({
+  memoryLimitMb: 64,
+  natsServers: null,
+  slotsDir: join(root, "processes"),
+  spares: 0,
+});
 const renderer = new SurfaceRenderer(1, 5_000, [root]);
 
 afterAll(async () => {

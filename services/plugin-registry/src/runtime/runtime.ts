@@ -55,13 +55,13 @@ export class PluginRuntime {
   private readonly pool: WorkerPool;
 
   constructor(private readonly o: RuntimeOptions) {
-    this.pool = new WorkerPool(
-      o.settings.pluginMemoryLimitMb,
-      o.natsUrl.split(",").map((u) => u.trim()),
-      o.cache.slotsDir,
-      o.settings.pluginSpareProcesses,
-      o.credentials.pool(),
-    );
+    this.pool = new WorkerPool({
+      memoryLimitMb: o.settings.pluginMemoryLimitMb,
+      natsServers: o.natsUrl.split(",").map((u) => u.trim()),
+      slotsDir: o.cache.slotsDir,
+      spares: o.settings.pluginSpareProcesses,
+      natsAuth: o.credentials.pool(),
+    });
     this.pool.refill();
   }
 

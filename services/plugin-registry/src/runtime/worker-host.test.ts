@@ -16,7 +16,12 @@ import { WorkerHost, WorkerPool } from "./worker-host.js";
 const base = mkdtempSync(join(tmpdir(), "svc-worker-host-"));
 const root = join(base, "plugins");
 mkdirSync(root);
-const pool = new WorkerPool(32, null, join(base, "processes"), 0);
+const pool = new WorkerPool({
+  memoryLimitMb: 32,
+  natsServers: null,
+  slotsDir: join(base, "processes"),
+  spares: 0,
+});
 const quiet = { debug() {}, info() {}, warn() {}, error() {} } as never;
 
 afterAll(async () => {
@@ -67,7 +72,12 @@ describe("the reason a plugin's process was stopped", () => {
 
 describe("the pool's spare processes", () => {
   it("keeps the spares started, hands one to a plugin and starts another in its place, and ends them on close", async () => {
-    const spares = new WorkerPool(32, null, join(base, "spares"), 2);
+    const spares = new WorkerPool({
+      memoryLimitMb: 32,
+      natsServers: null,
+      slotsDir: join(base, "spares"),
+      spares: 2,
+    });
     let left: Array<number | undefined> = [];
     try {
       spares.refill();

@@ -148,6 +148,21 @@ export type PoolNatsAuth =
   | { readonly kind: "shared"; readonly auth: WorkerNatsAuth; readonly inboxPrefix: string }
   | { readonly kind: "per-plugin" };
 
+export interface WorkerPoolOptions {
+  /** Each process's heap limit. */
+  readonly memoryLimitMb: number;
+  /** NATS server URL(s) the processes connect to; none: processes that serve no subject (tests). */
+  readonly natsServers: readonly string[] | null;
+  /** Where each process's slot is made (beside the plugin cache, on the same file system). */
+  readonly slotsDir: string;
+  /** Processes kept started and waiting for a plugin (default 2). */
+  readonly spares?: number;
+  /** How the processes authenticate to NATS (default: not at all, an open server). */
+  readonly natsAuth?: PoolNatsAuth;
+  /** The worker the processes run: the one beside this module unless a test names another. */
+  readonly worker?: PoolWorker;
+}
+
 /**
  * Starts plugin processes with the same limits and keeps `spares` started in advance. Each process may
  * read only its own slot, a folder under `slotsDir` (isolate.ts confines it); the plugin it serves is
@@ -157,18 +172,21 @@ export class WorkerPool {
   private readonly ready: PluginProcess[] = [];
   private closed = false;
 
-  constructor(
-    private readonly memoryLimitMb: number,
-    /** NATS server URL(s) the processes connect to; none: processes that serve no subject (tests). */
-    private readonly natsServers: readonly string[] | null,
-    /** Where each process's slot is made (beside the plugin cache, on the same file system). */
-    private readonly slotsDir: string,
-    private readonly spares = 2,
-    /** How the processes authenticate to NATS. */
-    private readonly natsAuth: PoolNatsAuth = { kind: "none" },
-    /** The worker the processes run: the one beside this module unless a test names another. */
-    private readonly worker: PoolWorker = WORKER,
-  ) {}
+  private readonly memoryLimitMb: number;
+  private readonly natsServers: readonly string[] | null;
+  private readonly slotsDir: string;
+  private readonly spares: number;
+  private readonly natsAuth: PoolNatsAuth;
+  private readonly worker: PoolWorker;
+
+  constructor(options: WorkerPoolOptions) {
+    this.memoryLimitMb = options.memoryLimitMb;
+    this.natsServers = options.natsServers;
+    this.slotsDir = options.slotsDir;
+    this.spares = options.spares ?? 2;
+    this.natsAuth = options.natsAuth ?? { kind: "none" };
+    this.worker = options.worker ?? WORKER;
+  }
 
   /** The processes started and waiting for a plugin (their ids; a process that ended is not counted). */
   spareProcesses(): Array<number | undefined> {

@@ -264,6 +264,97 @@ describe("tracing across the hops", () => {
     writeFileSync(join(shots, "user-created-trace.svg"), waterfall(trace));
   }, 90_000);
 
+  it("passes a trace that is not sampled on through every hop to the receiver, and records none of it", async () => {
+    const api = bearerApi(() => base);
+    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+    const sub = await api("POST", "/api/webhooks", token, {
+      eventName: "user.created",
+      targetUrl: receiver.url,
+      secret: "a secret of the receiver's",
+    });
+    expect(sub.status, sub.text).toBe(201);
+    // The caller did not sample its trace; the sampler follows the parent, so nothing of it is recorded.
+    const traceId = randomBytes(16).toString("hex");
+    const callerSpan = randomBytes(8).toString("hex");
+    const created = await api(
+      "POST",
+      "/api/users",
+      token,
+      { userName: "untraced-user", password: "an untraced user's password" },
+      { headers: { traceparent: `00-${traceId}-${callerSpan}-00` } },
+    );
+    expect(created.status, created.text).toBe(201);
+    const answered = String(created.headers.traceparent);
+    expect(answered).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    expect(answered).not.toContain(callerSpan);
+    // Through rbac, the outbox, the events stream and the delivery job, the receiver's request carries it.
+    let delivered: Array<{ body: string; headers: Record<string, unknown> }> = [];
+    for (let i = 0; i < 150 && delivered.length === 0; i++) {
+      delivered = receiver.received.filter((r) => r.body.includes("untraced-user"));
+      if (delivered.length === 0) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(delivered.length).toBeGreaterThan(0);
+    for (const d of delivered)
+      expect(String(d.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+
+    // A sign-out in an unsampled trace: rbac's line carries its ids (the span id the gateway passed on).
+    const outTrace = randomBytes(16).toString("hex");
+    const out = await api("POST", "/api/auth/logout", token, undefined, {
+      headers: { traceparent: `00-${outTrace}-${randomBytes(8).toString("hex")}-00` },
+    });
+    expect(out.status, out.text).toBeLessThan(300);
+    const gatewaySpan = String(out.headers.traceparent).split("-")[2];
+    const inTrace = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.trace_id === outTrace);
+    expect(inTrace.map((l) => l.msg)).toContain("sessions revoked");
+    for (const l of inTrace) expect(l.span_id, String(l.msg)).toBe(gatewaySpan);
+
+    await flushTracing();
+    expect(collector.spans.filter((s) => s.traceId === traceId || s.traceId === outTrace)).toEqual([]);
+  }, 90_000);
+
+  it("puts a public resolve's miss into its trace, though the route enters its context on demand", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    // A host no one asked for yet: the gateway's cache misses and asks the resolver.
+    const host = `trace-${randomBytes(4).toString("hex")}.example.test`;
+    const resolved = await fetch(`${base}/workspace/public/resolve`, {
+      headers: {
+        "x-forwarded-host": host,
+        traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01`,
+      },
+    });
+    expect(resolved.status).toBe(200);
+    const gatewaySpan = String(resolved.headers.get("traceparent")).split("-")[2];
+    let trace: ExportedSpan[] = [];
+    for (let i = 0; i < 50; i++) {
+      await flushTracing();
+      trace = collector.spans.filter((s) => s.traceId === traceId);
+      if (trace.some((s) => s.name === "process resolver.workspace.resolve")) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const root = trace.find((s) => s.spanId === gatewaySpan);
+    expect(root?.name).toBe("GET /workspace/public/resolve");
+    const send = trace.find((s) => s.name === "send resolver.workspace.resolve");
+    expect(send?.parentSpanId).toBe(gatewaySpan);
+    expect(trace.find((s) => s.name === "process resolver.workspace.resolve")?.parentSpanId).toBe(
+      send?.spanId,
+    );
+
+    // Asked again, the cache answers: the same route, its trace with the gateway's span alone.
+    const again = randomBytes(16).toString("hex");
+    const cached = await fetch(`${base}/workspace/public/resolve`, {
+      headers: { "x-forwarded-host": host, traceparent: `00-${again}-${randomBytes(8).toString("hex")}-01` },
+    });
+    expect(String(cached.headers.get("traceparent"))).toMatch(new RegExp(`^00-${again}-[0-9a-f]{16}-01$`));
+    await flushTracing();
+    expect(collector.spans.filter((s) => s.traceId === again).map((s) => s.name)).toEqual([
+      "GET /workspace/public/resolve",
+    ]);
+  }, 90_000);
+
   it("writes the trace's ids on the log lines written inside it", async () => {
     const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
       accessToken: string;

@@ -10,6 +10,8 @@ import type { Logger } from "@svc/observability";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
+import { inRequestTrace } from "./tracing.js";
+
 export interface ProblemsOptions {
   readonly problemsBaseUrl: string;
   readonly log: Logger;
@@ -82,7 +84,10 @@ export const problemsPlugin = fp<ProblemsOptions>(
         );
       }
       if (svcError === undefined || svcError.code === ErrorCode.Internal) {
-        options.log.error({ err: error, method: request.method, url: request.url }, "request failed");
+        // In the request's trace (a route that enters it on demand may fail outside it).
+        inRequestTrace(request, () =>
+          options.log.error({ err: error, method: request.method, url: request.url }, "request failed"),
+        );
       }
       const problem = toProblem(svcError ?? error, options.problemsBaseUrl, request.url.split("?")[0]);
       // Retry-After: a whole window. The RateLimit header set before the refusal says when it actually

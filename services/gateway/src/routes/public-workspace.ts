@@ -5,6 +5,7 @@ import { normalisePath } from "@svc/workspace";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 
+import { inRequestTrace } from "../plugins/tracing.js";
 import { type CacheLimits, followedCache } from "../resolve-cache.js";
 import {
   firstHeader,
@@ -55,16 +56,23 @@ export const publicWorkspacePlugin = fp<PublicWorkspaceOptions>(
 
     registerPublicRoutes(app, bus, identity, workspaces, limits);
 
-    app.get("/workspace/public/resolve", async (request, reply) => {
-      const host = requestHost(request);
-      reply.header("content-type", JSON_TYPE).header("cache-control", "no-store");
-      if (host === null) return reply.send(UNRESOLVED_BODY);
-      const path = normalisePath(firstHeader(request.headers["x-forwarded-uri"]));
-      const body = await cache.load(`${host}\n${path}`, () =>
-        resolver.requestRaw("workspace.resolve", { host, path }, { requestId: request.id }),
-      );
-      return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
-    });
+    // The ingress asks this before every request it forwards: its context is entered only for a miss.
+    app.get(
+      "/workspace/public/resolve",
+      { config: { traceContext: "on-demand" } },
+      async (request, reply) => {
+        const host = requestHost(request);
+        reply.header("content-type", JSON_TYPE).header("cache-control", "no-store");
+        if (host === null) return reply.send(UNRESOLVED_BODY);
+        const path = normalisePath(firstHeader(request.headers["x-forwarded-uri"]));
+        const body = await cache.load(`${host}\n${path}`, () =>
+          inRequestTrace(request, () =>
+            resolver.requestRaw("workspace.resolve", { host, path }, { requestId: request.id }),
+          ),
+        );
+        return reply.send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+      },
+    );
   },
   { name: "svc-public-workspace", fastify: "5.x" },
 );

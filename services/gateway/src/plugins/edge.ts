@@ -153,21 +153,24 @@ export const edgePlugin = fp<EdgeOptions>(
       return METHODS.filter((m) => paths.find(m, path) !== null);
     });
 
-    app.addHook("onRequest", async (request) => {
+    // Both checks run on every request: callback hooks, not async ones (a promise each).
+    app.addHook("onRequest", (request, _reply, done) => {
       if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
-        throw new SvcError(
-          ErrorCode.BadRequest,
-          "An HTTP/1.1 request must have a Host header (RFC 9112, 3.2).",
+        done(
+          new SvcError(ErrorCode.BadRequest, "An HTTP/1.1 request must have a Host header (RFC 9112, 3.2)."),
         );
+        return;
       }
+      done();
     });
 
-    app.addHook("preValidation", async (request) => {
+    app.addHook("preValidation", (request, _reply, done) => {
       const finding =
         findUnsafeInput(request.params, "/params") ??
         findUnsafeInput(request.query, "/query") ??
         findUnsafeInput(request.body, "/body");
-      if (finding !== undefined) throw new ValidationError([finding]);
+      if (finding === undefined) done();
+      else done(new ValidationError([finding]));
     });
   },
   { name: "svc-edge", fastify: "5.x" },

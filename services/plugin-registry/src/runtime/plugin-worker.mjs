@@ -56,9 +56,9 @@ function authenticate(nonce) {
   const a = auth ?? {};
   // A minted user or the plugins user: the nonce signed with node:crypto's Ed25519 (the nkeys library's
   // JavaScript one costs tens of milliseconds in a process that has not run it yet, and leaves it some
-  // 6 MB larger for good).
+  // 6 MB larger for good), in standard base64 as nats.js and the services send it.
   if (a.key && userKey !== null) {
-    const sig = nonce ? sign(null, encode(nonce), userKey).toString("base64url") : "";
+    const sig = nonce ? sign(null, encode(nonce), userKey).toString("base64") : "";
     return { ...(a.jwt ? { jwt: a.jwt } : {}), nkey: a.key.publicKey, sig };
   }
   // An open server, or one that knows this process by its client certificate alone.

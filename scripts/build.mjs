@@ -61,6 +61,26 @@ const builtinsByRequire = {
   },
 };
 
+// V8 holds a script's source as one string, in two bytes a character as soon as one of them is beyond
+// Latin-1. esbuild escapes non-ASCII text in strings and regular expressions, but keeps it in the doc
+// comments it keeps: four "…" in comments made each service hold its bundle's source twice as large (the
+// gateway's 1.3 MB instead of 0.66). What is left after esbuild (comments only) is written as escapes.
+const asciiOnly = {
+  name: "ascii-only",
+  setup(b) {
+    b.onEnd(() => {
+      const file = b.initialOptions.outfile;
+      if (file === undefined) return;
+      const text = readFileSync(file, "utf8");
+      if (!/[^\x00-\x7f]/.test(text)) return;
+      writeFileSync(
+        file,
+        text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`),
+      );
+    });
+  },
+};
+
 const common = {
   bundle: true,
   platform: "node",
@@ -70,7 +90,7 @@ const common = {
   external,
   logLevel: "warning",
   define: { __SVC_BUILD_INFO__: JSON.stringify(buildInfo) },
-  plugins: [builtinsByRequire],
+  plugins: [builtinsByRequire, asciiOnly],
   banner: {
     js: 'import { createRequire as __svcCreateRequire } from "node:module";\nconst require = __svcCreateRequire(import.meta.url);',
   },

@@ -447,7 +447,9 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
     });
 
     const document = buildOpenApi(OPERATOR_ROUTES);
-    const openapi = JSON.stringify(document);
+    // Kept as UTF-8 bytes: as a string it held two bytes a character (its text is not all Latin-1), and
+    // each answer encoded it again.
+    const openapi = Buffer.from(JSON.stringify(document));
     if (b.enableApiDocs ?? config.nodeEnv !== "production") {
       await app.register(apiDocsPlugin, { document });
     }

@@ -155,11 +155,11 @@ export const pluginRegistryService = defineService(pluginRegistryContract, {
       "could not delete plugin audit entries past their retention",
     );
     timer.unref();
-    const renderer = new SurfaceRenderer(
-      config.backendHost.surfaceRenderWorkers,
-      config.backendHost.surfaceRenderTimeoutMs,
-      [cache.dir],
-    );
+    const renderer = new SurfaceRenderer({
+      size: config.backendHost.surfaceRenderWorkers,
+      timeoutMs: config.backendHost.surfaceRenderTimeoutMs,
+      readable: [cache.dir],
+    });
     const messages: MessageImplementation<typeof pluginRegistryContract.messages> = {
       "surface.render": (request) =>
         renderSurface(

@@ -23,7 +23,7 @@ const pool = new WorkerPool({
   slotsDir: join(root, "processes"),
   spares: 0,
 });
-const renderer = new SurfaceRenderer(1, 5_000, [root]);
+const renderer = new SurfaceRenderer({ size: 1, timeoutMs: 5_000, readable: [root] });
 
 afterAll(async () => {
   await pool.close();

@@ -32,6 +32,12 @@ export interface Isolate {
 /** Linux's page size on the platforms the image ships for (x86-64, arm64 with 4 KiB pages). */
 const PAGE_BYTES = 4_096;
 
+/** The module a confined process runs, and the packages it imports from node_modules (readable to it). */
+export interface IsolateWorker {
+  readonly url: URL;
+  readonly imports: readonly string[];
+}
+
 /** What a confined process may read besides its worker's folder. */
 export interface IsolateAccess {
   /** Packages the worker imports: the `node_modules` folder each resolves into becomes readable. */

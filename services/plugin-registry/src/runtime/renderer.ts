@@ -4,7 +4,9 @@
  * loops) or whose process dies (a template that exhausts its heap) ends that process, which is replaced;
  * the caller gets an error and serves the shell.
  */
-import { type Isolate, startIsolate } from "./isolate.js";
+import { BUILD_INFO } from "@svc/runtime";
+
+import { type Isolate, type IsolateWorker, startIsolate } from "./isolate.js";
 
 export interface RenderRequest {
   /** Identifies the chain of plugin versions: compiled templates are cached per chain. */
@@ -14,7 +16,28 @@ export interface RenderRequest {
   readonly context: unknown;
 }
 
-const WORKER_URL = new URL("./render-worker.mjs", import.meta.url);
+/**
+ * The worker beside this module. The build bundles it with nunjucks (scripts/build.mjs), so a built
+ * registry's render processes read nothing of node_modules; run from the sources, it imports nunjucks
+ * from there.
+ */
+const WORKER: IsolateWorker = {
+  url: new URL("./render-worker.mjs", import.meta.url),
+  imports: BUILD_INFO.builtAt === null ? ["nunjucks"] : [],
+};
+
+export interface SurfaceRendererOptions {
+  /** Render processes at most. */
+  readonly size: number;
+  /** How long a render may take before its process is ended, ms. */
+  readonly timeoutMs: number;
+  /** Folders holding the templates (where plugins are unpacked): all a render process may read. */
+  readonly readable: readonly string[];
+  /** Each process's heap limit, MB (default 128). */
+  readonly memoryLimitMb?: number;
+  /** The module the processes run (default: the one beside this module; tests run the built one). */
+  readonly worker?: IsolateWorker;
+}
 
 interface Slot {
   worker: Isolate;
@@ -27,18 +50,13 @@ export class SurfaceRenderer {
   private nextId = 0;
   private closed = false;
 
-  constructor(
-    private readonly size: number,
-    private readonly timeoutMs: number,
-    /** Folders holding the templates (where plugins are unpacked): all a render process may read. */
-    private readonly readable: readonly string[],
-    private readonly memoryLimitMb = 128,
-  ) {}
+  constructor(private readonly options: SurfaceRendererOptions) {}
 
   private spawn(): Isolate {
-    return startIsolate(WORKER_URL, {}, this.memoryLimitMb, {
-      imports: ["nunjucks"],
-      readable: this.readable,
+    const worker = this.options.worker ?? WORKER;
+    return startIsolate(worker.url, {}, this.options.memoryLimitMb ?? 128, {
+      imports: worker.imports,
+      readable: this.options.readable,
     });
   }
 
@@ -49,7 +67,7 @@ export class SurfaceRenderer {
         free.busy = true;
         return free;
       }
-      if (this.slots.length < this.size) {
+      if (this.slots.length < this.options.size) {
         const slot = { worker: this.spawn(), busy: true };
         this.slots.push(slot);
         return slot;
@@ -83,8 +101,8 @@ export class SurfaceRenderer {
           // A template that does not finish (a loop, a heap exhausted) is cut off: its process is ended
           // and replaced.
           replace();
-          reject(new Error(`the template did not finish within ${this.timeoutMs} ms`));
-        }, this.timeoutMs);
+          reject(new Error(`the template did not finish within ${this.options.timeoutMs} ms`));
+        }, this.options.timeoutMs);
         const onMessage = (raw: unknown) => {
           const m = raw as { id?: number; html?: string; error?: string; discard?: boolean };
           if (m.id !== id) return;

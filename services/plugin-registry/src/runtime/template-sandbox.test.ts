@@ -16,7 +16,7 @@ import { globalsChanged, snapshotGlobals } from "./template-sandbox.mjs";
 const root = mkdtempSync(join(tmpdir(), "svc-template-sandbox-"));
 const dir = join(root, "views");
 mkdirSync(dir, { recursive: true });
-const renderer = new SurfaceRenderer(1, 5_000, [root]);
+const renderer = new SurfaceRenderer({ size: 1, timeoutMs: 5_000, readable: [root] });
 afterAll(async () => {
   await renderer.close();
   rmSync(root, { recursive: true, force: true });

@@ -16,7 +16,7 @@ import type { NatsAuth } from "@svc/bus";
 import { type Logger, storedContext, withContext } from "@svc/observability";
 import { BUILD_INFO } from "@svc/runtime";
 
-import { type Isolate, startIsolate } from "./isolate.js";
+import { type Isolate, type IsolateWorker, startIsolate } from "./isolate.js";
 import { recordProcessSpan, traceparentOnly } from "./process-span.js";
 
 export interface PublishedByPlugin {
@@ -65,10 +65,7 @@ type WorkerMessage =
   | { type: "stopped" };
 
 /** The module a pool's processes run, and the packages it imports from node_modules (readable to them). */
-export interface PoolWorker {
-  readonly url: URL;
-  readonly imports: readonly string[];
-}
+export type PoolWorker = IsolateWorker;
 
 /**
  * The worker beside this module. The build bundles it with its NATS client (scripts/build.mjs), so a built

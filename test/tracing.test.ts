@@ -132,6 +132,32 @@ describe("tracing across the hops", () => {
   let h: Awaited<ReturnType<typeof createHarness>>;
   let base: string;
 
+  const adminToken = async () =>
+    (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
+      accessToken: string;
+    }>().accessToken;
+
+  /** Subscribes the receiver to `user.created`, then creates a user with the caller's `traceparent`. */
+  const createUserInTrace = async (userName: string, traceparent: string) => {
+    const api = bearerApi(() => base);
+    const token = await adminToken();
+    const sub = await api("POST", "/api/webhooks", token, {
+      eventName: "user.created",
+      targetUrl: receiver.url,
+      secret: "a secret of the receiver's",
+    });
+    expect(sub.status, sub.text).toBe(201);
+    const created = await api(
+      "POST",
+      "/api/users",
+      token,
+      { userName, password: `${userName}'s password` },
+      { headers: { traceparent } },
+    );
+    expect(created.status, created.text).toBe(201);
+    return { api, token, answered: String(created.headers.traceparent) };
+  };
+
   beforeAll(async () => {
     collector = await startCollector();
     await receiver.start();
@@ -170,29 +196,10 @@ describe("tracing across the hops", () => {
   });
 
   it("joins a user's creation to the delivery of its event in one trace, down to the receiver's request", async () => {
-    const api = bearerApi(() => base);
-    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
-      accessToken: string;
-    }>().accessToken;
-    const sub = await api("POST", "/api/webhooks", token, {
-      eventName: "user.created",
-      targetUrl: receiver.url,
-      secret: "a secret of the receiver's",
-    });
-    expect(sub.status, sub.text).toBe(201);
-
     // The caller's trace: the gateway continues it and answers its own span's traceparent in it.
     const traceId = randomBytes(16).toString("hex");
     const callerSpan = randomBytes(8).toString("hex");
-    const created = await api(
-      "POST",
-      "/api/users",
-      token,
-      { userName: "traced-user", password: "a traced user's password" },
-      { headers: { traceparent: `00-${traceId}-${callerSpan}-01` } },
-    );
-    expect(created.status, created.text).toBe(201);
-    const answered = String(created.headers.traceparent);
+    const { answered } = await createUserInTrace("traced-user", `00-${traceId}-${callerSpan}-01`);
     expect(answered).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     const gatewaySpan = answered.split("-")[2];
 
@@ -252,7 +259,7 @@ describe("tracing across the hops", () => {
       String(s.attributes["db.query.text"]).includes("INSERT INTO rbac.users"),
     );
     expect(insert?.attributes["db.system.name"]).toBe("postgresql");
-    expect(JSON.stringify(trace)).not.toContain("a traced user's password");
+    expect(JSON.stringify(trace)).not.toContain("traced-user's password");
 
     // The claim that took the delivery job is a span of the same trace, beside its run.
     const run = trace.find((s) => s.name === "run webhook.deliver");
@@ -265,28 +272,13 @@ describe("tracing across the hops", () => {
   }, 90_000);
 
   it("passes a trace that is not sampled on through every hop to the receiver, and records none of it", async () => {
-    const api = bearerApi(() => base);
-    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
-      accessToken: string;
-    }>().accessToken;
-    const sub = await api("POST", "/api/webhooks", token, {
-      eventName: "user.created",
-      targetUrl: receiver.url,
-      secret: "a secret of the receiver's",
-    });
-    expect(sub.status, sub.text).toBe(201);
     // The caller did not sample its trace; the sampler follows the parent, so nothing of it is recorded.
     const traceId = randomBytes(16).toString("hex");
     const callerSpan = randomBytes(8).toString("hex");
-    const created = await api(
-      "POST",
-      "/api/users",
-      token,
-      { userName: "untraced-user", password: "an untraced user's password" },
-      { headers: { traceparent: `00-${traceId}-${callerSpan}-00` } },
+    const { api, token, answered } = await createUserInTrace(
+      "untraced-user",
+      `00-${traceId}-${callerSpan}-00`,
     );
-    expect(created.status, created.text).toBe(201);
-    const answered = String(created.headers.traceparent);
     expect(answered).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
     expect(answered).not.toContain(callerSpan);
     // Through rbac, the outbox, the events stream and the delivery job, the receiver's request carries it.
@@ -356,9 +348,7 @@ describe("tracing across the hops", () => {
   }, 90_000);
 
   it("writes the trace's ids on the log lines written inside it", async () => {
-    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
-      accessToken: string;
-    }>().accessToken;
+    const token = await adminToken();
     const traceId = randomBytes(16).toString("hex");
     // Signing out revokes the session; rbac logs "sessions revoked" while handling it.
     const out = await bearerApi(() => base)("POST", "/api/auth/logout", token, undefined, {
@@ -379,9 +369,7 @@ describe("tracing across the hops", () => {
 
   it("puts a plugin route's run in the plugin process into the caller's trace, and the event it publishes", async () => {
     await installExamplePlugin(base);
-    const token = (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
-      accessToken: string;
-    }>().accessToken;
+    const token = await adminToken();
     const traceId = randomBytes(16).toString("hex");
     const sent = await bearerApi(() => base)(
       "POST",

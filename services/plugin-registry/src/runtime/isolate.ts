@@ -15,6 +15,8 @@ import { readFileSync } from "node:fs";
 import { dirname, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { BUILD_INFO } from "@svc/runtime";
+
 export interface Isolate {
   readonly pid: number | undefined;
   send(message: unknown): void;
@@ -36,6 +38,14 @@ const PAGE_BYTES = 4_096;
 export interface IsolateWorker {
   readonly url: URL;
   readonly imports: readonly string[];
+}
+
+/**
+ * A worker the build bundles with the packages it imports (scripts/build.mjs): a built registry's processes
+ * running it are granted no `node_modules` folder; run from the sources, it imports `imports` from there.
+ */
+export function bundledWorker(url: URL, imports: readonly string[]): IsolateWorker {
+  return { url, imports: BUILD_INFO.builtAt === null ? imports : [] };
 }
 
 /** What a confined process may read besides its worker's folder. */

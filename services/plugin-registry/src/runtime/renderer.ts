@@ -4,9 +4,7 @@
  * loops) or whose process dies (a template that exhausts its heap) ends that process, which is replaced;
  * the caller gets an error and serves the shell.
  */
-import { BUILD_INFO } from "@svc/runtime";
-
-import { type Isolate, type IsolateWorker, startIsolate } from "./isolate.js";
+import { bundledWorker, type Isolate, type IsolateWorker, startIsolate } from "./isolate.js";
 
 export interface RenderRequest {
   /** Identifies the chain of plugin versions: compiled templates are cached per chain. */
@@ -16,15 +14,8 @@ export interface RenderRequest {
   readonly context: unknown;
 }
 
-/**
- * The worker beside this module. The build bundles it with nunjucks (scripts/build.mjs), so a built
- * registry's render processes read nothing of node_modules; run from the sources, it imports nunjucks
- * from there.
- */
-const WORKER: IsolateWorker = {
-  url: new URL("./render-worker.mjs", import.meta.url),
-  imports: BUILD_INFO.builtAt === null ? ["nunjucks"] : [],
-};
+/** The worker beside this module, bundled with nunjucks and the template sandbox. */
+const WORKER = bundledWorker(new URL("./render-worker.mjs", import.meta.url), ["nunjucks"]);
 
 export interface SurfaceRendererOptions {
   /** Render processes at most. */

@@ -14,9 +14,8 @@ import { promisify } from "node:util";
 
 import type { NatsAuth } from "@svc/bus";
 import { type Logger, storedContext, withContext } from "@svc/observability";
-import { BUILD_INFO } from "@svc/runtime";
 
-import { type Isolate, type IsolateWorker, startIsolate } from "./isolate.js";
+import { bundledWorker, type Isolate, type IsolateWorker, startIsolate } from "./isolate.js";
 import { recordProcessSpan, traceparentOnly } from "./process-span.js";
 
 export interface PublishedByPlugin {
@@ -67,15 +66,10 @@ type WorkerMessage =
 /** The module a pool's processes run, and the packages it imports from node_modules (readable to them). */
 export type PoolWorker = IsolateWorker;
 
-/**
- * The worker beside this module. The build bundles it with its NATS client (scripts/build.mjs), so a built
- * registry's plugin processes read nothing of node_modules; run from the sources, it imports the client
- * from there.
- */
-const WORKER: PoolWorker = {
-  url: new URL("./plugin-worker.mjs", import.meta.url),
-  imports: BUILD_INFO.builtAt === null ? ["@nats-io/transport-node"] : [],
-};
+/** The worker beside this module, bundled with its NATS client. */
+const WORKER: PoolWorker = bundledWorker(new URL("./plugin-worker.mjs", import.meta.url), [
+  "@nats-io/transport-node",
+]);
 
 /** A started process and the folder it may read (its slot), where its plugin's files are put at load. */
 export interface PluginProcess {

@@ -33,6 +33,8 @@ export interface SurfaceRendererOptions {
 interface Slot {
   worker: Isolate;
   busy: boolean;
+  /** The render under way hears here that its process ended (a heap exhausted) before it answered. */
+  ended?: (code: number | null, signal: NodeJS.Signals | null) => void;
 }
 
 export class SurfaceRenderer {
@@ -42,6 +44,21 @@ export class SurfaceRenderer {
   private closed = false;
 
   constructor(private readonly options: SurfaceRendererOptions) {}
+
+  /** Watches `slot`'s process: its end, while it is the slot's, ends the render under way. */
+  private watch(slot: Slot): Slot {
+    const worker = slot.worker;
+    worker.onExit((code, signal) => {
+      if (slot.worker === worker) slot.ended?.(code, signal);
+    });
+    return slot;
+  }
+
+  /** Puts a new process in `slot`. */
+  private refill(slot: Slot): void {
+    slot.worker = this.spawn();
+    this.watch(slot);
+  }
 
   private spawn(): Isolate {
     const worker = this.options.worker ?? WORKER;
@@ -59,7 +76,7 @@ export class SurfaceRenderer {
         return free;
       }
       if (this.slots.length < this.options.size) {
-        const slot = { worker: this.spawn(), busy: true };
+        const slot = this.watch({ worker: this.spawn(), busy: true });
         this.slots.push(slot);
         return slot;
       }
@@ -79,28 +96,38 @@ export class SurfaceRenderer {
     const id = ++this.nextId;
     try {
       return await new Promise<string>((resolve, reject) => {
-        // A process that died since its last render (its heap exhausted) is replaced first.
-        if (slot.worker.exited) slot.worker = this.spawn();
+        // A process that died since its last render is replaced first.
+        if (slot.worker.exited) this.refill(slot);
         const worker = slot.worker;
+        const settle = () => {
+          clearTimeout(timer);
+          worker.offMessage(onMessage);
+          slot.ended = undefined;
+        };
         /** Ends this process and puts a fresh one in the slot. */
         const replace = () => {
-          worker.offMessage(onMessage);
           void worker.kill();
-          slot.worker = this.spawn();
+          this.refill(slot);
         };
         const timer = setTimeout(() => {
-          // A template that does not finish (a loop, a heap exhausted) is cut off: its process is ended
-          // and replaced.
+          // A template that does not finish (a loop) is cut off: its process is ended and replaced.
+          settle();
           replace();
           reject(new Error(`the template did not finish within ${this.options.timeoutMs} ms`));
         }, this.options.timeoutMs);
+        // A process that ends before it answers (a template that exhausted its heap) fails the render at
+        // once, not at the time limit.
+        slot.ended = (code, signal) => {
+          settle();
+          if (!this.closed) this.refill(slot);
+          reject(new Error(`the render process ended (${signal ?? `exit code ${code}`}) before it answered`));
+        };
         const onMessage = (raw: unknown) => {
           const m = raw as { id?: number; html?: string; error?: string; discard?: boolean };
           if (m.id !== id) return;
-          clearTimeout(timer);
+          settle();
           // A template changed the process's shared state: no later render runs in it.
           if (m.discard === true) replace();
-          else worker.offMessage(onMessage);
           if (m.error !== undefined) reject(new Error(m.error));
           else resolve(m.html ?? "");
         };

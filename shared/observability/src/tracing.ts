@@ -263,6 +263,7 @@ export async function stopTracing(): Promise<void> {
   sampler = undefined;
   ids = undefined;
   core = undefined;
+  notRecorded = undefined;
   followsParent = false;
   trace.disable();
   propagation.disable();
@@ -311,13 +312,25 @@ function unsampledParent(traceparent: string, tracestate: string | undefined): U
     : undefined;
 }
 
+/** The context a `traceparent` and `tracestate` continue (the root context without a `traceparent`). */
+function contextOf(traceparent: string | undefined, tracestate: string | undefined): Context {
+  if (traceparent === undefined) return ROOT_CONTEXT;
+  return (
+    unsampledParent(traceparent, tracestate) ??
+    propagation.extract(
+      ROOT_CONTEXT,
+      {
+        get: (key: string) =>
+          key === "traceparent" ? traceparent : key === "tracestate" ? tracestate : undefined,
+      },
+      getter,
+    )
+  );
+}
+
 /** The context a carrier's `traceparent`/`tracestate` continue (the root context without them). */
 export function extractContext(carrier: HeaderReader): Context {
-  const parent = carrier.get("traceparent");
-  if (parent === undefined) return ROOT_CONTEXT;
-  return (
-    unsampledParent(parent, carrier.get("tracestate")) ?? propagation.extract(ROOT_CONTEXT, carrier, getter)
-  );
+  return contextOf(carrier.get("traceparent"), carrier.get("tracestate"));
 }
 
 /** Writes the current (or `ctx`'s) trace context into a carrier by name (`traceparent`, `tracestate`). */
@@ -352,9 +365,7 @@ export function currentTraceContext(): string | null {
 export function storedContext(stored: string | null | undefined): Context | undefined {
   if (!enabled || !stored) return undefined;
   const [parent, state] = stored.split(";", 2);
-  const ctx = extractContext({
-    get: (name) => (name === "traceparent" ? parent : name === "tracestate" ? state : undefined),
-  });
+  const ctx = contextOf(parent, state);
   // A context that does not parse (an all-zero id, a wrong version) is none: it starts no trace of its own.
   if (ctx instanceof UnsampledContext) return ctx;
   const span = trace.getSpanContext(ctx);
@@ -430,18 +441,7 @@ export function startServerTrace(
   name: () => string,
 ): ServerTrace | undefined {
   if (!enabled || sampler === undefined || ids === undefined) return undefined;
-  const parent =
-    traceparent === undefined
-      ? ROOT_CONTEXT
-      : (unsampledParent(traceparent, tracestate) ??
-        propagation.extract(
-          ROOT_CONTEXT,
-          {
-            get: (key: string) =>
-              key === "traceparent" ? traceparent : key === "tracestate" ? tracestate : undefined,
-          },
-          getter,
-        ));
+  const parent = contextOf(traceparent, tracestate);
   if (parent instanceof UnsampledContext) return unsampledTrace(parent.traceId, ids.generateSpanId());
   const parentSpan = trace.getSpanContext(parent);
   const continued = parentSpan !== undefined && isSpanContextValid(parentSpan);

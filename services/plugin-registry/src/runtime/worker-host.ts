@@ -63,11 +63,8 @@ type WorkerMessage =
   | { type: "crashed"; error: { message: string } }
   | { type: "stopped" };
 
-/** The module a pool's processes run, and the packages it imports from node_modules (readable to them). */
-export type PoolWorker = IsolateWorker;
-
 /** The worker beside this module, bundled with its NATS client. */
-const WORKER: PoolWorker = bundledWorker(new URL("./plugin-worker.mjs", import.meta.url), [
+const WORKER: IsolateWorker = bundledWorker(new URL("./plugin-worker.mjs", import.meta.url), [
   "@nats-io/transport-node",
 ]);
 
@@ -151,7 +148,7 @@ export interface WorkerPoolOptions {
   /** How the processes authenticate to NATS (default: not at all, an open server). */
   readonly natsAuth?: PoolNatsAuth;
   /** The worker the processes run: the one beside this module unless a test names another. */
-  readonly worker?: PoolWorker;
+  readonly worker?: IsolateWorker;
 }
 
 /**
@@ -168,7 +165,7 @@ export class WorkerPool {
   private readonly slotsDir: string;
   private readonly spares: number;
   private readonly natsAuth: PoolNatsAuth;
-  private readonly worker: PoolWorker;
+  private readonly worker: IsolateWorker;
 
   constructor(options: WorkerPoolOptions) {
     this.memoryLimitMb = options.memoryLimitMb;

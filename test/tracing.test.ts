@@ -132,6 +132,18 @@ describe("tracing across the hops", () => {
   let h: Awaited<ReturnType<typeof createHarness>>;
   let base: string;
 
+  /** The trace's exported spans, once `complete` says they are all there (10 s at most). */
+  const spansOf = async (traceId: string, complete: (trace: ExportedSpan[]) => boolean) => {
+    let trace: ExportedSpan[] = [];
+    for (let i = 0; i < 50; i++) {
+      await flushTracing();
+      trace = collector.spans.filter((s) => s.traceId === traceId);
+      if (complete(trace)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return trace;
+  };
+
   const adminToken = async () =>
     (await signIn(base, { username: DEMO.adminUserName, password: DEMO.adminPassword })).json<{
       accessToken: string;
@@ -209,14 +221,10 @@ describe("tracing across the hops", () => {
     expect(String(delivered?.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
 
     // Every span of the trace reaches the collector, and they form one tree under the caller's span.
-    let trace: ExportedSpan[] = [];
     const wanted = ["claim webhook.deliver", "run webhook.deliver", "POST"];
-    for (let i = 0; i < 50; i++) {
-      await flushTracing();
-      trace = collector.spans.filter((s) => s.traceId === traceId);
-      if (wanted.every((name) => trace.some((s) => s.name === name))) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const trace = await spansOf(traceId, (trace) =>
+      wanted.every((name) => trace.some((s) => s.name === name)),
+    );
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const chain = (span: ExportedSpan | undefined): string[] => {
       const names: string[] = [];
@@ -320,13 +328,9 @@ describe("tracing across the hops", () => {
     });
     expect(resolved.status).toBe(200);
     const gatewaySpan = String(resolved.headers.get("traceparent")).split("-")[2];
-    let trace: ExportedSpan[] = [];
-    for (let i = 0; i < 50; i++) {
-      await flushTracing();
-      trace = collector.spans.filter((s) => s.traceId === traceId);
-      if (trace.some((s) => s.name === "process resolver.workspace.resolve")) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const trace = await spansOf(traceId, (trace) =>
+      trace.some((s) => s.name === "process resolver.workspace.resolve"),
+    );
     const root = trace.find((s) => s.spanId === gatewaySpan);
     expect(root?.name).toBe("GET /workspace/public/resolve");
     const send = trace.find((s) => s.name === "send resolver.workspace.resolve");
@@ -379,13 +383,7 @@ describe("tracing across the hops", () => {
       { headers: { traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` } },
     );
     expect(sent.status, sent.text).toBe(202);
-    let trace: ExportedSpan[] = [];
-    for (let i = 0; i < 50; i++) {
-      await flushTracing();
-      trace = collector.spans.filter((s) => s.traceId === traceId);
-      if (trace.some((s) => s.name === "match hello.greeted")) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const trace = await spansOf(traceId, (trace) => trace.some((s) => s.name === "match hello.greeted"));
     const byId = new Map(trace.map((s) => [s.spanId, s]));
     const run = trace.find((s) => s.name === "plugin hello sendGreeting");
     expect(run?.attributes["svc.plugin.outcome"]).toBe("ok");

@@ -36,7 +36,7 @@ import { afterAll, beforeEach, describe, expect, it, onTestFinished } from "vite
 
 import { repoRoot } from "../scripts/lib/stack.js";
 // Internal SQL of the engine, reached by path: the tests drive single transitions directly.
-import { claimJobs, completeJobs, failJobs } from "../shared/jobs/src/queries.js";
+import { claimJobs, completeJobs, failJobs, insertJobs } from "../shared/jobs/src/queries.js";
 import { createHarness } from "./support/harness.js";
 import { until } from "./support/wait.js";
 
@@ -75,15 +75,25 @@ async function row(id: string): Promise<Row> {
     FROM job_reaper.jobs WHERE id = ${id}`);
 }
 
-/** A pool of its own whose claim statements (the ones with SKIP LOCKED) are counted. */
-function claimCountingDb(applicationName: string) {
-  const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize: 2, applicationName });
-  const claims = { count: 0 };
+/**
+ * A pool of its own whose claim statements (the ones with SKIP LOCKED) are counted, with the most that
+ * were out at once; `holdMs` holds each claim's answer back that long after PostgreSQL gave it.
+ */
+function claimCountingDb(applicationName: string, maximumPoolSize = 2, holdMs = 0) {
+  const counted = createDb({ databaseUrl: h.db.url, maximumPoolSize, applicationName });
+  const claims = { count: 0, inFlight: 0, mostAtOnce: 0 };
   const query = counted.pool.query.bind(counted.pool) as (...args: unknown[]) => unknown;
   (counted.pool as { query: unknown }).query = (...args: unknown[]) => {
     const text = (args[0] as { text?: string } | string | undefined) ?? "";
-    if ((typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) claims.count++;
-    return query(...args);
+    if (!(typeof text === "string" ? text : (text.text ?? "")).includes("SKIP LOCKED")) return query(...args);
+    claims.count++;
+    claims.mostAtOnce = Math.max(claims.mostAtOnce, ++claims.inFlight);
+    return Promise.resolve(query(...args))
+      .then(async (result) => {
+        if (holdMs > 0) await new Promise((r) => setTimeout(r, holdMs));
+        return result;
+      })
+      .finally(() => claims.inFlight--);
   };
   return { db: counted, claims };
 }
@@ -132,6 +142,27 @@ describe("transitions", () => {
     expect(Math.abs(r.run_at.getTime() - retryAt.getTime())).toBeLessThan(5);
     // Not due yet: nothing to claim.
     expect(await claimJobs(db, "noop", 1, 60_000, "t")).toEqual([]);
+  });
+
+  it("the database refuses a job type outside the pattern, also past the library's own checks", async () => {
+    const job = {
+      payload: {},
+      workspaceKey: null,
+      maxAttempts: 1,
+      runAt: null,
+      idempotencyKey: null,
+      traceContext: null,
+    };
+    for (const type of ["Upper", "has space", "", "-leading", "x".repeat(101)]) {
+      await expect(insertJobs(db, [{ ...job, type }])).rejects.toMatchObject({ code: "23514" });
+    }
+    const [made] = await insertJobs(db, [{ ...job, type: "a.b_c-9" }]);
+    // Claims and write-backs leave the type as it was written (the check runs where it is assigned).
+    const [claimed] = await claimJobs(db, "a.b_c-9", 1, 60_000, "w");
+    expect(claimed?.id).toBe(made?.id);
+    expect(await completeJobs(db, [{ id: made?.id as string, token: claimed?.token as string }])).toEqual(
+      new Set([made?.id]),
+    );
   });
 
   it("a failure at max attempts is a dead letter that is never claimed again", async () => {
@@ -352,6 +383,55 @@ describe("the worker", () => {
     // took all it asked for. Claiming after every finished job made about 180 here.
     expect(made).toBeGreaterThanOrEqual(20);
     expect(made).toBeLessThanOrEqual(60);
+  });
+
+  it("with short jobs piling up, a lane has a second claim out while the first one's jobs run, never a third", async () => {
+    await enqueueMany(
+      db,
+      Array.from({ length: 3_000 }, (_, n) => noopJob.request({ n })),
+    );
+    const { db: counted, claims } = claimCountingDb("read-ahead-test", 6);
+    const worker = newWorker({ db: counted, pollIntervalMs: 60_000 });
+    const ran = new Set<string>();
+    worker.register(noopJob, {
+      concurrency: 10,
+      batchSize: 100,
+      handler: async (job) => void ran.add(job.id),
+    });
+    await worker.start();
+    await until(async () => worker.stats.succeeded === 3_000, 30_000);
+    await worker.stop();
+    await counted.end();
+    // One claim at a time left the slots idle while PostgreSQL answered; a third would only fill the queue.
+    expect(claims.mostAtOnce).toBe(2);
+    expect(ran.size).toBe(3_000);
+    const states = await db.any<{ status: string; attempts: number; n: number }>(
+      sql`SELECT status, attempts, count(*)::int AS n FROM job_reaper.jobs GROUP BY 1, 2`,
+    );
+    expect(states).toEqual([{ status: "Succeeded", attempts: 1, n: 3_000 }]);
+  });
+
+  it("stopping while claims are out gives back what they take: no job is left Running", async () => {
+    await enqueueMany(
+      db,
+      Array.from({ length: 5_000 }, (_, n) => noopJob.request({ n })),
+    );
+    // Each claim's answer comes 200 ms after its rows were taken: a claim is out whenever stop() is called.
+    const { db: counted, claims } = claimCountingDb("stop-test", 6, 200);
+    const worker = newWorker({ db: counted, pollIntervalMs: 60_000 });
+    worker.register(noopJob, { concurrency: 10, batchSize: 100, handler: async () => undefined });
+    await worker.start();
+    await until(async () => worker.stats.succeeded >= 300, 30_000);
+    expect(claims.inFlight).toBeGreaterThan(0);
+    await worker.stop();
+    await counted.end();
+    const states = await db.any<{ status: string; attempts: number; n: number }>(
+      sql`SELECT status, attempts, count(*)::int AS n FROM job_reaper.jobs GROUP BY 1, 2 ORDER BY 1`,
+    );
+    expect(states).toEqual([
+      { status: "Pending", attempts: 0, n: 5_000 - worker.stats.succeeded },
+      { status: "Succeeded", attempts: 1, n: worker.stats.succeeded },
+    ]);
   });
 
   it("a job deferred for a moment is claimed again when it is due, not at the slow poll", async () => {

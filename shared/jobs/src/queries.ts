@@ -91,30 +91,35 @@ interface ClaimRow {
 }
 
 /**
- * Leases the jobs `due` selects (locked, `id` column) to `workerId`: a new fencing token each. `extra`
- * adds columns of `due` to what each row answers.
+ * Leases the jobs `due` selects (locked, `id` column) to `workerId`, all under one new fencing token (it
+ * rotates on every claim of a job: a job claimed again gets a later one). `summary` is a one-row query
+ * over `due` whose columns each row answers too.
+ *
+ * The rows are looked up by `id = ANY(ARRAY(…))`, never joined to `due`: a join was planned as a hash
+ * join over a scan of the whole table (10 ms of a 25 ms claim of 500 among 20,000 jobs) or a nested loop
+ * probing the array once per row; a sequence value per row cost as much again.
  */
 function leaseDue<X extends object = object>(
   db: Queries,
   due: Sql,
   leaseMs: number,
   workerId: string,
-  extra: Sql = empty,
+  summary?: { readonly query: Sql; readonly columns: Sql },
 ) {
   return db.any<ClaimRow & X>(sql`
     WITH due AS (${due})
     UPDATE job_reaper.jobs AS j
     SET status = 'Running',
         attempts = j.attempts + 1,
-        lease_token = nextval('job_reaper.fencing_tokens'),
+        lease_token = (SELECT nextval('job_reaper.fencing_tokens')),
         lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}),
         started_at = now(),
         locked_by = ${workerId}
-    FROM due
-    WHERE j.id = due.id
+    ${summary === undefined ? empty : sql`FROM (${summary.query}) AS s`}
+    WHERE j.id = ANY(ARRAY(SELECT id FROM due))
     RETURNING j.id::text, j.type, j.payload, j.workspace_key, j.attempts, j.max_attempts,
               j.lease_token::text AS token, j.run_at, j.lease_expires_at, j.trace_context, j.created_at
-              ${extra}`);
+              ${summary === undefined ? empty : summary.columns}`);
 }
 
 /**
@@ -213,7 +218,7 @@ export async function claimJobsRoundRobin(
       FOR UPDATE OF j SKIP LOCKED`,
     leaseMs,
     workerId,
-    sql`, due.last_visited, due.visited`,
+    { query: sql`SELECT last_visited, visited FROM due LIMIT 1`, columns: sql`, s.last_visited, s.visited` },
   );
   const first = rows[0];
   return {
@@ -274,7 +279,7 @@ export async function completeJobs(db: Queries, batch: readonly Completion[]): P
     SET status = 'Succeeded', completed_at = now(), lease_token = NULL, lease_expires_at = NULL,
         locked_by = NULL, last_error = NULL
     FROM unnest(${done.map((d) => d.id)}::bigint[], ${done.map((d) => d.token)}::bigint[]) AS c(id, token)
-    WHERE j.id = c.id AND j.lease_token = c.token
+    WHERE j.id = ANY(${done.map((d) => d.id)}::bigint[]) AND j.id = c.id AND j.lease_token = c.token
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }

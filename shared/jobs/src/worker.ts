@@ -1,17 +1,18 @@
 /**
  * The worker: runs handlers for registered job types with bounded concurrency, on jobs claimed in batches.
  *
- * Per job type a lane keeps a small local queue of claimed jobs (each already leased to this worker with
- * its own fencing token) and runs up to `concurrency` of them at once. The lane claims again when its
+ * Per job type a lane keeps a small local queue of claimed jobs (each already leased to this worker under
+ * its claim's fencing token) and runs up to `concurrency` of them at once. The lane claims again when its
  * queue runs low after a claim that took all it asked for, when PostgreSQL NOTIFYs that jobs of its type
  * were inserted, when a job it deferred for up to a minute comes due, and on a slow poll (the backstop for
- * scheduled and retried jobs). Write-backs are batched: every completion and failure that
+ * scheduled and retried jobs). While jobs pile up and the queue runs low with a claim still out, a second
+ * (plain) claim goes out beside it, never a third. Write-backs are batched: every completion and failure that
  * happens while a write is in flight goes out in the next single UPDATE, and only rows whose token still
  * matches are changed; the others are counted as stale. The leases of every held job are renewed in one
  * statement every third of the lease, so long jobs keep their claim and a job whose claim was taken over
  * is aborted.
  *
- * Stopping: lanes stop claiming, queued (unstarted) jobs are released back to Pending without counting
+ * Stopping: lanes stop claiming, claims still out give back what they took, queued (unstarted) jobs are released back to Pending without counting
  * the attempt, running jobs finish within the grace period, pending write-backs are flushed.
  */
 import { type Db, type Listener, listenForNotifications } from "@svc/db";
@@ -109,6 +110,11 @@ class Lane {
   private readonly passedOver = new Set<string>();
   private fetching = false;
   private fetchAgain = false;
+  /** The claim loop's run, while it runs (stop() waits for it). */
+  private fetched: Promise<void> | undefined;
+  /** A read-ahead claim in flight beside the loop's (`claimAhead`), and how many it asked for. */
+  private ahead: Promise<void> | undefined;
+  private aheadWanted = 0;
   /** The claim asked for may fill the queue up (an insert heard while jobs pile up), not only refill it. */
   private topUp = false;
   /**
@@ -197,7 +203,53 @@ class Lane {
     }
     this.topUp = topUp;
     if (this.startable() > this.claimBelow()) return;
-    void this.fetch();
+    this.fetched = this.fetch();
+  }
+
+  /**
+   * A second claim beside the loop's, while jobs pile up of one workspace (or of any, without a
+   * per-workspace limit or turns to keep) and the queue is at its low-water mark with the loop's claim
+   * still out: with short jobs the queue runs dry before one claim returns, and the lane then waits on
+   * PostgreSQL with its slots idle. It takes the oldest due, as the loop's plain claim does; it is not
+   * made while the lane takes the workspaces in turns.
+   */
+  private claimAhead(): void {
+    if (
+      this.stopping ||
+      this.ahead !== undefined ||
+      !this.fetching ||
+      !this.moreDue ||
+      this.inserted ||
+      this.othersWaiting ||
+      this.workspaceConcurrency > 0 ||
+      this.startable() > this.lowWater
+    )
+      return;
+    const wanted = this.batchSize;
+    this.aheadWanted = wanted;
+    const { db, leaseMs, workerId } = this.worker;
+    this.ahead = (async () => {
+      try {
+        const jobs = await claimJobs(db, this.type, wanted, leaseMs, workerId);
+        if (this.stopping) return void (await this.worker.release(this.type, jobs));
+        this.queue.push(jobs);
+        this.startQueued();
+        if (jobs.length < wanted) this.moreDue = false;
+      } catch (err) {
+        this.worker.log.error({ err, type: this.type }, "claiming jobs failed");
+      } finally {
+        this.ahead = undefined;
+        this.aheadWanted = 0;
+      }
+    })();
+  }
+
+  /** Resolves once no claim of this lane is in flight (after `stopping` is set, none starts). */
+  async settled(): Promise<void> {
+    while (this.fetched !== undefined || this.ahead !== undefined) {
+      await Promise.all([this.fetched, this.ahead]);
+      if (!this.fetching) this.fetched = undefined;
+    }
   }
 
   /** Workspaces running as many jobs as the per-workspace limit allows (none without a limit). */
@@ -228,7 +280,10 @@ class Lane {
       do {
         this.fetchAgain = false;
         this.topUp = false;
-        const wanted = Math.min(this.batchSize, this.batchSize + this.lowWater - this.startable());
+        const wanted = Math.min(
+          this.batchSize,
+          this.batchSize + this.lowWater - this.startable() - this.aheadWanted,
+        );
         if (wanted <= 0 || this.stopping) break;
         let jobs: ClaimedJob[];
         const claimedFrom = tracingEnabled() ? Date.now() : 0;
@@ -296,7 +351,10 @@ class Lane {
   /** Starts queued jobs while slots are free, then claims more if the queue is short and more are due. */
   pump(): void {
     this.startQueued();
-    if (this.moreDue && this.startable() <= this.lowWater) this.wake();
+    if (this.moreDue && this.startable() <= this.lowWater) {
+      this.wake();
+      this.claimAhead();
+    }
   }
 
   private startQueued(): void {
@@ -540,6 +598,8 @@ export class JobWorker {
       lane.stopping = true;
       lane.stopWaking();
     }
+    // A claim in flight gives back what it took (the lane is stopping); then the queue is given back.
+    await Promise.all(lanes.map((lane) => lane.settled()));
     await Promise.all(lanes.map((lane) => this.release(lane.type, lane.queue.drain())));
     const running = lanes.flatMap((lane) => [...lane.running.values()]);
     const grace = this.options.shutdownGraceMs ?? 8_000;

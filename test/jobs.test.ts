@@ -165,6 +165,16 @@ describe("transitions", () => {
     );
   });
 
+  it("a write-back names each job by one id: a list in one id is refused, not read as several", async () => {
+    const [a, b] = await enqueueMany(db, [noopJob.request({}), noopJob.request({})]);
+    const claimed = await claimJobs(db, noopJob.type, 2, 60_000, "w");
+    const token = claimed[0]?.token as string;
+    await expect(completeJobs(db, [{ id: `${a?.id},${b?.id}`, token }])).rejects.toThrow(TypeError);
+    await expect(completeJobs(db, [{ id: a?.id as string, token: `${token},1` }])).rejects.toThrow(TypeError);
+    expect((await row(a?.id as string)).status).toBe(JobStatus.Running);
+    expect((await row(b?.id as string)).status).toBe(JobStatus.Running);
+  });
+
   it("a failure at max attempts is a dead letter that is never claimed again", async () => {
     const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 1 });
     const [c] = await claimJobs(db, "noop", 1, 60_000, "t");

@@ -12,8 +12,9 @@
  * statement every third of the lease, so long jobs keep their claim and a job whose claim was taken over
  * is aborted.
  *
- * Stopping: lanes stop claiming, claims still out give back what they took, queued (unstarted) jobs are released back to Pending without counting
- * the attempt, running jobs finish within the grace period, pending write-backs are flushed.
+ * Stopping: lanes stop claiming, claims still out give back what they took, queued (unstarted) jobs are
+ * released back to Pending without counting the attempt, running jobs finish within the grace period,
+ * pending write-backs are flushed.
  */
 import { type Db, type Listener, listenForNotifications } from "@svc/db";
 import { inSpan, type Logger, SpanKind, startSpan, storedContext, tracingEnabled } from "@svc/observability";
@@ -230,8 +231,10 @@ class Lane {
     const { db, leaseMs, workerId } = this.worker;
     this.ahead = (async () => {
       try {
+        const claimedFrom = tracingEnabled() ? Date.now() : 0;
         const jobs = await claimJobs(db, this.type, wanted, leaseMs, workerId);
         if (this.stopping) return void (await this.worker.release(this.type, jobs));
+        if (claimedFrom > 0) recordClaims(jobs, claimedFrom);
         this.queue.push(jobs);
         this.startQueued();
         if (jobs.length < wanted) this.moreDue = false;

@@ -1124,9 +1124,13 @@ describe("delivery", () => {
     const [first] = await deliveries();
     const deliveryId = first?.deliveryId as string;
     expect(first).toMatchObject({ attempts: 1, lastStatusCode: 500 });
-    const retrying = (
-      await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${deliveryId}`)
-    ).json<Detail>();
+    // The log records the attempt as it ends; the job's next run is written by the worker's next batch
+    // of write-backs a moment later (until then the detail has no next attempt to show).
+    const detailNow = async () =>
+      (await asOperator("GET", `/api/webhooks/${sub.id}/deliveries/${deliveryId}`)).json<Detail>();
+    await until(async () => (await detailNow()).nextAttemptAtUtc !== null, 15_000);
+    const retrying = await detailNow();
+    expect(retrying.status).toBe("retrying");
     expect(Date.parse(retrying.nextAttemptAtUtc as string)).toBeGreaterThan(Date.now());
 
     own.respond = () => ({ status: 200, body: "thanks" });

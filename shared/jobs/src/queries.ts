@@ -3,7 +3,7 @@
  * completes or fails many jobs; every write-back names the fencing token it holds and only touches rows
  * whose token still matches.
  */
-import { type Db, empty, join, type Queries, type Sql, sql, type SweepOptions } from "@svc/db";
+import { type Db, empty, join, type Queries, raw, type Sql, sql, type SweepOptions } from "@svc/db";
 
 import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 
@@ -288,17 +288,32 @@ function inIdOrder<T extends Completion>(rows: readonly T[]): T[] {
   });
 }
 
+/**
+ * A batch write-back's rows: the batch's ids and tokens as parameters, and the condition the rows it
+ * changes meet against the batch's `unnest` (`alias`, with `id` and `token` columns): each job looked up
+ * by id (`id = ANY(…)`, so no plan scans the table) and changed only while the token it was claimed under
+ * is still its own.
+ */
+function fenced(batch: readonly Completion[]) {
+  const ids = bigints(batch.map((b) => b.id));
+  return {
+    ids,
+    tokens: bigints(batch.map((b) => b.token)),
+    where: (alias: string) =>
+      sql`j.id = ANY(${ids}) AND j.id = ${raw(alias)}.id AND j.lease_token = ${raw(alias)}.token`,
+  };
+}
+
 /** Marks jobs Succeeded; returns the ids whose token was still current (the rest are stale). */
 export async function completeJobs(db: Queries, batch: readonly Completion[]): Promise<Set<string>> {
   if (batch.length === 0) return new Set();
-  const done = inIdOrder(batch);
-  const ids = bigints(done.map((d) => d.id));
+  const fence = fenced(inIdOrder(batch));
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = 'Succeeded', completed_at = now(), lease_token = NULL, lease_expires_at = NULL,
         locked_by = NULL, last_error = NULL
-    FROM unnest(${ids}, ${bigints(done.map((d) => d.token))}) AS c(id, token)
-    WHERE j.id = ANY(${ids}) AND j.id = c.id AND j.lease_token = c.token
+    FROM unnest(${fence.ids}, ${fence.tokens}) AS c(id, token)
+    WHERE ${fence.where("c")}
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }
@@ -318,7 +333,7 @@ export interface Failure extends Completion {
 export async function failJobs(db: Queries, batch: readonly Failure[]): Promise<Map<string, JobStatus>> {
   if (batch.length === 0) return new Map();
   const failed = inIdOrder(batch);
-  const ids = bigints(failed.map((f) => f.id));
+  const fence = fenced(failed);
   const rows = await db.any<{ id: string; status: JobStatus }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = CASE WHEN j.attempts >= j.max_attempts OR f.final THEN 'Failed' ELSE 'Pending' END,
@@ -327,13 +342,13 @@ export async function failJobs(db: Queries, batch: readonly Failure[]): Promise<
         last_error = left(f.error, 2000),
         lease_token = NULL, lease_expires_at = NULL, locked_by = NULL, waiting_on = NULL
     FROM unnest(
-      ${ids},
-      ${bigints(failed.map((f) => f.token))},
+      ${fence.ids},
+      ${fence.tokens},
       ${failed.map((f) => f.error)}::text[],
       ${failed.map((f) => f.retryAt.toISOString())}::timestamptz[],
       ${failed.map((f) => f.final === true)}::boolean[]
     ) AS f(id, token, error, retry_at, final)
-    WHERE j.id = ANY(${ids}) AND j.id = f.id AND j.lease_token = f.token
+    WHERE ${fence.where("f")}
     RETURNING j.id::text, j.status`);
   return new Map(rows.map((r) => [r.id, r.status]));
 }
@@ -353,20 +368,20 @@ export interface Deferral extends Completion {
 export async function deferJobs(db: Queries, batch: readonly Deferral[]): Promise<Set<string>> {
   if (batch.length === 0) return new Set();
   const deferred = inIdOrder(batch);
-  const ids = bigints(deferred.map((d) => d.id));
+  const fence = fenced(deferred);
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = 'Pending', attempts = greatest(j.attempts - 1, 0), run_at = d.run_at,
         last_error = left(d.reason, 2000), lease_token = NULL, lease_expires_at = NULL, locked_by = NULL,
         started_at = NULL, waiting_on = d.waiting_on
     FROM unnest(
-      ${ids},
-      ${bigints(deferred.map((d) => d.token))},
+      ${fence.ids},
+      ${fence.tokens},
       ${deferred.map((d) => d.reason)}::text[],
       ${deferred.map((d) => d.runAt.toISOString())}::timestamptz[],
       ${deferred.map((d) => d.waitingOn ?? null)}::text[]
     ) AS d(id, token, reason, run_at, waiting_on)
-    WHERE j.id = ANY(${ids}) AND j.id = d.id AND j.lease_token = d.token
+    WHERE ${fence.where("d")}
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }
@@ -385,14 +400,13 @@ export async function wakeJobsWaitingOn(db: Queries, waitingOn: string): Promise
  */
 export async function releaseJobs(db: Queries, type: string, batch: readonly Completion[]): Promise<number> {
   if (batch.length === 0) return 0;
-  const jobs = inIdOrder(batch);
-  const ids = bigints(jobs.map((d) => d.id));
+  const fence = fenced(inIdOrder(batch));
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET status = 'Pending', attempts = j.attempts - 1, lease_token = NULL, lease_expires_at = NULL,
         locked_by = NULL, started_at = NULL
-    FROM unnest(${ids}, ${bigints(jobs.map((d) => d.token))}) AS c(id, token)
-    WHERE j.id = ANY(${ids}) AND j.id = c.id AND j.lease_token = c.token
+    FROM unnest(${fence.ids}, ${fence.tokens}) AS c(id, token)
+    WHERE ${fence.where("c")}
     RETURNING j.id::text`);
   if (rows.length > 0) await notifyWorkers(db, [type]);
   return rows.length;
@@ -405,13 +419,12 @@ export async function renewLeases(
   leaseMs: number,
 ): Promise<Set<string>> {
   if (batch.length === 0) return new Set();
-  const held = inIdOrder(batch);
-  const ids = bigints(held.map((d) => d.id));
+  const fence = fenced(inIdOrder(batch));
   const rows = await db.any<{ id: string }>(sql`
     UPDATE job_reaper.jobs AS j
     SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
-    FROM unnest(${ids}, ${bigints(held.map((d) => d.token))}) AS c(id, token)
-    WHERE j.id = ANY(${ids}) AND j.id = c.id AND j.lease_token = c.token
+    FROM unnest(${fence.ids}, ${fence.tokens}) AS c(id, token)
+    WHERE ${fence.where("c")}
     RETURNING j.id::text`);
   return new Set(rows.map((r) => r.id));
 }

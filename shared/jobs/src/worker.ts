@@ -212,18 +212,17 @@ class Lane {
    * per-workspace limit or turns to keep) and the queue is at its low-water mark with the loop's claim
    * still out: with short jobs the queue runs dry before one claim returns, and the lane then waits on
    * PostgreSQL with its slots idle. It takes the oldest due, as the loop's plain claim does; it is not
-   * made while the lane takes the workspaces in turns.
+   * made while the lane takes the workspaces in turns. `pump` asks for it when more are due and the
+   * queue is low.
    */
   private claimAhead(): void {
     if (
       this.stopping ||
       this.ahead !== undefined ||
       !this.fetching ||
-      !this.moreDue ||
       this.inserted ||
       this.othersWaiting ||
-      this.workspaceConcurrency > 0 ||
-      this.startable() > this.lowWater
+      this.workspaceConcurrency > 0
     )
       return;
     const wanted = this.batchSize;

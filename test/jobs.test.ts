@@ -426,13 +426,13 @@ describe("the worker", () => {
       db,
       Array.from({ length: 5_000 }, (_, n) => noopJob.request({ n })),
     );
-    // Each claim's answer comes 200 ms after its rows were taken: a claim is out whenever stop() is called.
+    // Each claim's answer comes 200 ms after its rows were taken.
     const { db: counted, claims } = claimCountingDb("stop-test", 6, 200);
     const worker = newWorker({ db: counted, pollIntervalMs: 60_000 });
     worker.register(noopJob, { concurrency: 10, batchSize: 100, handler: async () => undefined });
     await worker.start();
-    await until(async () => worker.stats.succeeded >= 300, 30_000);
-    expect(claims.inFlight).toBeGreaterThan(0);
+    // Stopped while a claim is out (between two claims the lane runs what it holds, for a moment).
+    await until(async () => worker.stats.succeeded >= 300 && claims.inFlight > 0, 30_000);
     await worker.stop();
     await counted.end();
     const states = await db.any<{ status: string; attempts: number; n: number }>(

@@ -87,6 +87,9 @@ const common = {
   target: "node24",
   format: "esm",
   sourcemap: true,
+  // Stack traces need the mappings and the sources' names only; the sources' text would be kept in every
+  // process's heap for the life of the process (1.6 MB in the gateway's).
+  sourcesContent: false,
   external,
   logLevel: "warning",
   define: { __SVC_BUILD_INFO__: JSON.stringify(buildInfo) },

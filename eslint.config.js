@@ -57,6 +57,7 @@ export default tseslint.config(
       "examples/**/*.mjs",
       "examples/**/*.js",
       "services/*/src/**/*.mjs",
+      "shared/*/src/**/*.mjs",
       "services/*/static/**/*.js",
     ],
     ...tseslint.configs.disableTypeChecked,

@@ -146,6 +146,14 @@ await build({
   entryPoints: ["services/plugin-registry/src/runtime/render-worker.mjs"],
   outfile: join(out, "render-worker.mjs"),
 });
+// Tracing's OTLP export runs in a worker thread of each service that traces (worker-exporter.ts in
+// @svc/observability), loaded by URL next to the service's bundle.
+await build({
+  ...common,
+  sourcemap: false,
+  entryPoints: ["shared/observability/src/trace-export-worker.mjs"],
+  outfile: join(out, "trace-export-worker.mjs"),
+});
 // The gateway's static shells (surface-app/, admin/ with the console built into it, 404.html), found next
 // to its bundle.
 await buildAdmin();

@@ -177,8 +177,14 @@ describe("the container image (deploy/Dockerfile)", () => {
       const code = imported === undefined ? file : join(out, imported);
       expect(statSync(code).size, bundle).toBeGreaterThan(1_000);
     }
-    // Loaded by URL next to the registry's bundle, and the gateway's static shells.
-    for (const extra of ["plugin-worker.mjs", "render-worker.mjs", "static/404.html"]) {
+    // Loaded by URL next to the registry's bundle (the plugin and render workers) and every service's (the
+    // span export's worker), and the gateway's static shells.
+    for (const extra of [
+      "plugin-worker.mjs",
+      "render-worker.mjs",
+      "trace-export-worker.mjs",
+      "static/404.html",
+    ]) {
       expect(existsSync(join(out, extra)), extra).toBe(true);
     }
   });

@@ -131,28 +131,41 @@ describe("a sampled request", () => {
     ]);
   });
 
-  it("is sampled exactly when the sampler says so of its trace id, and the span has that id", async () => {
-    await start({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.5" });
-    const ratio = new TraceIdRatioBasedSampler(0.5);
-    const recorded: string[] = [];
-    for (let i = 0; i < 200; i++) {
-      const started = startServerTrace("test", undefined, undefined, name);
-      const [, traceId, , sampled] = TRACEPARENT.exec(started?.traceparent ?? "") ?? [];
-      const says =
-        ratio.shouldSample(ROOT_CONTEXT, traceId as string).decision === SamplingDecision.RECORD_AND_SAMPLED;
-      expect(sampled).toBe(says ? "1" : "0");
-      expect(started?.span !== undefined).toBe(says);
-      if (started?.span) {
-        expect(started.span.spanContext().traceId).toBe(traceId);
-        started.span.end();
-        recorded.push(traceId as string);
+  // A new trace's decision is worked out from its id's bytes (tracing.ts, `ratioBound`): the same as the
+  // SDK's sampler's, at every ratio.
+  it.each([0.5, 0.1, 0, 1])(
+    "is sampled exactly when the sampler says so of its trace id, and the span has that id (ratio %s)",
+    async (r) => {
+      await start({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: String(r) });
+      const ratio = new TraceIdRatioBasedSampler(r);
+      const recorded: string[] = [];
+      const runs = 1_000;
+      for (let i = 0; i < runs; i++) {
+        const started = startServerTrace("test", undefined, undefined, name);
+        const [, traceId, , sampled] = TRACEPARENT.exec(started?.traceparent ?? "") ?? [];
+        const says =
+          ratio.shouldSample(ROOT_CONTEXT, traceId as string).decision ===
+          SamplingDecision.RECORD_AND_SAMPLED;
+        expect(sampled).toBe(says ? "1" : "0");
+        expect(started?.span !== undefined).toBe(says);
+        if (started?.span) {
+          expect(started.span.spanContext().traceId).toBe(traceId);
+          started.span.end();
+          recorded.push(traceId as string);
+        }
       }
-    }
-    // Both kinds occurred (at 0.5 over 200, all of one kind would be a 2^-199 chance).
-    expect(recorded.length).toBeGreaterThan(0);
-    expect(recorded.length).toBeLessThan(200);
-    expect(exporter.getFinishedSpans().map((s) => s.spanContext().traceId)).toEqual(recorded);
-  });
+      // Both kinds occurred between the ends (at 0.1 over 1,000, none sampled is a 10^-46 chance).
+      if (r === 0) expect(recorded).toEqual([]);
+      else if (r === 1) expect(recorded).toHaveLength(runs);
+      else {
+        expect(recorded.length).toBeGreaterThan(0);
+        expect(recorded.length).toBeLessThan(runs);
+      }
+      expect(exporter.getFinishedSpans().map((s) => s.spanContext().traceId)).toEqual(recorded);
+      // Every id is new.
+      expect(new Set(recorded).size).toBe(recorded.length);
+    },
+  );
 });
 
 describe("a sampler that does not follow the parent (traceidratio)", () => {

@@ -11,6 +11,8 @@
  * are what the rest of the code uses: spans for a hop, context into and out of headers (NATS, HTTP, a
  * stored event or job), and the ids of the current span for log lines.
  */
+import { randomBytes } from "node:crypto";
+
 import {
   type Attributes,
   type Context,
@@ -124,25 +126,83 @@ export function tracesEndpoint(env: Readonly<Record<string, string | undefined>>
   return base ? `${base.replace(/\/+$/, "")}/v1/traces` : undefined;
 }
 
+/** Random bytes drawn at once for many ids (256 requests' trace and span ids). */
+const ID_POOL_BYTES = 6_144;
+const INVALID_TRACE_ID = "0".repeat(32);
+
 /**
- * The SDK's ids, except that the next trace id can be handed to it: `startServerTrace` asks the sampler
- * about a trace id before deciding whether the SDK makes the span at all, and the SDK's span must then
- * have that id (the one the sampler said yes to).
+ * Trace and span ids, random and drawn from a pool of cryptographically random bytes made at once and
+ * written out as hex in one go: an id is a slice of that text. (The SDK's generator makes each id from
+ * `Math.random` through a buffer and a hex encoding of its own, which was the largest part of what an
+ * unsampled request cost.) The next trace id can also be handed to it: `startServerTrace` asks the
+ * sampler about a trace id before deciding whether the SDK makes the span at all, and the SDK's span
+ * must then have that id (the one the sampler said yes to).
  */
-class HandedIdGenerator implements IdGenerator {
+class PooledIdGenerator implements IdGenerator {
   next: string | undefined;
-  constructor(private readonly random: IdGenerator) {}
+  #bytes = Buffer.alloc(0);
+  #hex = "";
+  #at = 0;
+
+  /** `n` random bytes' offset in the pool (a fresh pool when this one is used up). */
+  #take(n: number): number {
+    if (this.#at + n > this.#bytes.length) {
+      this.#bytes = randomBytes(ID_POOL_BYTES);
+      this.#hex = this.#bytes.toString("hex");
+      this.#at = 0;
+    }
+    const at = this.#at;
+    this.#at += n;
+    return at;
+  }
+
+  /** A new trace id, and the XOR of its four 32-bit words (what the ratio sampler decides by). */
+  newTrace(): { readonly traceId: string; readonly mix: number } {
+    for (;;) {
+      const at = this.#take(16);
+      const traceId = this.#hex.slice(at * 2, at * 2 + 32);
+      // All zeros is not a trace id (W3C Trace Context); one in 2^128.
+      if (traceId === INVALID_TRACE_ID) continue;
+      const b = this.#bytes;
+      const mix =
+        (b.readUInt32BE(at) ^ b.readUInt32BE(at + 4) ^ b.readUInt32BE(at + 8) ^ b.readUInt32BE(at + 12)) >>>
+        0;
+      return { traceId, mix };
+    }
+  }
+
   generateTraceId(): string {
     const handed = this.next;
-    if (handed === undefined) return this.random.generateTraceId();
+    if (handed === undefined) return this.newTrace().traceId;
     this.next = undefined;
     return handed;
   }
+
   generateSpanId(): string {
-    return this.random.generateSpanId();
+    for (;;) {
+      const at = this.#take(8);
+      const spanId = this.#hex.slice(at * 2, at * 2 + 16);
+      if (spanId !== "0000000000000000") return spanId;
+    }
   }
 }
-let ids: HandedIdGenerator | undefined;
+
+/**
+ * With a ratio sampler (`traceidratio`, or `parentbased_traceidratio` for a request without a parent),
+ * the largest mix of a trace id's words that is sampled: the SDK's own rule (`TraceIdRatioBasedSampler`,
+ * the XOR of the id's four 32-bit words below the ratio's share of 2^32 - 1), worked out from the id's
+ * bytes instead of parsing its text again. Undefined with any other sampler: the SDK's is asked.
+ */
+export function ratioBound(env: Readonly<Record<string, string | undefined>>): number | undefined {
+  const name = (env.OTEL_TRACES_SAMPLER ?? "").trim();
+  if (name !== "traceidratio" && name !== "parentbased_traceidratio") return undefined;
+  const r = Number(env.OTEL_TRACES_SAMPLER_ARG ?? "1");
+  // As `samplerFrom` reads it: a ratio out of [0, 1] is 1.
+  const ratio = Number.isFinite(r) && r >= 0 && r <= 1 ? r : 1;
+  return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff);
+}
+let rootBound: number | undefined;
+let ids: PooledIdGenerator | undefined;
 
 /**
  * The context of a trace that is not sampled: its ids, and nothing else until something asks. Most
@@ -215,13 +275,19 @@ export async function startTracing(
     ]);
   let exporters = processors;
   if (exporters === undefined && url !== undefined) {
-    const { OTLPTraceExporter } =
-      tracesProtocol(env) === "http/json"
-        ? await import("@opentelemetry/exporter-trace-otlp-http")
-        : await import("@opentelemetry/exporter-trace-otlp-proto");
+    const [{ JsonTraceSerializer, ProtobufTraceSerializer }, { WorkerSpanExporter }] = await Promise.all([
+      import("@opentelemetry/otlp-transformer"),
+      import("./worker-exporter.js"),
+    ]);
+    const json = tracesProtocol(env) === "http/json";
     exporters = [
       new sdk.BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url, headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS) }),
+        exporter: new WorkerSpanExporter({
+          url,
+          headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS),
+          serializer: json ? JsonTraceSerializer : ProtobufTraceSerializer,
+          contentType: json ? "application/json" : "application/x-protobuf",
+        }),
       }),
     ];
   }
@@ -235,7 +301,8 @@ export async function startTracing(
   });
   sampler = samplerFrom(env, sdk);
   followsParent = sampler instanceof sdk.ParentBasedSampler || sampler instanceof sdk.AlwaysOffSampler;
-  ids = new HandedIdGenerator(new sdk.RandomIdGenerator());
+  ids = new PooledIdGenerator();
+  rootBound = ratioBound(env);
   core = coreModule;
   notRecorded = sdk.SamplingDecision.NOT_RECORD;
   provider = new sdk.TracerProvider({
@@ -262,6 +329,7 @@ export async function stopTracing(): Promise<void> {
   provider = undefined;
   sampler = undefined;
   ids = undefined;
+  rootBound = undefined;
   core = undefined;
   notRecorded = undefined;
   followsParent = false;
@@ -443,6 +511,12 @@ export function startServerTrace(
   if (!enabled || sampler === undefined || ids === undefined) return undefined;
   const parent = contextOf(traceparent, tracestate);
   if (parent instanceof UnsampledContext) return unsampledTrace(parent.traceId, ids.generateSpanId());
+  if (parent === ROOT_CONTEXT && rootBound !== undefined) {
+    // A new trace under a ratio sampler: its decision by the sampler's own rule, from the id's bytes.
+    const { traceId, mix } = ids.newTrace();
+    if (mix >= rootBound) return unsampledTrace(traceId, ids.generateSpanId());
+    return sampledTrace(scope, name, parent, traceId);
+  }
   const parentSpan = trace.getSpanContext(parent);
   const continued = parentSpan !== undefined && isSpanContextValid(parentSpan);
   const traceId = continued ? parentSpan.traceId : ids.generateTraceId();
@@ -452,9 +526,19 @@ export function startServerTrace(
   ) {
     return unsampledTrace(traceId, ids.generateSpanId());
   }
-  if (!continued) ids.next = traceId;
+  return sampledTrace(scope, name, parent, continued ? undefined : traceId);
+}
+
+/** The SDK's span of a sampled request: a new trace's id is `traceId`, the one its sampler was asked about. */
+function sampledTrace(
+  scope: string,
+  name: () => string,
+  parent: Context,
+  traceId: string | undefined,
+): ServerTrace {
+  if (ids !== undefined) ids.next = traceId;
   const span = tracer(scope).startSpan(name(), { kind: SpanKind.SERVER }, parent);
-  ids.next = undefined;
+  if (ids !== undefined) ids.next = undefined;
   return { span, context: trace.setSpan(parent, span), traceparent: traceparentOf(span) as string };
 }
 

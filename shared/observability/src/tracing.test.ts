@@ -3,6 +3,7 @@ import { AlwaysOffSampler, ParentBasedSampler, TraceIdRatioBasedSampler } from "
 import { describe, expect, it } from "vitest";
 
 import {
+  batchOptions,
   currentTraceContext,
   parseOtelList,
   samplerFrom,
@@ -51,6 +52,21 @@ describe("tracing's configuration from the OTEL_* variables", () => {
     expect(samplerFrom({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio" }, sdk)).toBeInstanceOf(
       ParentBasedSampler,
     );
+  });
+
+  it("reads the batch processor's OTEL_BSP_* settings, ignoring what is not a whole number above 0", () => {
+    expect(batchOptions({})).toEqual({});
+    expect(
+      batchOptions({
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "64",
+        OTEL_BSP_SCHEDULE_DELAY: "250",
+        OTEL_BSP_MAX_QUEUE_SIZE: "-1",
+        OTEL_BSP_EXPORT_TIMEOUT: "1.5",
+      }),
+    ).toEqual({ maxExportBatchSize: 64, scheduledDelayMillis: 250 });
+    expect(batchOptions({ OTEL_BSP_MAX_QUEUE_SIZE: " ", OTEL_BSP_EXPORT_TIMEOUT: "30000" })).toEqual({
+      exportTimeoutMillis: 30_000,
+    });
   });
 
   it("parses `key=value,…` lists, URL-decoding the values and skipping malformed parts", () => {

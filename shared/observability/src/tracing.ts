@@ -32,13 +32,21 @@ import {
 import type { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import type * as Core from "@opentelemetry/core";
 import type * as SdkTrace from "@opentelemetry/sdk-trace";
-import type { IdGenerator, Sampler, SpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import type {
+  IdGenerator,
+  Sampler,
+  SpanExporter,
+  SpanProcessor,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 
 export { type Context, type Span, SpanKind };
 
 /** Whether spans are made and context carried: one check on every hot path. */
 let enabled = false;
 let provider: TracerProvider | undefined;
+/** The OTLP exporter, when tracing exports (not in tests that hand their own processors). */
+let spanExporter: { forceFlush(): Promise<void> } | undefined;
 let contextManager: AsyncLocalStorageContextManager | undefined;
 /** The provider's sampler, asked first by `startServerTrace`. */
 let sampler: Sampler | undefined;
@@ -124,6 +132,28 @@ export function tracesEndpoint(env: Readonly<Record<string, string | undefined>>
   if (traces) return traces;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   return base ? `${base.replace(/\/+$/, "")}/v1/traces` : undefined;
+}
+
+/** A whole number above 0 the variable names, or undefined. */
+const positiveInteger = (text: string | undefined): number | undefined => {
+  const n = Number(text);
+  return text !== undefined && text.trim() !== "" && Number.isInteger(n) && n > 0 ? n : undefined;
+};
+
+/** The batch span processor's settings from the standard `OTEL_BSP_*` variables (the SDK's defaults otherwise). */
+export function batchOptions(env: Readonly<Record<string, string | undefined>>): {
+  maxExportBatchSize?: number;
+  scheduledDelayMillis?: number;
+  maxQueueSize?: number;
+  exportTimeoutMillis?: number;
+} {
+  const options = {
+    maxExportBatchSize: positiveInteger(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE),
+    scheduledDelayMillis: positiveInteger(env.OTEL_BSP_SCHEDULE_DELAY),
+    maxQueueSize: positiveInteger(env.OTEL_BSP_MAX_QUEUE_SIZE),
+    exportTimeoutMillis: positiveInteger(env.OTEL_BSP_EXPORT_TIMEOUT),
+  };
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
 }
 
 /** Random bytes drawn at once for many ids (256 requests' trace and span ids). */
@@ -274,25 +304,35 @@ export async function startTracing(
       import("@opentelemetry/resources"),
     ]);
   let exporters = processors;
+  let exporter: (SpanExporter & { forceFlush(): Promise<void> }) | undefined;
   if (exporters === undefined && url !== undefined) {
     const [{ JsonTraceSerializer, ProtobufTraceSerializer }, { WorkerSpanExporter }] = await Promise.all([
       import("@opentelemetry/otlp-transformer"),
       import("./worker-exporter.js"),
     ]);
+    // Another start may have finished while this one loaded them.
+    if (enabled) return true;
     const json = tracesProtocol(env) === "http/json";
+    exporter = new WorkerSpanExporter({
+      url,
+      headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS),
+      serializer: json ? JsonTraceSerializer : ProtobufTraceSerializer,
+      contentType: json ? "application/json" : "application/x-protobuf",
+      onError: (error) => coreModule.globalErrorHandler(error),
+    });
     exporters = [
       new sdk.BatchSpanProcessor({
-        exporter: new WorkerSpanExporter({
-          url,
-          headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS),
-          serializer: json ? JsonTraceSerializer : ProtobufTraceSerializer,
-          contentType: json ? "application/json" : "application/x-protobuf",
-        }),
+        // Small batches: a span is serialised before it outlives two young-generation collections (the
+        // exporter joins them into requests of 512; worker-exporter.ts).
+        maxExportBatchSize: 32,
+        ...batchOptions(env),
+        exporter,
       }),
     ];
   }
   // Another start may have finished while this one loaded the SDK.
   if (enabled) return true;
+  spanExporter = exporter;
   const resource = resourceFromAttributes({
     "service.name": env.OTEL_SERVICE_NAME?.trim() || identity.service,
     "service.version": identity.version,
@@ -327,6 +367,7 @@ export async function stopTracing(): Promise<void> {
   tracers.clear();
   const stopping = provider;
   provider = undefined;
+  spanExporter = undefined;
   sampler = undefined;
   ids = undefined;
   rootBound = undefined;
@@ -343,6 +384,7 @@ export async function stopTracing(): Promise<void> {
 /** Exports the spans ended so far (tests, before reading the collector). */
 export async function flushTracing(): Promise<void> {
   await provider?.forceFlush();
+  await spanExporter?.forceFlush();
 }
 
 /** Each scope's tracer, asked for once per provider (asking the API on every span cost ~0.5 µs each). */

@@ -73,6 +73,7 @@ describe("the span export from a worker thread", () => {
     open.push({ exporter, server });
     const batch = spans();
     expect((await exported(exporter, batch)).code).toBe(0);
+    await exporter.forceFlush();
     expect(received).toHaveLength(1);
     const [{ headers, body }] = received as [Received];
     expect(headers["content-type"]).toBe("application/x-protobuf");
@@ -102,13 +103,13 @@ describe("the span export from a worker thread", () => {
     expect(new Set(sent.map((s) => s.traceId))).toEqual(new Set([batch[0]?.spanContext().traceId]));
   });
 
-  it("reports an export the receiver refuses as failed", async () => {
+  it("reports a JSON export the receiver refuses as failed", async () => {
     const { url, server } = await receiver(400);
     const exporter = new WorkerSpanExporter({
       url,
       headers: {},
-      serializer: ProtobufTraceSerializer,
-      contentType: "application/x-protobuf",
+      serializer: JsonTraceSerializer,
+      contentType: "application/json",
     });
     open.push({ exporter, server });
     const result = await exported(exporter, spans());
@@ -116,12 +117,58 @@ describe("the span export from a worker thread", () => {
     expect(result.error).toBeInstanceOf(Error);
   });
 
+  it("joins small protobuf batches into one request of `sendAt` spans, the batches' resource spans in it", async () => {
+    const { url, received, server } = await receiver();
+    const exporter = new WorkerSpanExporter({
+      url,
+      headers: {},
+      serializer: ProtobufTraceSerializer,
+      contentType: "application/x-protobuf",
+      sendAt: 4,
+      delayMs: 60_000,
+    });
+    open.push({ exporter, server });
+    const [one, two] = [spans(), spans()];
+    // Each batch is done with once serialised: the processor goes on.
+    expect((await exported(exporter, one)).code).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(received).toHaveLength(0);
+    expect((await exported(exporter, two)).code).toBe(0);
+    for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(received).toHaveLength(1);
+    const body = (received[0] as Received).body;
+    for (const batch of [one, two]) {
+      expect(body.includes(Buffer.from(batch[0]?.spanContext().traceId as string, "hex"))).toBe(true);
+    }
+    // Concatenated requests: the resource appears once per batch joined.
+    const resourceSpansField = 0x0a; // field 1, length-delimited
+    expect(body[0]).toBe(resourceSpansField);
+  });
+
+  it("sends a lone batch after `delayMs`, and tells `onError` of a joined request refused", async () => {
+    const { url, received, server } = await receiver(400);
+    const errors: Error[] = [];
+    const exporter = new WorkerSpanExporter({
+      url,
+      headers: {},
+      serializer: ProtobufTraceSerializer,
+      contentType: "application/x-protobuf",
+      delayMs: 50,
+      onError: (error) => errors.push(error),
+    });
+    open.push({ exporter, server });
+    expect((await exported(exporter, spans())).code).toBe(0);
+    for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(received).toHaveLength(1);
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/^2 spans not exported/)]);
+  });
+
   it("fails its exports at once when its worker cannot run, instead of leaving them waiting", async () => {
     const exporter = new WorkerSpanExporter({
       url: "http://127.0.0.1:9/v1/traces",
       headers: {},
-      serializer: ProtobufTraceSerializer,
-      contentType: "application/x-protobuf",
+      serializer: JsonTraceSerializer,
+      contentType: "application/json",
       workerUrl: new URL("./no-such-worker.mjs", import.meta.url),
     });
     open.push({ exporter });
@@ -146,7 +193,8 @@ describe("the span export from a worker thread", () => {
     exporter.export(two, (r) => results.push(r));
     await exporter.shutdown();
     expect(results.map((r) => r.code)).toEqual([0, 0]);
-    expect(received).toHaveLength(2);
+    // Joined into one request, sent before the worker ended.
+    expect(received).toHaveLength(1);
     expect((await exported(exporter, spans())).code).toBe(1);
     server.close();
   });

@@ -5,6 +5,14 @@
  * The process's isolate then runs no HTTP client: with one, its server code (Node's streams, sockets and
  * outgoing messages, shared by both) turned polymorphic at the first export and stayed so, about 10 % of
  * the gateway's instructions per cached request (docs/architecture.md, "Tracing").
+ *
+ * Protobuf batches are small (the processor hands over 32 spans at a time, so that a span is serialised
+ * and dropped before it outlives two young-generation collections: held for a batch of 512, the spans
+ * were promoted and the old generation's marking cost more than everything else tracing did) and are
+ * joined into one request of up to `sendAt` spans, or whatever is there after `delayMs`: serialised OTLP
+ * requests concatenated are one request holding all their resource spans (protobuf merges repeated
+ * fields). Such a batch is reported exported once serialised; a request that fails later is reported to
+ * `onError` with the number of spans it held. JSON batches go out one request each, reported when sent.
  */
 import { Worker } from "node:worker_threads";
 
@@ -30,7 +38,27 @@ export interface WorkerExporterOptions {
   readonly contentType: string;
   /** The worker's module (tests); by default the one next to this module, or to the service's bundle. */
   readonly workerUrl?: URL;
+  /** Protobuf: spans joined into one request before it is sent (default 512). */
+  readonly sendAt?: number;
+  /** Protobuf: the longest a serialised batch waits to be joined by others, ms (default 1,000). */
+  readonly delayMs?: number;
+  /** Told of a joined request that failed (the spans are lost). */
+  readonly onError?: (error: Error) => void;
 }
+
+/** The chunks in one buffer of its own. */
+function joined(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** Joined requests out at once; past this, further spans are dropped (a collector down or slow). */
+const MAX_IN_FLIGHT = 8;
 
 export class WorkerSpanExporter implements SpanExporter {
   readonly #worker: Worker;
@@ -38,9 +66,21 @@ export class WorkerSpanExporter implements SpanExporter {
   readonly #pending = new Map<number, (result: ExportResult) => void>();
   #next = 0;
   #down: Error | undefined;
+  readonly #join: boolean;
+  readonly #sendAt: number;
+  readonly #delayMs: number;
+  readonly #onError: (error: Error) => void;
+  #chunks: Uint8Array[] = [];
+  #chunkSpans = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #inFlight = 0;
 
   constructor(options: WorkerExporterOptions) {
     this.#serializer = options.serializer;
+    this.#join = options.contentType === "application/x-protobuf";
+    this.#sendAt = options.sendAt ?? 512;
+    this.#delayMs = options.delayMs ?? 1_000;
+    this.#onError = options.onError ?? (() => undefined);
     this.#worker = new Worker(options.workerUrl ?? new URL("./trace-export-worker.mjs", import.meta.url), {
       workerData: { url: options.url, headers: { ...options.headers }, contentType: options.contentType },
       // Its heap holds a batch or two of bytes at a time.
@@ -77,20 +117,55 @@ export class WorkerSpanExporter implements SpanExporter {
     if (bytes === undefined) {
       return resultCallback({ code: FAILED, error: new Error("the spans could not be serialised") });
     }
-    // The bytes move to the worker (no copy) when they are a whole buffer of their own.
-    const own =
-      bytes.byteOffset === 0 &&
-      bytes.byteLength === bytes.buffer.byteLength &&
-      !(bytes.buffer instanceof SharedArrayBuffer)
-        ? bytes
-        : bytes.slice();
-    const id = this.#next++;
-    this.#pending.set(id, resultCallback);
-    this.#worker.postMessage({ id, bytes: own, spans: spans.length }, [own.buffer as ArrayBuffer]);
+    if (!this.#join) return this.#post(bytes, spans.length, resultCallback);
+    this.#chunks.push(bytes);
+    this.#chunkSpans += spans.length;
+    resultCallback({ code: SUCCESS });
+    if (this.#chunkSpans >= this.#sendAt) this.#sendJoined();
+    else this.#timer ??= setTimeout(() => this.#sendJoined(), this.#delayMs).unref();
   }
 
-  /** Resolves once every export handed over has been answered. */
+  /** Sends the serialised batches waiting as one request. */
+  #sendJoined(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const chunks = this.#chunks;
+    const spans = this.#chunkSpans;
+    this.#chunks = [];
+    this.#chunkSpans = 0;
+    if (chunks.length === 0) return;
+    if (this.#inFlight >= MAX_IN_FLIGHT) {
+      return this.#onError(new Error(`${spans} spans dropped: ${MAX_IN_FLIGHT} span exports are still out`));
+    }
+    this.#inFlight += 1;
+    this.#post(chunks.length === 1 ? (chunks[0] as Uint8Array) : joined(chunks), spans, (result) => {
+      this.#inFlight -= 1;
+      if (result.code !== SUCCESS) {
+        this.#onError(new Error(`${spans} spans not exported: ${result.error?.message ?? "failed"}`));
+      }
+    });
+  }
+
+  /** Hands `bytes` to the worker; `done` is told how the request went. */
+  #post(bytes: Uint8Array, spans: number, done: (result: ExportResult) => void): void {
+    if (this.#down !== undefined) return done({ code: FAILED, error: this.#down });
+    // The bytes move to the worker (no copy) when they are a whole buffer of their own; else a copy does
+    // (a Buffer may be a view of Node's shared pool, which must never be moved).
+    const own =
+      !Buffer.isBuffer(bytes) &&
+      bytes.byteOffset === 0 &&
+      bytes.byteLength === bytes.buffer.byteLength &&
+      bytes.buffer instanceof ArrayBuffer
+        ? bytes
+        : new Uint8Array(bytes);
+    const id = this.#next++;
+    this.#pending.set(id, done);
+    this.#worker.postMessage({ id, bytes: own, spans }, [own.buffer as ArrayBuffer]);
+  }
+
+  /** Sends what waits to be joined, and resolves once every request handed over has been answered. */
   async forceFlush(): Promise<void> {
+    this.#sendJoined();
     const pending = [...this.#pending.keys()];
     if (pending.length === 0) return;
     await new Promise<void>((resolve) => {
@@ -109,6 +184,8 @@ export class WorkerSpanExporter implements SpanExporter {
   async shutdown(): Promise<void> {
     if (this.#down !== undefined) return;
     await this.forceFlush();
+    // A worker that died has nothing to finish (and would answer nothing).
+    if (this.#down !== undefined) return;
     await new Promise<void>((resolve) => {
       const id = this.#next++;
       this.#pending.set(id, () => resolve());

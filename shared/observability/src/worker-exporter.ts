@@ -140,7 +140,7 @@ export class WorkerSpanExporter implements SpanExporter {
     this.#inFlight += 1;
     this.#post(chunks.length === 1 ? (chunks[0] as Uint8Array) : joined(chunks), spans, (result) => {
       this.#inFlight -= 1;
-      if (result.code !== SUCCESS) {
+      if ((result.code as number) !== SUCCESS) {
         this.#onError(new Error(`${spans} spans not exported: ${result.error?.message ?? "failed"}`));
       }
     });

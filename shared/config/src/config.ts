@@ -131,6 +131,22 @@ export const platformSettings = defineSettings({
       "OTEL_SDK_DISABLED",
       "`true` turns tracing off whatever else is set",
     ),
+    otelBspMaxExportBatchSize: setting.optionalString(
+      "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+      "spans handed to the exporter at a time (default 32: serialised at once, joined into OTLP requests of up to 512)",
+    ),
+    otelBspScheduleDelay: setting.optionalString(
+      "OTEL_BSP_SCHEDULE_DELAY",
+      "the longest a span waits for its batch, ms (default 5000)",
+    ),
+    otelBspMaxQueueSize: setting.optionalString(
+      "OTEL_BSP_MAX_QUEUE_SIZE",
+      "spans held waiting to be exported; past it new spans are dropped (default 2048)",
+    ),
+    otelBspExportTimeout: setting.optionalString(
+      "OTEL_BSP_EXPORT_TIMEOUT",
+      "the longest one batch's export may take, ms (default 30000)",
+    ),
     natsUrl: setting.string("NATS_URL", "nats://127.0.0.1:4222", "NATS server(s), comma-separated", {
       check: (v) =>
         v.split(",").every((u) => urlCheck(["nats:", "tls:", "ws:", "wss:"])(u.trim()) === null)

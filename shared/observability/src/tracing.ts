@@ -286,12 +286,15 @@ const activeUnsampled = (): UnsampledContext | undefined => {
 
 /**
  * Starts tracing for this process when `env` names an OTLP endpoint (once: a later call is a no-op while
- * it runs). `processors` replaces the OTLP export (tests). Returns whether tracing is on.
+ * it runs). `processors` replaces the OTLP export (tests). `onExportError` is told of spans the export
+ * lost (a request the collector refused after the exporter's retries, or spans dropped while 8 requests
+ * were out); OpenTelemetry's error handler by default. Returns whether tracing is on.
  */
 export async function startTracing(
   identity: TracingIdentity,
   env: Readonly<Record<string, string | undefined>>,
   processors?: readonly SpanProcessor[],
+  onExportError?: (error: Error) => void,
 ): Promise<boolean> {
   if (enabled) return true;
   const url = tracesEndpoint(env);
@@ -318,7 +321,7 @@ export async function startTracing(
       headers: parseOtelList(env.OTEL_EXPORTER_OTLP_HEADERS),
       serializer: json ? JsonTraceSerializer : ProtobufTraceSerializer,
       contentType: json ? "application/json" : "application/x-protobuf",
-      onError: (error) => coreModule.globalErrorHandler(error),
+      onError: onExportError ?? ((error) => coreModule.globalErrorHandler(error)),
     });
     exporters = [
       new sdk.BatchSpanProcessor({

@@ -265,6 +265,10 @@ function otelEnv(config: Config): Record<string, string | undefined> {
     OTEL_SERVICE_NAME: v(config.otelServiceName),
     OTEL_RESOURCE_ATTRIBUTES: v(config.otelResourceAttributes),
     OTEL_SDK_DISABLED: v(config.otelSdkDisabled),
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: v(config.otelBspMaxExportBatchSize),
+    OTEL_BSP_SCHEDULE_DELAY: v(config.otelBspScheduleDelay),
+    OTEL_BSP_MAX_QUEUE_SIZE: v(config.otelBspMaxQueueSize),
+    OTEL_BSP_EXPORT_TIMEOUT: v(config.otelBspExportTimeout),
   };
 }
 
@@ -282,7 +286,13 @@ export async function startService<D extends AnySettings>(
   const instance = `${definition.name}@${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   // Once per process (a later service in the same process shares it): off without an OTLP endpoint.
-  await startTracing({ service: definition.name, version: HOST_VERSION, instance }, otelEnv(config));
+  await startTracing(
+    { service: definition.name, version: HOST_VERSION, instance },
+    otelEnv(config),
+    undefined,
+    // A request the collector refused (after the exporter's retries), or spans dropped: the spans are lost.
+    (err) => log.warn({ err }, "spans not exported"),
+  );
   const startedAt = Date.now();
   const nc = await connectNats({
     url: config.natsUrl,

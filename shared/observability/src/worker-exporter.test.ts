@@ -7,7 +7,7 @@ import { JsonTraceSerializer, ProtobufTraceSerializer } from "@opentelemetry/otl
 import { type ReadableSpan, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterEach, describe, expect, it } from "vitest";
 
-import { WorkerSpanExporter } from "./worker-exporter.js";
+import { type WorkerExporterOptions, WorkerSpanExporter } from "./worker-exporter.js";
 
 interface Received {
   readonly headers: IncomingHttpHeaders;
@@ -50,6 +50,17 @@ function spans(): ReadableSpan[] {
   return ended;
 }
 
+/** An exporter to `url` sending protobuf or JSON (`more` sets the rest). */
+const exporterTo = (url: string, encoding: "protobuf" | "json", more: Partial<WorkerExporterOptions> = {}) =>
+  new WorkerSpanExporter({
+    url,
+    headers: {},
+    ...(encoding === "json"
+      ? { serializer: JsonTraceSerializer, contentType: "application/json" }
+      : { serializer: ProtobufTraceSerializer, contentType: "application/x-protobuf" }),
+    ...more,
+  });
+
 const exported = (exporter: WorkerSpanExporter, batch: ReadableSpan[]) =>
   new Promise<ExportResult>((resolve) => exporter.export(batch, resolve));
 
@@ -64,12 +75,7 @@ afterEach(async () => {
 describe("the span export from a worker thread", () => {
   it("sends a batch as OTLP protobuf, with the configured headers, and reports it sent", async () => {
     const { url, received, server } = await receiver();
-    const exporter = new WorkerSpanExporter({
-      url,
-      headers: { "x-tenant": "acme" },
-      serializer: ProtobufTraceSerializer,
-      contentType: "application/x-protobuf",
-    });
+    const exporter = exporterTo(url, "protobuf", { headers: { "x-tenant": "acme" } });
     open.push({ exporter, server });
     const batch = spans();
     expect((await exported(exporter, batch)).code).toBe(0);
@@ -86,12 +92,7 @@ describe("the span export from a worker thread", () => {
 
   it("sends JSON when asked, the spans readable as OTLP/JSON", async () => {
     const { url, received, server } = await receiver();
-    const exporter = new WorkerSpanExporter({
-      url,
-      headers: {},
-      serializer: JsonTraceSerializer,
-      contentType: "application/json",
-    });
+    const exporter = exporterTo(url, "json");
     open.push({ exporter, server });
     const batch = spans();
     expect((await exported(exporter, batch)).code).toBe(0);
@@ -105,12 +106,7 @@ describe("the span export from a worker thread", () => {
 
   it("reports a JSON export the receiver refuses as failed", async () => {
     const { url, server } = await receiver(400);
-    const exporter = new WorkerSpanExporter({
-      url,
-      headers: {},
-      serializer: JsonTraceSerializer,
-      contentType: "application/json",
-    });
+    const exporter = exporterTo(url, "json");
     open.push({ exporter, server });
     const result = await exported(exporter, spans());
     expect(result.code).toBe(1);
@@ -119,14 +115,7 @@ describe("the span export from a worker thread", () => {
 
   it("joins small protobuf batches into one request of `sendAt` spans, the batches' resource spans in it", async () => {
     const { url, received, server } = await receiver();
-    const exporter = new WorkerSpanExporter({
-      url,
-      headers: {},
-      serializer: ProtobufTraceSerializer,
-      contentType: "application/x-protobuf",
-      sendAt: 4,
-      delayMs: 60_000,
-    });
+    const exporter = exporterTo(url, "protobuf", { sendAt: 4, delayMs: 60_000 });
     open.push({ exporter, server });
     const [one, two] = [spans(), spans()];
     // Each batch is done with once serialised: the processor goes on.
@@ -148,14 +137,7 @@ describe("the span export from a worker thread", () => {
   it("sends a lone batch after `delayMs`, and tells `onError` of a joined request refused", async () => {
     const { url, received, server } = await receiver(400);
     const errors: Error[] = [];
-    const exporter = new WorkerSpanExporter({
-      url,
-      headers: {},
-      serializer: ProtobufTraceSerializer,
-      contentType: "application/x-protobuf",
-      delayMs: 50,
-      onError: (error) => errors.push(error),
-    });
+    const exporter = exporterTo(url, "protobuf", { delayMs: 50, onError: (error) => errors.push(error) });
     open.push({ exporter, server });
     expect((await exported(exporter, spans())).code).toBe(0);
     for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -164,11 +146,7 @@ describe("the span export from a worker thread", () => {
   });
 
   it("fails its exports at once when its worker cannot run, instead of leaving them waiting", async () => {
-    const exporter = new WorkerSpanExporter({
-      url: "http://127.0.0.1:9/v1/traces",
-      headers: {},
-      serializer: JsonTraceSerializer,
-      contentType: "application/json",
+    const exporter = exporterTo("http://127.0.0.1:9/v1/traces", "json", {
       workerUrl: new URL("./no-such-worker.mjs", import.meta.url),
     });
     open.push({ exporter });
@@ -181,12 +159,7 @@ describe("the span export from a worker thread", () => {
 
   it("sends what it was handed before it shuts down, and nothing after", async () => {
     const { url, received, server } = await receiver();
-    const exporter = new WorkerSpanExporter({
-      url,
-      headers: {},
-      serializer: ProtobufTraceSerializer,
-      contentType: "application/x-protobuf",
-    });
+    const exporter = exporterTo(url, "protobuf");
     const results: ExportResult[] = [];
     const [one, two] = [spans(), spans()];
     exporter.export(one, (r) => results.push(r));

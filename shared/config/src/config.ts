@@ -133,7 +133,7 @@ export const platformSettings = defineSettings({
     ),
     otelBspMaxExportBatchSize: setting.optionalString(
       "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-      "spans handed to the exporter at a time (default 32: serialised at once, joined into OTLP requests of up to 512)",
+      "spans handed to the exporter at a time (default 32 with protobuf: serialised at once, joined into requests of up to 512; 512 with JSON)",
     ),
     otelBspScheduleDelay: setting.optionalString(
       "OTEL_BSP_SCHEDULE_DELAY",

@@ -325,9 +325,10 @@ export async function startTracing(
     });
     exporters = [
       new sdk.BatchSpanProcessor({
-        // Small batches: a span is serialised before it outlives two young-generation collections (the
-        // exporter joins them into requests of 512; worker-exporter.ts).
-        maxExportBatchSize: 32,
+        // Small protobuf batches: a span is serialised before it outlives two young-generation collections
+        // (the exporter joins them into requests of 512; worker-exporter.ts). JSON cannot be joined, so
+        // its batches stay the SDK's 512.
+        maxExportBatchSize: json ? 512 : 32,
         ...batchOptions(env),
         exporter,
       }),

@@ -157,6 +157,24 @@ describe("the span export from a worker thread", () => {
     expect((await exported(exporter, spans())).code).toBe(1);
   });
 
+  it("starts its worker again when it ended unasked, not sooner than `restartAfterMs` after the last start", async () => {
+    const exporter = exporterTo("http://127.0.0.1:9/v1/traces", "json", {
+      workerUrl: new URL("./fixtures/failing-export-worker.mjs", import.meta.url),
+      restartAfterMs: 300,
+    });
+    open.push({ exporter });
+    const first = await exported(exporter, spans());
+    const [, thread] = /^thread (\d+)$/.exec(first.error?.message ?? "") ?? [];
+    expect(thread).toBeDefined();
+    // The worker exits just after answering; until the wait is over, exports fail without a new one.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await exported(exporter, spans())).error?.message).toMatch(/exited/);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const later = await exported(exporter, spans());
+    expect(later.error?.message).toMatch(/^thread \d+$/);
+    expect(later.error?.message).not.toBe(first.error?.message);
+  });
+
   it("sends what it was handed before it shuts down, and nothing after", async () => {
     const { url, received, server } = await receiver();
     const exporter = exporterTo(url, "protobuf");

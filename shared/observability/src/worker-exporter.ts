@@ -44,6 +44,8 @@ export interface WorkerExporterOptions {
   readonly delayMs?: number;
   /** Told of a joined request that failed (the spans are lost). */
   readonly onError?: (error: Error) => void;
+  /** A worker that ended unasked is started again at the next export this long after the last start (5 s). */
+  readonly restartAfterMs?: number;
 }
 
 /** The chunks in one buffer of its own. */
@@ -60,12 +62,23 @@ function joined(chunks: readonly Uint8Array[]): Uint8Array {
 /** Joined requests out at once; past this, further spans are dropped (a collector down or slow). */
 const MAX_IN_FLIGHT = 8;
 
+interface Request {
+  readonly done: (result: ExportResult) => void;
+  /** Resolved once answered (or failed). */
+  readonly answered: Promise<void>;
+  readonly settle: () => void;
+}
+
 export class WorkerSpanExporter implements SpanExporter {
-  readonly #worker: Worker;
+  readonly #options: WorkerExporterOptions;
   readonly #serializer: ISerializer<ReadableSpan[], unknown>;
-  readonly #pending = new Map<number, (result: ExportResult) => void>();
+  readonly #pending = new Map<number, Request>();
+  #worker: Worker | undefined;
+  #startedAt = 0;
+  /** Why the last worker ended, while none runs. */
+  #ended: Error | undefined;
   #next = 0;
-  #down: Error | undefined;
+  #shutDown = false;
   readonly #join: boolean;
   readonly #sendAt: number;
   readonly #delayMs: number;
@@ -76,38 +89,65 @@ export class WorkerSpanExporter implements SpanExporter {
   #inFlight = 0;
 
   constructor(options: WorkerExporterOptions) {
+    this.#options = options;
     this.#serializer = options.serializer;
     this.#join = options.contentType === "application/x-protobuf";
     this.#sendAt = options.sendAt ?? 512;
     this.#delayMs = options.delayMs ?? 1_000;
     this.#onError = options.onError ?? (() => undefined);
-    this.#worker = new Worker(options.workerUrl ?? new URL("./trace-export-worker.mjs", import.meta.url), {
-      workerData: { url: options.url, headers: { ...options.headers }, contentType: options.contentType },
+    this.#start();
+  }
+
+  #start(): Worker {
+    const { url, headers, contentType, workerUrl } = this.#options;
+    const worker = new Worker(workerUrl ?? new URL("./trace-export-worker.mjs", import.meta.url), {
+      workerData: { url, headers: { ...headers }, contentType },
       // Its heap holds a batch or two of bytes at a time.
       resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8 },
     });
+    this.#worker = worker;
+    this.#startedAt = Date.now();
+    this.#ended = undefined;
     // The worker does not keep the process alive: a stop exports what is pending first (`shutdown`).
-    this.#worker.unref();
-    this.#worker.on("message", (answer: Answer) => {
-      const done = this.#pending.get(answer.id);
+    worker.unref();
+    worker.on("message", (answer: Answer) => {
+      const request = this.#pending.get(answer.id);
       this.#pending.delete(answer.id);
-      done?.(
+      request?.done(
         answer.code === SUCCESS
           ? { code: SUCCESS }
           : { code: FAILED, error: new Error(answer.error ?? "the span export failed") },
       );
+      request?.settle();
     });
-    const fail = (error: Error) => {
-      this.#down ??= error;
-      for (const done of this.#pending.values()) done({ code: FAILED, error });
+    const ended = (error: Error) => {
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
+      this.#ended = error;
+      // Whatever it had not answered is lost with it.
+      for (const request of this.#pending.values()) {
+        request.done({ code: FAILED, error });
+        request.settle();
+      }
       this.#pending.clear();
     };
-    this.#worker.on("error", fail);
-    this.#worker.on("exit", (code) => fail(new Error(`the span export worker exited (${code})`)));
+    worker.on("error", ended);
+    worker.on("exit", (code) => ended(new Error(`the span export worker exited (${code})`)));
+    return worker;
+  }
+
+  /** The running worker, started again when it ended unasked a while ago; else why there is none. */
+  #running(): Worker | Error {
+    if (this.#shutDown) return new Error("the span exporter was shut down");
+    if (this.#worker !== undefined) return this.#worker;
+    if (Date.now() - this.#startedAt >= (this.#options.restartAfterMs ?? 5_000)) return this.#start();
+    return this.#ended ?? new Error("the span export worker is not running");
   }
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    if (this.#down !== undefined) return resultCallback({ code: FAILED, error: this.#down });
+    if (this.#shutDown) {
+      return resultCallback({ code: FAILED, error: new Error("the span exporter was shut down") });
+    }
     let bytes: Uint8Array | undefined;
     try {
       bytes = this.#serializer.serializeRequest(spans);
@@ -148,7 +188,8 @@ export class WorkerSpanExporter implements SpanExporter {
 
   /** Hands `bytes` to the worker; `done` is told how the request went. */
   #post(bytes: Uint8Array, spans: number, done: (result: ExportResult) => void): void {
-    if (this.#down !== undefined) return done({ code: FAILED, error: this.#down });
+    const worker = this.#running();
+    if (worker instanceof Error) return done({ code: FAILED, error: worker });
     // The bytes move to the worker (no copy) when they are a whole buffer of their own; else a copy does
     // (a Buffer may be a view of Node's shared pool, which must never be moved).
     const own =
@@ -159,39 +200,37 @@ export class WorkerSpanExporter implements SpanExporter {
         ? bytes
         : new Uint8Array(bytes);
     const id = this.#next++;
-    this.#pending.set(id, done);
-    this.#worker.postMessage({ id, bytes: own, spans }, [own.buffer as ArrayBuffer]);
+    this.#pending.set(id, request(done));
+    worker.postMessage({ id, bytes: own, spans }, [own.buffer as ArrayBuffer]);
   }
 
   /** Sends what waits to be joined, and resolves once every request handed over has been answered. */
   async forceFlush(): Promise<void> {
     this.#sendJoined();
-    const pending = [...this.#pending.keys()];
-    if (pending.length === 0) return;
-    await new Promise<void>((resolve) => {
-      const check = () => {
-        if (pending.every((id) => !this.#pending.has(id))) {
-          this.#worker.off("message", check);
-          resolve();
-        }
-      };
-      this.#worker.on("message", check);
-      this.#worker.once("exit", () => resolve());
-    });
+    await Promise.all([...this.#pending.values()].map((r) => r.answered));
   }
 
   /** Lets the worker finish what it sends (OpenTelemetry's export timeout bounds it), then ends it. */
   async shutdown(): Promise<void> {
-    if (this.#down !== undefined) return;
+    if (this.#shutDown) return;
     await this.forceFlush();
-    // A worker that died has nothing to finish (and would answer nothing).
-    if (this.#down !== undefined) return;
-    await new Promise<void>((resolve) => {
-      const id = this.#next++;
-      this.#pending.set(id, () => resolve());
-      this.#worker.postMessage({ id, shutdown: true });
-    });
-    this.#down = new Error("the span exporter was shut down");
-    await this.#worker.terminate();
+    this.#shutDown = true;
+    const worker = this.#worker;
+    // A worker that ended has nothing to finish (and would answer nothing).
+    if (worker === undefined) return;
+    const id = this.#next++;
+    const last = request(() => undefined);
+    this.#pending.set(id, last);
+    worker.postMessage({ id, shutdown: true });
+    await last.answered;
+    this.#worker = undefined;
+    await worker.terminate();
   }
+}
+
+/** A request waiting for the worker's answer. */
+function request(done: (result: ExportResult) => void): Request {
+  let settle = () => {};
+  const answered = new Promise<void>((resolve) => (settle = resolve));
+  return { done, answered, settle };
 }

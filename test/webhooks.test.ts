@@ -700,7 +700,9 @@ describe("delivery", () => {
     expect(await sample("svc_webhook_deliveries_total", { outcome: "deferred" })).toBeGreaterThan(
       before.deferred,
     );
-    expect(await circuitsNotClosed()).toBe(before.circuits + 1);
+    // The gauge counts every receiver's circuit; an earlier test's receiver's may open meanwhile (CI saw
+    // +2 once), so it is at least this one more, and the API below shows this receiver's circuit is it.
+    expect(await circuitsNotClosed()).toBeGreaterThanOrEqual(before.circuits + 1);
     // And the API: the subscription's receiver's circuit, open (or half-open once its time is up).
     const subId = sub.id;
     const circuit = async () =>

@@ -219,9 +219,10 @@ class PooledIdGenerator implements IdGenerator {
 
 /**
  * With a ratio sampler (`traceidratio`, or `parentbased_traceidratio` for a request without a parent),
- * the largest mix of a trace id's words that is sampled: the SDK's own rule (`TraceIdRatioBasedSampler`,
- * the XOR of the id's four 32-bit words below the ratio's share of 2^32 - 1), worked out from the id's
- * bytes instead of parsing its text again. Undefined with any other sampler: the SDK's is asked.
+ * the bound a trace id's mix must stay under to be sampled: the SDK's own rule (`TraceIdRatioBasedSampler`:
+ * the XOR of the id's four 32-bit words, under the ratio's share of 2^32 - 1, or 2^32 at ratio 1), worked
+ * out from the id's bytes instead of parsing its text again. Undefined with any other sampler: the SDK's
+ * is asked.
  */
 export function ratioBound(env: Readonly<Record<string, string | undefined>>): number | undefined {
   const name = (env.OTEL_TRACES_SAMPLER ?? "").trim();

@@ -32,13 +32,9 @@ import {
 import type { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import type * as Core from "@opentelemetry/core";
 import type * as SdkTrace from "@opentelemetry/sdk-trace";
-import type {
-  IdGenerator,
-  Sampler,
-  SpanExporter,
-  SpanProcessor,
-  TracerProvider,
-} from "@opentelemetry/sdk-trace";
+import type { IdGenerator, Sampler, SpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+
+import type { WorkerSpanExporter } from "./worker-exporter.js";
 
 export { type Context, type Span, SpanKind };
 
@@ -46,7 +42,7 @@ export { type Context, type Span, SpanKind };
 let enabled = false;
 let provider: TracerProvider | undefined;
 /** The OTLP exporter, when tracing exports (not in tests that hand their own processors). */
-let spanExporter: { forceFlush(): Promise<void> } | undefined;
+let spanExporter: WorkerSpanExporter | undefined;
 let contextManager: AsyncLocalStorageContextManager | undefined;
 /** The provider's sampler, asked first by `startServerTrace`. */
 let sampler: Sampler | undefined;
@@ -85,6 +81,12 @@ export function parseOtelList(text: string | undefined): Record<string, string> 
   return out;
 }
 
+/** A ratio sampler's ratio, `OTEL_TRACES_SAMPLER_ARG`: 0 to 1, anything else (or none) 1. */
+function samplerRatio(env: Readonly<Record<string, string | undefined>>): number {
+  const r = Number(env.OTEL_TRACES_SAMPLER_ARG ?? "1");
+  return Number.isFinite(r) && r >= 0 && r <= 1 ? r : 1;
+}
+
 /** The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name (the SDK's default: parent-based, always on). */
 export function samplerFrom(
   env: Readonly<Record<string, string | undefined>>,
@@ -94,10 +96,7 @@ export function samplerFrom(
   >,
 ): Sampler {
   const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = sdk;
-  const ratio = () => {
-    const r = Number(env.OTEL_TRACES_SAMPLER_ARG ?? "1");
-    return Number.isFinite(r) && r >= 0 && r <= 1 ? r : 1;
-  };
+  const ratio = () => samplerRatio(env);
   switch ((env.OTEL_TRACES_SAMPLER ?? "parentbased_always_on").trim()) {
     case "always_on":
       return new AlwaysOnSampler();
@@ -227,9 +226,7 @@ class PooledIdGenerator implements IdGenerator {
 export function ratioBound(env: Readonly<Record<string, string | undefined>>): number | undefined {
   const name = (env.OTEL_TRACES_SAMPLER ?? "").trim();
   if (name !== "traceidratio" && name !== "parentbased_traceidratio") return undefined;
-  const r = Number(env.OTEL_TRACES_SAMPLER_ARG ?? "1");
-  // As `samplerFrom` reads it: a ratio out of [0, 1] is 1.
-  const ratio = Number.isFinite(r) && r >= 0 && r <= 1 ? r : 1;
+  const ratio = samplerRatio(env);
   return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff);
 }
 let rootBound: number | undefined;
@@ -308,7 +305,7 @@ export async function startTracing(
       import("@opentelemetry/resources"),
     ]);
   let exporters = processors;
-  let exporter: (SpanExporter & { forceFlush(): Promise<void> }) | undefined;
+  let exporter: WorkerSpanExporter | undefined;
   if (exporters === undefined && url !== undefined) {
     const [{ JsonTraceSerializer, ProtobufTraceSerializer }, { WorkerSpanExporter }] = await Promise.all([
       import("@opentelemetry/otlp-transformer"),

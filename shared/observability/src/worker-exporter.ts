@@ -16,17 +16,16 @@
  */
 import { Worker } from "node:worker_threads";
 
-import type { ExportResult } from "@opentelemetry/core";
+import { type ExportResult, ExportResultCode } from "@opentelemetry/core";
 import type { ISerializer } from "@opentelemetry/otlp-transformer";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace";
 
-/** `ExportResultCode` of `@opentelemetry/core`: the worker answers with these. */
-const SUCCESS = 0;
-const FAILED = 1;
+const { SUCCESS, FAILED } = ExportResultCode;
 
 interface Answer {
   readonly id: number;
-  readonly code: number;
+  /** The worker's answer: OpenTelemetry's own result code. */
+  readonly code: ExportResultCode;
   readonly error?: string;
 }
 
@@ -180,7 +179,7 @@ export class WorkerSpanExporter implements SpanExporter {
     this.#inFlight += 1;
     this.#post(chunks.length === 1 ? (chunks[0] as Uint8Array) : joined(chunks), spans, (result) => {
       this.#inFlight -= 1;
-      if ((result.code as number) !== SUCCESS) {
+      if (result.code !== SUCCESS) {
         this.#onError(new Error(`${spans} spans not exported: ${result.error?.message ?? "failed"}`));
       }
     });

@@ -131,21 +131,33 @@ export const platformSettings = defineSettings({
       "OTEL_SDK_DISABLED",
       "`true` turns tracing off whatever else is set",
     ),
-    otelBspMaxExportBatchSize: setting.optionalString(
+    otelBspMaxExportBatchSize: setting.int(
       "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-      "spans handed to the exporter at a time (default 32 with protobuf: serialised at once, joined into requests of up to 512; 512 with JSON)",
+      0,
+      0,
+      1_000_000,
+      "spans handed to the exporter at a time (0: 32 with protobuf, serialised at once and joined into requests of up to 512; 512 with JSON)",
     ),
-    otelBspScheduleDelay: setting.optionalString(
+    otelBspScheduleDelay: setting.int(
       "OTEL_BSP_SCHEDULE_DELAY",
-      "the longest a span waits for its batch, ms (default 5000)",
+      5_000,
+      1,
+      3_600_000,
+      "the longest a span waits for its batch, ms",
     ),
-    otelBspMaxQueueSize: setting.optionalString(
+    otelBspMaxQueueSize: setting.int(
       "OTEL_BSP_MAX_QUEUE_SIZE",
-      "spans held waiting to be exported; past it new spans are dropped (default 2048)",
+      2_048,
+      1,
+      1_000_000,
+      "spans held waiting to be exported; past it new spans are dropped",
     ),
-    otelBspExportTimeout: setting.optionalString(
+    otelBspExportTimeout: setting.int(
       "OTEL_BSP_EXPORT_TIMEOUT",
-      "the longest one batch's export may take, ms (default 30000)",
+      30_000,
+      1,
+      3_600_000,
+      "the longest one batch's export may take, ms",
     ),
     natsUrl: setting.string("NATS_URL", "nats://127.0.0.1:4222", "NATS server(s), comma-separated", {
       check: (v) =>

@@ -265,10 +265,12 @@ function otelEnv(config: Config): Record<string, string | undefined> {
     OTEL_SERVICE_NAME: v(config.otelServiceName),
     OTEL_RESOURCE_ATTRIBUTES: v(config.otelResourceAttributes),
     OTEL_SDK_DISABLED: v(config.otelSdkDisabled),
-    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: v(config.otelBspMaxExportBatchSize),
-    OTEL_BSP_SCHEDULE_DELAY: v(config.otelBspScheduleDelay),
-    OTEL_BSP_MAX_QUEUE_SIZE: v(config.otelBspMaxQueueSize),
-    OTEL_BSP_EXPORT_TIMEOUT: v(config.otelBspExportTimeout),
+    // 0: the batch size that suits the encoding (tracing.ts).
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE:
+      config.otelBspMaxExportBatchSize > 0 ? String(config.otelBspMaxExportBatchSize) : undefined,
+    OTEL_BSP_SCHEDULE_DELAY: String(config.otelBspScheduleDelay),
+    OTEL_BSP_MAX_QUEUE_SIZE: String(config.otelBspMaxQueueSize),
+    OTEL_BSP_EXPORT_TIMEOUT: String(config.otelBspExportTimeout),
   };
 }
 

@@ -3,7 +3,7 @@
  * cheap context holding its ids), yet answers, passes on, stores and logs the same trace context the SDK
  * would; a sampled one gets the SDK's span of the very trace id the sampler said yes to.
  */
-import { ROOT_CONTEXT } from "@opentelemetry/api";
+import { createContextKey, propagation, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import {
   InMemorySpanExporter,
   SamplingDecision,
@@ -128,6 +128,41 @@ describe("a sampled request", () => {
     expect(spans.map((s) => [s.name, s.parentSpanContext?.spanId])).toEqual([
       ["child", span?.spanContext().spanId],
       ["GET /thing", S],
+    ]);
+  });
+
+  // Its context is made only when something asks more of it than its span (tracing.ts, `SpanContext`):
+  // it must answer as `trace.setSpan(parent, span)` would.
+  it("runs in a context that holds its span and its parent's values, as the API's would", async () => {
+    await start({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "1" });
+    const key = createContextKey("test key");
+    const started = startServerTrace("test", undefined, undefined, name);
+    const span = started?.span;
+    const ctx = started?.context ?? ROOT_CONTEXT;
+    expect(span?.isRecording()).toBe(true);
+    expect(trace.getSpan(ctx)).toBe(span);
+    expect(ctx.getValue(key)).toBeUndefined();
+    // A value set under it: the span is still there, and the value.
+    const withValue = ctx.setValue(key, "v");
+    expect(trace.getSpan(withValue)).toBe(span);
+    expect(withValue.getValue(key)).toBe("v");
+    expect(trace.getSpan(trace.deleteSpan(ctx))).toBeUndefined();
+    // A child started in it is the span's child, and what it passes on is the span's.
+    const headers = injected((write) => propagation.inject(ctx, write, { set: (w, k, v) => w(k, v) }));
+    expect(headers.traceparent).toBe(started?.traceparent);
+    withContext(ctx, () => {
+      expect(currentIds()).toEqual({
+        trace_id: span?.spanContext().traceId,
+        span_id: span?.spanContext().spanId,
+      });
+      const child = startSpan("test", "child");
+      expect(child?.spanContext().traceId).toBe(span?.spanContext().traceId);
+      child?.end();
+    });
+    span?.end();
+    expect(exporter.getFinishedSpans().map((s) => [s.name, s.parentSpanContext?.spanId])).toEqual([
+      ["child", span?.spanContext().spanId],
+      ["GET /thing", undefined],
     ]);
   });
 

@@ -17,6 +17,7 @@ import {
   type Attributes,
   type Context,
   context,
+  createContextKey,
   isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
@@ -32,7 +33,13 @@ import {
 import type { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import type * as Core from "@opentelemetry/core";
 import type * as SdkTrace from "@opentelemetry/sdk-trace";
-import type { IdGenerator, Sampler, SpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import type {
+  IdGenerator,
+  Sampler,
+  SamplingResult,
+  SpanProcessor,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 
 import type { WorkerSpanExporter } from "./worker-exporter.js";
 
@@ -155,20 +162,23 @@ export function batchOptions(env: Readonly<Record<string, string | undefined>>):
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
 }
 
-/** Random bytes drawn at once for many ids (256 requests' trace and span ids). */
-const ID_POOL_BYTES = 6_144;
-const INVALID_TRACE_ID = "0".repeat(32);
+/** Random bytes drawn at once for many ids: 42 requests' trace and span ids. */
+const ID_POOL_BYTES = 1_024;
 
 /**
  * Trace and span ids, random and drawn from a pool of cryptographically random bytes made at once and
- * written out as hex in one go: an id is a slice of that text. (The SDK's generator makes each id from
- * `Math.random` through a buffer and a hex encoding of its own, which was the largest part of what an
- * unsampled request cost.) The next trace id can also be handed to it: `startServerTrace` asks the
- * sampler about a trace id before deciding whether the SDK makes the span at all, and the SDK's span
- * must then have that id (the one the sampler said yes to).
+ * written out as hex in one go. (The SDK's generator makes each id from `Math.random` through a buffer and
+ * a hex encoding of its own, which was the largest part of what an unsampled request cost.) The ids of an
+ * unsampled request are slices of that text: they die with the request. The ids the SDK asks for (a
+ * sampled span's, which waits in a batch) are strings of their own: a slice would keep the whole pool's
+ * text alive with it, and that text was promoted to the old generation with every sampled span. The next
+ * trace id can also be handed to it: `startServerTrace` asks the sampler about a trace id before deciding
+ * whether the SDK makes the span at all, and the SDK's span must then have that id (the one the sampler
+ * said yes to).
  */
 class PooledIdGenerator implements IdGenerator {
   next: string | undefined;
+  /** `randomBytes` answers a buffer of its own (not a slice of Node's shared pool). */
   #bytes = Buffer.alloc(0);
   #hex = "";
   #at = 0;
@@ -185,33 +195,60 @@ class PooledIdGenerator implements IdGenerator {
     return at;
   }
 
-  /** A new trace id, and the XOR of its four 32-bit words (what the ratio sampler decides by). */
-  newTrace(): { readonly traceId: string; readonly mix: number } {
+  /** The big-endian 32-bit word at `at` in the pool. */
+  #word(at: number): number {
+    const b = this.#bytes;
+    return (
+      ((b[at] as number) * 0x1000000 +
+        (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number))) >>>
+      0
+    );
+  }
+
+  /**
+   * A new trace: its id (a slice of the pool's text), the id's offset in the pool (`ownTraceId`), and the
+   * XOR of its four 32-bit words (what the ratio sampler decides by).
+   */
+  newTrace(): { readonly traceId: string; readonly at: number; readonly mix: number } {
     for (;;) {
       const at = this.#take(16);
-      const traceId = this.#hex.slice(at * 2, at * 2 + 32);
+      const w0 = this.#word(at);
+      const w1 = this.#word(at + 4);
+      const w2 = this.#word(at + 8);
+      const w3 = this.#word(at + 12);
       // All zeros is not a trace id (W3C Trace Context); one in 2^128.
-      if (traceId === INVALID_TRACE_ID) continue;
-      const b = this.#bytes;
-      const mix =
-        (b.readUInt32BE(at) ^ b.readUInt32BE(at + 4) ^ b.readUInt32BE(at + 8) ^ b.readUInt32BE(at + 12)) >>>
-        0;
-      return { traceId, mix };
+      if ((w0 | w1 | w2 | w3) === 0) continue;
+      return { traceId: this.#hex.slice(at * 2, at * 2 + 32), at, mix: (w0 ^ w1 ^ w2 ^ w3) >>> 0 };
+    }
+  }
+
+  /** The trace id `newTrace` just drew at `at`, as a string of its own. */
+  ownTraceId(at: number): string {
+    return this.#bytes.toString("hex", at, at + 16);
+  }
+
+  /** A span id for an unsampled request: a slice of the pool's text. */
+  unsampledSpanId(): string {
+    for (;;) {
+      const at = this.#take(8);
+      // All zeros is not a span id either.
+      if ((this.#word(at) | this.#word(at + 4)) !== 0) return this.#hex.slice(at * 2, at * 2 + 16);
     }
   }
 
   generateTraceId(): string {
     const handed = this.next;
-    if (handed === undefined) return this.newTrace().traceId;
-    this.next = undefined;
-    return handed;
+    if (handed !== undefined) {
+      this.next = undefined;
+      return handed;
+    }
+    return this.ownTraceId(this.newTrace().at);
   }
 
   generateSpanId(): string {
     for (;;) {
       const at = this.#take(8);
-      const spanId = this.#hex.slice(at * 2, at * 2 + 16);
-      if (spanId !== "0000000000000000") return spanId;
+      if ((this.#word(at) | this.#word(at + 4)) !== 0) return this.#bytes.toString("hex", at, at + 8);
     }
   }
 }
@@ -229,15 +266,71 @@ export function ratioBound(env: Readonly<Record<string, string | undefined>>): n
   const ratio = samplerRatio(env);
   return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff);
 }
+/**
+ * The provider's sampler, with one shortcut: the new trace `startServerTrace` has just decided to sample
+ * (by the ratio sampler's own rule, from its id's bytes) is not decided again from its id's text (the
+ * SDK's ratio sampler checks and parses all 32 hex digits). Any other span is the configured sampler's.
+ */
+class DecidedSampler implements Sampler {
+  /** The trace id decided for, while its span is made. */
+  decided: string | undefined;
+  constructor(
+    readonly configured: Sampler,
+    private readonly yes: SamplingResult,
+  ) {}
+  shouldSample(...args: Parameters<Sampler["shouldSample"]>): SamplingResult {
+    return args[1] === this.decided ? this.yes : this.configured.shouldSample(...args);
+  }
+  toString(): string {
+    return this.configured.toString();
+  }
+}
+let decider: DecidedSampler | undefined;
 let rootBound: number | undefined;
 let ids: PooledIdGenerator | undefined;
+
+/**
+ * The key the OpenTelemetry API keeps a context's span under, when it is the one this API version uses
+ * (checked when tracing starts: `trace.getSpan` must find a value set under it); otherwise undefined, and
+ * the contexts below become real ones to answer any key.
+ */
+let spanKey: symbol | undefined;
+
+/**
+ * What `trace.setSpan(parent, span)` is, made only when something asks for more than its span. A sampled
+ * request's context on a route that sends nothing on (a cached resolve) is never read; making the real one
+ * for each (a context object, a copied map, three closures) cost more than its span, and those objects,
+ * unlike any other of the request's, outlived two young-generation collections, were promoted, and brought
+ * an old-generation marking every few seconds at 10 % sampling (measured with V8's sampling heap profiler
+ * and `--trace-gc`). Its span is read without making the real context; any other key is its parent's.
+ */
+class SpanContext implements Context {
+  #real: Context | undefined;
+  constructor(
+    readonly parent: Context,
+    readonly span: Span,
+  ) {}
+  private get real(): Context {
+    return (this.#real ??= trace.setSpan(this.parent, this.span));
+  }
+  getValue(key: symbol): unknown {
+    if (spanKey === undefined) return this.real.getValue(key);
+    return key === spanKey ? this.span : this.parent.getValue(key);
+  }
+  setValue(key: symbol, value: unknown): Context {
+    return this.real.setValue(key, value);
+  }
+  deleteValue(key: symbol): Context {
+    return this.real.deleteValue(key);
+  }
+}
 
 /**
  * The context of a trace that is not sampled: its ids, and nothing else until something asks. Most
  * requests are not sampled (at 10 %, nine in ten), and making an OpenTelemetry context (a copied map, a
  * non-recording span) for each cost about 2.5 µs, the SDK's `startSpan` about 3 more: this one costs an
- * object. It becomes a real context (`trace.setSpanContext`) the first time a key is read or set; the
- * helpers here read its ids directly (`traceparent` into a NATS header, the ids of a log line).
+ * object. Its span (`trace.getSpan`) is a non-recording span made when first asked for; the helpers here
+ * read its ids directly (`traceparent` into a NATS header, the ids of a log line).
  */
 class UnsampledContext implements Context {
   #real: Context | undefined;
@@ -266,7 +359,8 @@ class UnsampledContext implements Context {
     return (this.#real ??= trace.setSpan(ROOT_CONTEXT, this.span));
   }
   getValue(key: symbol): unknown {
-    return this.real.getValue(key);
+    if (spanKey === undefined) return this.real.getValue(key);
+    return key === spanKey ? this.span : undefined;
   }
   setValue(key: symbol, value: unknown): Context {
     return this.real.setValue(key, value);
@@ -274,6 +368,13 @@ class UnsampledContext implements Context {
   deleteValue(key: symbol): Context {
     return this.real.deleteValue(key);
   }
+}
+
+/** The API's span key, when `trace.getSpan` reads what is set under it (see `spanKey`). */
+function findSpanKey(): symbol | undefined {
+  const key = createContextKey("OpenTelemetry Context Key SPAN");
+  const probe = trace.wrapSpanContext({ traceId: "1".repeat(32), spanId: "1".repeat(16), traceFlags: 0 });
+  return trace.getSpan(ROOT_CONTEXT.setValue(key, probe)) === probe ? key : undefined;
 }
 
 /** The active context, when it is an unsampled trace's. */
@@ -345,11 +446,13 @@ export async function startTracing(
   followsParent = sampler instanceof sdk.ParentBasedSampler || sampler instanceof sdk.AlwaysOffSampler;
   ids = new PooledIdGenerator();
   rootBound = ratioBound(env);
+  spanKey = findSpanKey();
   core = coreModule;
   notRecorded = sdk.SamplingDecision.NOT_RECORD;
+  decider = new DecidedSampler(sampler, Object.freeze({ decision: sdk.SamplingDecision.RECORD_AND_SAMPLED }));
   provider = new sdk.TracerProvider({
     resource,
-    sampler,
+    sampler: decider,
     idGenerator: ids,
     spanProcessors: [...(exporters ?? [])],
   });
@@ -371,8 +474,10 @@ export async function stopTracing(): Promise<void> {
   provider = undefined;
   spanExporter = undefined;
   sampler = undefined;
+  decider = undefined;
   ids = undefined;
   rootBound = undefined;
+  spanKey = undefined;
   core = undefined;
   notRecorded = undefined;
   followsParent = false;
@@ -554,12 +659,12 @@ export function startServerTrace(
 ): ServerTrace | undefined {
   if (!enabled || sampler === undefined || ids === undefined) return undefined;
   const parent = contextOf(traceparent, tracestate);
-  if (parent instanceof UnsampledContext) return unsampledTrace(parent.traceId, ids.generateSpanId());
+  if (parent instanceof UnsampledContext) return unsampledTrace(parent.traceId, ids.unsampledSpanId());
   if (parent === ROOT_CONTEXT && rootBound !== undefined) {
     // A new trace under a ratio sampler: its decision by the sampler's own rule, from the id's bytes.
-    const { traceId, mix } = ids.newTrace();
-    if (mix >= rootBound) return unsampledTrace(traceId, ids.generateSpanId());
-    return sampledTrace(scope, name, parent, traceId);
+    const { traceId, at, mix } = ids.newTrace();
+    if (mix >= rootBound) return unsampledTrace(traceId, ids.unsampledSpanId());
+    return sampledTrace(scope, name, parent, ids.ownTraceId(at), true);
   }
   const parentSpan = trace.getSpanContext(parent);
   const continued = parentSpan !== undefined && isSpanContextValid(parentSpan);
@@ -568,22 +673,28 @@ export function startServerTrace(
     parentSpan?.traceState === undefined &&
     sampler.shouldSample(parent, traceId, "", SpanKind.SERVER, {}, []).decision === notRecorded
   ) {
-    return unsampledTrace(traceId, ids.generateSpanId());
+    return unsampledTrace(traceId, ids.unsampledSpanId());
   }
   return sampledTrace(scope, name, parent, continued ? undefined : traceId);
 }
 
-/** The SDK's span of a sampled request: a new trace's id is `traceId`, the one its sampler was asked about. */
+/**
+ * The SDK's span of a sampled request: a new trace's id is `traceId`, the one its sampler was asked about
+ * (`decided`: and said yes to, by the ratio rule, so the SDK need not ask it again).
+ */
 function sampledTrace(
   scope: string,
   name: () => string,
   parent: Context,
   traceId: string | undefined,
+  decided = false,
 ): ServerTrace {
   if (ids !== undefined) ids.next = traceId;
+  if (decided && decider !== undefined) decider.decided = traceId;
   const span = tracer(scope).startSpan(name(), { kind: SpanKind.SERVER }, parent);
   if (ids !== undefined) ids.next = undefined;
-  return { span, context: trace.setSpan(parent, span), traceparent: traceparentOf(span) as string };
+  if (decider !== undefined) decider.decided = undefined;
+  return { span, context: new SpanContext(parent, span), traceparent: traceparentOf(span) as string };
 }
 
 const unsampledTrace = (traceId: string, spanId: string): ServerTrace => {
@@ -620,7 +731,7 @@ export function withSpan<T>(span: Span | undefined, work: () => T, parent?: Cont
   if (base instanceof UnsampledContext && base.holds(span)) {
     return base === context.active() ? work() : context.with(base, work);
   }
-  return context.with(trace.setSpan(base, span), work);
+  return context.with(new SpanContext(base, span), work);
 }
 
 /** Marks a span failed with the error's message (never its data). */

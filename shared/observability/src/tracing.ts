@@ -19,6 +19,7 @@ import {
   context,
   createContextKey,
   isSpanContextValid,
+  type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -51,8 +52,6 @@ let provider: TracerProvider | undefined;
 /** The OTLP exporter, when tracing exports (not in tests that hand their own processors). */
 let spanExporter: WorkerSpanExporter | undefined;
 let contextManager: AsyncLocalStorageContextManager | undefined;
-/** The provider's sampler, asked first by `startServerTrace`. */
-let sampler: Sampler | undefined;
 /**
  * Whether a span whose parent is not sampled is never sampled either (a parent-based sampler, or one that
  * samples nothing): then the span of an unsampled trace is its parent's, and no new one is made.
@@ -227,13 +226,19 @@ class PooledIdGenerator implements IdGenerator {
     return this.#bytes.toString("hex", at, at + 16);
   }
 
-  /** A span id for an unsampled request: a slice of the pool's text. */
-  unsampledSpanId(): string {
+  /** A new span id's offset in the pool. */
+  #spanIdAt(): number {
     for (;;) {
       const at = this.#take(8);
       // All zeros is not a span id either.
-      if ((this.#word(at) | this.#word(at + 4)) !== 0) return this.#hex.slice(at * 2, at * 2 + 16);
+      if ((this.#word(at) | this.#word(at + 4)) !== 0) return at;
     }
+  }
+
+  /** A span id for an unsampled request: a slice of the pool's text. */
+  unsampledSpanId(): string {
+    const at = this.#spanIdAt();
+    return this.#hex.slice(at * 2, at * 2 + 16);
   }
 
   generateTraceId(): string {
@@ -246,10 +251,8 @@ class PooledIdGenerator implements IdGenerator {
   }
 
   generateSpanId(): string {
-    for (;;) {
-      const at = this.#take(8);
-      if ((this.#word(at) | this.#word(at + 4)) !== 0) return this.#bytes.toString("hex", at, at + 8);
-    }
+    const at = this.#spanIdAt();
+    return this.#bytes.toString("hex", at, at + 8);
   }
 }
 
@@ -267,7 +270,7 @@ export function ratioBound(env: Readonly<Record<string, string | undefined>>): n
   return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff);
 }
 /**
- * The provider's sampler, with one shortcut: the new trace `startServerTrace` has just decided to sample
+ * The provider's sampler (the configured one, which `startServerTrace` asks first), with one shortcut: the new trace `startServerTrace` has just decided to sample
  * (by the ratio sampler's own rule, from its id's bytes) is not decided again from its id's text (the
  * SDK's ratio sampler checks and parses all 32 hex digits). Any other span is the configured sampler's.
  */
@@ -278,8 +281,17 @@ class DecidedSampler implements Sampler {
     readonly configured: Sampler,
     private readonly yes: SamplingResult,
   ) {}
-  shouldSample(...args: Parameters<Sampler["shouldSample"]>): SamplingResult {
-    return args[1] === this.decided ? this.yes : this.configured.shouldSample(...args);
+  shouldSample(
+    ctx: Context,
+    traceId: string,
+    name: string,
+    kind: SpanKind,
+    attributes: Attributes,
+    links: Link[],
+  ): SamplingResult {
+    return traceId === this.decided
+      ? this.yes
+      : this.configured.shouldSample(ctx, traceId, name, kind, attributes, links);
   }
   toString(): string {
     return this.configured.toString();
@@ -297,19 +309,14 @@ let ids: PooledIdGenerator | undefined;
 let spanKey: symbol | undefined;
 
 /**
- * What `trace.setSpan(parent, span)` is, made only when something asks for more than its span. A sampled
- * request's context on a route that sends nothing on (a cached resolve) is never read; making the real one
- * for each (a context object, a copied map, three closures) cost more than its span, and those objects,
- * unlike any other of the request's, outlived two young-generation collections, were promoted, and brought
- * an old-generation marking every few seconds at 10 % sampling (measured with V8's sampling heap profiler
- * and `--trace-gc`). Its span is read without making the real context; any other key is its parent's.
+ * What `trace.setSpan(parent, span)` is, made only when something asks more of it than its span: its span
+ * is answered directly, any other key is its parent's (when the API's span key is known, `spanKey`), and the
+ * real context is made when a value is set or deleted.
  */
-class SpanContext implements Context {
+abstract class LazySpanContext implements Context {
   #real: Context | undefined;
-  constructor(
-    readonly parent: Context,
-    readonly span: Span,
-  ) {}
+  abstract readonly parent: Context;
+  abstract readonly span: Span;
   private get real(): Context {
     return (this.#real ??= trace.setSpan(this.parent, this.span));
   }
@@ -326,19 +333,39 @@ class SpanContext implements Context {
 }
 
 /**
+ * A sampled request's context (and `withSpan`'s). A sampled request's context on a route that sends
+ * nothing on (a cached resolve) is never read; making the real one for each (a context object, a copied
+ * map, three closures) cost more than its span, and those objects, unlike any other of the request's,
+ * outlived two young-generation collections, were promoted, and brought an old-generation marking every few
+ * seconds at 10 % sampling (measured with V8's sampling heap profiler and `--trace-gc`).
+ */
+class SpanContext extends LazySpanContext {
+  constructor(
+    readonly parent: Context,
+    readonly span: Span,
+  ) {
+    super();
+  }
+}
+
+/**
  * The context of a trace that is not sampled: its ids, and nothing else until something asks. Most
  * requests are not sampled (at 10 %, nine in ten), and making an OpenTelemetry context (a copied map, a
  * non-recording span) for each cost about 2.5 µs, the SDK's `startSpan` about 3 more: this one costs an
  * object. Its span (`trace.getSpan`) is a non-recording span made when first asked for; the helpers here
  * read its ids directly (`traceparent` into a NATS header, the ids of a log line).
  */
-class UnsampledContext implements Context {
-  #real: Context | undefined;
+class UnsampledContext extends LazySpanContext {
   #span: Span | undefined;
   constructor(
     readonly traceId: string,
     readonly spanId: string,
-  ) {}
+  ) {
+    super();
+  }
+  get parent(): Context {
+    return ROOT_CONTEXT;
+  }
   /** The trace's `traceparent` (not sampled). */
   get traceparent(): string {
     return `00-${this.traceId}-${this.spanId}-00`;
@@ -354,19 +381,6 @@ class UnsampledContext implements Context {
   /** Whether `span` is this context's own span. */
   holds(span: Span): boolean {
     return this.#span === span;
-  }
-  private get real(): Context {
-    return (this.#real ??= trace.setSpan(ROOT_CONTEXT, this.span));
-  }
-  getValue(key: symbol): unknown {
-    if (spanKey === undefined) return this.real.getValue(key);
-    return key === spanKey ? this.span : undefined;
-  }
-  setValue(key: symbol, value: unknown): Context {
-    return this.real.setValue(key, value);
-  }
-  deleteValue(key: symbol): Context {
-    return this.real.deleteValue(key);
   }
 }
 
@@ -442,7 +456,7 @@ export async function startTracing(
     "service.instance.id": identity.instance,
     ...parseOtelList(env.OTEL_RESOURCE_ATTRIBUTES),
   });
-  sampler = samplerFrom(env, sdk);
+  const sampler = samplerFrom(env, sdk);
   followsParent = sampler instanceof sdk.ParentBasedSampler || sampler instanceof sdk.AlwaysOffSampler;
   ids = new PooledIdGenerator();
   rootBound = ratioBound(env);
@@ -473,7 +487,6 @@ export async function stopTracing(): Promise<void> {
   const stopping = provider;
   provider = undefined;
   spanExporter = undefined;
-  sampler = undefined;
   decider = undefined;
   ids = undefined;
   rootBound = undefined;
@@ -657,7 +670,7 @@ export function startServerTrace(
   tracestate: string | undefined,
   name: () => string,
 ): ServerTrace | undefined {
-  if (!enabled || sampler === undefined || ids === undefined) return undefined;
+  if (!enabled || decider === undefined || ids === undefined) return undefined;
   const parent = contextOf(traceparent, tracestate);
   if (parent instanceof UnsampledContext) return unsampledTrace(parent.traceId, ids.unsampledSpanId());
   if (parent === ROOT_CONTEXT && rootBound !== undefined) {
@@ -671,7 +684,7 @@ export function startServerTrace(
   const traceId = continued ? parentSpan.traceId : ids.generateTraceId();
   if (
     parentSpan?.traceState === undefined &&
-    sampler.shouldSample(parent, traceId, "", SpanKind.SERVER, {}, []).decision === notRecorded
+    decider.configured.shouldSample(parent, traceId, "", SpanKind.SERVER, {}, []).decision === notRecorded
   ) {
     return unsampledTrace(traceId, ids.unsampledSpanId());
   }

@@ -23,7 +23,10 @@
  * reference stays on the open server), --cluster (the webhooks part again on a three-node NATS cluster of
  * its own with three copies of the stream, and the ratio to the single server), --tracing-ratio R (the
  * tracing gateways' sampling ratio, default 0.1; `off` turns them off too: the control, which shows the
- * method's noise), --tracing-rounds N (fresh gateway pairs to take the medians over, default 3),
+ * method's noise), --tracing-rounds N (fresh gateway pairs, default 6), --tracing-windows N and
+ * --tracing-window-seconds S (per round and route, each gateway of the pair is loaded in turn for N
+ * windows of S seconds; defaults 4 and 2), --tracing-warmup S (each gateway's warm-up per route before
+ * them, default 6),
  * BENCH_CPU_PROF=<dir> (the tracing comparison's gateways and the webhook part's services write V8 CPU
  * profiles there).
  */
@@ -86,7 +89,12 @@ const { values: args } = parseArgs({
     // too, a control that shows the method's noise.
     "tracing-ratio": { type: "string", default: "0.1" },
     // Rounds of the tracing comparison: each starts a fresh gateway with tracing off and one with it on.
-    "tracing-rounds": { type: "string", default: "3" },
+    "tracing-rounds": { type: "string", default: "6" },
+    // Per round and route, the windows each gateway of the pair is loaded for, in turn, and their length.
+    "tracing-windows": { type: "string", default: "4" },
+    "tracing-window-seconds": { type: "string", default: "2" },
+    // The warm-up of each gateway of the pair, per route, before its windows (see tracingRuns).
+    "tracing-warmup": { type: "string", default: "6" },
     backlog: { type: "string", default: "1000000" },
     parts: { type: "string", default: GROWTH_PARTS.join(",") },
   },
@@ -97,6 +105,9 @@ const ratioLabel = tracingOff ? "off" : `${Number(args["tracing-ratio"]) * 100} 
 
 const durationSeconds = Number(args.duration);
 const tracingRounds = Number(args["tracing-rounds"]);
+const tracingWindows = Number(args["tracing-windows"]);
+const tracingWindowSeconds = Number(args["tracing-window-seconds"]);
+const tracingWarmupSeconds = Number(args["tracing-warmup"]);
 const connections = Number(args.connections);
 const warmupSeconds = Number(args.warmup);
 const tool = (args.tool ?? ((await hasWrk()) ? "wrk" : "autocannon")) as "wrk" | "autocannon";
@@ -344,10 +355,18 @@ async function loadRuns(stackEnv: Record<string, string>, gateway: string): Prom
 /**
  * Gateways with tracing off against gateways exporting their spans over OTLP/HTTP (to a sink here that
  * counts and discards them) at the sampling ratio asked for; the cached public route and the operator GET
- * on each. Two processes of the same build, started alike, differ by up to a quarter in throughput and CPU
- * per request for their whole life on this machine (measured with `--tracing-ratio off`: -17 % to +25 %),
- * so one process of each cannot show a 10 % difference: each round starts a fresh pair (which one first
- * alternates), and each figure is the median over the rounds.
+ * on each. Two kinds of noise hide a 10 % difference on this machine. Its speed drifts from one few
+ * seconds to the next (one process over three 6 s windows in a row: 75 to 108 µs of CPU per request), so
+ * each round starts a fresh pair, both running for the whole round, and loads them in turn for short
+ * windows (`--tracing-windows` of `--tracing-window-seconds` each, which one first alternating): both see
+ * the same drift. And processes of one build differ for their whole life (three untraced ones loaded in
+ * turn: 5-8 % apart), so there are `--tracing-rounds` pairs (6), which one starts first alternating. A
+ * figure adds up all windows of all rounds (requests over the time they were loaded, CPU time over
+ * requests); the spread printed is the rounds' own figures. Each gateway is first warmed up on each route
+ * for `--tracing-warmup` seconds (6): a traced process's compiler works for longer (the spans' and the
+ * exporter's code runs on one request in ten and reaches the optimising tiers later; V8's helper threads
+ * spent 6.3 µs per request 15 s after its start, 1.3 µs 30 s after), and after the general 2 s warm-up
+ * the comparison measured that start-up more than what tracing costs a running gateway.
  */
 async function tracingRuns(stackEnv: Record<string, string>, token: string): Promise<void> {
   const sink = createServer((req, res) => {
@@ -381,49 +400,81 @@ async function tracingRuns(stackEnv: Record<string, string>, token: string): Pro
     await httpReady(`http://127.0.0.1:${port}/ready`);
     return { child, url: `http://127.0.0.1:${port}` };
   };
-  const runs = { off: [[], []], on: [[], []] } as Record<
-    "off" | "on",
-    [Array<LoadResult & { cpuUsPerRequest?: number }>, Array<LoadResult & { cpuUsPerRequest?: number }>]
-  >;
-  const measureGateway = async (which: "off" | "on") => {
-    const g = await startGateway(which === "on");
-    try {
-      const label = which === "off" ? "tracing off" : `tracing ${ratioLabel}`;
-      runs[which][0].push(
-        await measure(
-          `${label}: cached public resolve`,
-          `${g.url}/workspace/public/resolve`,
-          undefined,
-          g.child.pid,
-        ),
-      );
-      runs[which][1].push(
-        await measure(`${label}: operator GET`, `${g.url}/api/users/${adminId}`, bearer, g.child.pid),
-      );
-    } finally {
-      await stopChild(g.child);
-    }
+  type Measured = LoadResult & { cpuUsPerRequest?: number };
+  const runs = { off: [[], []], on: [[], []] } as Record<"off" | "on", [Measured[], Measured[]]>;
+  const routes = [
+    { path: "/workspace/public/resolve", headers: undefined },
+    { path: `/api/users/${adminId}`, headers: bearer },
+  ] as const;
+  /** The windows of one gateway on one route, added up: requests over their whole time, CPU per request. */
+  const sum = (windows: Array<{ result: LoadResult; cpuSeconds: number }>): Measured => {
+    const total = windows.reduce((n, w) => n + w.result.total, 0);
+    const cpu = windows.reduce((n, w) => n + w.cpuSeconds, 0);
+    const median = (values: number[]) => percentile(sorted(values), 50);
+    return {
+      requestsPerSecond: total / (windows.length * tracingWindowSeconds),
+      p50Ms: median(windows.map((w) => w.result.p50Ms)),
+      p99Ms: median(windows.map((w) => w.result.p99Ms)),
+      errors: windows.reduce((n, w) => n + w.result.errors, 0),
+      non2xx: windows.reduce((n, w) => n + w.result.non2xx, 0),
+      total,
+      ...(total > 0 ? { cpuUsPerRequest: (cpu * 1e6) / total } : {}),
+    };
   };
   try {
     exportedSpans = { requests: 0, bytes: 0 };
     for (let round = 0; round < tracingRounds; round++) {
-      const order: Array<"off" | "on"> = round % 2 === 0 ? ["off", "on"] : ["on", "off"];
-      for (const which of order) await measureGateway(which);
+      // Both gateways run for the whole round; only one is loaded at a time.
+      const starts = round % 2 === 0 ? ([false, true] as const) : ([true, false] as const);
+      const gateways = [await startGateway(starts[0]), await startGateway(starts[1])] as const;
+      const pair = starts[0] ? { on: gateways[0], off: gateways[1] } : { off: gateways[0], on: gateways[1] };
+      try {
+        for (const [index, route] of routes.entries()) {
+          const options = { connections, tool, ...(route.headers ? { headers: route.headers } : {}) };
+          for (const which of ["off", "on"] as const) {
+            await load(`${pair[which].url}${route.path}`, {
+              ...options,
+              durationSeconds: tracingWarmupSeconds,
+            });
+          }
+          const windows = { off: [], on: [] } as Record<
+            "off" | "on",
+            Array<{ result: LoadResult; cpuSeconds: number }>
+          >;
+          for (let w = 0; w < tracingWindows; w++) {
+            // Which one goes first alternates, so that neither always follows the other's load.
+            const order: Array<"off" | "on"> = (w + round) % 2 === 0 ? ["off", "on"] : ["on", "off"];
+            for (const which of order) {
+              const pid = pair[which].child.pid as number;
+              const before = cpuSeconds(pid);
+              const result = await load(`${pair[which].url}${route.path}`, {
+                ...options,
+                durationSeconds: tracingWindowSeconds,
+              });
+              windows[which].push({ result, cpuSeconds: cpuSeconds(pid) - before });
+            }
+          }
+          for (const which of ["off", "on"] as const) runs[which][index as 0 | 1].push(sum(windows[which]));
+        }
+      } finally {
+        await Promise.all([stopChild(pair.off.child), stopChild(pair.on.child)]);
+      }
     }
-    const median = (values: number[]) => percentile(sorted(values), 50);
-    const summary = (name: string, list: Array<LoadResult & { cpuUsPerRequest?: number }>) => {
-      const cpu = list.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+    const summary = (name: string, list: Measured[]) => {
+      const total = list.reduce((n, r) => n + r.total, 0);
+      const cpuSecondsAll = list.reduce((n, r) => n + ((r.cpuUsPerRequest ?? 0) * r.total) / 1e6, 0);
       const rps = list.map((r) => r.requestsPerSecond);
+      const median = (values: number[]) => percentile(sorted(values), 50);
       return {
-        ...(list[0] as LoadResult),
         name,
-        requestsPerSecond: median(rps),
+        requestsPerSecond: total / (list.length * tracingWindows * tracingWindowSeconds),
         p50Ms: median(list.map((r) => r.p50Ms)),
         p99Ms: median(list.map((r) => r.p99Ms)),
         errors: list.reduce((n, r) => n + r.errors, 0),
         non2xx: list.reduce((n, r) => n + r.non2xx, 0),
+        total,
         spread: [Math.min(...rps), Math.max(...rps)] as const,
-        ...(cpu.length === 0 ? {} : { cpuUsPerRequest: median(cpu) }),
+        ...(total > 0 ? { cpuUsPerRequest: (cpuSecondsAll * 1e6) / total } : {}),
       };
     };
     tracingResults.push(
@@ -678,7 +729,7 @@ function printHttp() {
   const [offCached, offOperator, onCached, onOperator] = tracingResults;
   if (offCached && offOperator && onCached && onOperator) {
     console.log(
-      `\nTracing, ${connections} connections: medians over ${tracingRounds} rounds, each a fresh gateway with tracing off and one ${tracingOff ? "also off (the control)" : "exporting"}`,
+      `\nTracing, ${connections} connections: ${tracingRounds} rounds, each a fresh gateway with tracing off and one ${tracingOff ? "also off (the control)" : "exporting"}, loaded in turn for ${tracingWindows} windows of ${tracingWindowSeconds} s per route after ${tracingWarmupSeconds} s of warm-up; all windows added up`,
     );
     for (const r of tracingResults) {
       console.log(

@@ -140,11 +140,6 @@ async function httpReady(url: string, timeoutMs = 30_000) {
   await waitFor(url, async () => (await fetch(url).catch(() => undefined))?.ok === true, timeoutMs);
 }
 
-/** A process's write system calls so far (`syscw`: write, writev; to sockets too). */
-function writeCalls(pid: number): number {
-  return Number(/^syscw:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1] ?? 0);
-}
-
 /** User + system CPU time of a process so far, in seconds (from /proc; clock ticks are 100 Hz on Linux). */
 function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -230,27 +225,15 @@ async function measure(
   name: string,
   url: string,
   headers?: Record<string, string>,
-  /** The serving process: its CPU time per request (after the warm-up) goes into the result. */
-  cpuPid?: number,
   clients = connections,
-): Promise<LoadResult & { name: string; cpuUsPerRequest?: number }> {
+): Promise<LoadResult & { name: string }> {
   const options = { connections: clients, tool, ...(headers ? { headers } : {}) };
   await load(url, { ...options, durationSeconds: warmupSeconds });
-  const cpuBefore = cpuPid === undefined ? 0 : cpuSeconds(cpuPid);
-  const writesBefore = cpuPid === undefined ? 0 : writeCalls(cpuPid);
   const result = await load(url, { ...options, durationSeconds });
-  const cpuUsPerRequest =
-    cpuPid !== undefined && result.total > 0
-      ? ((cpuSeconds(cpuPid) - cpuBefore) * 1e6) / result.total
-      : undefined;
-  const writesPerRequest =
-    cpuPid !== undefined && result.total > 0 ? (writeCalls(cpuPid) - writesBefore) / result.total : undefined;
   log(
-    `${name}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms${
-      cpuUsPerRequest === undefined ? "" : `, ${cpuUsPerRequest.toFixed(0)} µs CPU per request`
-    }${writesPerRequest === undefined ? "" : `, ${writesPerRequest.toFixed(2)} write calls per request`}`,
+    `${name}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`,
   );
-  return { name, ...result, ...(cpuUsPerRequest === undefined ? {} : { cpuUsPerRequest }) };
+  return { name, ...result };
 }
 
 /** With --secure: the bus the stack runs on, and the settings of each service's own user. */
@@ -400,17 +383,22 @@ async function tracingRuns(stackEnv: Record<string, string>, token: string): Pro
     await httpReady(`http://127.0.0.1:${port}/ready`);
     return { child, url: `http://127.0.0.1:${port}` };
   };
-  type Measured = LoadResult & { cpuUsPerRequest?: number };
-  const runs = { off: [[], []], on: [[], []] } as Record<"off" | "on", [Measured[], Measured[]]>;
+  /** One window: what the load tool measured and the gateway's CPU time meanwhile. */
+  type Window = { result: LoadResult; cpuSeconds: number };
+  // Per side and route, each round's windows.
+  const runs = { off: [[], []], on: [[], []] } as Record<"off" | "on", [Window[][], Window[][]]>;
   const routes = [
     { path: "/workspace/public/resolve", headers: undefined },
     { path: `/api/users/${adminId}`, headers: bearer },
   ] as const;
-  /** The windows of one gateway on one route, added up: requests over their whole time, CPU per request. */
-  const sum = (windows: Array<{ result: LoadResult; cpuSeconds: number }>): Measured => {
+  const median = (values: number[]) => percentile(sorted(values), 50);
+  /**
+   * Windows added up: requests over the time they were loaded, CPU time over requests (the latencies are
+   * the windows' median p50 and p99).
+   */
+  const sum = (windows: Window[]) => {
     const total = windows.reduce((n, w) => n + w.result.total, 0);
     const cpu = windows.reduce((n, w) => n + w.cpuSeconds, 0);
-    const median = (values: number[]) => percentile(sorted(values), 50);
     return {
       requestsPerSecond: total / (windows.length * tracingWindowSeconds),
       p50Ms: median(windows.map((w) => w.result.p50Ms)),
@@ -437,10 +425,7 @@ async function tracingRuns(stackEnv: Record<string, string>, token: string): Pro
               durationSeconds: tracingWarmupSeconds,
             });
           }
-          const windows = { off: [], on: [] } as Record<
-            "off" | "on",
-            Array<{ result: LoadResult; cpuSeconds: number }>
-          >;
+          const windows = { off: [], on: [] } as Record<"off" | "on", Window[]>;
           for (let w = 0; w < tracingWindows; w++) {
             // Which one goes first alternates, so that neither always follows the other's load.
             const order: Array<"off" | "on"> = (w + round) % 2 === 0 ? ["off", "on"] : ["on", "off"];
@@ -454,28 +439,16 @@ async function tracingRuns(stackEnv: Record<string, string>, token: string): Pro
               windows[which].push({ result, cpuSeconds: cpuSeconds(pid) - before });
             }
           }
-          for (const which of ["off", "on"] as const) runs[which][index as 0 | 1].push(sum(windows[which]));
+          for (const which of ["off", "on"] as const) runs[which][index as 0 | 1].push(windows[which]);
         }
       } finally {
         await Promise.all([stopChild(pair.off.child), stopChild(pair.on.child)]);
       }
     }
-    const summary = (name: string, list: Measured[]) => {
-      const total = list.reduce((n, r) => n + r.total, 0);
-      const cpuSecondsAll = list.reduce((n, r) => n + ((r.cpuUsPerRequest ?? 0) * r.total) / 1e6, 0);
-      const rps = list.map((r) => r.requestsPerSecond);
-      const median = (values: number[]) => percentile(sorted(values), 50);
-      return {
-        name,
-        requestsPerSecond: total / (list.length * tracingWindows * tracingWindowSeconds),
-        p50Ms: median(list.map((r) => r.p50Ms)),
-        p99Ms: median(list.map((r) => r.p99Ms)),
-        errors: list.reduce((n, r) => n + r.errors, 0),
-        non2xx: list.reduce((n, r) => n + r.non2xx, 0),
-        total,
-        spread: [Math.min(...rps), Math.max(...rps)] as const,
-        ...(total > 0 ? { cpuUsPerRequest: (cpuSecondsAll * 1e6) / total } : {}),
-      };
+    // All rounds' windows added up; the spread is the rounds' own figures.
+    const summary = (name: string, rounds: Window[][]) => {
+      const rps = rounds.map((windows) => sum(windows).requestsPerSecond);
+      return { ...sum(rounds.flat()), name, spread: [Math.min(...rps), Math.max(...rps)] as const };
     };
     tracingResults.push(
       summary("tracing off: cached public resolve", runs.off[0]),
@@ -569,7 +542,7 @@ async function httpBench() {
       results.push(await measure("svc operator GET /api/users/{id}", operatorGet, bearer));
       // The same at low load, one request at a time: the latency of the hops themselves (what deferring
       // NATS writes to the end of the event loop's turn could add, NATS_COALESCE_WRITES).
-      results.push(await measure("svc operator GET, one connection", operatorGet, bearer, undefined, 1));
+      results.push(await measure("svc operator GET, one connection", operatorGet, bearer, 1));
     }
 
     if (only !== "plugins") {

@@ -83,7 +83,7 @@ export function printJobsResults(results: JobsBenchResult[], jobs: number, concu
   if (ours && batched) {
     const ratio = ours.completedPerSecond / batched.completedPerSecond;
     console.log(
-      `  svc / graphile batched (completed/s): ${ratio.toFixed(2)}x   (target >= 1.50x: ${ratio >= 1.5 ? "met" : "NOT met"})`,
+      `  svc / graphile batched (completed/s): ${ratio.toFixed(3)}x   (target >= 1.50x: ${ratio >= 1.5 ? "met" : "NOT met"})`,
     );
     console.log(
       `  svc enqueue-to-start p50 ${f(ours.latencyP50Ms)} ms (target < 2 ms: ${ours.latencyP50Ms < 2 ? "met" : "NOT met"})`,

@@ -194,16 +194,6 @@ class PooledIdGenerator implements IdGenerator {
     return at;
   }
 
-  /** The big-endian 32-bit word at `at` in the pool. */
-  #word(at: number): number {
-    const b = this.#bytes;
-    return (
-      ((b[at] as number) * 0x1000000 +
-        (((b[at + 1] as number) << 16) | ((b[at + 2] as number) << 8) | (b[at + 3] as number))) >>>
-      0
-    );
-  }
-
   /**
    * A new trace: its id (a slice of the pool's text), the id's offset in the pool (`ownTraceId`), and the
    * XOR of its four 32-bit words (what the ratio sampler decides by).
@@ -211,10 +201,11 @@ class PooledIdGenerator implements IdGenerator {
   newTrace(): { readonly traceId: string; readonly at: number; readonly mix: number } {
     for (;;) {
       const at = this.#take(16);
-      const w0 = this.#word(at);
-      const w1 = this.#word(at + 4);
-      const w2 = this.#word(at + 8);
-      const w3 = this.#word(at + 12);
+      const b = this.#bytes;
+      const w0 = b.readUInt32BE(at);
+      const w1 = b.readUInt32BE(at + 4);
+      const w2 = b.readUInt32BE(at + 8);
+      const w3 = b.readUInt32BE(at + 12);
       // All zeros is not a trace id (W3C Trace Context); one in 2^128.
       if ((w0 | w1 | w2 | w3) === 0) continue;
       return { traceId: this.#hex.slice(at * 2, at * 2 + 32), at, mix: (w0 ^ w1 ^ w2 ^ w3) >>> 0 };
@@ -231,7 +222,7 @@ class PooledIdGenerator implements IdGenerator {
     for (;;) {
       const at = this.#take(8);
       // All zeros is not a span id either.
-      if ((this.#word(at) | this.#word(at + 4)) !== 0) return at;
+      if ((this.#bytes.readUInt32BE(at) | this.#bytes.readUInt32BE(at + 4)) !== 0) return at;
     }
   }
 
@@ -270,9 +261,10 @@ export function ratioBound(env: Readonly<Record<string, string | undefined>>): n
   return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff);
 }
 /**
- * The provider's sampler (the configured one, which `startServerTrace` asks first), with one shortcut: the new trace `startServerTrace` has just decided to sample
- * (by the ratio sampler's own rule, from its id's bytes) is not decided again from its id's text (the
- * SDK's ratio sampler checks and parses all 32 hex digits). Any other span is the configured sampler's.
+ * The provider's sampler (the configured one, which `startServerTrace` asks first), with one shortcut:
+ * the new trace `startServerTrace` has just decided to sample (by the ratio sampler's own rule, from its
+ * id's bytes) is not decided again from its id's text (the SDK's ratio sampler checks and parses all 32
+ * hex digits). Any other span is the configured sampler's.
  */
 class DecidedSampler implements Sampler {
   /** The trace id decided for, while its span is made. */

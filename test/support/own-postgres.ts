@@ -5,7 +5,7 @@
  * the server runs as the `postgres` user, which PostgreSQL requires.
  */
 import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -68,6 +68,45 @@ export class OwnPostgres {
     this.run("pg_ctl", ["-D", this.data, "-m", mode, "-w", "stop"]);
   }
 
+  /** The postmaster's process id and those of its children (the server's processes). */
+  private processes(): { postmaster: number; children: number[] } {
+    const postmaster = Number(readFileSync(join(this.data, "postmaster.pid"), "utf8").split("\n")[0]);
+    const children = execFileSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" })
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map(Number);
+    return { postmaster, children };
+  }
+
+  /**
+   * Freezes the WAL writer (SIGSTOP): WAL that no commit flushes itself (an asynchronous commit's) then
+   * stays in shared memory, where a crash (`kill`) loses it. A synchronous commit still writes its own.
+   */
+  pauseWalWriter(): void {
+    const { children } = this.processes();
+    const walWriter = children.find((pid) =>
+      readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("walwriter"),
+    );
+    if (walWriter === undefined) throw new Error("no walwriter process");
+    process.kill(walWriter, "SIGSTOP");
+  }
+
+  /**
+   * A crash: SIGKILL to the postmaster and every child at once. Shared memory, and WAL not yet written
+   * out of it, is lost; the next `up()` recovers from the WAL on disk.
+   */
+  kill(): void {
+    const { postmaster, children } = this.processes();
+    const all = [postmaster, ...children];
+    for (const pid of all) process.kill(pid, "SIGKILL");
+    // Gone (and reaped) before the next start, which refuses while the old postmaster's process exists.
+    const end = Date.now() + 10_000;
+    while (all.some(alive)) {
+      if (Date.now() > end) throw new Error("the killed server's processes are still there");
+      execFileSync("sleep", ["0.05"]);
+    }
+  }
+
   /** Starts it again on the same port and data (a new primary behind the same name). */
   async up(): Promise<void> {
     this.run("pg_ctl", [
@@ -91,6 +130,15 @@ export class OwnPostgres {
     }
     rmSync(this.dir, { recursive: true, force: true });
     this.dir = "";
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -68,7 +68,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
         : `${process.pid.toString(36)}-${(++requestCounter).toString(36)}`;
     },
   });
-  app.setValidatorCompiler(validatorCompiler());
+  app.setValidatorCompiler(validatorCompiler({ lazy: config.nodeEnv === "production" }));
   const refused = new Counter({
     name: "svc_gateway_connections_refused_total",
     help: "Connections closed as they opened because their client address held BackendHost__MaxConnectionsPerClient already.",

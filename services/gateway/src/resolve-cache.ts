@@ -1,7 +1,8 @@
 import type { Bus } from "@svc/bus";
 import { type BroadcastContract, onBroadcast } from "@svc/contracts";
 import { ErrorCode, SvcError } from "@svc/errors";
-import { LRUCache } from "lru-cache";
+import { growingLru } from "@svc/runtime";
+import type { LRUCache } from "lru-cache";
 
 /** The upstream is away (not: it answered with an error). */
 function isOutage(error: unknown): boolean {
@@ -38,7 +39,7 @@ export class ResolveCache {
     private readonly staleMs = 0,
   ) {
     this.entries =
-      ttlMs > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs + staleMs, ttlAutopurge: false }) : undefined;
+      ttlMs > 0 ? growingLru(maxEntries, { ttl: ttlMs + staleMs, ttlAutopurge: false }) : undefined;
   }
 
   get(key: string): Uint8Array | undefined {

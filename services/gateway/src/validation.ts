@@ -7,7 +7,7 @@
 import { Ajv, type Options } from "ajv";
 import addFormats from "ajv-formats";
 import fastUri from "fast-uri";
-import type { FastifySchemaCompiler } from "fastify";
+import type { FastifySchemaCompiler, FastifySchemaValidationError } from "fastify";
 
 const shared: Options = {
   useDefaults: true,
@@ -25,8 +25,31 @@ function ajv(coerceTypes: Options["coerceTypes"]) {
   return instance;
 }
 
-export function validatorCompiler(): FastifySchemaCompiler<unknown> {
+/** What Fastify calls to validate one part of a request; Ajv's answer puts the violations on `errors`. */
+type Validate = ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null };
+
+/**
+ * `lazy`: each route's schemas are compiled when the route first takes a request, not when the route is
+ * registered. The gateway has a few hundred routes, most of them called rarely (operators' actions);
+ * compiling all of them at start held about 10 MB of generated code and Ajv's bookkeeping in every idle
+ * gateway (docs/architecture.md, memory). The first request of a route waits for its compilation (a
+ * millisecond or so). Production runs lazy; development and tests compile every schema at start, so a
+ * schema Ajv refuses stops the gateway there instead of answering 500 on its route in production.
+ */
+export function validatorCompiler(options: { readonly lazy: boolean }): FastifySchemaCompiler<unknown> {
   const coercing = ajv("array");
   const strict = ajv(false);
-  return ({ schema, httpPart }) => (httpPart === "body" ? strict : coercing).compile(schema as object);
+  const compile = (schema: object, httpPart: string | undefined): Validate =>
+    (httpPart === "body" ? strict : coercing).compile(schema) as Validate;
+  if (!options.lazy) return ({ schema, httpPart }) => compile(schema as object, httpPart);
+  return ({ schema, httpPart }) => {
+    let compiled: Validate | undefined;
+    const validate: Validate = (data) => {
+      compiled ??= compile(schema as object, httpPart);
+      const valid = compiled(data);
+      validate.errors = compiled.errors;
+      return valid;
+    };
+    return validate;
+  };
 }

@@ -17,20 +17,11 @@ import { gunzip } from "node:zlib";
 import { create as createTar, Parser, type ReadEntry } from "tar";
 import yauzl from "yauzl";
 
+import { archiveKind, GZIP } from "./archive-kind.js";
 import { DEFAULT_LIMITS, listPackageFiles, PackageError, type PackageLimits } from "./files.js";
 import { SIGNATURE_FILE } from "./manifest.js";
 
 const gunzipAsync = promisify(gunzip);
-const ZIP = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
-const GZIP = Buffer.from([0x1f, 0x8b]);
-
-/** The archive's kind from its first bytes, or undefined when it is none we read. */
-export function archiveKind(bytes: Buffer): "zip" | "tar" | undefined {
-  if (bytes.subarray(0, 4).equals(ZIP)) return "zip";
-  if (bytes.subarray(0, 2).equals(GZIP)) return "tar";
-  if (bytes.length >= 262 && bytes.subarray(257, 262).toString("latin1") === "ustar") return "tar";
-  return undefined;
-}
 
 /**
  * The entry's path as the package will hold it, or a refusal naming the entry. Directories end with `/`.

@@ -1,4 +1,5 @@
-export { archiveKind, extractArchive, packageRoot, packDirectory } from "./archive.js";
+export { extractArchive, packageRoot, packDirectory } from "./archive.js";
+export { archiveKind } from "./archive-kind.js";
 export {
   DEFAULT_LIMITS,
   hashDirectory,

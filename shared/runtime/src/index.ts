@@ -11,6 +11,7 @@ export {
   type RecordingKind,
   type RecordingState,
 } from "./diagnostics.js";
+export { growingLru, type GrowingLruOptions } from "./growing-lru.js";
 export { startHousekeeping } from "./housekeeping.js";
 export { KeyedOutcomes, type KeyedWritesMode } from "./keyed-writes.js";
 export { configBucket, LiveSettings } from "./live-settings.js";

@@ -29,7 +29,8 @@ import { UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import canonicalize from "canonicalize";
 import { decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
-import { LRUCache } from "lru-cache";
+
+import { growingLru } from "./growing-lru.js";
 
 /** The bucket of the gateways' public keys. */
 export const principalKeysBucket = (prefix: string) => `${prefix}_principal_keys`;
@@ -49,7 +50,7 @@ export class GatewayPrincipalSigner implements PrincipalSigner {
   private readonly kid = randomUUID();
   private readonly privateKey: KeyObject;
   private readonly jwk: string;
-  private readonly cache = new LRUCache<string, { token: string; renewAt: number }>({ max: 10_000 });
+  private readonly cache = growingLru<string, { token: string; renewAt: number }>(10_000);
   private readonly byObject = new WeakMap<Principal, { token: string; renewAt: number }>();
   private refresh: NodeJS.Timeout | undefined;
 
@@ -109,9 +110,9 @@ export class GatewayPrincipalSigner implements PrincipalSigner {
 /** Every service's verifier: the gateways' keys by watch, each assertion verified once. */
 export class PrincipalAssertionVerifier implements PrincipalVerifier {
   private readonly keys = new Map<string, { jwk: string; key: KeyObject }>();
-  private readonly verified = new LRUCache<string, { principal: Principal; canonical: string; exp: number }>({
-    max: 10_000,
-  });
+  private readonly verified = growingLru<string, { principal: Principal; canonical: string; exp: number }>(
+    10_000,
+  );
   private kv: KV | undefined;
   private readonly watches = new KvWatches();
 

@@ -20,8 +20,8 @@ import {
 } from "@svc/contracts";
 import { ErrorCode, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
+import { growingLru } from "@svc/runtime";
 import { createLocalJWKSet, jwtVerify } from "jose";
-import { LRUCache } from "lru-cache";
 
 import type { GatewayConfig } from "../settings.js";
 import { PinnedKeys } from "./jwks-pin.js";
@@ -43,7 +43,7 @@ function stringArray(value: unknown): string[] | null {
 export class Authenticator {
   private keySet: KeySet | undefined;
   private keySetLoading: Promise<KeySet> | undefined;
-  private readonly tokens = new LRUCache<string, CachedToken>({ max: 50_000 });
+  private readonly tokens = growingLru<string, CachedToken>(50_000);
   private readonly apiKeyDigests: Buffer[];
   private hostApiGrants: { permissions: readonly string[]; atMs: number } | undefined;
   /** Advanced by every host.api change: a grants fetch that straddles one is not cached. */

@@ -19,8 +19,8 @@ import { createHash } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { KvWatches } from "@svc/bus";
 import type { Logger } from "@svc/observability";
+import { growingLru } from "@svc/runtime";
 import ipaddr from "ipaddr.js";
-import { LRUCache } from "lru-cache";
 
 /** `account`: sign-in attempts per account, counted exactly as `auth` is. */
 export type Policy = "auth" | "api" | "account";
@@ -80,7 +80,7 @@ function windowOf(now: number): number {
 }
 
 /** Recent clients' digests: hashing the client at every request took about 3 % of an operator GET's CPU. */
-const digests = new LRUCache<string, string>({ max: 10_000 });
+const digests = growingLru<string, string>(10_000);
 
 function clientDigest(client: string): string {
   let digest = digests.get(client);

@@ -20,10 +20,9 @@ import { messageClient, OPERATOR_ROUTES, rbacMessages, requestRoute, WorkspaceSt
 import { ErrorCode, NotFoundError, RateLimitedError, SvcError, UnauthenticatedError } from "@svc/errors";
 import type { Logger } from "@svc/observability";
 import { pluginSchemas } from "@svc/plugin-package";
-import { idempotencyBucket, rateLimitBucket, type ServiceDeps } from "@svc/runtime";
+import { growingLru, idempotencyBucket, rateLimitBucket, type ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { LRUCache } from "lru-cache";
 
 import { Authenticator } from "../auth/authenticator.js";
 import {
@@ -167,7 +166,7 @@ export const operatorApiPlugin = fp<OperatorApiOptions>(
      * short X-Forwarded-For values: parsing the addresses at every request took about 2 % of an operator
      * GET's CPU. A long header is worked out each time, so that no client can fill the cache with it.
      */
-    const clients = new LRUCache<string, string>({ max: 10_000 });
+    const clients = growingLru<string, string>(10_000);
     const client = (request: FastifyRequest) => {
       const xff = request.headers["x-forwarded-for"];
       if (xff !== undefined && !warnedUntrustedForwarding) warnUntrustedForwarding(request);

@@ -13,7 +13,6 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { NotFoundError } from "@svc/errors";
 import { MediaStore } from "@svc/media";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { fileTypeFromBuffer } from "file-type";
 import parseRange from "range-parser";
 
 import { acceptOneFile, readOneFile } from "../multipart-file.js";
@@ -30,8 +29,13 @@ export function sanitiseFileName(raw: string | undefined): string {
   return cleaned === "" ? "file" : cleaned;
 }
 
-/** The bytes' type as their signature says; text when they are UTF-8 without NUL; else octet-stream. */
+/**
+ * The bytes' type as their signature says; text when they are UTF-8 without NUL; else octet-stream.
+ * file-type (and its tokenizer) is loaded at the first upload, not with the gateway: about 1 MB that an
+ * idle gateway, or one that never takes an upload, does not hold.
+ */
 async function sniff(bytes: Buffer): Promise<string> {
+  const { fileTypeFromBuffer } = await import("file-type");
   const found = await fileTypeFromBuffer(bytes);
   if (found !== undefined) return found.mime;
   if (bytes.length > 0 && !bytes.includes(0)) {

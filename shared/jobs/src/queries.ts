@@ -124,7 +124,7 @@ const NEXT_TOKEN = sql`(SELECT
  * over `due` whose columns each row answers too.
  *
  * The claim commits without waiting for its WAL to reach the disk (`synchronous_commit` off for its own
- * transaction only): that wait was a quarter of a job's enqueue-to-start time. A claim that a PostgreSQL
+ * transaction only): that wait was about 0.6 of the 3.5 ms from a job's enqueue to its start here. A claim that a PostgreSQL
  * crash loses leaves its jobs as they were, Pending, so they run again, as when a worker's lease runs
  * out; the first run's write-back is then refused by the token. A completion still waits for the disk
  * (and flushes any claim before it). Called only on the pool, never inside a caller's transaction, whose

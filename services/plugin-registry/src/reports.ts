@@ -6,7 +6,7 @@ import { reachWorkspace } from "@svc/access";
 import { type Listing, type Queries, readPage, sql, toPage } from "@svc/db";
 import { SvcError } from "@svc/errors";
 import { HOST_DEPENDENCY, PERMISSIONS_PROPERTY, PLUGIN_CONTRACT } from "@svc/plugin-package";
-import { LRUCache } from "lru-cache";
+import { growingLru } from "@svc/runtime";
 import semver from "semver";
 
 import {
@@ -83,7 +83,7 @@ type Verified = { signed: boolean; failure?: undefined } | { failure: SvcError }
  * re-verified every stored package on each call. A package's bytes never change under its hash, so the
  * answer changes only with the trust settings, which are part of the key.
  */
-const verified = new LRUCache<string, Verified>({ max: 5_000 });
+const verified = growingLru<string, Verified>(5_000);
 
 function trustKey(deps: PluginDeps, sha256: string): string {
   const s = deps.settings;

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
-import { LRUCache } from "lru-cache";
+import { growingLru } from "@svc/runtime";
 
 /**
  * Webhook secrets at rest: AES-256-GCM with BackendHost__SecretsEncryptionKey; `iv.tag.ciphertext`.
@@ -9,7 +9,7 @@ import { LRUCache } from "lru-cache";
  */
 export function createSecretBox(base64Key: string) {
   const key = Buffer.from(base64Key, "base64");
-  const opened = new LRUCache<string, string>({ max: 1_000 });
+  const opened = growingLru<string, string>(1_000);
   const decrypt = (sealed: string): string => {
     const [iv, tag, data] = sealed.split(".").map((p) => Buffer.from(p, "base64url"));
     if (!iv || !tag || !data) throw new Error("malformed sealed secret");

@@ -18,7 +18,7 @@ import {
 } from "node:crypto";
 
 import type { Violation } from "@svc/errors";
-import { LRUCache } from "lru-cache";
+import { growingLru } from "@svc/runtime";
 
 export const WHSEC_PREFIX = "whsec_";
 const MIN_KEY_BYTES = 24;
@@ -41,7 +41,7 @@ export function secretViolations(secret: string): Violation[] {
 }
 
 /** `whsec_` secrets' keys, made once: Node's HMAC takes a key object or a string fast, raw bytes ~7x slower. */
-const keyObjects = new LRUCache<string, KeyObject>({ max: 1_000 });
+const keyObjects = growingLru<string, KeyObject>(1_000);
 
 /**
  * The HMAC key of the Standard Webhooks signature: a `whsec_` secret's base64 bytes, any other secret's
@@ -95,7 +95,7 @@ export function ed25519KeyPair(): { privatePkcs8: string; publicKey: string } {
 }
 
 /** Private keys made once from their PKCS #8 text: a delivery signs with one at every attempt. */
-const privateKeys = new LRUCache<string, KeyObject>({ max: 1_000 });
+const privateKeys = growingLru<string, KeyObject>(1_000);
 
 /** `v1a,<base64 ed25519 signature of "{id}.{timestamp}.{body}">`. */
 export function asymmetricSignature(

@@ -10,7 +10,7 @@
  */
 import { type Db, isUuid, listenForNotifications, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
-import { LRUCache } from "lru-cache";
+import { growingLru } from "@svc/runtime";
 
 export interface SubscriptionRow {
   id: string;
@@ -39,7 +39,7 @@ export interface SubscriptionRow {
 export const SUBSCRIPTION_CHANGED_CHANNEL = "svc_webhook_subscription_changed";
 
 export class SubscriptionCache {
-  private readonly rows = new LRUCache<string, SubscriptionRow>({ max: 10_000, ttl: 60_000 });
+  private readonly rows = growingLru<string, SubscriptionRow>(10_000, { ttl: 60_000 });
   /** Reads under way, so the deliveries that start together read a subscription once. */
   private readonly reading = new Map<string, Promise<SubscriptionRow | null>>();
   /** Counts the changes heard: a read that saw one begin while it ran is not kept. */

@@ -25,7 +25,7 @@ import { bearerApi } from "./support/http.js";
 import { platformPublisher } from "./support/publisher.js";
 import { type Received, Receiver } from "./support/receiver.js";
 import { mintToken } from "./support/tokens.js";
-import { until } from "./support/wait.js";
+import { eventually, until } from "./support/wait.js";
 
 const h = await createHarness();
 const receiver = new Receiver();
@@ -56,7 +56,9 @@ const env = {
   BackendHost__JobPollIntervalMs: "100",
   BackendHost__WebhookCircuitFailureThreshold: "3",
   BackendHost__WebhookCircuitOpenMs: "1500",
-  BackendHost__WebhookTimeoutMs: "2000",
+  // Long enough that a test process starved of CPU for seconds (the receiver and the dispatcher share its
+  // event loop) does not time a request out before the receiver has read it.
+  BackendHost__WebhookTimeoutMs: "15000",
   BackendHost__WebhookRecoveryPageSize: "2",
 };
 
@@ -496,6 +498,16 @@ describe("delivery", () => {
     receiver.respond = () => ({ status: 404 });
     await events.publish("user.deleted", null, { userId: "u5" });
     await until(async () => (await onlyJob()).status === "Pending" && (await onlyJob()).attempts === 1);
+    // The attempt's log (written after the job's write-back) says what the dispatcher saw: one 404 answer,
+    // not a timeout or a refused connection.
+    // This job's delivery only: the last test's log rows may still be on their way.
+    const logged = () =>
+      db.any(sql`
+        SELECT outcome, status_code, error FROM webhook_dispatcher.delivery_attempts
+        WHERE delivery_id = (SELECT (payload->>'deliveryId')::uuid FROM job_reaper.jobs)`);
+    expect(await eventually(logged, (rows) => rows.length > 0)).toEqual([
+      { outcome: "failed", status_code: 404, error: "receiver answered 404" },
+    ]);
     expect(receiver.received).toHaveLength(1);
   });
 
@@ -1036,14 +1048,16 @@ describe("delivery", () => {
     } finally {
       await second.stop();
     }
-    // By the second each attempt started in (its webhook-timestamp): at most 4 a second. An attempt admitted
-    // at the very end of a second may stamp the next one, hence one more at most.
+    // By the second each attempt started in (its webhook-timestamp): at most 4 are admitted a second, but the
+    // stamp is taken after the admission's round trips to the bucket, so a stamped second holds its own
+    // admissions and those of the second before that stamped late (on a loaded machine, all of them):
+    // at most 8. Four seconds at least, as 16 at 4 a second need (two replicas counting alone: two).
     const perSecond = new Map<string, number>();
     for (const r of own.received) {
       const at = r.headers["webhook-timestamp"] as string;
       perSecond.set(at, (perSecond.get(at) ?? 0) + 1);
     }
-    expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(5);
+    expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(2 * 4);
     const seconds = [...perSecond.keys()].map(Number);
     expect(Math.max(...seconds) - Math.min(...seconds)).toBeGreaterThanOrEqual(3);
     // Waiting for the throttle spent no attempt: every delivery went on its first.

@@ -4,7 +4,7 @@
  * Authenticated workspace), the redirect routes and the static shells, on real NATS and PostgreSQL.
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -292,6 +292,36 @@ describe("redirects and shells", () => {
     expect(admin.text).toContain("svc admin");
     expect((await get("/admin")).headers.location).toBe("/admin/");
     expect((await get("/surface-app/missing.js")).status).toBe(404);
+  });
+
+  it("answers the shells' files with their bytes, revalidates them by ETag, and serves no path outside them", async () => {
+    const onDisk = readFileSync(new URL("../services/gateway/static/admin/assets/app.js", import.meta.url));
+    const script = await get("/admin/assets/app.js");
+    expect(script.status).toBe(200);
+    expect(script.text).toBe(onDisk.toString("utf8"));
+    const etag = script.headers.etag as string;
+    expect(etag).toMatch(/^"[\w-]+"$/);
+    const revalidated = await get("/admin/assets/app.js", { "if-none-match": etag });
+    expect(revalidated.status).toBe(304);
+    expect(revalidated.text).toBe("");
+    expect((await get("/admin/assets/app.js", { "if-none-match": '"other"' })).status).toBe(200);
+    const head = await http(`${base}/admin/assets/app.css`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers["content-type"]).toMatch(/^text\/css/);
+    expect(head.text).toBe("");
+    // The same file under the other shell, or a path climbing out of a shell (raw, as a client may send it),
+    // names no file.
+    for (const path of [
+      "/surface-app/assets/app.js",
+      "/admin/../404.html",
+      "/admin/assets/../../../package.json",
+      "/admin/%2e%2e/%2e%2e/package.json",
+      "/surface-app/..%2f..%2fpackage.json",
+    ]) {
+      const answer = await get(path);
+      expect(answer.status, path).toBe(404);
+      expect(answer.text, path).not.toContain("svc-platform");
+    }
   });
 });
 

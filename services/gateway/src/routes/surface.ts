@@ -10,10 +10,11 @@
  * - the redirects `/login`, `/` and every other GET of a path that is not a file: to the workspace shell
  *   when the host (and path) resolve a workspace, else to the admin shell (`/`, `/login`) or `/404`.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { extname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import fastifyStatic from "@fastify/static";
 import type { Bus } from "@svc/bus";
 import {
   messageClient,
@@ -54,6 +55,53 @@ function staticRoot(): string {
   throw new Error("the gateway's static files (surface-app/, admin/) were not found");
 }
 
+/** The content types of the files the shells ship (anything else is served as bytes). */
+const SHELL_TYPES: Readonly<Record<string, string>> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".map": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".woff2": "font/woff2",
+};
+
+interface ShellFile {
+  readonly body: Buffer;
+  readonly type: string;
+  readonly etag: string;
+  readonly cacheControl: string;
+}
+
+/**
+ * The files of a shell directory (`surface-app`, `admin`), read once at start and answered from memory by
+ * their exact URL path (a directory's `index.html` also at the directory's path): no path a request names
+ * ever reaches the file system. A few KB each; a static-file server would keep more than that in code and
+ * tables (a glob library, the MIME database: about 2.5 MB of the idle gateway's memory).
+ */
+function shellFiles(root: string, dir: "surface-app" | "admin"): Map<string, ShellFile> {
+  const files = new Map<string, ShellFile>();
+  const base = join(root, dir);
+  for (const entry of readdirSync(base, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || entry.name.startsWith(".")) continue;
+    const path = relative(base, join(entry.parentPath, entry.name)).split(sep).join("/");
+    if (path.split("/").some((segment) => segment.startsWith("."))) continue;
+    const body = readFileSync(join(base, path));
+    const file: ShellFile = {
+      body,
+      type: SHELL_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream",
+      etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`,
+      cacheControl: path.endsWith(".html") ? "no-cache" : "public, max-age=300",
+    };
+    files.set(`/${dir}/${path}`, file);
+    if (path === "index.html" || path.endsWith("/index.html"))
+      files.set(`/${dir}/${path.slice(0, -"index.html".length)}`, file);
+  }
+  return files;
+}
+
 /** Paths the surface never takes over: the APIs, probes and assets answer their own 404s. */
 const RESERVED =
   /^\/(api|workspace|surface|plugin-assets|manifests|schemas|\.well-known|openapi\.json|health|ready|metrics)(\/|$)/;
@@ -91,8 +139,9 @@ export const surfacePlugin = fp<SurfaceOptions>(registerSurface, {
 async function registerSurface(app: FastifyInstance, options: SurfaceOptions): Promise<void> {
   const { bus, identity, workspaces } = options;
   const root = staticRoot();
-  const shellHtml = readFileSync(`${root}surface-app/index.html`);
-  const adminHtml = readFileSync(`${root}admin/index.html`);
+  const shells = new Map([...shellFiles(root, "surface-app"), ...shellFiles(root, "admin")]);
+  const shellHtml = (shells.get("/surface-app/") as ShellFile).body;
+  const adminHtml = (shells.get("/admin/") as ShellFile).body;
   const notFoundHtml = readFileSync(`${root}404.html`);
   const resolver = messageClient(bus, resolverMessages);
   const registry = messageClient(bus, pluginRegistryMessages);
@@ -105,23 +154,17 @@ async function registerSurface(app: FastifyInstance, options: SurfaceOptions): P
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
 
-  await app.register(fastifyStatic, {
-    root: `${root}surface-app`,
-    prefix: "/surface-app/",
-    index: ["index.html"],
-    cacheControl: false,
-    setHeaders: (res, path) =>
-      void res.header("cache-control", path.endsWith(".html") ? "no-cache" : "public, max-age=300"),
-  });
-  await app.register(fastifyStatic, {
-    root: `${root}admin`,
-    prefix: "/admin/",
-    index: ["index.html"],
-    decorateReply: false,
-    cacheControl: false,
-    setHeaders: (res, path) =>
-      void res.header("cache-control", path.endsWith(".html") ? "no-cache" : "public, max-age=300"),
-  });
+  // The shells' files; a path that is none of them falls through to the not-found handling below (the
+  // shell's index for a page path, else a 404).
+  const serveShellFile = async (request: FastifyRequest, reply: FastifyReply) => {
+    const file = shells.get(request.url.split("?")[0] as string);
+    if (file === undefined) return reply.callNotFound();
+    void reply.header("etag", file.etag).header("cache-control", file.cacheControl);
+    if (request.headers["if-none-match"] === file.etag) return reply.code(304).send();
+    return reply.type(file.type).send(file.body);
+  };
+  app.get("/surface-app/*", serveShellFile);
+  app.get("/admin/*", serveShellFile);
 
   const html = (reply: FastifyReply, body: Buffer | string, status = 200) =>
     reply.code(status).type("text/html; charset=utf-8").header("cache-control", "no-store").send(body);

@@ -126,6 +126,24 @@ describe("transitions", () => {
     expect(await row(id)).toMatchObject({ status: JobStatus.Succeeded, lease_token: null });
   });
 
+  it("a claim made inside a caller's unit of work commits on its own and leaves the caller's commit synchronous", async () => {
+    const { id } = await enqueue(db, noopJob, {});
+    const seen = await db
+      .unitOfWork(async (tx) => {
+        await tx.query(sql`SELECT 1`);
+        const claimed = await claimJobs(db, "noop", 1, 60_000, "t");
+        const setting = await tx.one<{ synchronous_commit: string }>(sql`SHOW synchronous_commit`);
+        throw Object.assign(new Error("the caller rolls back"), { seen: { claimed, setting } });
+      })
+      .catch(
+        (error: { seen: { claimed: unknown[]; setting: { synchronous_commit: string } } }) => error.seen,
+      );
+    expect(seen.claimed).toHaveLength(1);
+    expect(seen.setting.synchronous_commit).toBe("on");
+    // The caller's rollback did not take the claim with it.
+    expect((await row(id)).status).toBe(JobStatus.Running);
+  });
+
   it("a failure with attempts left goes back to Pending with backoff and keeps the error", async () => {
     const { id } = await enqueue(db, noopJob, {}, { maxAttempts: 3 });
     const [c] = await claimJobs(db, "noop", 1, 60_000, "t");

@@ -8,6 +8,7 @@ export {
   Db,
   dbIsReachable,
   isReadOnly,
+  outsideUnitOfWork,
   type PoolOptions,
   Queries,
   type StatementObserver,

@@ -47,6 +47,15 @@ export function afterCommit(effect: () => void): void {
 }
 
 /**
+ * Runs `work` outside any unit of work: the statements it makes, however deep, run on the pool (each on
+ * its own, or in a transaction of its own), never in a caller's transaction. For machinery whose commits
+ * must neither wait for a caller's nor change how it commits (the job engine's claims).
+ */
+export function outsideUnitOfWork<T>(work: () => T): T {
+  return units.exit(work);
+}
+
+/**
  * Every statement runs as a named prepared statement, named by a digest of its text: PostgreSQL parses and
  * plans it once per connection instead of on every call (3–5× the throughput for short queries here).
  * Values always travel as parameters, so the text, and the number of names, stays small and fixed.

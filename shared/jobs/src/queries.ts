@@ -3,7 +3,17 @@
  * completes or fails many jobs; every write-back names the fencing token it holds and only touches rows
  * whose token still matches.
  */
-import { type Db, empty, join, type Queries, raw, type Sql, sql, type SweepOptions } from "@svc/db";
+import {
+  type Db,
+  empty,
+  join,
+  outsideUnitOfWork,
+  type Queries,
+  raw,
+  type Sql,
+  sql,
+  type SweepOptions,
+} from "@svc/db";
 
 import type { ClaimedJob, JobStatus, JobView } from "./types.js";
 
@@ -127,8 +137,9 @@ const NEXT_TOKEN = sql`(SELECT
  * transaction only): that wait was about 0.6 of the 3.5 ms from a job's enqueue to its start here. A claim that a PostgreSQL
  * crash loses leaves its jobs as they were, Pending, so they run again, as when a worker's lease runs
  * out; the first run's write-back is then refused by the token. A completion still waits for the disk
- * (and flushes any claim before it). Called only on the pool, never inside a caller's transaction, whose
- * commit would be asynchronous too.
+ * (and flushes any claim before it). It runs on the pool even when called inside a caller's unit of
+ * work (`outsideUnitOfWork`): joined to it, the claim would stand or fall with the caller's transaction,
+ * and the caller's commit would be asynchronous too.
  *
  * The rows are looked up by `id = ANY(ARRAY(…))`, never joined to `due`: a join was planned as a hash
  * join over a scan of the whole table (10 ms of a 25 ms claim of 500 among 20,000 jobs) or a nested loop
@@ -141,7 +152,8 @@ function leaseDue<X extends object = object>(
   workerId: string,
   summary?: { readonly query: Sql; readonly columns: Sql },
 ) {
-  return db.any<ClaimRow & X>(sql`
+  return outsideUnitOfWork(() =>
+    db.any<ClaimRow & X>(sql`
     WITH due AS (${due})
     UPDATE job_reaper.jobs AS j
     SET status = 'Running',
@@ -157,7 +169,8 @@ function leaseDue<X extends object = object>(
               j.lease_token::text AS token, ${epochMs(sql`j.run_at`)} AS run_at,
               ${epochMs(sql`j.lease_expires_at`)} AS lease_expires_at, j.trace_context,
               ${epochMs(sql`j.created_at`)} AS created_at
-              ${summary === undefined ? empty : summary.columns}`);
+              ${summary === undefined ? empty : summary.columns}`),
+  );
 }
 
 /**

@@ -1089,11 +1089,16 @@ describe("delivery", () => {
     ).json<{ id: string }>();
     const moveTo = (url: string) =>
       db.query(sql`UPDATE webhook_dispatcher.subscriptions SET target_url = ${url} WHERE id = ${sub.id}`);
+    const heard = () => sample("svc_webhook_subscription_changes_heard_total", {});
     // Delivered once, so the dispatcher holds the subscription in memory.
     await events.publish("user.deleted", null, { n: 1 });
     await first.waitFor(1);
-    // Changed behind the API's back: the trigger's notification drops the copy.
+    // Changed behind the API's back: the trigger's notification drops the copy. A change counts for the
+    // deliveries that start once the dispatcher has heard it (on a loaded machine, the listening
+    // connection's backend can be scheduled after the event's whole way to a delivery).
+    const heardBefore = await heard();
     await moveTo(second.url);
+    await until(async () => (await heard()) > heardBefore);
     await events.publish("user.deleted", null, { n: 2 });
     await second.waitFor(1);
     // The listening connection is cut, and the change made before it is back goes unheard: the copies

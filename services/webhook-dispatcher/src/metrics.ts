@@ -15,6 +15,8 @@
  * - `svc_webhook_circuits{state}`: receivers whose circuit is `open` (deliveries wait) or `half_open`
  *   (the next delivery is a trial), read from the state every replica shares: each replica reports the
  *   same number, so dashboards and alerts take `max`.
+ * - `svc_webhook_subscription_changes_heard_total`: subscription changes PostgreSQL announced to this
+ *   replica (its trigger, for changes through the API and plain SQL alike); each drops the replica's copy.
  */
 import { Counter, Gauge, Histogram, type Registry } from "@svc/observability";
 
@@ -28,6 +30,7 @@ export interface WebhookMetrics {
   readonly duration: Histogram<"outcome">;
   readonly flowEventsOverBudget: Counter;
   readonly eventsDropped: Counter<"reason">;
+  readonly subscriptionChanges: Counter;
 }
 
 export function createWebhookMetrics(
@@ -74,5 +77,10 @@ export function createWebhookMetrics(
     registers: [registry],
   });
   for (const reason of DROP_REASONS) eventsDropped.labels(reason).inc(0);
-  return { deliveries, duration, flowEventsOverBudget, eventsDropped };
+  const subscriptionChanges = new Counter({
+    name: "svc_webhook_subscription_changes_heard_total",
+    help: "Subscription changes PostgreSQL announced to this replica; each drops its copy of that subscription.",
+    registers: [registry],
+  });
+  return { deliveries, duration, flowEventsOverBudget, eventsDropped, subscriptionChanges };
 }

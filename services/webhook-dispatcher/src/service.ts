@@ -122,7 +122,8 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     });
     const throttle = new Throttle(() => throttles, log);
     const sensitiveFields = sensitiveFieldNames(db);
-    const subscriptionCache = new SubscriptionCache(db);
+    const webhookMetrics = createWebhookMetrics(metrics, () => breaker.counts());
+    const subscriptionCache = new SubscriptionCache(db, () => webhookMetrics.subscriptionChanges.inc());
     const subscriptionChanges = subscriptionCache.listen(config.databaseUrl, log);
     // What deliveries and flow runs need; the time limit and the answer size are read per attempt: both
     // can change at run time.
@@ -148,7 +149,7 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
       get maxResponseBytes() {
         return live.backendHost.webhookMaxResponseBytes;
       },
-      metrics: createWebhookMetrics(metrics, () => breaker.counts()),
+      metrics: webhookMetrics,
       deliveryLog: new DeliveryLog(db, log),
       disableAfterFailingMs: b.webhookDisableAfterFailingSeconds * 1_000,
       disableAfterFailures: b.webhookDisableAfterFailures,

@@ -46,7 +46,11 @@ export class SubscriptionCache {
   private changes = 0;
   private listening = false;
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Told of each change heard (`svc_webhook_subscription_changes_heard_total`). */
+    private readonly onChange: () => void = () => undefined,
+  ) {}
 
   /** The subscription as it is now (null: deleted, or no subscription has that id). */
   load(id: string): Promise<SubscriptionRow | null> {
@@ -73,6 +77,7 @@ export class SubscriptionCache {
   /** A subscription changed: the next delivery reads it again. */
   changed(id: string): void {
     this.changes++;
+    this.onChange();
     this.rows.delete(id);
     // A read already under way may have seen the row before the change: later deliveries do not join it.
     this.reading.delete(id);

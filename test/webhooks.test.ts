@@ -17,7 +17,7 @@ import { rbacService } from "@svc/service-rbac";
 import { deliverJob, settleAllStrandedDeliveries, sweepDeliveryLog } from "@svc/service-webhook-dispatcher";
 import { webhookDispatcherService } from "@svc/service-webhook-dispatcher";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 
 import { repoRoot } from "../scripts/lib/stack.js";
 import { createHarness } from "./support/harness.js";
@@ -1061,8 +1061,13 @@ describe("delivery", () => {
     const seconds = [...perSecond.keys()].map(Number);
     expect(Math.max(...seconds) - Math.min(...seconds)).toBeGreaterThanOrEqual(3);
     // Waiting for the throttle spent no attempt: every delivery went on its first.
-    const attempts = await db.any<{ attempts: number }>(
-      sql`SELECT attempts FROM job_reaper.jobs WHERE type = 'webhook.deliver' AND status = 'Succeeded'`,
+    // (A job is written back Succeeded just after its receiver answered.)
+    const attempts = await eventually(
+      () =>
+        db.any<{ attempts: number }>(
+          sql`SELECT attempts FROM job_reaper.jobs WHERE type = 'webhook.deliver' AND status = 'Succeeded'`,
+        ),
+      (rows) => rows.length >= 16,
     );
     expect(attempts.length).toBe(16);
     expect(attempts.every((a) => a.attempts === 1)).toBe(true);
@@ -1072,6 +1077,39 @@ describe("delivery", () => {
       targetUrl: own.url,
     });
     expect(put.json()).toMatchObject({ throttlePerSecond: null });
+  });
+
+  it("reads a change it made through the API at its next delivery, without waiting for PostgreSQL's notification", async () => {
+    const [first, second] = [new Receiver(), new Receiver()];
+    for (const r of [first, second]) {
+      await r.start();
+      ownReceivers.push(r);
+    }
+    const sub = (
+      await asOperator("POST", "/api/webhooks", {
+        eventName: "user.deleted",
+        targetUrl: first.url,
+        secret: "s",
+      })
+    ).json<{ id: string }>();
+    // Delivered once, so the dispatcher holds the subscription in memory.
+    await events.publish("user.deleted", null, { n: 1 });
+    await first.waitFor(1);
+    // No notification from here on: only the dispatcher's own write can make it read the row again.
+    await db.query(sql`ALTER TABLE webhook_dispatcher.subscriptions DISABLE TRIGGER subscriptions_changed`);
+    onTestFinished(async () => {
+      await db.query(sql`ALTER TABLE webhook_dispatcher.subscriptions ENABLE TRIGGER subscriptions_changed`);
+    });
+    const heardBefore = await sample("svc_webhook_subscription_changes_heard_total", {});
+    const moved = await asOperator("PUT", `/api/webhooks/${sub.id}`, {
+      eventName: "user.deleted",
+      targetUrl: second.url,
+    });
+    expect(moved.status).toBe(200);
+    await events.publish("user.deleted", null, { n: 2 });
+    await second.waitFor(1);
+    expect(first.received).toHaveLength(1);
+    expect(await sample("svc_webhook_subscription_changes_heard_total", {})).toBe(heardBefore);
   });
 
   it("reads a subscription changed with plain SQL afresh, also when the change came while the dispatcher was not listening", async () => {

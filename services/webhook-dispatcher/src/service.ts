@@ -51,7 +51,15 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     const secrets = createSecretBox(b.secretsEncryptionKey);
     const allowed = createTargetPolicy(b.webhookAllowedNetworks);
     const pluginEvents = new PluginEventScopes();
-    const subscriptions = subs.subscriptionTables(db);
+    const webhookMetrics = createWebhookMetrics(metrics, () => breaker.counts());
+    const subscriptionCache = new SubscriptionCache(db, () => webhookMetrics.subscriptionChanges.inc());
+    // What this replica changes, its next delivery reads at once (other replicas hear the trigger).
+    const subscriptions = subscriptionCache.droppingOnWrite(subs.subscriptionTables(db), [
+      "setActive",
+      "replace",
+      "rotate",
+      "remove",
+    ]);
     const flowTables = flows.flowTables(db);
     const deliveries = deliveryTables(db);
     const routes: RouteImplementation<typeof webhookDispatcherContract.routes> = {
@@ -122,14 +130,17 @@ export const webhookDispatcherService = defineService(webhookDispatcherContract,
     });
     const throttle = new Throttle(() => throttles, log);
     const sensitiveFields = sensitiveFieldNames(db);
-    const webhookMetrics = createWebhookMetrics(metrics, () => breaker.counts());
-    const subscriptionCache = new SubscriptionCache(db, () => webhookMetrics.subscriptionChanges.inc());
     const subscriptionChanges = subscriptionCache.listen(config.databaseUrl, log);
     // What deliveries and flow runs need; the time limit and the answer size are read per attempt: both
     // can change at run time.
     const outbound = {
       runs: flowRunTables(db),
-      tables: attemptTables(db),
+      tables: subscriptionCache.droppingOnWrite(attemptTables(db), [
+        "turnOff",
+        "markAnnounced",
+        "noteFailing",
+        "markHealthy",
+      ]),
       wakeWaiting: (waitingOn: string) => wakeJobsWaitingOn(db, waitingOn),
       subscriptions: subscriptionCache,
       throttle,

@@ -6,9 +6,12 @@
  * its first connection, or between a lost connection and the next) nothing is kept: each delivery reads.
  *
  * A change reaches the deliveries that start after the notification arrives, normally within a
- * millisecond of the commit; a delivery already running goes on with what it read, as it always did.
+ * millisecond of the commit (on a loaded machine, the listening connection's backend can run later than
+ * that); a delivery already running goes on with what it read, as it always did. The replica that makes
+ * a change itself (an API call it answered, a delivery's health) drops its copy once the change commits
+ * (`droppingOnWrite`), without waiting for the notification: its next delivery reads the change.
  */
-import { type Db, isUuid, listenForNotifications, sql } from "@svc/db";
+import { afterCommit, type Db, isUuid, listenForNotifications, sql } from "@svc/db";
 import type { Logger } from "@svc/observability";
 import { growingLru } from "@svc/runtime";
 
@@ -74,10 +77,33 @@ export class SubscriptionCache {
     return read;
   }
 
-  /** A subscription changed: the next delivery reads it again. */
+  /** PostgreSQL said a subscription changed: the next delivery reads it again. */
   changed(id: string): void {
-    this.changes++;
     this.onChange();
+    this.drop(id);
+  }
+
+  /**
+   * `tables` whose `writes` (each taking a subscription's id first) drop this replica's copy of that
+   * subscription once the write commits: at once outside a unit of work, after its COMMIT inside one (a
+   * read between the write and its commit would still see the row before it).
+   */
+  droppingOnWrite<T extends object, K extends keyof T>(tables: T, writes: readonly K[]): T {
+    const wrapped: T = { ...tables };
+    for (const name of writes) {
+      const write = tables[name] as unknown as (id: string, ...rest: unknown[]) => Promise<unknown>;
+      const dropping = async (id: string, ...rest: unknown[]) => {
+        const result = await write(id, ...rest);
+        afterCommit(() => this.drop(id));
+        return result;
+      };
+      wrapped[name] = dropping as T[K];
+    }
+    return wrapped;
+  }
+
+  private drop(id: string): void {
+    this.changes++;
     this.rows.delete(id);
     // A read already under way may have seen the row before the change: later deliveries do not join it.
     this.reading.delete(id);

@@ -1079,29 +1079,40 @@ describe("delivery", () => {
     expect(put.json()).toMatchObject({ throttlePerSecond: null });
   });
 
-  it("reads a change it made through the API at its next delivery, without waiting for PostgreSQL's notification", async () => {
-    const [first, second] = [new Receiver(), new Receiver()];
-    for (const r of [first, second]) {
+  /**
+   * `count` receivers of the test's own and a subscription to `user.deleted` at the first, delivered to
+   * once: the dispatcher then holds the subscription in memory.
+   */
+  async function deliveredSubscription(count: number): Promise<{ receivers: Receiver[]; id: string }> {
+    const receivers = Array.from({ length: count }, () => new Receiver());
+    for (const r of receivers) {
       await r.start();
       ownReceivers.push(r);
     }
-    const sub = (
+    const first = receivers[0] as Receiver;
+    const { id } = (
       await asOperator("POST", "/api/webhooks", {
         eventName: "user.deleted",
         targetUrl: first.url,
         secret: "s",
       })
     ).json<{ id: string }>();
-    // Delivered once, so the dispatcher holds the subscription in memory.
     await events.publish("user.deleted", null, { n: 1 });
     await first.waitFor(1);
+    return { receivers, id };
+  }
+  const changesHeard = () => sample("svc_webhook_subscription_changes_heard_total", {});
+
+  it("reads a change it made through the API at its next delivery, without waiting for PostgreSQL's notification", async () => {
+    const { receivers, id } = await deliveredSubscription(2);
+    const [first, second] = receivers as [Receiver, Receiver];
     // No notification from here on: only the dispatcher's own write can make it read the row again.
     await db.query(sql`ALTER TABLE webhook_dispatcher.subscriptions DISABLE TRIGGER subscriptions_changed`);
     onTestFinished(async () => {
       await db.query(sql`ALTER TABLE webhook_dispatcher.subscriptions ENABLE TRIGGER subscriptions_changed`);
     });
-    const heardBefore = await sample("svc_webhook_subscription_changes_heard_total", {});
-    const moved = await asOperator("PUT", `/api/webhooks/${sub.id}`, {
+    const heardBefore = await changesHeard();
+    const moved = await asOperator("PUT", `/api/webhooks/${id}`, {
       eventName: "user.deleted",
       targetUrl: second.url,
     });
@@ -1109,34 +1120,20 @@ describe("delivery", () => {
     await events.publish("user.deleted", null, { n: 2 });
     await second.waitFor(1);
     expect(first.received).toHaveLength(1);
-    expect(await sample("svc_webhook_subscription_changes_heard_total", {})).toBe(heardBefore);
+    expect(await changesHeard()).toBe(heardBefore);
   });
 
   it("reads a subscription changed with plain SQL afresh, also when the change came while the dispatcher was not listening", async () => {
-    const [first, second, third] = [new Receiver(), new Receiver(), new Receiver()];
-    for (const r of [first, second, third]) {
-      await r.start();
-      ownReceivers.push(r);
-    }
-    const sub = (
-      await asOperator("POST", "/api/webhooks", {
-        eventName: "user.deleted",
-        targetUrl: first.url,
-        secret: "s",
-      })
-    ).json<{ id: string }>();
+    const { receivers, id } = await deliveredSubscription(3);
+    const [first, second, third] = receivers as [Receiver, Receiver, Receiver];
     const moveTo = (url: string) =>
-      db.query(sql`UPDATE webhook_dispatcher.subscriptions SET target_url = ${url} WHERE id = ${sub.id}`);
-    const heard = () => sample("svc_webhook_subscription_changes_heard_total", {});
-    // Delivered once, so the dispatcher holds the subscription in memory.
-    await events.publish("user.deleted", null, { n: 1 });
-    await first.waitFor(1);
+      db.query(sql`UPDATE webhook_dispatcher.subscriptions SET target_url = ${url} WHERE id = ${id}`);
     // Changed behind the API's back: the trigger's notification drops the copy. A change counts for the
     // deliveries that start once the dispatcher has heard it (on a loaded machine, the listening
     // connection's backend can be scheduled after the event's whole way to a delivery).
-    const heardBefore = await heard();
+    const heardBefore = await changesHeard();
     await moveTo(second.url);
-    await until(async () => (await heard()) > heardBefore);
+    await until(async () => (await changesHeard()) > heardBefore);
     await events.publish("user.deleted", null, { n: 2 });
     await second.waitFor(1);
     // The listening connection is cut, and the change made before it is back goes unheard: the copies

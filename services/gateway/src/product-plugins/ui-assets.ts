@@ -8,7 +8,6 @@
  * the object store are not served).
  */
 import { createHash } from "node:crypto";
-import { extname } from "node:path";
 
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -19,24 +18,7 @@ import { ASSET_HASHES_KEY, AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@sv
 import type { ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance } from "fastify";
 
-const CONTENT_TYPES: Record<string, string> = {
-  ".js": "text/javascript; charset=utf-8",
-  ".mjs": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".json": "application/json; charset=utf-8",
-  ".map": "application/json; charset=utf-8",
-  ".html": "text/html; charset=utf-8",
-  ".svg": "image/svg+xml",
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".ico": "image/x-icon",
-  ".woff": "font/woff",
-  ".woff2": "font/woff2",
-  ".txt": "text/plain; charset=utf-8",
-};
+import { contentTypeOf, etagOf } from "../static-files.js";
 
 /** The latest published manifest and asset hashes, kept by watches on their KV keys. */
 export class ManifestWatch {
@@ -49,7 +31,7 @@ export class ManifestWatch {
     await follow(kv, MANIFEST_KEY, (entry) => {
       if (entry.operation === "PUT") {
         const bytes = Buffer.from(entry.value);
-        this.current = { bytes, etag: `"${createHash("sha256").update(bytes).digest("base64url")}"` };
+        this.current = { bytes, etag: etagOf(bytes) };
       } else {
         this.current = undefined;
       }
@@ -137,7 +119,7 @@ export async function registerUiAssets(
         throw new NotFoundError(`No plugin asset '${name}'.`);
       }
       return reply
-        .type(CONTENT_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream")
+        .type(contentTypeOf(path))
         .header("cache-control", "public, max-age=31536000, immutable")
         .send(bytes);
     },

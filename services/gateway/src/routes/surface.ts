@@ -10,9 +10,8 @@
  * - the redirects `/login`, `/` and every other GET of a path that is not a file: to the workspace shell
  *   when the host (and path) resolve a workspace, else to the admin shell (`/`, `/login`) or `/404`.
  */
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { extname, join, relative, sep } from "node:path";
+import { join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import type { Bus } from "@svc/bus";
@@ -32,6 +31,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
 import { type CacheLimits, followedCache } from "../resolve-cache.js";
+import { contentTypeOf, etagOf } from "../static-files.js";
 import {
   firstHeader,
   originFor,
@@ -55,19 +55,6 @@ function staticRoot(): string {
   throw new Error("the gateway's static files (surface-app/, admin/) were not found");
 }
 
-/** The content types of the files the shells ship (anything else is served as bytes). */
-const SHELL_TYPES: Readonly<Record<string, string>> = {
-  ".html": "text/html; charset=utf-8",
-  ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".json": "application/json",
-  ".map": "application/json",
-  ".svg": "image/svg+xml",
-  ".png": "image/png",
-  ".ico": "image/x-icon",
-  ".woff2": "font/woff2",
-};
-
 interface ShellFile {
   readonly body: Buffer;
   readonly type: string;
@@ -85,14 +72,15 @@ function shellFiles(root: string, dir: "surface-app" | "admin"): Map<string, She
   const files = new Map<string, ShellFile>();
   const base = join(root, dir);
   for (const entry of readdirSync(base, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile() || entry.name.startsWith(".")) continue;
+    if (!entry.isFile()) continue;
     const path = relative(base, join(entry.parentPath, entry.name)).split(sep).join("/");
+    // Dotfiles, and files in dot-directories, are not served.
     if (path.split("/").some((segment) => segment.startsWith("."))) continue;
     const body = readFileSync(join(base, path));
     const file: ShellFile = {
       body,
-      type: SHELL_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream",
-      etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`,
+      type: contentTypeOf(path),
+      etag: etagOf(body),
       cacheControl: path.endsWith(".html") ? "no-cache" : "public, max-age=300",
     };
     files.set(`/${dir}/${path}`, file);

@@ -159,7 +159,7 @@ export const pluginRegistrySettings = defineSettings({
       2_000,
       200,
       60_000,
-      "a plugin whose worker does not answer a heartbeat for this long (a busy loop) is stopped a second later (time for a full heap to abort it, named as such) and marked failed",
+      "a plugin whose worker does not answer a heartbeat for this long (a busy loop) is pinged again and, silent a second later (time for a full heap to abort it, named as such), stopped and marked failed",
     ),
   },
   check(config, problems) {

@@ -70,6 +70,40 @@ describe("the reason a plugin's process was stopped", () => {
   });
 });
 
+describe("the heartbeat after a stall of the registry's own loop", () => {
+  it("does not fail a plugin that answers once the registry's loop runs again", async () => {
+    writeFileSync(join(root, "calm.mjs"), "export class Plugin { activate() {} }\n");
+    const failures: string[] = [];
+    const host = new WorkerHost(pool, {
+      pluginId: "calm",
+      version: "1.0.0",
+      root,
+      entryFile: "calm.mjs",
+      entryTypeName: "Plugin",
+      hangTimeoutMs: 100,
+      memoryLimitMb: 32,
+      startTimeoutMs: 10_000,
+      log: quiet,
+      publish: async () => undefined,
+      onFailure: (reason) => failures.push(reason),
+    });
+    try {
+      await host.ready;
+      // This process's loop blocked for six hang timeouts: the plugin's pongs wait unread meanwhile.
+      const until = Date.now() + 600;
+      while (Date.now() < until) {
+        // busy: nothing of this process's runs
+      }
+      // Past the grace the hang check gives a silent worker (1 s), and a few heartbeats more.
+      await new Promise((resolve) => setTimeout(resolve, 1_600));
+      expect(failures).toEqual([]);
+      expect(host.running).toBe(true);
+    } finally {
+      await host.stop();
+    }
+  });
+});
+
 describe("the pool's spare processes", () => {
   it("keeps the spares started, hands one to a plugin and starts another in its place, and ends them on close", async () => {
     const spares = new WorkerPool({

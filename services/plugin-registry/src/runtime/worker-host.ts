@@ -397,17 +397,34 @@ export class WorkerHost {
   }
 
   private startHeartbeat(): void {
-    const every = Math.max(50, Math.floor(this.options.hangTimeoutMs / 4));
     this.lastPong = Date.now();
+    this.beat();
+  }
+
+  /**
+   * Pings every quarter of the hang timeout. A worker silent for longer is asked once more before it is
+   * failed: when this process's own loop was what stalled (a long collection, a slow synchronous step),
+   * the pongs that answer the last pings are still unread when the timer fires; they are read before the
+   * grace ends, and the heartbeat goes on. A worker in a busy loop answers nothing.
+   */
+  private beat(): void {
+    const every = Math.max(50, Math.floor(this.options.hangTimeoutMs / 4));
     this.heartbeat = setInterval(() => {
-      if (Date.now() - this.lastPong > this.options.hangTimeoutMs) {
-        clearInterval(this.heartbeat);
-        // A heap at its limit stalls in garbage collection before V8 aborts the process: give the abort
-        // a moment to arrive (the exit names the memory limit) before calling the stall a busy loop.
-        setTimeout(() => this.fail(this.stallReason()), STALL_GRACE_MS).unref();
+      if (Date.now() - this.lastPong <= this.options.hangTimeoutMs) {
+        this.post({ type: "ping", id: ++this.nextId });
         return;
       }
+      clearInterval(this.heartbeat);
+      const askedAt = Date.now();
       this.post({ type: "ping", id: ++this.nextId });
+      // A heap at its limit stalls in garbage collection before V8 aborts the process: the grace also
+      // gives the abort a moment to arrive (the exit names the memory limit) before calling the stall a
+      // busy loop.
+      setTimeout(() => {
+        if (this.ended) return;
+        if (this.lastPong >= askedAt) this.beat();
+        else this.fail(this.stallReason());
+      }, STALL_GRACE_MS).unref();
     }, every);
     this.heartbeat.unref();
   }

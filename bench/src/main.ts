@@ -26,7 +26,8 @@
  * method's noise), --tracing-rounds N (fresh gateway pairs, default 6), --tracing-windows N and
  * --tracing-window-seconds S (per round and route, each gateway of the pair is loaded in turn for N
  * windows of S seconds; defaults 4 and 2), --tracing-warmup S (each gateway's warm-up per route before
- * them, default 6),
+ * them, default 6), --pair-env A=1,B=2 (variables the second gateway of each pair also gets: with
+ * `--tracing-ratio off`, the method compares that setting alone),
  * BENCH_CPU_PROF=<dir> (the tracing comparison's gateways and the webhook part's services write V8 CPU
  * profiles there).
  */
@@ -88,6 +89,9 @@ const { values: args } = parseArgs({
     // The sampling ratio of the tracing gateways (the target is at 0.1); `off` starts them with tracing off
     // too, a control that shows the method's noise.
     "tracing-ratio": { type: "string", default: "0.1" },
+    // Variables the second gateway of each tracing pair also gets (`A=1,B=2`): with `--tracing-ratio off`,
+    // the same method compares a setting of the environment alone (MALLOC_ARENA_MAX, say).
+    "pair-env": { type: "string", default: "" },
     // Rounds of the tracing comparison: each starts a fresh gateway with tracing off and one with it on.
     "tracing-rounds": { type: "string", default: "6" },
     // Per round and route, the windows each gateway of the pair is loaded for, in turn, and their length.
@@ -101,7 +105,14 @@ const { values: args } = parseArgs({
 });
 const only = args.only;
 const tracingOff = args["tracing-ratio"] === "off";
-const ratioLabel = tracingOff ? "off" : `${Number(args["tracing-ratio"]) * 100} %`;
+const pairEnv = Object.fromEntries(
+  args["pair-env"]
+    .split(",")
+    .filter((pair) => pair.includes("="))
+    .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+) as Record<string, string>;
+const pairLabel = args["pair-env"] === "" ? "" : ` + ${args["pair-env"]}`;
+const ratioLabel = (tracingOff ? "off" : `${Number(args["tracing-ratio"]) * 100} %`) + pairLabel;
 
 const durationSeconds = Number(args.duration);
 const tracingRounds = Number(args["tracing-rounds"]);
@@ -371,6 +382,7 @@ async function tracingRuns(stackEnv: Record<string, string>, token: string): Pro
         ...stackEnv,
         ...(await secureBus?.serviceEnv("gateway")),
         GATEWAY_PORT: String(port),
+        ...(traced ? pairEnv : {}),
         ...(traced && !tracingOff
           ? {
               OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sinkUrl,
@@ -716,7 +728,7 @@ function printHttp() {
       const cost = 1 - onRun.requestsPerSecond / off.requestsPerSecond;
       console.log(
         tracingOff
-          ? `  ${pad(`${label}: the control, tracing off`, 42)} ${(cost * 100).toFixed(1)} % below the other (the method's noise)`
+          ? `  ${pad(`${label}: the control, tracing off${pairLabel}`, 42)} ${(cost * 100).toFixed(1)} % below the other (${pairLabel ? "the setting's cost" : "the method's noise"})`
           : `  ${pad(`${label}: ${ratioLabel} sampling costs`, 42)} ${(cost * 100).toFixed(1)} % of throughput (target <= 10 %: ${cost <= 0.1 ? "met" : "NOT met"})`,
       );
       // The gateway's own CPU time per request: what tracing adds to each, whatever the load tool and the

@@ -29,6 +29,7 @@ import {
   migrateAll,
   repoRoot,
   seedDemo,
+  SERVICE_ENV,
   SERVICE_NODE_FLAGS,
   SERVICES,
   tcpReachable,
@@ -290,6 +291,7 @@ try {
   });
   const development = (process.env.NODE_ENV ?? "development") === "development";
   const env = {
+    ...SERVICE_ENV,
     // Webhooks to local receivers are normal while developing; deployments allow nothing by default.
     BackendHost__WebhookAllowedNetworks__0: "127.0.0.0/8",
     // The example plugin's development signer is trusted in development only (its key is in the repo), next

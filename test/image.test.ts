@@ -25,7 +25,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 
-import { freePort, repoRoot, SERVICES } from "../scripts/lib/stack.js";
+import { freePort, repoRoot, SERVICE_ENV, SERVICE_NODE_FLAGS, SERVICES } from "../scripts/lib/stack.js";
 import { SurfaceRenderer } from "../services/plugin-registry/src/runtime/renderer.js";
 import { WorkerPool } from "../services/plugin-registry/src/runtime/worker-host.js";
 import { createHarness } from "./support/harness.js";
@@ -126,6 +126,18 @@ describe("the container image (deploy/Dockerfile)", () => {
       JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } }
     ).engines.node;
     expect(engines).toBe(`>=${pinned.split(".")[0]}`);
+  });
+
+  it("starts the services with the Node flags and environment make dev and the bench use", () => {
+    const entrypoint = runtime?.instructions.filter((i) => i.keyword === "ENTRYPOINT").at(-1)?.args ?? "";
+    expect(JSON.parse(entrypoint)).toEqual(["node", ...SERVICE_NODE_FLAGS]);
+    const env = Object.fromEntries(
+      (runtime?.instructions ?? [])
+        .filter((i) => i.keyword === "ENV")
+        .flatMap((i) => i.args.split(/\s+/))
+        .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+    );
+    expect(env).toMatchObject({ NODE_ENV: "production", ...SERVICE_ENV });
   });
 
   it("copies only files that exist in the tree or that the build makes", () => {

@@ -1,13 +1,15 @@
 import type { ChildProcess } from "node:child_process";
 
-import { freshKeys } from "../../scripts/lib/stack.js";
+import { freshKeys, SERVICE_ENV } from "../../scripts/lib/stack.js";
 
 /**
  * The environment of a benchmark's services: production mode (as deployed), so fresh keys for this run
- * (production refuses the built-in development ones), its own database, subject prefix and stream.
+ * (production refuses the built-in development ones), its own database, subject prefix and stream, and
+ * the environment the image gives them (`SERVICE_ENV`).
  */
 export function productionEnv(o: { databaseUrl: string; natsUrl: string; prefix: string; stream: string }) {
   return {
+    ...SERVICE_ENV,
     NODE_ENV: "production",
     LOG_LEVEL: "warn",
     DATABASE_URL: o.databaseUrl,

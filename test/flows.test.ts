@@ -272,7 +272,7 @@ describe("flow runs", () => {
     await new Promise((r) => child.once("exit", r));
     children.delete(child);
 
-    const dispatcher = await h.start(webhookDispatcherService, extra);
+    const dispatcher = await h.startForTest(webhookDispatcherService, extra);
     await receiver.waitFor(2, 20_000);
     const [first, second] = receiver.received;
     expect(second?.headers["x-svc-delivery"]).toBe(first?.headers["x-svc-delivery"]);
@@ -312,7 +312,7 @@ describe("flow runs", () => {
   }, 90_000);
 
   it("refuses a flow that would publish a core event of the platform", async () => {
-    const dispatcher = await h.start(webhookDispatcherService, extra);
+    const dispatcher = await h.startForTest(webhookDispatcherService, extra);
     for (const eventName of ["user.deleted", "plugin.refused", "flow.", "hello.greeted"]) {
       const refused = await api("POST", "/api/flows", operator, {
         name: "impostor",
@@ -336,7 +336,7 @@ describe("flow runs", () => {
   }, 40_000);
 
   it("stops a wide chain of flows at its event budget and caps flows per workspace", async () => {
-    const dispatcher = await h.start(webhookDispatcherService, {
+    const dispatcher = await h.startForTest(webhookDispatcherService, {
       ...extra,
       BackendHost__FlowEventBudget: "15",
       BackendHost__MaxFlowsPerWorkspace: "3",
@@ -377,7 +377,7 @@ describe("flow runs", () => {
   }, 40_000);
 
   it("fills placeholders from masked data: a flow cannot copy an e-mail address into a new name", async () => {
-    const dispatcher = await h.start(webhookDispatcherService, extra);
+    const dispatcher = await h.startForTest(webhookDispatcherService, extra);
     const created = await api("POST", "/api/flows", operator, {
       name: "copier",
       eventName: "flow.secret-in",
@@ -415,7 +415,7 @@ describe("flow runs", () => {
   }, 40_000);
 
   it("sends a flow's http actions through the receiver's circuit", async () => {
-    const dispatcher = await h.start(webhookDispatcherService, {
+    const dispatcher = await h.startForTest(webhookDispatcherService, {
       ...extra,
       BackendHost__WebhookCircuitFailureThreshold: "2",
       BackendHost__WebhookCircuitOpenMs: "60000",
@@ -458,7 +458,7 @@ describe("flow runs", () => {
   }, 40_000);
 
   it("stops a chain of flows that publish their own trigger after three runs", async () => {
-    const dispatcher = await h.start(webhookDispatcherService, extra);
+    const dispatcher = await h.startForTest(webhookDispatcherService, extra);
     const flow = await api("POST", "/api/flows", operator, {
       name: "echo",
       eventName: "flow.ping",

@@ -633,7 +633,7 @@ describe("a worker process that dies or freezes mid-job", () => {
     const { child, lines } = spawnWorker(1_000);
     await until(async () => lines.includes(`started ${id}`), 20_000);
     child.kill("SIGKILL");
-    const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
+    const reaper = await h.startForTest(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
     const worker = newWorker({ pollIntervalMs: 100 });
     const ran: string[] = [];
     worker.register(noopJob, { handler: async (job) => void ran.push(job.id) });
@@ -652,7 +652,7 @@ describe("a worker process that dies or freezes mid-job", () => {
     expect(await row(id)).toMatchObject({ status: JobStatus.Running });
     child.kill("SIGKILL");
     const killedAt = Date.now();
-    const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "500" });
+    const reaper = await h.startForTest(jobReaperService, { BackendHost__JobReaperIntervalMs: "500" });
     const worker = newWorker({ pollIntervalMs: 100 });
     worker.register(noopJob, { handler: async () => undefined });
     await worker.start();
@@ -670,7 +670,7 @@ describe("a worker process that dies or freezes mid-job", () => {
     await until(async () => lines.includes(`started ${id}`), 20_000);
     child.kill("SIGSTOP");
     // While it is frozen its lease lapses; the reaper frees the job and another worker completes it.
-    const reaper = await h.start(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
+    const reaper = await h.startForTest(jobReaperService, { BackendHost__JobReaperIntervalMs: "100" });
     const worker = newWorker({ pollIntervalMs: 100 });
     worker.register(noopJob, { handler: async () => undefined });
     await worker.start();
@@ -738,7 +738,7 @@ describe("the jobs list (job-reaper.jobs.list)", () => {
   });
 
   it("pages with a stable cursor, filters, applies scope and lists dead letters", async () => {
-    const service = await h.start(jobReaperService);
+    const service = await h.startForTest(jobReaperService);
     // Sent as the gateway sends: the principal signed with a published key (published on a connection of
     // the test's own: the service's user may not write the gateway's keys).
     const own = await connect(h.natsOptions());
@@ -1035,7 +1035,7 @@ describe("retention of ended jobs", () => {
     const old = await jobAged(JobStatus.Succeeded, 12, 11);
     const young = await jobAged(JobStatus.Succeeded, 9, 9);
     const waiting = await jobAged(JobStatus.Pending, 12, null);
-    const reaper = await h.start(jobReaperService, { BackendHost__JobRetentionDays: "10" });
+    const reaper = await h.startForTest(jobReaperService, { BackendHost__JobRetentionDays: "10" });
     await until(async () => !(await left()).includes(old));
     expect(await left()).toEqual([young, waiting]);
     await reaper.stop();

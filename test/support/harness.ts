@@ -11,7 +11,7 @@ import type { ServiceName } from "@svc/contracts";
 import { createLogger } from "@svc/observability";
 import { type RunningService, SERVICE_NEEDS, type ServiceDefinition, startService } from "@svc/runtime";
 import pg from "pg";
-import { afterAll, inject } from "vitest";
+import { afterAll, inject, onTestFinished } from "vitest";
 
 import { ALL_SERVICE_SETTINGS } from "../../scripts/lib/service-settings.js";
 import { seedDemo } from "../../scripts/lib/stack.js";
@@ -73,6 +73,11 @@ export interface Harness {
     extra?: Record<string, string>,
     options?: { readonly logTo?: { write(line: string): void } },
   ): Promise<RunningService>;
+  /**
+   * `start` for one test: the service is stopped when the test finishes, passed or failed, so a failure
+   * does not leave it consuming the next test's events. Call it inside a test.
+   */
+  startForTest(definition: ServiceDefinition, extra?: Record<string, string>): Promise<RunningService>;
   /** Runs SQL against this file's database. */
   sql<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<T[]>;
   stopAll(): Promise<void>;
@@ -172,12 +177,18 @@ export async function createHarness(options: { seed?: boolean } = {}): Promise<H
       const tracked: RunningService = {
         ...service,
         stop: async () => {
+          // Once: a test's own stop and its end (startForTest) may both ask.
+          if (!running.delete(tracked)) return;
           await service.stop();
-          running.delete(tracked);
         },
       };
       running.add(tracked);
       return tracked;
+    },
+    async startForTest(definition, extra) {
+      const service = await harness.start(definition, extra);
+      onTestFinished(() => service.stop());
+      return service;
     },
     async sql(text, values) {
       return (await client.query(text, values)).rows;

@@ -188,6 +188,10 @@ describe("the container image (deploy/Dockerfile)", () => {
       const imported = /await import\("\.\/([^"]+\.bundle\.mjs)"\)/.exec(readFileSync(file, "utf8"))?.[1];
       const code = imported === undefined ? file : join(out, imported);
       expect(statSync(code).size, bundle).toBeGreaterThan(1_000);
+      // The version is fixed into it; the root package.json (its scripts, its dependency lists) is not.
+      const text = readFileSync(code, "utf8");
+      expect(text, bundle).toContain(JSON.stringify(pkg.version));
+      expect(text, bundle).not.toMatch(/\bdevDependencies\b/);
     }
     // Loaded by URL next to the registry's bundle (the plugin and render workers) and every service's (the
     // span export's worker), and the gateway's static shells.

@@ -1,13 +1,14 @@
 /**
  * What this build is (the host version is fixed at build time). `make build` bakes the root
  * package.json's version, the commit and the build time into every bundle (esbuild's `define` of
- * `__SVC_BUILD_INFO__`, scripts/build.mjs); run from the sources (tests, `make dev`), the version is read
- * from the same package.json and the commit and build time are unknown. The container image carries the
- * same version as its `org.opencontainers.image.version` label (deploy/Dockerfile, `make image`).
+ * `__SVC_BUILD_INFO__`, scripts/build.mjs); run from the sources (tests), the version is read from the
+ * same package.json as the module loads (read, not imported: an import put the whole file, its scripts
+ * and dependency lists, into every bundle) and the commit and build time are unknown. The container image
+ * carries the same version as its `org.opencontainers.image.version` label (deploy/Dockerfile, `make image`).
  */
-import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
+import { readFileSync } from "node:fs";
 
-import rootPackage from "../../../package.json" with { type: "json" };
+import { PLUGIN_CONTRACT_VERSION } from "@svc/plugin-sdk";
 
 export interface BuildInfo {
   /** The host version (semver): what `dependencies.host` of a plugin is checked against. */
@@ -23,7 +24,15 @@ declare const __SVC_BUILD_INFO__: BuildInfo | undefined;
 export const BUILD_INFO: BuildInfo = Object.freeze(
   typeof __SVC_BUILD_INFO__ === "object" && __SVC_BUILD_INFO__ !== null
     ? { ...__SVC_BUILD_INFO__ }
-    : { version: rootPackage.version, commit: null, builtAt: null },
+    : {
+        version: (
+          JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
+            version: string;
+          }
+        ).version,
+        commit: null,
+        builtAt: null,
+      },
 );
 
 /** The host version, fixed at build time. */

@@ -422,7 +422,8 @@ export class WorkerHost {
       // busy loop.
       setTimeout(() => {
         if (this.ended) return;
-        if (this.lastPong >= askedAt) this.beat();
+        // Answered: alive as of that answer, and the hang timeout counts afresh.
+        if (this.lastPong >= askedAt) this.startHeartbeat();
         else this.fail(this.stallReason());
       }, STALL_GRACE_MS).unref();
     }, every);

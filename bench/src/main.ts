@@ -718,7 +718,7 @@ function printHttp() {
     );
     for (const r of tracingResults) {
       console.log(
-        `  ${pad(r.name, 42)}${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}  (rounds ${num(r.spread[0])}-${num(r.spread[1])})`,
+        `  ${pad(r.name, 41)} ${pad(num(r.requestsPerSecond), 10)} req/s  p50 ${num(r.p50Ms)} ms  p99 ${num(r.p99Ms)} ms  ${r.errors}/${r.non2xx}  (rounds ${num(r.spread[0])}-${num(r.spread[1])})`,
       );
     }
     for (const [label, off, onRun] of [

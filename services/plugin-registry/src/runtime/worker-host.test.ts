@@ -29,27 +29,29 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true });
 });
 
+/** A plugin `<name>.mjs` in `root` whose source is `source`, hosted with a 100 ms hang timeout. */
+function hostOf(name: string, source: string, onFailure: (reason: string) => void): WorkerHost {
+  writeFileSync(join(root, `${name}.mjs`), source);
+  return new WorkerHost(pool, {
+    pluginId: name,
+    version: "1.0.0",
+    root,
+    entryFile: `${name}.mjs`,
+    entryTypeName: "Plugin",
+    hangTimeoutMs: 100,
+    memoryLimitMb: 32,
+    startTimeoutMs: 10_000,
+    log: quiet,
+    publish: async () => undefined,
+    onFailure,
+  });
+}
+
 /** Starts a plugin whose activate() schedules `body` to run once the plugin is ready. */
 function failureOf(name: string, body: string): Promise<string> {
-  writeFileSync(
-    join(root, `${name}.mjs`),
-    `export class Plugin { activate() { setTimeout(() => { ${body} }, 50); } }\n`,
-  );
   return new Promise<string>((resolve, reject) => {
-    const host = new WorkerHost(pool, {
-      pluginId: name,
-      version: "1.0.0",
-      root,
-      entryFile: `${name}.mjs`,
-      entryTypeName: "Plugin",
-      hangTimeoutMs: 100,
-      memoryLimitMb: 32,
-      startTimeoutMs: 10_000,
-      log: quiet,
-      publish: async () => undefined,
-      onFailure: resolve,
-    });
-    host.ready.catch(reject);
+    const source = `export class Plugin { activate() { setTimeout(() => { ${body} }, 50); } }\n`;
+    hostOf(name, source, resolve).ready.catch(reject);
   });
 }
 
@@ -72,21 +74,8 @@ describe("the reason a plugin's process was stopped", () => {
 
 describe("the heartbeat after a stall of the registry's own loop", () => {
   it("does not fail a plugin that answers once the registry's loop runs again", async () => {
-    writeFileSync(join(root, "calm.mjs"), "export class Plugin { activate() {} }\n");
     const failures: string[] = [];
-    const host = new WorkerHost(pool, {
-      pluginId: "calm",
-      version: "1.0.0",
-      root,
-      entryFile: "calm.mjs",
-      entryTypeName: "Plugin",
-      hangTimeoutMs: 100,
-      memoryLimitMb: 32,
-      startTimeoutMs: 10_000,
-      log: quiet,
-      publish: async () => undefined,
-      onFailure: (reason) => failures.push(reason),
-    });
+    const host = hostOf("calm", "export class Plugin { activate() {} }\n", (reason) => failures.push(reason));
     try {
       await host.ready;
       // This process's loop blocked for six hang timeouts: the plugin's pongs wait unread meanwhile.

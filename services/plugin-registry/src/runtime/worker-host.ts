@@ -251,6 +251,8 @@ export class WorkerHost {
   private readonly process: PluginProcess;
   private nextId = 0;
   private lastPong = Date.now();
+  /** The id of the latest ping answered. */
+  private answeredPing = 0;
   /** The process's resident memory once the plugin had started: what a stall's growth is measured from. */
   private residentAtStart: number | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -363,6 +365,7 @@ export class WorkerHost {
     switch (message.type) {
       case "pong":
         this.lastPong = Date.now();
+        this.answeredPing = Math.max(this.answeredPing, message.id);
         return;
       case "span":
         recordProcessSpan(this.options, message);
@@ -404,8 +407,9 @@ export class WorkerHost {
   /**
    * Pings every quarter of the hang timeout. A worker silent for longer is asked once more before it is
    * failed: when this process's own loop was what stalled (a long collection, a slow synchronous step),
-   * the pongs that answer the last pings are still unread when the timer fires; they are read before the
-   * grace ends, and the heartbeat goes on. A worker in a busy loop answers nothing.
+   * the pongs that answer the last pings are still unread when the timer fires, and the worker answers
+   * the new ping before the grace ends: the heartbeat goes on. A worker in a busy loop or stalled in
+   * garbage collection does not answer the new ping (a pong to an older one, read late, does not count).
    */
   private beat(): void {
     const every = Math.max(50, Math.floor(this.options.hangTimeoutMs / 4));
@@ -415,15 +419,15 @@ export class WorkerHost {
         return;
       }
       clearInterval(this.heartbeat);
-      const askedAt = Date.now();
-      this.post({ type: "ping", id: ++this.nextId });
+      const asked = ++this.nextId;
+      this.post({ type: "ping", id: asked });
       // A heap at its limit stalls in garbage collection before V8 aborts the process: the grace also
       // gives the abort a moment to arrive (the exit names the memory limit) before calling the stall a
       // busy loop.
       setTimeout(() => {
         if (this.ended) return;
-        // Answered: alive as of that answer, and the hang timeout counts afresh.
-        if (this.lastPong >= askedAt) this.startHeartbeat();
+        // This ping answered (not an older one read late): alive, and the hang timeout counts afresh.
+        if (this.answeredPing >= asked) this.startHeartbeat();
         else this.fail(this.stallReason());
       }, STALL_GRACE_MS).unref();
     }, every);

@@ -608,6 +608,43 @@ describe("fairness between workspaces", () => {
     expect(most).toBe(2);
     expect(together).toBe(4);
   });
+
+  it("starts at most JobWorkspaceRatePerSecond jobs of one workspace a second, spread out, and another's at once", async () => {
+    const rate = 20;
+    await enqueueMany(
+      db,
+      Array.from({ length: 60 }, (_, n) => fairJob.request({ n }, { workspaceKey: "flood" })),
+    );
+    const starts: Array<{ key: string; at: number }> = [];
+    // No poll to fall back on: the pace's own timer starts the held jobs.
+    const worker = newWorker({ workspaceRate: rate, pollIntervalMs: 3_600_000 });
+    onTestFinished(() => worker.stop());
+    worker.register(fairJob, {
+      concurrency: 10,
+      handler: async (job) => {
+        starts.push({ key: job.workspaceKey ?? "", at: performance.now() });
+        await new Promise((r) => setTimeout(r, 1));
+      },
+    });
+    await worker.start();
+    await until(async () => starts.length >= 10, 10_000);
+    // While the flood is held to its pace, another workspace's jobs are claimed and start at once.
+    await enqueueMany(
+      db,
+      Array.from({ length: 3 }, (_, n) => fairJob.request({ n }, { workspaceKey: "small" })),
+    );
+    await until(async () => starts.length === 63, 20_000);
+    const flood = starts.filter((s) => s.key === "flood").map((s) => s.at);
+    // A burst of 100 ms' worth (3 at 20 a second) at most, then one every 50 ms: never more in a window.
+    for (const [i, at] of flood.entries()) {
+      const inSecond = flood.filter((t) => t >= at && t < at + 1_000).length;
+      expect(inSecond, `starts in the second from the ${i + 1}th`).toBeLessThanOrEqual(rate + 3);
+    }
+    expect((flood.at(-1) ?? 0) - (flood[0] ?? 0)).toBeGreaterThanOrEqual(((60 - 3) * 1_000) / rate - 5);
+    // The small workspace's jobs did not wait behind the flood's held ones.
+    const lastSmall = starts.findLastIndex((s) => s.key === "small");
+    expect(starts.slice(lastSmall + 1).filter((s) => s.key === "flood").length).toBeGreaterThan(10);
+  });
 });
 
 describe("a worker process that dies or freezes mid-job", () => {

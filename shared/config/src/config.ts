@@ -284,6 +284,13 @@ export const platformSettings = defineSettings({
       10_000,
       "most jobs of one type one workspace runs at once in one service replica (0: no limit but the type's own)",
     ),
+    jobWorkspaceRatePerSecond: setting.int(
+      "BackendHost:JobWorkspaceRatePerSecond",
+      0,
+      0,
+      1_000_000,
+      "most jobs of one type one workspace starts per second in one service replica, spread over the second (0: no limit): a quota that keeps one workspace's backlog from taking the whole machine",
+    ),
   },
   check: checkNatsConnection,
 });

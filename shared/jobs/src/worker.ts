@@ -52,6 +52,8 @@ export interface HandlerRegistration<P> {
   readonly batchSize?: number;
   /** Most jobs of this type one workspace runs at once in this process (default: the worker's, else none). */
   readonly workspaceConcurrency?: number;
+  /** Most jobs of this type one workspace starts per second in this process (default: the worker's, else none). */
+  readonly workspaceRate?: number;
 }
 
 export interface WorkerOptions {
@@ -69,6 +71,11 @@ export interface WorkerOptions {
   readonly batchSize?: number;
   /** Most jobs of a type one workspace runs at once in this process (0 or unset: no limit but the type's). */
   readonly workspaceConcurrency?: number;
+  /**
+   * Most jobs of a type one workspace starts per second in this process (0 or unset: no limit): a quota
+   * that keeps one workspace's backlog from taking the whole machine while it drains.
+   */
+  readonly workspaceRate?: number;
   /** How long stop() lets running jobs finish before aborting them, ms. */
   readonly shutdownGraceMs?: number;
 }
@@ -90,6 +97,11 @@ const WORKSPACES_PER_CLAIM = 64;
  * scheduled jobs that came due without a notification.
  */
 const ROUND_RECHECK_MS = 1_000;
+/**
+ * Under a per-workspace rate, how far ahead of its even pace a workspace may start jobs (a burst of
+ * `rate / 10` at most): the starts are spread over the second, not taken in one go at its start.
+ */
+const RATE_TOLERANCE_MS = 100;
 
 class Lane {
   /** Claimed, not started: taken round the workspaces (fair-queue.ts). */
@@ -97,6 +109,15 @@ class Lane {
   readonly running = new Map<string, { job: ClaimedJob; abort: AbortController; done: Promise<void> }>();
   /** Running jobs by workspace ('' for none), for the per-workspace limit. */
   private readonly runningIn = new Map<string, number>();
+  /**
+   * Under a per-workspace rate: when each workspace's next job is due at its even pace (epoch ms; the
+   * generic cell rate algorithm's theoretical arrival time). A job may start up to `RATE_TOLERANCE_MS`
+   * before it; past entries are pruned.
+   */
+  private readonly paceAt = new Map<string, number>();
+  /** Starts the queued jobs of a workspace held by its rate when the first of them may start. */
+  private paceTimer: NodeJS.Timeout | undefined;
+  private paceTimerAt = 0;
   /** Where the next round-robin claim starts (null: from the first workspace). */
   private roundFrom: string | null = null;
   /** Jobs of this type were inserted since the last round-robin claim (PostgreSQL's NOTIFY). */
@@ -136,6 +157,8 @@ class Lane {
     private readonly batchSize: number,
     /** Most running at once per workspace (0: no limit but `concurrency`). */
     private readonly workspaceConcurrency: number,
+    /** Most started per second per workspace (0: no limit). */
+    private readonly workspaceRate = 0,
   ) {
     this.lowWater = Math.max(concurrency, Math.floor(batchSize / 2));
   }
@@ -161,7 +184,7 @@ class Lane {
     const now = Date.now();
     // Workspaces at their limit with a slot's worth queued already: claiming more of theirs would fill
     // the queue with jobs that cannot start.
-    const full = this.atLimit().filter((key) => this.queue.count(key) >= this.workspaceConcurrency);
+    const full = this.held().filter((key) => this.queue.count(key) >= this.slotsWorth());
     for (const key of full) this.passedOver.add(key);
     if (
       full.length > 0 ||
@@ -222,7 +245,8 @@ class Lane {
       !this.fetching ||
       this.inserted ||
       this.othersWaiting ||
-      this.workspaceConcurrency > 0
+      this.workspaceConcurrency > 0 ||
+      this.workspaceRate > 0
     )
       return;
     const wanted = this.batchSize;
@@ -254,20 +278,46 @@ class Lane {
     }
   }
 
-  /** Workspaces running as many jobs as the per-workspace limit allows (none without a limit). */
-  private atLimit(): string[] {
+  /**
+   * Workspaces whose jobs may not start now: running as many as the per-workspace limit allows, or ahead
+   * of their pace under the per-workspace rate (none without either).
+   */
+  private held(now = Date.now()): string[] {
     const cap = this.workspaceConcurrency;
-    if (cap <= 0) return [];
-    return [...this.runningIn].filter(([, n]) => n >= cap).map(([key]) => key);
+    const out = cap <= 0 ? [] : [...this.runningIn].filter(([, n]) => n >= cap).map(([key]) => key);
+    for (const [key, at] of this.paceAt) {
+      if (at <= now) this.paceAt.delete(key);
+      else if (at > now + RATE_TOLERANCE_MS && !out.includes(key)) out.push(key);
+    }
+    return out;
+  }
+
+  /** Whether a job of the workspace may start now (under both per-workspace limits). */
+  private mayStart(key: string, now: number): boolean {
+    const cap = this.workspaceConcurrency;
+    if (cap > 0 && (this.runningIn.get(key) ?? 0) >= cap) return false;
+    return this.workspaceRate <= 0 || (this.paceAt.get(key) ?? 0) <= now + RATE_TOLERANCE_MS;
   }
 
   /**
-   * Queued jobs that may start when a slot frees: those of a workspace at its limit wait for its own jobs,
-   * so they neither count toward a full queue nor stop the lane from claiming the others'.
+   * How many queued jobs of a held workspace are enough: a claim takes no more of its jobs while it has
+   * this many waiting (a slot's worth under the limit; a tenth of a second's under the rate).
+   */
+  private slotsWorth(): number {
+    return Math.max(
+      1,
+      this.workspaceConcurrency,
+      this.workspaceRate > 0 ? Math.ceil(this.workspaceRate / (1000 / RATE_TOLERANCE_MS)) : 0,
+    );
+  }
+
+  /**
+   * Queued jobs that may start when a slot frees: those of a held workspace wait for its own jobs or its
+   * pace, so they neither count toward a full queue nor stop the lane from claiming the others'.
    */
   private startable(): number {
     let held = 0;
-    for (const key of this.atLimit()) held += this.queue.count(key);
+    for (const key of this.held()) held += this.queue.count(key);
     return this.queue.length - held;
   }
 
@@ -348,6 +398,8 @@ class Lane {
     clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
     this.wakeTimes = [];
+    clearTimeout(this.paceTimer);
+    this.paceTimer = undefined;
   }
 
   /** Starts queued jobs while slots are free, then claims more if the queue is short and more are due. */
@@ -360,22 +412,48 @@ class Lane {
   }
 
   private startQueued(): void {
-    const cap = this.workspaceConcurrency;
-    const mayStart = cap > 0 ? (key: string) => (this.runningIn.get(key) ?? 0) < cap : undefined;
+    const limited = this.workspaceConcurrency > 0 || this.workspaceRate > 0;
+    const now = Date.now();
+    const mayStart = limited ? (key: string) => this.mayStart(key, now) : undefined;
     while (!this.stopping && this.running.size < this.concurrency && this.queue.length > 0) {
       const job = this.queue.shift(mayStart);
-      // Every workspace with jobs queued is at its limit: the next one to finish starts another.
-      if (job === undefined) return;
-      this.start(job);
+      // Every workspace with jobs queued is held: at its limit, the next one to finish starts another;
+      // ahead of its pace, the pace's timer does.
+      if (job === undefined) return this.armPace(now);
+      this.start(job, now);
     }
   }
 
-  private start(job: ClaimedJob) {
+  /** With slots free and every queued workspace held, starts again when the first one's pace allows. */
+  private armPace(now: number): void {
+    if (this.workspaceRate <= 0 || this.stopping) return;
+    let first = Number.POSITIVE_INFINITY;
+    for (const key of this.queue.workspaces()) {
+      const at = this.paceAt.get(key);
+      if (at !== undefined && at > now + RATE_TOLERANCE_MS) first = Math.min(first, at - RATE_TOLERANCE_MS);
+    }
+    if (first === Number.POSITIVE_INFINITY) return;
+    if (this.paceTimer !== undefined && this.paceTimerAt <= first) return;
+    clearTimeout(this.paceTimer);
+    this.paceTimerAt = first;
+    this.paceTimer = setTimeout(
+      () => {
+        this.paceTimer = undefined;
+        this.pump();
+      },
+      Math.max(1, first - Date.now()),
+    );
+    this.paceTimer.unref();
+  }
+
+  private start(job: ClaimedJob, now: number) {
     const key = job.workspaceKey ?? "";
-    if (this.passedOver.has(key) && this.queue.count(key) < this.workspaceConcurrency) {
+    if (this.passedOver.has(key) && this.queue.count(key) < this.slotsWorth()) {
       this.passedOver.delete(key);
       this.moreDue = true;
     }
+    if (this.workspaceRate > 0)
+      this.paceAt.set(key, Math.max(this.paceAt.get(key) ?? 0, now) + 1000 / this.workspaceRate);
     const abort = new AbortController();
     this.worker.metrics?.claimLatency.observe(
       { type: job.type },
@@ -503,9 +581,10 @@ export class JobWorker {
     // The lane hands the handler jobs claimed by this type's name: their payloads are the definition's.
     const lane = registration as HandlerRegistration<unknown>;
     const perWorkspace = registration.workspaceConcurrency ?? this.options.workspaceConcurrency ?? 0;
+    const rate = registration.workspaceRate ?? this.options.workspaceRate ?? 0;
     this.lanes.set(
       definition.type,
-      new Lane(definition.type, lane, this, concurrency, batchSize, perWorkspace),
+      new Lane(definition.type, lane, this, concurrency, batchSize, perWorkspace, rate),
     );
     return this;
   }

@@ -151,8 +151,8 @@ export type ServiceSpec<D extends AnySettings, C extends ServiceContract, J exte
 > & {
   /**
    * The job types it owns: the runtime runs a job worker for them (leases, polls and the per-workspace
-   * limit from the settings `JobLeaseMs`, `JobPollIntervalMs` and `JobWorkspaceConcurrency`), started
-   * after `start` and stopped after `beforeDrain`.
+   * limits from the settings `JobLeaseMs`, `JobPollIntervalMs`, `JobWorkspaceConcurrency` and
+   * `JobWorkspaceRatePerSecond`), started after `start` and stopped after `beforeDrain`.
    */
   readonly jobs?: J;
   /** Registers background work; answers with the implementation of the contract and the hooks. */
@@ -191,6 +191,7 @@ export function defineService<
         leaseMs: deps.config.backendHost.jobLeaseMs,
         pollIntervalMs: deps.config.backendHost.jobPollIntervalMs,
         workspaceConcurrency: deps.config.backendHost.jobWorkspaceConcurrency,
+        workspaceRate: deps.config.backendHost.jobWorkspaceRatePerSecond,
       });
       const handlers = jobs as Readonly<Record<string, HandlerRegistration<never>>>;
       for (const [name, definition] of jobTypes) {

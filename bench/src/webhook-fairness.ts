@@ -2,8 +2,12 @@
  * Fairness between tenants in the webhook pipeline: four small workspaces each publish an event every
  * 20 ms (200 events/s), each with a subscription of its own to a local receiver; first alone, then right
  * after a fifth workspace published nine times as many (90 % of the events) as fast as JetStream
- * acknowledges them, then the same again with the dispatcher's `JobWorkspaceConcurrency` at half the
- * delivery concurrency (BENCH_WEBHOOK_CAP=N sets another). Reported: the small workspaces'
+ * acknowledges them, then the same again with the dispatcher's `JobWorkspaceConcurrency` at half and at a
+ * tenth of the delivery concurrency (BENCH_WEBHOOK_CAPS=25,5 sets others), and with
+ * `JobWorkspaceRatePerSecond` at 500, a quota on each workspace's deliveries (BENCH_WEBHOOK_RATES=500 sets
+ * others; the small workspaces' 50 a second each are well under it). Each dispatcher started
+ * warms up (connections, caches, compiled code) in an unmeasured phase first, so the baseline is not a
+ * cold start's. Reported: the small workspaces'
  * publish-to-receipt p50/p95 in each phase and the ratio to alone (target: within 2x), and the p95 of each
  * stage of their deliveries, read from their jobs: published to matched, to started, to completed. The
  * built dispatcher, in production mode, on a database, subject prefix and stream of its own.
@@ -23,9 +27,16 @@ import { dispatcherEnv, startReceiver } from "./receiver.js";
 import { againstAlone, percentile, sorted } from "./stats.js";
 
 const SMALL = ["small-1", "small-2", "small-3", "small-4"];
-/** The dispatcher's delivery concurrency, and the per-workspace limit of the last phase. */
+/** The dispatcher's delivery concurrency, and the per-workspace limits of the capped phases. */
 const DELIVERY_CONCURRENCY = 50;
-const CAP = Number(process.env.BENCH_WEBHOOK_CAP ?? DELIVERY_CONCURRENCY / 2);
+const CAPS = (process.env.BENCH_WEBHOOK_CAPS ?? `${DELIVERY_CONCURRENCY / 2},${DELIVERY_CONCURRENCY / 10}`)
+  .split(",")
+  .map(Number)
+  .filter((n) => Number.isInteger(n) && n > 0);
+const RATES = (process.env.BENCH_WEBHOOK_RATES ?? "500")
+  .split(",")
+  .map(Number)
+  .filter((n) => Number.isInteger(n) && n > 0);
 
 export interface WebhookFairnessPhase {
   readonly smallEvents: number;
@@ -43,8 +54,8 @@ export interface WebhookFairnessPhase {
 export interface WebhookFairnessResult {
   readonly alone: WebhookFairnessPhase;
   readonly flooded: WebhookFairnessPhase;
-  readonly capped: WebhookFairnessPhase;
-  readonly cap: number;
+  /** The same flood under each per-workspace limit and rate (its setting, as `Name value`). */
+  readonly limited: ReadonlyArray<{ readonly setting: string; readonly phase: WebhookFairnessPhase }>;
 }
 
 export async function runWebhookFairnessBench(
@@ -77,11 +88,11 @@ export async function runWebhookFairnessBench(
   const stopDispatcher = async () => {
     if (dispatcher !== undefined) await stopChild(dispatcher);
   };
-  const startDispatcher = async (cap: number) => {
+  const startDispatcher = async (settings: Readonly<Record<string, string>> = {}) => {
     await stopDispatcher();
     dispatcher = spawn(process.execPath, [join("dist", "webhook-dispatcher.mjs")], {
       cwd: repoRoot,
-      env: { ...env, BackendHost__JobWorkspaceConcurrency: String(cap) },
+      env: { ...env, ...settings },
       stdio: ["ignore", "ignore", "inherit"],
     });
     const jsm = await jetstreamManager(nc);
@@ -160,15 +171,23 @@ export async function runWebhookFairnessBench(
       };
     };
 
-    await startDispatcher(0);
     const floodSize = ticks * SMALL.length * 9;
+    // Every dispatcher warms up (connections, caches, compiled code) before it is measured.
+    await startDispatcher();
+    await phase("warm", 0);
     const alone = await phase("alone", 0);
     const flooded = await phase("flooded", floodSize);
-    await startDispatcher(CAP);
-    // The restarted dispatcher warms up (connections, caches) before the flood, as the first one did.
-    await phase("warm", 0);
-    const capped = await phase("capped", floodSize);
-    return { alone, flooded, capped, cap: CAP };
+    const limited: Array<{ setting: string; phase: WebhookFairnessPhase }> = [];
+    for (const [name, value] of [
+      ...CAPS.map((cap) => ["JobWorkspaceConcurrency", cap] as const),
+      ...RATES.map((rate) => ["JobWorkspaceRatePerSecond", rate] as const),
+    ]) {
+      const setting = `${name} ${value}`;
+      await startDispatcher({ [`BackendHost__${name}`]: String(value) });
+      await phase(`warm ${setting}`, 0);
+      limited.push({ setting, phase: await phase(setting, floodSize) });
+    }
+    return { alone, flooded, limited };
   } finally {
     await stopDispatcher();
     receiver.close();
@@ -189,9 +208,9 @@ export function printWebhookFairnessResults(r: WebhookFairnessResult): void {
     `  small workspaces alone: ${alone.smallEvents} deliveries, publish-to-receipt p50 ${alone.p50Ms} ms, p95 ${alone.p95Ms} ms (${stages(alone)})`,
   );
   for (const [label, p] of [
-    ["taking turns", r.flooded],
-    [`taking turns, JobWorkspaceConcurrency ${r.cap}`, r.capped],
-  ] as const) {
+    ["taking turns", r.flooded] as const,
+    ...r.limited.map((l) => [`taking turns, ${l.setting}`, l.phase] as const),
+  ]) {
     console.log(
       `  after a flood of ${p.floodEvents} events (90 % of all), ${label}: p50 ${p.p50Ms} ms, p95 ${p.p95Ms} ms, ${againstAlone(p.p95Ms, alone.p95Ms)}; the flood's own p95 ${p.floodP95Ms} ms (small workspaces' ${stages(p)})`,
     );

@@ -95,6 +95,13 @@ describe("media", () => {
         })
       ).status,
     ).toBe(304);
+    expect(
+      (
+        await api("GET", `/api/media/${id}/content`, operator, undefined, {
+          headers: { "if-none-match": `"stale", W/${etag}` },
+        })
+      ).status,
+    ).toBe(304);
 
     const part = await api("GET", `/api/media/${id}/content`, operator, undefined, {
       headers: { range: "bytes=1-3" },

@@ -1,9 +1,12 @@
 /**
- * What the gateway's static answers share (the shells' files, plugins' UI assets and manifest): the
- * content type by a file's extension, and a strong ETag from the bytes.
+ * What the gateway's static answers share (the shells' files, plugins' UI assets and manifest, media): the
+ * content type by a file's extension, a strong ETag from the bytes, and the revalidation against it.
  */
 import { createHash } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
 import { extname } from "node:path";
+
+import fresh from "fresh";
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".js": "text/javascript; charset=utf-8",
@@ -32,4 +35,13 @@ export function contentTypeOf(path: string): string {
 /** A strong ETag for `bytes`: their SHA-256, base64url, quoted. */
 export function etagOf(bytes: Uint8Array): string {
   return `"${createHash("sha256").update(bytes).digest("base64url")}"`;
+}
+
+/**
+ * Whether a conditional GET may be answered 304 Not Modified: its `If-None-Match` names `etag` (RFC 9110
+ * 13.1.2: a list, `*`, or the weak form a proxy makes when it compresses the answer, compared weakly as
+ * a GET's is). An end-to-end reload (`Cache-Control: no-cache`) always gets the whole answer.
+ */
+export function notModified(headers: IncomingHttpHeaders, etag: string): boolean {
+  return headers["if-none-match"] !== undefined && fresh(headers, { etag });
 }

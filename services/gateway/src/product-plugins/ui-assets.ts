@@ -18,7 +18,7 @@ import { ASSET_HASHES_KEY, AssetStore, MANIFEST_BUCKET, MANIFEST_KEY } from "@sv
 import type { ServiceDeps } from "@svc/runtime";
 import type { FastifyInstance } from "fastify";
 
-import { contentTypeOf, etagOf } from "../static-files.js";
+import { contentTypeOf, etagOf, notModified } from "../static-files.js";
 
 /** The latest published manifest and asset hashes, kept by watches on their KV keys. */
 export class ManifestWatch {
@@ -90,7 +90,7 @@ export async function registerUiAssets(
     const current = watch.get();
     if (current === undefined) throw new NotFoundError("No UI-asset manifest has been published yet.");
     void reply.header("cache-control", "no-cache").header("etag", current.etag);
-    if (request.headers["if-none-match"] === current.etag) return reply.code(304).send();
+    if (notModified(request.headers, current.etag)) return reply.code(304).send();
     return reply.type("application/json; charset=utf-8").send(current.bytes);
   });
 

@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import parseRange from "range-parser";
 
 import { acceptOneFile, readOneFile } from "../multipart-file.js";
+import { notModified } from "../static-files.js";
 
 /** A file name safe to store and to put in a header: no path, no control or reserved characters. */
 export function sanitiseFileName(raw: string | undefined): string {
@@ -110,7 +111,7 @@ export class MediaTransfers {
         "content-disposition",
         `attachment; filename="${file.fileName.replace(/[^\x20-\x7e]|"/g, "_")}"; filename*=UTF-8''${encodeURIComponent(file.fileName)}`,
       );
-    if (request.headers["if-none-match"] === etag) return reply.code(304).send();
+    if (notModified(request.headers, etag)) return reply.code(304).send();
     const bytes = await this.objects.get(file.objectName);
     if (bytes === null) throw new NotFoundError(LOST_BYTES);
     const range = request.headers.range;

@@ -31,7 +31,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
 import { type CacheLimits, followedCache } from "../resolve-cache.js";
-import { contentTypeOf, etagOf } from "../static-files.js";
+import { contentTypeOf, etagOf, notModified } from "../static-files.js";
 import {
   firstHeader,
   originFor,
@@ -148,7 +148,7 @@ async function registerSurface(app: FastifyInstance, options: SurfaceOptions): P
     const file = shells.get(request.url.split("?")[0] as string);
     if (file === undefined) return reply.callNotFound();
     void reply.header("etag", file.etag).header("cache-control", file.cacheControl);
-    if (request.headers["if-none-match"] === file.etag) return reply.code(304).send();
+    if (notModified(request.headers, file.etag)) return reply.code(304).send();
     return reply.type(file.type).send(file.body);
   };
   app.get("/surface-app/*", serveShellFile);

@@ -12,6 +12,7 @@ import { jobRoutes, type QueryOf, requestRoute } from "@svc/contracts";
 import { createDb, type Db, sql } from "@svc/db";
 import {
   cancelJob,
+  createJobMetrics,
   DeferJobError,
   defineJob,
   deleteEndedJobs,
@@ -27,7 +28,7 @@ import {
   runJobNow,
   runPendingJobsNow,
 } from "@svc/jobs";
-import { createLogger } from "@svc/observability";
+import { createLogger, Registry } from "@svc/observability";
 import { GatewayPrincipalSigner } from "@svc/runtime";
 import { jobReaperService } from "@svc/service-job-reaper";
 import { deliverJob } from "@svc/service-webhook-dispatcher";
@@ -616,8 +617,17 @@ describe("fairness between workspaces", () => {
       Array.from({ length: 60 }, (_, n) => fairJob.request({ n }, { workspaceKey: "flood" })),
     );
     const starts: Array<{ key: string; at: number }> = [];
+    const registry = new Registry();
+    const held = async () =>
+      (await registry.getSingleMetric("svc_jobs_held")?.get())?.values.find(
+        (v) => v.labels.type === fairJob.type,
+      )?.value;
     // No poll to fall back on: the pace's own timer starts the held jobs.
-    const worker = newWorker({ workspaceRate: rate, pollIntervalMs: 3_600_000 });
+    const worker = newWorker({
+      workspaceRate: rate,
+      pollIntervalMs: 3_600_000,
+      metrics: createJobMetrics(registry),
+    });
     onTestFinished(() => worker.stop());
     worker.register(fairJob, {
       concurrency: 10,
@@ -628,12 +638,15 @@ describe("fairness between workspaces", () => {
     });
     await worker.start();
     await until(async () => starts.length >= 10, 10_000);
+    // The flood's claimed jobs that wait for its pace are counted.
+    expect(await held()).toBeGreaterThan(0);
     // While the flood is held to its pace, another workspace's jobs are claimed and start at once.
     await enqueueMany(
       db,
       Array.from({ length: 3 }, (_, n) => fairJob.request({ n }, { workspaceKey: "small" })),
     );
     await until(async () => starts.length === 63, 20_000);
+    expect(await held()).toBe(0);
     const flood = starts.filter((s) => s.key === "flood").map((s) => s.at);
     // A burst of 100 ms' worth (3 at 20 a second) at most, then one every 50 ms: never more in a window.
     for (const [i, at] of flood.entries()) {

@@ -316,9 +316,14 @@ class Lane {
    * pace, so they neither count toward a full queue nor stop the lane from claiming the others'.
    */
   private startable(): number {
+    return this.queue.length - this.heldCount();
+  }
+
+  /** Queued jobs of held workspaces (`svc_jobs_held`). */
+  heldCount(): number {
     let held = 0;
     for (const key of this.held()) held += this.queue.count(key);
-    return this.queue.length - held;
+    return held;
   }
 
   /** A claim is made while the queue holds at most this many that may start. */
@@ -559,6 +564,7 @@ export class JobWorker {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private started = false;
   private stopped = false;
+  private unwatchHeld: (() => void) | undefined;
 
   constructor(options: WorkerOptions) {
     this.options = options;
@@ -619,6 +625,9 @@ export class JobWorker {
     this.pollTimer.unref();
     this.renewTimer = setInterval(() => void this.renewHeld(), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.renewTimer.unref();
+    this.unwatchHeld = this.metrics?.watchHeld(() =>
+      [...this.lanes.values()].map((lane) => [lane.type, lane.heldCount()] as const),
+    );
   }
 
   private listen() {
@@ -674,6 +683,7 @@ export class JobWorker {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearInterval(this.renewTimer);
+    this.unwatchHeld?.();
     const lanes = [...this.lanes.values()];
     for (const lane of lanes) {
       lane.stopping = true;

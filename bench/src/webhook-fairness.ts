@@ -29,14 +29,16 @@ import { againstAlone, percentile, sorted } from "./stats.js";
 const SMALL = ["small-1", "small-2", "small-3", "small-4"];
 /** The dispatcher's delivery concurrency, and the per-workspace limits of the capped phases. */
 const DELIVERY_CONCURRENCY = 50;
-const CAPS = (process.env.BENCH_WEBHOOK_CAPS ?? `${DELIVERY_CONCURRENCY / 2},${DELIVERY_CONCURRENCY / 10}`)
-  .split(",")
-  .map(Number)
-  .filter((n) => Number.isInteger(n) && n > 0);
-const RATES = (process.env.BENCH_WEBHOOK_RATES ?? "500")
-  .split(",")
-  .map(Number)
-  .filter((n) => Number.isInteger(n) && n > 0);
+/** The positive whole numbers of a comma-separated list (`25,5`); anything else is left out. */
+const positiveIntegers = (list: string) =>
+  list
+    .split(",")
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0);
+const CAPS = positiveIntegers(
+  process.env.BENCH_WEBHOOK_CAPS ?? `${DELIVERY_CONCURRENCY / 2},${DELIVERY_CONCURRENCY / 10}`,
+);
+const RATES = positiveIntegers(process.env.BENCH_WEBHOOK_RATES ?? "500");
 
 export interface WebhookFairnessPhase {
   readonly smallEvents: number;

@@ -148,6 +148,13 @@ class Lane {
   stopping = false;
   /** Claim again when this few are left unstarted, so the next batch arrives before the queue runs dry. */
   private readonly lowWater: number;
+  /** Whether a per-workspace limit or rate applies at all. */
+  private readonly limited: boolean;
+  /**
+   * How many queued jobs of a held workspace are enough: a claim takes no more of its jobs while it has
+   * this many waiting (a slot's worth under the limit; a tenth of a second's under the rate).
+   */
+  private readonly slotsWorth: number;
 
   constructor(
     readonly type: JobType,
@@ -161,6 +168,12 @@ class Lane {
     private readonly workspaceRate = 0,
   ) {
     this.lowWater = Math.max(concurrency, Math.floor(batchSize / 2));
+    this.limited = workspaceConcurrency > 0 || workspaceRate > 0;
+    this.slotsWorth = Math.max(
+      1,
+      workspaceConcurrency,
+      workspaceRate > 0 ? Math.ceil(workspaceRate / (1000 / RATE_TOLERANCE_MS)) : 0,
+    );
   }
 
   /**
@@ -184,7 +197,7 @@ class Lane {
     const now = Date.now();
     // Workspaces at their limit with a slot's worth queued already: claiming more of theirs would fill
     // the queue with jobs that cannot start.
-    const full = this.held().filter((key) => this.queue.count(key) >= this.slotsWorth());
+    const full = this.held().filter((key) => this.queue.count(key) >= this.slotsWorth);
     for (const key of full) this.passedOver.add(key);
     if (
       full.length > 0 ||
@@ -283,6 +296,7 @@ class Lane {
    * of their pace under the per-workspace rate (none without either).
    */
   private held(now = Date.now()): string[] {
+    if (!this.limited) return [];
     const cap = this.workspaceConcurrency;
     const out = cap <= 0 ? [] : [...this.runningIn].filter(([, n]) => n >= cap).map(([key]) => key);
     for (const [key, at] of this.paceAt) {
@@ -297,18 +311,6 @@ class Lane {
     const cap = this.workspaceConcurrency;
     if (cap > 0 && (this.runningIn.get(key) ?? 0) >= cap) return false;
     return this.workspaceRate <= 0 || (this.paceAt.get(key) ?? 0) <= now + RATE_TOLERANCE_MS;
-  }
-
-  /**
-   * How many queued jobs of a held workspace are enough: a claim takes no more of its jobs while it has
-   * this many waiting (a slot's worth under the limit; a tenth of a second's under the rate).
-   */
-  private slotsWorth(): number {
-    return Math.max(
-      1,
-      this.workspaceConcurrency,
-      this.workspaceRate > 0 ? Math.ceil(this.workspaceRate / (1000 / RATE_TOLERANCE_MS)) : 0,
-    );
   }
 
   /**
@@ -417,9 +419,8 @@ class Lane {
   }
 
   private startQueued(): void {
-    const limited = this.workspaceConcurrency > 0 || this.workspaceRate > 0;
     const now = Date.now();
-    const mayStart = limited ? (key: string) => this.mayStart(key, now) : undefined;
+    const mayStart = this.limited ? (key: string) => this.mayStart(key, now) : undefined;
     while (!this.stopping && this.running.size < this.concurrency && this.queue.length > 0) {
       const job = this.queue.shift(mayStart);
       // Every workspace with jobs queued is held: at its limit, the next one to finish starts another;
@@ -453,7 +454,7 @@ class Lane {
 
   private start(job: ClaimedJob, now: number) {
     const key = job.workspaceKey ?? "";
-    if (this.passedOver.has(key) && this.queue.count(key) < this.slotsWorth()) {
+    if (this.passedOver.has(key) && this.queue.count(key) < this.slotsWorth) {
       this.passedOver.delete(key);
       this.moreDue = true;
     }

@@ -13,8 +13,9 @@
  * (webhook-fairness.ts; with webhooks); both alone with --only fairness.
  *
  * Options: --duration S (default 10), --connections N (default 50), --tool wrk|autocannon (default: wrk
- * when installed, else autocannon), --only http|plugins|tracing|webhooks|jobs|fairness|growth (plugins:
- * the idle stack and the plugin lifecycle steps of http only; growth, run only when asked: the figures at
+ * when installed, else autocannon), --only http|plugins|surface|tracing|webhooks|jobs|fairness|growth
+ * (plugins: the idle stack and the plugin lifecycle steps of http only; surface: its references, the
+ * resolve route and the public surface only; growth, run only when asked: the figures at
  * volume, growth.ts; --backlog N sets its queued jobs, default 1,000,000; --parts jobs,webhooks,stack runs
  * some of it), --jobs N (default 20000), --rounds N (default 3),
  * --plugin-spares N (plugin processes the registry keeps started; default: the setting's, 2), --secure (the
@@ -544,7 +545,7 @@ async function httpBench() {
       await tracingRuns(stackEnv, accessToken);
       return;
     }
-    if (only !== "plugins") {
+    if (only !== "plugins" && only !== "surface") {
       // 5. An authenticated operator GET: token verification, shared rate limit, guard, forward, database read.
       // One indexed row from PostgreSQL, like the public forward's one resolution.
       const adminId = JSON.parse(Buffer.from(accessToken.split(".")[1] as string, "base64url").toString())
@@ -557,30 +558,32 @@ async function httpBench() {
       results.push(await measure("svc operator GET, one connection", operatorGet, bearer, 1));
     }
 
-    if (only !== "plugins") {
+    if (only !== "plugins" && only !== "surface") {
       log("measuring the gateway with tracing off, then on at 10 % sampling");
       await tracingRuns(stackEnv, accessToken);
     }
 
-    // 6. Plugin install and verification.
-    log("measuring plugin install and verification");
-    pluginResults = await runPluginBench(gateway, accessToken);
+    if (only !== "surface") {
+      // 6. Plugin install and verification.
+      log("measuring plugin install and verification");
+      pluginResults = await runPluginBench(gateway, accessToken);
 
-    // 7. Plugin activation cycles, then a plugin route next to a core route doing the same work.
-    log("measuring plugin activation and a plugin route");
-    activationResults = await runActivationBench(gateway, accessToken);
-    const bearer = { authorization: `Bearer ${accessToken}` };
-    routeResults.push(
-      await measure(
-        "core GET /api/plugins/contracts/support",
-        `${gateway}/api/plugins/contracts/support`,
-        bearer,
-      ),
-    );
-    routeResults.push(
-      await measure("plugin GET /api/plugins/bench/info", `${gateway}/api/plugins/bench/info`, bearer),
-    );
-    pluginMemory = pluginProcessMemory(registryPid);
+      // 7. Plugin activation cycles, then a plugin route next to a core route doing the same work.
+      log("measuring plugin activation and a plugin route");
+      activationResults = await runActivationBench(gateway, accessToken);
+      const bearer = { authorization: `Bearer ${accessToken}` };
+      routeResults.push(
+        await measure(
+          "core GET /api/plugins/contracts/support",
+          `${gateway}/api/plugins/contracts/support`,
+          bearer,
+        ),
+      );
+      routeResults.push(
+        await measure("plugin GET /api/plugins/bench/info", `${gateway}/api/plugins/bench/info`, bearer),
+      );
+      pluginMemory = pluginProcessMemory(registryPid);
+    }
 
     if (only === "plugins") return;
     // 8. The public surface: a three-plugin chain rendered through the gateway, next to a bare
@@ -763,7 +766,7 @@ function printHttp() {
   }
 }
 
-if (only === undefined || only === "http" || only === "plugins" || only === "tracing") {
+if (only === undefined || only === "http" || only === "plugins" || only === "surface" || only === "tracing") {
   await httpBench();
   printHttp();
 }

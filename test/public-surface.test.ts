@@ -191,6 +191,33 @@ describe("public routes", () => {
     expect(none.status).toBe(404);
   });
 
+  it("context: answered for the origin it was reached by, and anew once the workspace changes", async () => {
+    type Context = { workspace: { name: string }; route: { publicBaseUrl: string } };
+    const ctx = async (headers: Record<string, string> = {}) =>
+      (await pub("/workspace/public/context", { host: "acme.example", ...headers })).json<Context>();
+    expect((await ctx()).route.publicBaseUrl).toBe("http://acme.example");
+    expect((await ctx({ "x-forwarded-proto": "https" })).route.publicBaseUrl).toBe("https://acme.example");
+    const port = await ctx({ "x-forwarded-host": "acme.example:8443", "x-forwarded-proto": "https" });
+    expect(port.route.publicBaseUrl).toBe("https://acme.example:8443");
+    // The first origin's answer is still its own.
+    expect((await ctx()).route.publicBaseUrl).toBe("http://acme.example");
+    for (const name of ["The blog, renamed", "The blog"]) {
+      const put = await asOperator("PUT", "/api/workspaces/blog", {
+        tenantKey: "acme",
+        name,
+        bindings: [{ host: "acme.example", pathPrefix: "/" }],
+      });
+      expect(put.status, put.text).toBe(200);
+      for (const headers of [{}, { "x-forwarded-proto": "https" }] as Array<Record<string, string>>) {
+        const seen = await eventually(
+          () => ctx(headers),
+          (c) => c.workspace.name === name,
+        );
+        expect(seen.workspace.name).toBe(name);
+      }
+    }
+  });
+
   it("bootstrap.js: path from the query, else the Referer, escaped, with a default payload", async () => {
     // The script runs as a browser would run it, in a context of its own.
     const read = (r: HttpResponse) => {

@@ -39,6 +39,29 @@ export interface PublicIdentity {
 const JSON_TYPE = "application/json; charset=utf-8";
 const decoder = new TextDecoder();
 
+/** Freezes a parsed JSON value and everything in it: one parse is shared by every request it answers. */
+function frozen<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) frozen(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * Each cached answer's bytes parsed once: a cache hit returns the very bytes it stored, and a refreshed
+ * or dropped entry new ones, so a parse is never served for bytes it was not made from. Frozen, shared.
+ */
+const parsedAnswers = new WeakMap<Uint8Array, unknown>();
+/** How many origins' context answers are kept per workspace (the origin comes from request headers). */
+const MAX_ORIGINS_KEPT = 8;
+export function parsedOnce<T>(bytes: Uint8Array): T {
+  if (parsedAnswers.has(bytes)) return parsedAnswers.get(bytes) as T;
+  const value = frozen(JSON.parse(decoder.decode(bytes)) as T);
+  parsedAnswers.set(bytes, value);
+  return value;
+}
+
 /** A header's first value. */
 export function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
@@ -67,14 +90,14 @@ export class PublicWorkspaces {
     const bytes = await this.cache.load(`h\n${host}\n${path}`, () =>
       this.resolver.requestRaw("workspace.public", { host, path }, { requestId }),
     );
-    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+    return parsedOnce<PublicWorkspace | null>(bytes);
   }
 
   async byKey(workspaceKey: string, requestId: string): Promise<PublicWorkspace | null> {
     const bytes = await this.cache.load(`k\n${workspaceKey}`, () =>
       this.resolver.requestRaw("workspace.public", { workspaceKey }, { requestId }),
     );
-    return JSON.parse(decoder.decode(bytes)) as PublicWorkspace | null;
+    return parsedOnce<PublicWorkspace | null>(bytes);
   }
 }
 
@@ -154,7 +177,7 @@ export function registerPublicRoutes(
     const bytes = await plugins.load(workspaceKey, () =>
       registry.requestRaw("workspace.public", { workspaceKey }, { requestId }),
     );
-    return JSON.parse(decoder.decode(bytes)) as { chain: string[]; theme: PublicTheme };
+    return parsedOnce<{ chain: string[]; theme: PublicTheme }>(bytes);
   }
   /** The visible workspace, unless it is Authenticated and the caller is anonymous. */
   async function shown(request: FastifyRequest, workspaceKey: string): Promise<PublicWorkspace | null> {
@@ -165,10 +188,12 @@ export function registerPublicRoutes(
     }
     return ws;
   }
-  const routeInfo = (request: FastifyRequest, host: string, ws: PublicWorkspace) => {
+  /** The context answers made per visible workspace (a parsed cache entry), by the origin it was reached by. */
+  const contextAnswers = new WeakMap<PublicWorkspace, Map<string, Buffer>>();
+  const routeInfo = (origin: string, host: string, ws: PublicWorkspace) => {
     const prefix = ws.route.publicPathPrefix;
     return {
-      publicBaseUrl: ws.route.publicBaseUrl ?? `${originFor(request, host)}${prefix === "/" ? "" : prefix}`,
+      publicBaseUrl: ws.route.publicBaseUrl ?? `${origin}${prefix === "/" ? "" : prefix}`,
       publicHost: host,
       publicPathPrefix: prefix,
     };
@@ -182,7 +207,16 @@ export function registerPublicRoutes(
     );
     const ws = host === null ? null : await workspaces.byHost(host, path, request.id);
     if (ws === null || host === null) return hidden(reply);
-    return reply.type(JSON_TYPE).send({ workspace: ws.workspace, route: routeInfo(request, host, ws) });
+    // The answer is the workspace and where it was reached: serialised once per origin it is reached by.
+    const origin = originFor(request, host);
+    let answers = contextAnswers.get(ws);
+    if (answers === undefined) contextAnswers.set(ws, (answers = new Map<string, Buffer>()));
+    let body = answers.get(origin);
+    if (body === undefined) {
+      body = Buffer.from(JSON.stringify({ workspace: ws.workspace, route: routeInfo(origin, host, ws) }));
+      if (answers.size < MAX_ORIGINS_KEPT) answers.set(origin, body);
+    }
+    return reply.type(JSON_TYPE).send(body);
   });
 
   app.get("/workspace/public/bootstrap.js", async (request, reply) => {
@@ -206,7 +240,7 @@ export function registerPublicRoutes(
             route: { publicBaseUrl: `${origin}/surface-app/`, publicPathPrefix: path },
           }
         : (() => {
-            const info = routeInfo(request, host, ws);
+            const info = routeInfo(origin, host, ws);
             return {
               workspace: ws.workspace,
               route: { publicBaseUrl: info.publicBaseUrl, publicPathPrefix: info.publicPathPrefix },
@@ -280,7 +314,7 @@ export function registerPublicRoutes(
           { requestId: request.id },
         ),
     );
-    const nav = JSON.parse(decoder.decode(bytes)) as NavigationView | null;
+    const nav = parsedOnce<NavigationView | null>(bytes);
     if (nav === null) return hidden(reply);
     return reply.type(JSON_TYPE).header("cache-control", "no-store").send(nav);
   });

@@ -53,9 +53,7 @@ function frozen<T>(value: T): T {
  * or dropped entry new ones, so a parse is never served for bytes it was not made from. Frozen, shared.
  */
 const parsedAnswers = new WeakMap<Uint8Array, unknown>();
-/** How many origins' context answers are kept per workspace (the origin comes from request headers). */
-const MAX_ORIGINS_KEPT = 8;
-export function parsedOnce<T>(bytes: Uint8Array): T {
+function parsedOnce<T>(bytes: Uint8Array): T {
   if (parsedAnswers.has(bytes)) return parsedAnswers.get(bytes) as T;
   const value = frozen(JSON.parse(decoder.decode(bytes)) as T);
   parsedAnswers.set(bytes, value);
@@ -189,6 +187,7 @@ export function registerPublicRoutes(
     return ws;
   }
   /** The context answers made per visible workspace (a parsed cache entry), by the origin it was reached by. */
+  const MAX_ORIGINS_KEPT = 8; // the origin comes from request headers: a bounded few kept per workspace
   const contextAnswers = new WeakMap<PublicWorkspace, Map<string, Buffer>>();
   const routeInfo = (origin: string, host: string, ws: PublicWorkspace) => {
     const prefix = ws.route.publicPathPrefix;
@@ -314,8 +313,11 @@ export function registerPublicRoutes(
           { requestId: request.id },
         ),
     );
-    const nav = parsedOnce<NavigationView | null>(bytes);
-    if (nav === null) return hidden(reply);
-    return reply.type(JSON_TYPE).header("cache-control", "no-store").send(nav);
+    // The resolver's answer is already the JSON to send: read only to tell a hidden one.
+    if (parsedOnce<NavigationView | null>(bytes) === null) return hidden(reply);
+    return reply
+      .type(JSON_TYPE)
+      .header("cache-control", "no-store")
+      .send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   });
 }
